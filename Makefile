@@ -1,0 +1,36 @@
+# The two commands a new machine needs: `make demo` and `make test` (as root on Debian 12).
+# Everything else is a step they call.
+PRESET ?= dev
+BUILD  := build/$(PRESET)
+
+.PHONY: all deps configure build test unit integration demo bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@test -f $(BUILD)/CMakeCache.txt || cmake --preset $(PRESET) >/dev/null
+
+build: configure
+	@cmake --build --preset $(PRESET)
+
+unit: build
+	@cd $(BUILD) && ctest --output-on-failure -j2
+
+integration: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-integration.sh
+
+test: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-tests.sh
+
+demo: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/demo.sh
+
+bench:
+	@$(MAKE) --no-print-directory PRESET=release build
+	@BUILD_DIR=$(CURDIR)/build/release bench/run.sh
+
+clean:
+	rm -rf build

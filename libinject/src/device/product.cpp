@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "inject/device.hpp"
+
+#include <array>
+#include <string_view>
+
+namespace inject::device {
+
+ProductInfo product_info(const std::string& product) {
+    // Public facts (DESIGN.md section 3). Unknown products keep empty fields: we never guess.
+    struct Row {
+        std::string_view product, arch, family;
+    };
+    static constexpr std::array<Row, 6> kProducts{{
+        {"S60", "GCU300", "scorpio"},
+        {"T10", "GCU200", "LEO"},
+        {"T11", "GCU200", "LEO"},
+        {"I20", "GCU200", "LEO"},
+        {"T20", "GCU200", "PAVO"},
+        {"T21", "GCU200", "PAVO"},
+    }};
+    for (const auto& r : kProducts)
+        if (r.product == product) return {std::string(r.arch), std::string(r.family)};
+    return {};
+}
+
+}  // namespace inject::device

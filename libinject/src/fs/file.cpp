@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "inject/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace inject::fs {
+
+void UniqueFd::reset(int fd) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+}
+
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return fail(sys_error("opening " + path));
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(sys_error("reading " + path));
+        }
+        if (n == 0) break;
+        if (out.size() + static_cast<std::size_t>(n) > max_bytes)
+            return fail(Errc::InvalidInput,
+                        path + ": file is larger than " + std::to_string(max_bytes) + " bytes");
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
+namespace {
+
+Result<void> write_all(int fd, std::string_view data, const std::string& what) {
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(sys_error("writing " + what));
+        }
+        data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return ok();
+}
+
+std::string dir_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<void> atomic_write(const std::string& path, std::string_view content,
+                          const AtomicWriteOptions& opts) {
+    mode_t mode = opts.mode;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return fail(Errc::InvalidInput, path + ": refusing to replace a symlink");
+        if (S_ISDIR(st.st_mode))
+            return fail(Errc::InvalidInput, path + ": is a directory");
+        mode = st.st_mode & 07777;
+    } else if (errno != ENOENT) {
+        return fail(sys_error("checking " + path));
+    }
+    const std::string dir = dir_of(path);
+    std::string tmp = path + ".tmp.XXXXXX";
+    std::vector<char> tmpl(tmp.begin(), tmp.end());
+    tmpl.push_back('\0');
+    UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+    if (!fd.valid()) return fail(sys_error("creating a temporary file in " + dir));
+    tmp.assign(tmpl.data());
+    auto cleanup = [&tmp] { ::unlink(tmp.c_str()); };
+    auto r = write_all(fd.get(), content, tmp);
+    if (r && ::fchmod(fd.get(), mode) != 0) r = fail(sys_error("setting the mode of " + tmp));
+    if (r && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + tmp));
+    if (r && ::close(fd.release()) != 0) r = fail(sys_error("closing " + tmp));
+    if (r && ::rename(tmp.c_str(), path.c_str()) != 0)
+        r = fail(sys_error("renaming " + tmp + " to " + path));
+    if (!r) {
+        cleanup();
+        return r;
+    }
+    // The rename is durable only once the folder is synced.
+    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd.valid()) ::fsync(dfd.get());
+    return ok();
+}
+
+std::string join(std::string_view root, std::string_view path) {
+    std::string r(root);
+    while (r.size() > 1 && r.back() == '/') r.pop_back();
+    if (r == "/" || r.empty()) return std::string(path.empty() ? "/" : path);
+    if (path.empty() || path.front() != '/') r += '/';
+    r += path;
+    return r;
+}
+
+Result<std::string> fd_path(int fd) {
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    std::vector<char> buf(4096);
+    ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+    if (n < 0) return fail(sys_error("reading " + link));
+    if (static_cast<std::size_t>(n) >= buf.size())
+        return fail(Errc::Unsupported, link + ": path too long");
+    return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
+}  // namespace inject::fs

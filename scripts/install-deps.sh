@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing enflame-container-toolkit needs on Debian 12, and only
+# what is missing: a second run is a no-op that takes well under a second.
+# Daemons (containerd, dockerd) are never started here: tests start their own, by PID.
+set -euo pipefail
+
+PKGS=(
+  # build
+  build-essential cmake pkg-config git ccache
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libseccomp-dev libcap-dev
+  libtomlplusplus-dev googletest libgtest-dev
+  # tests
+  bats python3 jq util-linux procps busybox-static
+  runc crun podman uidmap containerd docker.io
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: missing packages: ${missing[*]} (run as root to install them)" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Keep package installs from starting daemons (Debian's policy-rc.d convention).
+created_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; created_policy=1
+fi
+trap '[ $created_policy -eq 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "inject/fs.hpp"
+
+#include "test_util.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace stdfs = std::filesystem;
+using testutil::TempDir;
+
+TEST(AtomicWrite, CreatesWithModeAndReplaces) {
+    TempDir d;
+    const auto p = d / "spec.yaml";
+    ASSERT_TRUE(inject::fs::atomic_write(p, "one"));
+    EXPECT_EQ(testutil::read_file(p), "one");
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0644u);
+    ::chmod(p.c_str(), 0600);
+    ASSERT_TRUE(inject::fs::atomic_write(p, "two"));
+    EXPECT_EQ(testutil::read_file(p), "two");
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << "an existing file keeps its mode";
+    EXPECT_EQ(std::distance(stdfs::directory_iterator(d.path()), stdfs::directory_iterator{}), 1)
+        << "no temp file left";
+}
+
+TEST(AtomicWrite, RefusesSymlinkAndDirectory) {
+    TempDir d;
+    testutil::write_file(d / "target", "keep");
+    stdfs::create_symlink(d / "target", d / "link");
+    auto r = inject::fs::atomic_write(d / "link", "x");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), d / "link" + ": refusing to replace a symlink");
+    EXPECT_EQ(testutil::read_file(d / "target"), "keep");
+    stdfs::create_directory(d / "dir");
+    auto r2 = inject::fs::atomic_write(d / "dir", "x");
+    ASSERT_FALSE(r2);
+    EXPECT_EQ(r2.error().what(), d / "dir" + ": is a directory");
+}
+
+TEST(AtomicWrite, FailureLeavesOldFileAndNoTemp) {
+    TempDir d;
+    testutil::write_file(d / "sub/f", "old");
+    // An immutable folder refuses new files even to root (chmod would not stop root).
+    inject::fs::UniqueFd dir(::open((d / "sub").c_str(), O_RDONLY | O_DIRECTORY));
+    int flags = 0;
+    if (::ioctl(dir.get(), FS_IOC_GETFLAGS, &flags) != 0) GTEST_SKIP() << "no inode flags here";
+    int immutable = flags | FS_IMMUTABLE_FL;
+    if (::ioctl(dir.get(), FS_IOC_SETFLAGS, &immutable) != 0) GTEST_SKIP() << "cannot set immutable";
+    auto r = inject::fs::atomic_write(d / "sub/f", "new");
+    ::ioctl(dir.get(), FS_IOC_SETFLAGS, &flags);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::Permission);
+    EXPECT_EQ(testutil::read_file(d / "sub/f"), "old");
+    EXPECT_EQ(std::distance(stdfs::directory_iterator(d / "sub"), stdfs::directory_iterator{}), 1);
+}
+
+TEST(AtomicWrite, MissingFolderIsNotFound) {
+    TempDir d;
+    auto r = inject::fs::atomic_write(d / "nope/f", "x");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
+}
+
+TEST(ReadFile, BoundsTheSize) {
+    TempDir d;
+    testutil::write_file(d / "big", std::string(100, 'x'));
+    auto r = inject::fs::read_file(d / "big", 10);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), d / "big" + ": file is larger than 10 bytes");
+    EXPECT_EQ(*inject::fs::read_file(d / "big", 100), std::string(100, 'x'));
+}
+
+TEST(Join, RootSlashIsIdentity) {
+    EXPECT_EQ(inject::fs::join("/", "/dev/gcu0"), "/dev/gcu0");
+    EXPECT_EQ(inject::fs::join("/host/", "/dev/gcu0"), "/host/dev/gcu0");
+    EXPECT_EQ(inject::fs::join("/host", "dev"), "/host/dev");
+}
+
+// In-root resolution: every case must stay inside the root, whatever the links say.
+struct InRootCase {
+    const char* name;
+    const char* path;
+    const char* expect;  // path relative to the root, or nullptr = must fail
+};
+
+class InRoot : public testing::TestWithParam<InRootCase> {
+protected:
+    void SetUp() override {
+        stdfs::create_directories(d_ / "usr/lib");
+        stdfs::create_directories(d_ / "etc");
+        testutil::write_file(d_ / "usr/lib/libefml.so.1", "lib");
+        testutil::write_file(d_ / "etc/passwd", "inroot");
+        stdfs::create_symlink("/usr/lib/libefml.so.1", d_ / "usr/lib/abs-link");
+        stdfs::create_symlink("libefml.so.1", d_ / "usr/lib/rel-link");
+        stdfs::create_symlink("../../../../../../etc", d_ / "usr/lib/dotdot");
+        stdfs::create_symlink("/", d_ / "rootlink");
+        stdfs::create_symlink("/proc/self/root/etc", d_ / "magic");
+        stdfs::create_symlink("loop2", d_ / "loop1");
+        stdfs::create_symlink("loop1", d_ / "loop2");
+    }
+    TempDir d_;
+};
+
+TEST_P(InRoot, StaysInside) {
+    auto root = inject::fs::open_root(d_.path());
+    ASSERT_TRUE(root);
+    auto fd = inject::fs::open_in_root(root->get(), GetParam().path, O_PATH);
+    if (GetParam().expect == nullptr) {
+        EXPECT_FALSE(fd) << "resolved to " << (fd ? *inject::fs::fd_path(fd->get()) : "");
+        return;
+    }
+    ASSERT_TRUE(fd) << fd.error().what();
+    auto p = inject::fs::fd_path(fd->get());
+    ASSERT_TRUE(p);
+    auto real_root = stdfs::canonical(d_.path()).string();
+    std::string want = real_root + (std::string(GetParam().expect).empty() ? "" : "/" + std::string(GetParam().expect));
+    EXPECT_EQ(*p, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, InRoot,
+    testing::Values(InRootCase{"Plain", "/usr/lib/libefml.so.1", "usr/lib/libefml.so.1"},
+                    InRootCase{"AbsoluteLink", "/usr/lib/abs-link", "usr/lib/libefml.so.1"},
+                    InRootCase{"RelativeLink", "usr/lib/rel-link", "usr/lib/libefml.so.1"},
+                    InRootCase{"DotDotChain", "/../../../etc/passwd", "etc/passwd"},
+                    InRootCase{"NotInRoot_Tricky1", "/usr/lib/dotdot/passwd", "etc/passwd"},
+                    InRootCase{"RootLinkClamped", "/rootlink/etc/passwd", "etc/passwd"},
+                    InRootCase{"MagicLinkNotFollowedOut", "/magic/passwd", nullptr},
+                    InRootCase{"Loop", "/loop1", nullptr},
+                    InRootCase{"Missing", "/usr/lib/nope", nullptr}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ResolveInRoot, GivesTheHostPath) {
+    TempDir d;
+    testutil::write_file(d / "usr/local/efsmi/efsmi-1.4/efsmi", "bin");
+    stdfs::create_directories(d / "usr/bin");
+    stdfs::create_symlink("/usr/local/efsmi/efsmi-1.4/efsmi", d / "usr/bin/efsmi");
+    auto p = inject::fs::resolve_in_root(d.path(), "/usr/bin/efsmi");
+    ASSERT_TRUE(p) << p.error().what();
+    EXPECT_EQ(*p, stdfs::canonical(d.path()).string() + "/usr/local/efsmi/efsmi-1.4/efsmi");
+}

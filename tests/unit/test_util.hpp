@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Shared helpers for the unit tests: a fresh temp dir per test, small file helpers.
+
+#include <string>
+#include <string_view>
+
+namespace testutil {
+
+/// A temporary directory removed (recursively) on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    [[nodiscard]] const std::string& path() const { return path_; }
+    /// path() + "/" + rel
+    [[nodiscard]] std::string operator/(std::string_view rel) const;
+
+private:
+    std::string path_;
+};
+
+/// Writes a file, creating parent folders.
+void write_file(const std::string& path, std::string_view content);
+/// Reads a whole file ("" if missing).
+std::string read_file(const std::string& path);
+/// The source tree's path of a committed fixture: tests/fixtures/<rel>.
+std::string fixture(std::string_view rel);
+
+}  // namespace testutil
