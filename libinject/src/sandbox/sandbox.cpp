@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sandbox for privileged helpers. Everything that can fail or allocate is prepared before
+// fork (the executable fd, the namespace fd, the capability set, the seccomp filter, argv and
+// envp); the child runs a fixed sequence of system calls and reports the first failing step
+// through a close-on-exec pipe. The order matters:
+//   setns (needs CAP_SYS_ADMIN) -> open rootfs in the entered namespace -> fchdir + chroot(".")
+//   -> rlimits -> securebits (needs CAP_SETPCAP) -> bounding set -> ambient -> capset(empty)
+//   -> no_new_privs -> seccomp -> execveat(host binary fd).
+// Dropping the bounding set is what keeps uid 0 from getting every capability back at execve.
+#include "inject/sandbox.hpp"
+
+#include "inject/fs.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/securebits.h>
+#include <poll.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+
+namespace inject::sandbox {
+namespace {
+
+enum Step : int {
+    kStdio = 1, kSetns, kOpenRoot, kChroot, kWorkdir, kRlimit, kSecbits, kBounding, kAmbient,
+    kCapset, kNoNewPrivs, kCloseFds, kSeccomp, kExec,
+};
+
+const char* step_name(int s) {
+    switch (s) {
+        case kStdio: return "setting up stdio";
+        case kSetns: return "entering mount namespace";
+        case kOpenRoot: return "opening the rootfs";
+        case kChroot: return "chroot into the rootfs";
+        case kWorkdir: return "changing to the working directory";
+        case kRlimit: return "setting resource limits";
+        case kSecbits: return "setting securebits";
+        case kBounding: return "dropping the capability bounding set";
+        case kAmbient: return "clearing ambient capabilities";
+        case kCapset: return "dropping capabilities";
+        case kNoNewPrivs: return "setting no_new_privs";
+        case kCloseFds: return "closing inherited file descriptors";
+        case kSeccomp: return "installing the seccomp filter";
+        case kExec: return "executing";
+        default: return "setting up";
+    }
+}
+
+struct ChildError {
+    int step;
+    int err;
+};
+
+[[noreturn]] void child_fail(int fd, int step) {
+    ChildError e{step, errno};
+    ssize_t n = ::write(fd, &e, sizeof e);
+    (void)n;
+    _exit(127);
+}
+
+std::vector<char*> cstrings(const std::vector<std::string>& v) {
+    std::vector<char*> out;
+    out.reserve(v.size() + 1);
+    for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+struct SeccompDeleter {
+    void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using SeccompCtx = std::unique_ptr<void, SeccompDeleter>;
+
+struct CapDeleter {
+    void operator()(cap_t c) const { cap_free(c); }
+};
+using CapPtr = std::unique_ptr<std::remove_pointer_t<cap_t>, CapDeleter>;
+
+Result<SeccompCtx> build_filter(const std::vector<std::string>& names) {
+    SeccompCtx ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
+    if (!ctx) return fail(Errc::Internal, "seccomp_init failed");
+    auto allow = [&](const std::string& name) -> Result<void> {
+        int nr = seccomp_syscall_resolve_name(name.c_str());
+        if (nr == __NR_SCMP_ERROR) return fail(Errc::InvalidInput, "unknown system call '" + name + "'");
+        int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);
+        if (rc != 0) return fail(sys_error("seccomp rule for '" + name + "'", -rc));
+        return ok();
+    };
+    for (const auto& n : names) INJECT_TRY_VOID(allow(n));
+    // The exec that ends the setup runs under the filter.
+    INJECT_TRY_VOID(allow("execveat"));
+    return ctx;
+}
+
+// The child: a fixed list of system calls, no allocation (libcap and libseccomp calls use only
+// what was prepared before fork).
+[[noreturn]] void child(const Options& o, int err_fd, int exe_fd, int ns_fd, int null_fd, int out_fd,
+                        int errout_fd, cap_t empty_caps, void* filter, char* const* argv, char* const* envp) {
+    if (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(errout_fd, 2) < 0) child_fail(err_fd, kStdio);
+    if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNS) != 0) child_fail(err_fd, kSetns);
+    if (!o.rootfs.empty()) {
+        // Opened after setns: the container's view of its rootfs, with its mounts.
+        int root = ::open(o.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) child_fail(err_fd, kOpenRoot);
+        if (::fchdir(root) != 0 || ::chroot(".") != 0) child_fail(err_fd, kChroot);
+        ::close(root);
+    }
+    if (::chdir(o.workdir.c_str()) != 0) child_fail(err_fd, kWorkdir);
+    const std::array<std::pair<int, std::uint64_t>, 4> limits{{{RLIMIT_CPU, o.limits.cpu_seconds},
+                                                               {RLIMIT_AS, o.limits.address_space},
+                                                               {RLIMIT_FSIZE, o.limits.file_size},
+                                                               {RLIMIT_NOFILE, o.limits.open_files}}};
+    for (const auto& [res, v] : limits) {
+        rlimit cur{};
+        if (::getrlimit(res, &cur) != 0) child_fail(err_fd, kRlimit);
+        rlim_t want = static_cast<rlim_t>(v);
+        if (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < want) want = cur.rlim_max;
+        rlimit nl{want, want};
+        if (::setrlimit(res, &nl) != 0) child_fail(err_fd, kRlimit);
+    }
+    // uid 0 must not regain capabilities at execve, whatever the file says.
+    if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) != 0)
+        child_fail(err_fd, kSecbits);
+    for (cap_value_t c = 0; c < static_cast<cap_value_t>(cap_max_bits()); ++c) {
+        if (cap_drop_bound(c) != 0 && errno != EINVAL) child_fail(err_fd, kBounding);
+    }
+    if (cap_reset_ambient() != 0) child_fail(err_fd, kAmbient);
+    if (cap_set_proc(empty_caps) != 0) child_fail(err_fd, kCapset);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(err_fd, kNoNewPrivs);
+    // Nothing but stdio and the two fds we still need survives the exec.
+    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) child_fail(err_fd, kCloseFds);
+    if (filter != nullptr) {
+        int rc = seccomp_load(filter);
+        if (rc != 0) {
+            errno = -rc;
+            child_fail(err_fd, kSeccomp);
+        }
+    }
+    ::syscall(SYS_execveat, exe_fd, "", argv, envp, AT_EMPTY_PATH);
+    child_fail(err_fd, kExec);
+}
+
+Result<process::Output> collect(pid_t pid, int out_fd, int err_fd, std::chrono::milliseconds timeout) {
+    process::Output res;
+    bool timed_out = false;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::array<pollfd, 2> fds{{{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}}};
+    int open_fds = 2;
+    char buf[16384];
+    while (open_fds > 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            timed_out = true;
+            break;
+        }
+        int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+            ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+            if (r <= 0) {
+                fds[i].fd = -1;
+                --open_fds;
+                continue;
+            }
+            auto& sink = i == 0 ? res.out : res.err;
+            auto len = static_cast<std::size_t>(r);
+            if (sink.size() < (4U << 20)) sink.append(buf, std::min(len, (4U << 20) - sink.size()));
+        }
+    }
+    if (timed_out) ::kill(pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return fail(sys_error("sandboxed program timed out", ETIMEDOUT));
+    if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
+    return res;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ldconfig_syscalls() {
+    // From strace of glibc 2.36's static ldconfig building a cache in a chroot, plus what glibc
+    // may use instead on other kernels/versions (open vs openat, stat variants).
+    static const std::vector<std::string> k{
+        "read", "write", "pread64", "readv", "writev", "open", "openat", "close", "lseek",
+        "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
+        "access", "faccessat", "faccessat2", "mkdir", "mkdirat", "rename", "renameat", "renameat2",
+        "unlink", "unlinkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "fsync",
+        "fdatasync", "ftruncate", "fcntl", "ioctl", "getcwd", "chdir", "umask", "brk", "mmap",
+        "munmap", "mremap", "mprotect", "madvise", "arch_prctl", "set_tid_address",
+        "set_robust_list", "rseq", "futex", "getrandom", "prlimit64", "getrlimit", "uname",
+        "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid", "rt_sigaction",
+        "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "clock_gettime", "exit", "exit_group",
+        "execve",
+    };
+    return k;
+}
+
+Result<process::Output> run(const Options& o) {
+    if (o.executable.empty() || o.executable.front() != '/')
+        return fail(Errc::InvalidInput, "sandbox: '" + o.executable + "' is not an absolute host path");
+    for (const auto& e : o.env) {
+        if (e.rfind("LD_", 0) == 0)
+            return fail(Errc::InvalidInput, "sandbox: refusing environment entry '" + e.substr(0, e.find('=')) + "'");
+    }
+    // The binary comes from the host, opened here, before any namespace or root change.
+    fs::UniqueFd exe(::open(o.executable.c_str(), O_PATH | O_CLOEXEC));
+    if (!exe.valid()) return fail(sys_error("sandbox: opening " + o.executable));
+    struct stat st {};
+    if (::fstat(exe.get(), &st) != 0) return fail(sys_error("sandbox: stat " + o.executable));
+    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, "sandbox: " + o.executable + " is not a regular file");
+    fs::UniqueFd ns;
+    if (!o.mount_namespace.empty()) {
+        ns.reset(::open(o.mount_namespace.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!ns.valid()) return fail(sys_error("sandbox: opening " + o.mount_namespace));
+    }
+    fs::UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!devnull.valid()) return fail(sys_error("sandbox: opening /dev/null"));
+    SeccompCtx filter;
+    if (!o.syscalls.empty()) {
+        INJECT_TRY(filter, build_filter(o.syscalls));
+    }
+    CapPtr empty(cap_init());
+    if (!empty) return fail(sys_error("sandbox: cap_init"));
+    const std::vector<std::string> args = o.argv.empty() ? std::vector<std::string>{o.executable} : o.argv;
+    auto argv = cstrings(args);
+    auto envp = cstrings(o.env);
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail(sys_error("sandbox: pipe"));
+    fs::UniqueFd status_r(p[0]), status_w(p[1]);
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail(sys_error("sandbox: pipe"));
+    fs::UniqueFd out_r(p[0]), out_w(p[1]);
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail(sys_error("sandbox: pipe"));
+    fs::UniqueFd err_r(p[0]), err_w(p[1]);
+    pid_t pid = ::fork();
+    if (pid < 0) return fail(sys_error("sandbox: fork"));
+    if (pid == 0)
+        child(o, status_w.get(), exe.get(), ns.get(), devnull.get(), out_w.get(), err_w.get(), empty.get(),
+              filter.get(), argv.data(), envp.data());
+    status_w.reset();
+    out_w.reset();
+    err_w.reset();
+    ChildError ce{0, 0};
+    ssize_t n;
+    do {
+        n = ::read(status_r.get(), &ce, sizeof ce);
+    } while (n < 0 && errno == EINTR);
+    auto res = collect(pid, out_r.get(), err_r.get(), o.timeout);
+    if (n == static_cast<ssize_t>(sizeof ce)) {
+        std::string what = std::string("sandbox: ") + step_name(ce.step);
+        if (ce.step == kSetns) what += " " + o.mount_namespace;
+        if (ce.step == kOpenRoot || ce.step == kChroot) what += " " + o.rootfs;
+        if (ce.step == kExec) what += " " + o.executable;
+        return fail(sys_error(what, ce.err));
+    }
+    return res;
+}
+
+}  // namespace inject::sandbox
