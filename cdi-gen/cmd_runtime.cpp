@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// `enflame-ctk runtime configure|unconfigure`: wires enflame-container-runtime into Docker,
+// containerd or CRI-O. The edits are inject::runtime_config's pure functions; this file picks
+// the files, reads them, and reports what changed.
+#include "context.hpp"
+
+#include "inject/fs.hpp"
+#include "inject/runtime_config.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace rc = inject::runtime_config;
+
+namespace ctk {
+namespace {
+
+constexpr std::size_t kMaxBytes = 4 << 20;
+
+struct RuntimeArgs {
+    std::string engine;
+    std::string config;
+    std::string drop_in;
+    bool no_drop_in = false;
+    bool dry_run = false;
+    bool uninstall = false;
+    rc::Options opts;
+};
+
+/// enflame-container-runtime next to this binary (an installed package), else /usr/bin's.
+std::string default_runtime_path() {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        auto sibling = self.parent_path() / "enflame-container-runtime";
+        if (::access(sibling.c_str(), X_OK) == 0) return sibling.string();
+    }
+    return "/usr/bin/enflame-container-runtime";
+}
+
+/// The file's text, "" if it does not exist.
+inject::Result<std::string> read_or_empty(const std::string& path) {
+    auto t = inject::fs::read_file(path, kMaxBytes);
+    if (!t && t.error().code() == inject::Errc::NotFound) return std::string();
+    if (!t) return inject::fail(std::move(t).error().context("reading '" + path + "'"));
+    return t;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+/// One file to change: its new content, or removal.
+struct Change {
+    std::string path;
+    std::string content;
+    bool remove = false;
+    bool drop_backup = false;  ///< the file is back to its first original: the backup is redundant
+};
+
+/// Writes (or prints) every change; true when a file changed.
+inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_run) {
+    bool changed = false;
+    for (const auto& c : changes) {
+        if (dry_run) {
+            if (changes.size() > 1) std::cout << "# " << c.path << (c.remove ? " (removed)" : "") << "\n";
+            if (!c.remove) std::cout << c.content;
+            continue;
+        }
+        if (auto dir = std::filesystem::path(c.path).parent_path(); !c.remove && !dir.empty()) {
+            std::error_code ec;
+            std::filesystem::create_directories(dir, ec);
+            if (ec)
+                return inject::fail(inject::Errc::Io, "creating the folder of '" + c.path + "': " + ec.message());
+        }
+        INJECT_TRY(auto outcome, rc::write_file(c.path, c.content, c.remove));
+        switch (outcome) {
+            case rc::WriteOutcome::Unchanged:
+                std::cout << "unchanged: " << c.path << " (nothing to do)\n";
+                break;
+            case rc::WriteOutcome::Written: std::cout << "updated: " << c.path << "\n"; break;
+            case rc::WriteOutcome::Removed: std::cout << "removed: " << c.path << "\n"; break;
+        }
+        changed = changed || outcome != rc::WriteOutcome::Unchanged;
+        if (c.drop_backup) ::unlink(rc::backup_path(c.path).c_str());
+    }
+    return changed;
+}
+
+/// Undoing our edit of a whole file: back to the backup's bytes when nothing else changed, and
+/// removed when we created it (no backup) and only our own skeleton is left.
+inject::Result<Change> undo(const std::string& path, std::string_view now, std::string_view skeleton,
+                            const std::function<inject::Result<std::string>(std::string_view,
+                                                                            std::optional<std::string_view>)>& strip) {
+    auto bak_path = rc::backup_path(path);
+    std::optional<std::string> bak;
+    if (exists(bak_path)) { INJECT_TRY(bak, read_or_empty(bak_path)); }
+    INJECT_TRY(auto out, strip(now, bak ? std::optional<std::string_view>(*bak) : std::nullopt));
+    Change c{path, out};
+    if (!exists(path)) return c;  // nothing to undo: apply() reports "unchanged"
+    if (bak) c.drop_backup = (out == *bak);
+    else c.remove = (out == skeleton && now != out);
+    return c;
+}
+
+inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
+    INJECT_TRY(auto engine, rc::parse_engine(a.engine));
+    std::string config = a.config.empty() ? rc::default_config_path(engine) : a.config;
+    std::optional<std::string> drop_in;
+    if (engine == rc::Engine::Docker) {
+        if (!a.drop_in.empty())
+            return inject::fail(inject::Errc::InvalidInput, "docker has no drop-in files: '--drop-in' is for containerd and crio");
+    } else if (!a.no_drop_in) {
+        drop_in = a.drop_in.empty() ? rc::default_drop_in(engine) : a.drop_in;
+    }
+    INJECT_TRY(auto text, read_or_empty(config));
+    std::vector<Change> changes;
+    if (!drop_in) {  // edit the main config in place
+        if (!a.uninstall) {
+            INJECT_TRY(auto out, rc::configure(engine, text, a.opts, config));
+            changes.push_back({config, out});
+            return changes;
+        }
+        INJECT_TRY(auto fresh, rc::configure(engine, "", a.opts, config));
+        INJECT_TRY(auto skeleton, rc::unconfigure(engine, fresh, a.opts, config));
+        INJECT_TRY(auto c, undo(config, text, skeleton, [&](std::string_view now, auto orig) {
+                       return rc::unconfigure(engine, now, a.opts, config, orig);
+                   }));
+        changes.push_back(std::move(c));
+        return changes;
+    }
+    if (engine == rc::Engine::Crio) {
+        if (a.uninstall) changes.push_back({*drop_in, "", true});
+        else { INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config)); changes.push_back({*drop_in, d}); }
+        return changes;
+    }
+    // containerd: our drop-in plus an `imports` entry in the main config.
+    constexpr std::string_view kNewMain = "version = 2\n";
+    std::string main = text.empty() ? std::string(kNewMain) : text;
+    if (a.uninstall) {
+        changes.push_back({*drop_in, "", true});
+        INJECT_TRY(auto c, undo(config, text, kNewMain, [&](std::string_view now, auto) {
+                       return rc::remove_import(now, *drop_in, config);
+                   }));
+        changes.push_back(std::move(c));
+        return changes;
+    }
+    INJECT_TRY(auto d, rc::drop_in(engine, main, a.opts, config));
+    INJECT_TRY(auto m, rc::add_import(main, *drop_in, config));
+    changes.push_back({*drop_in, d});
+    changes.push_back({config, m});
+    return changes;
+}
+
+void run(const RuntimeArgs& a) {
+    auto changes = plan(a);
+    if (!changes) throw Exit{report(changes.error())};
+    auto changed = apply_changes(*changes, a.dry_run);
+    if (!changed) throw Exit{report(changed.error())};
+    if (!*changed) return;
+    if (a.engine == "docker")
+        std::cout << "hint: send dockerd SIGHUP (or restart it) to load the change\n";
+    else
+        std::cout << "hint: restart " << a.engine << " to load the change\n";
+}
+
+void add_flags(CLI::App* cmd, RuntimeArgs& a, bool with_uninstall) {
+    cmd->add_option("--runtime", a.engine, "the engine: docker, containerd or crio")->required();
+    cmd->add_option("--config", a.config,
+                    "the engine's main config (default: /etc/docker/daemon.json, "
+                    "/etc/containerd/config.toml, /etc/crio/crio.conf)");
+    cmd->add_option("--runtime-name", a.opts.runtime_name, "the name given to our runtime")
+        ->capture_default_str();
+    cmd->add_option("--runtime-path", a.opts.runtime_path, "path of enflame-container-runtime")
+        ->capture_default_str();
+    cmd->add_flag("--set-as-default", a.opts.set_as_default, "make it the engine's default runtime");
+    cmd->add_flag("--cdi.enabled", a.opts.cdi_enabled,
+                  "turn on the engine's CDI support (docker features.cdi, containerd enable_cdi)");
+    cmd->add_option("--cdi.spec-dirs", a.opts.cdi_spec_dirs, "containerd cdi_spec_dirs")
+        ->capture_default_str();
+    cmd->add_option("--crio.monitor-path", a.opts.monitor_path, "CRI-O monitor_path (conmon)")
+        ->capture_default_str();
+    cmd->add_option("--drop-in", a.drop_in,
+                    "drop-in file for containerd/crio (default: /etc/containerd/conf.d/99-enflame.toml, "
+                    "/etc/crio/crio.conf.d/99-enflame.toml)");
+    cmd->add_flag("--no-drop-in", a.no_drop_in, "edit the main config in place instead of a drop-in");
+    cmd->add_flag("--dry-run", a.dry_run, "print the result on stdout and change nothing");
+    if (with_uninstall)
+        cmd->add_flag("--uninstall", a.uninstall, "remove what configure added (same as 'unconfigure')");
+}
+
+void register_runtime(CLI::App& app, Context& /*ctx*/) {
+    auto* runtime = app.add_subcommand("runtime", "configure a container engine to use enflame-container-runtime");
+    runtime->require_subcommand(1);
+    auto args = std::make_shared<RuntimeArgs>();
+    args->opts.runtime_path = default_runtime_path();
+    auto* conf = runtime->add_subcommand("configure", "add the enflame runtime to docker, containerd or crio");
+    add_flags(conf, *args, true);
+    conf->callback([args] { run(*args); });
+    auto* unconf = runtime->add_subcommand("unconfigure", "remove what 'runtime configure' added");
+    add_flags(unconf, *args, false);
+    unconf->callback([args] {
+        args->uninstall = true;
+        run(*args);
+    });
+}
+
+const Registrar reg{40, register_runtime};
+
+}  // namespace
+}  // namespace ctk

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// Dispatch by engine, and the one function that writes: backup of the first original, then an
+// atomic replace.
+#include "runtime_config_internal.hpp"
+
+#include "inject/fs.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace inject::runtime_config {
+namespace {
+constexpr std::size_t kMaxConfigBytes = 4 << 20;
+}
+
+std::string_view engine_name(Engine e) noexcept {
+    switch (e) {
+        case Engine::Docker: return "docker";
+        case Engine::Containerd: return "containerd";
+        case Engine::Crio: return "crio";
+    }
+    return "docker";
+}
+
+Result<Engine> parse_engine(std::string_view name) {
+    if (name == "docker") return Engine::Docker;
+    if (name == "containerd") return Engine::Containerd;
+    if (name == "crio" || name == "cri-o") return Engine::Crio;
+    return fail(Errc::InvalidInput,
+                "runtime '" + std::string(name) + "' is not one of docker, containerd, crio");
+}
+
+std::optional<std::string> default_drop_in(Engine e) {
+    switch (e) {
+        case Engine::Docker: return std::nullopt;
+        case Engine::Containerd: return "/etc/containerd/conf.d/99-enflame.toml";
+        case Engine::Crio: return "/etc/crio/crio.conf.d/99-enflame.toml";
+    }
+    return std::nullopt;
+}
+
+std::string default_config_path(Engine e) {
+    switch (e) {
+        case Engine::Docker: return "/etc/docker/daemon.json";
+        case Engine::Containerd: return "/etc/containerd/config.toml";
+        case Engine::Crio: return "/etc/crio/crio.conf";
+    }
+    return "";
+}
+
+Result<std::string> configure(Engine e, std::string_view text, const Options& opts,
+                              std::string_view source) {
+    if (opts.runtime_name.empty())
+        return fail(Errc::InvalidInput, "the runtime name must not be empty");
+    if (opts.runtime_path.empty() || opts.runtime_path.front() != '/')
+        return fail(Errc::InvalidInput,
+                    "runtime path '" + opts.runtime_path + "' must be an absolute path");
+    if (e == Engine::Docker) return detail::json_configure(text, opts, source);
+    return detail::toml_configure(e, text, opts, source);
+}
+
+Result<std::string> unconfigure(Engine e, std::string_view text, const Options& opts,
+                                std::string_view source, std::optional<std::string_view> original) {
+    if (e == Engine::Docker) return detail::json_unconfigure(text, opts, source, original);
+    return detail::toml_unconfigure(e, text, opts, source, original);
+}
+
+Result<std::string> drop_in(Engine e, std::string_view main_text, const Options& opts,
+                            std::string_view main_source) {
+    if (e == Engine::Docker)
+        return fail(Errc::Unsupported, "docker has no drop-in configuration files");
+    if (opts.runtime_path.empty() || opts.runtime_path.front() != '/')
+        return fail(Errc::InvalidInput,
+                    "runtime path '" + opts.runtime_path + "' must be an absolute path");
+    return detail::toml_drop_in(e, main_text, opts, main_source);
+}
+
+std::string backup_path(std::string_view path) { return std::string(path) + ".enflame.bak"; }
+
+Result<WriteOutcome> write_file(const std::string& path, std::string_view content, bool remove) {
+    auto current = fs::read_file(path, kMaxConfigBytes);
+    bool exists = current.has_value();
+    if (!exists && current.error().code() != Errc::NotFound)
+        return fail(std::move(current).error().context("reading " + path));
+    if (remove) {
+        if (!exists) return WriteOutcome::Unchanged;
+        if (::unlink(path.c_str()) != 0) return fail(sys_error("removing '" + path + "'"));
+        return WriteOutcome::Removed;
+    }
+    if (exists && *current == content) return WriteOutcome::Unchanged;
+    if (exists) {
+        auto bak = backup_path(path);
+        if (::access(bak.c_str(), F_OK) != 0) {
+            if (errno != ENOENT) return fail(sys_error("checking '" + bak + "'"));
+            INJECT_TRY_CTX(fs::atomic_write(bak, *current), "backing up '" + path + "'");
+        }
+    }
+    INJECT_TRY_CTX(fs::atomic_write(path, content), "writing '" + path + "'");
+    return WriteOutcome::Written;
+}
+
+}  // namespace inject::runtime_config
