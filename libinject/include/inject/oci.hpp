@@ -17,5 +17,11 @@ namespace inject::oci {
 /// already set is replaced), hooks by stage, additionalGids. Idempotent: applying the same
 /// edits twice gives the same spec.
 [[nodiscard]] Result<void> apply(nlohmann::json& spec, const cdi::ContainerEdits& edits);
+/// The same for an order-preserving document (the shim rewrites config.json with it).
+[[nodiscard]] Result<void> apply(nlohmann::ordered_json& spec, const cdi::ContainerEdits& edits);
+
+/// Fills the type, major, minor and file mode of device nodes that lack them from the host
+/// node (stat of host_path, or path when host_path is empty). Not pure: reads the host.
+[[nodiscard]] Result<void> fill_device_numbers(cdi::ContainerEdits& edits);
 
 }  // namespace inject::oci

@@ -54,6 +54,9 @@ struct Request {
     [[nodiscard]] bool empty() const { return mode == Mode::None && cdi_names.empty(); }
 };
 
+/// True for a fully qualified CDI device name "vendor.com/class=name" (CDI spec character rules).
+[[nodiscard]] bool is_qualified_cdi_name(std::string_view name);
+
 /// Parses the request from a container's env ("K=V" entries; the last one of a key wins, as
 /// in execve) and annotations. Errors (InvalidInput) quote the bad entry:
 /// "ENFLAME_VISIBLE_DEVICES: bad entry 'x1': not an index, range, GCU-n, UUID or DRS-uuid".

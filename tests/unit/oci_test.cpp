@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "inject/oci.hpp"
+
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+namespace cdi = inject::cdi;
+namespace oci = inject::oci;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+cdi::ContainerEdits card_edits() {
+    cdi::ContainerEdits e;
+    e.env = {"ENFLAME_VISIBLE_DEVICES=void", "TOPS_VISIBLE_DEVICES=0"};
+    cdi::DeviceNode gcu0{"/dev/gcu0", "/sim/dev/gcu0", "c", 238, 0, 0666u, "", 0u, 0u};
+    cdi::DeviceNode ctl{"/dev/gcuctl", "", "c", 238, 255, std::nullopt, "rw", std::nullopt, std::nullopt};
+    e.device_nodes = {gcu0, ctl};
+    e.mounts = {{"/sim/usr/lib/libefml.so.1", "/usr/lib/libefml.so.1", "", {"ro", "nosuid", "nodev", "rbind", "rprivate"}}};
+    e.hooks = {{"createContainer", "/usr/bin/enflame-ctk", {"enflame-ctk", "hook", "update-ldcache"}, {"PATH=/usr/bin"}, std::nullopt}};
+    e.additional_gids = {44, 0};
+    return e;
+}
+
+const char* kRuncSpec = R"({
+  "ociVersion": "1.0.2-dev",
+  "process": {"terminal": false, "user": {"uid": 0, "gid": 0},
+              "args": ["sh"], "env": ["PATH=/bin", "TOPS_VISIBLE_DEVICES=old", "TERM=xterm"], "cwd": "/"},
+  "root": {"path": "rootfs", "readonly": true},
+  "hostname": "runc",
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+  "linux": {"resources": {"devices": [{"allow": false, "access": "rwm"}]},
+            "namespaces": [{"type": "pid"}]}
+})";
+
+TEST(OciApply, AddsEverythingWhereTheSpecWantsIt) {
+    auto spec = json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(spec, card_edits()));
+    EXPECT_EQ(spec["process"]["env"],
+              json({"PATH=/bin", "TOPS_VISIBLE_DEVICES=0", "TERM=xterm", "ENFLAME_VISIBLE_DEVICES=void"}));
+    EXPECT_EQ(spec["linux"]["devices"],
+              json::parse(R"([{"path":"/dev/gcu0","type":"c","major":238,"minor":0,"fileMode":438,"uid":0,"gid":0},
+                              {"path":"/dev/gcuctl","type":"c","major":238,"minor":255}])"));
+    EXPECT_EQ(spec["linux"]["resources"]["devices"],
+              json::parse(R"([{"allow":false,"access":"rwm"},
+                              {"allow":true,"type":"c","major":238,"minor":0,"access":"rwm"},
+                              {"allow":true,"type":"c","major":238,"minor":255,"access":"rw"}])"));
+    EXPECT_EQ(spec["mounts"][1], json::parse(R"({"destination":"/usr/lib/libefml.so.1","type":"bind",
+        "source":"/sim/usr/lib/libefml.so.1","options":["ro","nosuid","nodev","rbind","rprivate"]})"));
+    EXPECT_EQ(spec["hooks"], json::parse(R"({"createContainer":[{"path":"/usr/bin/enflame-ctk",
+        "args":["enflame-ctk","hook","update-ldcache"],"env":["PATH=/usr/bin"]}]})"));
+    EXPECT_EQ(spec["process"]["user"]["additionalGids"], json({44}));
+    EXPECT_EQ(spec["hostname"], "runc");
+    EXPECT_EQ(spec["linux"]["namespaces"], json::parse(R"([{"type":"pid"}])"));
+}
+
+TEST(OciApply, Idempotent) {
+    auto once = json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(once, card_edits()));
+    auto twice = once;
+    ASSERT_TRUE(oci::apply(twice, card_edits()));
+    EXPECT_EQ(once, twice);
+}
+
+TEST(OciApply, OrderedKeepsKeyOrder) {
+    auto spec = ordered_json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(spec, card_edits()));
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : spec.items()) keys.push_back(k);
+    EXPECT_EQ(keys, (std::vector<std::string>{"ociVersion", "process", "root", "hostname", "mounts", "linux", "hooks"}));
+    // An empty edit leaves the document byte-identical.
+    auto plain = ordered_json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(plain, cdi::ContainerEdits{}));
+    EXPECT_EQ(plain.dump(), ordered_json::parse(kRuncSpec).dump());
+}
+
+TEST(OciApply, EmptySpecGetsTheSections) {
+    json spec = json::object();
+    ASSERT_TRUE(oci::apply(spec, card_edits()));
+    EXPECT_EQ(spec["process"]["env"].size(), 2u);
+    EXPECT_EQ(spec["linux"]["devices"].size(), 2u);
+    EXPECT_EQ(spec["linux"]["resources"]["devices"].size(), 2u);
+    EXPECT_EQ(spec["mounts"].size(), 1u);
+}
+
+TEST(OciApply, ReplacesSamePathAndDestination) {
+    auto spec = json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(spec, card_edits()));
+    auto e = card_edits();
+    e.device_nodes[0].minor = 7;
+    e.mounts[0].host_path = "/other";
+    ASSERT_TRUE(oci::apply(spec, e));
+    EXPECT_EQ(spec["linux"]["devices"].size(), 2u);
+    EXPECT_EQ(spec["linux"]["devices"][0]["minor"], 7);
+    EXPECT_EQ(spec["mounts"].size(), 2u);
+    EXPECT_EQ(spec["mounts"][1]["source"], "/other");
+}
+
+struct BadCase {
+    const char* name;
+    const char* spec;
+    std::function<void(cdi::ContainerEdits&)> edit;
+    std::string message;
+};
+
+const std::vector<BadCase> kBadCases = {
+    {"NotAnObject", "[]", [](auto&) {}, "config.json: the spec is not a JSON object"},
+    {"EnvNotArray", R"({"process":{"env":"x"}})", [](auto&) {}, "config.json: 'process.env' is not an array"},
+    {"EnvNotStrings", R"({"process":{"env":[1]}})", [](auto&) {},
+     "config.json: 'process.env' is not an array of strings"},
+    {"LinuxNotObject", R"({"linux":[]})", [](auto&) {}, "config.json: 'linux' is not an object"},
+    {"MountsNotArray", R"({"mounts":{}})", [](auto&) {}, "config.json: 'mounts' is not an array"},
+    {"HooksStageNotArray", R"({"hooks":{"createContainer":1}})", [](auto&) {},
+     "config.json: 'hooks.createContainer' is not an array"},
+    {"UnknownHookStage", "{}", [](auto& e) { e.hooks[0].hook_name = "prestop"; },
+     "hook '/usr/bin/enflame-ctk': unknown stage 'prestop'"},
+    {"RelativeDevice", "{}", [](auto& e) { e.device_nodes[0].path = "dev/gcu0"; },
+     "device node 'dev/gcu0': path is not absolute"},
+    {"NoMajor", "{}", [](auto& e) { e.device_nodes[0].major.reset(); },
+     "device node '/dev/gcu0': major/minor unknown"},
+    {"RelativeMount", "{}", [](auto& e) { e.mounts[0].container_path = "lib"; },
+     "mount 'lib': container path is not absolute"},
+};
+
+class OciBadTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(OciBadTest, FailsAndLeavesTheSpec) {
+    const auto& c = GetParam();
+    auto spec = json::parse(c.spec);
+    const auto before = spec;
+    auto e = card_edits();
+    c.edit(e);
+    auto r = oci::apply(spec, e);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput);
+    EXPECT_EQ(r.error().what(), c.message);
+    EXPECT_EQ(spec, before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Oci, OciBadTest, ::testing::ValuesIn(kBadCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(FillDeviceNumbers, FromTheHostNode) {
+    cdi::ContainerEdits e;
+    e.device_nodes.push_back(cdi::DeviceNode{"/dev/null", "", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
+    ASSERT_TRUE(oci::fill_device_numbers(e));
+    EXPECT_EQ(e.device_nodes[0].type, "c");
+    EXPECT_EQ(e.device_nodes[0].major, 1);
+    EXPECT_EQ(e.device_nodes[0].minor, 3);
+    EXPECT_EQ(e.device_nodes[0].file_mode, 0666u);
+}
+
+TEST(FillDeviceNumbers, Errors) {
+    testutil::TempDir dir;
+    testutil::write_file(dir / "file", "x");
+    cdi::ContainerEdits e;
+    e.device_nodes.push_back(cdi::DeviceNode{"/dev/gcu9", dir / "file", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
+    auto r = oci::fill_device_numbers(e);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "device node '/dev/gcu9': '" + (dir / "file") + "' is not a device node");
+    e.device_nodes[0].host_path = dir / "missing";
+    r = oci::fill_device_numbers(e);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(),
+              "device node '/dev/gcu9': stat " + (dir / "missing") + ": No such file or directory");
+}
+
+}  // namespace
