@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: Apache-2.0
+// CDI spec reading and writing. yaml-cpp and nlohmann/json exceptions end in this file: both
+// parsers feed one small document tree, and one strict decoder turns that tree into a Spec.
+// Strictness follows the reference (sigs.k8s.io/yaml + encoding/json with unknown fields
+// refused): a plain YAML scalar that reads as a number is not a string (`name: 0` must be
+// quoted), and an unknown field is an error.
+#include "inject/cdi_io.hpp"
+
+#include "inject/fs.hpp"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+namespace inject::cdi {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The document tree both parsers produce.
+
+struct Node {
+    enum class Kind { Null, String, Number, Bool, Seq, Map };
+    Kind kind = Kind::Null;
+    std::string text;                                   // scalar text as written
+    std::vector<Node> items;                            // Seq
+    std::vector<std::pair<std::string, Node>> fields;   // Map, in document order
+    int line = 0;                                       // 1-based; 0 = unknown (JSON)
+};
+
+std::string_view kind_name(Node::Kind k) {
+    switch (k) {
+        case Node::Kind::Null: return "null";
+        case Node::Kind::String: return "a string";
+        case Node::Kind::Number: return "a number";
+        case Node::Kind::Bool: return "a boolean";
+        case Node::Kind::Seq: return "a list";
+        case Node::Kind::Map: return "a mapping";
+    }
+    return "?";
+}
+
+// YAML 1.1 / 1.2 plain scalar resolution, close to what go-yaml does before sigs.k8s.io/yaml
+// turns the document into JSON. Hand-written: the shim parses specs on every container start.
+bool is_one_of(std::string_view s, std::initializer_list<std::string_view> words) {
+    return std::find(words.begin(), words.end(), s) != words.end();
+}
+
+bool all_of_chars(std::string_view s, std::string_view allowed) {
+    return !s.empty() && s.find_first_not_of(allowed) == std::string_view::npos &&
+           s.find_first_not_of('_') != std::string_view::npos;
+}
+
+bool is_yaml_number(std::string_view s) {
+    if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+    if (is_one_of(s, {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"})) return true;
+    if (s.size() > 2 && s[0] == '0') {
+        if (s[1] == 'x') return all_of_chars(s.substr(2), "0123456789abcdefABCDEF_");
+        if (s[1] == 'o') return all_of_chars(s.substr(2), "01234567_");
+        if (s[1] == 'b') return all_of_chars(s.substr(2), "01_");
+    }
+    std::string_view mant = s, exp;
+    if (auto e = s.find_first_of("eE"); e != std::string_view::npos) {
+        mant = s.substr(0, e);
+        exp = s.substr(e + 1);
+        if (!exp.empty() && (exp[0] == '-' || exp[0] == '+')) exp.remove_prefix(1);
+        if (exp.empty() || exp.find_first_not_of("0123456789") != std::string_view::npos) return false;
+    }
+    if (mant.empty() || mant.find_first_not_of("0123456789_.") != std::string_view::npos) return false;
+    if (std::count(mant.begin(), mant.end(), '.') > 1) return false;
+    return mant.find_first_of("0123456789") != std::string_view::npos;
+}
+
+Node::Kind resolve_plain(std::string_view s) {
+    if (s.empty() || is_one_of(s, {"~", "null", "Null", "NULL"})) return Node::Kind::Null;
+    if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
+                      "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
+        return Node::Kind::Bool;
+    if (is_yaml_number(s)) return Node::Kind::Number;
+    return Node::Kind::String;
+}
+
+Result<Node> from_yaml(const YAML::Node& y, std::string_view source) {
+    Node n;
+    n.line = y.Mark().line >= 0 ? y.Mark().line + 1 : 0;
+    switch (y.Type()) {
+        case YAML::NodeType::Undefined:
+        case YAML::NodeType::Null:
+            n.kind = Node::Kind::Null;
+            return n;
+        case YAML::NodeType::Scalar:
+            n.text = y.Scalar();
+            // "!" = quoted or block scalar, "?" = plain; an explicit !!str tag is a string too.
+            if (y.Tag() == "?") n.kind = resolve_plain(n.text);
+            else if (y.Tag() == "tag:yaml.org,2002:int" || y.Tag() == "tag:yaml.org,2002:float")
+                n.kind = Node::Kind::Number;
+            else n.kind = Node::Kind::String;
+            return n;
+        case YAML::NodeType::Sequence:
+            n.kind = Node::Kind::Seq;
+            for (const auto& item : y) {
+                INJECT_TRY(Node c, from_yaml(item, source));
+                n.items.push_back(std::move(c));
+            }
+            return n;
+        case YAML::NodeType::Map:
+            n.kind = Node::Kind::Map;
+            for (const auto& kv : y) {
+                const int kline = kv.first.Mark().line + 1;
+                if (!kv.first.IsScalar())
+                    return fail(Errc::InvalidInput, std::string(source) + ": line " +
+                                                        std::to_string(kline) + ": a key must be a string");
+                std::string key = kv.first.Scalar();
+                for (const auto& f : n.fields)
+                    if (f.first == key)
+                        return fail(Errc::InvalidInput, std::string(source) + ": line " +
+                                                            std::to_string(kline) + ": duplicate field '" +
+                                                            key + "'");
+                INJECT_TRY(Node c, from_yaml(kv.second, source));
+                if (c.line == 0) c.line = kline;
+                n.fields.emplace_back(std::move(key), std::move(c));
+            }
+            return n;
+    }
+    return n;
+}
+
+Node from_json(const nlohmann::json& j) {
+    Node n;
+    switch (j.type()) {
+        case nlohmann::json::value_t::null:
+        case nlohmann::json::value_t::discarded: n.kind = Node::Kind::Null; break;
+        case nlohmann::json::value_t::string:
+            n.kind = Node::Kind::String;
+            n.text = j.get<std::string>();
+            break;
+        case nlohmann::json::value_t::boolean:
+            n.kind = Node::Kind::Bool;
+            n.text = j.get<bool>() ? "true" : "false";
+            break;
+        case nlohmann::json::value_t::number_integer:
+        case nlohmann::json::value_t::number_unsigned:
+        case nlohmann::json::value_t::number_float:
+            n.kind = Node::Kind::Number;
+            n.text = j.dump();
+            break;
+        case nlohmann::json::value_t::array:
+            n.kind = Node::Kind::Seq;
+            for (const auto& item : j) n.items.push_back(from_json(item));
+            break;
+        case nlohmann::json::value_t::object:
+            n.kind = Node::Kind::Map;
+            for (const auto& [k, v] : j.items()) n.fields.emplace_back(k, from_json(v));
+            break;
+        case nlohmann::json::value_t::binary: n.kind = Node::Kind::Null; break;
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The strict decoder.
+
+class Decoder {
+public:
+    explicit Decoder(std::string_view source) : source_(source) {}
+
+    Unexpected error(const Node& n, const std::string& path, const std::string& what) const {
+        std::string msg(source_);
+        if (n.line > 0) msg += ": line " + std::to_string(n.line);
+        if (!path.empty()) msg += ": " + path;
+        return fail(Errc::InvalidInput, msg + ": " + what);
+    }
+    Unexpected type_error(const Node& n, const std::string& path, std::string_view want) const {
+        return error(n, path, "want " + std::string(want) + ", got " + std::string(kind_name(n.kind)) +
+                                  (n.kind == Node::Kind::Number || n.kind == Node::Kind::Bool
+                                       ? " (quote it to make it a string)"
+                                       : ""));
+    }
+
+    Result<std::string> str(const Node& n, const std::string& path) const {
+        if (n.kind == Node::Kind::Null) return std::string();
+        if (n.kind != Node::Kind::String) return type_error(n, path, "a string");
+        return n.text;
+    }
+
+    Result<std::vector<std::string>> strs(const Node& n, const std::string& path) const {
+        std::vector<std::string> out;
+        if (n.kind == Node::Kind::Null) return out;
+        if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list of strings");
+        for (std::size_t i = 0; i < n.items.size(); ++i) {
+            INJECT_TRY(auto s, str(n.items[i], path + "[" + std::to_string(i) + "]"));
+            out.push_back(std::move(s));
+        }
+        return out;
+    }
+
+    Result<std::map<std::string, std::string>> str_map(const Node& n, const std::string& path) const {
+        std::map<std::string, std::string> out;
+        if (n.kind == Node::Kind::Null) return out;
+        if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping of strings");
+        for (const auto& [k, v] : n.fields) {
+            INJECT_TRY(auto s, str(v, path + "." + k));
+            out[k] = std::move(s);
+        }
+        return out;
+    }
+
+    Result<std::int64_t> integer(const Node& n, const std::string& path, std::int64_t lo,
+                                 std::int64_t hi) const {
+        if (n.kind != Node::Kind::Number) return type_error(n, path, "an integer");
+        std::string t = n.text;
+        t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
+        bool neg = false;
+        std::size_t pos = 0;
+        if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+            neg = t[0] == '-';
+            pos = 1;
+        }
+        int base = 10;
+        if (t.compare(pos, 2, "0x") == 0) { base = 16; pos += 2; }
+        else if (t.compare(pos, 2, "0o") == 0) { base = 8; pos += 2; }
+        else if (t.compare(pos, 2, "0b") == 0) { base = 2; pos += 2; }
+        else if (n.line > 0 && t.size() > pos + 1 && t[pos] == '0') { base = 8; pos += 1; }  // YAML 1.1 octal
+        std::uint64_t v = 0;
+        const char* b = t.data() + pos;
+        const char* e = t.data() + t.size();
+        auto [p, ec] = std::from_chars(b, e, v, base);
+        if (ec != std::errc() || p != e || b == e) return error(n, path, "'" + n.text + "' is not an integer");
+        const auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+        if (v > max) return error(n, path, "'" + n.text + "' is out of range");
+        const std::int64_t sv = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+        if (sv < lo || sv > hi) return error(n, path, "'" + n.text + "' is out of range");
+        return sv;
+    }
+
+    template <typename T>
+    Result<std::optional<T>> opt_int(const Node& n, const std::string& path) const {
+        if (n.kind == Node::Kind::Null) return std::optional<T>();
+        INJECT_TRY(auto v, integer(n, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
+                                   static_cast<std::int64_t>(std::numeric_limits<T>::max())));
+        return std::optional<T>(static_cast<T>(v));
+    }
+
+    // Walks a mapping, handing each known field to `fn(key, node, path)`; unknown fields fail.
+    template <typename Fn>
+    Result<void> fields(const Node& n, const std::string& path, std::initializer_list<std::string_view> known,
+                        Fn&& fn) const {
+        if (n.kind == Node::Kind::Null) return ok();
+        if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping");
+        for (const auto& [k, v] : n.fields) {
+            if (std::find(known.begin(), known.end(), k) == known.end())
+                return error(v, path, "unknown field '" + k + "'");
+            INJECT_TRY_VOID(fn(k, v, path.empty() ? k : path + "." + k));
+        }
+        return ok();
+    }
+
+    Result<DeviceNode> device_node(const Node& n, const std::string& path) const {
+        DeviceNode d;
+        INJECT_TRY_VOID(fields(n, path,
+                               {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "path") { INJECT_TRY(d.path, str(v, p)); }
+            else if (k == "hostPath") { INJECT_TRY(d.host_path, str(v, p)); }
+            else if (k == "type") { INJECT_TRY(d.type, str(v, p)); }
+            else if (k == "major") { INJECT_TRY(d.major, opt_int<std::int64_t>(v, p)); }
+            else if (k == "minor") { INJECT_TRY(d.minor, opt_int<std::int64_t>(v, p)); }
+            else if (k == "fileMode") { INJECT_TRY(d.file_mode, opt_int<std::uint32_t>(v, p)); }
+            else if (k == "permissions") { INJECT_TRY(d.permissions, str(v, p)); }
+            else if (k == "uid") { INJECT_TRY(d.uid, opt_int<std::uint32_t>(v, p)); }
+            else { INJECT_TRY(d.gid, opt_int<std::uint32_t>(v, p)); }
+            return ok();
+        }));
+        return d;
+    }
+
+    Result<Mount> mount(const Node& n, const std::string& path) const {
+        Mount m;
+        INJECT_TRY_VOID(fields(n, path, {"hostPath", "containerPath", "type", "options"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "hostPath") { INJECT_TRY(m.host_path, str(v, p)); }
+            else if (k == "containerPath") { INJECT_TRY(m.container_path, str(v, p)); }
+            else if (k == "type") { INJECT_TRY(m.type, str(v, p)); }
+            else { INJECT_TRY(m.options, strs(v, p)); }
+            return ok();
+        }));
+        return m;
+    }
+
+    Result<Hook> hook(const Node& n, const std::string& path) const {
+        Hook h;
+        INJECT_TRY_VOID(fields(n, path, {"hookName", "path", "args", "env", "timeout"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "hookName") { INJECT_TRY(h.hook_name, str(v, p)); }
+            else if (k == "path") { INJECT_TRY(h.path, str(v, p)); }
+            else if (k == "args") { INJECT_TRY(h.args, strs(v, p)); }
+            else if (k == "env") { INJECT_TRY(h.env, strs(v, p)); }
+            else { INJECT_TRY(h.timeout, opt_int<int>(v, p)); }
+            return ok();
+        }));
+        return h;
+    }
+
+    template <typename T, typename Fn>
+    Result<std::vector<T>> list(const Node& n, const std::string& path, Fn&& item) const {
+        std::vector<T> out;
+        if (n.kind == Node::Kind::Null) return out;
+        if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list");
+        for (std::size_t i = 0; i < n.items.size(); ++i) {
+            INJECT_TRY(T v, item(n.items[i], path + "[" + std::to_string(i) + "]"));
+            out.push_back(std::move(v));
+        }
+        return out;
+    }
+
+    Result<ContainerEdits> edits(const Node& n, const std::string& path) const {
+        ContainerEdits e;
+        INJECT_TRY_VOID(fields(n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "env") {
+                INJECT_TRY(e.env, strs(v, p));
+            } else if (k == "deviceNodes") {
+                INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](const Node& x, const std::string& xp) {
+                    return device_node(x, xp);
+                }));
+            } else if (k == "hooks") {
+                INJECT_TRY(e.hooks, list<Hook>(v, p, [&](const Node& x, const std::string& xp) { return hook(x, xp); }));
+            } else if (k == "mounts") {
+                INJECT_TRY(e.mounts, list<Mount>(v, p, [&](const Node& x, const std::string& xp) { return mount(x, xp); }));
+            } else {
+                INJECT_TRY(e.additional_gids, list<std::uint32_t>(v, p, [&](const Node& x, const std::string& xp)
+                                                                            -> Result<std::uint32_t> {
+                    INJECT_TRY(auto g, integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
+                    return static_cast<std::uint32_t>(g);
+                }));
+            }
+            return ok();
+        }));
+        return e;
+    }
+
+    Result<Device> device(const Node& n, const std::string& path) const {
+        Device d;
+        INJECT_TRY_VOID(fields(n, path, {"name", "annotations", "containerEdits"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "name") { INJECT_TRY(d.name, str(v, p)); }
+            else if (k == "annotations") { INJECT_TRY(d.annotations, str_map(v, p)); }
+            else { INJECT_TRY(d.edits, edits(v, p)); }
+            return ok();
+        }));
+        return d;
+    }
+
+    Result<Spec> spec(const Node& n) const {
+        if (n.kind != Node::Kind::Map) return type_error(n, "", "a mapping at the top");
+        Spec s;
+        INJECT_TRY_VOID(fields(n, "", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
+                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+            if (k == "cdiVersion") { INJECT_TRY(s.version, str(v, p)); }
+            else if (k == "kind") { INJECT_TRY(s.kind, str(v, p)); }
+            else if (k == "annotations") { INJECT_TRY(s.annotations, str_map(v, p)); }
+            else if (k == "devices") {
+                INJECT_TRY(s.devices, list<Device>(v, p, [&](const Node& x, const std::string& xp) { return device(x, xp); }));
+            } else { INJECT_TRY(s.edits, edits(v, p)); }
+            return ok();
+        }));
+        return s;
+    }
+
+private:
+    std::string_view source_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+// A string that go-yaml / yaml-cpp read back as the same string when written plain.
+bool plain_ok(std::string_view s) {
+    if (s.empty()) return false;
+    if (!std::isalpha(static_cast<unsigned char>(s[0])) && s[0] != '/' && s[0] != '_') return false;
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (!std::isalnum(u) && std::string_view("/_.=:,@+-").find(c) == std::string_view::npos) return false;
+    }
+    if (s.back() == ':') return false;
+    return resolve_plain(s) == Node::Kind::String;
+}
+
+std::string quote(std::string_view s) {
+    return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string scalar(std::string_view s) { return plain_ok(s) ? std::string(s) : quote(s); }
+
+class YamlWriter {
+public:
+    std::string out;
+
+    void line(int indent, std::string_view text) {
+        out.append(static_cast<std::size_t>(indent), ' ');
+        out += text;
+        out += '\n';
+    }
+    void kv(int indent, std::string_view key, std::string_view value) {
+        line(indent, std::string(key) + ": " + std::string(value));
+    }
+    // A list of scalars under `key`, items at the key's indent (go-yaml's style).
+    void strs(int indent, std::string_view key, const std::vector<std::string>& v) {
+        if (v.empty()) return;
+        line(indent, std::string(key) + ":");
+        for (const auto& s : v) line(indent, "- " + scalar(s));
+    }
+    void str_map(int indent, std::string_view key, const std::map<std::string, std::string>& m) {
+        if (m.empty()) return;
+        line(indent, std::string(key) + ":");
+        for (const auto& [k, v] : m) kv(indent + 2, scalar(k), scalar(v));
+    }
+    // Writes fields of a list item: the first gets "- ", the rest indent + 2.
+    struct Item {
+        YamlWriter& w;
+        int indent;
+        bool first = true;
+        std::string prefix() {
+            std::string p = first ? std::string(static_cast<std::size_t>(indent), ' ') + "- "
+                                  : std::string(static_cast<std::size_t>(indent + 2), ' ');
+            first = false;
+            return p;
+        }
+        void kv(std::string_view k, std::string_view v) { w.out += prefix() + std::string(k) + ": " + std::string(v) + "\n"; }
+        void key(std::string_view k) { w.out += prefix() + std::string(k) + ":\n"; }
+    };
+
+    void edits(int indent, const ContainerEdits& e) {
+        strs(indent, "env", e.env);
+        if (!e.device_nodes.empty()) {
+            line(indent, "deviceNodes:");
+            for (const auto& d : e.device_nodes) {
+                Item it{*this, indent};
+                it.kv("path", scalar(d.path));
+                if (!d.host_path.empty()) it.kv("hostPath", scalar(d.host_path));
+                if (!d.type.empty()) it.kv("type", scalar(d.type));
+                if (d.major) it.kv("major", std::to_string(*d.major));
+                if (d.minor) it.kv("minor", std::to_string(*d.minor));
+                if (d.file_mode) it.kv("fileMode", std::to_string(*d.file_mode));
+                if (!d.permissions.empty()) it.kv("permissions", scalar(d.permissions));
+                if (d.uid) it.kv("uid", std::to_string(*d.uid));
+                if (d.gid) it.kv("gid", std::to_string(*d.gid));
+            }
+        }
+        if (!e.hooks.empty()) {
+            line(indent, "hooks:");
+            for (const auto& h : e.hooks) {
+                Item it{*this, indent};
+                it.kv("hookName", scalar(h.hook_name));
+                it.kv("path", scalar(h.path));
+                if (!h.args.empty()) { it.key("args"); strs_items(indent + 2, h.args); }
+                if (!h.env.empty()) { it.key("env"); strs_items(indent + 2, h.env); }
+                if (h.timeout) it.kv("timeout", std::to_string(*h.timeout));
+            }
+        }
+        if (!e.mounts.empty()) {
+            line(indent, "mounts:");
+            for (const auto& m : e.mounts) {
+                Item it{*this, indent};
+                it.kv("hostPath", scalar(m.host_path));
+                it.kv("containerPath", scalar(m.container_path));
+                if (!m.type.empty()) it.kv("type", scalar(m.type));
+                if (!m.options.empty()) { it.key("options"); strs_items(indent + 2, m.options); }
+            }
+        }
+        if (!e.additional_gids.empty()) {
+            line(indent, "additionalGids:");
+            for (auto g : e.additional_gids) line(indent, "- " + std::to_string(g));
+        }
+    }
+    void strs_items(int indent, const std::vector<std::string>& v) {
+        for (const auto& s : v) line(indent, "- " + scalar(s));
+    }
+};
+
+nlohmann::ordered_json edits_json(const ContainerEdits& e) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    if (!e.env.empty()) j["env"] = e.env;
+    if (!e.device_nodes.empty()) {
+        auto& arr = j["deviceNodes"] = nlohmann::ordered_json::array();
+        for (const auto& d : e.device_nodes) {
+            nlohmann::ordered_json x;
+            x["path"] = d.path;
+            if (!d.host_path.empty()) x["hostPath"] = d.host_path;
+            if (!d.type.empty()) x["type"] = d.type;
+            if (d.major) x["major"] = *d.major;
+            if (d.minor) x["minor"] = *d.minor;
+            if (d.file_mode) x["fileMode"] = *d.file_mode;
+            if (!d.permissions.empty()) x["permissions"] = d.permissions;
+            if (d.uid) x["uid"] = *d.uid;
+            if (d.gid) x["gid"] = *d.gid;
+            arr.push_back(std::move(x));
+        }
+    }
+    if (!e.hooks.empty()) {
+        auto& arr = j["hooks"] = nlohmann::ordered_json::array();
+        for (const auto& h : e.hooks) {
+            nlohmann::ordered_json x;
+            x["hookName"] = h.hook_name;
+            x["path"] = h.path;
+            if (!h.args.empty()) x["args"] = h.args;
+            if (!h.env.empty()) x["env"] = h.env;
+            if (h.timeout) x["timeout"] = *h.timeout;
+            arr.push_back(std::move(x));
+        }
+    }
+    if (!e.mounts.empty()) {
+        auto& arr = j["mounts"] = nlohmann::ordered_json::array();
+        for (const auto& m : e.mounts) {
+            nlohmann::ordered_json x;
+            x["hostPath"] = m.host_path;
+            x["containerPath"] = m.container_path;
+            if (!m.type.empty()) x["type"] = m.type;
+            if (!m.options.empty()) x["options"] = m.options;
+            arr.push_back(std::move(x));
+        }
+    }
+    if (!e.additional_gids.empty()) j["additionalGids"] = e.additional_gids;
+    return j;
+}
+
+nlohmann::ordered_json str_map_json(const std::map<std::string, std::string>& m) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : m) j[k] = v;
+    return j;
+}
+
+}  // namespace
+
+Result<Spec> parse_spec(std::string_view text, std::string_view source) {
+    Node root;
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string_view::npos && text[first] == '{') {
+        try {
+            root = from_json(nlohmann::json::parse(text));
+        } catch (const nlohmann::json::parse_error& e) {
+            // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+            std::string what = e.what();
+            if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+            return fail(Errc::InvalidInput, std::string(source) + ": byte " + std::to_string(e.byte) +
+                                                ": " + what);
+        } catch (const nlohmann::json::exception& e) {
+            return fail(Errc::InvalidInput, std::string(source) + ": " + e.what());
+        }
+    } else {
+        try {
+            YAML::Node y = YAML::Load(std::string(text));
+            INJECT_TRY(root, from_yaml(y, source));
+        } catch (const YAML::Exception& e) {
+            return fail(Errc::InvalidInput, std::string(source) + ": line " + std::to_string(e.mark.line + 1) +
+                                                ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+        }
+    }
+    if (root.kind == Node::Kind::Null) return fail(Errc::InvalidInput, std::string(source) + ": empty spec");
+    return Decoder(source).spec(root);
+}
+
+Result<Spec> load_spec(const std::string& path) {
+    auto text = fs::read_file(path, 4u << 20);
+    if (!text) return fail(std::move(text).error().context("reading CDI spec '" + path + "'"));
+    return parse_spec(*text, path);
+}
+
+std::string to_yaml(const Spec& spec) {
+    YamlWriter w;
+    w.kv(0, "cdiVersion", scalar(spec.version));
+    w.kv(0, "kind", scalar(spec.kind));
+    w.str_map(0, "annotations", spec.annotations);
+    if (spec.devices.empty()) {
+        w.line(0, "devices: []");
+    } else {
+        w.line(0, "devices:");
+        for (const auto& d : spec.devices) {
+            YamlWriter::Item it{w, 0};
+            it.kv("name", scalar(d.name));
+            if (!d.annotations.empty()) {
+                it.key("annotations");
+                for (const auto& [k, v] : d.annotations) w.kv(4, scalar(k), scalar(v));
+            }
+            if (d.edits.empty()) {
+                it.kv("containerEdits", "{}");
+            } else {
+                it.key("containerEdits");
+                w.edits(4, d.edits);
+            }
+        }
+    }
+    if (!spec.edits.empty()) {
+        w.line(0, "containerEdits:");
+        w.edits(2, spec.edits);
+    }
+    return std::move(w.out);
+}
+
+std::string to_json(const Spec& spec) {
+    nlohmann::ordered_json j;
+    j["cdiVersion"] = spec.version;
+    j["kind"] = spec.kind;
+    if (!spec.annotations.empty()) j["annotations"] = str_map_json(spec.annotations);
+    auto& devs = j["devices"] = nlohmann::ordered_json::array();
+    for (const auto& d : spec.devices) {
+        nlohmann::ordered_json x;
+        x["name"] = d.name;
+        if (!d.annotations.empty()) x["annotations"] = str_map_json(d.annotations);
+        x["containerEdits"] = edits_json(d.edits);
+        devs.push_back(std::move(x));
+    }
+    if (!spec.edits.empty()) j["containerEdits"] = edits_json(spec.edits);
+    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+Format format_for_path(std::string_view path) noexcept {
+    return path.size() >= 5 && path.substr(path.size() - 5) == ".json" ? Format::Json : Format::Yaml;
+}
+
+Result<Format> parse_format(std::string_view name) {
+    if (name == "yaml" || name == "yml") return Format::Yaml;
+    if (name == "json") return Format::Json;
+    return fail(Errc::InvalidInput, "unknown format '" + std::string(name) + "': want yaml or json");
+}
+
+std::string serialize(const Spec& spec, Format format) {
+    return format == Format::Json ? to_json(spec) : to_yaml(spec);
+}
+
+}  // namespace inject::cdi
