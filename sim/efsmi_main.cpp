@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-sim-efsmi: prints what efsmi would print on the host described by the
+// enflame-sim.json next to its own real path (installed by enflame-sim-host build).
+
+#include "efsmi_print.hpp"
+#include "model_json.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace {
+
+enum class Command { Usage, QueryText, QueryJson, List, Profiles };
+
+Command parse_args(int argc, char** argv) {
+    std::set<std::string> flags;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--query") a = "-q";
+        if (a == "--list") a = "-L";
+        flags.insert(a);
+    }
+    using S = std::set<std::string>;
+    if (flags == S{"-q"}) return Command::QueryText;
+    if (flags == S{"-q", "--json-format"}) return Command::QueryJson;
+    if (flags == S{"-L"}) return Command::List;
+    if (flags == S{"--drs", "--list-profile"}) return Command::Profiles;
+    return Command::Usage;
+}
+
+std::string description_path() {
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe");
+    return (exe.parent_path() / sim::kDescFile).string();
+}
+
+// The truncated fault: the output stops half way, in the middle of a line.
+std::string shaped(const sim::Host& h, std::string out) {
+    if (h.faults.efsmi_output == "garbage") return sim::efsmi_garbage(h);
+    if (h.faults.efsmi_output == "truncated") out.resize(out.size() / 2);
+    return out;
+}
+
+int emit(const std::string& s, int code) {
+    if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0) {
+        return 2;
+    }
+    return code;
+}
+
+int run(int argc, char** argv) {
+    const sim::Host h = sim::load_host_json(description_path());
+    if (h.faults.efsmi_sleep_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(h.faults.efsmi_sleep_ms));
+    }
+    if (h.faults.efsmi_exit_code != 0) return h.faults.efsmi_exit_code;
+    switch (parse_args(argc, argv)) {
+    case Command::QueryText: return emit(shaped(h, sim::efsmi_query_text(h)), 0);
+    case Command::QueryJson:
+        if (h.faults.json_unsupported) return emit(sim::efsmi_usage(), 1);
+        return emit(shaped(h, sim::efsmi_query_json(h)), 0);
+    case Command::List: return emit(sim::efsmi_list(h), 0);
+    case Command::Profiles: return emit(sim::efsmi_profiles(h), 0);
+    case Command::Usage: break;
+    }
+    return emit(sim::efsmi_usage(), 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "efsmi: error: %s\n", e.what());
+        return 2;
+    }
+}

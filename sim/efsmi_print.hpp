@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// What the efsmi simulator prints, as pure functions of the description (no faults applied
+/// here but old_keys, which changes the format itself).
+
+#include "model.hpp"
+
+#include <string>
+
+namespace sim {
+
+/// `efsmi -q`: the layout of tests/fixtures/efsmi/efsmi-q-s60-*.txt.
+[[nodiscard]] std::string efsmi_query_text(const Host& h);
+
+/// `efsmi -q --json-format`: the JSON model of docs/efsmi-model.md.
+[[nodiscard]] std::string efsmi_query_json(const Host& h);
+
+/// `efsmi -L`: cards and their DRS instances.
+[[nodiscard]] std::string efsmi_list(const Host& h);
+
+/// `efsmi --drs --list-profile`.
+[[nodiscard]] std::string efsmi_profiles(const Host& h);
+
+/// Usage text (on -h, unknown flags and --json-format of an old driver).
+[[nodiscard]] std::string efsmi_usage();
+
+/// Output that is not efsmi's format at all (fault efsmi_output: garbage).
+[[nodiscard]] std::string efsmi_garbage(const Host& h);
+
+}  // namespace sim

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "model_json.hpp"
+
+#include <array>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sim {
+
+namespace {
+
+// S60 figures are Enflame's; the others are our model (the description may override them).
+constexpr std::array<ProductDefaults, 5> kProducts{{
+    {"S60", "c035", 42976},
+    {"T10", "c011", 16384},
+    {"I20", "c012", 16384},
+    {"T20", "c021", 32768},
+    {"T21", "c022", 32768},
+}};
+
+using ojson = nlohmann::ordered_json;
+
+ojson card_json(const Card& c) {
+    return {{"index", c.index},         {"minor", c.minor},        {"product", c.product},
+            {"uuid", c.uuid},           {"serial", c.serial},      {"bus_id", c.bus_id},
+            {"device_id", c.device_id}, {"memory_mib", c.memory_mib}, {"used_mib", c.used_mib},
+            {"numa_node", c.numa_node}, {"healthy", c.healthy}};
+}
+
+ojson drs_json(const Host& h) {
+    ojson profiles = ojson::array();
+    for (const auto& p : h.profiles) {
+        profiles.push_back({{"id", p.id}, {"name", p.name}, {"max_instances", p.max_instances},
+                            {"memory_mib", p.memory_mib}, {"product", p.product}});
+    }
+    ojson instances = ojson::array();
+    for (const auto& i : h.instances) {
+        instances.push_back({{"card", i.card}, {"instance_id", i.instance_id},
+                             {"profile", i.profile}, {"uuid", i.uuid}});
+    }
+    return {{"profiles", profiles}, {"instances", instances}};
+}
+
+ojson faults_json(const Faults& f) {
+    return {{"efsmi_absent", f.efsmi_absent},
+            {"efsmi_exit_code", f.efsmi_exit_code},
+            {"efsmi_sleep_ms", f.efsmi_sleep_ms},
+            {"json_unsupported", f.json_unsupported},
+            {"efsmi_output", f.efsmi_output},
+            {"old_keys", f.old_keys},
+            {"efml_absent", f.efml_absent},
+            {"efml_missing_symbols", f.efml_missing_symbols},
+            {"efml_init_fails", f.efml_init_fails}};
+}
+
+Card card_from(const nlohmann::json& j) {
+    Card c;
+    j.at("index").get_to(c.index);
+    j.at("minor").get_to(c.minor);
+    j.at("product").get_to(c.product);
+    j.at("uuid").get_to(c.uuid);
+    j.at("serial").get_to(c.serial);
+    j.at("bus_id").get_to(c.bus_id);
+    j.at("device_id").get_to(c.device_id);
+    j.at("memory_mib").get_to(c.memory_mib);
+    j.at("used_mib").get_to(c.used_mib);
+    j.at("numa_node").get_to(c.numa_node);
+    j.at("healthy").get_to(c.healthy);
+    return c;
+}
+
+void drs_from(const nlohmann::json& j, Host& h) {
+    for (const auto& p : j.at("profiles")) {
+        h.profiles.push_back({p.at("id").get<std::uint32_t>(), p.at("name").get<std::string>(),
+                              p.at("max_instances").get<std::uint32_t>(),
+                              p.at("memory_mib").get<std::uint64_t>(),
+                              p.at("product").get<std::string>()});
+    }
+    for (const auto& i : j.at("instances")) {
+        h.instances.push_back({i.at("card").get<std::uint32_t>(),
+                               i.at("instance_id").get<std::uint32_t>(),
+                               i.at("profile").get<std::string>(), i.at("uuid").get<std::string>()});
+    }
+}
+
+Faults faults_from(const nlohmann::json& j) {
+    Faults f;
+    j.at("efsmi_absent").get_to(f.efsmi_absent);
+    j.at("efsmi_exit_code").get_to(f.efsmi_exit_code);
+    j.at("efsmi_sleep_ms").get_to(f.efsmi_sleep_ms);
+    j.at("json_unsupported").get_to(f.json_unsupported);
+    j.at("efsmi_output").get_to(f.efsmi_output);
+    j.at("old_keys").get_to(f.old_keys);
+    j.at("efml_absent").get_to(f.efml_absent);
+    j.at("efml_missing_symbols").get_to(f.efml_missing_symbols);
+    j.at("efml_init_fails").get_to(f.efml_init_fails);
+    return f;
+}
+
+}  // namespace
+
+std::optional<ProductDefaults> product_defaults(std::string_view product) {
+    for (const auto& p : kProducts) {
+        if (p.name == product) return p;
+    }
+    return std::nullopt;
+}
+
+std::string known_products() {
+    std::string out;
+    for (std::size_t i = 0; i < kProducts.size(); ++i) {
+        if (i > 0) out += i + 1 == kProducts.size() ? " or " : ", ";
+        out += kProducts[i].name;
+    }
+    return out;
+}
+
+std::vector<const Profile*> profiles_of(const Host& h, const Card& c) {
+    std::vector<const Profile*> out;
+    for (const auto& p : h.profiles) {
+        if (p.product.empty() || p.product == c.product) out.push_back(&p);
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> library_links(const std::string& file) {
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto so = file.find(".so");
+    if (so == std::string::npos) return out;
+    const std::string base = file.substr(0, so + 3);  // "libtopsrt.so"
+    if (file.size() == base.size()) return out;
+    const auto major_end = file.find('.', base.size() + 1);
+    const std::string soname = file.substr(0, major_end);  // "libtopsrt.so.2"
+    if (soname != file) out.emplace_back(soname, file);
+    out.emplace_back(base, soname);
+    return out;
+}
+
+nlohmann::ordered_json to_json(const Host& h) {
+    ojson cards = ojson::array();
+    for (const auto& c : h.cards) cards.push_back(card_json(c));
+    return {{"driver_version", h.driver_version},
+            {"major", h.major},
+            {"control", {{"major", h.control_major}, {"minor", h.control_minor}}},
+            {"class_dir", h.class_dir},
+            {"cards", cards},
+            {"drs", drs_json(h)},
+            {"runtime_libraries", h.runtime_libraries},
+            {"faults", faults_json(h.faults)}};
+}
+
+Host host_from_json(const nlohmann::json& j) {
+    Host h;
+    j.at("driver_version").get_to(h.driver_version);
+    j.at("major").get_to(h.major);
+    j.at("control").at("major").get_to(h.control_major);
+    j.at("control").at("minor").get_to(h.control_minor);
+    j.at("class_dir").get_to(h.class_dir);
+    for (const auto& c : j.at("cards")) h.cards.push_back(card_from(c));
+    drs_from(j.at("drs"), h);
+    j.at("runtime_libraries").get_to(h.runtime_libraries);
+    h.faults = faults_from(j.at("faults"));
+    return h;
+}
+
+Host load_host_json(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open simulated host description '" + path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+        return host_from_json(nlohmann::json::parse(ss.str()));
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error("simulated host description '" + path + "': " + e.what());
+    }
+}
+
+}  // namespace sim
