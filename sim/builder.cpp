@@ -78,15 +78,20 @@ Result<void> make_symlink(const std::string& target, const std::string& link) {
     return inject::ok();
 }
 
-Result<void> make_node(const std::string& path, std::uint32_t major, std::uint32_t minor) {
+// `rel` ("dev/gcu0") names the node in messages: the staging folder means nothing to users.
+Result<void> make_node(const std::string& root, const std::string& rel, std::uint32_t major,
+                       std::uint32_t minor) {
+    const std::string path = root + "/" + rel;
     INJECT_TRY_VOID(make_dirs(fs::path(path).parent_path().string()));
     if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(major, minor)) != 0) {
         const int err = errno;
-        auto e = inject::sys_error("creating device node '" + path + "'", err);
-        if (err == EPERM) e.context("building a simulated host needs root (mknod)");
-        return inject::fail(std::move(e));
+        if (err == EPERM) {
+            return inject::fail(Errc::Permission, "creating device node '" + rel +
+                                                      "': operation not permitted (needs root)", err);
+        }
+        return inject::sys_error("creating device node '" + rel + "'", err);
     }
-    if (::chmod(path.c_str(), 0666) != 0) return inject::sys_error("chmod '" + path + "'");
+    if (::chmod(path.c_str(), 0666) != 0) return inject::sys_error("chmod '" + rel + "'");
     return inject::ok();
 }
 
@@ -100,9 +105,9 @@ std::string efsmi_dir(const Host& h) { return "/usr/local/efsmi/efsmi-" + h.driv
 
 Result<void> lay_devices(const Host& h, const std::string& root) {
     for (const auto& c : h.cards) {
-        INJECT_TRY_VOID(make_node(root + "/dev/gcu" + std::to_string(c.minor), h.major, c.minor));
+        INJECT_TRY_VOID(make_node(root, "dev/gcu" + std::to_string(c.minor), h.major, c.minor));
     }
-    return make_node(root + "/dev/gcuctl", h.control_major, h.control_minor);
+    return make_node(root, "dev/gcuctl", h.control_major, h.control_minor);
 }
 
 Result<void> lay_sysfs(const Host& h, const std::string& root) {

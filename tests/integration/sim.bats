@@ -1,0 +1,479 @@
+#!/usr/bin/env bats
+# The simulated Enflame host (sim/): the host builder, the efsmi simulator and the libefml
+# simulator, checked against the fixtures and the descriptions, fault switch by fault switch.
+# Needs root (mknod). Run: BUILD_DIR=/work/main/build/<name> bats tests/integration/sim.bats
+
+load helpers
+
+VER=1.4.3.4
+
+setup() {
+  requires root python3 jq
+  setup_scratch
+  FIX=$TOP/tests/fixtures/efsmi
+  EXAMPLES=$TOP/sim/examples
+}
+
+teardown() { teardown_scratch; }
+
+# efsmi / libefml of a built root (their real paths: usr/bin/efsmi is an absolute symlink).
+efsmi_in() { "$1/usr/local/efsmi/efsmi-${VER}/efsmi" "${@:2}"; }
+efml_in() { echo "$1/usr/local/efsmi/efsmi-${VER}/lib/libefml.so.1.0.0"; }
+
+# desc NAME: writes stdin to $SCRATCH/NAME.yaml and prints the path.
+desc() { cat > "$SCRATCH/$1.yaml"; echo "$SCRATCH/$1.yaml"; }
+
+# build_with_faults FAULTS: a 2-card host with the given flow mapping under faults, at $SCRATCH/root.
+build_with_faults() {
+  local d
+  d=$(desc faults <<EOF
+cards: [{uuid: TR6Y46010302}, {uuid: TR1V57100501, healthy: false}]
+faults: {$1}
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+}
+
+# efml PY: runs python3 with L = the libefml of $SCRATCH/root loaded through ctypes.
+efml() {
+  python3 - "$(efml_in "$SCRATCH/root")" <<EOF
+import ctypes, sys
+from ctypes import byref, c_uint32, c_uint64, c_int32, c_bool, create_string_buffer
+L = ctypes.CDLL(sys.argv[1])
+buf = create_string_buffer(128)
+$1
+EOF
+}
+
+@test "efsmi -q reproduces the 2-card fixture byte for byte" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  efsmi_in "$SCRATCH/root" -q > "$SCRATCH/out.txt"
+  cmp "$SCRATCH/out.txt" "$FIX/efsmi-q-s60-2dev.txt"
+  efsmi_in "$SCRATCH/root" --query | cmp - "$FIX/efsmi-q-s60-2dev.txt"
+}
+
+@test "efsmi -q reproduces the 1-card fixture from defaults (SN, bus, memory)" {
+  d=$(desc one <<'EOF'
+cards:
+  - uuid: TR6Y46010302
+    bus_id: "0000:17:00.0"
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  efsmi_in "$SCRATCH/root" -q | cmp - "$FIX/efsmi-q-s60-1dev.txt"
+}
+
+@test "a JSON description builds the same host as its YAML twin" {
+  python3 -c 'import json,sys,yaml' 2>/dev/null || skip "needs python3 yaml"
+  python3 -c 'import json,sys,yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2],"w"))' \
+    "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/s60.json"
+  sim_host "$SCRATCH/s60.json" "$SCRATCH/root"
+  efsmi_in "$SCRATCH/root" -q | cmp - "$FIX/efsmi-q-s60-2dev.txt"
+}
+
+@test "efsmi -q --json-format is valid JSON with the text format's sections and keys" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  efsmi_in "$SCRATCH/root" -q --json-format > "$SCRATCH/q.json"
+  run jq -r '.devices | length' "$SCRATCH/q.json"
+  [ "$output" = 2 ]
+  run jq -c '.devices[1] | [.id, .["Driver Info"].Ver, .["Device Info"]["Dev Name"],
+      .["Device Info"]["Dev UUID"], .["Device Info"]["Dev SN"], .["Device Info"].Health,
+      .["PCIe Info"]["Vendor ID"], .["PCIe Info"]["Device ID"], .["PCIe Info"].Domain,
+      .["PCIe Info"].Bus, .["PCIe Info"].Dev, .["PCIe Info"].Func,
+      .["Device Mem Info"]["Total Size"], .["Device Mem Info"]["Used Size"]]' "$SCRATCH/q.json"
+  [ "$output" = '[1,"1.4.3.4","S60","TR1V57100501","A0A1650510677","True","1e36","c035","0000","b1","00",0,"42976 MiB","2048 MiB"]' ]
+  # the flags in either order
+  efsmi_in "$SCRATCH/root" --json-format -q | cmp - "$SCRATCH/q.json"
+}
+
+@test "efsmi -L and --drs --list-profile print cards, DRS instances and profiles" {
+  sim_example 3 --drs > "$SCRATCH/drs.yaml"
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
+  run efsmi_in "$SCRATCH/root" -L
+  [ "$status" -eq 0 ]
+  [ "$output" = "GCU 0: S60 (UUID: TR6Y46010000)
+  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)
+  DRS 1: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000001)
+GCU 1: S60 (UUID: TR6Y46010001)
+  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)
+GCU 2: S60 (UUID: TR6Y46010002)" ]
+  run efsmi_in "$SCRATCH/root" --drs --list-profile
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "DEV ID 0" ]
+  [ "${lines[1]}" = "    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB" ]
+  [ "${lines[2]}" = "    Profile ID 1 : 2g.22gb : Max Instances 2 : Memory 21488 MiB" ]
+  [ "${lines[3]}" = "    Profile ID 2 : full : Max Instances 1 : Memory 42976 MiB" ]
+  [ "${lines[8]}" = "DEV ID 2" ]
+  [ "${#lines[@]}" -eq 12 ]
+}
+
+@test "--drs --list-profile: a card whose product has no profile says DRS not supported" {
+  d=$(desc mixed <<'EOF'
+cards: [{product: S60}, {product: T10}]
+drs:
+  profiles: [{name: 1g.11gb, max_instances: 4, memory_mib: 10744, product: S60}]
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  run efsmi_in "$SCRATCH/root" --drs --list-profile
+  [ "$output" = "DEV ID 0
+    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB
+DEV ID 1
+    DRS not supported" ]
+}
+
+@test "efsmi prints its usage and exits 1 on -h and on unknown flags" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  for args in "-h" "--help" "--bogus" "-q --bogus" "" "--drs"; do
+    # shellcheck disable=SC2086
+    run efsmi_in "$SCRATCH/root" $args
+    [ "$status" -eq 1 ]
+    [ "${lines[0]}" = "Usage: efsmi [options]" ]
+  done
+}
+
+@test "device nodes are character devices with the described major:minor, mode 0666" {
+  d=$(desc nodes <<'EOF'
+major: 240
+control: {major: 241, minor: 7}
+cards: [{minor: 3}, {minor: 9}]
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  [ "$(stat -c '%F %t %T %a' "$SCRATCH/root/dev/gcu3")" = "character special file f0 3 666" ]
+  [ "$(stat -c '%F %t %T %a' "$SCRATCH/root/dev/gcu9")" = "character special file f0 9 666" ]
+  [ "$(stat -c '%F %t %T %a' "$SCRATCH/root/dev/gcuctl")" = "character special file f1 7 666" ]
+  [ "$(ls "$SCRATCH/root/dev")" = "gcu3
+gcu9
+gcuctl" ]
+}
+
+@test "sysfs: dev, numa_node, module version, and a zixiao class folder" {
+  d=$(desc sysfs <<'EOF'
+driver_version: "2.0.1"
+class_dir: zixiao
+cards: [{bus_id: "0000:3B:00.0", minor: 5, numa_node: 1}]
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  local dev=$SCRATCH/root/sys/bus/pci/devices/0000:3b:00.0
+  [ "$(cat "$dev/zixiao/gcu5/dev")" = "238:5" ]
+  [ "$(cat "$dev/numa_node")" = 1 ]
+  [ "$(cat "$dev/vendor")" = 0x1e36 ]
+  [ "$(cat "$dev/device")" = 0xc035 ]
+  [ "$(cat "$SCRATCH/root/sys/module/enflame/version")" = 2.0.1 ]
+  [ -x "$SCRATCH/root/usr/local/efsmi/efsmi-2.0.1/efsmi" ]
+}
+
+@test "symlinks: usr/bin/efsmi, libefml.so.1, libefml.so absolute; runtime library chains" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  local r=$SCRATCH/root
+  [ "$(readlink "$r/usr/bin/efsmi")" = "/usr/local/efsmi/efsmi-$VER/efsmi" ]
+  [ "$(readlink "$r/usr/lib/libefml.so.1")" = "/usr/local/efsmi/efsmi-$VER/lib/libefml.so.1.0.0" ]
+  [ "$(readlink "$r/usr/lib/libefml.so")" = "/usr/local/efsmi/efsmi-$VER/lib/libefml.so.1.0.0" ]
+  [ "$(readlink "$r/usr/lib/libtopsrt.so")" = libtopsrt.so.2 ]
+  [ "$(readlink "$r/usr/lib/libtopsrt.so.2")" = libtopsrt.so.2.1.0 ]
+  [ "$(readlink "$r/usr/lib/libeccl.so")" = libeccl.so.1 ]
+  [ "$(readlink "$r/usr/lib/libeccl.so.1")" = libeccl.so.1.0.0 ]
+  [ "$(head -c 4 "$r/usr/lib/libtopsrt.so.2.1.0" | od -An -c | tr -d ' ')" = '177ELF' ]
+  [ -f "$r/usr/lib/libtopsrt.so.2.1.0" ] && [ ! -L "$r/usr/lib/libtopsrt.so.2.1.0" ]
+  # resolved inside the root, the chains end at real files
+  [ -f "$r$(readlink "$r/usr/bin/efsmi")" ]
+  [ -f "$r$(readlink "$r/usr/lib/libefml.so")" ]
+}
+
+@test "enflame-sim.json is the normalised description, every default filled in" {
+  d=$(desc norm <<'EOF'
+cards: [{product: T10}]
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  local j=$SCRATCH/root/usr/local/efsmi/efsmi-$VER/enflame-sim.json
+  run jq -c '[.driver_version, .major, .control, .class_dir, .cards[0]]' "$j"
+  [ "$output" = '["1.4.3.4",238,{"major":238,"minor":255},"enflame",{"index":0,"minor":0,"product":"T10","uuid":"TR6Y46010000","serial":"A0A1650510676","bus_id":"0000:10:00.0","device_id":"c011","memory_mib":16384,"used_mib":0,"numa_node":0,"healthy":true}]' ]
+}
+
+@test "rebuilding a root replaces its content and leaves no staging folder" {
+  sim_example 4 > "$SCRATCH/four.yaml"
+  sim_host "$SCRATCH/four.yaml" "$SCRATCH/root"
+  [ -c "$SCRATCH/root/dev/gcu3" ]
+  touch "$SCRATCH/root/stale"
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  [ ! -e "$SCRATCH/root/dev/gcu3" ]
+  [ ! -e "$SCRATCH/root/stale" ]
+  [ ! -e "$SCRATCH/root/usr/lib/libefrt.so" ]
+  efsmi_in "$SCRATCH/root" -q | cmp - "$FIX/efsmi-q-s60-2dev.txt"
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  [ "$(ls -A "$SCRATCH")" = "four.yaml
+root" ]
+}
+
+@test "fault efsmi_exit_code: every call prints nothing and exits with the code" {
+  build_with_faults "efsmi_exit_code: 3"
+  for args in "-q" "-q --json-format" "-L" "--drs --list-profile" "-h"; do
+    # shellcheck disable=SC2086
+    run efsmi_in "$SCRATCH/root" $args
+    [ "$status" -eq 3 ]
+    [ -z "$output" ]
+  done
+}
+
+@test "fault efsmi_sleep_ms: efsmi answers after the delay" {
+  build_with_faults "efsmi_sleep_ms: 400"
+  local t0 t1
+  t0=$(date +%s%N)
+  run efsmi_in "$SCRATCH/root" -L
+  t1=$(date +%s%N)
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "GCU 0: S60 (UUID: TR6Y46010302)" ]
+  [ $(( (t1 - t0) / 1000000 )) -ge 400 ]
+}
+
+@test "fault json_unsupported: --json-format prints usage and exits 1, -q still works" {
+  build_with_faults "json_unsupported: true"
+  run efsmi_in "$SCRATCH/root" -q --json-format
+  [ "$status" -eq 1 ]
+  [ "${lines[0]}" = "Usage: efsmi [options]" ]
+  run efsmi_in "$SCRATCH/root" -q
+  [ "$status" -eq 0 ]
+  [ "${lines[4]}" = "DEV ID 0" ]
+}
+
+@test "fault efsmi_output garbage: exit 0, neither the text layout nor JSON" {
+  build_with_faults "efsmi_output: garbage"
+  run efsmi_in "$SCRATCH/root" -q
+  [ "$status" -eq 0 ]
+  [ -n "$output" ]
+  ! grep -q '^DEV ID [0-9]' <<<"$output"
+  ! grep -q 'Dev UUID' <<<"$output"
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq . >/dev/null"
+  [ "$status" -ne 0 ]
+  # -L is not affected
+  run efsmi_in "$SCRATCH/root" -L
+  [ "${lines[1]}" = "GCU 1: S60 (UUID: TR1V57100501)" ]
+}
+
+@test "fault efsmi_output truncated: output stops half way, mid-line" {
+  build_with_faults "efsmi_output: truncated"
+  efsmi_in "$SCRATCH/root" -q > "$SCRATCH/t.txt"
+  [ -s "$SCRATCH/t.txt" ]
+  [ "$(tail -c 1 "$SCRATCH/t.txt" | od -An -c | tr -d ' ')" != '\n' ]
+  ! grep -q 'DEV ID 1' "$SCRATCH/t.txt"
+  head -c "$(stat -c %s "$SCRATCH/t.txt")" "$SCRATCH/t.txt" | grep -q '^DEV ID 0$'
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq . >/dev/null"
+  [ "$status" -ne 0 ]
+}
+
+@test "fault old_keys: Mem Size / Mem Usage in text and JSON" {
+  build_with_faults "old_keys: true"
+  run efsmi_in "$SCRATCH/root" -q
+  [ "${lines[35]}" = "        Mem Size                : 42976 MiB" ]
+  [ "${lines[37]}" = "        Mem Usage               : 0 MiB" ]
+  ! grep -q 'Total Size\|Used Size' <<<"$output"
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq -c '.devices[0][\"Device Mem Info\"]'"
+  [ "$output" = '{"Mem Size":"42976 MiB","Reserved Size":"1129 MiB","Mem Usage":"0 MiB","Free Size":"41847 MiB"}' ]
+}
+
+@test "healthy: false shows in efsmi text, JSON and libefml" {
+  build_with_faults ""
+  run efsmi_in "$SCRATCH/root" -q
+  [ "$(grep -c 'Health                  : True' <<<"$output")" -eq 1 ]
+  [ "$(sed -n 68p <<<"$output")" = "        Health                  : False" ]
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq -c '[.devices[].\"Device Info\".Health]'"
+  [ "$output" = '["True","False"]' ]
+  run efml '
+assert L.EfmlInit(False) == 0
+h = c_bool(True)
+assert L.EfmlGetDevIsHealth(0, byref(h)) == 0 and h.value is True
+assert L.EfmlGetDevIsHealth(1, byref(h)) == 0 and h.value is False
+print("ok")'
+  [ "$output" = ok ]
+}
+
+@test "faults efsmi_absent and efml_absent leave those files out" {
+  build_with_faults "efsmi_absent: true"
+  [ ! -e "$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi" ]
+  [ ! -L "$SCRATCH/root/usr/bin/efsmi" ]
+  [ -f "$(efml_in "$SCRATCH/root")" ]
+  [ -L "$SCRATCH/root/usr/lib/libefml.so.1" ]
+  build_with_faults "efml_absent: true"
+  [ -x "$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi" ]
+  [ ! -e "$(efml_in "$SCRATCH/root")" ]
+  [ ! -L "$SCRATCH/root/usr/lib/libefml.so.1" ] && [ ! -L "$SCRATCH/root/usr/lib/libefml.so" ]
+}
+
+@test "libefml answers exactly what the description says" {
+  d=$(desc efml <<'EOF'
+driver_version: "1.5.0.7"
+cards:
+  - {uuid: GCU-U53000080105, minor: 6, bus_id: "0000:9a:00.0", numa_node: 1, product: T10, memory_mib: 16000}
+  - {uuid: TR6Y46010302, minor: 2, bus_id: "0000:17:00.0", numa_node: 0}
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  VER=1.5.0.7
+  run efml '
+n = c_uint32(99)
+assert L.EfmlGetDevCount(byref(n)) == 3            # not initialised
+assert L.EfmlInit(False) == 0
+assert L.EfmlGetDevCount(byref(n)) == 0 and n.value == 2
+assert L.EfmlGetDriverVer(buf) == 0 and buf.value == b"1.5.0.7"
+rows = []
+for i in range(2):
+    m, b, nn, h = c_uint32(), c_uint64(), c_int32(), c_bool()
+    assert L.EfmlGetDevName(i, buf) == 0; name = buf.value.decode()
+    assert L.EfmlGetDevUuid(i, buf) == 0; uuid = buf.value.decode()
+    assert L.EfmlGetDevPciBusId(i, buf) == 0; bus = buf.value.decode()
+    assert L.EfmlGetDevMinor(i, byref(m)) == 0
+    assert L.EfmlGetDevMemTotal(i, byref(b)) == 0
+    assert L.EfmlGetNumaNode(i, byref(nn)) == 0
+    assert L.EfmlGetDevIsHealth(i, byref(h)) == 0
+    rows.append(f"{name} {uuid} {bus} {m.value} {b.value} {nn.value} {h.value}")
+print("\n".join(rows))
+assert L.EfmlGetDevName(2, buf) == 2                # index out of range
+assert L.EfmlGetDevMinor(0, None) == 2              # null out-pointer
+assert L.EfmlShutdown() == 0
+assert L.EfmlGetDevName(0, buf) == 3 and L.EfmlShutdown() == 3
+print("ok")'
+  [ "$status" -eq 0 ]
+  [ "$output" = "T10 GCU-U53000080105 0000:9a:00.0 6 16777216000 1 True
+S60 TR6Y46010302 0000:17:00.0 2 45063602176 0 True
+ok" ]
+}
+
+@test "libefml exports only the Efml* ABI" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  run bash -c "nm -D --defined-only '$(efml_in "$SCRATCH/root")' | awk '{print \$3}' | sort"
+  [ "$output" = "EfmlGetDevCount
+EfmlGetDevIsHealth
+EfmlGetDevMemTotal
+EfmlGetDevMinor
+EfmlGetDevName
+EfmlGetDevPciBusId
+EfmlGetDevUuid
+EfmlGetDriverVer
+EfmlGetNumaNode
+EfmlInit
+EfmlShutdown" ]
+}
+
+@test "fault efml_missing_symbols: dlsym fails for those, the others still work" {
+  build_with_faults "efml_missing_symbols: [EfmlGetDevUuid, EfmlGetNumaNode]"
+  run efml '
+for s in ("EfmlGetDevUuid", "EfmlGetNumaNode"):
+    assert not hasattr(L, s), s
+assert L.EfmlInit(False) == 0
+n = c_uint32()
+assert L.EfmlGetDevCount(byref(n)) == 0 and n.value == 2
+assert L.EfmlGetDevName(1, buf) == 0 and buf.value == b"S60"
+assert L.EfmlGetDevPciBusId(1, buf) == 0 and buf.value == b"0000:11:00.0"
+print("ok")'
+  [ "$output" = ok ]
+  # also through dlopen/dlsym of the soname symlink resolved inside the root
+  [ -z "$(nm -D --defined-only "$(efml_in "$SCRATCH/root")" | grep -w 'EfmlGetDevUuid\|EfmlGetNumaNode')" ]
+}
+
+@test "fault efml_init_fails: EfmlInit returns 1 and nothing else answers" {
+  build_with_faults "efml_init_fails: true"
+  run efml '
+n = c_uint32()
+print(L.EfmlInit(False), L.EfmlGetDevCount(byref(n)))'
+  [ "$output" = "1 3" ]
+}
+
+@test "bad descriptions: one line naming the file, key and problem; exit 1; nothing written" {
+  local cases=(
+    'cards: [{minor: 0}, {minor: 0}]|line 1: cards[1].minor: duplicate minor 0 (also cards[0])'
+    'cards: [{uuid: A1}, {uuid: A1}]|line 1: cards[1].uuid: duplicate uuid '"'A1'"' (also cards[0])'
+    'cards: [{bus_id: "0000:17:00.0"}, {bus_id: "0000:17:00.0"}]|line 1: cards[1].bus_id: duplicate bus id '"'0000:17:00.0'"' (also cards[0])'
+    'cards: [{bus_id: "17:00.0"}]|line 1: cards[0].bus_id: bad bus id '"'17:00.0'"" (want domain:bus:device.function like '0000:17:00.0')"
+    'cards: [{product: X99}]|line 1: cards[0].product: unknown product '"'X99'"' (want S60, T10, I20, T20 or T21)'
+    'cards: [{minr: 1}]|line 1: cards[0]: unknown key '"'minr'"
+    'cards: [{minor: abc}]|line 1: cards[0].minor: want an integer in 0..1048575, got '"'abc'"
+    'cards: [{index: 0}, {index: 2}]|line 1: cards[1].index: index 2 out of range (2 cards: want 0..1)'
+    'cards: [{index: 1}, {index: 1}]|line 1: cards[1].index: duplicate index 1 (also cards[0])'
+    'cards: [{minor: 255}]|line 1: cards[0].minor: minor 255 is the control node'"'"'s (control.minor)'
+    'cards: [{used_mib: 50000}]|line 1: cards[0].used_mib: 50000 MiB used of 42976 MiB'
+    'cards: [{healthy: maybe}]|line 1: cards[0].healthy: want true or false, got '"'maybe'"
+    'cards: []|line 1: cards: want at least one card'
+    'major: 238|line 1: description: missing key '"'cards'"
+    'kards: []|line 1: description: unknown key '"'kards'"
+    'cards: [{}]\ndriver_version: "../x"|line 2: driver_version: bad driver version '"'../x'"
+    'cards: [ {a: 1|line 2, column 1: end of map flow not found'
+    'cards: [{}]\nfaults: {efsmi_output: weird}|line 2: faults.efsmi_output: unknown output '"'weird'"' (want normal, garbage or truncated)'
+    'cards: [{}]\nfaults: {efml_missing_symbols: [EfmlFoo]}|line 2: faults.efml_missing_symbols[0]: unknown libefml symbol '"'EfmlFoo'"
+    'cards: [{}]\nfaults: {efsmi_exit_code: 300}|line 2: faults.efsmi_exit_code: want an integer in 0..255, got '"'300'"
+    'cards: [{}]\ndrs: {instances: [{card: 0, instance_id: 0, profile: 1g.11gb, uuid: x}]}|line 2: drs.instances[0].profile: card 0 (S60) offers no profile '"'1g.11gb'"
+    'cards: [{}]\ndrs: {profiles: [{name: a, memory_mib: 1, max_instances: 1}], instances: [{card: 0, instance_id: 0, profile: a, uuid: x}, {card: 0, instance_id: 1, profile: a, uuid: y}]}|line 2: drs.instances[1]: card 0 has more than 1 instances of '"'a'"
+    'cards: [{}]\ndrs: {profiles: [{name: a, memory_mib: 1}], instances: [{card: 3, instance_id: 0, profile: a, uuid: x}]}|line 2: drs.instances[0].card: no card with index 3'
+    'cards: [{}]\nruntime_libraries: [libfoo.so.1.0, libfoo.so.1.2]|line 2: runtime_libraries[1]: '"'libfoo.so.1'"' would be made twice (also runtime_libraries[0])'
+    'cards: [{}]\nruntime_libraries: [libefml.so.1]|line 2: runtime_libraries[0]: '"'libefml.so.1'"' clashes with the libefml simulator'
+  )
+  local c text want i=0
+  for c in "${cases[@]}"; do
+    text=${c%%|*}
+    want=${c#*|}
+    i=$((i + 1))
+    printf '%b\n' "$text" > "$SCRATCH/bad$i.yaml"
+    run "$SIM_HOST" build --desc "$SCRATCH/bad$i.yaml" --root "$SCRATCH/root$i"
+    echo "case $i: $output" >&2
+    [ "$status" -eq 1 ]
+    [ "$output" = "error: description '$SCRATCH/bad$i.yaml': $want" ]
+    [ ! -e "$SCRATCH/root$i" ]
+  done
+  # an existing root is left as it was
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  run "$SIM_HOST" build --desc "$SCRATCH/bad1.yaml" --root "$SCRATCH/root"
+  [ "$status" -eq 1 ]
+  efsmi_in "$SCRATCH/root" -q | cmp - "$FIX/efsmi-q-s60-2dev.txt"
+  run "$SIM_HOST" build --desc "$SCRATCH/nope.yaml" --root "$SCRATCH/rootx"
+  [ "$status" -eq 1 ]
+  [[ "$output" == "error: description '$SCRATCH/nope.yaml': "* ]]
+  [ ! -e "$SCRATCH/rootx" ]
+}
+
+@test "building without root: a clear error, nothing left behind" {
+  command -v setpriv >/dev/null || skip "needs setpriv"
+  mkdir "$SCRATCH/nobody"
+  chown 65534 "$SCRATCH/nobody"
+  run setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$SIM_HOST" build --desc "$EXAMPLES/s60-2dev.yaml" --root "$SCRATCH/nobody/root"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: building a simulated host in '$SCRATCH/nobody/root': creating device node 'dev/gcu0': operation not permitted (needs root)" ]
+  [ -z "$(ls -A "$SCRATCH/nobody")" ]
+}
+
+@test "example: deterministic, valid, numa halves, DRS and unhealthy options" {
+  run sim_example 5 --unhealthy 4
+  [ "$status" -eq 0 ]
+  printf '%s\n' "$output" > "$SCRATCH/ex.yaml"
+  [ "$(sim_example 5 --unhealthy 4)" = "$output" ]
+  sim_host "$SCRATCH/ex.yaml" "$SCRATCH/root"
+  local j=$SCRATCH/root/usr/local/efsmi/efsmi-$VER/enflame-sim.json
+  [ "$(jq -c '[.cards[].numa_node]' "$j")" = '[0,0,0,1,1]' ]
+  [ "$(jq -c '[.cards[].healthy]' "$j")" = '[true,true,true,true,false]' ]
+  [ "$(jq -r '.cards[4].uuid + " " + .cards[4].bus_id' "$j")" = "TR6Y46010004 0000:14:00.0" ]
+  [ "$(jq -r '.runtime_libraries | join(",")' "$j")" = "libtopsrt.so.2.1.0,libefrt.so.1.0.0,libeccl.so.1.0.0" ]
+  sim_example 2 --product T10 > "$SCRATCH/t10.yaml"
+  sim_host "$SCRATCH/t10.yaml" "$SCRATCH/root"
+  [ "$(efsmi_in "$SCRATCH/root" -L)" = "GCU 0: T10 (UUID: TR6Y46010000)
+GCU 1: T10 (UUID: TR6Y46010001)" ]
+}
+
+@test "example: 128 cards build; bad options are one-line errors" {
+  sim_example 128 --drs > "$SCRATCH/big.yaml"
+  sim_host "$SCRATCH/big.yaml" "$SCRATCH/root"
+  [ "$(ls "$SCRATCH/root/dev" | wc -l)" -eq 129 ]
+  [ "$(efsmi_in "$SCRATCH/root" -q --json-format | jq '.devices | length')" -eq 128 ]
+  [ "$(efsmi_in "$SCRATCH/root" -q --json-format | jq -r '[.devices[]."PCIe Info".Bus] | unique | length')" -eq 128 ]
+  run sim_example 129
+  [ "$status" -eq 1 ] && [ "$output" = "error: --cards: want 1..128, got 129" ]
+  run sim_example 0
+  [ "$status" -eq 1 ] && [ "$output" = "error: --cards: want 1..128, got 0" ]
+  run sim_example 2 --product T10 --drs
+  [ "$status" -eq 1 ] && [ "$output" = "error: --drs: only the S60 has DRS profiles" ]
+  run sim_example 2 --product X1
+  [ "$status" -eq 1 ] && [ "$output" = "error: --product: want S60 or T10, got 'X1'" ]
+  run sim_example 2 --unhealthy 2
+  [ "$status" -eq 1 ] && [ "$output" = "error: --unhealthy: no card 2 among 2" ]
+}
