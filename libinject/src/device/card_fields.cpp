@@ -49,13 +49,6 @@ Error bad_value(std::string_view key, std::string_view value) {
 
 namespace detail {
 
-std::string_view trim(std::string_view s) noexcept {
-    auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && ws(s.front())) s.remove_prefix(1);
-    while (!s.empty() && ws(s.back())) s.remove_suffix(1);
-    return s;
-}
-
 Result<void> CardFields::set(std::string_view key, std::string_view value) {
     auto dup = [&](bool& seen) -> Result<void> {
         if (seen) return fail(Errc::InvalidInput, "duplicate '" + std::string(key) + "'");

@@ -32,7 +32,4 @@ private:
          have_device_id_ = false, have_driver_ = false;
 };
 
-/// Trims ASCII spaces, tabs and carriage returns on both ends.
-[[nodiscard]] std::string_view trim(std::string_view s) noexcept;
-
 }  // namespace inject::discover::detail

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The discovery backends and the node confirmation they share. Internal to libinject/src/device.
+
+#include "inject/discover.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inject::discover::detail {
+
+/// What one backend reported, before nodes are confirmed.
+struct Report {
+    std::vector<RawCard> cards;
+    std::string driver_version;  ///< empty when the backend does not say
+};
+
+/// efsmi under driver-root: the host path of the first of Options::efsmi_paths that resolves
+/// inside the root. NotFound lists what was tried.
+[[nodiscard]] Result<std::string> find_efsmi(const Options& opts);
+
+/// Runs efsmi (no shell, env exactly PATH and LC_ALL=C, the configured timeout) and returns its
+/// stdout. A timeout, a signal or a non-zero exit is an error with a one-line reason;
+/// `exit_hint` is appended to the non-zero exit reason.
+[[nodiscard]] Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
+                                            const std::vector<std::string>& args,
+                                            std::string_view exit_hint = {});
+
+/// `efsmi -q --json-format` (json) or `efsmi -q`, parsed.
+[[nodiscard]] Result<Report> query_efsmi(const Options& opts, bool json);
+
+/// dlopen of libefml under driver-root.
+[[nodiscard]] Result<Report> query_efml(const Options& opts);
+
+/// Confirms every card's node against sysfs and dev-root and builds the Host.
+[[nodiscard]] Result<device::Host> confirm(const Options& opts, Report report);
+
+/// Adds DRS profiles and instances from efsmi; a failure only drops DRS (debug log).
+void add_drs(const Options& opts, device::Host& host);
+
+}  // namespace inject::discover::detail

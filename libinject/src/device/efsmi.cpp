@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// The efsmi backends and the DRS queries: efsmi found under driver-root, run without a shell,
+// with a fixed minimal environment (nothing of ours leaks into it, and LC_ALL=C keeps its
+// output in the format we parse), a timeout and a bound on its output.
+#include "device/backends.hpp"
+#include "device/text_util.hpp"
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
+#include "inject/process.hpp"
+
+#include <cstring>
+
+namespace inject::discover::detail {
+
+Result<std::string> find_efsmi(const Options& opts) {
+    std::string tried;
+    for (const auto& p : opts.efsmi_paths) {
+        auto real = fs::resolve_in_root(opts.driver_root, p);
+        if (real) return std::move(*real);
+        if (real.error().code() != Errc::NotFound)
+            log::debug("efsmi: skipping {}: {}", p, real.error().what());
+        tried += (tried.empty() ? "" : ", ") + p;
+    }
+    return fail(Errc::NotFound, "no efsmi under driver-root '" + opts.driver_root + "' (tried " + tried + ")");
+}
+
+Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
+                              const std::vector<std::string>& args, std::string_view exit_hint) {
+    process::Command cmd;
+    cmd.path = efsmi;
+    cmd.argv.push_back(efsmi);
+    cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
+    cmd.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
+    cmd.timeout = opts.efsmi_timeout;
+    cmd.max_output = 4 << 20;  // 64 cards of `efsmi -q` are about 130 KiB
+    auto out = process::run(cmd);
+    if (!out) {
+        if (out.error().sys_errno() == ETIMEDOUT)
+            return fail(Errc::Io, "efsmi timed out after " + std::to_string(opts.efsmi_timeout.count()) + " ms",
+                        ETIMEDOUT);
+        return fail(std::move(out).error());
+    }
+    if (out->term_signal != 0)
+        return fail(Errc::Io, "efsmi was killed by signal " + std::to_string(out->term_signal) + " (" +
+                                  ::strsignal(out->term_signal) + ")");
+    if (out->exit_code != 0) {
+        std::string why = "efsmi exited " + std::to_string(out->exit_code);
+        if (!exit_hint.empty()) {
+            why += " ";
+            why += exit_hint;
+        } else if (const std::string_view err = trim(out->err); !err.empty()) {
+            why += ": " + quote(trim(err.substr(0, err.find('\n'))));
+        }
+        return fail(Errc::Io, why);
+    }
+    return std::move(out->out);
+}
+
+Result<Report> query_efsmi(const Options& opts, bool json) {
+    INJECT_TRY(std::string efsmi, find_efsmi(opts));
+    Report rep;
+    if (json) {
+        INJECT_TRY(std::string out,
+                   run_efsmi(opts, efsmi, {"-q", "--json-format"}, "(old driver without --json-format?)"));
+        INJECT_TRY(rep.cards, parse_efsmi_json(out));
+    } else {
+        INJECT_TRY(std::string out, run_efsmi(opts, efsmi, {"-q"}));
+        INJECT_TRY(rep.cards, parse_efsmi_text(out));
+    }
+    if (!rep.cards.empty()) rep.driver_version = rep.cards.front().driver_version;
+    return rep;
+}
+
+void add_drs(const Options& opts, device::Host& host) {
+    if (!opts.with_drs) return;
+    auto read = [&]() -> Result<std::pair<std::vector<device::DrsProfile>, std::vector<device::DrsInstance>>> {
+        INJECT_TRY(std::string efsmi, find_efsmi(opts));
+        INJECT_TRY(std::string profiles_out, run_efsmi(opts, efsmi, {"--drs", "--list-profile"}));
+        INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out));
+        INJECT_TRY(std::string list_out, run_efsmi(opts, efsmi, {"-L"}));
+        INJECT_TRY(auto instances, parse_efsmi_drs_list(list_out));
+        return std::pair{std::move(profiles), std::move(instances)};
+    };
+    auto drs = read();
+    if (!drs) {
+        log::debug("no DRS information: {}", drs.error().what());
+        return;
+    }
+    host.drs_profiles = std::move(drs->first);
+    for (auto& inst : drs->second) {
+        auto it = std::find_if(host.devices.begin(), host.devices.end(),
+                               [&](const device::Device& d) { return d.index == inst.parent_index; });
+        if (it == host.devices.end()) {
+            log::debug("efsmi -L: DRS instance {} on unknown card {}: ignored", inst.uuid, inst.parent_index);
+            continue;
+        }
+        it->drs_instances.push_back(std::move(inst));
+    }
+}
+
+}  // namespace inject::discover::detail
