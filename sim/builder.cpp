@@ -124,17 +124,18 @@ Result<void> lay_sysfs(const Host& h, const std::string& root) {
 
 Result<void> lay_efsmi(const Host& h, const std::string& root, const std::string& sim_dir) {
     const std::string dir = efsmi_dir(h);
-    INJECT_TRY_VOID(write_new(root + dir + "/" + std::string(kDescFile), to_json(h).dump(2) + "\n", 0644));
+    const std::string json = to_json(h).dump(2) + "\n";
+    INJECT_TRY_VOID(write_new(root + dir + "/" + std::string(kDescFile), json, 0644));
     if (!h.faults.efsmi_absent) {
         INJECT_TRY(const std::string bin, read_binary(sim_dir + "/" + kEfsmiBinary));
-        INJECT_TRY_VOID(write_new(root + dir + "/efsmi", bin, 0755));
+        INJECT_TRY_VOID(write_new(root + dir + "/efsmi", bin + embedded_description(json), 0755));
         INJECT_TRY_VOID(make_symlink(dir + "/efsmi", root + "/usr/bin/efsmi"));
     }
     if (!h.faults.efml_absent) {
         INJECT_TRY(std::string lib, read_binary(sim_dir + "/" + kEfmlLibrary));
         INJECT_TRY(lib, hide_symbols(std::move(lib), h.faults.efml_missing_symbols));
         const std::string real = dir + "/lib/libefml.so.1.0.0";
-        INJECT_TRY_VOID(write_new(root + real, lib, 0755));
+        INJECT_TRY_VOID(write_new(root + real, lib + embedded_description(json), 0755));
         INJECT_TRY_VOID(make_symlink(real, root + "/usr/lib/libefml.so.1"));
         INJECT_TRY_VOID(make_symlink(real, root + "/usr/lib/libefml.so"));
     }

@@ -30,7 +30,8 @@ constexpr std::size_t kBufSize = 128;  // every char buffer of the ABI is 128 by
 std::mutex g_mu;
 std::optional<sim::Host> g_host;
 
-std::optional<std::string> description_path() {
+// The library's own real path.
+std::optional<std::filesystem::path> self_path() {
     Dl_info info{};
     if (dladdr(&g_mu, &info) == 0 ||
         info.dli_fname == nullptr) {
@@ -39,7 +40,7 @@ std::optional<std::string> description_path() {
     std::error_code ec;
     const auto self = std::filesystem::canonical(info.dli_fname, ec);
     if (ec) return std::nullopt;
-    return (self.parent_path().parent_path() / sim::kDescFile).string();
+    return self;
 }
 
 int copy_out(const std::string& s, char* buf) {
@@ -63,9 +64,10 @@ EFML_API int EfmlInit(bool no_driver) {
     (void)no_driver;
     const std::lock_guard lock(g_mu);
     try {
-        const auto path = description_path();
-        if (!path) return kError;
-        sim::Host h = sim::load_host_json(*path);
+        const auto self = self_path();
+        if (!self) return kError;
+        sim::Host h = sim::load_host((self->parent_path().parent_path() / sim::kDescFile).string(),
+                                     self->string());
         if (h.faults.efml_init_fails) return kError;
         g_host = std::move(h);
         return kOk;

@@ -33,9 +33,9 @@ Command parse_args(int argc, char** argv) {
     return Command::Usage;
 }
 
-std::string description_path() {
+sim::Host load() {
     const auto exe = std::filesystem::read_symlink("/proc/self/exe");
-    return (exe.parent_path() / sim::kDescFile).string();
+    return sim::load_host((exe.parent_path() / sim::kDescFile).string(), "/proc/self/exe");
 }
 
 // The truncated fault: the output stops half way, in the middle of a line.
@@ -53,7 +53,7 @@ int emit(const std::string& s, int code) {
 }
 
 int run(int argc, char** argv) {
-    const sim::Host h = sim::load_host_json(description_path());
+    const sim::Host h = load();
     if (h.faults.efsmi_sleep_ms > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(h.faults.efsmi_sleep_ms));
     }

@@ -2,6 +2,8 @@
 #include "model_json.hpp"
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +22,37 @@ constexpr std::array<ProductDefaults, 5> kProducts{{
 }};
 
 using ojson = nlohmann::ordered_json;
+
+constexpr std::string_view kMagic = "ENFLAME-SIM-DESC ";
+constexpr std::size_t kLenDigits = 16;
+constexpr std::size_t kTrailerSize = kMagic.size() + kLenDigits + 1;  // + "\n"
+
+Host parse_named(const std::string& text, const std::string& name) {
+    try {
+        return host_from_json(nlohmann::json::parse(text));
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error("simulated host description " + name + ": " + e.what());
+    }
+}
+
+// The description embedded at the end of `path`, or nullopt when there is none.
+std::optional<std::string> read_embedded(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in || !in.seekg(-static_cast<std::streamoff>(kTrailerSize), std::ios::end)) return std::nullopt;
+    std::string trailer(kTrailerSize, '\0');
+    if (!in.read(trailer.data(), static_cast<std::streamsize>(kTrailerSize)) ||
+        !trailer.starts_with(kMagic)) {
+        return std::nullopt;
+    }
+    const auto len = std::strtoull(trailer.c_str() + kMagic.size(), nullptr, 16);
+    std::string json(len, '\0');
+    const auto back = static_cast<std::streamoff>(kTrailerSize + len);
+    if (!in.seekg(-back, std::ios::end) ||
+        !in.read(json.data(), static_cast<std::streamsize>(len))) {
+        return std::nullopt;
+    }
+    return json;
+}
 
 ojson card_json(const Card& c) {
     return {{"index", c.index},         {"minor", c.minor},        {"product", c.product},
@@ -169,11 +202,22 @@ Host load_host_json(const std::string& path) {
     if (!in) throw std::runtime_error("cannot open simulated host description '" + path + "'");
     std::stringstream ss;
     ss << in.rdbuf();
-    try {
-        return host_from_json(nlohmann::json::parse(ss.str()));
-    } catch (const nlohmann::json::exception& e) {
-        throw std::runtime_error("simulated host description '" + path + "': " + e.what());
+    return parse_named(ss.str(), "'" + path + "'");
+}
+
+std::string embedded_description(const std::string& json) {
+    char len[kLenDigits + 1];
+    std::snprintf(len, sizeof len, "%016zx", json.size());
+    return json + std::string(kMagic) + len + "\n";
+}
+
+Host load_host(const std::string& desc_path, const std::string& self_path) {
+    if (std::ifstream(desc_path)) return load_host_json(desc_path);
+    if (auto json = read_embedded(self_path)) {
+        return parse_named(*json, "embedded in '" + self_path + "'");
     }
+    throw std::runtime_error("cannot open simulated host description '" + desc_path +
+                             "' and none is embedded in '" + self_path + "'");
 }
 
 }  // namespace sim

@@ -20,4 +20,14 @@ namespace sim {
 /// Reads and parses a normalised description file. Throws std::runtime_error naming the file.
 [[nodiscard]] Host load_host_json(const std::string& path);
 
+/// What the builder appends to the installed simulators: the description JSON and a
+/// fixed-size trailer (magic, length). Bytes after the end of an ELF file are ignored by the
+/// kernel and ld.so, so a simulator bind-mounted alone into a container (where no
+/// enflame-sim.json lies next to it) still knows its host.
+[[nodiscard]] std::string embedded_description(const std::string& json);
+
+/// The description at `desc_path` if that file exists, else the one embedded at the end of
+/// the file `self_path` (the simulator's own file). Throws std::runtime_error when neither.
+[[nodiscard]] Host load_host(const std::string& desc_path, const std::string& self_path);
+
 }  // namespace sim

@@ -477,3 +477,51 @@ GCU 1: T10 (UUID: TR6Y46010001)" ]
   run sim_example 2 --unhealthy 2
   [ "$status" -eq 1 ] && [ "$output" = "error: --unhealthy: no card 2 among 2" ]
 }
+
+@test "runc: the efsmi simulator bind-mounted alone into a busybox container knows its host" {
+  requires runc busybox
+  sim_example 2 --drs > "$SCRATCH/drs.yaml"
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
+  local b=$SCRATCH/bundle id=ectk-sim-$$-$BATS_TEST_NUMBER
+  mkdir -p "$b/rootfs"/{bin,proc,sys,dev,etc,tmp,usr/bin}
+  cp "$(command -v busybox)" "$b/rootfs/bin/"
+  ln -s busybox "$b/rootfs/bin/sh"
+  ln -s busybox "$b/rootfs/bin/ls"
+  (cd "$b" && runc spec)
+  jq --arg efsmi "$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi" '
+    .process.terminal = false | .root.readonly = false
+    | .process.args = ["/bin/sh", "-c", "/usr/bin/efsmi -L && ls -l /dev/gcu1"]
+    | .mounts += [{destination: "/usr/bin/efsmi", type: "bind", source: $efsmi,
+                   options: ["rbind", "ro", "nosuid", "nodev"]}]
+    | .linux.devices = [{path: "/dev/gcu1", type: "c", major: 238, minor: 1, fileMode: 438, uid: 0, gid: 0}]
+    | .linux.resources.devices += [{allow: true, type: "c", major: 238, minor: 1, access: "rwm"}]
+  ' "$b/config.json" > "$b/config.json.new"
+  mv "$b/config.json.new" "$b/config.json"
+  on_teardown "runc delete -f $id >/dev/null 2>&1"
+  run runc run --bundle "$b" "$id"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "GCU 0: S60 (UUID: TR6Y46010000)" ]
+  [ "${lines[3]}" = "GCU 1: S60 (UUID: TR6Y46010001)" ]
+  [ "${lines[4]}" = "  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)" ]
+  [[ "${lines[5]}" == "crw-rw-rw-"*"238,"*"1 "*"/dev/gcu1" ]]
+}
+
+@test "simulators copied away from enflame-sim.json use the description embedded in them" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  mkdir -p "$SCRATCH/alone/lib"
+  cp "$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi" "$SCRATCH/alone/"
+  cp "$(efml_in "$SCRATCH/root")" "$SCRATCH/alone/lib/"
+  "$SCRATCH/alone/efsmi" -q | cmp - "$FIX/efsmi-q-s60-2dev.txt"
+  run python3 -c '
+import ctypes, sys
+L = ctypes.CDLL(sys.argv[1]); n = ctypes.c_uint32(); b = ctypes.create_string_buffer(128)
+assert L.EfmlInit(False) == 0 and L.EfmlGetDevCount(ctypes.byref(n)) == 0
+assert L.EfmlGetDevUuid(1, b) == 0
+print(n.value, b.value.decode())' "$SCRATCH/alone/lib/libefml.so.1.0.0"
+  [ "$output" = "2 TR1V57100501" ]
+  # the bare build output has neither: a clear error, exit 2
+  cp "$BUILD_DIR/sim/enflame-sim-efsmi" "$SCRATCH/alone/bare"
+  run "$SCRATCH/alone/bare" -L
+  [ "$status" -eq 2 ]
+  [ "$output" = "efsmi: error: cannot open simulated host description '$SCRATCH/alone/enflame-sim.json' and none is embedded in '/proc/self/exe'" ]
+}
