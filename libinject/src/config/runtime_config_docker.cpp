@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace inject::runtime_config::detail {
 namespace {
@@ -83,16 +84,22 @@ Result<std::string> json_unconfigure(std::string_view text, const Options& o, st
             j["runtimes"].erase(o.runtime_name);
             erase_if_empty(j, "runtimes");
         }
-        if (j.contains("default-runtime") && j["default-runtime"] == o.runtime_name)
-            j.erase("default-runtime");
+        std::optional<Json> orig;
+        if (original) {
+            if (auto parsed = parse_json(*original, "backup")) orig = std::move(*parsed);
+        }
+        if (j.contains("default-runtime") && j["default-runtime"] == o.runtime_name) {
+            // --set-as-default replaced the user's choice: put it back where it was.
+            if (orig && orig->contains("default-runtime") && (*orig)["default-runtime"] != o.runtime_name)
+                j["default-runtime"] = (*orig)["default-runtime"];
+            else
+                j.erase("default-runtime");
+        }
         if (o.cdi_enabled && j.contains("features") && j["features"].is_object()) {
             j["features"].erase("cdi");
             erase_if_empty(j, "features");
         }
-        if (original) {
-            auto orig = parse_json(*original, "backup");
-            if (orig && *orig == j) return std::string(*original);
-        }
+        if (orig && *orig == j) return std::string(*original);
         std::string out = dump(j, text);
         auto again = parse_json(text, source);
         if (again && *again == j) return std::string(text);  // nothing of ours: no byte changes

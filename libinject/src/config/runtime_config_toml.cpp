@@ -14,13 +14,16 @@ namespace inject::runtime_config {
 namespace {
 
 constexpr std::string_view kRuncV2 = "io.containerd.runc.v2";
+/// Marks the `imports` line we created, so unconfigure removes the line and not just our entry.
+constexpr std::string_view kImportMark = "  # added by enflame-ctk";
 constexpr std::string_view kDropInHeader =
     "# Written by `enflame-ctk runtime configure`; `enflame-ctk runtime unconfigure` removes it.\n";
 
 Error toml_error(std::string_view source, const toml::parse_error& e) {
-    return Error(Errc::InvalidInput, std::string(source) + ": line " +
-                                         std::to_string(e.source().begin.line) + ": " +
-                                         std::string(e.description()));
+    std::string why(e.description());
+    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    return Error(Errc::InvalidInput,
+                 std::string(source) + ": line " + std::to_string(e.source().begin.line) + ": " + why);
 }
 
 Result<toml::table> parse_toml(std::string_view text, std::string_view source) {
@@ -75,8 +78,9 @@ Result<toml::table*> walk(toml::table& root, const std::vector<std::string>& pat
 }
 
 /// The table at `path` if every step exists and is a table.
-toml::table* find(toml::table& root, const std::vector<std::string>& path) {
-    toml::table* t = &root;
+template <typename Table>
+Table* find(Table& root, const std::vector<std::string>& path) {
+    Table* t = &root;
     for (const auto& k : path) {
         auto* n = t->get(k);
         t = n != nullptr ? n->as_table() : nullptr;
@@ -155,17 +159,34 @@ Result<void> containerd_add(toml::table& root, int version, const Options& o, st
     return ok();
 }
 
-void containerd_remove(toml::table& root, int version, const Options& o) {
+/// Removes `key` from the table at `path` when it names our runtime, or puts back the value
+/// `original` had there (--set-as-default replaced the user's choice).
+void restore_default(toml::table& root, const toml::table* original,
+                     const std::vector<std::string>& path, std::string_view key, const Options& o) {
+    auto* t = find(root, path);
+    if (t == nullptr) return;
+    auto* d = t->get(key);
+    if (d == nullptr || d->value<std::string>() != o.runtime_name) return;
+    if (original != nullptr) {
+        const auto* ot = find(*original, path);
+        const auto* od = ot != nullptr ? ot->get(key) : nullptr;
+        if (od != nullptr && od->value<std::string>() != o.runtime_name) {
+            t->insert_or_assign(key, *od);
+            return;
+        }
+    }
+    erase_and_prune(root, path, key);
+}
+
+void containerd_remove(toml::table& root, int version, const Options& o,
+                       const toml::table* original) {
     auto plugin = cri_plugin(version);
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
     erase_and_prune(root, runtimes, o.runtime_name);
     auto ctd = plugin;
     ctd.push_back("containerd");
-    if (auto* t = find(root, ctd)) {
-        if (auto* d = t->get("default_runtime_name"); d != nullptr && d->value<std::string>() == o.runtime_name)
-            erase_and_prune(root, ctd, "default_runtime_name");
-    }
+    restore_default(root, original, ctd, "default_runtime_name", o);
     if (o.cdi_enabled) {
         erase_and_prune(root, plugin, "enable_cdi");
         erase_and_prune(root, plugin, "cdi_spec_dirs");
@@ -189,12 +210,9 @@ Result<void> crio_add(toml::table& root, const Options& o, std::string_view src)
     return ok();
 }
 
-void crio_remove(toml::table& root, const Options& o) {
+void crio_remove(toml::table& root, const Options& o, const toml::table* original) {
     erase_and_prune(root, {"crio", "runtime", "runtimes"}, o.runtime_name);
-    if (auto* t = find(root, {"crio", "runtime"})) {
-        if (auto* d = t->get("default_runtime"); d != nullptr && d->value<std::string>() == o.runtime_name)
-            erase_and_prune(root, {"crio", "runtime"}, "default_runtime");
-    }
+    restore_default(root, original, {"crio", "runtime"}, "default_runtime", o);
 }
 
 // ---- text edits of single lines -----------------------------------------------------------
@@ -237,9 +255,10 @@ std::size_t closing_bracket(std::string_view line) {
     return pos;
 }
 
+/// A TOML basic string ("..."), the form containerd's and CRI-O's samples use.
 std::string quoted(std::string_view s) {
     std::ostringstream o;
-    o << toml::value<std::string>(std::string(s));
+    o << toml::toml_formatter(toml::value<std::string>(std::string(s)), toml::format_flags::none);
     return o.str();
 }
 
@@ -288,16 +307,18 @@ Result<std::string> toml_unconfigure(Engine e, std::string_view text, const Opti
                                      std::string_view source,
                                      std::optional<std::string_view> original) {
     INJECT_TRY(auto root, parse_toml(text, source));
+    std::optional<toml::table> orig;
+    if (original) {
+        if (auto parsed = parse_toml(*original, "backup")) orig = std::move(*parsed);
+    }
+    const toml::table* op = orig ? &*orig : nullptr;
     if (e == Engine::Containerd) {
         INJECT_TRY(int version, version_of(root, source));
-        containerd_remove(root, version, o);
+        containerd_remove(root, version, o, op);
     } else {
-        crio_remove(root, o);
+        crio_remove(root, o, op);
     }
-    if (original) {
-        auto orig = parse_toml(*original, "backup");
-        if (orig && *orig == root) return std::string(*original);
-    }
+    if (orig && *orig == root) return std::string(*original);
     if (text == to_text(root)) return std::string(text);
     return to_text(root);
 }
@@ -351,7 +372,7 @@ Result<std::string> add_import(std::string_view text, std::string_view path, std
             line.insert(pos, (need_comma ? ", " : "") + quoted(path));
         return checked_import_edit(join_lines(lines), path, true, source, imp->source().begin.line);
     }
-    std::string new_line = "imports = [" + quoted(path) + "]\n";
+    std::string new_line = "imports = [" + quoted(path) + "]" + std::string(kImportMark) + "\n";
     std::size_t at = 0;
     if (const auto* v = root.get("version")) at = v->source().begin.line;
     if (at > lines.size()) at = lines.size();
@@ -369,7 +390,7 @@ Result<std::string> remove_import(std::string_view text, std::string_view path, 
     auto last = imp->source().end.line;
     if (first == 0 || last > lines.size() || last < first)
         return fail(Errc::Internal, line_of(source, *imp) + ": no position for 'imports'");
-    std::string whole = "imports = [" + quoted(path) + "]";
+    std::string whole = "imports = [" + quoted(path) + "]" + std::string(kImportMark);
     if (first == last && lines[first - 1].substr(0, whole.size()) == whole &&
         lines[first - 1].find_first_not_of(" \t\r\n", whole.size()) == std::string::npos) {
         lines.erase(lines.begin() + first - 1);
