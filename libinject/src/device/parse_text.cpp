@@ -46,11 +46,14 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
         return ok();
     };
 
-    std::size_t lineno = 0;
+    std::size_t lineno = 0, last_line = 0;
+    bool last_was_section = false;
+    std::string_view last_section;
     for (std::string_view line : detail::lines(text)) {
         ++lineno;
         const std::string_view t = detail::trim(line);
         if (t.empty() || t.starts_with("---")) continue;
+        last_was_section = false;
         if (t.starts_with("DEV ID")) {
             INJECT_TRY_VOID(finish());
             auto idx = detail::parse_u32(detail::trim(t.substr(6)));
@@ -65,6 +68,9 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
         const auto colon = t.find(':');
         if (colon == std::string_view::npos) {
             if (!is_section_name(t)) return at(lineno, "unexpected text " + detail::quote(t));
+            last_was_section = true;
+            last_section = t;
+            last_line = lineno;
             continue;  // a section name ("Device Mem Info"): the keys are unique without it
         }
         const std::string_view key = detail::trim(t.substr(0, colon));
@@ -72,6 +78,12 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
         if (auto r = cur->set(key, detail::trim(t.substr(colon + 1))); !r)
             return at(lineno, r.error().message());
     }
+    // Output cut short (a killed or crashed efsmi, a full pipe) shows as a last line without its
+    // newline, or a block ending in a section name with nothing under it.
+    if (text.back() != '\n')
+        return at(lineno, "output ends in the middle of a line (truncated?)");
+    if (cur && last_was_section)
+        return at(last_line, "output ends after " + detail::quote(last_section) + " (truncated?)");
     INJECT_TRY_VOID(finish());
     return cards;
 }

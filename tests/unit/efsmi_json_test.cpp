@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `efsmi -q --json-format` parser (values as strings or numbers, sections nested or flat,
+// every malformed case with its exact error) and the DRS parsers (`efsmi -L`,
+// `efsmi --drs --list-profile`).
+#include "inject/discover.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace inject::discover;
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+// The model of docs/efsmi-model.md, one card.
+const std::string kOneCard = R"({"devices": [
+  {"id": 0,
+   "Driver Info": {"Ver": "1.4.3.4"},
+   "Device Info": {"Dev Name": "S60", "Dev UUID": "TR6Y46010302", "Dev SN": "A0A1650510676",
+                   "Health": "True"},
+   "PCIe Info": {"Vendor ID": "1e36", "Device ID": "c035", "Domain": "0000", "Bus": "17",
+                 "Dev": "00", "Func": 0},
+   "Device Mem Info": {"Total Size": "42976 MiB", "Used Size": "0 MiB"}}
+]})";
+
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << "no '" << from << "'";
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+    return text;
+}
+
+void expect_card0(const RawCard& c) {
+    EXPECT_EQ(c.index, 0u);
+    EXPECT_FALSE(c.minor.has_value());
+    EXPECT_EQ(c.uuid, "TR6Y46010302");
+    EXPECT_EQ(c.serial, "A0A1650510676");
+    EXPECT_EQ(c.product, "S60");
+    EXPECT_EQ(c.pci_bus_id, "0000:17:00.0");
+    EXPECT_EQ(c.pci_device_id, "c035");
+    EXPECT_EQ(c.driver_version, "1.4.3.4");
+    EXPECT_EQ(c.memory_bytes, 42976 * kMiB);
+    EXPECT_EQ(c.numa_node, -1);
+    EXPECT_EQ(c.healthy, std::optional<bool>(true));
+}
+
+struct Variant {
+    const char* name;
+    std::string text;
+};
+
+std::vector<Variant> variants() {
+    const std::string f = kOneCard;
+    return {
+        {"AsModelled", f},
+        {"NumbersForStrings", edit(edit(edit(f, R"("Bus": "17")", R"("Bus": 17)"), R"("Dev": "00")", R"("Dev": 0)"),
+                                   R"("Domain": "0000")", R"("Domain": 0)")},
+        {"MemoryAsNumberIsMiB", edit(f, R"("Total Size": "42976 MiB")", R"("Total Size": 42976)")},
+        {"HealthAsBool", edit(f, R"("Health": "True")", R"("Health": true)")},
+        {"IdAsString", edit(f, R"("id": 0)", R"("id": "0")")},
+        {"NoIdUsesPosition", edit(f, R"("id": 0,)", "")},
+        {"OldDriverKeys", edit(edit(f, "Total Size", "Mem Size"), "Used Size", "Mem Usage")},
+        {"FlatSections", R"({"devices":[{"id":0,"Ver":"1.4.3.4","Dev Name":"S60","Dev UUID":"TR6Y46010302",
+            "Dev SN":"A0A1650510676","Health":"True","Device ID":"c035","Domain":"0000","Bus":"17",
+            "Dev":"00","Func":"0","Total Size":"42976 MiB"}]})"},
+        {"NestedSubsection", edit(f, R"("Func": 0})", R"("Func": 0, "Link Info": {"Max Link Width": "X16"}})")},
+        {"NullAndListsIgnored", edit(f, R"("Used Size": "0 MiB")", R"("Used Size": null, "Procs": [1, 2])")},
+        {"ExtraTopLevelKeys", edit(f, R"({"devices")", R"({"version": "1.0", "devices")")},
+    };
+}
+
+class EfsmiJsonVariant : public testing::TestWithParam<Variant> {};
+
+TEST_P(EfsmiJsonVariant, SameCard) {
+    auto r = parse_efsmi_json(GetParam().text);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 1u);
+    expect_card0((*r)[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, EfsmiJsonVariant, testing::ValuesIn(variants()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(EfsmiJson, NoDevicesIsZeroCards) {
+    auto r = parse_efsmi_json(R"({"devices": []})");
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(r->empty());
+}
+
+TEST(EfsmiJson, TwoCardsKeepTheirIds) {
+    const std::string two = edit(kOneCard, "]}", "," + edit(edit(edit(kOneCard.substr(kOneCard.find("{\"id\"")),
+        R"("id": 0)", R"("id": 5)"), "TR6Y46010302", "TR1V57100501"), "]}", "") + "]}");
+    auto r = parse_efsmi_json(two);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[1].index, 5u);
+    EXPECT_EQ((*r)[1].uuid, "TR1V57100501");
+}
+
+struct Bad {
+    const char* name;
+    std::string text;
+    std::string error;
+};
+
+std::vector<Bad> bad_cases() {
+    const std::string f = kOneCard;
+    constexpr const char* kSrc = "efsmi -q --json-format: ";
+    auto e = [&](const std::string& s) { return kSrc + s; };
+    return {
+        {"Empty", "", e("empty output")},
+        {"Garbage", "Segmentation fault", e("byte 1: syntax error while parsing value - invalid literal; last read: 'S'")},
+        {"Truncated", f.substr(0, 100),
+         e("byte 101: syntax error while parsing object - unexpected end of input; expected '}'")},
+        {"UsageText", "usage: efsmi [-q] [-L]\n",
+         e("byte 1: syntax error while parsing value - invalid literal; last read: 'u'")},
+        {"NotAnObject", "[1, 2]", e("no 'devices' array")},
+        {"DevicesNotAList", R"({"devices": {}})", e("no 'devices' array")},
+        {"DeviceNotAnObject", R"({"devices": [1]})", e("devices[0]: not an object")},
+        {"NoUuid", edit(f, R"("Dev UUID": "TR6Y46010302", )", ""), e("devices[0]: no 'Dev UUID'")},
+        {"NoPcie", edit(f, R"("Domain": "0000", "Bus": "17",)", ""), e("devices[0]: no 'Domain', 'Bus'")},
+        {"BadMemory", edit(f, "42976 MiB", "lots"), e("devices[0]: bad value 'lots' for 'Total Size'")},
+        {"NegativeMemory", edit(f, R"("42976 MiB")", "-5"), e("devices[0]: bad value '-5 MiB' for 'Total Size'")},
+        {"BadBus", edit(f, R"("Bus": "17")", R"("Bus": "1x")"), e("devices[0]: bad value '1x' for 'Bus'")},
+        {"BadHealth", edit(f, R"("Health": "True")", R"("Health": 3)"), e("devices[0]: bad value '3' for 'Health'")},
+        {"BadId", edit(f, R"("id": 0)", R"("id": -1)"), e("devices[0]: bad id '-1'")},
+        {"DuplicateId", edit(f, "]}", "," + f.substr(f.find("{\"id\""))),
+         e("devices[1]: duplicate id 0")},
+        {"DuplicateKeyAcrossSections", edit(f, R"("Func": 0})", R"("Func": 0, "Dev Name": "T10"})"),
+         e("devices[0]: duplicate 'Dev Name'")},
+    };
+}
+
+class EfsmiJsonBad : public testing::TestWithParam<Bad> {};
+
+TEST_P(EfsmiJsonBad, ExactError) {
+    auto r = parse_efsmi_json(GetParam().text);
+    ASSERT_FALSE(r) << "parsed " << r->size() << " cards";
+    EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput);
+    EXPECT_EQ(r.error().what(), GetParam().error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Malformed, EfsmiJsonBad, testing::ValuesIn(bad_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- DRS ----
+
+TEST(EfsmiDrs, ListAsModelled) {
+    auto r = parse_efsmi_drs_list(
+        "GCU 0: S60 (UUID: TR6Y46010302)\n"
+        "  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)\n"
+        "  DRS 1: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000001)\n"
+        "GCU 1: S60 (UUID: TR1V57100501)\n"
+        "GCU 2: S60 (UUID: TR1V57100502)\n"
+        "  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)\n");
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 3u);
+    EXPECT_EQ((*r)[0].parent_index, 0u);
+    EXPECT_EQ((*r)[0].instance_id, 0u);
+    EXPECT_EQ((*r)[0].profile, "1g.11gb");
+    EXPECT_EQ((*r)[0].uuid, "4c1e9a52-0000-4000-8000-000000000000");
+    EXPECT_EQ((*r)[1].instance_id, 1u);
+    EXPECT_EQ((*r)[2].parent_index, 2u);
+    EXPECT_EQ((*r)[2].profile, "2g.22gb");
+}
+
+TEST(EfsmiDrs, ListWithoutInstancesOrCards) {
+    auto r = parse_efsmi_drs_list("GCU 0: S60 (UUID: TR6Y46010302)\n");
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(r->empty());
+    auto none = parse_efsmi_drs_list("");
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+}
+
+TEST(EfsmiDrs, ProfilesAsModelledOncePerProduct) {
+    const std::string card = "    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB\n"
+                             "    Profile ID 1 : 2g.22gb : Max Instances 2 : Memory 21488 MiB\n"
+                             "    Profile ID 2 : full : Max Instances 1 : Memory 42976 MiB\n";
+    auto r = parse_efsmi_drs_profiles("DEV ID 0\n" + card + "DEV ID 1\n" + card + "DEV ID 2\n    DRS not supported\n");
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 3u);
+    EXPECT_EQ((*r)[0].name, "1g.11gb");
+    EXPECT_EQ((*r)[0].id, 0u);
+    EXPECT_EQ((*r)[0].max_instances, 4u);
+    EXPECT_EQ((*r)[0].memory_bytes, 10744 * kMiB);
+    EXPECT_EQ((*r)[2].name, "full");
+    EXPECT_EQ((*r)[2].memory_bytes, 42976 * kMiB);
+}
+
+struct DrsBad {
+    const char* name;
+    bool list;  // efsmi -L, else --drs --list-profile
+    std::string text;
+    std::string error;
+};
+
+const DrsBad kDrsBad[] = {
+    {"ListGarbage", true, "oops\n", "efsmi -L: line 1: unexpected text 'oops'"},
+    {"ListDrsFirst", true, "  DRS 0: 1g.11gb (UUID: a-b)\n", "efsmi -L: line 1: DRS instance before any GCU line"},
+    {"ListNoUuid", true, "GCU 0: S60 (UUID: X)\n  DRS 0: 1g.11gb\n", "efsmi -L: line 2: bad DRS line 'DRS 0: 1g.11gb'"},
+    {"ListBadIndex", true, "GCU x: S60 (UUID: X)\n", "efsmi -L: line 1: bad card line 'GCU x: S60 (UUID: X)'"},
+    {"ListTruncated", true, "GCU 0: S60 (UUID: TR6Y4", "efsmi -L: line 1: bad card line 'GCU 0: S60 (UUID: TR6Y4'"},
+    {"ProfilesGarbage", false, "nope\n", "efsmi --drs --list-profile: line 1: unexpected text 'nope' before the first DEV ID"},
+    {"ProfilesBadLine", false, "DEV ID 0\n    Profile ID 0 : 1g.11gb\n",
+     "efsmi --drs --list-profile: line 2: bad profile line 'Profile ID 0 : 1g.11gb'"},
+    {"ProfilesBadMemory", false, "DEV ID 0\n    Profile ID 0 : 1g : Max Instances 4 : Memory lots\n",
+     "efsmi --drs --list-profile: line 2: bad profile line 'Profile ID 0 : 1g : Max Instances 4 : Memory lots'"},
+    {"ProfilesBadDevId", false, "DEV ID\n", "efsmi --drs --list-profile: line 1: bad card line 'DEV ID'"},
+};
+
+class EfsmiDrsBad : public testing::TestWithParam<DrsBad> {};
+
+TEST_P(EfsmiDrsBad, ExactError) {
+    const DrsBad& c = GetParam();
+    std::string got;
+    if (c.list) {
+        auto r = parse_efsmi_drs_list(c.text);
+        ASSERT_FALSE(r);
+        got = r.error().what();
+    } else {
+        auto r = parse_efsmi_drs_profiles(c.text);
+        ASSERT_FALSE(r);
+        got = r.error().what();
+    }
+    EXPECT_EQ(got, c.error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Malformed, EfsmiDrsBad, testing::ValuesIn(kDrsBad),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Backend, NamesRoundTrip) {
+    for (Backend b : {Backend::Auto, Backend::EfsmiJson, Backend::EfsmiText, Backend::Efml}) {
+        auto r = parse_backend(backend_name(b));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(*r, b);
+    }
+    auto bad = parse_backend("nvml");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().what(), "unknown backend 'nvml' (expected auto, efsmi-json, efsmi-text or libefml)");
+}
+
+}  // namespace
