@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-container-runtime-hook: the legacy OCI prestart / createRuntime hook.
+//
+//   enflame-container-runtime-hook prestart|createRuntime   (OCI state on stdin)
+//
+// Reads the state and <bundle>/config.json, takes the request from the container's env
+// (ENFLAME_VISIBLE_DEVICES, ENFLAME_DRIVER_CAPABILITIES; nothing else of that env is used),
+// discovers the cards, builds the CDI edits and applies them to the live container: device
+// nodes and read-only library mounts inside its mount namespace, devices.allow in its v1 device
+// cgroup, then the host's ldconfig in the sandbox. Fails closed: any error is exit 1 with one
+// line on stderr (runc folds it into its own error); details go to the config's log-file.
+#include "inject/cdi_generate.hpp"
+#include "inject/cdi_registry.hpp"
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/log.hpp"
+#include "inject/request.hpp"
+#include "inject/version.hpp"
+
+#include <signal.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <set>
+#include <string>
+
+namespace {
+
+using inject::Result;
+
+constexpr std::size_t kMaxState = 1U << 20;
+
+Result<std::string> read_stdin() {
+    std::string out;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = ::read(0, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return inject::fail(inject::sys_error("reading the container state from stdin"));
+        if (n == 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+        if (out.size() > kMaxState) return inject::fail(inject::Errc::InvalidInput, "container state on stdin: larger than 1 MiB");
+    }
+    return out;
+}
+
+void setup_logging(const inject::config::Config& cfg) {
+    std::shared_ptr<spdlog::logger> logger;
+    if (!cfg.runtime.log_file.empty()) {
+        try {
+            logger = spdlog::basic_logger_st("hook", cfg.runtime.log_file);
+            logger->set_level(spdlog::level::from_str(cfg.runtime.log_level));
+            logger->flush_on(spdlog::level::trace);
+        } catch (const spdlog::spdlog_ex&) {
+            logger.reset();  // an unwritable debug log never stops a container
+        }
+    }
+    if (!logger) logger = std::make_shared<spdlog::logger>("hook", std::make_shared<spdlog::sinks::null_sink_st>());
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f %P %l: %v");
+    spdlog::set_default_logger(logger);
+}
+
+// Library folders of the mounted shared objects, in first-seen order.
+std::vector<std::string> library_folders(const inject::cdi::ContainerEdits& edits) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    for (const auto& m : edits.mounts) {
+        auto slash = m.container_path.rfind('/');
+        if (slash == std::string::npos || m.container_path.find(".so", slash) == std::string::npos) continue;
+        std::string dir = slash == 0 ? "/" : m.container_path.substr(0, slash);
+        if (seen.insert(dir).second) out.push_back(dir);
+    }
+    return out;
+}
+
+Result<void> run(const std::string& stage) {
+    using namespace inject;
+    // The hook's own environment is what the runtime gives it (hook.env); only the config path
+    // is read from it. The container's env is read from config.json for the request only.
+    const char* env_cfg = std::getenv(std::string(config::kPathEnv).c_str());
+    const bool explicit_cfg = env_cfg != nullptr && *env_cfg != '\0';
+    INJECT_TRY(config::Config cfg, config::load_file(explicit_cfg ? env_cfg : std::string(config::kDefaultPath), !explicit_cfg));
+    setup_logging(cfg);
+    const auto t0 = std::chrono::steady_clock::now();
+    INJECT_TRY(std::string text, read_stdin());
+    INJECT_TRY(hook::State state, hook::parse_state(text, true));
+    log::debug("{} hook: container {} status {} pid {} bundle {}", stage, state.id, state.status, state.pid, state.bundle);
+    INJECT_TRY(hook::Bundle bundle, hook::load_bundle(state.bundle));
+    INJECT_TRY(request::Request req, request::parse(bundle.env, bundle.annotations));
+    if (req.empty()) {
+        log::debug("no request: nothing to do");
+        return ok();
+    }
+    if (::kill(state.pid, 0) != 0 && errno == ESRCH)
+        return fail(Errc::NotFound, "container process " + std::to_string(state.pid) + " is gone");
+    INJECT_TRY(device::Host host, discover::discover(discover::options_from(cfg)));
+    INJECT_TRY(request::Selection sel, request::select(req, host));
+    INJECT_TRY(cdi::GenerateOptions gopt, cdi::options_from(cfg));
+    gopt.capabilities = req.capabilities;
+    gopt.names = cdi::NameStrategy::Both;
+    gopt.ctk_path.clear();  // we update the ldcache ourselves, below
+    INJECT_TRY(cdi::Spec spec, cdi::generate(host, gopt));
+    std::vector<std::string> names;
+    for (auto idx : sel.card_indices) names.push_back(std::to_string(idx));
+    for (const auto& n : req.cdi_names) names.push_back(n);
+    cdi::ContainerEdits edits = spec.edits;
+    if (!names.empty()) {
+        INJECT_TRY(edits, cdi::resolve(spec, names));
+    }
+    INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), "injecting into container " + state.id);
+    INJECT_TRY_CTX(hook::allow_devices(state.pid, edits.device_nodes, bundle.device_rules),
+                   "device cgroup of container " + state.id);
+    auto folders = library_folders(edits);
+    if (!folders.empty()) {
+        hook::LdcacheOptions lo;
+        lo.ldconfig = cfg.cli.ldconfig;
+        lo.folders = folders;
+        lo.mount_namespace = "/proc/" + std::to_string(state.pid) + "/ns/mnt";
+        INJECT_TRY_CTX(hook::update_ldcache(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
+    }
+    log::info("container {}: {} device nodes, {} mounts, {} library folders in {} us", state.id,
+              edits.device_nodes.size(), edits.mounts.size(), folders.size(),
+              std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    return ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const std::string stage = argc > 1 ? argv[1] : "";
+    if (stage == "--version") {
+        std::cout << "enflame-container-runtime-hook " << inject::kVersion << " (" << inject::kGitRevision << ")\n";
+        return 0;
+    }
+    if (stage == "poststart" || stage == "poststop") return 0;  // nothing to undo: mounts die with the namespace
+    if (argc != 2 || (stage != "prestart" && stage != "createRuntime")) {
+        std::cerr << "error: usage: enflame-container-runtime-hook prestart|createRuntime (OCI state on stdin)\n";
+        return 2;
+    }
+    auto r = run(stage);
+    if (!r) {
+        inject::log::warn("{} hook failed: {}", stage, r.error().what());
+        spdlog::default_logger_raw()->flush();
+        std::cerr << "error: " << r.error().what() << "\n";
+        return 1;
+    }
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 1;
+}
