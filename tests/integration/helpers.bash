@@ -50,3 +50,49 @@ driver-root = "$2"
 dev-root = "$2"
 TOML
 }
+
+# --- bundles for OCI hook tests (hooks.bats, security.bats) ---
+
+# busybox_rootfs DIR: a minimal rootfs with a static busybox and its applet links.
+busybox_rootfs() {
+  local r=$1 a
+  mkdir -p "$r"/{bin,proc,sys,dev,etc,tmp,root,run}
+  cp /bin/busybox "$r/bin/"
+  for a in $("$r/bin/busybox" --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+  echo 'root:x:0:0:root:/root:/bin/sh' > "$r/etc/passwd"
+  echo 'root:x:0:' > "$r/etc/group"
+}
+
+# bundle_edit DIR PYTHON: edit DIR/config.json in python; the parsed config is `c`.
+bundle_edit() {
+  python3 - "$1/config.json" "$2" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+exec(sys.argv[2])
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+
+# oci_bundle DIR ARGS_JSON: busybox rootfs + `runc spec`, no terminal, writable root,
+# process.args from ARGS_JSON (e.g. '["sh","-c","ls /dev"]').
+oci_bundle() {
+  busybox_rootfs "$1/rootfs"
+  (cd "$1" && runc spec)
+  bundle_edit "$1" "c['process']['terminal']=False; c['root']['readonly']=False; c['process']['args']=json.loads('''$2''')"
+}
+
+# crun_hybrid FILE: the crun wrapper for this hybrid-cgroup machine (RUNTIMES.md, workaround A).
+crun_hybrid() {
+  cat > "$1" <<'SH'
+#!/bin/sh
+exec unshare --mount --propagation private /bin/sh -c '
+  umount /sys/fs/cgroup/unified 2>/dev/null ||
+  mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null
+  exec /usr/bin/crun "$@"' crun "$@"
+SH
+  chmod +x "$1"
+}
+
+# unique_id PREFIX: a container id no other test or session uses.
+unique_id() { echo "$1-$$-$RANDOM$RANDOM"; }
