@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <regex>
 #include <set>
 #include <utility>
@@ -100,8 +101,16 @@ Setter str_field(std::string& out, Check check) {
     };
 }
 
+// Compiled once per pattern: a 128-card description would otherwise compile each per card.
+const std::regex& compiled(const char* re) {
+    static std::map<std::string, std::regex> cache;
+    auto it = cache.find(re);
+    if (it == cache.end()) it = cache.emplace(re, std::regex(re)).first;
+    return it->second;
+}
+
 Check pattern(const char* re, const std::string& what, const std::string& hint = "") {
-    return [rx = std::regex(re), what, hint](const std::string& s) -> std::string {
+    return [&rx = compiled(re), what, hint](const std::string& s) -> std::string {
         if (std::regex_match(s, rx)) return "";
         return "bad " + what + " '" + s + "'" + (hint.empty() ? "" : " (want " + hint + ")");
     };
