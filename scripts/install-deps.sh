@@ -10,7 +10,7 @@ PKGS=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libseccomp-dev libcap-dev
   libtomlplusplus-dev googletest libgtest-dev
   # tests
-  bats python3 jq util-linux procps busybox-static
+  bats python3 python3-jsonschema jq util-linux procps busybox-static
   runc crun podman uidmap containerd docker.io
 )
 

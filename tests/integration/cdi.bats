@@ -78,7 +78,10 @@ install_spec() {
 # in_container DEVICE... -- CMD: run CMD in a container that got the CDI devices.
 in_container() {
   local args=()
-  while [ "$1" != "--" ]; do args+=(--device "$CDI_VENDOR/gpu=$1"); shift; done
+  while [ "$1" != "--" ]; do
+    case $1 in */*) args+=(--device "$1") ;; *) args+=(--device "$CDI_VENDOR/gpu=$1") ;; esac
+    shift
+  done
   shift
   pm run --rm --name "ectk-cdi-$$-$BATS_TEST_NUMBER-$RANDOM" "${args[@]}" "$IMAGE" sh -c "$*"
 }
@@ -144,6 +147,42 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   run "$CTK" cdi generate --device-name-strategy minor
   [ "$status" -ne 0 ]
   [ "$output" = "error: unknown device name strategy 'minor': want index, uuid or both" ]
+}
+
+@test "schema: generated specs (YAML and JSON, with and without DRS) match schemas/cdi-spec.schema.json" {
+  /usr/bin/python3 -c 'import jsonschema, yaml' 2>/dev/null || skip "needs python3-jsonschema and python3-yaml"
+  make_host 8 --drs
+  mkdir -p "$SCRATCH/specs"
+  "$CTK" cdi generate --output "$SCRATCH/specs/drs.yaml"
+  "$CTK" cdi generate --output "$SCRATCH/specs/drs.json"
+  "$CTK" cdi generate --device-name-strategy uuid --no-all-device --output "$SCRATCH/specs/uuid.yaml"
+  "$CTK" cdi generate --disable-hook all --backend libefml --output "$SCRATCH/specs/nohook.json"
+  make_host 3
+  "$CTK" cdi generate --output "$SCRATCH/specs/plain.yaml"
+  cat > "$SCRATCH/check.py" <<'PY'
+import json, sys, yaml, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft7Validator.check_schema(schema)
+v = jsonschema.Draft7Validator(schema)
+bad = 0
+for f in sys.argv[2:]:
+    doc = json.load(open(f)) if f.endswith(".json") else yaml.safe_load(open(f))
+    for e in v.iter_errors(doc):
+        print(f"{f}: {list(e.absolute_path)}: {e.message}")
+        bad += 1
+# and the schema is not vacuous: a few things we never emit must fail
+doc = yaml.safe_load(open(sys.argv[2]))
+for mutate in (lambda d: d.update(cdiVersion="0.6.0"), lambda d: d.update(annotations={"a": "b"}),
+               lambda d: d["devices"][0].update(name=0), lambda d: d["containerEdits"]["hooks"][0].pop("env"),
+               lambda d: d["devices"][0]["containerEdits"]["deviceNodes"][0].update(path="dev/gcu0")):
+    d = json.loads(json.dumps(doc)); mutate(d)
+    if v.is_valid(d):
+        print("schema accepted a mutated spec"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+  run /usr/bin/python3 "$SCRATCH/check.py" "$TOP/schemas/cdi-spec.schema.json" "$SCRATCH"/specs/drs.yaml "$SCRATCH"/specs/*
+  echo "$output"
+  [ "$status" -eq 0 ]
 }
 
 @test "generate: a host without cards writes nothing and says why" {
@@ -287,6 +326,9 @@ bad_spec_case() {
   echo "[$name] podman: $output"
   [ "$status" -eq 0 ]
   [[ "$output" != *ran* ]]
+  # the broken spec does not stop podman from using another, valid one
+  run in_container "$CDI_VENDOR/good=dev" -- 'echo X=$X'
+  [ "$output" = "X=good" ]
   rm -f "$f"
 }
 
@@ -300,7 +342,7 @@ bad_spec_case() {
   [ "$status" -eq 0 ]
   run in_container dev -- 'echo X=$X'
   [ "$output" = "X=1" ]
-  rm -f "$ok"
+  printf 'cdiVersion: "0.5.0"\nkind: %s/good\ndevices:\n- name: dev\n  containerEdits:\n    env: [X=good]\n' "$CDI_VENDOR" > "$ok"
 
   bad_spec_case unknown-field "line 3: unknown field 'devcies'" <<'Y'
 cdiVersion: "0.5.0"
