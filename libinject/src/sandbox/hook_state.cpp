@@ -20,6 +20,7 @@ Result<json> parse_json(std::string_view text, const std::string& what) {
         std::string why = e.what();
         // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
         if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
+        if (auto p = why.find(": "); why.rfind("parse error", 0) == 0 && p != std::string::npos) why = why.substr(p + 2);
         return fail(Errc::InvalidInput, what + ": not valid JSON at byte " + std::to_string(e.byte) + ": " + why);
     } catch (const json::exception& e) {
         return fail(Errc::InvalidInput, what + ": " + e.what());

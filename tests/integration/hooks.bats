@@ -1,0 +1,208 @@
+#!/usr/bin/env bats
+# enflame-container-runtime-hook (legacy prestart/createRuntime) and `enflame-ctk hook ...`
+# (createContainer) against real runc and crun (crun-hybrid wrapper), with a simulated host.
+# Checks are what a user sees inside the container: nodes, mountinfo, the ldcache.
+
+load helpers
+
+setup() {
+  requires root runc python3
+  setup_scratch
+  sim_example 3 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  printf '[enflame-container-runtime]\nlog-file = "%s"\nlog-level = "debug"\n' "$SCRATCH/hook.log" >> "$SCRATCH/config.toml"
+  crun_hybrid "$SCRATCH/crun-hybrid"
+  MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
+}
+
+teardown() { teardown_scratch; }
+
+# The probe every container runs: what a user would look at.
+PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null; echo ==; cat /etc/ld.so.conf.d/00-enflame.conf; true"]'
+
+# hook_bundle DIR ENV...: a bundle whose process env has ENV... and the prestart hook.
+hook_bundle() {
+  local dir=$1; shift
+  oci_bundle "$dir" "$PROBE"
+  local e
+  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
+  bundle_edit "$dir" "c['hooks']={'prestart':[{'path':'$HOOK','args':['enflame-container-runtime-hook','prestart'],'env':['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']}]}"
+}
+
+# run_in RUNTIME DIR: run the bundle with a fresh id; output in $output.
+run_in() {
+  local rt=$1 dir=$2 id
+  id=$(unique_id hk)
+  on_teardown "$rt delete -f $id >/dev/null 2>&1"
+  run bash -c "cd '$dir' && timeout 60 '$rt' run '$id' 2>&1"
+}
+
+# devices_and_libs_ok: the checks of the main test on $output.
+devices_and_libs_ok() {
+  echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
+  echo "$output" | grep -E "^c.* $MAJOR, +1 .* gcu1$"
+  echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
+  ! echo "$output" | grep -E "gcu2$"
+  # libefml.so.1 is a read-only, nosuid, nodev bind mount
+  echo "$output" | grep -E " /usr/lib/libefml.so.1 ro,nosuid,nodev"
+  # the device cgroup allows exactly the injected nodes
+  echo "$output" | grep -Fx "c $MAJOR:0 rw"
+  echo "$output" | grep -Fx "c $MAJOR:1 rw"
+  ! echo "$output" | grep -Fx "c $MAJOR:2 rw"
+  echo "$output" | grep -Fx "/usr/lib"
+  # busybox has no ldconfig: read the rootfs cache with the host's
+  /sbin/ldconfig -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -p | grep -E "=> /usr/lib/libefml"
+}
+
+@test "runc: prestart hook injects gcu0, gcu1, gcuctl and libefml read-only; ldcache updated" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,1
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  devices_and_libs_ok
+}
+
+@test "crun: prestart hook injects the same (crun says \"created\" and a relative root)" {
+  requires crun unshare
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,1
+  run_in "$SCRATCH/crun-hybrid" "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  devices_and_libs_ok
+}
+
+@test "runc: createRuntime stage works too, and running the hook twice changes nothing" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1
+  bundle_edit "$SCRATCH/b" "h=c['hooks']['prestart'][0]; c['hooks']['createRuntime']=[dict(h, args=['enflame-container-runtime-hook','createRuntime'])]"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -c ' /usr/lib/libefml.so.1 ')" -eq 1 ]
+  [ "$(echo "$output" | grep -cE 'gcu1$')" -eq 1 ]
+  ! echo "$output" | grep -E "gcu0$"
+}
+
+@test "runc: no request (unset, empty, void) injects nothing" {
+  for v in "" "ENFLAME_VISIBLE_DEVICES=" "ENFLAME_VISIBLE_DEVICES=void"; do
+    rm -rf "$SCRATCH/b"
+    if [ -n "$v" ]; then hook_bundle "$SCRATCH/b" "$v"; else hook_bundle "$SCRATCH/b"; fi
+    run_in runc "$SCRATCH/b"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    ! echo "$output" | grep -E "gcu"
+    ! echo "$output" | grep -E "libefml"
+  done
+}
+
+@test "runc: ENFLAME_VISIBLE_DEVICES=none gives the control node and utilities, no card" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=none
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "gcuctl$"
+  ! echo "$output" | grep -E "gcu[0-9]$"
+  echo "$output" | grep -E " /usr/bin/efsmi ro,nosuid,nodev"
+}
+
+@test "runc: a card that does not exist refuses the container with one clear line" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=7
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: unknown device '7'"
+  [ ! -e "$SCRATCH/b/rootfs/etc/ld.so.conf.d" ]
+  [ ! -e "$SCRATCH/b/rootfs/usr/lib" ]
+}
+
+@test "enflame-ctk hook update-ldcache, create-symlinks, chmod as createContainer hooks (runc and crun)" {
+  requires crun unshare
+  for rt in runc "$SCRATCH/crun-hybrid"; do
+    rm -rf "$SCRATCH/b"
+    oci_bundle "$SCRATCH/b" '["sh","-c","ls -l /usr/lib/enflame/ /opt/tool; readlink /usr/lib/enflame/libz.so"]'
+    mkdir -p "$SCRATCH/b/rootfs/usr/lib/enflame" "$SCRATCH/b/rootfs/opt"
+    cp "$(readlink -f /usr/lib/x86_64-linux-gnu/libz.so.1)" "$SCRATCH/b/rootfs/usr/lib/enflame/libz.so.1.2.13"
+    echo tool > "$SCRATCH/b/rootfs/opt/tool"; chmod 600 "$SCRATCH/b/rootfs/opt/tool"
+    local env="'env':['PATH=/usr/sbin:/usr/bin:/sbin:/bin','ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']"
+    bundle_edit "$SCRATCH/b" "c['hooks']={'createContainer':[
+      {'path':'$CTK','args':['enflame-ctk','hook','update-ldcache','--folder','/usr/lib/enflame'],$env},
+      {'path':'$CTK','args':['enflame-ctk','hook','create-symlinks','--link','libz.so.1::/usr/lib/enflame/libz.so'],$env},
+      {'path':'$CTK','args':['enflame-ctk','hook','chmod','--mode','755','--path','/opt/tool'],$env}]}"
+    run_in "$rt" "$SCRATCH/b"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E "^-rwxr-xr-x .* /opt/tool$"
+    echo "$output" | grep -Fx "libz.so.1"
+    grep -Fx /usr/lib/enflame "$SCRATCH/b/rootfs/etc/ld.so.conf.d/00-enflame.conf"
+    /sbin/ldconfig -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -p | grep -F "libz.so.1 (libc6,x86-64) => /usr/lib/enflame/libz.so.1"
+  done
+}
+
+# --- bad input: one line, non-zero exit, nothing mounted or created ---
+
+# hook_direct STATE_JSON: run the hook by hand with STATE_JSON on stdin; stderr only in $output.
+hook_direct() {
+  run bash -c "printf '%s' '$1' | ENFLAME_CTK_CONFIG='$SCRATCH/config.toml' '$HOOK' prestart 2>&1 >/dev/null"
+}
+
+bad_input_ok() {  # $1 = expected line
+  echo "output: $output"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$output" = "$1" ]
+  [ "$(grep -c "$SCRATCH" /proc/self/mountinfo)" -eq 0 ]
+  [ ! -e "$SCRATCH/b/rootfs/dev/gcu0" ]
+  [ ! -e "$SCRATCH/b/rootfs/etc/ld.so.conf.d" ]
+}
+
+@test "bad input: non-JSON and truncated state" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  hook_direct 'not json'
+  bad_input_ok "error: container state on stdin: not valid JSON at byte 2: syntax error while parsing value - invalid literal; last read: 'no'"
+  hook_direct "{\"pid\": 1, \"bundle\": \"$SCRATCH/b\""
+  echo "$output" | grep -E "^error: container state on stdin: not valid JSON at byte [0-9]+: "
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  hook_direct ''
+  bad_input_ok "error: container state on stdin: empty"
+}
+
+@test "bad input: a pid that is gone" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  sh -c 'exit 0' & local gone=$!; wait $gone
+  hook_direct "{\"ociVersion\":\"1.0.2\",\"id\":\"x\",\"status\":\"creating\",\"pid\":$gone,\"bundle\":\"$SCRATCH/b\"}"
+  bad_input_ok "error: container process $gone is gone"
+}
+
+@test "bad input: a bundle without config.json, and a rootfs that is a file" {
+  mkdir -p "$SCRATCH/empty"
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/empty\"}"
+  bad_input_ok "error: opening $SCRATCH/empty/config.json: No such file or directory"
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  rm -rf "$SCRATCH/b/rootfs"; echo file > "$SCRATCH/b/rootfs"
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: rootfs $SCRATCH/b/rootfs is not a folder" ]
+}
+
+@test "bad input: a card that does not exist, by hand" {
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,9
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  echo "$output" | grep -F "error: ENFLAME_VISIBLE_DEVICES: unknown device '9': no card with index 9"
+  [ ! -e "$SCRATCH/b/rootfs/dev/gcu0" ]
+}
+
+@test "usage errors and --version" {
+  run "$HOOK"
+  [ "$status" -eq 2 ]
+  [ "$output" = "error: usage: enflame-container-runtime-hook prestart|createRuntime (OCI state on stdin)" ]
+  run "$HOOK" poststop </dev/null
+  [ "$status" -eq 0 ]
+  run "$HOOK" --version
+  [ "$status" -eq 0 ]
+  [[ "$output" == "enflame-container-runtime-hook "* ]]
+}
