@@ -4,10 +4,6 @@
 
 #include "builder.hpp"
 
-#include "model_json.hpp"
-
-#include "inject/fs.hpp"
-
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -17,6 +13,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+
+#include "inject/fs.hpp"
+#include "model_json.hpp"
 
 namespace sim {
 
@@ -28,6 +27,9 @@ using inject::Result;
 
 constexpr const char* kEfsmiBinary = "enflame-sim-efsmi";
 constexpr const char* kEfmlLibrary = "libefml-sim.so";
+// Marks a root as ours: an existing non-empty folder without it is never replaced, so a
+// mistyped --root (/usr, $HOME) cannot be wiped.
+constexpr const char* kMarker = ".enflame-sim-host";
 
 // Removes the staging folder unless released.
 class StagingDir {
@@ -50,7 +52,9 @@ private:
 Result<void> make_dirs(const std::string& path) {
     std::error_code ec;
     fs::create_directories(path, ec);
-    if (ec) return inject::fail(Errc::Io, "creating folder '" + path + "': " + ec.message(), ec.value());
+    if (ec)
+        return inject::fail(Errc::Io, "creating folder '" + path + "': " + ec.message(),
+                            ec.value());
     return inject::ok();
 }
 
@@ -86,8 +90,9 @@ Result<void> make_node(const std::string& root, const std::string& rel, std::uin
     if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(major, minor)) != 0) {
         const int err = errno;
         if (err == EPERM) {
-            return inject::fail(Errc::Permission, "creating device node '" + rel +
-                                                      "': operation not permitted (needs root)", err);
+            return inject::fail(
+                Errc::Permission,
+                "creating device node '" + rel + "': operation not permitted (needs root)", err);
         }
         return inject::sys_error("creating device node '" + rel + "'", err);
     }
@@ -101,7 +106,9 @@ Result<std::string> read_binary(const std::string& path) {
     return r;
 }
 
-std::string efsmi_dir(const Host& h) { return "/usr/local/efsmi/efsmi-" + h.driver_version; }
+std::string efsmi_dir(const Host& h) {
+    return "/usr/local/efsmi/efsmi-" + h.driver_version;
+}
 
 Result<void> lay_devices(const Host& h, const std::string& root) {
     for (const auto& c : h.cards) {
@@ -114,7 +121,8 @@ Result<void> lay_sysfs(const Host& h, const std::string& root) {
     for (const auto& c : h.cards) {
         const std::string dev = root + "/sys/bus/pci/devices/" + c.bus_id;
         const std::string node = std::to_string(h.major) + ":" + std::to_string(c.minor) + "\n";
-        INJECT_TRY_VOID(write_new(dev + "/" + h.class_dir + "/gcu" + std::to_string(c.minor) + "/dev", node, 0444));
+        INJECT_TRY_VOID(write_new(
+            dev + "/" + h.class_dir + "/gcu" + std::to_string(c.minor) + "/dev", node, 0444));
         INJECT_TRY_VOID(write_new(dev + "/numa_node", std::to_string(c.numa_node) + "\n", 0444));
         INJECT_TRY_VOID(write_new(dev + "/vendor", "0x1e36\n", 0444));
         INJECT_TRY_VOID(write_new(dev + "/device", "0x" + c.device_id + "\n", 0444));
@@ -155,18 +163,32 @@ Result<void> lay_libraries(const Host& h, const std::string& root, const std::st
     return inject::ok();
 }
 
-// Puts the staged tree at `root`: a plain rename when root is new, else an exchange.
-Result<void> swap_in(const std::string& staged, const std::string& root) {
+// Whether `root` may be (re)built: absent, an empty folder, or a folder we built before.
+Result<bool> root_exists(const std::string& root) {
     struct stat st {};
     if (::lstat(root.c_str(), &st) != 0) {
-        if (errno != ENOENT) return inject::sys_error("inspecting root '" + root + "'");
+        if (errno == ENOENT) return false;
+        return inject::sys_error("inspecting root '" + root + "'");
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return inject::fail(Errc::InvalidInput, "root '" + root + "' exists and is not a folder");
+    }
+    std::error_code ec;
+    if (!fs::is_empty(root, ec) && !fs::exists(root + "/" + kMarker, ec)) {
+        return inject::fail(Errc::Conflict, "root '" + root +
+                                                "' is not empty and was not built by "
+                                                "enflame-sim-host: refusing to replace it");
+    }
+    return true;
+}
+
+// Puts the staged tree at `root`: a plain rename when root is new, else an exchange.
+Result<void> swap_in(const std::string& staged, const std::string& root, bool exists) {
+    if (!exists) {
         if (::rename(staged.c_str(), root.c_str()) != 0) {
             return inject::sys_error("moving the new host to '" + root + "'");
         }
         return inject::ok();
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        return inject::fail(Errc::InvalidInput, "root '" + root + "' exists and is not a folder");
     }
     if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, root.c_str(), RENAME_EXCHANGE) != 0) {
         return inject::sys_error("replacing the content of root '" + root + "'");
@@ -187,7 +209,8 @@ Result<std::string> hide_symbols(std::string elf, const std::vector<std::string>
             ++hits;
         }
         if (hits == 0) {
-            return inject::fail(Errc::Internal, "the libefml simulator has no symbol '" + name + "'");
+            return inject::fail(Errc::Internal,
+                                "the libefml simulator has no symbol '" + name + "'");
         }
     }
     return elf;
@@ -196,6 +219,8 @@ Result<std::string> hide_symbols(std::string elf, const std::vector<std::string>
 Result<void> build_host(const Host& h, const BuildOptions& opts) {
     const fs::path root = fs::absolute(opts.root).lexically_normal();
     const std::string root_s = root.has_filename() ? root.string() : root.parent_path().string();
+    if (root_s == "/") return inject::fail(Errc::InvalidInput, "refusing to build over '/'");
+    INJECT_TRY(const bool exists, root_exists(root_s));
     const std::string parent = fs::path(root_s).parent_path().string();
     std::string tmpl = parent + "/." + fs::path(root_s).filename().string() + ".sim-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) {
@@ -203,11 +228,12 @@ Result<void> build_host(const Host& h, const BuildOptions& opts) {
     }
     StagingDir staging(tmpl);
     if (::chmod(tmpl.c_str(), 0755) != 0) return inject::sys_error("chmod '" + tmpl + "'");
+    INJECT_TRY_VOID(write_new(tmpl + "/" + kMarker, "built by enflame-sim-host\n", 0644));
     INJECT_TRY_VOID(lay_devices(h, tmpl));
     INJECT_TRY_VOID(lay_sysfs(h, tmpl));
     INJECT_TRY_VOID(lay_efsmi(h, tmpl, opts.sim_dir));
     INJECT_TRY_VOID(lay_libraries(h, tmpl, opts.sim_dir));
-    INJECT_TRY_VOID(swap_in(tmpl, root_s));
+    INJECT_TRY_VOID(swap_in(tmpl, root_s, exists));
     // After an exchange the staging path holds the old content, which the guard removes;
     // after a plain rename it no longer exists and the guard has nothing to do.
     return inject::ok();

@@ -4,11 +4,10 @@
 /// \file
 /// Lays out a simulated Enflame host under a root folder (docs/efsmi-model.md).
 
-#include "model.hpp"
+#include <string>
 
 #include "inject/result.hpp"
-
-#include <string>
+#include "model.hpp"
 
 namespace sim {
 

@@ -6,12 +6,11 @@
 /// validated sim::Host. Every error is one line: "line L: <key path>: <problem>", with the
 /// file added as context by load_description().
 
-#include "model.hpp"
-
-#include "inject/result.hpp"
-
 #include <string>
 #include <vector>
+
+#include "inject/result.hpp"
+#include "model.hpp"
 
 namespace sim {
 

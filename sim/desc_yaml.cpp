@@ -3,10 +3,6 @@
 // of (key, setter) pairs, so unknown keys, wrong types and bad values all give one line
 // naming the line, the key path and the problem. yaml-cpp exceptions stop here.
 
-#include "desc.hpp"
-
-#include "inject/fs.hpp"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,6 +15,9 @@
 #include <set>
 #include <utility>
 
+#include "desc.hpp"
+#include "inject/fs.hpp"
+
 namespace sim {
 
 namespace {
@@ -30,7 +29,9 @@ using Setter = std::function<Result<void>(const YAML::Node&, const std::string&)
 using Fields = std::vector<std::pair<std::string, Setter>>;
 using Check = std::function<std::string(const std::string&)>;  // "" = fine, else the problem
 
-int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+int line_of(const YAML::Node& n) {
+    return n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+}
 
 inject::Unexpected bad_at(int line, const std::string& where, const std::string& what) {
     std::string msg = line > 0 ? "line " + std::to_string(line) + ": " : "";
@@ -126,7 +127,8 @@ Check product_check() {
 // Reads a mapping through `fields`; returns the keys that were present.
 Result<std::set<std::string>> read_map(const YAML::Node& n, const std::string& where,
                                        const Fields& fields) {
-    if (!n.IsMap()) return bad(n, where.empty() ? "description" : where, "want a mapping, got " + shown(n));
+    if (!n.IsMap())
+        return bad(n, where.empty() ? "description" : where, "want a mapping, got " + shown(n));
     std::set<std::string> seen;
     for (const auto& kv : n) {
         const std::string key = kv.first.Scalar();
@@ -134,7 +136,8 @@ Result<std::set<std::string>> read_map(const YAML::Node& n, const std::string& w
         const auto f = std::find_if(fields.begin(), fields.end(),
                                     [&](const auto& e) { return e.first == key; });
         if (f == fields.end()) {
-            return bad(kv.first, where.empty() ? "description" : where, "unknown key '" + key + "'");
+            return bad(kv.first, where.empty() ? "description" : where,
+                       "unknown key '" + key + "'");
         }
         if (!seen.insert(key).second) return bad(kv.first, path, "key given twice");
         INJECT_TRY_VOID(f->second(kv.second, path));
@@ -185,9 +188,11 @@ Result<Card> read_card(const YAML::Node& n, const std::string& where, std::size_
         {"product", str_field(c.product, product_check())},
         {"uuid", str_field(c.uuid, pattern("[A-Za-z0-9][A-Za-z0-9-]{0,63}", "uuid"))},
         {"serial", str_field(c.serial, pattern("[\\x21-\\x7e]{1,64}", "serial"))},
-        {"bus_id", str_field(c.bus_id, pattern("[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\\.[0-7]", "bus id",
-                                               "domain:bus:device.function like '0000:17:00.0'"))},
-        {"device_id", str_field(c.device_id, pattern("[0-9a-fA-F]{4}", "device id", "4 hex digits"))},
+        {"bus_id",
+         str_field(c.bus_id, pattern("[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\\.[0-7]",
+                                     "bus id", "domain:bus:device.function like '0000:17:00.0'"))},
+        {"device_id",
+         str_field(c.device_id, pattern("[0-9a-fA-F]{4}", "device id", "4 hex digits"))},
         {"memory_mib", int_field(c.memory_mib, 1, 1LL << 40)},
         {"used_mib", uint_field(c.used_mib, 1LL << 40)},
         {"numa_node", int_field(c.numa_node, -1, 1023)},
@@ -205,8 +210,9 @@ Result<Card> read_card(const YAML::Node& n, const std::string& where, std::size_
     std::transform(c.bus_id.begin(), c.bus_id.end(), c.bus_id.begin(), ::tolower);
     std::transform(c.device_id.begin(), c.device_id.end(), c.device_id.begin(), ::tolower);
     if (c.used_mib > c.memory_mib) {
-        return bad(n, where + ".used_mib", std::to_string(c.used_mib) + " MiB used of " +
-                                                std::to_string(c.memory_mib) + " MiB");
+        return bad(
+            n, where + ".used_mib",
+            std::to_string(c.used_mib) + " MiB used of " + std::to_string(c.memory_mib) + " MiB");
     }
     return c;
 }
@@ -243,7 +249,8 @@ Result<std::string> read_library(const YAML::Node& n, const std::string& where, 
     std::string name;
     const Check check = [](const std::string& s) -> std::string {
         static const std::regex rx("lib[A-Za-z0-9_+-]+\\.so(\\.[0-9]+)*");
-        if (!std::regex_match(s, rx)) return "bad library name '" + s + "' (want lib<name>.so[.<n>...])";
+        if (!std::regex_match(s, rx))
+            return "bad library name '" + s + "' (want lib<name>.so[.<n>...])";
         if (s.starts_with("libefml.")) return "'" + s + "' clashes with the libefml simulator";
         return "";
     };
@@ -269,10 +276,13 @@ Setter faults_field(Faults& f) {
             {"efsmi_exit_code", int_field(f.efsmi_exit_code, 0, 255)},
             {"efsmi_sleep_ms", uint_field(f.efsmi_sleep_ms, 600000)},
             {"json_unsupported", bool_field(f.json_unsupported)},
-            {"efsmi_output", str_field(f.efsmi_output, [](const std::string& s) -> std::string {
-                 if (s == "normal" || s == "garbage" || s == "truncated") return "";
-                 return "unknown output '" + s + "' (want normal, garbage or truncated)";
-             })},
+            {"efsmi_output", str_field(f.efsmi_output,
+                                       [](const std::string& s) -> std::string {
+                                           if (s == "normal" || s == "garbage" || s == "truncated")
+                                               return "";
+                                           return "unknown output '" + s +
+                                                  "' (want normal, garbage or truncated)";
+                                       })},
             {"old_keys", bool_field(f.old_keys)},
             {"efml_absent", bool_field(f.efml_absent)},
             {"efml_missing_symbols", list_field(f.efml_missing_symbols, nullptr, read_symbol)},
@@ -314,7 +324,8 @@ Result<Parsed> read_host(const YAML::Node& root) {
          str_field(h.driver_version, pattern("[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "driver version"))},
         {"major", int_field(h.major, 1, 4095)},
         {"control", control_field(h)},
-        {"class_dir", str_field(h.class_dir, pattern("[a-z][a-z0-9_-]{0,31}", "class folder name"))},
+        {"class_dir",
+         str_field(h.class_dir, pattern("[a-z][a-z0-9_-]{0,31}", "class folder name"))},
         {"cards", list_field(h.cards, &p.lines.cards, read_card)},
         {"drs", drs_field(h, p.lines)},
         {"runtime_libraries", list_field(h.runtime_libraries, &p.lines.libraries, read_library)},
@@ -334,9 +345,9 @@ Result<Parsed> parse_description(const std::string& text) {
     try {
         root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        return inject::fail(Errc::InvalidInput, "line " + std::to_string(e.mark.line + 1) +
-                                                    ", column " + std::to_string(e.mark.column + 1) +
-                                                    ": " + e.msg);
+        return inject::fail(Errc::InvalidInput,
+                            "line " + std::to_string(e.mark.line + 1) + ", column " +
+                                std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
     return read_host(root);
 }

@@ -4,8 +4,6 @@
 // Return codes (docs/efsmi-model.md): 0 ok, 1 error, 2 invalid argument, 3 not initialised.
 // Only the Efml* functions are exported (-fvisibility=hidden plus efml.map).
 
-#include "model_json.hpp"
-
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -15,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "model_json.hpp"
 
 #define EFML_API extern "C" __attribute__((visibility("default")))
 
@@ -33,8 +33,7 @@ std::optional<sim::Host> g_host;
 // The library's own real path.
 std::optional<std::filesystem::path> self_path() {
     Dl_info info{};
-    if (dladdr(&g_mu, &info) == 0 ||
-        info.dli_fname == nullptr) {
+    if (dladdr(&g_mu, &info) == 0 || info.dli_fname == nullptr) {
         return std::nullopt;
     }
     std::error_code ec;

@@ -2,9 +2,6 @@
 // enflame-sim-efsmi: prints what efsmi would print on the host described by the
 // enflame-sim.json next to its own real path (installed by enflame-sim-host build).
 
-#include "efsmi_print.hpp"
-#include "model_json.hpp"
-
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -12,6 +9,9 @@
 #include <set>
 #include <string>
 #include <thread>
+
+#include "efsmi_print.hpp"
+#include "model_json.hpp"
 
 namespace {
 
@@ -59,13 +59,17 @@ int run(int argc, char** argv) {
     }
     if (h.faults.efsmi_exit_code != 0) return h.faults.efsmi_exit_code;
     switch (parse_args(argc, argv)) {
-    case Command::QueryText: return emit(shaped(h, sim::efsmi_query_text(h)), 0);
-    case Command::QueryJson:
-        if (h.faults.json_unsupported) return emit(sim::efsmi_usage(), 1);
-        return emit(shaped(h, sim::efsmi_query_json(h)), 0);
-    case Command::List: return emit(sim::efsmi_list(h), 0);
-    case Command::Profiles: return emit(sim::efsmi_profiles(h), 0);
-    case Command::Usage: break;
+        case Command::QueryText:
+            return emit(shaped(h, sim::efsmi_query_text(h)), 0);
+        case Command::QueryJson:
+            if (h.faults.json_unsupported) return emit(sim::efsmi_usage(), 1);
+            return emit(shaped(h, sim::efsmi_query_json(h)), 0);
+        case Command::List:
+            return emit(sim::efsmi_list(h), 0);
+        case Command::Profiles:
+            return emit(sim::efsmi_profiles(h), 0);
+        case Command::Usage:
+            break;
     }
     return emit(sim::efsmi_usage(), 1);
 }

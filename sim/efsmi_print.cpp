@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "efsmi_print.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace sim {
 
@@ -32,7 +31,9 @@ constexpr const char* kBanner =
 // Values efsmi reports that the description does not model: the fixture's.
 constexpr std::uint64_t kReservedMib = 1129;
 
-std::string mib(std::uint64_t v) { return std::to_string(v) + " MiB"; }
+std::string mib(std::uint64_t v) {
+    return std::to_string(v) + " MiB";
+}
 
 struct BusParts {
     std::string domain, bus, dev, func;
@@ -46,10 +47,19 @@ BusParts split_bus(const std::string& id) {  // "0000:17:00.0", validated by the
 Section pcie_section(const Card& c) {
     const auto b = split_bus(c.bus_id);
     return {"PCIe Info",
-            {{"Vendor ID", "1e36"}, {"Device ID", c.device_id}, {"Domain", b.domain},
-             {"Bus", b.bus}, {"Dev", b.dev}, {"Func", b.func, true}, {"Link Info", "", false, true},
-             {"Max Link Speed", "Gen5"}, {"Max Link Width", "X16"}, {"Cur Link Speed", "Gen3"},
-             {"Cur Link Width", "X8"}, {"Tx Throughput", "0 MiB/s"}, {"Rx Throughput", "0 MiB/s"}}};
+            {{"Vendor ID", "1e36"},
+             {"Device ID", c.device_id},
+             {"Domain", b.domain},
+             {"Bus", b.bus},
+             {"Dev", b.dev},
+             {"Func", b.func, true},
+             {"Link Info", "", false, true},
+             {"Max Link Speed", "Gen5"},
+             {"Max Link Width", "X16"},
+             {"Cur Link Speed", "Gen3"},
+             {"Cur Link Width", "X8"},
+             {"Tx Throughput", "0 MiB/s"},
+             {"Rx Throughput", "0 MiB/s"}}};
 }
 
 Section mem_section(const Host& h, const Card& c) {
@@ -67,8 +77,11 @@ std::vector<Section> card_sections(const Host& h, const Card& c) {
     return {
         {"Driver Info", {{"Ver", h.driver_version}}},
         {"Device Info",
-         {{"Dev Name", c.product}, {"Dev UUID", c.uuid}, {"Dev SN", c.serial},
-          {"Dev PN", "EFB-0088000-00"}, {"Dev MFD", "2025-1-6"},
+         {{"Dev Name", c.product},
+          {"Dev UUID", c.uuid},
+          {"Dev SN", c.serial},
+          {"Dev PN", "EFB-0088000-00"},
+          {"Dev MFD", "2025-1-6"},
           {"Health", c.healthy ? "True" : "False"}}},
         pcie_section(c),
         {"Clock Info", {{"Mem CLK", "7000 MHz"}}},
@@ -136,8 +149,9 @@ std::string efsmi_list(const Host& h) {
         for (const auto& i : h.instances) {
             if (i.card == c.index) mine.push_back(&i);
         }
-        std::sort(mine.begin(), mine.end(),
-                  [](const Instance* a, const Instance* b) { return a->instance_id < b->instance_id; });
+        std::sort(mine.begin(), mine.end(), [](const Instance* a, const Instance* b) {
+            return a->instance_id < b->instance_id;
+        });
         for (const auto* i : mine) {
             out += "  DRS " + std::to_string(i->instance_id) + ": " + i->profile +
                    " (UUID: " + i->uuid + ")\n";

@@ -5,9 +5,9 @@
 /// What the efsmi simulator prints, as pure functions of the description (no faults applied
 /// here but old_keys, which changes the format itself).
 
-#include "model.hpp"
-
 #include <string>
+
+#include "model.hpp"
 
 namespace sim {
 

@@ -53,10 +53,10 @@ void emit_profile(YAML::Emitter& out, std::uint32_t id, const char* name, int ma
 
 void emit_instance(YAML::Emitter& out, std::uint32_t card, std::uint32_t id, const char* profile,
                    std::uint32_t n) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "card" << YAML::Value << card
-        << YAML::Key << "instance_id" << YAML::Value << id << YAML::Key << "profile"
-        << YAML::Value << YAML::DoubleQuoted << profile << YAML::Key << "uuid" << YAML::Value
-        << YAML::DoubleQuoted << fmt_drs_uuid(n) << YAML::EndMap;
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "card" << YAML::Value << card << YAML::Key
+        << "instance_id" << YAML::Value << id << YAML::Key << "profile" << YAML::Value
+        << YAML::DoubleQuoted << profile << YAML::Key << "uuid" << YAML::Value << YAML::DoubleQuoted
+        << fmt_drs_uuid(n) << YAML::EndMap;
 }
 
 // Enflame's S60 profiles; two 1g.11gb instances on card 0 and one 2g.22gb on card 1.
@@ -81,14 +81,16 @@ inject::Result<std::string> example_description(const ExampleOptions& o) {
                                                     ", got " + std::to_string(o.cards));
     }
     if (o.product != "S60" && o.product != "T10") {
-        return inject::fail(Errc::InvalidInput, "--product: want S60 or T10, got '" + o.product + "'");
+        return inject::fail(Errc::InvalidInput,
+                            "--product: want S60 or T10, got '" + o.product + "'");
     }
     if (o.drs && o.product != "S60") {
         return inject::fail(Errc::Unsupported, "--drs: only the S60 has DRS profiles");
     }
     if (o.unhealthy && *o.unhealthy >= o.cards) {
-        return inject::fail(Errc::InvalidInput, "--unhealthy: no card " + std::to_string(*o.unhealthy) +
-                                                    " among " + std::to_string(o.cards));
+        return inject::fail(Errc::InvalidInput, "--unhealthy: no card " +
+                                                    std::to_string(*o.unhealthy) + " among " +
+                                                    std::to_string(o.cards));
     }
     YAML::Emitter out;
     out << YAML::Comment("simulated Enflame host: " + std::to_string(o.cards) + " " + o.product +
@@ -100,8 +102,9 @@ inject::Result<std::string> example_description(const ExampleOptions& o) {
     for (std::uint32_t i = 0; i < o.cards; ++i) emit_card(out, o, i);
     out << YAML::EndSeq;
     if (o.drs) emit_drs(out, o.cards);
-    out << YAML::Key << "runtime_libraries" << YAML::Value << YAML::BeginSeq
-        << "libtopsrt.so.2.1.0" << "libefrt.so.1.0.0" << "libeccl.so.1.0.0" << YAML::EndSeq;
+    out << YAML::Key << "runtime_libraries" << YAML::Value << YAML::BeginSeq << "libtopsrt.so.2.1.0"
+        << "libefrt.so.1.0.0"
+        << "libeccl.so.1.0.0" << YAML::EndSeq;
     out << YAML::EndMap;
     if (!out.good()) return inject::fail(Errc::Internal, "emitting yaml: " + out.GetLastError());
     return std::string(out.c_str()) + "\n";

@@ -4,18 +4,18 @@
 /// \file
 /// `enflame-sim-host example`: a valid description with N cards, for tests and the demo.
 
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "inject/result.hpp"
+
 namespace sim {
 
 struct ExampleOptions {
-    std::uint32_t cards = 1;        ///< 1..128
-    std::string product = "S60";    ///< S60 | T10
-    bool drs = false;               ///< S60 DRS profiles and three instances
+    std::uint32_t cards = 1;                 ///< 1..128
+    std::string product = "S60";             ///< S60 | T10
+    bool drs = false;                        ///< S60 DRS profiles and three instances
     std::optional<std::uint32_t> unhealthy;  ///< index of a card marked unhealthy
 };
 

@@ -4,15 +4,14 @@
 //   enflame-sim-host build --desc FILE --root DIR [--sim-dir DIR]
 //   enflame-sim-host example --cards N [--product S60|T10] [--drs] [--unhealthy I]
 
-#include "builder.hpp"
-#include "desc.hpp"
-#include "example.hpp"
-
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+
+#include "builder.hpp"
+#include "desc.hpp"
+#include "example.hpp"
 
 namespace {
 
@@ -30,7 +29,8 @@ int run_build(const std::string& desc, sim::BuildOptions opts) {
     if (!host) return report(host.error());
     if (opts.sim_dir.empty()) opts.sim_dir = own_dir();
     if (auto r = sim::build_host(*host, opts); !r) {
-        return report(std::move(r).error().context("building a simulated host in '" + opts.root + "'"));
+        return report(
+            std::move(r).error().context("building a simulated host in '" + opts.root + "'"));
     }
     return 0;
 }
@@ -60,7 +60,8 @@ int run(int argc, char** argv) {
     example->add_option("--cards", ex.cards, "number of cards (1..128)")->required();
     example->add_option("--product", ex.product, "S60 or T10 (default S60)");
     example->add_flag("--drs", ex.drs, "add S60 DRS profiles and instances");
-    auto* unhealthy_opt = example->add_option("--unhealthy", unhealthy, "index of an unhealthy card");
+    auto* unhealthy_opt =
+        example->add_option("--unhealthy", unhealthy, "index of an unhealthy card");
 
     try {
         app.parse(argc, argv);

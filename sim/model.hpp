@@ -87,8 +87,8 @@ struct ProductDefaults {
 
 /// The libefml symbols the simulator exports (DESIGN.md section 3).
 inline constexpr std::string_view kEfmlSymbols[] = {
-    "EfmlInit",          "EfmlShutdown",    "EfmlGetDevCount",       "EfmlGetDriverVer",
-    "EfmlGetDevName",    "EfmlGetDevUuid",  "EfmlGetDevMinor",       "EfmlGetDevPciBusId",
+    "EfmlInit",           "EfmlShutdown",    "EfmlGetDevCount",    "EfmlGetDriverVer",
+    "EfmlGetDevName",     "EfmlGetDevUuid",  "EfmlGetDevMinor",    "EfmlGetDevPciBusId",
     "EfmlGetDevMemTotal", "EfmlGetNumaNode", "EfmlGetDevIsHealth",
 };
 

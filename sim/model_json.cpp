@@ -38,7 +38,8 @@ Host parse_named(const std::string& text, const std::string& name) {
 // The description embedded at the end of `path`, or nullopt when there is none.
 std::optional<std::string> read_embedded(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in || !in.seekg(-static_cast<std::streamoff>(kTrailerSize), std::ios::end)) return std::nullopt;
+    if (!in || !in.seekg(-static_cast<std::streamoff>(kTrailerSize), std::ios::end))
+        return std::nullopt;
     std::string trailer(kTrailerSize, '\0');
     if (!in.read(trailer.data(), static_cast<std::streamsize>(kTrailerSize)) ||
         !trailer.starts_with(kMagic)) {
@@ -55,8 +56,8 @@ std::optional<std::string> read_embedded(const std::string& path) {
 }
 
 ojson card_json(const Card& c) {
-    return {{"index", c.index},         {"minor", c.minor},        {"product", c.product},
-            {"uuid", c.uuid},           {"serial", c.serial},      {"bus_id", c.bus_id},
+    return {{"index", c.index},         {"minor", c.minor},           {"product", c.product},
+            {"uuid", c.uuid},           {"serial", c.serial},         {"bus_id", c.bus_id},
             {"device_id", c.device_id}, {"memory_mib", c.memory_mib}, {"used_mib", c.used_mib},
             {"numa_node", c.numa_node}, {"healthy", c.healthy}};
 }
@@ -64,26 +65,27 @@ ojson card_json(const Card& c) {
 ojson drs_json(const Host& h) {
     ojson profiles = ojson::array();
     for (const auto& p : h.profiles) {
-        profiles.push_back({{"id", p.id}, {"name", p.name}, {"max_instances", p.max_instances},
-                            {"memory_mib", p.memory_mib}, {"product", p.product}});
+        profiles.push_back({{"id", p.id},
+                            {"name", p.name},
+                            {"max_instances", p.max_instances},
+                            {"memory_mib", p.memory_mib},
+                            {"product", p.product}});
     }
     ojson instances = ojson::array();
     for (const auto& i : h.instances) {
-        instances.push_back({{"card", i.card}, {"instance_id", i.instance_id},
-                             {"profile", i.profile}, {"uuid", i.uuid}});
+        instances.push_back({{"card", i.card},
+                             {"instance_id", i.instance_id},
+                             {"profile", i.profile},
+                             {"uuid", i.uuid}});
     }
     return {{"profiles", profiles}, {"instances", instances}};
 }
 
 ojson faults_json(const Faults& f) {
-    return {{"efsmi_absent", f.efsmi_absent},
-            {"efsmi_exit_code", f.efsmi_exit_code},
-            {"efsmi_sleep_ms", f.efsmi_sleep_ms},
-            {"json_unsupported", f.json_unsupported},
-            {"efsmi_output", f.efsmi_output},
-            {"old_keys", f.old_keys},
-            {"efml_absent", f.efml_absent},
-            {"efml_missing_symbols", f.efml_missing_symbols},
+    return {{"efsmi_absent", f.efsmi_absent},      {"efsmi_exit_code", f.efsmi_exit_code},
+            {"efsmi_sleep_ms", f.efsmi_sleep_ms},  {"json_unsupported", f.json_unsupported},
+            {"efsmi_output", f.efsmi_output},      {"old_keys", f.old_keys},
+            {"efml_absent", f.efml_absent},        {"efml_missing_symbols", f.efml_missing_symbols},
             {"efml_init_fails", f.efml_init_fails}};
 }
 
@@ -111,9 +113,9 @@ void drs_from(const nlohmann::json& j, Host& h) {
                               p.at("product").get<std::string>()});
     }
     for (const auto& i : j.at("instances")) {
-        h.instances.push_back({i.at("card").get<std::uint32_t>(),
-                               i.at("instance_id").get<std::uint32_t>(),
-                               i.at("profile").get<std::string>(), i.at("uuid").get<std::string>()});
+        h.instances.push_back(
+            {i.at("card").get<std::uint32_t>(), i.at("instance_id").get<std::uint32_t>(),
+             i.at("profile").get<std::string>(), i.at("uuid").get<std::string>()});
     }
 }
 

@@ -6,11 +6,10 @@
 /// what they read back. The reader trusts the builder (every key present); it throws
 /// nlohmann::json exceptions, which each simulator catches at its own top level.
 
-#include "model.hpp"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
+
+#include "model.hpp"
 
 namespace sim {
 

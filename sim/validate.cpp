@@ -2,12 +2,12 @@
 // The description checks that span entries. Each names the entry that breaks the rule and
 // the earlier one it collides with.
 
-#include "desc.hpp"
-
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include "desc.hpp"
 
 namespace sim {
 
@@ -21,10 +21,16 @@ inject::Unexpected bad_at(int line, const std::string& where, const std::string&
     return inject::fail(Errc::InvalidInput, msg + where + ": " + what);
 }
 
-std::string card_path(std::size_t i) { return "cards[" + std::to_string(i) + "]"; }
-std::string inst_path(std::size_t i) { return "drs.instances[" + std::to_string(i) + "]"; }
+std::string card_path(std::size_t i) {
+    return "cards[" + std::to_string(i) + "]";
+}
+std::string inst_path(std::size_t i) {
+    return "drs.instances[" + std::to_string(i) + "]";
+}
 
-int line(const std::vector<int>& lines, std::size_t i) { return i < lines.size() ? lines[i] : 0; }
+int line(const std::vector<int>& lines, std::size_t i) {
+    return i < lines.size() ? lines[i] : 0;
+}
 
 // Remembers the first entry that had each value of one key; `seen()` names it on a repeat.
 template <typename K>
@@ -49,19 +55,22 @@ Result<void> check_cards(const Host& h, const Lines& lines) {
         const std::string p = card_path(i);
         const int l = line(lines.cards, i);
         if (auto o = index.seen(c.index, p); !o.empty()) {
-            return bad_at(l, p + ".index", "duplicate index " + std::to_string(c.index) + " (also " + o + ")");
+            return bad_at(l, p + ".index",
+                          "duplicate index " + std::to_string(c.index) + " (also " + o + ")");
         }
         if (c.index >= n) {
-            return bad_at(l, p + ".index", "index " + std::to_string(c.index) + " out of range (" +
-                                               std::to_string(n) + " cards: want 0.." +
-                                               std::to_string(n - 1) + ")");
+            return bad_at(l, p + ".index",
+                          "index " + std::to_string(c.index) + " out of range (" +
+                              std::to_string(n) + " cards: want 0.." + std::to_string(n - 1) + ")");
         }
         if (auto o = minor.seen(c.minor, p); !o.empty()) {
-            return bad_at(l, p + ".minor", "duplicate minor " + std::to_string(c.minor) + " (also " + o + ")");
+            return bad_at(l, p + ".minor",
+                          "duplicate minor " + std::to_string(c.minor) + " (also " + o + ")");
         }
         if (h.control_major == h.major && c.minor == h.control_minor) {
-            return bad_at(l, p + ".minor", "minor " + std::to_string(c.minor) +
-                                               " is the control node's (control.minor)");
+            return bad_at(
+                l, p + ".minor",
+                "minor " + std::to_string(c.minor) + " is the control node's (control.minor)");
         }
         if (auto o = uuid.seen(c.uuid, p); !o.empty()) {
             return bad_at(l, p + ".uuid", "duplicate uuid '" + c.uuid + "' (also " + o + ")");
@@ -84,7 +93,8 @@ Result<void> check_profiles(const Host& h, const Lines& lines) {
             return bad_at(l, p + ".name", "duplicate profile '" + pr.name + "' (also " + o + ")");
         }
         if (auto o = id.seen({pr.product, pr.id}, p); !o.empty()) {
-            return bad_at(l, p + ".id", "duplicate profile id " + std::to_string(pr.id) + " (also " + o + ")");
+            return bad_at(l, p + ".id",
+                          "duplicate profile id " + std::to_string(pr.id) + " (also " + o + ")");
         }
     }
     return inject::ok();
@@ -113,19 +123,23 @@ Result<void> check_instances(const Host& h, const Lines& lines) {
         }
         const Profile* pr = offered(h, *card, in.profile);
         if (pr == nullptr) {
-            return bad_at(l, p + ".profile", "card " + std::to_string(in.card) + " (" + card->product +
-                                                 ") offers no profile '" + in.profile + "'");
+            return bad_at(l, p + ".profile",
+                          "card " + std::to_string(in.card) + " (" + card->product +
+                              ") offers no profile '" + in.profile + "'");
         }
         if (auto o = id.seen({in.card, in.instance_id}, p); !o.empty()) {
-            return bad_at(l, p + ".instance_id", "duplicate instance " + std::to_string(in.instance_id) +
-                                                     " on card " + std::to_string(in.card) + " (also " + o + ")");
+            return bad_at(l, p + ".instance_id",
+                          "duplicate instance " + std::to_string(in.instance_id) + " on card " +
+                              std::to_string(in.card) + " (also " + o + ")");
         }
         if (auto o = uuid.seen(in.uuid, p); !o.empty()) {
             return bad_at(l, p + ".uuid", "duplicate uuid '" + in.uuid + "' (also " + o + ")");
         }
         if (++count[{in.card, in.profile}] > pr->max_instances) {
-            return bad_at(l, p, "card " + std::to_string(in.card) + " has more than " +
-                                    std::to_string(pr->max_instances) + " instances of '" + in.profile + "'");
+            return bad_at(l, p,
+                          "card " + std::to_string(in.card) + " has more than " +
+                              std::to_string(pr->max_instances) + " instances of '" + in.profile +
+                              "'");
         }
     }
     return inject::ok();
@@ -136,7 +150,8 @@ Result<void> check_libraries(const Host& h, const Lines& lines) {
     for (std::size_t i = 0; i < h.runtime_libraries.size(); ++i) {
         const std::string p = "runtime_libraries[" + std::to_string(i) + "]";
         std::vector<std::string> made{h.runtime_libraries[i]};
-        for (const auto& [link, target] : library_links(h.runtime_libraries[i])) made.push_back(link);
+        for (const auto& [link, target] : library_links(h.runtime_libraries[i]))
+            made.push_back(link);
         for (const auto& m : made) {
             if (auto o = name.seen(m, p); !o.empty()) {
                 return bad_at(line(lines.libraries, i), p,

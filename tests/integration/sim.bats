@@ -525,3 +525,17 @@ print(n.value, b.value.decode())' "$SCRATCH/alone/lib/libefml.so.1.0.0"
   [ "$status" -eq 2 ]
   [ "$output" = "efsmi: error: cannot open simulated host description '$SCRATCH/alone/enflame-sim.json' and none is embedded in '/proc/self/exe'" ]
 }
+
+@test "the builder never replaces a non-empty folder it did not build" {
+  mkdir -p "$SCRATCH/precious"
+  echo keep > "$SCRATCH/precious/file"
+  run "$SIM_HOST" build --desc "$EXAMPLES/s60-2dev.yaml" --root "$SCRATCH/precious"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: building a simulated host in '$SCRATCH/precious': root '$SCRATCH/precious' is not empty and was not built by enflame-sim-host: refusing to replace it" ]
+  [ "$(cat "$SCRATCH/precious/file")" = keep ]
+  [ "$(ls -A "$SCRATCH")" = precious ]
+  # an empty folder is fine, and so is a trailing slash
+  mkdir "$SCRATCH/empty"
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/empty/"
+  [ -c "$SCRATCH/empty/dev/gcu1" ]
+}

@@ -4,15 +4,14 @@
 // hiding, library link chains and the example generator. tests/integration/sim.bats covers
 // the builder and the simulators as programs.
 
+#include <gtest/gtest.h>
+
 #include "builder.hpp"
 #include "desc.hpp"
 #include "efsmi_print.hpp"
 #include "example.hpp"
 #include "model_json.hpp"
-
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -33,13 +32,16 @@ std::string parse_error(const std::string& text) {
 }
 
 TEST(SimEfsmi, TwoCardExampleIsTheFixtureByteForByte) {
-    const auto h = parse_ok(testutil::read_file(std::string(ENFLAME_SOURCE_DIR) + "/sim/examples/s60-2dev.yaml"));
-    EXPECT_EQ(sim::efsmi_query_text(h), testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-2dev.txt")));
+    const auto h = parse_ok(
+        testutil::read_file(std::string(ENFLAME_SOURCE_DIR) + "/sim/examples/s60-2dev.yaml"));
+    EXPECT_EQ(sim::efsmi_query_text(h),
+              testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-2dev.txt")));
 }
 
 TEST(SimEfsmi, DefaultsGiveTheOneCardFixture) {
     const auto h = parse_ok("cards: [{uuid: TR6Y46010302, bus_id: '0000:17:00.0'}]");
-    EXPECT_EQ(sim::efsmi_query_text(h), testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-1dev.txt")));
+    EXPECT_EQ(sim::efsmi_query_text(h),
+              testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-1dev.txt")));
 }
 
 TEST(SimEfsmi, JsonCarriesTheTextKeys) {
@@ -92,14 +94,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"BadBusId", "cards: [{bus_id: '0000:17:00'}]",
                 "line 1: cards[0].bus_id: bad bus id '0000:17:00' (want domain:bus:device.function "
                 "like '0000:17:00.0')"},
-        BadCase{"UppercaseBusIdCollides", "cards: [{bus_id: '0000:B1:00.0'}, {bus_id: '0000:b1:00.0'}]",
+        BadCase{"UppercaseBusIdCollides",
+                "cards: [{bus_id: '0000:B1:00.0'}, {bus_id: '0000:b1:00.0'}]",
                 "line 1: cards[1].bus_id: duplicate bus id '0000:b1:00.0' (also cards[0])"},
         BadCase{"UnknownProduct", "cards: [{product: S70}]",
                 "line 1: cards[0].product: unknown product 'S70' (want S60, T10, I20, T20 or T21)"},
         BadCase{"UnknownKeyOnItsLine", "cards:\n  - index: 0\n    minr: 1",
                 "line 3: cards[0]: unknown key 'minr'"},
         BadCase{"KeyTwice", "cards: [{}]\nmajor: 1\nmajor: 2", "line 3: major: key given twice"},
-        BadCase{"MajorZero", "cards: [{}]\nmajor: 0", "line 2: major: want an integer in 1..4095, got '0'"},
+        BadCase{"MajorZero", "cards: [{}]\nmajor: 0",
+                "line 2: major: want an integer in 1..4095, got '0'"},
         BadCase{"CardsNotAList", "cards: {a: 1}", "line 1: cards: want a list, got a mapping"},
         BadCase{"TopNotAMap", "- 1", "line 1: description: want a mapping, got a list"},
         BadCase{"Empty", "", "description: want a mapping, got nothing"},
@@ -112,10 +116,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "cards: [{}]\ndrs: {profiles: [{name: p, memory_mib: 1}], instances: [{card: 0, "
                 "instance_id: 0, profile: p}]}",
                 "line 2: drs.instances[0]: missing key 'uuid'"},
-        BadCase{"DuplicateProfile",
-                "cards: [{}]\ndrs: {profiles: [{name: p, memory_mib: 1}, {name: p, memory_mib: 2}]}",
-                "line 2: drs.profiles[1].name: duplicate profile 'p' (also drs.profiles[0])"},
-        BadCase{"MissingSymbolTwice", "cards: [{}]\nfaults: {efml_missing_symbols: [EfmlInit, EfmlInit]}",
+        BadCase{
+            "DuplicateProfile",
+            "cards: [{}]\ndrs: {profiles: [{name: p, memory_mib: 1}, {name: p, memory_mib: 2}]}",
+            "line 2: drs.profiles[1].name: duplicate profile 'p' (also drs.profiles[0])"},
+        BadCase{"MissingSymbolTwice",
+                "cards: [{}]\nfaults: {efml_missing_symbols: [EfmlInit, EfmlInit]}",
                 "faults.efml_missing_symbols: 'EfmlInit' listed twice"},
         BadCase{"ClassDirWithSlash", "cards: [{}]\nclass_dir: a/b",
                 "line 2: class_dir: bad class folder name 'a/b'"},
@@ -146,8 +152,9 @@ TEST(SimDescription, LoadSortsByIndexAndNamesTheFile) {
     testutil::write_file(dir / "bad.yaml", "cards: [{minor: x}]");
     auto bad = sim::load_description(dir / "bad.yaml");
     ASSERT_FALSE(bad);
-    EXPECT_EQ(bad.error().what(), "description '" + (dir / "bad.yaml") +
-                                      "': line 1: cards[0].minor: want an integer in 0..1048575, got 'x'");
+    EXPECT_EQ(bad.error().what(),
+              "description '" + (dir / "bad.yaml") +
+                  "': line 1: cards[0].minor: want an integer in 0..1048575, got 'x'");
 }
 
 TEST(SimModel, JsonRoundTrip) {
@@ -161,10 +168,12 @@ TEST(SimModel, JsonRoundTrip) {
 TEST(SimModel, EmbeddedDescriptionIsFoundAtTheEndOfAFile) {
     testutil::TempDir dir;
     const auto h = parse_ok("cards: [{uuid: EMB1}]");
-    testutil::write_file(dir / "efsmi", std::string("\x7f" "ELF...binary...") +
+    testutil::write_file(dir / "efsmi", std::string("\x7f"
+                                                    "ELF...binary...") +
                                             sim::embedded_description(sim::to_json(h).dump()));
     EXPECT_EQ(sim::load_host(dir / "enflame-sim.json", dir / "efsmi").cards.at(0).uuid, "EMB1");
-    testutil::write_file(dir / "enflame-sim.json", sim::to_json(parse_ok("cards: [{uuid: NEXT}]")).dump());
+    testutil::write_file(dir / "enflame-sim.json",
+                         sim::to_json(parse_ok("cards: [{uuid: NEXT}]")).dump());
     EXPECT_EQ(sim::load_host(dir / "enflame-sim.json", dir / "efsmi").cards.at(0).uuid, "NEXT");
     testutil::write_file(dir / "plain", "no trailer here");
     EXPECT_THROW((void)sim::load_host(dir / "none.json", dir / "plain"), std::runtime_error);
