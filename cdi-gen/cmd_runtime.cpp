@@ -159,7 +159,10 @@ void run(const RuntimeArgs& a) {
     auto changed = apply_changes(*changes, a.dry_run);
     if (!changed) throw Exit{report(changed.error())};
     if (!*changed) return;
-    if (a.engine == "docker")
+    if (a.engine == "docker" && a.uninstall)
+        std::cout << "hint: restart dockerd to drop the runtime (its SIGHUP reload keeps a removed "
+                     "default-runtime)\n";
+    else if (a.engine == "docker")
         std::cout << "hint: send dockerd SIGHUP (or restart it) to load the change\n";
     else
         std::cout << "hint: restart " << a.engine << " to load the change\n";
