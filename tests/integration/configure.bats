@@ -333,3 +333,15 @@ EOF
   [[ "$output" == *"Default Runtime: runc"* ]]
   [[ "$output" != *"enflame"* ]]
 }
+
+@test "examples: the podman script is valid sh, daemon.json is JSON, containerd accepts the v2 drop-in" {
+  sh -n "$TOP/examples/podman/run-with-cdi.sh"
+  grep -q -- '--device enflame.com/gpu=0' "$TOP/examples/podman/run-with-cdi.sh"
+  jq -e '.runtimes.enflame.path == "/usr/bin/enflame-container-runtime"' "$TOP/examples/docker/daemon.json"
+  requires containerd
+  printf 'version = 2\nimports = ["%s"]\nroot = "%s/root"\nstate = "%s/state"\n' \
+    "$TOP/examples/containerd/99-enflame.v2.toml" "$SCRATCH" "$SCRATCH" > "$SCRATCH/config.toml"
+  run containerd --config "$SCRATCH/config.toml" config dump
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F 'BinaryName = "/usr/bin/enflame-container-runtime"'
+}

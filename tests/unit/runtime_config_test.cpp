@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -346,5 +347,36 @@ INSTANTIATE_TEST_SUITE_P(
         SetCase{"WrongType", "", "efsmi-timeout-ms", "soon", nullptr,
                 "config.toml: line 2: key 'efsmi-timeout-ms' must be a positive integer"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// ---- examples/: each one is what the tool writes, or at least parses ----------------------
+
+std::string example(std::string_view rel) {
+    return testutil::read_file(std::string(ENFLAME_SOURCE_DIR) + "/examples/" + std::string(rel));
+}
+
+TEST(Examples, EngineFilesAreWhatConfigureWrites) {
+    rc::Options o;
+    o.runtime_path = "/usr/bin/enflame-container-runtime";
+    o.set_as_default = true;
+    EXPECT_EQ(*rc::configure(Engine::Docker, "", o, "x"), example("docker/daemon.json"));
+    o.set_as_default = false;
+    EXPECT_EQ(*rc::drop_in(Engine::Crio, "", o, "x"), example("crio/99-enflame.toml"));
+    o.cdi_enabled = true;
+    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 2\n", o, "x"), example("containerd/99-enflame.v2.toml"));
+    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 3\n", o, "x"), example("containerd/99-enflame.v3.toml"));
+}
+
+TEST(Examples, KubernetesManifestsParse) {
+    auto rcl = YAML::Load(example("kubernetes/runtimeclass.yaml"));
+    EXPECT_EQ(rcl["kind"].as<std::string>(), "RuntimeClass");
+    EXPECT_EQ(rcl["handler"].as<std::string>(), "enflame");
+    auto pod = YAML::Load(example("kubernetes/pod-visible-devices.yaml"));
+    EXPECT_EQ(pod["kind"].as<std::string>(), "Pod");
+    EXPECT_EQ(pod["spec"]["runtimeClassName"].as<std::string>(), rcl["metadata"]["name"].as<std::string>());
+    const auto env = pod["spec"]["containers"][0]["env"];
+    ASSERT_TRUE(env.IsSequence());
+    EXPECT_EQ(env[0]["name"].as<std::string>(), "ENFLAME_VISIBLE_DEVICES");
+    EXPECT_EQ(env[0]["value"].as<std::string>(), "0");
+}
 
 }  // namespace
