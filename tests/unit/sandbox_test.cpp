@@ -155,3 +155,116 @@ TEST_F(Sandbox, HostLdconfigBuildsTheCacheInTheRootfs) {
 }
 
 }  // namespace
+
+// --- the OCI state and bundle the hooks read (inject/hook.hpp) ---
+#include "inject/hook.hpp"
+
+namespace {
+
+TEST(HookState, ParsesRuncAndCrunAndRefusesBadInput) {
+    struct {
+        const char* name;
+        std::string json;
+        bool need_pid;
+        std::string want_error;  // "" = ok
+        int want_pid;
+    } const table[] = {
+        {"Runc", R"({"ociVersion":"1.0.2","id":"c1","status":"creating","pid":4242,"bundle":"/run/b"})", true, "", 4242},
+        {"Crun", R"({"ociVersion":"1.0.0","id":"c1","pid":77,"root":"rootfs","bundle":"/run/b","status":"created"})", true, "", 77},
+        {"CreateContainerPidZero", R"({"pid":0,"bundle":"/run/b","status":"created"})", false, "", 0},
+        {"Empty", "  \n", true, "container state on stdin: empty", 0},
+        {"NotJson", "nope", true,
+         "container state on stdin: not valid JSON at byte 2: syntax error while parsing value - invalid literal; last read: 'no'", 0},
+        {"Truncated", R"({"pid":1,"bundle":"/b")", true,
+         "container state on stdin: not valid JSON at byte 23: syntax error while parsing object - unexpected end of input; expected '}'", 0},
+        {"NotObject", "[1]", true, "container state on stdin: not a JSON object", 0},
+        {"NoBundle", R"({"pid":1})", true, "container state on stdin: no \"bundle\"", 0},
+        {"RelativeBundle", R"({"pid":1,"bundle":"b"})", true, "container state on stdin: bundle 'b' is not an absolute path", 0},
+        {"NoPid", R"({"status":"stopped","bundle":"/b"})", true, "container state on stdin: no container pid (status 'stopped')", 0},
+        {"NegativePid", R"({"pid":-1,"status":"creating","bundle":"/b"})", true, "container state on stdin: no container pid (status 'creating')", 0},
+    };
+    for (const auto& t : table) {
+        auto r = inject::hook::parse_state(t.json, t.need_pid);
+        if (t.want_error.empty()) {
+            ASSERT_TRUE(r) << t.name << ": " << r.error().what();
+            EXPECT_EQ(r->pid, t.want_pid) << t.name;
+            EXPECT_EQ(r->bundle, "/run/b") << t.name;
+        } else {
+            ASSERT_FALSE(r) << t.name;
+            EXPECT_EQ(r.error().what(), t.want_error) << t.name;
+            EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput) << t.name;
+        }
+    }
+}
+
+TEST(HookBundle, RootfsRelativeOrAbsoluteEnvAnnotationsAndDeviceRules) {
+    testutil::TempDir d;
+    stdfs::create_directories(d / "rootfs");
+    testutil::write_file(d / "config.json", R"({"root":{"path":"rootfs"},
+      "process":{"env":["PATH=/bin","ENFLAME_VISIBLE_DEVICES=0"]},
+      "annotations":{"cdi.k8s.io/x":"enflame.com/gpu=0"},
+      "linux":{"resources":{"devices":[{"allow":false,"access":"rwm"},
+                                       {"allow":true,"type":"c","major":238,"minor":0,"access":"rw"}]}}})");
+    auto b = inject::hook::load_bundle(d.path());
+    ASSERT_TRUE(b) << b.error().what();
+    EXPECT_EQ(b->rootfs, d / "rootfs");
+    EXPECT_EQ(b->env, (std::vector<std::string>{"PATH=/bin", "ENFLAME_VISIBLE_DEVICES=0"}));
+    EXPECT_EQ(b->annotations.at("cdi.k8s.io/x"), "enflame.com/gpu=0");
+    ASSERT_EQ(b->device_rules.size(), 2u);
+    EXPECT_TRUE(inject::hook::rules_allow(b->device_rules, 'c', 238, 0));
+    EXPECT_FALSE(inject::hook::rules_allow(b->device_rules, 'c', 238, 1));
+    EXPECT_FALSE(inject::hook::rules_allow(b->device_rules, 'b', 238, 0));
+    testutil::write_file(d / "config.json", R"({"root":{"path":")" + d.path() + R"(/rootfs"}})");
+    auto abs = inject::hook::load_bundle(d.path());
+    ASSERT_TRUE(abs) << abs.error().what();
+    EXPECT_EQ(abs->rootfs, d / "rootfs");
+}
+
+TEST(HookBundle, BadBundles) {
+    testutil::TempDir d;
+    struct {
+        const char* name;
+        std::string config;  // "" = no config.json
+        std::string want;
+    } const table[] = {
+        {"NoConfig", "", "opening " + d.path() + "/config.json: No such file or directory"},
+        {"NotJson", "{", d.path() + "/config.json: not valid JSON at byte 2: syntax error while parsing object key - unexpected end of input; expected string literal"},
+        {"NoRootPath", R"({"root":{}})", d.path() + "/config.json: no root.path"},
+        {"RootfsMissing", R"({"root":{"path":"nowhere"}})", "rootfs " + d.path() + "/nowhere: No such file or directory"},
+        {"RootfsIsAFile", R"({"root":{"path":"file"}})", "rootfs " + d.path() + "/file is not a folder"},
+    };
+    testutil::write_file(d / "file", "x");
+    for (const auto& t : table) {
+        stdfs::remove(d / "config.json");
+        if (!t.config.empty()) testutil::write_file(d / "config.json", t.config);
+        auto r = inject::hook::load_bundle(d.path());
+        ASSERT_FALSE(r) << t.name;
+        EXPECT_EQ(r.error().what(), t.want) << t.name;
+    }
+}
+
+TEST(HookRules, LastMatchWinsLikeTheKernel) {
+    using R = inject::hook::DeviceRule;
+    std::vector<R> rules{R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 238, {}, "rw"}, R{false, 'c', 238, 3, "w"}};
+    EXPECT_TRUE(inject::hook::rules_allow(rules, 'c', 238, 0));
+    EXPECT_FALSE(inject::hook::rules_allow(rules, 'c', 238, 3)) << "write denied by the later rule";
+    EXPECT_FALSE(inject::hook::rules_allow(rules, 'c', 239, 0));
+    EXPECT_FALSE(inject::hook::rules_allow({}, 'c', 1, 3));
+}
+
+TEST(Ldcache, RefusesAContainerSideLdconfig) {
+    inject::hook::LdcacheOptions o;
+    o.ldconfig = "/sbin/ldconfig";
+    o.folders = {"/usr/lib"};
+    auto r = inject::hook::update_ldcache("/nonexistent", o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "ldconfig '/sbin/ldconfig' is not a host path: only host binaries ('@/sbin/ldconfig') are run");
+    EXPECT_EQ(r.error().code(), inject::Errc::Permission);
+    o.ldconfig = "@/sbin/ldconfig";
+    o.folders = {"usr/lib"};
+    auto r2 = inject::hook::update_ldcache("/nonexistent", o);
+    ASSERT_FALSE(r2);
+    EXPECT_EQ(r2.error().what(), "library folder 'usr/lib' is not an absolute path");
+}
+
+}  // namespace
