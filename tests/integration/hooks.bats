@@ -51,8 +51,12 @@ devices_and_libs_ok() {
   echo "$output" | grep -Fx "c $MAJOR:1 rw"
   ! echo "$output" | grep -Fx "c $MAJOR:2 rw"
   echo "$output" | grep -Fx "/usr/lib"
-  # busybox has no ldconfig: read the rootfs cache with the host's
-  /sbin/ldconfig -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -p | grep -E "=> /usr/lib/libefml"
+  if [ -z "${1:-}" ]; then
+    # busybox has no ldconfig: read the rootfs cache with the host's
+    /sbin/ldconfig -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -p | grep -E "=> /usr/lib/libefml"
+  else
+    echo "$output" | grep -E "=> /usr/lib/libefml"  # the probe ran the host's ldconfig -p inside
+  fi
 }
 
 @test "runc: prestart hook injects gcu0, gcu1, gcuctl and libefml read-only; ldcache updated" {
@@ -205,4 +209,37 @@ bad_input_ok() {  # $1 = expected line
   run "$HOOK" --version
   [ "$status" -eq 0 ]
   [[ "$output" == "enflame-container-runtime-hook "* ]]
+}
+
+@test "podman --hooks-dir: the prestart hook from hooks.d (annotation-triggered), runc" {
+  requires podman
+  local pm=$SCRATCH/pm img=localhost/ectk-hooks-$$:bb
+  mkdir -p "$pm/hooks.d"
+  printf '%s\n' '[containers]' 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]' 'netns = "none"' \
+    '[engine]' 'cgroup_manager = "cgroupfs"' 'events_logger = "file"' 'runtime = "runc"' > "$pm/containers.conf"
+  python3 - "$pm/hooks.d/enflame.json" "$HOOK" "$SCRATCH/config.toml" <<'PY'
+import json, sys
+json.dump({"version": "1.0.0",
+           "hook": {"path": sys.argv[2], "args": ["enflame-container-runtime-hook", "prestart"],
+                    "env": ["ENFLAME_CTK_CONFIG=" + sys.argv[3]]},
+           "when": {"annotations": {r"^com\.enflame\.inject$": "^yes$"}},
+           "stages": ["prestart"]}, open(sys.argv[1], "w"))
+PY
+  busybox_rootfs "$pm/rootfs"
+  tar -C "$pm/rootfs" -cf "$pm/bb.tar" .
+  PM=(env CONTAINERS_CONF="$pm/containers.conf" podman --root "$pm/root" --runroot "$pm/run" --tmpdir "$pm/tmp" --hooks-dir "$pm/hooks.d")
+  on_teardown "grep -F ' $pm/' /proc/self/mountinfo | awk '{print \$5}' | sort -r | xargs -r -n1 umount -l"
+  on_teardown "${PM[*]} rm -af >/dev/null 2>&1"
+  "${PM[@]}" import "$pm/bb.tar" "$img" >/dev/null
+  # the host's static ldconfig, bind-mounted, answers `ldconfig -p` inside
+  run "${PM[@]}" run --rm --annotation com.enflame.inject=yes -e ENFLAME_VISIBLE_DEVICES=0,1 \
+    -v /sbin/ldconfig:/sbin/ldconfig:ro "$img" \
+    sh -c 'ls -l /dev/; cat /proc/self/mountinfo; cat /sys/fs/cgroup/devices/devices.list; cat /etc/ld.so.conf.d/00-enflame.conf; /sbin/ldconfig -p'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  devices_and_libs_ok inside
+  # without the annotation the hook does not run
+  run "${PM[@]}" run --rm -e ENFLAME_VISIBLE_DEVICES=0,1 "$img" ls /dev
+  [ "$status" -eq 0 ]
+  ! echo "$output" | grep -E "gcu"
 }
