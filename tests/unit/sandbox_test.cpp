@@ -268,3 +268,54 @@ TEST(Ldcache, RefusesAContainerSideLdconfig) {
 }
 
 }  // namespace
+
+namespace {
+
+// allow_devices with a fake /proc and cgroup root: the v1 write, the v2 refusal, and v2 with
+// rules that already allow the nodes.
+TEST(AllowDevices, V1WritesV2RefusesUnlessAlreadyAllowed) {
+    testutil::TempDir d;
+    inject::cdi::DeviceNode gcu0;
+    gcu0.path = "/dev/gcu0";
+    gcu0.type = "c";
+    gcu0.major = 238;
+    gcu0.minor = 0;
+    inject::cdi::DeviceNode ctl = gcu0;
+    ctl.path = "/dev/gcuctl";
+    ctl.minor = 255;
+    using R = inject::hook::DeviceRule;
+    const std::vector<R> none;
+    const std::vector<R> allowed{R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 238, {}, "rwm"}};
+    struct {
+        const char* name;
+        std::string proc_cgroup;
+        std::vector<R> rules;
+        std::string want_error;
+        std::string want_allow;  // content of devices.allow after
+    } const table[] = {
+        {"V1", "12:devices:/c1\n11:memory:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
+        {"V1Comounted", "4:cpu,devices:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
+        {"V2", "0::/c1\n", none,
+         "cannot allow /dev/gcu0 (c 238:0 rw) on cgroup v2: the runtime controls device access with eBPF; add it to "
+         "linux.resources.devices (the runtime shim or CDI mode does)",
+         ""},
+        {"V2AlreadyAllowed", "0::/c1\n", allowed, "", ""},
+        {"V1EscapingPath", "12:devices:/../../etc\n", none, "resolving /../../etc/devices.allow: No such file or directory", ""},
+    };
+    for (const auto& t : table) {
+        stdfs::remove_all(d / "proc");
+        stdfs::remove_all(d / "cg");
+        testutil::write_file(d / "proc/42/cgroup", t.proc_cgroup);
+        testutil::write_file(d / "cg/devices/c1/devices.allow", "");
+        auto r = inject::hook::allow_devices(42, {gcu0, ctl}, t.rules, d / "cg", d / "proc");
+        if (t.want_error.empty()) {
+            ASSERT_TRUE(r) << t.name << ": " << r.error().what();
+        } else {
+            ASSERT_FALSE(r) << t.name;
+            EXPECT_EQ(r.error().what(), t.want_error) << t.name;
+        }
+        EXPECT_EQ(testutil::read_file(d / "cg/devices/c1/devices.allow"), t.want_allow) << t.name;
+    }
+}
+
+}  // namespace

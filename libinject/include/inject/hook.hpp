@@ -75,12 +75,13 @@ struct ApplyOptions {
 
 /// Allows the device nodes in the container's device cgroup: on cgroup v1 writes
 /// "c <major>:<minor> rw" to devices.allow of the "devices" cgroup of `pid` (from
-/// /proc/<pid>/cgroup) under `cgroup_root` (default /sys/fs/cgroup). Without a v1 devices
+/// <proc_root>/<pid>/cgroup) under `cgroup_root` (default /sys/fs/cgroup). Without a v1 devices
 /// controller (cgroup v2) nothing can be written: Unsupported, unless `rules` already allow
 /// every node (then ok).
 [[nodiscard]] Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes,
                                          const std::vector<DeviceRule>& rules,
-                                         const std::string& cgroup_root = "/sys/fs/cgroup");
+                                         const std::string& cgroup_root = "/sys/fs/cgroup",
+                                         const std::string& proc_root = "/proc");
 
 /// True when `rules` (evaluated in order, the last match wins, as the kernel does) give
 /// read+write on the node.

@@ -52,9 +52,9 @@ Result<std::pair<std::int64_t, std::int64_t>> numbers(const cdi::DeviceNode& n) 
 }  // namespace
 
 Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes, const std::vector<DeviceRule>& rules,
-                           const std::string& cgroup_root) {
+                           const std::string& cgroup_root, const std::string& proc_root) {
     if (nodes.empty()) return ok();
-    const std::string proc = "/proc/" + std::to_string(pid) + "/cgroup";
+    const std::string proc = fs::join(proc_root, "/" + std::to_string(pid) + "/cgroup");
     INJECT_TRY(std::string text, fs::read_file(proc, 1U << 20));
     auto cg = devices_cgroup(text);
     if (!cg) {
