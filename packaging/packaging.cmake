@@ -1,0 +1,40 @@
+# Install layout (GNUInstallDirs) and the Debian package (`cpack -G DEB` in the build folder).
+# Included once from the top-level CMakeLists.txt; the binaries install themselves in their
+# own CMakeLists.txt.
+
+# The binaries read /etc/enflame-container-runtime/config.toml whatever the prefix, so the
+# default file goes there (absolute) and not under the prefix's sysconfdir.
+set(ENFLAME_CONFIG_INSTALL_DIR "/etc/enflame-container-runtime" CACHE PATH
+    "where the default config.toml is installed")
+
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/config.toml DESTINATION ${ENFLAME_CONFIG_INSTALL_DIR})
+install(FILES ${CMAKE_SOURCE_DIR}/man/enflame-ctk.1
+              ${CMAKE_SOURCE_DIR}/man/enflame-container-runtime.1
+              ${CMAKE_SOURCE_DIR}/man/enflame-container-runtime-hook.1
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/man/enflame-container-runtime-config.toml.5
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+        USE_SOURCE_PERMISSIONS)
+# The units name /usr/bin/enflame-ctk: the package's layout (CPACK_PACKAGING_INSTALL_PREFIX).
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/systemd/enflame-cdi-refresh.service
+              ${CMAKE_SOURCE_DIR}/packaging/systemd/enflame-cdi-refresh.path
+        DESTINATION lib/systemd/system)
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/enflame-ctk.bash-completion
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME enflame-ctk)
+
+set(CPACK_GENERATOR "DEB")
+set(CPACK_PACKAGE_NAME "enflame-container-toolkit")
+set(CPACK_PACKAGE_VENDOR "enflame-container-toolkit")
+set(CPACK_PACKAGE_CONTACT "enflame-container-toolkit maintainers <maintainers@enflame-container-toolkit.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "container toolkit for Enflame GCU accelerators")
+set(CPACK_PACKAGE_DESCRIPTION
+    "enflame-container-runtime (a runc shim), enflame-container-runtime-hook (an OCI prestart\n hook) and enflame-ctk (CDI spec generator and engine configuration) for Enflame GCU cards.")
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION "admin")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "runc | crun")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
+include(CPack)
