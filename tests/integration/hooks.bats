@@ -243,3 +243,71 @@ PY
   [ "$status" -eq 0 ]
   ! echo "$output" | grep -E "gcu"
 }
+
+# other_dockerd: a live dockerd (not a zombie) of someone else is running: leave /run/docker alone.
+other_dockerd() { ps -eo stat=,comm= | awk '$2 == "dockerd" && $1 !~ /^Z/ {found = 1} END {exit !found}'; }
+
+@test "docker: the prestart hook added by a runtime wrapper (containerd shim bundle, relative root)" {
+  requires dockerd /usr/bin/docker
+  local dk=$SCRATCH/dk img=localhost/ectk-hooks-$$:bb cgp=ectk-hooks-$$
+  mkdir -p "$dk"
+  local had_run_docker=0 had_key=0
+  [ -e /run/docker ] && had_run_docker=1
+  [ -e /etc/docker/key.json ] && had_key=1
+  # the wrapper adds our prestart hook on create, then execs runc (what a legacy-mode shim does)
+  cat > "$dk/hookwrap" <<PY
+#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+valued = {'--root', '--log', '--log-format', '--criu', '--rootless', '--cgroup-manager'}
+i = 0
+while i < len(args) and args[i].startswith('-'):
+    i += 1 if ('=' in args[i] or args[i] not in valued) else 2
+if i < len(args) and args[i] == 'create':
+    bundle, rest = os.getcwd(), args[i+1:]
+    for j, a in enumerate(rest):
+        if a in ('--bundle', '-b') and j + 1 < len(rest): bundle = rest[j+1]
+    p = os.path.join(bundle, 'config.json'); c = json.load(open(p))
+    c.setdefault('hooks', {}).setdefault('prestart', []).append({'path': '$HOOK',
+        'args': ['enflame-container-runtime-hook', 'prestart'], 'env': ['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']})
+    json.dump(c, open(p, 'w'))
+os.execv('/usr/sbin/runc', ['runc'] + args)
+PY
+  chmod +x "$dk/hookwrap"
+  python3 - "$dk" "$cgp" <<'PY'
+import json, sys
+dk, cgp = sys.argv[1], sys.argv[2]
+json.dump({"data-root": dk + "/root", "exec-root": dk + "/exec", "pidfile": dk + "/dockerd.pid",
+           "hosts": ["unix://" + dk + "/docker.sock"], "storage-driver": "overlay2",
+           "iptables": False, "ip6tables": False, "ip-forward": False, "ip-masq": False, "bridge": "none",
+           "cgroup-parent": cgp, "runtimes": {"enflame-hookwrap": {"path": dk + "/hookwrap"}}},
+          open(dk + "/daemon.json", "w"))
+PY
+  setsid dockerd --config-file "$dk/daemon.json" > "$dk/dockerd.log" 2>&1 < /dev/null &
+  local pid=$!  # setsid may fork: the daemon's own pid comes from its pidfile below
+  on_teardown "for h in /sys/fs/cgroup/*/$cgp; do [ -d \$h ] && find \$h -depth -type d -exec rmdir {} \; 2>/dev/null; done"
+  on_teardown "[ $had_key -eq 1 ] || other_dockerd || rm -f /etc/docker/key.json"
+  on_teardown "[ $had_run_docker -eq 1 ] || other_dockerd || rm -rf /run/docker"
+  on_teardown "grep -F ' $dk/' /proc/self/mountinfo | awk '{print \$5}' | sort -r | xargs -r -n1 umount -l"
+  # stop by pid; a dead child stays a zombie (kill -0 and pgrep still see it) until waited for
+  D=(/usr/bin/docker -H "unix://$dk/docker.sock")
+  local i
+  for i in $(seq 60); do "${D[@]}" version >/dev/null 2>&1 && break; sleep 0.5; done
+  [ -s "$dk/dockerd.pid" ] && pid=$(cat "$dk/dockerd.pid")
+  on_teardown "kill $pid 2>/dev/null; for i in \$(seq 60); do case \$(ps -o stat= -p $pid) in ''|Z*) break;; esac; sleep 0.25; done; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; true"
+  busybox_rootfs "$dk/rootfs"
+  tar -C "$dk/rootfs" -cf "$dk/bb.tar" .
+  "${D[@]}" import "$dk/bb.tar" "$img" >/dev/null
+  on_teardown "${D[*]} rm -f \$(${D[*]} ps -aq) >/dev/null 2>&1"
+  run "${D[@]}" run --rm --network none --runtime=enflame-hookwrap -e ENFLAME_VISIBLE_DEVICES=0,1 \
+    -v /sbin/ldconfig:/sbin/ldconfig:ro "$img" \
+    sh -c 'ls -l /dev/; cat /proc/self/mountinfo; cat /sys/fs/cgroup/devices/devices.list; cat /etc/ld.so.conf.d/00-enflame.conf; /sbin/ldconfig -p'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  devices_and_libs_ok inside
+  # a request for a missing card refuses the container, and docker shows our line
+  run "${D[@]}" run --rm --network none --runtime=enflame-hookwrap -e ENFLAME_VISIBLE_DEVICES=5 "$img" true
+  echo "$output"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: unknown device '5'"
+}
