@@ -211,3 +211,90 @@ TEST(CdiIo, LoadSpecNamesThePath) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The fast block-YAML reader must give exactly yaml-cpp's tree for what it accepts.
+
+#include "cdi/tree.hpp"
+
+namespace {
+
+namespace detail = inject::cdi::detail;
+
+std::string dump(const detail::Node& n, int depth = 0) {
+    std::string pad(static_cast<std::size_t>(depth * 2), ' ');
+    std::string o = pad + "kind=" + std::to_string(static_cast<int>(n.kind)) + " line=" + std::to_string(n.line) +
+                    " text='" + n.text + "'\n";
+    for (const auto& i : n.items) o += dump(i, depth + 1);
+    for (const auto& [k, v] : n.fields) o += pad + " " + k + ":\n" + dump(v, depth + 1);
+    return o;
+}
+
+std::string golden(const char* name) {
+    std::string t = testutil::read_file(testutil::fixture(std::string("cdi/") + name));
+    for (auto p = t.find("@ROOT@"); p != std::string::npos; p = t.find("@ROOT@")) t.replace(p, 6, "/sim-root");
+    return t;
+}
+
+struct FastCase {
+    const char* name;
+    std::string text;
+    bool fast;  // the fast reader takes it (else it must decline)
+};
+
+class CdiFastYaml : public ::testing::TestWithParam<FastCase> {};
+
+TEST_P(CdiFastYaml, SameTreeAsYamlCpp) {
+    const auto& c = GetParam();
+    auto fast = detail::parse_simple_yaml(c.text);
+    ASSERT_EQ(fast.has_value(), c.fast) << c.text;
+    if (!fast) return;
+    auto slow = detail::parse_yaml_tree(c.text, "t");
+    ASSERT_TRUE(slow) << slow.error().what();
+    EXPECT_TRUE(*fast == *slow) << c.text << "\nfast:\n" << dump(*fast) << "slow:\n" << dump(*slow);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CdiFastYaml,
+    ::testing::Values(
+        FastCase{"Golden8", golden("golden-8card.yaml"), true},
+        FastCase{"GoldenDrs", golden("golden-8card-drs.yaml"), true},
+        FastCase{"FullSpec", cdi::to_yaml(full_spec()), true},
+        FastCase{"Comments", "# head\n---\nkind: a/b # trailing\n\ndevices:   # c\n  # inside\n  - name: x\n    containerEdits:\n      env:\n        - A=1 # c\n        - 'B=#2'\n", true},
+        FastCase{"SeqAtKeyIndent", "devices:\n- name: \"0\"\n  containerEdits:\n    env:\n    - A=1\nkind: a/b\n", true},
+        FastCase{"QuotedKeysAndEscapes", "\"kind\": 'it''s'\n'x': \"a\\\"b\\\\c\\u00e9\\n\"\n", true},
+        FastCase{"NullsAndEmpties", "a:\nb: ~\nc: null\nd: {}\ne: []\nf:\n  g:\nh: ''\n", true},
+        FastCase{"Scalars", "a: 0666\nb: 0x1f\nc: 1e3\nd: true\ne: no\nf: 1.5\ng: -1\nh: 0:1g.11gb:0\ni: /a/b c\nj: a:b\n", true},
+        FastCase{"NestedSeq", "a:\n  - - x\n    - y\n  -\n    - z\n  - k: v\n    l: w\n", true},
+        FastCase{"EmptyItem", "a:\n- \n- b\n", true},
+        FastCase{"NullAtEnd", "a: 1\nb:\n", true},
+        FastCase{"NullAtEndAfterComment", "a: 1\nb:\n# done\n\n", true},
+        FastCase{"EmptyItemAtEnd", "a:\n- b\n-\n", true},
+        FastCase{"WideIndent", "devices:\n    -   name: x\n        containerEdits:\n            env: [A=1]\n", false},
+        FastCase{"FlowList", "env: [A=1, B=2]\n", false},
+        FastCase{"FlowMap", "a: {b: c}\n", false},
+        FastCase{"Anchor", "a: &x 1\nb: *x\n", false},
+        FastCase{"Tag", "a: !!str 1\n", false},
+        FastCase{"BlockScalar", "a: |\n  text\n", false},
+        FastCase{"MultiLinePlain", "a: one\n  two\n", false},
+        FastCase{"MultiLineQuoted", "a: \"one\n  two\"\n", false},
+        FastCase{"Tab", "a:\n\t- b\n", false},
+        FastCase{"Crlf", "a: b\r\n", false},
+        FastCase{"Duplicate", "a: 1\na: 2\n", false},
+        FastCase{"ColonSpaceInValue", "a: b: c\n", false},
+        FastCase{"TwoDocuments", "a: 1\n---\nb: 2\n", false},
+        FastCase{"IndentedStart", "  a: 1\n", false},
+        FastCase{"BadIndent", "a:\n    b: 1\n  c: 2\n", false},
+        FastCase{"UnknownEscape", "a: \"\\x41\"\n", false},
+        FastCase{"PlainScalarTop", "just text\n", false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(CdiFastYaml, WideIndentStillParses) {
+    // the flow list sends it to yaml-cpp; the result is the same Spec
+    auto s = cdi::parse_spec("cdiVersion: 0.5.0\nkind: a/b\ndevices:\n    -   name: x\n        containerEdits:\n"
+                             "            env: [A=1]\n", "t");
+    ASSERT_TRUE(s) << s.error().what();
+    EXPECT_EQ(s->devices.at(0).edits.env, std::vector<std::string>{"A=1"});
+}
+
+}  // namespace

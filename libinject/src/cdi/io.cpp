@@ -8,6 +8,8 @@
 
 #include "inject/fs.hpp"
 
+#include "tree.hpp"
+
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -21,17 +23,8 @@
 namespace inject::cdi {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// The document tree both parsers produce.
-
-struct Node {
-    enum class Kind { Null, String, Number, Bool, Seq, Map };
-    Kind kind = Kind::Null;
-    std::string text;                                   // scalar text as written
-    std::vector<Node> items;                            // Seq
-    std::vector<std::pair<std::string, Node>> fields;   // Map, in document order
-    int line = 0;                                       // 1-based; 0 = unknown (JSON)
-};
+using detail::Node;
+using detail::resolve_plain;
 
 std::string_view kind_name(Node::Kind k) {
     switch (k) {
@@ -76,7 +69,7 @@ bool is_yaml_number(std::string_view s) {
     return mant.find_first_of("0123456789") != std::string_view::npos;
 }
 
-Node::Kind resolve_plain(std::string_view s) {
+Node::Kind resolve_plain_impl(std::string_view s) {
     if (s.empty() || is_one_of(s, {"~", "null", "Null", "NULL"})) return Node::Kind::Null;
     if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
                       "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
@@ -537,6 +530,18 @@ nlohmann::ordered_json str_map_json(const std::map<std::string, std::string>& m)
 
 }  // namespace
 
+Node::Kind detail::resolve_plain(std::string_view s) { return resolve_plain_impl(s); }
+
+Result<Node> detail::parse_yaml_tree(std::string_view text, std::string_view source) {
+    try {
+        YAML::Node y = YAML::Load(std::string(text));
+        return from_yaml(y, source);
+    } catch (const YAML::Exception& e) {
+        return fail(Errc::InvalidInput, std::string(source) + ": line " + std::to_string(e.mark.line + 1) +
+                                            ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+}
+
 Result<Spec> parse_spec(std::string_view text, std::string_view source) {
     Node root;
     const auto first = text.find_first_not_of(" \t\r\n");
@@ -552,14 +557,10 @@ Result<Spec> parse_spec(std::string_view text, std::string_view source) {
         } catch (const nlohmann::json::exception& e) {
             return fail(Errc::InvalidInput, std::string(source) + ": " + e.what());
         }
+    } else if (auto fast = detail::parse_simple_yaml(text)) {
+        root = std::move(*fast);
     } else {
-        try {
-            YAML::Node y = YAML::Load(std::string(text));
-            INJECT_TRY(root, from_yaml(y, source));
-        } catch (const YAML::Exception& e) {
-            return fail(Errc::InvalidInput, std::string(source) + ": line " + std::to_string(e.mark.line + 1) +
-                                                ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
-        }
+        INJECT_TRY(root, detail::parse_yaml_tree(text, source));
     }
     if (root.kind == Node::Kind::Null) return fail(Errc::InvalidInput, std::string(source) + ": empty spec");
     return Decoder(source).spec(root);
