@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +82,10 @@ std::vector<std::string> library_folders(const inject::cdi::ContainerEdits& edit
     return out;
 }
 
+long long since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
 Result<void> run(const std::string& stage) {
     using namespace inject;
     // The hook's own environment is what the runtime gives it (hook.env); only the config path
@@ -101,7 +106,12 @@ Result<void> run(const std::string& stage) {
     }
     if (::kill(state.pid, 0) != 0 && errno == ESRCH)
         return fail(Errc::NotFound, "container process " + std::to_string(state.pid) + " is gone");
-    INJECT_TRY(device::Host host, discover::discover(discover::options_from(cfg)));
+    // DRS queries cost two more efsmi runs: only when the request names a DRS instance.
+    auto dopts = discover::options_from(cfg);
+    dopts.with_drs = std::any_of(req.selectors.begin(), req.selectors.end(),
+                                 [](const auto& s) { return s.kind == request::Selector::Kind::Drs; });
+    INJECT_TRY(device::Host host, discover::discover(dopts));
+    log::debug("discovered {} cards with {} after {} us", host.devices.size(), host.backend, since(t0));
     INJECT_TRY(request::Selection sel, request::select(req, host));
     INJECT_TRY(cdi::GenerateOptions gopt, cdi::options_from(cfg));
     gopt.capabilities = req.capabilities;
@@ -115,7 +125,9 @@ Result<void> run(const std::string& stage) {
     if (!names.empty()) {
         INJECT_TRY(edits, cdi::resolve(spec, names));
     }
+    log::debug("edits built after {} us", since(t0));
     INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), "injecting into container " + state.id);
+    log::debug("edits applied after {} us", since(t0));
     INJECT_TRY_CTX(hook::allow_devices(state.pid, edits.device_nodes, bundle.device_rules),
                    "device cgroup of container " + state.id);
     auto folders = library_folders(edits);
@@ -127,8 +139,7 @@ Result<void> run(const std::string& stage) {
         INJECT_TRY_CTX(hook::update_ldcache(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
     }
     log::info("container {}: {} device nodes, {} mounts, {} library folders in {} us", state.id,
-              edits.device_nodes.size(), edits.mounts.size(), folders.size(),
-              std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+              edits.device_nodes.size(), edits.mounts.size(), folders.size(), since(t0));
     return ok();
 }
 

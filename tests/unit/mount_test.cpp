@@ -271,3 +271,69 @@ TEST(SplitInRootPath, Normalises) {
 }
 
 }  // namespace
+
+// --- applying CDI edits to a rootfs (inject/hook.hpp), in this test's private mount namespace ---
+#include "inject/hook.hpp"
+
+namespace {
+
+TEST(ApplyEdits, NodesAndReadOnlyMountsIdempotent) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    testutil::TempDir d;
+    const auto root = d / "rootfs";
+    stdfs::create_directories(root + "/dev");
+    testutil::write_file(d / "host/lib/libefml.so.1.0.0", "efml");
+    inject::cdi::ContainerEdits e;
+    inject::cdi::DeviceNode n;
+    n.path = "/dev/gcu0";
+    n.host_path = "/dev/null";  // a real character node the host has: c 1:3
+    n.type = "c";
+    e.device_nodes.push_back(n);
+    e.mounts.push_back({d / "host/lib/libefml.so.1.0.0", "/usr/lib/libefml.so.1", "", {"ro", "nosuid", "nodev"}});
+    for (int i = 0; i < 2; ++i) {
+        auto r = inject::hook::apply_edits(0, root, e);
+        ASSERT_TRUE(r) << "round " << i << ": " << r.error().what();
+    }
+    // The child made the mount in this (private) namespace: it is visible here, once.
+    const std::string target = root + "/usr/lib/libefml.so.1";
+    EXPECT_EQ(testutil::read_file(target), "efml");
+    struct statvfs sv {};
+    ASSERT_EQ(::statvfs(target.c_str(), &sv), 0);
+    EXPECT_TRUE(sv.f_flag & ST_RDONLY);
+    std::string mi = mountinfo();
+    EXPECT_EQ(mi.find(" " + target + " "), mi.rfind(" " + target + " ")) << "mounted twice";
+    struct stat st {};
+    ASSERT_EQ(::lstat((root + "/dev/gcu0").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_EQ(st.st_rdev, makedev(1, 3));
+    ::umount2(target.c_str(), MNT_DETACH);
+}
+
+TEST(ApplyEdits, ErrorsComeBackFromTheChildWithContext) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    testutil::TempDir d;
+    const auto root = d / "rootfs";
+    stdfs::create_directories(root);
+    stdfs::create_symlink("/etc", root + "/usr");
+    inject::cdi::ContainerEdits e;
+    e.mounts.push_back({"/etc/hostname", "/usr/lib/x", "", {"ro"}});
+    auto r = inject::hook::apply_edits(0, root, e);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "mounting /etc/hostname into " + root + ": resolving /usr: No such file or directory");
+    EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
+    EXPECT_FALSE(stdfs::exists("/etc/lib"));
+    e.mounts.clear();
+    inject::cdi::DeviceNode n;
+    n.path = "/dev/gcu0";
+    n.host_path = d / "not-a-node";
+    testutil::write_file(n.host_path, "");
+    e.device_nodes.push_back(n);
+    auto r2 = inject::hook::apply_edits(0, root, e);
+    ASSERT_FALSE(r2);
+    EXPECT_EQ(r2.error().what(), "creating /dev/gcu0 in " + root + ": device node " + n.host_path + " is not a character device");
+    auto r3 = inject::hook::apply_edits(2147483647, root, e);
+    ASSERT_FALSE(r3);
+    EXPECT_EQ(r3.error().what(), "opening /proc/2147483647/ns/mnt: No such file or directory");
+}
+
+}  // namespace
