@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `enflame-ctk config`: print the effective configuration, or change keys of a config file
 // (`--set key=value`, validated by inject::config::parse; `--in-place FILE` writes it back).
-#include "context.hpp"
+#include <iostream>
+#include <memory>
 
+#include "context.hpp"
 #include "inject/config.hpp"
 #include "inject/fs.hpp"
 #include "inject/runtime_config.hpp"
-
-#include <iostream>
-#include <memory>
 
 namespace ctk {
 namespace {
@@ -29,7 +28,8 @@ inject::Result<std::string> edited(const ConfigArgs& a, Context& ctx) {
         auto eq = kv.find('=');
         if (eq == std::string::npos || eq == 0)
             return inject::fail(inject::Errc::InvalidInput, "--set '" + kv + "' is not key=value");
-        INJECT_TRY(out, inject::runtime_config::set_config_key(out, kv.substr(0, eq), kv.substr(eq + 1), path));
+        INJECT_TRY(out, inject::runtime_config::set_config_key(out, kv.substr(0, eq),
+                                                               kv.substr(eq + 1), path));
     }
     return out;
 }
@@ -37,7 +37,8 @@ inject::Result<std::string> edited(const ConfigArgs& a, Context& ctx) {
 void run(const ConfigArgs& a, Context& ctx) {
     if (a.sets.empty()) {
         if (!a.in_place.empty())
-            throw Exit{report(inject::Error(inject::Errc::InvalidInput, "--in-place needs --set key=value"))};
+            throw Exit{report(
+                inject::Error(inject::Errc::InvalidInput, "--in-place needs --set key=value"))};
         auto cfg = ctx.config();
         if (!cfg) throw Exit{report(cfg.error())};
         std::cout << inject::config::to_toml(*cfg);

@@ -2,16 +2,15 @@
 // `enflame-ctk runtime configure|unconfigure`: wires enflame-container-runtime into Docker,
 // containerd or CRI-O. The edits are inject::runtime_config's pure functions; this file picks
 // the files, reads them, and reports what changed.
-#include "context.hpp"
-
-#include "inject/fs.hpp"
-#include "inject/runtime_config.hpp"
-
 #include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
 #include <memory>
+
+#include "context.hpp"
+#include "inject/fs.hpp"
+#include "inject/runtime_config.hpp"
 
 namespace rc = inject::runtime_config;
 
@@ -49,7 +48,9 @@ inject::Result<std::string> read_or_empty(const std::string& path) {
     return t;
 }
 
-bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) {
+    return ::access(path.c_str(), F_OK) == 0;
+}
 
 /// One file to change: its new content, or removal.
 struct Change {
@@ -64,7 +65,8 @@ inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_
     bool changed = false;
     for (const auto& c : changes) {
         if (dry_run) {
-            if (changes.size() > 1) std::cout << "# " << c.path << (c.remove ? " (removed)" : "") << "\n";
+            if (changes.size() > 1)
+                std::cout << "# " << c.path << (c.remove ? " (removed)" : "") << "\n";
             if (!c.remove) std::cout << c.content;
             continue;
         }
@@ -72,15 +74,20 @@ inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_
             std::error_code ec;
             std::filesystem::create_directories(dir, ec);
             if (ec)
-                return inject::fail(inject::Errc::Io, "creating the folder of '" + c.path + "': " + ec.message());
+                return inject::fail(inject::Errc::Io,
+                                    "creating the folder of '" + c.path + "': " + ec.message());
         }
         INJECT_TRY(auto outcome, rc::write_file(c.path, c.content, c.remove));
         switch (outcome) {
             case rc::WriteOutcome::Unchanged:
                 std::cout << "unchanged: " << c.path << " (nothing to do)\n";
                 break;
-            case rc::WriteOutcome::Written: std::cout << "updated: " << c.path << "\n"; break;
-            case rc::WriteOutcome::Removed: std::cout << "removed: " << c.path << "\n"; break;
+            case rc::WriteOutcome::Written:
+                std::cout << "updated: " << c.path << "\n";
+                break;
+            case rc::WriteOutcome::Removed:
+                std::cout << "removed: " << c.path << "\n";
+                break;
         }
         changed = changed || outcome != rc::WriteOutcome::Unchanged;
         if (c.drop_backup) ::unlink(rc::backup_path(c.path).c_str());
@@ -90,17 +97,22 @@ inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_
 
 /// Undoing our edit of a whole file: back to the backup's bytes when nothing else changed, and
 /// removed when we created it (no backup) and only our own skeleton is left.
-inject::Result<Change> undo(const std::string& path, std::string_view now, std::string_view skeleton,
-                            const std::function<inject::Result<std::string>(std::string_view,
-                                                                            std::optional<std::string_view>)>& strip) {
+inject::Result<Change> undo(const std::string& path, std::string_view now,
+                            std::string_view skeleton,
+                            const std::function<inject::Result<std::string>(
+                                std::string_view, std::optional<std::string_view>)>& strip) {
     auto bak_path = rc::backup_path(path);
     std::optional<std::string> bak;
-    if (exists(bak_path)) { INJECT_TRY(bak, read_or_empty(bak_path)); }
+    if (exists(bak_path)) {
+        INJECT_TRY(bak, read_or_empty(bak_path));
+    }
     INJECT_TRY(auto out, strip(now, bak ? std::optional<std::string_view>(*bak) : std::nullopt));
     Change c{path, out};
     if (!exists(path)) return c;  // nothing to undo: apply() reports "unchanged"
-    if (bak) c.drop_backup = (out == *bak);
-    else c.remove = (out == skeleton && now != out);
+    if (bak)
+        c.drop_backup = (out == *bak);
+    else
+        c.remove = (out == skeleton && now != out);
     return c;
 }
 
@@ -110,7 +122,9 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     std::optional<std::string> drop_in;
     if (engine == rc::Engine::Docker) {
         if (!a.drop_in.empty())
-            return inject::fail(inject::Errc::InvalidInput, "docker has no drop-in files: '--drop-in' is for containerd and crio");
+            return inject::fail(
+                inject::Errc::InvalidInput,
+                "docker has no drop-in files: '--drop-in' is for containerd and crio");
     } else if (!a.no_drop_in) {
         drop_in = a.drop_in.empty() ? rc::default_drop_in(engine) : a.drop_in;
     }
@@ -131,8 +145,12 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
         return changes;
     }
     if (engine == rc::Engine::Crio) {
-        if (a.uninstall) changes.push_back({*drop_in, "", true});
-        else { INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config)); changes.push_back({*drop_in, d}); }
+        if (a.uninstall)
+            changes.push_back({*drop_in, "", true});
+        else {
+            INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config));
+            changes.push_back({*drop_in, d});
+        }
         return changes;
     }
     // containerd: our drop-in plus an `imports` entry in the main config.
@@ -154,6 +172,9 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
 }
 
 void run(const RuntimeArgs& a) {
+    if (a.opts.cdi_enabled && (a.engine == "crio" || a.engine == "cri-o"))
+        std::cerr
+            << "note: CRI-O has CDI on by default (1.23 and later); --cdi.enabled adds nothing\n";
     auto changes = plan(a);
     if (!changes) throw Exit{report(changes.error())};
     auto changed = apply_changes(*changes, a.dry_run);
@@ -177,28 +198,34 @@ void add_flags(CLI::App* cmd, RuntimeArgs& a, bool with_uninstall) {
         ->capture_default_str();
     cmd->add_option("--runtime-path", a.opts.runtime_path, "path of enflame-container-runtime")
         ->capture_default_str();
-    cmd->add_flag("--set-as-default", a.opts.set_as_default, "make it the engine's default runtime");
+    cmd->add_flag("--set-as-default", a.opts.set_as_default,
+                  "make it the engine's default runtime");
     cmd->add_flag("--cdi.enabled", a.opts.cdi_enabled,
                   "turn on the engine's CDI support (docker features.cdi, containerd enable_cdi)");
     cmd->add_option("--cdi.spec-dirs", a.opts.cdi_spec_dirs, "containerd cdi_spec_dirs")
         ->capture_default_str();
     cmd->add_option("--crio.monitor-path", a.opts.monitor_path, "CRI-O monitor_path (conmon)")
         ->capture_default_str();
-    cmd->add_option("--drop-in", a.drop_in,
-                    "drop-in file for containerd/crio (default: /etc/containerd/conf.d/99-enflame.toml, "
-                    "/etc/crio/crio.conf.d/99-enflame.toml)");
-    cmd->add_flag("--no-drop-in", a.no_drop_in, "edit the main config in place instead of a drop-in");
+    cmd->add_option(
+        "--drop-in", a.drop_in,
+        "drop-in file for containerd/crio (default: /etc/containerd/conf.d/99-enflame.toml, "
+        "/etc/crio/crio.conf.d/99-enflame.toml)");
+    cmd->add_flag("--no-drop-in", a.no_drop_in,
+                  "edit the main config in place instead of a drop-in");
     cmd->add_flag("--dry-run", a.dry_run, "print the result on stdout and change nothing");
     if (with_uninstall)
-        cmd->add_flag("--uninstall", a.uninstall, "remove what configure added (same as 'unconfigure')");
+        cmd->add_flag("--uninstall", a.uninstall,
+                      "remove what configure added (same as 'unconfigure')");
 }
 
 void register_runtime(CLI::App& app, Context& /*ctx*/) {
-    auto* runtime = app.add_subcommand("runtime", "configure a container engine to use enflame-container-runtime");
+    auto* runtime = app.add_subcommand(
+        "runtime", "configure a container engine to use enflame-container-runtime");
     runtime->require_subcommand(1);
     auto args = std::make_shared<RuntimeArgs>();
     args->opts.runtime_path = default_runtime_path();
-    auto* conf = runtime->add_subcommand("configure", "add the enflame runtime to docker, containerd or crio");
+    auto* conf = runtime->add_subcommand("configure",
+                                         "add the enflame runtime to docker, containerd or crio");
     add_flags(conf, *args, true);
     conf->callback([args] { run(*args); });
     auto* unconf = runtime->add_subcommand("unconfigure", "remove what 'runtime configure' added");

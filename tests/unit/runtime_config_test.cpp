@@ -4,14 +4,14 @@
 // `enflame-ctk config --set`. Set ENFLAME_UPDATE_GOLDEN=1 to rewrite the golden files.
 #include "inject/runtime_config.hpp"
 
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
 
 namespace rc = inject::runtime_config;
 using rc::Engine;
@@ -19,7 +19,8 @@ using rc::Engine;
 namespace {
 
 std::string fixture_text(std::string_view rel) {
-    return testutil::read_file(testutil::fixture(std::string("runtime-config/") + std::string(rel)));
+    return testutil::read_file(
+        testutil::fixture(std::string("runtime-config/") + std::string(rel)));
 }
 
 /// Compares with a golden file, or rewrites it when ENFLAME_UPDATE_GOLDEN is set.
@@ -75,16 +76,20 @@ TEST_P(InPlace, MatchesGoldenIsIdempotentAndRoundTrips) {
 
 INSTANTIATE_TEST_SUITE_P(
     Golden, InPlace,
-    testing::Values(
-        InPlaceCase{"Docker", Engine::Docker, "docker-daemon.json", "docker-daemon.configured.json"},
-        InPlaceCase{"ContainerdV1", Engine::Containerd, "containerd-v1.toml", "containerd-v1.in-place.toml"},
-        InPlaceCase{"ContainerdV2", Engine::Containerd, "containerd-v2.toml", "containerd-v2.in-place.toml"},
-        InPlaceCase{"ContainerdV3", Engine::Containerd, "containerd-v3.toml", "containerd-v3.in-place.toml"},
-        InPlaceCase{"Crio", Engine::Crio, "crio.conf", "crio.in-place.toml"}),
+    testing::Values(InPlaceCase{"Docker", Engine::Docker, "docker-daemon.json",
+                                "docker-daemon.configured.json"},
+                    InPlaceCase{"ContainerdV1", Engine::Containerd, "containerd-v1.toml",
+                                "containerd-v1.in-place.toml"},
+                    InPlaceCase{"ContainerdV2", Engine::Containerd, "containerd-v2.toml",
+                                "containerd-v2.in-place.toml"},
+                    InPlaceCase{"ContainerdV3", Engine::Containerd, "containerd-v3.toml",
+                                "containerd-v3.in-place.toml"},
+                    InPlaceCase{"Crio", Engine::Crio, "crio.conf", "crio.in-place.toml"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RuntimeConfig, DockerKeepsKeyOrderAndOnlyAddsOurs) {
-    auto out = rc::configure(Engine::Docker, fixture_text("docker-daemon.json"), full_options(), "d.json");
+    auto out =
+        rc::configure(Engine::Docker, fixture_text("docker-daemon.json"), full_options(), "d.json");
     ASSERT_TRUE(out);
     auto j = nlohmann::ordered_json::parse(*out);
     std::vector<std::string> keys;
@@ -104,16 +109,18 @@ TEST(RuntimeConfig, DockerEmptyFileAndFlagsOff) {
     o.runtime_name = "gcu";
     auto out = rc::configure(Engine::Docker, "", o, "d.json");
     ASSERT_TRUE(out);
-    EXPECT_EQ(*out, "{\n    \"runtimes\": {\n        \"gcu\": {\n            \"path\": "
-                    "\"/opt/e/enflame-container-runtime\"\n        }\n    }\n}\n");
+    EXPECT_EQ(*out,
+              "{\n    \"runtimes\": {\n        \"gcu\": {\n            \"path\": "
+              "\"/opt/e/enflame-container-runtime\"\n        }\n    }\n}\n");
     auto back = rc::unconfigure(Engine::Docker, *out, o, "d.json");
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, "{}\n");
 }
 
 TEST(RuntimeConfig, UnconfigureKeepsADefaultRuntimeThatIsNotOurs) {
-    auto out = rc::unconfigure(Engine::Docker, R"({"default-runtime": "runc", "runtimes": {"enflame": {"path": "/x"}}})",
-                               full_options(), "d.json");
+    auto out = rc::unconfigure(
+        Engine::Docker, R"({"default-runtime": "runc", "runtimes": {"enflame": {"path": "/x"}}})",
+        full_options(), "d.json");
     ASSERT_TRUE(out);
     EXPECT_EQ(*out, "{\n    \"default-runtime\": \"runc\"\n}\n");
 }
@@ -142,10 +149,11 @@ TEST_P(DropIn, MatchesGolden) {
 
 INSTANTIATE_TEST_SUITE_P(
     Golden, DropIn,
-    testing::Values(
-        DropInCase{"ContainerdV2", Engine::Containerd, "containerd-v2.toml", "containerd-v2.drop-in.toml"},
-        DropInCase{"ContainerdV3", Engine::Containerd, "containerd-v3.toml", "containerd-v3.drop-in.toml"},
-        DropInCase{"Crio", Engine::Crio, "crio.conf", "crio.drop-in.toml"}),
+    testing::Values(DropInCase{"ContainerdV2", Engine::Containerd, "containerd-v2.toml",
+                               "containerd-v2.drop-in.toml"},
+                    DropInCase{"ContainerdV3", Engine::Containerd, "containerd-v3.toml",
+                               "containerd-v3.drop-in.toml"},
+                    DropInCase{"Crio", Engine::Crio, "crio.conf", "crio.drop-in.toml"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RuntimeConfig, ContainerdDropInOfAMissingMainConfigIsVersion2) {
@@ -154,9 +162,10 @@ TEST(RuntimeConfig, ContainerdDropInOfAMissingMainConfigIsVersion2) {
     auto out = rc::drop_in(Engine::Containerd, "", o, "config.toml");
     ASSERT_TRUE(out);
     EXPECT_NE(out->find("version = 2\n"), std::string::npos);
-    EXPECT_NE(out->find("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.enflame.options]\n"
-                        "BinaryName = \"/x/shim\"\n"),
-              std::string::npos)
+    EXPECT_NE(
+        out->find("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.enflame.options]\n"
+                  "BinaryName = \"/x/shim\"\n"),
+        std::string::npos)
         << *out;
 }
 
@@ -188,15 +197,19 @@ INSTANTIATE_TEST_SUITE_P(
     Text, Imports,
     testing::Values(
         ImportCase{"AfterVersion", "# top\nversion = 2\nroot = \"/r\"\n",
-                   "# top\nversion = 2\nimports = [\"/etc/containerd/conf.d/99-enflame.toml\"]  # added by enflame-ctk\nroot = \"/r\"\n"},
+                   "# top\nversion = 2\nimports = [\"/etc/containerd/conf.d/99-enflame.toml\"]  # "
+                   "added by enflame-ctk\nroot = \"/r\"\n"},
         ImportCase{"NoVersionGoesFirst", "[grpc]\naddress = \"/s\"\n",
-                   "imports = [\"/etc/containerd/conf.d/99-enflame.toml\"]  # added by enflame-ctk\n[grpc]\naddress = \"/s\"\n"},
+                   "imports = [\"/etc/containerd/conf.d/99-enflame.toml\"]  # added by "
+                   "enflame-ctk\n[grpc]\naddress = \"/s\"\n"},
         ImportCase{"ExistingOneLine", "version = 2\nimports = [\"/a.toml\"]  # mine\n",
-                   "version = 2\nimports = [\"/a.toml\", \"/etc/containerd/conf.d/99-enflame.toml\"]  # mine\n"},
+                   "version = 2\nimports = [\"/a.toml\", "
+                   "\"/etc/containerd/conf.d/99-enflame.toml\"]  # mine\n"},
         ImportCase{"ExistingEmpty", "version = 2\nimports = []\n",
                    "version = 2\nimports = [\"/etc/containerd/conf.d/99-enflame.toml\"]\n"},
         ImportCase{"ExistingMultiLine", "version = 2\nimports = [\n  \"/a.toml\",\n]\n",
-                   "version = 2\nimports = [\n  \"/a.toml\",\n\"/etc/containerd/conf.d/99-enflame.toml\"]\n"}),
+                   "version = 2\nimports = [\n  "
+                   "\"/a.toml\",\n\"/etc/containerd/conf.d/99-enflame.toml\"]\n"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RuntimeConfig, ImportAfterAVersionLineWithoutNewline) {
@@ -229,10 +242,12 @@ TEST_P(BadInput, IsRefusedWithTheLine) {
 INSTANTIATE_TEST_SUITE_P(
     Errors, BadInput,
     testing::Values(
-        BadCase{"DockerSyntax", Engine::Docker, "{\n  \"a\": 1,\n  \"b\" 2\n}\n",
-                "/etc/x.conf: line 3: syntax error while parsing object separator - unexpected number "
-                "literal; expected ':'"},
-        BadCase{"DockerNotObject", Engine::Docker, "[1]", "/etc/x.conf: line 1: the top level must be an object"},
+        BadCase{
+            "DockerSyntax", Engine::Docker, "{\n  \"a\": 1,\n  \"b\" 2\n}\n",
+            "/etc/x.conf: line 3: syntax error while parsing object separator - unexpected number "
+            "literal; expected ':'"},
+        BadCase{"DockerNotObject", Engine::Docker, "[1]",
+                "/etc/x.conf: line 1: the top level must be an object"},
         BadCase{"DockerRuntimesNotObject", Engine::Docker, "{\"runtimes\": []}",
                 "/etc/x.conf: 'runtimes' must be an object"},
         BadCase{"ContainerdSyntax", Engine::Containerd, "version = 2\n[plugins\nx = 1\n",
@@ -241,9 +256,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "/etc/x.conf: line 1: containerd config version '7' is not 1, 2 or 3"},
         BadCase{"ContainerdRuntimesNotTable", Engine::Containerd,
                 "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nruntimes = 3\n",
-                "/etc/x.conf: line 3: 'plugins.io.containerd.grpc.v1.cri.containerd.runtimes' must be a table"},
-        BadCase{"CrioSyntax", Engine::Crio, "[crio.runtime]\ndefault_runtime = \n",
-                "/etc/x.conf: line 2: error while parsing key-value pair: expected value, saw '\\n'"}),
+                "/etc/x.conf: line 3: 'plugins.io.containerd.grpc.v1.cri.containerd.runtimes' must "
+                "be a table"},
+        BadCase{
+            "CrioSyntax", Engine::Crio, "[crio.runtime]\ndefault_runtime = \n",
+            "/etc/x.conf: line 2: error while parsing key-value pair: expected value, saw '\\n'"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(RuntimeConfig, OptionErrors) {
@@ -255,7 +272,8 @@ TEST(RuntimeConfig, OptionErrors) {
     auto e = rc::parse_engine("podman");
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().what(), "runtime 'podman' is not one of docker, containerd, crio");
-    auto v1 = rc::drop_in(Engine::Containerd, fixture_text("containerd-v1.toml"), full_options(), "c.toml");
+    auto v1 = rc::drop_in(Engine::Containerd, fixture_text("containerd-v1.toml"), full_options(),
+                          "c.toml");
     ASSERT_FALSE(v1);
     EXPECT_EQ(v1.error().what(),
               "c.toml: containerd config version 1 does not merge drop-ins; use --no-drop-in or "
@@ -268,19 +286,24 @@ TEST(RuntimeConfigWrite, BacksUpTheFirstOriginalOnly) {
     testutil::TempDir dir;
     auto path = dir / "daemon.json";
     testutil::write_file(path, "{}\n");
+    ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
     auto w = rc::write_file(path, "{\"a\": 1}\n");
     ASSERT_TRUE(w) << w.error().what();
     EXPECT_EQ(*w, rc::WriteOutcome::Written);
     EXPECT_EQ(testutil::read_file(rc::backup_path(path)), "{}\n");
+    struct stat bak {};
+    ASSERT_EQ(::stat(rc::backup_path(path).c_str(), &bak), 0);
+    EXPECT_EQ(bak.st_mode & 07777, 0600U) << "the backup keeps the original's mode";
     w = rc::write_file(path, "{\"a\": 2}\n");
     ASSERT_TRUE(w);
-    EXPECT_EQ(testutil::read_file(rc::backup_path(path)), "{}\n") << "the backup keeps the first original";
-    struct stat before{};
+    EXPECT_EQ(testutil::read_file(rc::backup_path(path)), "{}\n")
+        << "the backup keeps the first original";
+    struct stat before {};
     ASSERT_EQ(::stat(path.c_str(), &before), 0);
     w = rc::write_file(path, "{\"a\": 2}\n");
     ASSERT_TRUE(w);
     EXPECT_EQ(*w, rc::WriteOutcome::Unchanged);
-    struct stat after{};
+    struct stat after {};
     ASSERT_EQ(::stat(path.c_str(), &after), 0);
     EXPECT_EQ(before.st_ino, after.st_ino) << "an unchanged file is not rewritten";
     w = rc::write_file(path, "", true);
@@ -326,22 +349,28 @@ TEST_P(SetKey, EditsOneLine) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, SetKey,
     testing::Values(
-        SetCase{"ReplaceKeepsComments", "# mine\n[enflame-container-runtime]\n  mode = \"auto\" # x\nlog-level = \"info\"\n",
-                "enflame-container-runtime.mode", "cdi",
-                "# mine\n[enflame-container-runtime]\n  mode = \"cdi\"\nlog-level = \"info\"\n", nullptr},
+        SetCase{
+            "ReplaceKeepsComments",
+            "# mine\n[enflame-container-runtime]\n  mode = \"auto\" # x\nlog-level = \"info\"\n",
+            "enflame-container-runtime.mode", "cdi",
+            "# mine\n[enflame-container-runtime]\n  mode = \"cdi\"\nlog-level = \"info\"\n",
+            nullptr},
         SetCase{"BareNameFindsItsTable", "", "driver-root", "/run/driver",
                 "[enflame-container-cli]\ndriver-root = \"/run/driver\"\n", nullptr},
-        SetCase{"AddToExistingTable", "[enflame-container-cli]\ndev-root = \"/\"\n", "driver-root", "/d",
-                "[enflame-container-cli]\ndriver-root = \"/d\"\ndev-root = \"/\"\n", nullptr},
-        SetCase{"NewTableAfterText", "[enflame-container-cli]\ndev-root = \"/\"", "runtimes", "[\"crun\"]",
-                "[enflame-container-cli]\ndev-root = \"/\"\n\n[enflame-container-runtime]\nruntimes = [\"crun\"]\n",
+        SetCase{"AddToExistingTable", "[enflame-container-cli]\ndev-root = \"/\"\n", "driver-root",
+                "/d", "[enflame-container-cli]\ndriver-root = \"/d\"\ndev-root = \"/\"\n", nullptr},
+        SetCase{"NewTableAfterText", "[enflame-container-cli]\ndev-root = \"/\"", "runtimes",
+                "[\"crun\"]",
+                "[enflame-container-cli]\ndev-root = "
+                "\"/\"\n\n[enflame-container-runtime]\nruntimes = [\"crun\"]\n",
                 nullptr},
         SetCase{"BooleanAndInteger", "", "accept-envvar-when-unprivileged", "false",
                 "[enflame-container-runtime]\naccept-envvar-when-unprivileged = false\n", nullptr},
         SetCase{"UnknownBareKey", "", "mdoe", "cdi", nullptr, "unknown key 'mdoe'"},
         SetCase{"UnknownKeyInTable", "", "enflame-container-runtime.mdoe", "cdi", nullptr,
                 "config.toml: line 2: unknown key 'mdoe' in [enflame-container-runtime]"},
-        SetCase{"UnknownTable", "", "other.mode", "cdi", nullptr, "unknown table [other] in key 'other.mode'"},
+        SetCase{"UnknownTable", "", "other.mode", "cdi", nullptr,
+                "unknown table [other] in key 'other.mode'"},
         SetCase{"BadValue", "", "mode", "fast", nullptr,
                 "config.toml: mode 'fast' is not one of auto, cdi, legacy"},
         SetCase{"WrongType", "", "efsmi-timeout-ms", "soon", nullptr,
@@ -362,8 +391,10 @@ TEST(Examples, EngineFilesAreWhatConfigureWrites) {
     o.set_as_default = false;
     EXPECT_EQ(*rc::drop_in(Engine::Crio, "", o, "x"), example("crio/99-enflame.toml"));
     o.cdi_enabled = true;
-    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 2\n", o, "x"), example("containerd/99-enflame.v2.toml"));
-    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 3\n", o, "x"), example("containerd/99-enflame.v3.toml"));
+    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 2\n", o, "x"),
+              example("containerd/99-enflame.v2.toml"));
+    EXPECT_EQ(*rc::drop_in(Engine::Containerd, "version = 3\n", o, "x"),
+              example("containerd/99-enflame.v3.toml"));
 }
 
 TEST(Examples, KubernetesManifestsParse) {
@@ -372,7 +403,8 @@ TEST(Examples, KubernetesManifestsParse) {
     EXPECT_EQ(rcl["handler"].as<std::string>(), "enflame");
     auto pod = YAML::Load(example("kubernetes/pod-visible-devices.yaml"));
     EXPECT_EQ(pod["kind"].as<std::string>(), "Pod");
-    EXPECT_EQ(pod["spec"]["runtimeClassName"].as<std::string>(), rcl["metadata"]["name"].as<std::string>());
+    EXPECT_EQ(pod["spec"]["runtimeClassName"].as<std::string>(),
+              rcl["metadata"]["name"].as<std::string>());
     const auto env = pod["spec"]["containers"][0]["env"];
     ASSERT_TRUE(env.IsSequence());
     EXPECT_EQ(env[0]["name"].as<std::string>(), "ENFLAME_VISIBLE_DEVICES");

@@ -14,12 +14,12 @@
 /// touches nothing else. Removing our settings restores the original bytes when the document
 /// is otherwise unchanged (see unconfigure()).
 
-#include "inject/result.hpp"
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace inject::runtime_config {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Dispatch by engine, and the one function that writes: backup of the first original, then an
 // atomic replace.
-#include "runtime_config_internal.hpp"
-
-#include "inject/fs.hpp"
-
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "inject/fs.hpp"
+#include "runtime_config_internal.hpp"
 
 namespace inject::runtime_config {
 namespace {
@@ -16,9 +16,12 @@ constexpr std::size_t kMaxConfigBytes = 4 << 20;
 
 std::string_view engine_name(Engine e) noexcept {
     switch (e) {
-        case Engine::Docker: return "docker";
-        case Engine::Containerd: return "containerd";
-        case Engine::Crio: return "crio";
+        case Engine::Docker:
+            return "docker";
+        case Engine::Containerd:
+            return "containerd";
+        case Engine::Crio:
+            return "crio";
     }
     return "docker";
 }
@@ -33,18 +36,24 @@ Result<Engine> parse_engine(std::string_view name) {
 
 std::optional<std::string> default_drop_in(Engine e) {
     switch (e) {
-        case Engine::Docker: return std::nullopt;
-        case Engine::Containerd: return "/etc/containerd/conf.d/99-enflame.toml";
-        case Engine::Crio: return "/etc/crio/crio.conf.d/99-enflame.toml";
+        case Engine::Docker:
+            return std::nullopt;
+        case Engine::Containerd:
+            return "/etc/containerd/conf.d/99-enflame.toml";
+        case Engine::Crio:
+            return "/etc/crio/crio.conf.d/99-enflame.toml";
     }
     return std::nullopt;
 }
 
 std::string default_config_path(Engine e) {
     switch (e) {
-        case Engine::Docker: return "/etc/docker/daemon.json";
-        case Engine::Containerd: return "/etc/containerd/config.toml";
-        case Engine::Crio: return "/etc/crio/crio.conf";
+        case Engine::Docker:
+            return "/etc/docker/daemon.json";
+        case Engine::Containerd:
+            return "/etc/containerd/config.toml";
+        case Engine::Crio:
+            return "/etc/crio/crio.conf";
     }
     return "";
 }
@@ -76,7 +85,9 @@ Result<std::string> drop_in(Engine e, std::string_view main_text, const Options&
     return detail::toml_drop_in(e, main_text, opts, main_source);
 }
 
-std::string backup_path(std::string_view path) { return std::string(path) + ".enflame.bak"; }
+std::string backup_path(std::string_view path) {
+    return std::string(path) + ".enflame.bak";
+}
 
 Result<WriteOutcome> write_file(const std::string& path, std::string_view content, bool remove) {
     auto current = fs::read_file(path, kMaxConfigBytes);
@@ -93,7 +104,11 @@ Result<WriteOutcome> write_file(const std::string& path, std::string_view conten
         auto bak = backup_path(path);
         if (::access(bak.c_str(), F_OK) != 0) {
             if (errno != ENOENT) return fail(sys_error("checking '" + bak + "'"));
-            INJECT_TRY_CTX(fs::atomic_write(bak, *current), "backing up '" + path + "'");
+            // The backup keeps the original's mode: a config may be readable by root only.
+            struct stat st {};
+            fs::AtomicWriteOptions wo;
+            if (::stat(path.c_str(), &st) == 0) wo.mode = st.st_mode & 07777;
+            INJECT_TRY_CTX(fs::atomic_write(bak, *current, wo), "backing up '" + path + "'");
         }
     }
     INJECT_TRY_CTX(fs::atomic_write(path, content), "writing '" + path + "'");

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Docker's daemon.json. The one adapter between nlohmann/json and this part of the library:
 // its exceptions end here. ordered_json keeps the user's key order.
-#include "runtime_config_internal.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
+
+#include "runtime_config_internal.hpp"
 
 namespace inject::runtime_config::detail {
 namespace {
@@ -18,12 +17,15 @@ Result<Json> parse_json(std::string_view text, std::string_view source) {
     try {
         Json j = Json::parse(text);
         if (!j.is_object())
-            return fail(Errc::InvalidInput, std::string(source) + ": line 1: the top level must be an object");
+            return fail(Errc::InvalidInput,
+                        std::string(source) + ": line 1: the top level must be an object");
         return j;
     } catch (const Json::parse_error& e) {
         auto upto = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n') + 1;
-        // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 5: <why>"
+        auto line =
+            std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n') + 1;
+        // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 5:
+        // <why>"
         std::string why = e.what();
         if (auto p = why.find("column "); p != std::string::npos) {
             if (auto c = why.find(": ", p); c != std::string::npos) why = why.substr(c + 2);
@@ -43,7 +45,9 @@ int indent_of(std::string_view text) {
     return 4;
 }
 
-std::string dump(const Json& j, std::string_view like) { return j.dump(indent_of(like)) + "\n"; }
+std::string dump(const Json& j, std::string_view like) {
+    return j.dump(indent_of(like)) + "\n";
+}
 
 Result<Json*> object_member(Json& parent, const std::string& key, std::string_view source) {
     if (!parent.contains(key)) parent[key] = Json::object();
@@ -59,7 +63,8 @@ void erase_if_empty(Json& parent, const std::string& key) {
 
 }  // namespace
 
-Result<std::string> json_configure(std::string_view text, const Options& o, std::string_view source) {
+Result<std::string> json_configure(std::string_view text, const Options& o,
+                                   std::string_view source) {
     try {
         INJECT_TRY(auto j, parse_json(text, source));
         INJECT_TRY(auto* runtimes, object_member(j, "runtimes", source));
@@ -76,7 +81,8 @@ Result<std::string> json_configure(std::string_view text, const Options& o, std:
     }
 }
 
-Result<std::string> json_unconfigure(std::string_view text, const Options& o, std::string_view source,
+Result<std::string> json_unconfigure(std::string_view text, const Options& o,
+                                     std::string_view source,
                                      std::optional<std::string_view> original) {
     try {
         INJECT_TRY(auto j, parse_json(text, source));
@@ -90,7 +96,8 @@ Result<std::string> json_unconfigure(std::string_view text, const Options& o, st
         }
         if (j.contains("default-runtime") && j["default-runtime"] == o.runtime_name) {
             // --set-as-default replaced the user's choice: put it back where it was.
-            if (orig && orig->contains("default-runtime") && (*orig)["default-runtime"] != o.runtime_name)
+            if (orig && orig->contains("default-runtime") &&
+                (*orig)["default-runtime"] != o.runtime_name)
                 j["default-runtime"] = (*orig)["default-runtime"];
             else
                 j.erase("default-runtime");

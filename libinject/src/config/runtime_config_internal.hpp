@@ -5,14 +5,17 @@
 
 namespace inject::runtime_config::detail {
 
-Result<std::string> json_configure(std::string_view text, const Options& o, std::string_view source);
-Result<std::string> json_unconfigure(std::string_view text, const Options& o, std::string_view source,
+Result<std::string> json_configure(std::string_view text, const Options& o,
+                                   std::string_view source);
+Result<std::string> json_unconfigure(std::string_view text, const Options& o,
+                                     std::string_view source,
                                      std::optional<std::string_view> original);
 
 Result<std::string> toml_configure(Engine e, std::string_view text, const Options& o,
                                    std::string_view source);
 Result<std::string> toml_unconfigure(Engine e, std::string_view text, const Options& o,
-                                     std::string_view source, std::optional<std::string_view> original);
+                                     std::string_view source,
+                                     std::optional<std::string_view> original);
 Result<std::string> toml_drop_in(Engine e, std::string_view main_text, const Options& o,
                                  std::string_view main_source);
 

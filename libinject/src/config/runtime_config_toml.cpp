@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // containerd and CRI-O configs (TOML) and the toolkit's own config.toml key setter. The one
 // adapter between toml++ and this part of the library: toml++ exceptions end here.
-#include "runtime_config_internal.hpp"
-
-#include "inject/config.hpp"
-
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <sstream>
+
+#include "inject/config.hpp"
+#include "runtime_config_internal.hpp"
 
 namespace inject::runtime_config {
 namespace {
@@ -21,9 +20,10 @@ constexpr std::string_view kDropInHeader =
 
 Error toml_error(std::string_view source, const toml::parse_error& e) {
     std::string why(e.description());
-    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
-    return Error(Errc::InvalidInput,
-                 std::string(source) + ": line " + std::to_string(e.source().begin.line) + ": " + why);
+    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z')
+        why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    return Error(Errc::InvalidInput, std::string(source) + ": line " +
+                                         std::to_string(e.source().begin.line) + ": " + why);
 }
 
 Result<toml::table> parse_toml(std::string_view text, std::string_view source) {
@@ -37,11 +37,10 @@ Result<toml::table> parse_toml(std::string_view text, std::string_view source) {
 std::string to_text(const toml::table& t) {
     std::ostringstream o;
     // Basic strings and flat tables: what containerd's and CRI-O's own samples look like.
-    constexpr auto kFlags = toml::format_flags::allow_multi_line_strings |
-                            toml::format_flags::allow_unicode_strings |
-                            toml::format_flags::allow_binary_integers |
-                            toml::format_flags::allow_octal_integers |
-                            toml::format_flags::allow_hexadecimal_integers;
+    constexpr auto kFlags =
+        toml::format_flags::allow_multi_line_strings | toml::format_flags::allow_unicode_strings |
+        toml::format_flags::allow_binary_integers | toml::format_flags::allow_octal_integers |
+        toml::format_flags::allow_hexadecimal_integers;
     o << toml::toml_formatter(t, kFlags);
     std::string s = o.str();
     if (!s.empty() && s.back() != '\n') s += '\n';
@@ -90,14 +89,17 @@ Table* find(Table& root, const std::vector<std::string>& path) {
 }
 
 /// Erases `key` from the table at `path`, then every table on the path left empty.
-void erase_and_prune(toml::table& root, const std::vector<std::string>& path, std::string_view key) {
+void erase_and_prune(toml::table& root, const std::vector<std::string>& path,
+                     std::string_view key) {
     auto* t = find(root, path);
     if (t == nullptr) return;
     t->erase(key);
     for (std::size_t n = path.size(); n > 0; --n) {
-        std::vector<std::string> parent(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(n - 1));
+        std::vector<std::string> parent(path.begin(),
+                                        path.begin() + static_cast<std::ptrdiff_t>(n - 1));
         auto* p = find(root, parent);
-        auto* c = find(root, std::vector<std::string>(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(n)));
+        auto* c = find(root, std::vector<std::string>(
+                                 path.begin(), path.begin() + static_cast<std::ptrdiff_t>(n)));
         if (p == nullptr || c == nullptr || !c->empty()) break;
         p->erase(path[n - 1]);
     }
@@ -114,9 +116,12 @@ toml::array strings(const std::vector<std::string>& v) {
 /// The CRI plugin table's path for a config version.
 std::vector<std::string> cri_plugin(int version) {
     switch (version) {
-        case 1: return {"plugins", "cri"};
-        case 2: return {"plugins", "io.containerd.grpc.v1.cri"};
-        default: return {"plugins", "io.containerd.cri.v1.runtime"};
+        case 1:
+            return {"plugins", "cri"};
+        case 2:
+            return {"plugins", "io.containerd.grpc.v1.cri"};
+        default:
+            return {"plugins", "io.containerd.cri.v1.runtime"};
     }
 }
 
@@ -131,7 +136,8 @@ Result<int> version_of(const toml::table& t, std::string_view source) {
     return static_cast<int>(*n);
 }
 
-Result<void> containerd_add(toml::table& root, int version, const Options& o, std::string_view src) {
+Result<void> containerd_add(toml::table& root, int version, const Options& o,
+                            std::string_view src) {
     auto plugin = cri_plugin(version);
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
@@ -242,8 +248,10 @@ std::size_t closing_bracket(std::string_view line) {
     for (std::size_t i = 0; i < line.size(); ++i) {
         char c = line[i];
         if (quote != 0) {
-            if (c == '\\' && quote == '"') ++i;
-            else if (c == quote) quote = 0;
+            if (c == '\\' && quote == '"')
+                ++i;
+            else if (c == quote)
+                quote = 0;
         } else if (c == '"' || c == '\'') {
             quote = c;
         } else if (c == '#') {
@@ -332,7 +340,9 @@ Result<std::string> toml_drop_in(Engine e, std::string_view main_text, const Opt
     }
     INJECT_TRY(auto main, parse_toml(main_text, main_source));
     int version = 2;
-    if (!main.empty()) { INJECT_TRY(version, version_of(main, main_source)); }
+    if (!main.empty()) {
+        INJECT_TRY(version, version_of(main, main_source));
+    }
     if (version == 1)
         return fail(Errc::Unsupported,
                     std::string(main_source) +
@@ -350,7 +360,8 @@ Result<std::string> toml_drop_in(Engine e, std::string_view main_text, const Opt
 
 }  // namespace detail
 
-Result<std::string> add_import(std::string_view text, std::string_view path, std::string_view source) {
+Result<std::string> add_import(std::string_view text, std::string_view path,
+                               std::string_view source) {
     INJECT_TRY(auto root, parse_toml(text, source));
     if (imports_contain(root, path)) return std::string(text);
     auto lines = split_lines(text);
@@ -368,8 +379,7 @@ Result<std::string> add_import(std::string_view text, std::string_view path, std
                              line.substr(0, pos == std::string::npos ? 0 : pos);
         auto last = before.find_last_not_of(" \t\r\n");
         bool need_comma = last != std::string::npos && before[last] != '[' && before[last] != ',';
-        if (pos != std::string::npos)
-            line.insert(pos, (need_comma ? ", " : "") + quoted(path));
+        if (pos != std::string::npos) line.insert(pos, (need_comma ? ", " : "") + quoted(path));
         return checked_import_edit(join_lines(lines), path, true, source, imp->source().begin.line);
     }
     std::string new_line = "imports = [" + quoted(path) + "]" + std::string(kImportMark) + "\n";
@@ -378,10 +388,12 @@ Result<std::string> add_import(std::string_view text, std::string_view path, std
     if (at > lines.size()) at = lines.size();
     if (at > 0 && !lines[at - 1].empty() && lines[at - 1].back() != '\n') lines[at - 1] += '\n';
     lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(at), new_line);
-    return checked_import_edit(join_lines(lines), path, true, source, static_cast<std::uint32_t>(at + 1));
+    return checked_import_edit(join_lines(lines), path, true, source,
+                               static_cast<std::uint32_t>(at + 1));
 }
 
-Result<std::string> remove_import(std::string_view text, std::string_view path, std::string_view source) {
+Result<std::string> remove_import(std::string_view text, std::string_view path,
+                                  std::string_view source) {
     INJECT_TRY(auto root, parse_toml(text, source));
     if (!imports_contain(root, path)) return std::string(text);
     const auto* imp = root.get("imports");
@@ -442,12 +454,13 @@ Result<std::string> set_config_key(std::string_view text, std::string_view key,
         for (auto s : kSections)
             if (auto* t = defaults.get_as<toml::table>(s); t != nullptr && t->contains(name))
                 section = std::string(s);
-        if (section.empty())
-            return fail(Errc::InvalidInput, "unknown key '" + name + "'");
+        if (section.empty()) return fail(Errc::InvalidInput, "unknown key '" + name + "'");
     }
     if (std::find(std::begin(kSections), std::end(kSections), section) == std::end(kSections))
-        return fail(Errc::InvalidInput, "unknown table [" + section + "] in key '" + std::string(key) + "'");
-    if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+        return fail(Errc::InvalidInput,
+                    "unknown table [" + section + "] in key '" + std::string(key) + "'");
+    if (name.empty() ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
         return fail(Errc::InvalidInput, "unknown key '" + name + "' in [" + section + "]");
 
     std::string new_line = name + " = " + value_text(value) + "\n";
