@@ -133,6 +133,16 @@ int list(Context& ctx, const std::vector<std::string>& dirs_given) {
     return 0;
 }
 
+// The newest cdiVersion Debian 12's podman 4.3.1 accepts (measured, see schemas/README.md).
+// A newer version is valid CDI, so this is a warning, not a problem.
+constexpr std::string_view kPodman43MaxVersion = "0.5.0";
+
+void warn_version(const std::string& file, const inject::cdi::Spec& spec) {
+    if (inject::cdi::compare_versions(spec.version, kPodman43MaxVersion) > 0)
+        std::cerr << "warning: " << file << ": cdiVersion '" << spec.version
+                  << "' is newer than podman 4.3.1 accepts (up to " << kPodman43MaxVersion << ")\n";
+}
+
 int validate(Context& ctx, const std::vector<std::string>& files, const std::vector<std::string>& dirs_given) {
     std::size_t problems = 0;
     if (!files.empty()) {
@@ -143,18 +153,20 @@ int validate(Context& ctx, const std::vector<std::string>& files, const std::vec
                 ++problems;
                 continue;
             }
-            for (const auto& p : inject::cdi::validate(*spec, f)) {
-                std::cout << p.text() << "\n";
-                ++problems;
-            }
+            const auto found = inject::cdi::validate(*spec, f);
+            for (const auto& p : found) std::cout << p.text() << "\n";
+            problems += found.size();
+            if (found.empty()) warn_version(f, *spec);
         }
     } else {
         auto reg = inject::cdi::Registry::load(spec_dirs(ctx, dirs_given));
         if (!reg) return report(reg.error());
         for (const auto& p : reg->problems()) std::cout << p << "\n";
         for (const auto& c : reg->conflicts()) std::cout << c << "\n";
+        for (const auto& ls : reg->specs()) warn_version(ls.path, ls.spec);
         problems = reg->problems().size() + reg->conflicts().size();
     }
+    std::cout.flush();
     if (problems == 0) return 0;
     std::cerr << "error: " << problems << (problems == 1 ? " problem" : " problems") << " found\n";
     return 1;

@@ -240,6 +240,10 @@ Y
   [[ "$output" == *"warning: skipped: $SCRATCH/d/typo.yaml: line 3: unknown field 'devcies'"* ]]
   run "$CTK" cdi validate --spec-dir "$SCRATCH/d"
   [ "$status" -eq 1 ]
+  printf 'cdiVersion: "0.6.0"\nkind: a.com/b\nannotations: {x: z}\ndevices:\n- name: d\n  containerEdits: {env: [A=1]}\n' > "$SCRATCH/new.yaml"
+  run "$CTK" cdi validate "$SCRATCH/new.yaml"
+  [ "$status" -eq 0 ]
+  [ "$output" = "warning: $SCRATCH/new.yaml: cdiVersion '0.6.0' is newer than podman 4.3.1 accepts (up to 0.5.0)" ]
   run "$CTK" cdi list --spec-dir "$SCRATCH/none"
   [ "$status" -eq 0 ]
   [ -z "$output" ]
