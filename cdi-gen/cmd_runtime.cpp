@@ -126,7 +126,10 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
                 inject::Errc::InvalidInput,
                 "docker has no drop-in files: '--drop-in' is for containerd and crio");
     } else if (!a.no_drop_in) {
-        drop_in = a.drop_in.empty() ? rc::default_drop_in(engine) : a.drop_in;
+        // Absolute: containerd resolves a relative import against its config's folder.
+        drop_in = a.drop_in.empty()
+                      ? *rc::default_drop_in(engine)
+                      : std::filesystem::absolute(a.drop_in).lexically_normal().string();
     }
     INJECT_TRY(auto text, read_or_empty(config));
     std::vector<Change> changes;

@@ -248,6 +248,22 @@ EOF
   [ "$status" -eq 0 ]
   run containerd --config "$main" config dump
   [[ "$output" != *"runtimes.enflame"* ]]
+  # the in-place edit is accepted too
+  run "$CTK" runtime configure --runtime containerd --config "$main" --no-drop-in --runtime-path "$SHIM" --cdi.enabled
+  [ "$status" -eq 0 ]
+  run containerd --config "$main" config dump
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F "BinaryName = \"$SHIM\""
+  echo "$output" | grep -F 'sandbox_image = "localhost/pause:ectk"'
+}
+
+@test "containerd: a relative --drop-in becomes an absolute import" {
+  cd "$SCRATCH"
+  printf 'version = 2\n' > config.toml
+  run "$CTK" runtime configure --runtime containerd --config config.toml --drop-in d/99.toml --runtime-path /opt/e/shim
+  [ "$status" -eq 0 ]
+  grep -qx "imports = \[\"$SCRATCH/d/99.toml\"\]  # added by enflame-ctk" config.toml
+  [ -f "$SCRATCH/d/99.toml" ]
 }
 
 @test "dockerd loads the configured daemon.json on SIGHUP and runs --runtime=enflame" {

@@ -136,6 +136,19 @@ teardown() { teardown_scratch; }
     run /usr/bin/enflame-ctk cdi validate "$SCRATCH/spec.yaml"
     [ "$status" -eq 0 ]
     ENFLAME_CTK_CONFIG=$SCRATCH/config.toml /usr/bin/enflame-ctk info | grep -q S60
+    # scripts/demo.sh (podman with CDI, the shim under runc) with the installed binaries: a
+    # build-folder lookalike whose binaries are the package's.
+    if command -v podman >/dev/null && command -v runc >/dev/null; then
+      local fake=$SCRATCH/installed
+      mkdir -p "$fake"/{cdi-gen,runtime-shim,sim}
+      ln -s /usr/bin/enflame-ctk "$fake/cdi-gen/enflame-ctk"
+      ln -s /usr/bin/enflame-container-runtime "$fake/runtime-shim/enflame-container-runtime"
+      ln -s "$SIM_HOST" "$fake/sim/enflame-sim-host"
+      run env BUILD_DIR="$fake" "$TOP/scripts/demo.sh"
+      echo "$output"
+      [ "$status" -eq 0 ]
+      [[ "$output" == *"/dev/gcu2"* ]]
+    fi
   fi
   if command -v systemd-analyze >/dev/null; then
     run systemd-analyze verify /usr/lib/systemd/system/enflame-cdi-refresh.service /usr/lib/systemd/system/enflame-cdi-refresh.path
