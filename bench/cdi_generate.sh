@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # `enflame-ctk cdi generate` for 8 and 64 simulated cards (with DRS), per discovery backend,
 # median of $RUNS (default 50) runs, alternating in one loop with `env /bin/true` (the cost of
-# starting any process) so both see the same machine load. "cost" = median(generate) -
-# median(env /bin/true). Each backend is timed writing the spec to stdout (what generation
-# costs) and with --output (atomic write: temp file, fsync, rename, fsync of the folder, which
-# on ext4 is most of the time). Targets (DESIGN.md section 8, issue 3): 64 cards under 50 ms with
-# efsmi, under 10 ms with libefml. Needs root (the host builder makes device nodes).
+# starting any process) so every command sees the same machine load. "cost" =
+# median(generate to stdout) - median(env /bin/true), split into process start
+# (enflame-ctk --version), discovery (enflame-ctk info) and generation; --output (atomic write
+# with fsyncs) is timed separately. Targets (DESIGN.md section 8, issue 3): 64 cards under
+# 50 ms with efsmi, under 10 ms with libefml. Needs root (the host builder makes device nodes).
 set -euo pipefail
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
 RUNS=${RUNS:-50}
@@ -38,29 +38,41 @@ def q(v, p):
     return v[int(p * (len(v) - 1) + 0.5)]
 
 rows = []
-print(f"runs={runs}; milliseconds, median [p25-p75]; cost = generate - env /bin/true")
-print(f"{'cards':>5} {'backend':<11} {'env /bin/true':>22} {'generate > stdout':>22} {'cost':>7} "
-      f"{'generate --output':>22} {'cost':>7}  bytes")
+print(f"runs={runs}; medians in milliseconds, all commands alternating in one loop.")
+print("  true   = env /bin/true (process start floor)   version = enflame-ctk --version")
+print("  info   = enflame-ctk info --backend B          stdout  = cdi generate --backend B > /dev/null")
+print("  output = cdi generate --backend B --output F (atomic write: fsync file and folder)")
+print("  cost = stdout - true; of it: start = version - true, discovery = info - version,")
+print("  generation (build + serialize the spec) = stdout - info; write = output - stdout")
+hdr = ("cards", "backend", "true", "version", "info", "stdout", "output", "cost", "start", "discov", "generat", "write", "bytes")
+print("%5s %-10s %7s %7s %7s %7s %7s | %7s %7s %7s %7s %7s %6s" % hdr)
 for n in cards_list:
     env = {"PATH": "/usr/bin:/bin", "ENFLAME_CTK_CONFIG": f"{tmp}/config{n}.toml"}
     for b in backends:
         out = f"{tmp}/spec{n}-{b}.yaml"
-        gen = [ctk, "cdi", "generate", "--backend", b]
-        run(gen + ["--output", out], env)  # warm the page cache
-        floor, cmd, cmdf = [], [], []
+        cmds = {
+            "true": ["/usr/bin/env", "/bin/true"],
+            "version": [ctk, "--version"],
+            "info": [ctk, "info", "--backend", b],
+            "stdout": [ctk, "cdi", "generate", "--backend", b],
+            "output": [ctk, "cdi", "generate", "--backend", b, "--output", out],
+        }
+        for c in cmds.values():
+            run(c, env)  # warm the page cache
+        t = {k: [] for k in cmds}
         for _ in range(runs):
-            floor.append(run(["/usr/bin/env", "/bin/true"], env))
-            cmd.append(run(gen, env))
-            cmdf.append(run(gen + ["--output", out], env))
-        f, c, cf = statistics.median(floor), statistics.median(cmd), statistics.median(cmdf)
-        st = lambda v: {"median": statistics.median(v), "p25": q(v, .25), "p75": q(v, .75)}
-        row = {"cards": int(n), "backend": b, "runs": runs, "floor_ms": st(floor),
-               "generate_stdout_ms": st(cmd), "generate_output_ms": st(cmdf),
-               "cost_ms": c - f, "cost_output_ms": cf - f, "spec_bytes": os.path.getsize(out)}
+            for k, c in cmds.items():
+                t[k].append(run(c, env))
+        m = {k: statistics.median(v) for k, v in t.items()}
+        row = {"cards": int(n), "backend": b, "runs": runs,
+               "ms": {k: {"median": m[k], "p25": q(v, .25), "p75": q(v, .75)} for k, v in t.items()},
+               "cost_ms": m["stdout"] - m["true"], "start_ms": m["version"] - m["true"],
+               "discovery_ms": m["info"] - m["version"], "generation_ms": m["stdout"] - m["info"],
+               "write_ms": m["output"] - m["stdout"], "spec_bytes": os.path.getsize(out)}
         rows.append(row)
-        print(f"{n:>5} {b:<11} {f:8.3f} [{q(floor,.25):.3f}-{q(floor,.75):.3f}] "
-              f"{c:8.3f} [{q(cmd,.25):.3f}-{q(cmd,.75):.3f}] {c-f:7.3f} "
-              f"{cf:8.3f} [{q(cmdf,.25):.3f}-{q(cmdf,.75):.3f}] {cf-f:7.3f}  {row['spec_bytes']}")
+        print("%5s %-10s %7.2f %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f %7.2f %7.2f %6d" % (
+            n, b, m["true"], m["version"], m["info"], m["stdout"], m["output"], row["cost_ms"], row["start_ms"],
+            row["discovery_ms"], row["generation_ms"], row["write_ms"], row["spec_bytes"]))
 targets = {"efsmi-json": 50.0, "efsmi-text": 50.0, "libefml": 10.0}
 bad = [r for r in rows if r["cards"] == 64 and r["cost_ms"] > targets.get(r["backend"], 1e9)]
 for r in bad:
