@@ -221,6 +221,16 @@ TEST(RuntimeConfig, ImportAfterAVersionLineWithoutNewline) {
     EXPECT_EQ(*removed, "version = 2\n");
 }
 
+TEST(RuntimeConfig, AGlobImportThatCoversTheDropInIsEnough) {
+    const std::string main = "version = 3\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n";
+    auto added = rc::add_import(main, "/etc/containerd/conf.d/99-enflame.toml", "c.toml");
+    ASSERT_TRUE(added);
+    EXPECT_EQ(*added, main);
+    auto removed = rc::remove_import(main, "/etc/containerd/conf.d/99-enflame.toml", "c.toml");
+    ASSERT_TRUE(removed);
+    EXPECT_EQ(*removed, main);
+}
+
 // ---- bad input: refused with the line and the reason --------------------------------------
 
 struct BadCase {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // containerd and CRI-O configs (TOML) and the toolkit's own config.toml key setter. The one
 // adapter between toml++ and this part of the library: toml++ exceptions end here.
+#include <fnmatch.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -277,6 +278,18 @@ bool imports_contain(const toml::table& t, std::string_view path) {
                        [&](const toml::node& n) { return n.value<std::string>() == path; });
 }
 
+/// An `imports` entry that is a glob matching `path` (containerd 2.x ships
+/// `imports = ["/etc/containerd/conf.d/*.toml"]`): nothing to add then.
+bool imports_cover(const toml::table& t, std::string_view path) {
+    const auto* arr = t.get_as<toml::array>("imports");
+    if (arr == nullptr) return false;
+    const std::string p(path);
+    return std::any_of(arr->begin(), arr->end(), [&](const toml::node& n) {
+        auto pattern = n.value<std::string>();
+        return pattern && ::fnmatch(pattern->c_str(), p.c_str(), FNM_PATHNAME) == 0;
+    });
+}
+
 Result<std::string> checked_import_edit(std::string out, std::string_view path, bool want,
                                         std::string_view source, std::uint32_t line) {
     auto t = parse_toml(out, source);
@@ -363,7 +376,7 @@ Result<std::string> toml_drop_in(Engine e, std::string_view main_text, const Opt
 Result<std::string> add_import(std::string_view text, std::string_view path,
                                std::string_view source) {
     INJECT_TRY(auto root, parse_toml(text, source));
-    if (imports_contain(root, path)) return std::string(text);
+    if (imports_contain(root, path) || imports_cover(root, path)) return std::string(text);
     auto lines = split_lines(text);
     if (const auto* imp = root.get("imports")) {
         const auto* arr = imp->as_array();
