@@ -105,6 +105,10 @@ int run(int argc, char** argv) {
     if (!cfg) die(log, std::move(cfg).error().context("loading the configuration"));
     log.open_debug_log(cfg->runtime.log_file, cfg->runtime.log_level);
 
+    // The runtime first: a bundle is never edited for a container that cannot start.
+    auto runtime = shim::find_runtime(cfg->runtime.runtimes, env_or_empty("PATH"));
+    if (!runtime) die(log, runtime.error());
+
     if (ra.edits_bundle()) {
         route_library_logs(log);
         const shim::ShimEnv env{self_dir(), cfg_env != nullptr ? cfg_env : "", env_or_empty("PATH")};
@@ -114,8 +118,6 @@ int run(int argc, char** argv) {
         log.debug("container '" + ra.container_id + "': " + out->summary);
     }
 
-    auto runtime = shim::find_runtime(cfg->runtime.runtimes, env_or_empty("PATH"));
-    if (!runtime) die(log, runtime.error());
     if (log.debug_enabled()) log.debug("exec " + *runtime + " " + ra.command);
     die(log, shim::exec_runtime(*runtime, argc, argv, environ));
 }

@@ -1,0 +1,286 @@
+#!/usr/bin/env bats
+# enflame-container-runtime (the runc shim) driven directly with runc's command line, over a
+# busybox bundle, with runc and crun (crun-hybrid) as the low-level runtime and a simulated
+# host of 4 cards. Checks are what a user sees inside the container.
+
+load helpers
+
+setup() {
+  requires root runc python3
+  setup_scratch
+  sim_example 4 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
+  RR=$SCRATCH/runc-root   # a private runc state root: nothing shared with other sessions
+  UUID2=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['cards'][2]['uuid'])" "$SCRATCH/desc.yaml" 2>/dev/null ||
+          awk '/uuid:/{n++; if(n==3){gsub(/"/,"",$2); print $2}}' "$SCRATCH/desc.yaml")
+}
+
+teardown() { teardown_scratch; }
+
+PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null; echo ==; env; true"]'
+
+# shim_bundle DIR ENV...: a bundle whose process env has ENV....
+shim_bundle() {
+  local dir=$1 e; shift
+  oci_bundle "$dir" "$PROBE"
+  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
+}
+
+# shim_run DIR [global flags...]: `shim [flags] run --bundle DIR ID`; output in $output.
+shim_run() {
+  local dir=$1 id; shift
+  id=$(unique_id shim)
+  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
+  run timeout 60 "$SHIM" --root "$RR" "$@" run --bundle "$dir" "$id"
+}
+
+# cards_are "0 2": exactly these /dev/gcuN (with the host's major:minor), gcuctl, libefml
+# read-only, and a device cgroup that allows exactly these cards.
+cards_are() {
+  local want=" $1 " m
+  echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
+  echo "$output" | grep -Fx "c $MAJOR:255 rwm"
+  echo "$output" | grep -E " /usr/lib/libefml.so(.1)? ro,nosuid,nodev"
+  for m in 0 1 2 3; do
+    if [[ $want == *" $m "* ]]; then
+      echo "$output" | grep -E "^c.* $MAJOR, +$m .* gcu$m$"
+      echo "$output" | grep -Fx "c $MAJOR:$m rwm"
+    else
+      ! echo "$output" | grep -E "gcu$m$"
+      ! echo "$output" | grep -Fx "c $MAJOR:$m rwm"
+    fi
+  done
+}
+
+@test "runc: ENFLAME_VISIBLE_DEVICES=0 gives gcu0 and gcuctl, libefml read-only, cgroup allows card 0" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "0"
+  echo "$output" | grep -Fx "ENFLAME_VISIBLE_DEVICES=void"
+}
+
+@test "runc: ENFLAME_VISIBLE_DEVICES=0,2" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,2
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "0 2"
+}
+
+@test "runc: ENFLAME_VISIBLE_DEVICES=all" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=all
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "0 1 2 3"
+}
+
+@test "runc: ENFLAME_VISIBLE_DEVICES=none gives gcuctl and utilities but no card" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=none
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are ""
+}
+
+@test "runc: a range 1-3 and GCU-n" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1-2,GCU-3
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "1 2 3"
+}
+
+@test "runc: a UUID selects its card" {
+  [ -n "$UUID2" ]
+  shim_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$UUID2"
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "2"
+}
+
+@test "runc: void and unset leave config.json byte-identical (not even rewritten)" {
+  for v in void "" unset; do
+    rm -rf "$SCRATCH/b"
+    if [ "$v" = unset ]; then shim_bundle "$SCRATCH/b"; else shim_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$v"; fi
+    local before ino
+    before=$(sha256sum < "$SCRATCH/b/config.json"); ino=$(stat -c %i "$SCRATCH/b/config.json")
+    shim_run "$SCRATCH/b"
+    [ "$status" -eq 0 ]
+    [ "$(sha256sum < "$SCRATCH/b/config.json")" = "$before" ]
+    [ "$(stat -c %i "$SCRATCH/b/config.json")" = "$ino" ]
+    ! echo "$output" | grep -E "gcu"
+  done
+}
+
+@test "crun (crun-hybrid) as the low-level runtime" {
+  requires crun unshare
+  crun_hybrid "$SCRATCH/crun-hybrid"
+  printf '[enflame-container-runtime]\nruntimes = ["%s"]\n' "$SCRATCH/crun-hybrid" >> "$SCRATCH/config.toml"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1,3
+  local id; id=$(unique_id shimc)
+  on_teardown "'$SCRATCH/crun-hybrid' --root '$RR' delete -f $id >/dev/null 2>&1"
+  run timeout 60 "$SHIM" --root "$RR" run --bundle "$SCRATCH/b" "$id"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "^c.* $MAJOR, +1 .* gcu1$"
+  echo "$output" | grep -E "^c.* $MAJOR, +3 .* gcu3$"
+  echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
+  ! echo "$output" | grep -E "gcu0$"
+  echo "$output" | grep -E " /usr/lib/libefml.so(.1)? ro,nosuid,nodev"
+  # crun's own state, not runc's: the container went through crun
+  ! runc --root "$RR" state "$id" 2>/dev/null
+}
+
+@test "passthrough: create/state/start/exec/kill/delete behave as runc's" {
+  oci_bundle "$SCRATCH/b" '["sleep","300"]'
+  bundle_edit "$SCRATCH/b" "c['process']['env'].append('ENFLAME_VISIBLE_DEVICES=1')"
+  local id; id=$(unique_id shimp)
+  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
+  cd "$SCRATCH/b"   # no --bundle: the bundle is the working directory
+  # the container's stdio must not be bats' pipes (a detached container keeps them open)
+  "$SHIM" --root "$RR" create "$id" > "$SCRATCH/create.out" 2>&1 < /dev/null
+  [ ! -s "$SCRATCH/create.out" ]
+  local a b
+  a=$("$SHIM" --root "$RR" state "$id"); b=$(runc --root "$RR" state "$id")
+  [ "$a" = "$b" ]
+  echo "$a" | grep -F '"status": "created"'
+  "$SHIM" --root "$RR" start "$id" > /dev/null 2>&1 < /dev/null
+  run "$SHIM" --root "$RR" exec "$id" sh -c 'ls /dev/gcu1 && echo exec-ok'
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "exec-ok"
+  run "$SHIM" --root "$RR" exec "$id" ls /dev/gcu0
+  [ "$status" -ne 0 ]
+  a=$("$SHIM" --root "$RR" list -q); echo "$a" | grep -Fx "$id"
+  "$SHIM" --root "$RR" kill "$id" KILL
+  for _ in $(seq 50); do runc --root "$RR" state "$id" | grep -q '"stopped"' && break; sleep 0.1; done
+  "$SHIM" --root "$RR" state "$id" | grep -F '"status": "stopped"'
+  "$SHIM" --root "$RR" delete "$id"
+  run runc --root "$RR" state "$id"
+  [ "$status" -ne 0 ]
+  # the same errors, byte for byte, for a container that does not exist
+  run "$SHIM" --root "$RR" state "no-such-$id"; a="$status:$output"
+  run runc --root "$RR" state "no-such-$id"; b="$status:$output"
+  [ "$a" = "$b" ]
+}
+
+@test "cdi mode: resolves through the spec dirs (env CDI name, index and annotation)" {
+  mkdir -p "$SCRATCH/cdi"
+  "$CTK" --config "$SCRATCH/config.toml" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml" ||
+    ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  printf '[enflame-container-runtime]\nmode = "cdi"\nspec-dirs = ["%s"]\n' "$SCRATCH/cdi" >> "$SCRATCH/config.toml"
+  shim_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=enflame.com/gpu=1,3"
+  bundle_edit "$SCRATCH/b" "c['annotations']={'cdi.k8s.io/test':'enflame.com/gpu=0'}"
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "0 1 3"
+  # an index the spec does not name fails the create
+  rm -rf "$SCRATCH/c"; shim_bundle "$SCRATCH/c" ENFLAME_VISIBLE_DEVICES=7
+  cp "$SCRATCH/c/config.json" "$SCRATCH/c.before"
+  shim_run "$SCRATCH/c"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "unknown CDI device 'enflame.com/gpu=7'"
+  cmp "$SCRATCH/c/config.json" "$SCRATCH/c.before"
+}
+
+@test "auto mode prefers a spec on disk that names the device" {
+  mkdir -p "$SCRATCH/cdi"
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  # mark the spec so we can tell it was used
+  sed -i 's/^\( *\)- ENFLAME_VISIBLE_DEVICES=void$/&\n\1- FROM_SPEC_ON_DISK=1/' "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  grep -q FROM_SPEC_ON_DISK "$SCRATCH/cdi/enflame.com-gpu.yaml" || skip "spec layout unexpected"
+  printf '[enflame-container-runtime]\nspec-dirs = ["%s"]\n' "$SCRATCH/cdi" >> "$SCRATCH/config.toml"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=2
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "2"
+  echo "$output" | grep -Fx "FROM_SPEC_ON_DISK=1"
+}
+
+@test "legacy mode adds only the prestart hook, with an explicit env" {
+  printf '[enflame-container-runtime]\nmode = "legacy"\nhook-path = "%s"\n' "$HOOK" >> "$SCRATCH/config.toml"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  cp "$SCRATCH/b/config.json" "$SCRATCH/before.json"
+  local id; id=$(unique_id shiml)
+  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
+  "$SHIM" --root "$RR" create --bundle "$SCRATCH/b" "$id" > /dev/null 2>&1 < /dev/null
+  python3 - "$SCRATCH/before.json" "$SCRATCH/b/config.json" "$HOOK" "$SCRATCH/config.toml" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+hooks = b.pop("hooks")
+assert list(hooks) == ["prestart"], hooks
+(h,) = hooks["prestart"]
+assert h["path"] == sys.argv[3] and h["args"] == [sys.argv[3], "prestart"], h
+assert h["env"][0].startswith("PATH=") and h["env"][1] == "ENFLAME_CTK_CONFIG=" + sys.argv[4], h
+assert len(h["env"]) == 2, h
+a.pop("hooks", None)
+assert a == b, "legacy mode changed more than the hooks"
+PY
+}
+
+# --- bad input: one clear error, non-zero, config.json untouched, no container ---
+
+# shim_fails DIR PATTERN: create fails with PATTERN on stderr and in runc's JSON log, the
+# bundle's config.json is unchanged and no container exists.
+shim_fails() {
+  local dir=$1 pattern=$2 id before=""
+  id=$(unique_id shimf)
+  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
+  [ -f "$dir/config.json" ] && before=$(sha256sum < "$dir/config.json")
+  run "$SHIM" --root "$RR" --log "$SCRATCH/log.json" --log-format json create --bundle "$dir" "$id"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [ "$(echo "$output" | wc -l)" -eq 1 ]
+  echo "$output" | grep -F -- "$pattern"
+  tail -n 1 "$SCRATCH/log.json" | python3 -c 'import json,sys; l=json.load(sys.stdin); assert l["level"]=="error", l; print(l["msg"])' | grep -F -- "$pattern"
+  [ -z "$before" ] || [ "$(sha256sum < "$dir/config.json")" = "$before" ]
+  ! runc --root "$RR" state "$id" >/dev/null 2>&1
+}
+
+@test "bad input: unknown device, index out of range, duplicates, malformed entries" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=4
+  shim_fails "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES: unknown device '4': no card with index 4 (the host has cards 0,1,2,3)"
+  rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=TRNOSUCHCARD
+  shim_fails "$SCRATCH/b" "unknown device 'TRNOSUCHCARD': no card with this uuid"
+  rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,1,0
+  shim_fails "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"
+  rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=gpu0
+  shim_fails "$SCRATCH/b" "bad entry 'gpu0': not an index, range, GCU-n, UUID or DRS-uuid"
+  rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0 ENFLAME_DRIVER_CAPABILITIES=graphics
+  shim_fails "$SCRATCH/b" "unknown capability 'graphics'"
+}
+
+@test "bad input: malformed and huge config.json, missing bundle" {
+  mkdir -p "$SCRATCH/m"
+  printf '{"process": {"env": ["ENFLAME_VISIBLE_DEVICES=0"' > "$SCRATCH/m/config.json"
+  shim_fails "$SCRATCH/m" "$SCRATCH/m/config.json: invalid JSON at byte"
+  printf '{"process": {"env": "ENFLAME_VISIBLE_DEVICES=0"}}' > "$SCRATCH/m/config.json"
+  shim_fails "$SCRATCH/m" "'process.env' is not an array"
+  mkdir -p "$SCRATCH/h"
+  python3 -c "import json; print(json.dumps({'process': {'env': ['ENFLAME_VISIBLE_DEVICES=0']}, 'pad': 'x' * (9 << 20)}))" > "$SCRATCH/h/config.json"
+  shim_fails "$SCRATCH/h" "file is larger than 8388608 bytes"
+  shim_fails "$SCRATCH/nonexistent" "opening $SCRATCH/nonexistent/config.json: No such file or directory"
+}
+
+@test "bad input: config.toml typo and no runtime" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  printf '[enflame-container-runtime]\nmdoe = "cdi"\n' >> "$SCRATCH/config.toml"
+  shim_fails "$SCRATCH/b" "unknown key 'mdoe'"
+  # the typo also stops passthrough commands: one clear error, not a silent fallback
+  run "$SHIM" --root "$RR" list
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "unknown key 'mdoe'"
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  printf '[enflame-container-runtime]\nruntimes = ["no-such-runtime", "/nonexistent/runc"]\n' >> "$SCRATCH/config.toml"
+  shim_fails "$SCRATCH/b" "no low-level runtime found: tried 'no-such-runtime', '/nonexistent/runc'"
+}
+
+@test "containerd's argv form: --log json gets runc-style lines; text format too" {
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=9
+  local id; id=$(unique_id shimt)
+  run "$SHIM" --root "$RR" --log "$SCRATCH/log.txt" create --bundle "$SCRATCH/b" "$id"
+  [ "$status" -ne 0 ]
+  grep -E '^time="[0-9T:.-]+Z" level=error msg="container .*unknown device '"'"'9'"'"'' "$SCRATCH/log.txt"
+  # nothing on stdout, ever
+  run bash -c "'$SHIM' --root '$RR' create --bundle '$SCRATCH/b' '$id' 2>/dev/null"
+  [ -z "$output" ]
+}
