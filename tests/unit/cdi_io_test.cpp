@@ -187,6 +187,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.yaml: devices[0].name: want a string, got a number (quote it to make it a string)"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(CdiIo, DeepNestingIsRefusedNotACrash) {
+    const std::string json = std::string(100000, '[') + std::string(100000, ']');
+    auto j = cdi::parse_spec(json.substr(0, 0) + "{\"kind\": " + json + "}", "deep.json");
+    ASSERT_FALSE(j);
+    EXPECT_EQ(j.error().what(), "deep.json: nested deeper than 64 levels");
+    std::string yaml = "kind:\n";
+    for (int i = 0; i < 200; ++i) yaml += std::string(static_cast<std::size_t>(i + 1), ' ') + "- \n";
+    auto y = cdi::parse_spec("a: " + std::string(300, '[') + std::string(300, ']') + "\n", "deep.yaml");
+    ASSERT_FALSE(y);
+    EXPECT_EQ(y.error().what(), "deep.yaml: nested deeper than 64 levels");
+    auto y2 = cdi::parse_spec(yaml, "deep2.yaml");
+    ASSERT_FALSE(y2);
+}
+
 TEST(CdiIo, Formats) {
     EXPECT_EQ(cdi::format_for_path("/etc/cdi/x.json"), cdi::Format::Json);
     EXPECT_EQ(cdi::format_for_path("/etc/cdi/x.yaml"), cdi::Format::Yaml);

@@ -78,7 +78,15 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     return Node::Kind::String;
 }
 
-Result<Node> from_yaml(const YAML::Node& y, std::string_view source) {
+// CDI specs nest 6 levels deep; a limit keeps a hostile file from exhausting the stack.
+constexpr int kMaxDepth = 64;
+
+Unexpected too_deep(std::string_view source) {
+    return fail(Errc::InvalidInput, std::string(source) + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+}
+
+Result<Node> from_yaml(const YAML::Node& y, std::string_view source, int depth = 0) {
+    if (depth > kMaxDepth) return too_deep(source);
     Node n;
     n.line = y.Mark().line >= 0 ? y.Mark().line + 1 : 0;
     switch (y.Type()) {
@@ -97,7 +105,7 @@ Result<Node> from_yaml(const YAML::Node& y, std::string_view source) {
         case YAML::NodeType::Sequence:
             n.kind = Node::Kind::Seq;
             for (const auto& item : y) {
-                INJECT_TRY(Node c, from_yaml(item, source));
+                INJECT_TRY(Node c, from_yaml(item, source, depth + 1));
                 n.items.push_back(std::move(c));
             }
             return n;
@@ -114,7 +122,7 @@ Result<Node> from_yaml(const YAML::Node& y, std::string_view source) {
                         return fail(Errc::InvalidInput, std::string(source) + ": line " +
                                                             std::to_string(kline) + ": duplicate field '" +
                                                             key + "'");
-                INJECT_TRY(Node c, from_yaml(kv.second, source));
+                INJECT_TRY(Node c, from_yaml(kv.second, source, depth + 1));
                 if (c.line == 0) c.line = kline;
                 n.fields.emplace_back(std::move(key), std::move(c));
             }
@@ -123,7 +131,8 @@ Result<Node> from_yaml(const YAML::Node& y, std::string_view source) {
     return n;
 }
 
-Node from_json(const nlohmann::json& j) {
+Result<Node> from_json(const nlohmann::json& j, std::string_view source, int depth = 0) {
+    if (depth > kMaxDepth) return too_deep(source);
     Node n;
     switch (j.type()) {
         case nlohmann::json::value_t::null:
@@ -144,11 +153,17 @@ Node from_json(const nlohmann::json& j) {
             break;
         case nlohmann::json::value_t::array:
             n.kind = Node::Kind::Seq;
-            for (const auto& item : j) n.items.push_back(from_json(item));
+            for (const auto& item : j) {
+                INJECT_TRY(Node c, from_json(item, source, depth + 1));
+                n.items.push_back(std::move(c));
+            }
             break;
         case nlohmann::json::value_t::object:
             n.kind = Node::Kind::Map;
-            for (const auto& [k, v] : j.items()) n.fields.emplace_back(k, from_json(v));
+            for (const auto& [k, v] : j.items()) {
+                INJECT_TRY(Node c, from_json(v, source, depth + 1));
+                n.fields.emplace_back(k, std::move(c));
+            }
             break;
         case nlohmann::json::value_t::binary: n.kind = Node::Kind::Null; break;
     }
@@ -547,7 +562,7 @@ Result<Spec> parse_spec(std::string_view text, std::string_view source) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first != std::string_view::npos && text[first] == '{') {
         try {
-            root = from_json(nlohmann::json::parse(text));
+            INJECT_TRY(root, from_json(nlohmann::json::parse(text), source));
         } catch (const nlohmann::json::parse_error& e) {
             // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
             std::string what = e.what();

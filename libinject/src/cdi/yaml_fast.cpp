@@ -175,7 +175,11 @@ private:
     bool at(int indent) const { return pos_ < lines_.size() && lines_[pos_].indent == indent; }
 
     std::optional<Node> node(int indent) {
-        return is_seq_item(lines_[pos_].text) ? seq(indent) : map(indent);
+        // Deeper than any CDI spec: let yaml-cpp (with its own limit) and the decoder refuse it.
+        if (++depth_ > 64) return std::nullopt;
+        auto n = is_seq_item(lines_[pos_].text) ? seq(indent) : map(indent);
+        --depth_;
+        return n;
     }
 
     // The value of an entry or item whose text on its own line was empty.
@@ -238,6 +242,7 @@ private:
     std::vector<Line> lines_;
     int eof_line_;  // the line where the end of the text is
     std::size_t pos_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace
