@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# ctr run --runc-binary <shim> against a containerd started for this file in a private root.
+# containerd's runc-v2 shim calls the runtime with --root/--log/--log-format json before the
+# subcommand and reports the last error line of that log (RUNTIMES.md section 2).
+
+load helpers
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] && command -v containerd >/dev/null && command -v ctr >/dev/null || return 0
+  export CD=$(mktemp -d /tmp/ectk-ctrd.XXXXXX)
+  chmod 755 "$CD"
+  export CD_NS=ectk-shim-$$-$RANDOM
+  export PRE_RUN_CONTAINERD=0; [ -e /run/containerd ] && PRE_RUN_CONTAINERD=1
+  sim_example 4 > "$CD/desc.yaml"
+  sim_host "$CD/desc.yaml" "$CD/host" >/dev/null
+  write_config "$CD/config.toml" "$CD/host"
+  busybox_rootfs "$CD/rootfs"
+  mkdir -p "$CD/ctrd"
+  cat > "$CD/ctrd/config.toml" <<EOF
+version = 2
+root = "$CD/ctrd/root"
+state = "$CD/ctrd/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$CD/ctrd/containerd.sock"
+[ttrpc]
+  address = "$CD/ctrd/containerd.sock.ttrpc"
+EOF
+  # The runtime inherits containerd's environment (through containerd-shim-runc-v2).
+  ENFLAME_CTK_CONFIG=$CD/config.toml setsid containerd --config "$CD/ctrd/config.toml" \
+    > "$CD/ctrd/containerd.log" 2>&1 < /dev/null &
+  export CTRD_PID=$!
+  for _ in $(seq 80); do [ -S "$CD/ctrd/containerd.sock" ] && break; sleep 0.25; done
+}
+
+teardown_file() {
+  [ -n "${CTRD_PID:-}" ] || return 0
+  if kill -0 "$CTRD_PID" 2>/dev/null; then
+    kill "$CTRD_PID"
+    for _ in $(seq 40); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.25; done
+    kill -0 "$CTRD_PID" 2>/dev/null && kill -KILL "$CTRD_PID"
+  fi
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [ -d "$h$CD_NS" ] && find "$h$CD_NS" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+  [ "$PRE_RUN_CONTAINERD" -eq 0 ] && rm -rf /run/containerd
+  local m
+  for m in $(awk -v s="$CD" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m"; done
+  rm -rf "$CD"
+}
+
+teardown() { teardown_scratch; }
+
+setup() {
+  requires root containerd ctr runc
+  setup_scratch
+  [ -S "$CD/ctrd/containerd.sock" ] || skip "containerd did not start: $(tail -n 3 "$CD/ctrd/containerd.log")"
+  C=(ctr --address "$CD/ctrd/containerd.sock" -n "$CD_NS")
+  MAJOR=$(stat -c '%t' "$CD/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
+}
+
+# ctr_rm ID: stop and remove a detached container.
+ctr_rm() {
+  "${C[@]}" task kill -s KILL "$1" >/dev/null 2>&1
+  for _ in $(seq 40); do "${C[@]}" task delete "$1" >/dev/null 2>&1 && break; sleep 0.25; done
+  "${C[@]}" container rm "$1" >/dev/null 2>&1
+}
+
+# ctr_run ID ENV... -- CMD...: ctr run through the shim with the busybox rootfs.
+ctr_run() {
+  local id=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=(--env "$1"); shift; done
+  shift
+  run timeout 120 "${C[@]}" run --rm --runc-binary "$SHIM" --runc-root "$CD/ctrd/runc" \
+    --fifo-dir "$CD/ctrd/fifo" "${envs[@]}" --rootfs "$CD/rootfs" "$id" "$@"
+}
+
+@test "ctr run --runc-binary shim: ENFLAME_VISIBLE_DEVICES=0,2 inside the container and in its cgroup" {
+  local id; id=$(unique_id ctr)
+  run timeout 60 "${C[@]}" run -d --runc-binary "$SHIM" --runc-root "$CD/ctrd/runc" --fifo-dir "$CD/ctrd/fifo" \
+    --env ENFLAME_VISIBLE_DEVICES=0,2 --rootfs "$CD/rootfs" "$id" /bin/sleep 120
+  echo "$output"
+  [ "$status" -eq 0 ]
+  on_teardown "ctr_rm $id"
+  run timeout 60 "${C[@]}" task exec --exec-id probe "$id" /bin/sh -c 'ls -l /dev/; cat /proc/self/mountinfo; /bin/env'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0"
+  echo "$output" | grep -E "^c.* $MAJOR, +2 .* gcu2"
+  echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl"
+  ! echo "$output" | grep -E "gcu1"
+  echo "$output" | grep -E " /usr/lib/libefml.so(.1)? ro,nosuid,nodev"
+  # (exec takes its env from containerd's copy of the spec, not the edited config.json)
+  # ctr does not mount cgroupfs in the container: read the v1 device cgroup from the host
+  local list; list=$(cat "/sys/fs/cgroup/devices/$CD_NS/$id/devices.list")
+  echo "$list"
+  echo "$list" | grep -Fx "c $MAJOR:0 rwm"
+  echo "$list" | grep -Fx "c $MAJOR:2 rwm"
+  echo "$list" | grep -Fx "c $MAJOR:255 rwm"
+  ! echo "$list" | grep -Fx "c $MAJOR:1 rwm"
+}
+
+@test "ctr run --runc-binary shim: all cards, and no request behaves as runc" {
+  local id; id=$(unique_id ctr)
+  ctr_run "$id" ENFLAME_VISIBLE_DEVICES=all -- /bin/sh -c 'ls /dev; /bin/env'
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "^ENFLAME_VISIBLE_DEVICES=void"
+  for m in 0 1 2 3; do echo "$output" | grep -E "^gcu$m"; done
+  id=$(unique_id ctr)
+  ctr_run "$id" -- /bin/sh -c 'ls /dev; echo plain-ok'
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "plain-ok"
+  ! echo "$output" | grep -E "gcu"
+}
+
+@test "ctr: a bad ENFLAME_VISIBLE_DEVICES fails with our message (from runc's JSON log), no task" {
+  local id; id=$(unique_id ctr)
+  ctr_run "$id" ENFLAME_VISIBLE_DEVICES=0,0 -- /bin/true
+  echo "$output"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"
+  run "${C[@]}" task ls -q
+  ! echo "$output" | grep -Fx "$id"
+  ! runc --root "$CD/ctrd/runc/$CD_NS" state "$id" 2>/dev/null
+  "${C[@]}" container rm "$id" 2>/dev/null || true
+}
