@@ -103,6 +103,11 @@ teardown() { teardown_scratch; }
 @test "the .deb installs with dpkg -i, works, and purges without a trace" {
   requires root dpkg cpack
   [ -x "$CTK" ] && [ -x "$SHIM" ] && [ -x "$HOOK" ] || skip "needs a full build in $BUILD_DIR"
+  # Two runs of this file at once (two people running the suite) would install and purge the
+  # same package under each other: take turns.
+  # (the lock is on this file itself, so nothing is left behind)
+  exec 9<"$BATS_TEST_FILENAME"
+  flock -w 600 9 || skip "another package test held the lock for 10 minutes"
   if dpkg-query -W -f='${db:Status-Abbrev}' "$PKG" 2>/dev/null | grep -q '^i'; then
     skip "$PKG is already installed on this machine"
   fi
