@@ -3,6 +3,7 @@
 # `runc run` of a busybox bundle whose process is `true`, median of $RUNS (default 50) starts
 # per variant, all variants alternating in one loop so they see the same machine load:
 #   plain            no hook (the reference)
+#   /bin/true hook   runc's own cost of running a prestart hook at all
 #   N cards          the hook with ENFLAME_VISIBLE_DEVICES=0 (1 card) or all (8 cards):
 #                    device nodes, efsmi + libefml + runtime library mounts, devices.allow,
 #                    sandboxed host ldconfig
@@ -53,6 +54,11 @@ def bundle(name, env=None, host=None):
                                     "env": [f"ENFLAME_CTK_CONFIG={tmp}/{host}.toml"]}]}
     json.dump(c, open(f"{d}/config.json", "w"))
 bundle("plain")
+# runc's own cost of running any prestart hook: /bin/true as the hook
+bundle("true-hook")
+c = json.load(open(f"{tmp}/true-hook/config.json"))
+c["hooks"] = {"prestart": [{"path": "/bin/true", "args": ["true"]}]}
+json.dump(c, open(f"{tmp}/true-hook/config.json", "w"))
 for cards, sel in (("1", "0"), ("8", "all")):
     for host in ("full", "nolib"):
         bundle(f"{cards}-{host}", f"ENFLAME_VISIBLE_DEVICES={sel}", host)
@@ -61,7 +67,7 @@ PY
 python3 - "$tmp" "$RUNS" "${BENCH_JSON:-}" <<'PY'
 import json, os, statistics, subprocess, sys, time
 tmp, runs, out_json = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-variants = [("plain", "plain"), ("1 card", "1-full"), ("8 cards", "8-full"),
+variants = [("plain", "plain"), ("/bin/true hook", "true-hook"), ("1 card", "1-full"), ("8 cards", "8-full"),
             ("1 card, no ld", "1-nolib"), ("8 cards, no ld", "8-nolib")]
 def start(bundle, n):
     cid = f"bench-hook-{os.getpid()}-{bundle}-{n}"
