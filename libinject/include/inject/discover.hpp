@@ -58,15 +58,18 @@ struct RawCard {
 };
 
 /// Parses `efsmi -q` text. `source` names the input in errors:
-/// "efsmi-text: line 12: bad value 'x' for 'Total Size'".
+/// "efsmi -q: line 12: bad value 'x' for 'Total Size'". Banner-only output is zero cards;
+/// output cut short (no final newline, a block ending in a bare section name) is an error.
 [[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text,
                                                             std::string_view source = "efsmi -q");
-/// Parses `efsmi -q --json-format` (DESIGN.md section 3, tolerant of numbers vs strings).
+/// Parses `efsmi -q --json-format` (DESIGN.md section 3, tolerant of numbers vs strings; a bare
+/// number for a memory size is MiB, the unit efsmi prints). Syntax errors name the byte offset.
 [[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_json(std::string_view text,
                                                             std::string_view source = "efsmi -q --json-format");
 /// Parses `efsmi -L` (DRS instances).
 [[nodiscard]] Result<std::vector<device::DrsInstance>> parse_efsmi_drs_list(std::string_view text);
-/// Parses `efsmi --drs --list-profile`.
+/// Parses `efsmi --drs --list-profile`. Cards of one product offer the same profiles: each
+/// distinct profile is listed once.
 [[nodiscard]] Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_view text);
 
 /// Runs one backend only (no fallback).
@@ -76,7 +79,8 @@ struct RawCard {
 /// nodes against dev-root and sysfs. `Host::fallbacks` says why earlier backends did not answer.
 [[nodiscard]] Result<device::Host> discover(const Options& opts);
 
-/// A memory size string as efsmi prints it ("42976 MiB", "16 GiB", "1024 KB") in bytes.
+/// A memory size string as efsmi prints it ("42976 MiB", "16 GiB", "1024 KB") in bytes. Units
+/// are binary whatever their spelling (KB = KiB); a unit is required.
 [[nodiscard]] Result<std::uint64_t> parse_memory(std::string_view text);
 
 }  // namespace inject::discover
