@@ -94,6 +94,16 @@ TEST_F(Sandbox, ForbiddenSyscallIsRefused) {
     EXPECT_TRUE(stdfs::exists(root + "/tmp/fifo"));
 }
 
+TEST_F(Sandbox, TheHelperCannotExecAnything) {
+    // ldconfig never execs; under the filter neither execve nor another execveat works.
+    auto o = busybox({"sh", "-c", "exec /bin/busybox echo escaped"});
+    auto r = inject::sandbox::run(o);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_NE(r->exit_code, 0);
+    EXPECT_EQ(r->out.find("escaped"), std::string::npos);
+    EXPECT_NE(r->err.find("Operation not permitted"), std::string::npos) << r->err;
+}
+
 TEST_F(Sandbox, EnvironmentIsExactlyWhatWasGiven) {
     auto o = busybox({"env"});
     o.env = {"PATH=/bin", "A=1"};

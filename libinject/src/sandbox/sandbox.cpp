@@ -88,7 +88,7 @@ struct CapDeleter {
 };
 using CapPtr = std::unique_ptr<std::remove_pointer_t<cap_t>, CapDeleter>;
 
-Result<SeccompCtx> build_filter(const std::vector<std::string>& names) {
+Result<SeccompCtx> build_filter(const std::vector<std::string>& names, int exe_fd) {
     SeccompCtx ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
     if (!ctx) return fail(Errc::Internal, "seccomp_init failed");
     auto allow = [&](const std::string& name) -> Result<void> {
@@ -99,8 +99,12 @@ Result<SeccompCtx> build_filter(const std::vector<std::string>& names) {
         return ok();
     };
     for (const auto& n : names) INJECT_TRY_VOID(allow(n));
-    // The exec that ends the setup runs under the filter.
-    INJECT_TRY_VOID(allow("execveat"));
+    // The exec that ends the setup runs under the filter: allow exactly that one (our fd, empty
+    // path), so the helper itself cannot exec anything (the fd is close-on-exec).
+    int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(execveat), 2,
+                              SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(exe_fd)),
+                              SCMP_A4(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AT_EMPTY_PATH)));
+    if (rc != 0) return fail(sys_error("seccomp rule for execveat", -rc));
     return ctx;
 }
 
@@ -207,7 +211,6 @@ const std::vector<std::string>& ldconfig_syscalls() {
         "set_robust_list", "rseq", "futex", "getrandom", "prlimit64", "getrlimit", "uname",
         "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid", "rt_sigaction",
         "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "clock_gettime", "exit", "exit_group",
-        "execve",
     };
     return k;
 }
@@ -234,7 +237,7 @@ Result<process::Output> run(const Options& o) {
     if (!devnull.valid()) return fail(sys_error("sandbox: opening /dev/null"));
     SeccompCtx filter;
     if (!o.syscalls.empty()) {
-        INJECT_TRY(filter, build_filter(o.syscalls));
+        INJECT_TRY(filter, build_filter(o.syscalls, exe.get()));
     }
     CapPtr empty(cap_init());
     if (!empty) return fail(sys_error("sandbox: cap_init"));
