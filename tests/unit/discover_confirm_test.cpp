@@ -295,6 +295,34 @@ TEST(EfsmiFind, AbsoluteSymlinkResolvesInsideTheRoot) {
     EXPECT_EQ(*r, t.path() + "/usr/local/efsmi/efsmi-1.4.3.4/efsmi");
 }
 
+// ---- libefml lookup ----
+
+// /usr/lib/libefml.so -> /lib/x86_64-linux-gnu/libm.so.6 exists on the host running the test but
+// not inside the root: the link must be resolved inside driver-root and nothing loaded.
+TEST(EfmlFind, AbsoluteLinkNeverLeavesTheRoot) {
+    TempDir t;
+    ::mkdir((t / "usr").c_str(), 0755);
+    ::mkdir((t / "usr/lib").c_str(), 0755);
+    ASSERT_EQ(::symlink("/lib/x86_64-linux-gnu/libm.so.6", (t / "usr/lib/libefml.so").c_str()), 0);
+    ASSERT_EQ(::symlink("../../../../../../../lib/x86_64-linux-gnu/libm.so.6", (t / "usr/lib/libefml.so.1").c_str()), 0);
+    Options o = roots(t);
+    o.library_search_paths = {"/usr/lib"};
+    auto r = detail::query_efml(o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), Errc::NotFound);
+    EXPECT_EQ(r.error().what(), "no libefml.so or libefml.so.1 under driver-root '" + t.path() + "' (searched /usr/lib)");
+}
+
+TEST(EfmlFind, NotALibraryIsAOneLineError) {
+    TempDir t;
+    write_file(t / "usr/lib/libefml.so.1", "not an ELF file\n");
+    Options o = roots(t);
+    auto r = detail::query_efml(o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what().rfind("dlopen: " + t.path() + "/usr/lib/libefml.so.1: ", 0), 0u) << r.error().what();
+    EXPECT_EQ(r.error().what().find('\n'), std::string::npos);
+}
+
 // The whole chain on a fake host: efsmi without --json-format support falls back to text.
 TEST(Discover, FallsBackToTextAndSaysWhy) {
     if (!have_tty0()) GTEST_SKIP() << "no /dev/tty0 (char 4:0) on this machine";

@@ -10,6 +10,8 @@
 
 #include <cstring>
 
+#include <spdlog/fmt/ranges.h>
+
 namespace inject::discover::detail {
 
 Result<std::string> find_efsmi(const Options& opts) {
@@ -33,6 +35,7 @@ Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
     cmd.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
     cmd.timeout = opts.efsmi_timeout;
     cmd.max_output = 4 << 20;  // 64 cards of `efsmi -q` are about 130 KiB
+    log::debug("running {} {}", efsmi, fmt::join(args, " "));
     auto out = process::run(cmd);
     if (!out) {
         if (out.error().sys_errno() == ETIMEDOUT)
