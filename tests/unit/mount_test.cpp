@@ -337,3 +337,38 @@ TEST(ApplyEdits, ErrorsComeBackFromTheChildWithContext) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ApplyEdits, DeviceNodesCanBeBindMountedInstead) {
+    // What happens where mknod is refused (user namespaces): the host node is bind-mounted.
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    testutil::TempDir d;
+    const auto root = d / "rootfs";
+    stdfs::create_directories(root);
+    inject::cdi::ContainerEdits e;
+    inject::cdi::DeviceNode n;
+    n.path = "/dev/gcu0";
+    n.host_path = "/dev/null";
+    n.type = "c";
+    e.device_nodes.push_back(n);
+    inject::hook::ApplyOptions opts;
+    opts.bind_device_nodes = true;
+    ASSERT_TRUE(inject::hook::apply_edits(0, root, e, opts));
+    ASSERT_TRUE(inject::hook::apply_edits(0, root, e, opts)) << "idempotent";
+    const std::string target = root + "/dev/gcu0";
+    struct stat st {};
+    ASSERT_EQ(::stat(target.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_EQ(st.st_rdev, makedev(1, 3));
+    std::string mi = mountinfo();
+    ASSERT_NE(mi.find(" " + target + " "), std::string::npos);
+    EXPECT_EQ(mi.find(" " + target + " "), mi.rfind(" " + target + " ")) << "mounted twice";
+    struct statvfs sv {};
+    ASSERT_EQ(::statvfs(target.c_str(), &sv), 0);
+    EXPECT_TRUE(sv.f_flag & ST_NOSUID);
+    EXPECT_FALSE(sv.f_flag & ST_NODEV) << "a device node mount must allow the device";
+    ::umount2(target.c_str(), MNT_DETACH);
+}
+
+}  // namespace
