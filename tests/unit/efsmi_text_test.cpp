@@ -74,6 +74,24 @@ TEST(EfsmiText, TwoCardFixtureEveryField) {
     EXPECT_EQ(c.healthy, std::optional<bool>(true));
 }
 
+TEST(EfsmiText, OldDriverT10FixtureEveryField) {
+    auto r = parse_efsmi_text(testutil::read_file(testutil::fixture("efsmi/efsmi-q-t10-old-driver.txt")));
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 1u);
+    const RawCard& c = (*r)[0];
+    EXPECT_EQ(c.index, 0u);
+    EXPECT_FALSE(c.minor.has_value());
+    EXPECT_EQ(c.uuid, "GCU-U53000080105");
+    EXPECT_EQ(c.serial, "B1C2330100021");
+    EXPECT_EQ(c.product, "T10");
+    EXPECT_EQ(c.pci_bus_id, "0000:3b:00.0");
+    EXPECT_EQ(c.pci_device_id, "c033");
+    EXPECT_EQ(c.driver_version, "1.2.0.19");
+    EXPECT_EQ(c.memory_bytes, 16384 * kMiB);
+    EXPECT_EQ(c.numa_node, -1);
+    EXPECT_EQ(c.healthy, std::optional<bool>(true));
+}
+
 // Variants that must give exactly the fixture's card.
 struct Variant {
     const char* name;
