@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo bench clean
+.PHONY: all deps configure build test unit integration demo bench fuzz clean
 
 all: build
 
@@ -31,6 +31,9 @@ demo: build
 bench:
 	@$(MAKE) --no-print-directory PRESET=release build
 	@BUILD_DIR=$(CURDIR)/build/release bench/run.sh
+
+fuzz: deps
+	@scripts/fuzz.sh
 
 clean:
 	rm -rf build
