@@ -15,7 +15,7 @@ for bin in "$top"/build/fuzz/tests/fuzz/fuzz_*; do
   work=$top/build/fuzz/corpus/$corpus; findings=$top/build/fuzz/findings/$corpus
   mkdir -p "$work" "$findings"; cp -n "$top/tests/fuzz/corpus/$corpus"/* "$work"/ 2>/dev/null
   log=$top/build/fuzz/$name.log
-  "$bin" -max_total_time="$secs" -max_len=65536 -artifact_prefix="$findings/" "$work" >"$log" 2>&1 || rc=1
+  "$bin" -max_total_time="$secs" -print_final_stats=1 -max_len=65536 -artifact_prefix="$findings/" "$work" >"$log" 2>&1 || rc=1
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   [ -z "$execs" ] && execs=$(grep -oE '#[0-9]+' "$log" | tail -1 | tr -d '#')
   printf '%-22s %10s execs  %s\n' "$name" "${execs:-?}" "$(ls "$findings" | wc -l) findings"
