@@ -7,10 +7,10 @@
 /// cdiVersion values and the minimum version a spec's features need, unique device names,
 /// env entries "K=V", hook names, absolute paths, device node types and cgroup permissions.
 ///
-/// Versions: we know 0.3.0 .. 0.8.0 and never emit a version higher than needed. The podman
-/// we test against (Debian 12: podman 4.3.1) vendors container-device-interface v0.5.x and
-/// accepts cdiVersion 0.3.0, 0.4.0 and 0.5.0 only (see schemas/README.md), so what we
-/// generate needs at most 0.5.0.
+/// Versions: we know 0.1.0 .. 0.8.0 and never emit a version higher than needed. The podman
+/// we test against (Debian 12: podman 4.3.1, which vendors an older container-device-interface)
+/// accepts cdiVersion 0.1.0 to 0.5.0 and skips specs with 0.6.0 or later (measured, see
+/// schemas/README.md), so what we generate needs at most 0.5.0.
 
 #include "inject/cdi.hpp"
 #include "inject/result.hpp"
