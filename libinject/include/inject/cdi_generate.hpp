@@ -64,7 +64,9 @@ struct GenerateOptions {
 };
 
 /// Options from the configuration's [enflame-container-cli] section (roots, search paths,
-/// compute patterns, ldconfig) and [enflame-container-runtime] cdi-kind. ctk_path stays empty.
+/// compute patterns) and [enflame-container-runtime] cdi-kind. ctk_path and ldconfig stay
+/// empty: the hook (`enflame-ctk hook update-ldcache`) reads ldconfig from the host's config
+/// when the spec does not name one, so a spec stays valid when the config changes.
 [[nodiscard]] Result<GenerateOptions> options_from(const config::Config& cfg);
 
 /// The spec for `host`. Errors: NotFound "no Enflame cards found: nothing to generate" for a
