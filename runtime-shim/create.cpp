@@ -32,6 +32,8 @@ Result<Json> parse_json(const std::string& text, const std::string& path) {
         std::string what = e.what();
         // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
         if (auto p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+        constexpr std::string_view kPrefix = "parse error at ";  // "line 1, column 49: ..." follows
+        if (what.starts_with(kPrefix)) return fail(Errc::InvalidInput, path + ": invalid JSON at " + what.substr(kPrefix.size()));
         return fail(Errc::InvalidInput, path + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + what);
     } catch (const std::exception& e) {
         return fail(Errc::InvalidInput, path + ": " + e.what());

@@ -252,7 +252,7 @@ shim_fails() {
 @test "bad input: malformed and huge config.json, missing bundle" {
   mkdir -p "$SCRATCH/m"
   printf '{"process": {"env": ["ENFLAME_VISIBLE_DEVICES=0"' > "$SCRATCH/m/config.json"
-  shim_fails "$SCRATCH/m" "$SCRATCH/m/config.json: invalid JSON at byte"
+  shim_fails "$SCRATCH/m" "$SCRATCH/m/config.json: invalid JSON at line 1, column"
   printf '{"process": {"env": "ENFLAME_VISIBLE_DEVICES=0"}}' > "$SCRATCH/m/config.json"
   shim_fails "$SCRATCH/m" "'process.env' is not an array"
   mkdir -p "$SCRATCH/h"

@@ -79,6 +79,18 @@ TEST(OciApply, OrderedKeepsKeyOrder) {
     EXPECT_EQ(plain.dump(), ordered_json::parse(kRuncSpec).dump());
 }
 
+TEST(OciApply, OrderedNewSiblingsDoNotInvalidateEachOther) {
+    // linux.devices and linux.resources are both created: in an ordered_json object the second
+    // insert moves the first (regression: a dangling pointer wrote into freed memory).
+    auto spec = ordered_json::parse(R"({"linux":{"namespaces":[{"type":"pid"}]}})");
+    ASSERT_TRUE(oci::apply(spec, card_edits()));
+    EXPECT_EQ(spec["linux"]["devices"].size(), 2u);
+    EXPECT_EQ(spec["linux"]["resources"]["devices"].size(), 2u);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : spec["linux"].items()) keys.push_back(k);
+    EXPECT_EQ(keys, (std::vector<std::string>{"namespaces", "devices", "resources"}));
+}
+
 TEST(OciApply, EmptySpecGetsTheSections) {
     json spec = json::object();
     ASSERT_TRUE(oci::apply(spec, card_edits()));

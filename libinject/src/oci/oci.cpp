@@ -78,8 +78,12 @@ template <typename J>
 Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes) {
     if (nodes.empty()) return ok();
     INJECT_TRY(J * linux_, child_object(spec, "linux", "linux"));
-    INJECT_TRY(J * devices, child_array(*linux_, "devices", "linux.devices"));
-    INJECT_TRY(J * resources, child_object(*linux_, "resources", "linux.resources"));
+    // Create both keys before taking pointers: an insert into an ordered_json object moves
+    // its siblings (they live in one vector).
+    INJECT_TRY_VOID(child_array(*linux_, "devices", "linux.devices"));
+    INJECT_TRY_VOID(child_object(*linux_, "resources", "linux.resources"));
+    J* devices = &(*linux_)["devices"];
+    J* resources = &(*linux_)["resources"];
     INJECT_TRY(J * rules, child_array(*resources, "devices", "linux.resources.devices"));
     for (const auto& d : nodes) {
         if (d.path.empty() || d.path.front() != '/')
