@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sandbox for privileged helpers. Everything that can fail or allocate is prepared before
-// fork (the executable fd, the namespace fd, the capability set, the seccomp filter, argv and
-// envp); the child runs a fixed sequence of system calls and reports the first failing step
-// through a close-on-exec pipe. The order matters:
+// fork (the executable fd, the namespace fd, the capability set, the seccomp filter compiled to
+// BPF, argv and envp); the child runs a fixed sequence of system calls, allocates nothing, and
+// reports the first failing step through a close-on-exec pipe. The order matters:
 //   setns (needs CAP_SYS_ADMIN) -> open rootfs in the entered namespace -> fchdir + chroot(".")
-//   -> rlimits -> securebits (needs CAP_SETPCAP) -> bounding set -> ambient -> capset(empty)
-//   -> no_new_privs -> seccomp -> execveat(host binary fd).
+//   -> securebits (needs CAP_SETPCAP) -> bounding set -> ambient -> capset(empty)
+//   -> no_new_privs -> rlimits (last: RLIMIT_AS would starve any later mmap) -> seccomp
+//   -> execveat(host binary fd).
 // Dropping the bounding set is what keeps uid 0 from getting every capability back at execve.
 #include "inject/sandbox.hpp"
 
@@ -13,6 +14,8 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
@@ -88,7 +91,7 @@ struct CapDeleter {
 };
 using CapPtr = std::unique_ptr<std::remove_pointer_t<cap_t>, CapDeleter>;
 
-Result<SeccompCtx> build_filter(const std::vector<std::string>& names, int exe_fd) {
+Result<SeccompCtx> build_ctx(const std::vector<std::string>& names, int exe_fd) {
     SeccompCtx ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
     if (!ctx) return fail(Errc::Internal, "seccomp_init failed");
     auto allow = [&](const std::string& name) -> Result<void> {
@@ -108,10 +111,34 @@ Result<SeccompCtx> build_filter(const std::vector<std::string>& names, int exe_f
     return ctx;
 }
 
-// The child: a fixed list of system calls, no allocation (libcap and libseccomp calls use only
-// what was prepared before fork).
+// The filter as a BPF program, compiled before fork so the child only calls prctl().
+Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& names, int exe_fd) {
+    INJECT_TRY(SeccompCtx ctx, build_ctx(names, exe_fd));
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail(sys_error("sandbox: pipe"));
+    fs::UniqueFd rd(p[0]), wr(p[1]);
+    int rc = seccomp_export_bpf(ctx.get(), wr.get());
+    if (rc != 0) return fail(sys_error("sandbox: exporting the seccomp filter", -rc));
+    wr.reset();
+    std::string bytes;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(rd.get(), buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(sys_error("sandbox: reading the seccomp filter"));
+        bytes.append(buf, static_cast<std::size_t>(n));
+    }
+    if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0)
+        return fail(Errc::Internal, "sandbox: seccomp filter of " + std::to_string(bytes.size()) + " bytes");
+    std::vector<sock_filter> prog(bytes.size() / sizeof(sock_filter));
+    std::memcpy(prog.data(), bytes.data(), bytes.size());
+    return prog;
+}
+
+// The child: a fixed list of system calls, no allocation (libcap calls use only what was
+// prepared before fork; the filter is already BPF).
 [[noreturn]] void child(const Options& o, int err_fd, int exe_fd, int ns_fd, int null_fd, int out_fd,
-                        int errout_fd, cap_t empty_caps, void* filter, char* const* argv, char* const* envp) {
+                        int errout_fd, cap_t empty_caps, const sock_fprog* filter, char* const* argv,
+                        char* const* envp) {
     if (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(errout_fd, 2) < 0) child_fail(err_fd, kStdio);
     if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNS) != 0) child_fail(err_fd, kSetns);
     if (!o.rootfs.empty()) {
@@ -122,6 +149,16 @@ Result<SeccompCtx> build_filter(const std::vector<std::string>& names, int exe_f
         ::close(root);
     }
     if (::chdir(o.workdir.c_str()) != 0) child_fail(err_fd, kWorkdir);
+    // uid 0 must not regain capabilities at execve, whatever the file says.
+    if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) != 0)
+        child_fail(err_fd, kSecbits);
+    for (cap_value_t c = 0; c < static_cast<cap_value_t>(cap_max_bits()); ++c) {
+        if (cap_drop_bound(c) != 0 && errno != EINVAL) child_fail(err_fd, kBounding);
+    }
+    if (cap_reset_ambient() != 0) child_fail(err_fd, kAmbient);
+    if (cap_set_proc(empty_caps) != 0) child_fail(err_fd, kCapset);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(err_fd, kNoNewPrivs);
     const std::array<std::pair<int, std::uint64_t>, 4> limits{{{RLIMIT_CPU, o.limits.cpu_seconds},
                                                                {RLIMIT_AS, o.limits.address_space},
                                                                {RLIMIT_FSIZE, o.limits.file_size},
@@ -134,25 +171,10 @@ Result<SeccompCtx> build_filter(const std::vector<std::string>& names, int exe_f
         rlimit nl{want, want};
         if (::setrlimit(res, &nl) != 0) child_fail(err_fd, kRlimit);
     }
-    // uid 0 must not regain capabilities at execve, whatever the file says.
-    if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED) != 0)
-        child_fail(err_fd, kSecbits);
-    for (cap_value_t c = 0; c < static_cast<cap_value_t>(cap_max_bits()); ++c) {
-        if (cap_drop_bound(c) != 0 && errno != EINVAL) child_fail(err_fd, kBounding);
-    }
-    if (cap_reset_ambient() != 0) child_fail(err_fd, kAmbient);
-    if (cap_set_proc(empty_caps) != 0) child_fail(err_fd, kCapset);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(err_fd, kNoNewPrivs);
     // Nothing but stdio and the two fds we still need survives the exec.
     if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) child_fail(err_fd, kCloseFds);
-    if (filter != nullptr) {
-        int rc = seccomp_load(filter);
-        if (rc != 0) {
-            errno = -rc;
-            child_fail(err_fd, kSeccomp);
-        }
-    }
+    if (filter != nullptr && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) != 0)
+        child_fail(err_fd, kSeccomp);
     ::syscall(SYS_execveat, exe_fd, "", argv, envp, AT_EMPTY_PATH);
     child_fail(err_fd, kExec);
 }
@@ -235,10 +257,11 @@ Result<process::Output> run(const Options& o) {
     }
     fs::UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!devnull.valid()) return fail(sys_error("sandbox: opening /dev/null"));
-    SeccompCtx filter;
+    std::vector<sock_filter> prog;
     if (!o.syscalls.empty()) {
-        INJECT_TRY(filter, build_filter(o.syscalls, exe.get()));
+        INJECT_TRY(prog, build_filter(o.syscalls, exe.get()));
     }
+    sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
     CapPtr empty(cap_init());
     if (!empty) return fail(sys_error("sandbox: cap_init"));
     const std::vector<std::string> args = o.argv.empty() ? std::vector<std::string>{o.executable} : o.argv;
@@ -255,7 +278,7 @@ Result<process::Output> run(const Options& o) {
     if (pid < 0) return fail(sys_error("sandbox: fork"));
     if (pid == 0)
         child(o, status_w.get(), exe.get(), ns.get(), devnull.get(), out_w.get(), err_w.get(), empty.get(),
-              filter.get(), argv.data(), envp.data());
+              prog.empty() ? nullptr : &fprog, argv.data(), envp.data());
     status_w.reset();
     out_w.reset();
     err_w.reset();
