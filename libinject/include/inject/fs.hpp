@@ -50,6 +50,11 @@ private:
 struct AtomicWriteOptions {
     /// Mode of a new file. An existing file keeps its own mode.
     mode_t mode = 0644;
+    /// fsync the file and its folder so the new content survives a crash. Off only for files
+    /// consumed at once whose loss on a crash is harmless (a bundle's config.json, which the
+    /// runtime shim rewrites on every container start: fsync costs milliseconds there). The
+    /// replace stays atomic either way.
+    bool durable = true;
 };
 
 /// Replaces `path` with `content` atomically: a temp file in the same folder, fsync, rename,

@@ -82,7 +82,7 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
     auto cleanup = [&tmp] { ::unlink(tmp.c_str()); };
     auto r = write_all(fd.get(), content, tmp);
     if (r && ::fchmod(fd.get(), mode) != 0) r = fail(sys_error("setting the mode of " + tmp));
-    if (r && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + tmp));
+    if (r && opts.durable && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + tmp));
     if (r && ::close(fd.release()) != 0) r = fail(sys_error("closing " + tmp));
     if (r && ::rename(tmp.c_str(), path.c_str()) != 0)
         r = fail(sys_error("renaming " + tmp + " to " + path));
@@ -90,6 +90,7 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
         cleanup();
         return r;
     }
+    if (!opts.durable) return ok();
     // The rename is durable only once the folder is synced.
     UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd.valid()) ::fsync(dfd.get());

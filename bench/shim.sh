@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# enflame-container-runtime (the runc shim): what it adds to every container command.
+# All variants alternate in one loop (same machine load); medians over $RUNS (default 60).
+#
+# A. passthrough:   env /bin/true (the floor) | runc --version | shim --version |
+#                   shim state with runtime /bin/true (argv scan + config + execve only)
+# B. the shim alone (runtime = /bin/true, so nothing but the shim's own work is timed):
+#                   create with no request, 1 card and 8 cards in auto (discovery) and cdi mode
+# C. real creates:  runc create vs shim create (+ runc delete, untimed) with no request, and
+#                   with 1 / 8 cards in auto and cdi mode against runc create of the same
+#                   bundle already edited (what the shim adds on top of runc's own work)
+# Peak RSS is the child's own (fork+execve+wait4 in bench/shim_time.cpp, built here).
+# Needs root and runc; a simulated 8-card host is built from the build folder's sim.
+set -euo pipefail
+BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
+RUNS=${RUNS:-60}
+if [ "$(id -u)" -ne 0 ]; then echo "shim: skipped (needs root)"; exit 0; fi
+command -v runc >/dev/null || { echo "shim: skipped (no runc)"; exit 0; }
+top=$(cd "$(dirname "$0")/.." && pwd)
+shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
+sim=$BUILD_DIR/sim/enflame-sim-host
+ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "shim: no $b (build it first)" >&2; exit 1; }; done
+tmp=$(mktemp -d /tmp/ectk-bench-shim.XXXXXX)
+chmod 755 "$tmp"
+trap 'for c in $(runc --root "$tmp/rr" list -q 2>/dev/null); do runc --root "$tmp/rr" delete -f "$c"; done; rm -rf "$tmp"' EXIT
+
+c++ -O2 -static -o "$tmp/shim_time" "$top/bench/shim_time.cpp"
+"$sim" example --cards 8 > "$tmp/host.yaml"
+"$sim" build --desc "$tmp/host.yaml" --root "$tmp/host" >/dev/null
+mkdir -p "$tmp/cdi" "$tmp/empty"
+cli=$(printf '[enflame-container-cli]\ndriver-root = "%s"\ndev-root = "%s"\n' "$tmp/host" "$tmp/host")
+echo "$cli" > "$tmp/plain.toml"
+ENFLAME_CTK_CONFIG=$tmp/plain.toml "$ctk" cdi generate --output "$tmp/cdi/enflame.com-gpu.yaml"
+for mode in auto cdi; do
+  dirs=$tmp/empty; [ $mode = cdi ] && dirs=$tmp/cdi
+  for rt in runc true; do
+    r=runc; [ $rt = true ] && r=/bin/true
+    printf '[enflame-container-runtime]\nmode = "%s"\nspec-dirs = ["%s"]\nruntimes = ["%s"]\n%s\n' \
+      "$mode" "$dirs" "$r" "$cli" > "$tmp/$mode-$rt.toml"
+  done
+done
+
+mkdir -p "$tmp/rootfs"/{bin,proc,sys,dev,etc,tmp}
+cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"
+python3 - "$tmp" <<'PY'
+import json, os, subprocess, sys
+tmp = sys.argv[1]
+os.makedirs(f"{tmp}/spec")
+subprocess.run(["runc", "spec"], cwd=f"{tmp}/spec", check=True)
+base = json.load(open(f"{tmp}/spec/config.json"))
+base["root"] = {"path": f"{tmp}/rootfs", "readonly": False}
+base["process"]["terminal"] = False
+base["process"]["args"] = ["/bin/true"]
+for name, sel in (("none", None), ("1", "0"), ("8", "all")):
+    c = json.loads(json.dumps(base))
+    if sel: c["process"]["env"].append(f"ENFLAME_VISIBLE_DEVICES={sel}")
+    os.makedirs(f"{tmp}/b-{name}")
+    json.dump(c, open(f"{tmp}/b-{name}/orig.json", "w"), indent="\t")
+PY
+
+python3 - "$tmp" "$shim" "$RUNS" "${BENCH_JSON:-}" <<'PY'
+import json, os, shutil, statistics, subprocess, sys
+tmp, shim, runs, out_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+base_env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+rr = f"{tmp}/rr"
+counter = [0]
+
+def timed(argv, cfg=None, out=None):
+    env = dict(base_env)
+    if cfg: env["ENFLAME_CTK_CONFIG"] = f"{tmp}/{cfg}.toml"
+    cmd = [f"{tmp}/shim_time"] + (["-o", out] if out else []) + ["--"] + argv
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    ns, rss, rc = (int(x) for x in r.stdout.split())
+    if rc != 0:
+        sys.exit(f"shim bench: {' '.join(argv)} exited {rc}" + (f": {open(out).read().strip()}" if out else ""))
+    return ns / 1e6, rss
+
+def bundle(kind, edited_by=None):
+    """A fresh config.json for `kind`; with edited_by=<mode>, the shim's own edit of it (for
+    the runc reference that starts from the same final spec)."""
+    d = f"{tmp}/b-{kind}"
+    shutil.copy(f"{d}/orig.json", f"{d}/config.json")
+    if edited_by:
+        ref = f"{tmp}/b-{kind}/edited-{edited_by}.json"
+        if not os.path.exists(ref):
+            timed([shim, "create", "--bundle", d, "prep"], f"{edited_by}-true")
+            shutil.copy(f"{d}/config.json", ref)
+        shutil.copy(ref, f"{d}/config.json")
+    return d
+
+def create(binary, kind, cfg=None, edited_by=None):
+    def run():
+        d = bundle(kind, edited_by)
+        counter[0] += 1
+        cid = f"bench-{os.getpid()}-{counter[0]}"
+        t = timed([binary, "--root", rr, "create", "--bundle", d, cid], cfg, out=f"{tmp}/create.out")
+        subprocess.run(["runc", "--root", rr, "delete", "-f", cid], check=True)
+        return t
+    return run
+
+def shim_alone(kind, cfg):
+    def run():
+        d = bundle(kind)
+        return timed([shim, "create", "--bundle", d, "x"], cfg)
+    return run
+
+variants = [
+    ("A", "env /bin/true (floor)", lambda: timed(["/usr/bin/env", "/bin/true"])),
+    ("A", "runc --version", lambda: timed(["/usr/sbin/runc", "--version"])),
+    ("A", "shim --version", lambda: timed([shim, "--version"], "auto-runc")),
+    ("A", "shim state (runtime /bin/true)", lambda: timed([shim, "state", "x"], "auto-true")),
+    ("B", "shim alone: create, no request", shim_alone("none", "auto-true")),
+    ("B", "shim alone: create, 1 card, auto", shim_alone("1", "auto-true")),
+    ("B", "shim alone: create, 8 cards, auto", shim_alone("8", "auto-true")),
+    ("B", "shim alone: create, 1 card, cdi", shim_alone("1", "cdi-true")),
+    ("B", "shim alone: create, 8 cards, cdi", shim_alone("8", "cdi-true")),
+    ("C", "runc create, no request", create("/usr/sbin/runc", "none")),
+    ("C", "shim create, no request", create(shim, "none", "auto-runc")),
+    # References: runc create of the bundle the shim would produce in that mode (the cdi
+    # spec carries the createContainer ldcache hook, whose cost is runc's and the hook's).
+    ("C", "runc create, 8 cards (auto-edited)", create("/usr/sbin/runc", "8", edited_by="auto")),
+    ("C", "shim create, 8 cards, auto", create(shim, "8", "auto-runc")),
+    ("C", "runc create, 8 cards (cdi-edited)", create("/usr/sbin/runc", "8", edited_by="cdi")),
+    ("C", "shim create, 8 cards, cdi", create(shim, "8", "cdi-runc")),
+    ("C", "runc create, 1 card (auto-edited)", create("/usr/sbin/runc", "1", edited_by="auto")),
+    ("C", "shim create, 1 card, auto", create(shim, "1", "auto-runc")),
+    ("C", "runc create, 1 card (cdi-edited)", create("/usr/sbin/runc", "1", edited_by="cdi")),
+    ("C", "shim create, 1 card, cdi", create(shim, "1", "cdi-runc")),
+]
+samples = {name: [] for _, name, _ in variants}
+rss = {name: 0 for _, name, _ in variants}
+for f in variants: f[2]()  # warm-up: page cache, the pre-edited references
+for i in range(runs):
+    for _, name, f in variants:
+        ms, kb = f()
+        samples[name].append(ms)
+        rss[name] = max(rss[name], kb)
+
+med = {n: statistics.median(s) for n, s in samples.items()}
+def q(n, p): return statistics.quantiles(samples[n], n=4)[p] if len(samples[n]) > 1 else med[n]
+refs = {"A": "env /bin/true (floor)", "B": "env /bin/true (floor)"}
+report = []
+print(f"shim bench: {runs} alternating runs per variant, medians in ms; peak RSS of the child in MiB")
+print(f"{'group':5} {'variant':38} {'median':>8} {'p25-p75':>15} {'vs':>34} {'+ms':>7} {'ratio':>6} {'RSS':>6}")
+for g, name, _ in variants:
+    if g in refs: ref = refs[g] if name != refs[g] else None
+    elif name.startswith("runc"): ref = None
+    elif "no request" in name: ref = "runc create, no request"
+    else:
+        cards = "8 cards" if "8 cards" in name else "1 card"
+        ref = f"runc create, {cards} ({name.rsplit(', ', 1)[1]}-edited)"
+    if name == "shim --version": ref = "runc --version"
+    add = med[name] - med[ref] if ref else 0.0
+    ratio = med[name] / med[ref] if ref else 1.0
+    print(f"{g:5} {name:38} {med[name]:8.3f} {q(name,0):7.3f}-{q(name,2):<7.3f} {ref or '':>34} "
+          f"{add:+7.3f} {ratio:6.2f} {rss[name]/1024:6.2f}")
+    report.append({"group": g, "variant": name, "median_ms": med[name], "p25_ms": q(name, 0), "p75_ms": q(name, 2),
+                   "reference": ref, "added_ms": add, "ratio": ratio, "peak_rss_kib": rss[name]})
+if out_json:
+    json.dump({"runs": runs, "results": report}, open(out_json, "w"), indent=1)
+PY
