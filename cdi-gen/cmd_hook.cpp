@@ -20,16 +20,7 @@ namespace {
 
 inject::Result<std::string> rootfs_from_stdin(const std::string& given) {
     if (!given.empty()) return given;
-    std::string text;
-    char buf[8192];
-    for (;;) {
-        ssize_t n = ::read(0, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return inject::fail(inject::sys_error("reading the container state from stdin"));
-        if (n == 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-        if (text.size() > (1U << 20)) return inject::fail(inject::Errc::InvalidInput, "container state on stdin: larger than 1 MiB");
-    }
+    INJECT_TRY(std::string text, inject::hook::read_state(0));
     INJECT_TRY(auto state, inject::hook::parse_state(text, false));
     INJECT_TRY(auto bundle, inject::hook::load_bundle(state.bundle));
     return bundle.rootfs;

@@ -37,22 +37,6 @@ namespace {
 
 using inject::Result;
 
-constexpr std::size_t kMaxState = 1U << 20;
-
-Result<std::string> read_stdin() {
-    std::string out;
-    char buf[8192];
-    for (;;) {
-        ssize_t n = ::read(0, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return inject::fail(inject::sys_error("reading the container state from stdin"));
-        if (n == 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > kMaxState) return inject::fail(inject::Errc::InvalidInput, "container state on stdin: larger than 1 MiB");
-    }
-    return out;
-}
-
 void setup_logging(const inject::config::Config& cfg) {
     std::shared_ptr<spdlog::logger> logger;
     if (!cfg.runtime.log_file.empty()) {
@@ -95,7 +79,7 @@ Result<void> run(const std::string& stage) {
     INJECT_TRY(config::Config cfg, config::load_file(explicit_cfg ? env_cfg : std::string(config::kDefaultPath), !explicit_cfg));
     setup_logging(cfg);
     const auto t0 = std::chrono::steady_clock::now();
-    INJECT_TRY(std::string text, read_stdin());
+    INJECT_TRY(std::string text, inject::hook::read_state(0));
     INJECT_TRY(hook::State state, hook::parse_state(text, true));
     log::debug("{} hook: container {} status {} pid {} bundle {}", stage, state.id, state.status, state.pid, state.bundle);
     INJECT_TRY(hook::Bundle bundle, hook::load_bundle(state.bundle));

@@ -34,6 +34,10 @@ struct State {
     std::string bundle;
 };
 
+/// Reads the OCI state a runtime writes to a hook's stdin from `fd` (the caller passes 0),
+/// refusing more than 1 MiB.
+[[nodiscard]] Result<std::string> read_state(int fd);
+
 /// Parses the state JSON. InvalidInput for non-JSON (with the byte offset), a missing/
 /// relative bundle, or a pid that is not a positive number when `need_pid`.
 [[nodiscard]] Result<State> parse_state(std::string_view json, bool need_pid);

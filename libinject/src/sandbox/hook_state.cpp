@@ -5,6 +5,7 @@
 #include "inject/hook.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,22 @@ bool rules_allow(const std::vector<DeviceRule>& rules, char type, std::int64_t m
         if (rule.access.find('w') != std::string::npos) w = rule.allow;
     }
     return r && w;
+}
+
+Result<std::string> read_state(int fd) {
+    constexpr std::size_t kMaxState = 1U << 20;
+    std::string out;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(sys_error("reading the container state from stdin"));
+        if (n == 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+        if (out.size() > kMaxState)
+            return fail(Errc::InvalidInput, "container state on stdin: larger than 1 MiB");
+    }
+    return out;
 }
 
 }  // namespace inject::hook
