@@ -13,15 +13,7 @@ setup_file() {
   PMDIR=$(mktemp -d /tmp/ectk-cdi-pm.XXXXXX)
   chmod 755 "$PMDIR"
   export CONTAINERS_CONF=$PMDIR/containers.conf
-  cat > "$CONTAINERS_CONF" <<'CONF'
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
-netns = "none"
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-runtime = "runc"
-CONF
+  podman_conf "$CONTAINERS_CONF"
   export IMAGE=localhost/ectk-cdi-bb:$$
   if [ "$(id -u)" -eq 0 ] && command -v podman >/dev/null && [ -x /bin/busybox ]; then
     local r=$PMDIR/rootfs

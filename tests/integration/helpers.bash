@@ -96,3 +96,13 @@ SH
 
 # unique_id PREFIX: a container id no other test or session uses.
 unique_id() { echo "$1-$$-$RANDOM$RANDOM"; }
+
+# podman_conf FILE [LINE...]: a containers.conf podman can run with on our machines (runc, as
+# crun refuses hybrid cgroups; rlimits within the hard limit; cgroupfs; no network). Extra
+# LINEs go at the end of the [engine] table.
+podman_conf() {
+  local f=$1; shift
+  printf '%s\n' '[containers]' 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]' \
+    'netns = "none"' '[engine]' 'cgroup_manager = "cgroupfs"' 'events_logger = "file"' \
+    'runtime = "runc"' "$@" > "$f"
+}

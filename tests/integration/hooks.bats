@@ -215,8 +215,7 @@ bad_input_ok() {  # $1 = expected line
   requires podman
   local pm=$SCRATCH/pm img=localhost/ectk-hooks-$$:bb
   mkdir -p "$pm/hooks.d"
-  printf '%s\n' '[containers]' 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]' 'netns = "none"' \
-    '[engine]' 'cgroup_manager = "cgroupfs"' 'events_logger = "file"' 'runtime = "runc"' > "$pm/containers.conf"
+  podman_conf "$pm/containers.conf"
   python3 - "$pm/hooks.d/enflame.json" "$HOOK" "$SCRATCH/config.toml" <<'PY'
 import json, sys
 json.dump({"version": "1.0.0",

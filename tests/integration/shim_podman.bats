@@ -14,17 +14,9 @@ setup() {
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
   MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
   busybox_rootfs "$SCRATCH/rootfs"
-  cat > "$SCRATCH/containers.conf" <<EOF
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
-netns = "none"
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-runtime = "runc"
-# conmon starts the runtime with only these variables: the shim finds its config through them.
-conmon_env_vars = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ENFLAME_CTK_CONFIG=$SCRATCH/config.toml"]
-EOF
+  # conmon starts the runtime with only conmon_env_vars: the shim finds its config through them.
+  podman_conf "$SCRATCH/containers.conf" \
+    "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"ENFLAME_CTK_CONFIG=$SCRATCH/config.toml\"]"
   export CONTAINERS_CONF=$SCRATCH/containers.conf
   PM=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp")
   on_teardown "pm_cleanup"
