@@ -30,6 +30,7 @@ struct GenerateArgs {
     std::string dev_root;
     std::vector<std::string> library_search_paths;
     bool no_all_device = false;
+    bool no_drs = false;
     std::string backend = "auto";
     std::vector<std::string> disable_hooks;
 };
@@ -72,6 +73,7 @@ inject::Result<void> generate(Context& ctx, const GenerateArgs& a) {
     INJECT_TRY(auto gopts, inject::cdi::options_from(cfg));
     auto dopts = inject::discover::options_from(cfg);
     INJECT_TRY(dopts.backend, inject::discover::parse_backend(a.backend));
+    dopts.with_drs = !a.no_drs;
     INJECT_TRY(gopts.names, inject::cdi::parse_name_strategy(a.strategy));
     if (!a.vendor.empty()) gopts.vendor = a.vendor;
     if (!a.cls.empty()) gopts.cls = a.cls;
@@ -112,6 +114,8 @@ void add_generate(CLI::App& parent, const std::string& name, const std::string& 
     cmd->add_option("--library-search-path", a->library_search_paths,
                     "folder searched for libraries (repeatable; replaces the configured list)");
     cmd->add_flag("--no-all-device", a->no_all_device, "do not add the 'all' device");
+    cmd->add_flag("--no-drs", a->no_drs,
+                  "do not ask efsmi for DRS instances (saves two efsmi runs on hosts without DRS)");
     cmd->add_option("--backend", a->backend, "discovery: auto, efsmi-json, efsmi-text or libefml")->capture_default_str();
     cmd->add_option("--disable-hook", a->disable_hooks, "leave out a hook: update-ldcache or all (repeatable)");
     cmd->callback([a, &ctx] { finish(generate(ctx, *a)); });

@@ -126,6 +126,16 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   grep -q -- '- name: DRS-4c1e9a52-0000-4000-8000-000000000000' "$SCRATCH/efsmi-json.yaml"
 }
 
+@test "generate --no-drs: the cards without the DRS instances" {
+  make_host 4 --drs
+  "$CTK" cdi generate --backend libefml --no-drs > "$SCRATCH/nodrs.yaml"
+  "$CTK" cdi generate --backend libefml > "$SCRATCH/drs.yaml"
+  grep -q -- '- name: DRS-4c1e9a52-0000-4000-8000-000000000000' "$SCRATCH/drs.yaml"
+  run grep -c -- 'DRS-' "$SCRATCH/nodrs.yaml"
+  [ "$output" = 0 ]
+  for n in '"0"' '"3"' all; do grep -q -- "- name: $n\$" "$SCRATCH/nodrs.yaml"; done
+}
+
 @test "generate: naming strategies and --no-all-device" {
   make_host 2
   run "$CTK" cdi generate --device-name-strategy index --no-all-device --output "$SCRATCH/specs/i.yaml"
