@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "test_util.hpp"
 
+#include <sys/mount.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +20,29 @@ TempDir::TempDir() {
     path_ = buf.data();
 }
 
+namespace {
+
+// Mount points at or below `dir`, deepest last (from /proc/self/mountinfo, field 5).
+std::vector<std::string> mounts_below(const std::string& dir) {
+    std::vector<std::string> out;
+    std::istringstream in(read_file("/proc/self/mountinfo"));
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string id, parent, devno, root, mount_point;
+        f >> id >> parent >> devno >> root >> mount_point;
+        if (mount_point == dir || mount_point.rfind(dir + "/", 0) == 0) out.push_back(mount_point);
+    }
+    return out;
+}
+
+}  // namespace
+
 TempDir::~TempDir() {
+    // A test that mounted something in its folder and failed (or forgot) must not leave the
+    // folder behind: remove_all stops at a busy mount point.
+    auto mounts = mounts_below(path_);
+    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
 }
