@@ -6,7 +6,9 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-60}
 command -v clang++ >/dev/null || { echo "error: clang++ is needed for make fuzz (apt-get install clang)" >&2; exit 1; }
-cmake --preset fuzz >/dev/null && cmake --build --preset fuzz || exit 1
+targets=()
+for src in "$top"/tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
+cmake --preset fuzz >/dev/null && cmake --build --preset fuzz --target "${targets[@]}" || exit 1
 rc=0
 for bin in "$top"/build/fuzz/tests/fuzz/fuzz_*; do
   case $bin in *_replay) continue ;; esac
