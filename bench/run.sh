@@ -14,5 +14,17 @@ for b in "$top"/bench/*.sh; do
   echo "== $name"
   BUILD_DIR=$BUILD_DIR BENCH_JSON=$out/$name.json bash "$b" | tee "$out/$name.txt" || rc=1
 done
-echo "reports: $out"
+# One machine-readable copy of everything: {"<bench>": <its JSON>, ...}
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+report = {}
+for f in sorted(os.listdir(out)):
+    if f.endswith(".json") and f != "report.json":
+        with open(os.path.join(out, f)) as fh:
+            report[f[:-5]] = json.load(fh)
+with open(os.path.join(out, "report.json"), "w") as fh:
+    json.dump(report, fh, indent=1)
+PY
+echo "reports: $out (report.json has them all)"
 exit $rc
