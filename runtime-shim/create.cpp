@@ -264,7 +264,8 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
     // the container it describes is gone anyway (fsync cost 3-9 ms here).
     inject::fs::AtomicWriteOptions wopts;
     wopts.durable = false;
-    INJECT_TRY_VOID(inject::fs::atomic_write(path, json, wopts));
+    // The context names the file: a failed mkostemp alone only names the folder.
+    INJECT_TRY_CTX(inject::fs::atomic_write(path, json, wopts), "writing " + path);
     out.rewritten = true;
     out.summary = "mode " + std::string(inject::config::mode_name(cfg.runtime.mode)) + ": " + req.source + ": " +
                   std::to_string(edits.device_nodes.size()) + " device nodes, " + std::to_string(edits.mounts.size()) +

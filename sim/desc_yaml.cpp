@@ -283,6 +283,8 @@ Setter faults_field(Faults& f) {
                                            return "unknown output '" + s +
                                                   "' (want normal, garbage or truncated)";
                                        })},
+            {"efsmi_flood", bool_field(f.efsmi_flood)},
+            {"efsmi_signal", int_field(f.efsmi_signal, 0, 64)},
             {"old_keys", bool_field(f.old_keys)},
             {"efml_absent", bool_field(f.efml_absent)},
             {"efml_missing_symbols", list_field(f.efml_missing_symbols, nullptr, read_symbol)},

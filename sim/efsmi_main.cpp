@@ -2,6 +2,7 @@
 // enflame-sim-efsmi: prints what efsmi would print on the host described by the
 // enflame-sim.json next to its own real path (installed by enflame-sim-host build).
 
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -52,10 +53,30 @@ int emit(const std::string& s, int code) {
     return code;
 }
 
+// The flood fault: the answer again and again until the reader goes away (EPIPE/SIGPIPE)
+// or 1 GiB has been written, so a reader without an output bound never finishes.
+int flood(const std::string& s) {
+    for (std::size_t sent = 0; sent < (std::size_t{1} << 30); sent += s.size()) {
+        if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) return 2;
+    }
+    return std::fflush(stdout) == 0 ? 0 : 2;
+}
+
 int run(int argc, char** argv) {
     const sim::Host h = load();
     if (h.faults.efsmi_sleep_ms > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(h.faults.efsmi_sleep_ms));
+    }
+    if (h.faults.efsmi_signal != 0) {
+        // Die as a crashing efsmi would: the default action of the signal, not an exit code.
+        std::signal(h.faults.efsmi_signal, SIG_DFL);
+        std::raise(h.faults.efsmi_signal);
+        return 2;  // a signal whose default action is to continue (SIGCHLD, ...)
+    }
+    if (h.faults.efsmi_flood) {
+        const Command c = parse_args(argc, argv);
+        if (c == Command::QueryText) return flood(sim::efsmi_query_text(h));
+        if (c == Command::QueryJson) return flood(sim::efsmi_query_json(h));
     }
     if (h.faults.efsmi_exit_code != 0) return h.faults.efsmi_exit_code;
     switch (parse_args(argc, argv)) {

@@ -53,6 +53,8 @@ struct Faults {
     std::uint32_t efsmi_sleep_ms = 0;
     bool json_unsupported = false;
     std::string efsmi_output = "normal";  ///< normal | garbage | truncated
+    bool efsmi_flood = false;       ///< -q prints its output again and again, without end
+    int efsmi_signal = 0;           ///< efsmi kills itself with this signal (0: no)
     bool old_keys = false;
     bool efml_absent = false;
     std::vector<std::string> efml_missing_symbols;

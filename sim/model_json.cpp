@@ -84,7 +84,8 @@ ojson drs_json(const Host& h) {
 ojson faults_json(const Faults& f) {
     return {{"efsmi_absent", f.efsmi_absent},      {"efsmi_exit_code", f.efsmi_exit_code},
             {"efsmi_sleep_ms", f.efsmi_sleep_ms},  {"json_unsupported", f.json_unsupported},
-            {"efsmi_output", f.efsmi_output},      {"old_keys", f.old_keys},
+            {"efsmi_output", f.efsmi_output},      {"efsmi_flood", f.efsmi_flood},
+            {"efsmi_signal", f.efsmi_signal},      {"old_keys", f.old_keys},
             {"efml_absent", f.efml_absent},        {"efml_missing_symbols", f.efml_missing_symbols},
             {"efml_init_fails", f.efml_init_fails}};
 }
@@ -126,6 +127,8 @@ Faults faults_from(const nlohmann::json& j) {
     j.at("efsmi_sleep_ms").get_to(f.efsmi_sleep_ms);
     j.at("json_unsupported").get_to(f.json_unsupported);
     j.at("efsmi_output").get_to(f.efsmi_output);
+    f.efsmi_flood = j.value("efsmi_flood", false);
+    f.efsmi_signal = j.value("efsmi_signal", 0);
     j.at("old_keys").get_to(f.old_keys);
     j.at("efml_absent").get_to(f.efml_absent);
     j.at("efml_missing_symbols").get_to(f.efml_missing_symbols);
