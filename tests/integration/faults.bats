@@ -159,6 +159,26 @@ PY
   intact "$SCRATCH/etc/daemon.json" "$before"
 }
 
+@test "runtime configure --runtime docker with a backup already there: the write itself fails cleanly" {
+  # configure keeps the first .enflame.bak it made, so here the failing write is daemon.json's own.
+  local fault
+  for fault in full ro; do
+    mkdir -p "$SCRATCH/$fault"
+    [ $fault = full ] && small_fs "$SCRATCH/$fault"
+    printf '{\n  "log-level": "warn"\n}\n' > "$SCRATCH/$fault/daemon.json"
+    cp "$SCRATCH/$fault/daemon.json" "$SCRATCH/$fault/daemon.json.enflame.bak"
+    if [ $fault = full ]; then fill "$SCRATCH/$fault"; else read_only "$SCRATCH/$fault"; fi
+    local before; before=$(sha "$SCRATCH/$fault/daemon.json")
+    run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/$fault/daemon.json"
+    echo "$stderr"
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" == "error: writing '$SCRATCH/$fault/daemon.json': "* ]]
+    [[ "$stderr" == *"No space left on device" || "$stderr" == *"Read-only file system" ]]
+    intact "$SCRATCH/$fault/daemon.json" "$before"
+  done
+}
+
 # --- efsmi faults: discovery is bounded and falls back to libefml, or fails clearly ---
 
 # faulty_host NAME FAULTS [efml]: a 2-card host with these faults (and libefml unless "noefml").
