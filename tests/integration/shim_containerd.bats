@@ -85,7 +85,7 @@ ctr_run() {
   [ "$status" -eq 0 ]
   on_teardown "ctr_rm $id"
   # Under heavy load ctr sometimes returns an exec's status before its stdout fifo delivered
-  # anything (seen once in 20 runs at load 11): retry a few times while the output is empty.
+  # anything (seen once, at load 11): retry a few times while the output is empty.
   local try
   for try in 1 2 3 4 5; do
     run timeout 60 "${C[@]}" task exec --exec-id "probe$try" "$id" /bin/sh -c 'ls -l /dev/; cat /proc/self/mountinfo; /bin/env'
