@@ -40,7 +40,7 @@ struct State {
 
 /// Parses the state JSON. InvalidInput for non-JSON (with the byte offset), a missing/
 /// relative bundle, or a pid that is not a positive number when `need_pid`.
-[[nodiscard]] Result<State> parse_state(std::string_view json, bool need_pid);
+[[nodiscard]] Result<State> parse_state(std::string_view text, bool need_pid);
 
 /// One linux.resources.devices rule of config.json.
 struct DeviceRule {

@@ -81,6 +81,7 @@ template <typename T>
 class [[nodiscard]] Result {
 public:
     Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
+    // cppcheck-suppress passedByValue ; a sink: the error is moved out of `u`
     Result(Unexpected u) : v_(std::in_place_index<1>, std::move(u.error)) {}  // NOLINT
     Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
 
@@ -114,6 +115,7 @@ template <>
 class [[nodiscard]] Result<void> {
 public:
     Result() = default;
+    // cppcheck-suppress passedByValue ; a sink: the error is moved out of `u`
     Result(Unexpected u) : err_(std::move(u.error)), ok_(false) {}  // NOLINT
     Result(Error e) : err_(std::move(e)), ok_(false) {}  // NOLINT
 
@@ -146,11 +148,14 @@ private:
 #define INJECT_CONCAT_(a, b) INJECT_CONCAT_INNER_(a, b)
 
 /// `INJECT_TRY(auto x, expr);` binds the value of a Result or returns its error.
+// `decl` is a declaration and `tmp` a name: parentheses around them would not compile.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define INJECT_TRY(decl, expr) INJECT_TRY_IMPL_(decl, expr, INJECT_CONCAT_(inject_try_, __LINE__))
 #define INJECT_TRY_IMPL_(decl, expr, tmp)                               \
     auto tmp = (expr);                                                  \
     if (!tmp) return ::inject::fail(std::move(tmp).error());            \
     decl = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 /// Like INJECT_TRY_VOID, adding a context layer to the error on the way up.
 #define INJECT_TRY_CTX(expr, ctx)                                         \

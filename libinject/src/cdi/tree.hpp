@@ -32,7 +32,7 @@ Node::Kind resolve_plain(std::string_view s);
 /// nullopt when the text uses anything else (flow collections, anchors, tags, multi-line
 /// scalars, tabs, duplicate keys, ...): the caller then uses yaml-cpp, which also produces
 /// the error message for malformed input.
-std::optional<Node> parse_simple_yaml(std::string_view text);
+std::optional<Node> parse_simple_yaml(std::string_view all);
 
 /// Reads any YAML with yaml-cpp into the tree (the slow, complete path). Errors name `source`
 /// and the line.

@@ -88,7 +88,7 @@ Result<void> CardFields::set(std::string_view key, std::string_view value) {
         auto id = parse_hex(value, 0xffff);
         if (!id) return fail(bad_value(key, value));
         char buf[8];
-        std::snprintf(buf, sizeof buf, "%04x", *id);
+        (void)std::snprintf(buf, sizeof buf, "%04x", *id);
         card_.pci_device_id = buf;
     } else if (key == "Domain") {
         return hex_field(domain_, 0xffff);
@@ -125,7 +125,7 @@ Result<RawCard> CardFields::finish() && {
     need(func_.has_value(), "Func");
     if (!missing.empty()) return fail(Errc::InvalidInput, "no " + missing);
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", *domain_, *bus_, *dev_, *func_);
+    (void)std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", *domain_, *bus_, *dev_, *func_);
     card_.pci_bus_id = buf;
     return std::move(card_);
 }

@@ -9,7 +9,9 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <utility>
 
@@ -100,12 +102,24 @@ std::optional<std::string> Efml::str(IdxStrFn fn, std::uint32_t idx, const char*
 
 // "0000:17:00.0" in lower case, or nullopt when it is not a PCI address.
 std::optional<std::string> normal_bus_id(const std::string& s) {
-    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
-    char tail = 0;
-    if (std::sscanf(s.c_str(), "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) return std::nullopt;
+    // from_chars reports an out-of-range field; sscanf's %x would silently wrap it.
+    std::array<unsigned, 4> v{};
+    const char* p = s.data();
+    const char* const end = s.data() + s.size();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) {
+            if (p == end || *p != (i == 3 ? '.' : ':')) return std::nullopt;
+            ++p;
+        }
+        auto [next, ec] = std::from_chars(p, end, v[i], 16);
+        if (ec != std::errc{} || next == p) return std::nullopt;
+        p = next;
+    }
+    if (p != end) return std::nullopt;
+    const auto [dom, bus, dev, fn] = v;
     if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7) return std::nullopt;
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+    (void)std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
     return std::string(buf);
 }
 

@@ -48,7 +48,7 @@ Result<std::vector<device::DrsInstance>> parse_efsmi_drs_list(std::string_view t
         ++lineno;
         const std::string_view t = detail::trim(line);
         if (t.empty()) continue;
-        auto bad = [&](std::string why) {
+        auto bad = [&](const std::string& why) {
             return fail(Errc::InvalidInput,
                         std::string(kSrc) + ": line " + std::to_string(lineno) + ": " + why);
         };
@@ -77,7 +77,7 @@ Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_vie
         ++lineno;
         const std::string_view t = detail::trim(line);
         if (t.empty()) continue;
-        auto bad = [&](std::string why) {
+        auto bad = [&](const std::string& why) {
             return fail(Errc::InvalidInput,
                         std::string(kSrc) + ": line " + std::to_string(lineno) + ": " + why);
         };

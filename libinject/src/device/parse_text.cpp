@@ -26,7 +26,7 @@ bool is_section_name(std::string_view t) {
 
 Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string_view source) {
     const std::string src(source);
-    auto at = [&](std::size_t line, std::string msg) {
+    auto at = [&](std::size_t line, const std::string& msg) {
         return fail(Errc::InvalidInput, src + ": line " + std::to_string(line) + ": " + msg);
     };
     if (detail::trim(text).empty()) return fail(Errc::InvalidInput, src + ": empty output");

@@ -104,9 +104,12 @@ Result<SeccompCtx> build_ctx(const std::vector<std::string>& names, int exe_fd) 
     for (const auto& n : names) INJECT_TRY_VOID(allow(n));
     // The exec that ends the setup runs under the filter: allow exactly that one (our fd, empty
     // path), so the helper itself cannot exec anything (the fd is close-on-exec).
+    // libseccomp's SCMP_A* macros are C compound literals by design.
+    // NOLINTBEGIN(clang-diagnostic-c99-extensions,clang-diagnostic-missing-field-initializers)
     int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(execveat), 2,
                               SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(exe_fd)),
                               SCMP_A4(SCMP_CMP_EQ, static_cast<scmp_datum_t>(AT_EMPTY_PATH)));
+    // NOLINTEND(clang-diagnostic-c99-extensions,clang-diagnostic-missing-field-initializers)
     if (rc != 0) return fail(sys_error("seccomp rule for execveat", -rc));
     return ctx;
 }
