@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo bench fuzz clean
+.PHONY: all deps configure build test unit integration demo bench fuzz clean lint asan
 
 all: build
 
@@ -34,6 +34,14 @@ bench:
 
 fuzz: deps
 	@scripts/fuzz.sh
+
+# Static checks over libinject/ (clang-tidy 14 with .clang-tidy, cppcheck): non-zero on a finding.
+lint: configure
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/lint.sh
+
+# ASan + UBSan build (build/asan): unit tests plus the shim and hook integration tests.
+asan: deps
+	@scripts/run-asan.sh
 
 clean:
 	rm -rf build

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The sanitizer run (issue 7): builds the `asan` preset (ASan + UBSan, -fno-sanitize-recover)
+# and runs, against it, every unit test (ctest) and the integration tests that exercise the
+# shim and the hooks (shim.bats, hooks.bats). Any sanitizer report fails the run: ASan and
+# UBSan abort the process, which fails the test that started it.
+# Prints one closing line "asan tests: N passed, N failed, N skipped".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$top/build/asan}
+
+if [ ! -f "$ASAN_BUILD_DIR/CMakeCache.txt" ]; then
+    if [ "$ASAN_BUILD_DIR" = "$top/build/asan" ]; then
+        (cd "$top" && cmake --preset asan >/dev/null) || exit 1
+    else
+        echo "error: '$ASAN_BUILD_DIR' is not configured (cmake --preset asan, or leave ASAN_BUILD_DIR unset)" >&2
+        exit 1
+    fi
+fi
+cmake --build "$ASAN_BUILD_DIR" -j2 || exit 1
+
+# halt_on_error/abort: a report is a failure, never a log line. detect_leaks: LeakSanitizer at
+# exit. Binaries started by a runtime (the hooks under runc) get the OCI spec's own env, where
+# these defaults (halt on error, leaks on) hold as well.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+(cd "$ASAN_BUILD_DIR" && ctest --output-on-failure -j2 | tee "$ASAN_BUILD_DIR/ctest.log")
+unit_rc=${PIPESTATUS[0]}
+unit_total=$(sed -n 's/.* tests failed out of \([0-9]*\).*/\1/p' "$ASAN_BUILD_DIR/ctest.log" | tail -1)
+unit_failed=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$ASAN_BUILD_DIR/ctest.log" | tail -1)
+unit_skipped=$(grep -c '(Skipped)' "$ASAN_BUILD_DIR/ctest.log")
+
+BUILD_DIR=$ASAN_BUILD_DIR bats --tap "$top/tests/integration/shim.bats" "$top/tests/integration/hooks.bats" \
+    | tee "$ASAN_BUILD_DIR/bats.log"
+int_rc=${PIPESTATUS[0]}
+int_total=$(grep -cE '^(ok|not ok) ' "$ASAN_BUILD_DIR/bats.log")
+int_failed=$(grep -cE '^not ok ' "$ASAN_BUILD_DIR/bats.log")
+int_skipped=$(grep -cE '^ok .* # skip' "$ASAN_BUILD_DIR/bats.log")
+
+total=$(( ${unit_total:-0} + int_total ))
+failed=$(( ${unit_failed:-0} + int_failed ))
+skipped=$(( unit_skipped + int_skipped ))
+echo
+echo "asan tests: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
+[ "$unit_rc" -eq 0 ] && [ "$int_rc" -eq 0 ] && [ "${unit_total:-0}" -gt 0 ]
