@@ -151,6 +151,8 @@ std::optional<Entry> split_entry(std::string_view t) {
         }
         const auto key = trim_right(t.substr(0, p));
         if (!plain_ok(key) || key.find(" #") != std::string_view::npos) return std::nullopt;
+        // A null key ("null", "~", "NULL") is no scalar to yaml-cpp: leave it to its error.
+        if (resolve_plain(key) == Node::Kind::Null) return std::nullopt;
         e.key = std::string(key);
         after = t.substr(p + 1);
     }
@@ -248,6 +250,13 @@ private:
 }  // namespace
 
 std::optional<Node> parse_simple_yaml(std::string_view all) {
+    // Control characters and non-ASCII bytes (YAML's printable-character rules, BOMs, UTF-8
+    // validation) are yaml-cpp's business: the fuzzer found inputs with NUL and a stray 0x87
+    // where the two readers disagreed.
+    for (char c : all) {
+        const auto u = static_cast<unsigned char>(c);
+        if ((u < 0x20 && c != '\n') || u >= 0x7f) return std::nullopt;
+    }
     std::string_view text = all;
     std::vector<Line> lines;
     int no = 0;
