@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/process.hpp"
 
+#include "core/cstrings.hpp"
 #include "inject/fs.hpp"
 
 #include <fcntl.h>
@@ -13,17 +14,6 @@
 #include <vector>
 
 namespace inject::process {
-namespace {
-
-std::vector<char*> cstrings(const std::vector<std::string>& v) {
-    std::vector<char*> out;
-    out.reserve(v.size() + 1);
-    for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-    out.push_back(nullptr);
-    return out;
-}
-
-}  // namespace
 
 Result<Output> run(const Command& cmd) {
     if (cmd.path.empty() || cmd.path.front() != '/')
@@ -37,8 +27,8 @@ Result<Output> run(const Command& cmd) {
     fs::UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
     // Everything the child needs is built before fork: after fork only async-signal-safe calls.
     const std::vector<std::string> args = cmd.argv.empty() ? std::vector<std::string>{cmd.path} : cmd.argv;
-    auto argv = cstrings(args);
-    auto envp = cstrings(cmd.env);
+    auto argv = detail::cstrings(args);
+    auto envp = detail::cstrings(cmd.env);
     pid_t pid = ::fork();
     if (pid < 0) return fail(sys_error("fork"));
     if (pid == 0) {

@@ -10,6 +10,8 @@
 // Dropping the bounding set is what keeps uid 0 from getting every capability back at execve.
 #include "inject/sandbox.hpp"
 
+#include "core/cstrings.hpp"
+
 #include "inject/fs.hpp"
 
 #include <fcntl.h>
@@ -73,13 +75,6 @@ struct ChildError {
     _exit(127);
 }
 
-std::vector<char*> cstrings(const std::vector<std::string>& v) {
-    std::vector<char*> out;
-    out.reserve(v.size() + 1);
-    for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-    out.push_back(nullptr);
-    return out;
-}
 
 struct SeccompDeleter {
     void operator()(void* ctx) const { seccomp_release(ctx); }
@@ -268,8 +263,8 @@ Result<process::Output> run(const Options& o) {
     CapPtr empty(cap_init());
     if (!empty) return fail(sys_error("sandbox: cap_init"));
     const std::vector<std::string> args = o.argv.empty() ? std::vector<std::string>{o.executable} : o.argv;
-    auto argv = cstrings(args);
-    auto envp = cstrings(o.env);
+    auto argv = detail::cstrings(args);
+    auto envp = detail::cstrings(o.env);
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return fail(sys_error("sandbox: pipe"));
     fs::UniqueFd status_r(p[0]), status_w(p[1]);
