@@ -9,10 +9,7 @@ load helpers
 setup() {
   requires root runc python3
   setup_scratch
-  sim_example 4 > "$SCRATCH/desc.yaml"
-  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
-  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
-  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  sim_setup 4
   RR=$SCRATCH/runc-root   # a private runc state root
 }
 

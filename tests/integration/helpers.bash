@@ -106,3 +106,12 @@ podman_conf() {
     'netns = "none"' '[engine]' 'cgroup_manager = "cgroupfs"' 'events_logger = "file"' \
     'runtime = "runc"' "$@" > "$f"
 }
+
+# sim_setup N: a simulated host of N cards in $SCRATCH/host and a config.toml pointing at it,
+# exported as ENFLAME_CTK_CONFIG.
+sim_setup() {
+  sim_example "$1" > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+}

@@ -8,10 +8,7 @@ load helpers
 setup() {
   requires root runc python3
   setup_scratch
-  sim_example 4 > "$SCRATCH/desc.yaml"
-  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
-  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
-  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  sim_setup 4
   MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
   RR=$SCRATCH/runc-root   # a private runc state root: nothing shared with other sessions
   UUID2=$(python3 -c "import yaml,sys; print(yaml.safe_load(open(sys.argv[1]))['cards'][2]['uuid'])" "$SCRATCH/desc.yaml" 2>/dev/null ||

@@ -8,10 +8,7 @@ load helpers
 setup() {
   requires root podman runc python3
   setup_scratch
-  sim_example 4 > "$SCRATCH/desc.yaml"
-  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
-  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
-  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  sim_setup 4
   MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
   busybox_rootfs "$SCRATCH/rootfs"
   # conmon starts the runtime with only conmon_env_vars: the shim finds its config through them.
