@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
-# Faults: a full disk or a read-only folder while writing config.json (through the shim), the
-# CDI spec (cdi generate --output) or a runtime config (runtime configure); an efsmi that hangs,
-# floods its output or dies by a signal. The old file stays intact byte for byte, no temp file
-# is left, the command fails with one line naming the file and the reason, and every command
-# returns within a bounded time.
+# Faults: a full disk, a read-only folder or a failing disk (EIO) while writing config.json
+# (through the shim), the CDI spec (cdi generate --output) or a runtime config (runtime
+# configure); an efsmi that hangs, floods its output or dies by a signal. The old file stays
+# intact byte for byte, no temp file is left, the command fails with one line naming the file
+# and the reason, and every command returns within a bounded time.
 #
-# EIO is not tested: it needs a dm-error target or a faulty loop device (device-mapper is not
-# available in our VMs and the kernel's fault injection is not built in); ENOSPC and EROFS
-# exercise the same error paths of atomic_write (write, fsync, rename).
+# EIO comes from the kernel itself: an ext4 filesystem in a loop-mounted file whose backing file
+# is then made immutable, so every write the filesystem sends to the device fails and ext4
+# returns EIO (device-mapper's error target and the kernel's fault injection are not available
+# on our VMs; a loop device is).
 
 load helpers
 bats_require_minimum_version 1.5.0
@@ -50,6 +51,43 @@ intact() {
 }
 
 sha() { sha256sum < "$1" | cut -d' ' -f1; }
+
+# intact_after_eio FILE SHA: as intact, except that a temp name ext4 itself left in the folder's
+# listing when the create failed with EIO (the entry is listed, but looking it up finds no file:
+# unlink gets ENOENT) is not counted: no temp file can be opened beside FILE.
+intact_after_eio() {
+  [ "$(sha "$1")" = "$2" ]
+  local f
+  for f in "$(dirname "$1")/$(basename "$1")"*tmp* "$(dirname "$1")/.$(basename "$1")"*; do
+    [ ! -e "$f" ]
+  done
+}
+
+# failing_disk DIR [sync]: a 16 MiB ext4 filesystem (no journal, errors=continue) in a file,
+# loop-mounted at DIR (with `sync` if asked: writes reach the device at write(), not at fsync()).
+# Unmounted, and its backing file made mutable again, in teardown.
+failing_disk() {
+  requires mkfs.ext4 chattr losetup
+  [ -e /dev/loop-control ] || skip "no loop devices here (/dev/loop-control is missing)"
+  local img; img=$(disk_image "$1")
+  truncate -s 16M "$img"
+  mkfs.ext4 -q -F -O ^has_journal -e continue "$img"
+  chattr -i "$img" 2>/dev/null || skip "chattr is not supported on the filesystem of $SCRATCH"
+  mkdir -p "$1"
+  on_teardown "chattr -i '$img'"
+  mount -o "loop${2:+,$2}" "$img" "$1" || skip "loop-mounting a file is not allowed here"
+  on_teardown "umount '$1'"
+  chmod 755 "$1"
+}
+
+disk_image() { echo "$SCRATCH/disk-$(basename "$1").img"; }
+
+# break_disk DIR: flush what DIR's filesystem holds, then make its backing file immutable: from
+# now on the loop device fails every write (EPERM from the backing file, EIO to the filesystem).
+break_disk() {
+  sync -f "$1"
+  chattr +i "$(disk_image "$1")"
+}
 
 # --- config.json through the shim ---
 
@@ -102,6 +140,23 @@ PY
   ! runc --root "$RR" state "$id" >/dev/null 2>&1
 }
 
+@test "shim: bundle on a failing disk (EIO): config.json intact, no temp file, EIO named, no container" {
+  requires runc python3
+  failing_disk "$SCRATCH/b" sync
+  fault_bundle "$SCRATCH/b"
+  break_disk "$SCRATCH/b"
+  local before id; before=$(sha "$SCRATCH/b/config.json"); id=$(unique_id fault)
+  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
+  run --separate-stderr timeout 30 "$SHIM" --root "$RR" create --bundle "$SCRATCH/b" "$id"
+  echo "$stderr"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [ -z "$output" ]
+  [[ "$stderr" == *"$SCRATCH/b/config.json"* ]]
+  [[ "$stderr" == *"Input/output error"* ]]
+  intact_after_eio "$SCRATCH/b/config.json" "$before"
+  ! runc --root "$RR" state "$id" >/dev/null 2>&1
+}
+
 # --- the CDI spec ---
 
 @test "cdi generate --output on a full disk: old spec intact, no temp file, one error line" {
@@ -131,6 +186,20 @@ PY
   intact "$SCRATCH/cdi/enflame.yaml" "$before"
 }
 
+@test "cdi generate --output on a failing disk (EIO at fsync): old spec intact, one error line" {
+  failing_disk "$SCRATCH/cdi"
+  printf 'cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n' > "$SCRATCH/cdi/enflame.yaml"
+  break_disk "$SCRATCH/cdi"
+  local before; before=$(sha "$SCRATCH/cdi/enflame.yaml")
+  run --separate-stderr timeout 30 "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
+  echo "$stderr"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ "$stderr" == "error: "*"$SCRATCH/cdi/enflame.yaml"*"Input/output error"* ]]
+  intact "$SCRATCH/cdi/enflame.yaml" "$before"
+}
+
 # --- a runtime config ---
 
 @test "runtime configure --runtime docker on a full disk: daemon.json intact, one error line" {
@@ -157,6 +226,20 @@ PY
   [ "${#stderr_lines[@]}" -eq 1 ]
   [[ "$stderr" == "error: "*"$SCRATCH/etc/daemon.json"*"Read-only file system"* ]]
   intact "$SCRATCH/etc/daemon.json" "$before"
+}
+
+@test "runtime configure --runtime docker on a failing disk (EIO at fsync): daemon.json intact" {
+  failing_disk "$SCRATCH/etc"
+  printf '{\n  "log-level": "warn",\n  "runtimes": {}\n}\n' > "$SCRATCH/etc/daemon.json"
+  break_disk "$SCRATCH/etc"
+  local before; before=$(sha "$SCRATCH/etc/daemon.json")
+  run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
+  echo "$stderr"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ "$stderr" == "error: "*"$SCRATCH/etc/daemon.json"*"Input/output error"* ]]
+  intact "$SCRATCH/etc/daemon.json" "$before"
+  [ ! -e "$SCRATCH/etc/daemon.json.enflame.bak" ]
 }
 
 @test "runtime configure --runtime docker with a backup already there: the write itself fails cleanly" {
