@@ -96,6 +96,29 @@ cards_are() {
   cards_are "2"
 }
 
+@test "runc: a DRS instance (DRS-uuid) gets its parent card and TOPS_VISIBLE_DEVICES; unknown ones fail" {
+  # A 2-card host with DRS instances; the same config file, pointed at it.
+  sim_example 2 --drs > "$SCRATCH/drs.yaml"
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/drs" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/drs"
+  MAJOR=$(stat -c '%t' "$SCRATCH/drs/dev/gcu0"); MAJOR=$((16#$MAJOR))
+  local n
+  for n in 0 2; do
+    rm -rf "$SCRATCH/b"
+    shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-00000000000$n
+    shim_run "$SCRATCH/b"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # Instances 0 and 1 are card 0's, 2 and 3 card 1's (sim example --drs).
+    cards_are "$(( n / 2 ))"
+    echo "$output" | grep -Fx "TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-00000000000$n"
+  done
+  # An instance the host does not have: refused, config.json untouched, no container.
+  rm -rf "$SCRATCH/b"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-0000000000ff
+  shim_fails "$SCRATCH/b" "unknown device 'DRS-4c1e9a52-0000-4000-8000-0000000000ff'"
+}
+
 @test "runc: void and unset leave config.json byte-identical (not even rewritten)" {
   for v in void "" unset; do
     rm -rf "$SCRATCH/b"
