@@ -62,6 +62,7 @@ setup() {
 
 # ctr_rm ID: stop and remove a detached container.
 ctr_rm() {
+  "${C[@]}" container info "$1" >/dev/null 2>&1 || return 0   # already gone (run --rm)
   "${C[@]}" task kill -s KILL "$1" >/dev/null 2>&1
   for _ in $(seq 40); do "${C[@]}" task delete "$1" >/dev/null 2>&1 && break; sleep 0.25; done
   "${C[@]}" container rm "$1" >/dev/null 2>&1
@@ -131,4 +132,36 @@ ctr_run() {
   ! echo "$output" | grep -Fx "$id"
   ! runc --root "$CD/ctrd/runc/$CD_NS" state "$id" 2>/dev/null
   "${C[@]}" container rm "$id" 2>/dev/null || true
+}
+
+@test "ctr: 16 containers started at once through the shim, half with a card: each gets exactly its own" {
+  local n=16 i pids=() ids=()
+  mkdir -p "$SCRATCH/out"
+  for ((i = 0; i < n; i++)); do
+    ids[i]=$(unique_id ctrc$i)
+    on_teardown "ctr_rm ${ids[i]}"
+    local envs=()
+    # Even containers ask for card i/2 % 4, odd ones ask for nothing.
+    (( i % 2 == 0 )) && envs=(--env "ENFLAME_VISIBLE_DEVICES=$(( i / 2 % 4 ))")
+    # Each writes what it sees into a bind-mounted folder (not through ctr's stdout fifo).
+    timeout 180 "${C[@]}" run --rm --runc-binary "$SHIM" --runc-root "$CD/ctrd/runc" \
+      --fifo-dir "$CD/ctrd/fifo" "${envs[@]}" \
+      --mount "type=bind,src=$SCRATCH/out,dst=/out,options=rbind:rw" --rootfs "$CD/rootfs" "${ids[i]}" \
+      /bin/sh -c "ls /dev > /out/r$i.tmp; echo probe-done >> /out/r$i.tmp; mv /out/r$i.tmp /out/r$i" \
+      > "$SCRATCH/ctr$i.log" 2>&1 < /dev/null &
+    pids[i]=$!
+  done
+  local failed=0 got want
+  for ((i = 0; i < n; i++)); do
+    if ! wait "${pids[i]}"; then echo "container $i failed: $(cat "$SCRATCH/ctr$i.log")"; failed=1; fi
+  done
+  [ "$failed" -eq 0 ]
+  for ((i = 0; i < n; i++)); do
+    grep -Fxq probe-done "$SCRATCH/out/r$i" || { echo "container $i: no result"; return 1; }
+    got=$(grep -E '^gcu' "$SCRATCH/out/r$i" | sort | tr '\n' ' ')
+    want=""; (( i % 2 == 0 )) && want="gcu$(( i / 2 % 4 )) gcuctl "
+    [ "$got" = "$want" ] || { echo "container $i: wanted '$want', got '$got'"; return 1; }
+  done
+  # No temp file of ours left in any bundle containerd made.
+  [ -z "$(find "$CD/ctrd/state" -name 'config.json.tmp.*' -print -quit 2>/dev/null)" ]
 }
