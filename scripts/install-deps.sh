@@ -11,7 +11,9 @@ PKGS=(
   libtomlplusplus-dev googletest libgtest-dev
   # tests
   bats python3 python3-jsonschema jq util-linux procps busybox-static
-  runc crun podman uidmap containerd docker.io
+  runc crun podman uidmap containerd docker.io e2fsprogs
+  # static checks (make test runs them after the tests)
+  clang-tidy-14 cppcheck
 )
 
 missing=()
