@@ -303,6 +303,26 @@ INSTANTIATE_TEST_SUITE_P(
         FastCase{"PlainScalarTop", "just text\n", false}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(CdiFastYaml, PlainScalarKinds) {
+    // resolve_plain() types plain scalars for both readers (so the differential test above
+    // cannot catch a mistake in it): the words and numbers YAML gives a type, and the
+    // strings its shortcut returns at once (long, or starting like no word and no number).
+    using K = detail::Node::Kind;
+    const std::vector<std::pair<std::string, K>> cases = {
+        {"", K::Null},        {"~", K::Null},         {"null", K::Null},     {"NULL", K::Null},
+        {"nulls", K::String}, {"true", K::Bool},      {"TRUE", K::Bool},     {"False", K::Bool},
+        {"falsey", K::String}, {"no", K::Bool},       {"nope", K::String},   {"off", K::Bool},
+        {"offset", K::String}, {"Y", K::Bool},        {"yes", K::Bool},      {"On", K::Bool},
+        {"path", K::String},  {"type", K::String},    {"/dev/gcu0", K::String}, {"rwm", K::String},
+        {"0666", K::Number},  {"0x1f", K::Number},    {"1e3", K::Number},    {"-1", K::Number},
+        {"-.inf", K::Number}, {".NaN", K::Number},    {"+12.5", K::Number},  {"123456789", K::Number},
+        {"_1", K::Number},    {"1.2.3", K::String},   {"0:1g.11gb:0", K::String}, {"abcdefgh", K::String},
+        {"-", K::String},     {".", K::String},       {"0x", K::String},     {"0xg", K::String},
+    };
+    for (const auto& [text, kind] : cases)
+        EXPECT_EQ(static_cast<int>(detail::resolve_plain(text)), static_cast<int>(kind)) << "'" << text << "'";
+}
+
 TEST(CdiFastYaml, WideIndentStillParses) {
     // the flow list sends it to yaml-cpp; the result is the same Spec
     auto s = cdi::parse_spec("cdiVersion: 0.5.0\nkind: a/b\ndevices:\n    -   name: x\n        containerEdits:\n"

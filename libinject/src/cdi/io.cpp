@@ -70,6 +70,16 @@ bool is_yaml_number(std::string_view s) {
 }
 
 Node::Kind resolve_plain_impl(std::string_view s) {
+    // Most scalars of a spec are paths, names and keys: they start with neither a digit, sign,
+    // '.' or '_' (numbers) nor the first letter of a null/bool word, or are longer than every
+    // such word (5 chars), and are strings. The word lists and the number grammar below are for
+    // the rest; they took a quarter of the shim's spec parsing before this shortcut.
+    if (!s.empty()) {
+        const char c = s.front();
+        const bool number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
+        if (!number_start && (s.size() > 5 || std::string_view("~nNtTfFyYoO").find(c) == std::string_view::npos))
+            return Node::Kind::String;
+    }
     if (s.empty() || is_one_of(s, {"~", "null", "Null", "NULL"})) return Node::Kind::Null;
     if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
                       "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
