@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # `enflame-ctk cdi generate` for 8 and 64 simulated cards (with DRS), per discovery backend,
-# median of $RUNS (default 50) runs, alternating in one loop with `env /bin/true` (the cost of
+# median of $RUNS (default 60) runs, alternating in one loop with `env /bin/true` (the cost of
 # starting any process) so every command sees the same machine load. "cost" =
 # median(generate to stdout) - median(env /bin/true), split into process start
 # (enflame-ctk --version), discovery (enflame-ctk info) and generation; --output (atomic write
 # with fsyncs) is timed separately. Targets (DESIGN.md section 8, issue 3): 64 cards under
-# 50 ms with efsmi, under 10 ms with libefml. Needs root (the host builder makes device nodes).
+# 50 ms with efsmi, under 10 ms with libefml. Every command runs through shim_time (fork +
+# wait4: wall time and the child's own peak RSS). Prints its detailed table and writes the
+# common row schema (bench/benchlib.py) to $BENCH_JSON: generate to stdout against env /bin/true
+# for every size and backend, --output for 64 cards.
+# Needs root (the host builder makes device nodes).
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
-RUNS=${RUNS:-50}
+RUNS=${RUNS:-60}
 CARDS_LIST=${CARDS_LIST:-"8 64"}
 BACKENDS=${BACKENDS:-"efsmi-json efsmi-text libefml"}
 PY=/usr/bin/python3
@@ -18,6 +24,7 @@ sim=$BUILD_DIR/sim/enflame-sim-host
 for b in "$ctk" "$sim"; do [ -x "$b" ] || { echo "cdi_generate: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench-cdi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+build_shim_time "$tmp"
 for n in $CARDS_LIST; do
   "$sim" example --cards "$n" --drs > "$tmp/host$n.yaml"
   "$sim" build --desc "$tmp/host$n.yaml" --root "$tmp/host$n"
@@ -25,19 +32,13 @@ for n in $CARDS_LIST; do
 done
 
 "$PY" - "$ctk" "$tmp" "$RUNS" "$CARDS_LIST" "$BACKENDS" "${BENCH_JSON:-}" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import os, statistics, sys
+import benchlib as bl
 ctk, tmp, runs, cards_list, backends, out_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
+timer = bl.Timer(f"{tmp}/shim_time")
+targets = {"efsmi-json": 50.0, "efsmi-text": 50.0, "libefml": 10.0}
 
-def run(argv, env):
-    t0 = time.perf_counter_ns()
-    subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    return (time.perf_counter_ns() - t0) / 1e6
-
-def q(v, p):
-    v = sorted(v)
-    return v[int(p * (len(v) - 1) + 0.5)]
-
-rows = []
+detail, rows = [], []
 print(f"runs={runs}; medians in milliseconds, all commands alternating in one loop.")
 print("  true   = env /bin/true (process start floor)   version = enflame-ctk --version")
 print("  info   = enflame-ctk info --backend B          stdout  = cdi generate --backend B > /dev/null")
@@ -58,25 +59,33 @@ for n in cards_list:
             "output": [ctk, "cdi", "generate", "--backend", b, "--output", out],
         }
         for c in cmds.values():
-            run(c, env)  # warm the page cache
+            timer.run(c, env)  # warm the page cache
         t = {k: [] for k in cmds}
+        rss = {k: 0 for k in cmds}
         for _ in range(runs):
             for k, c in cmds.items():
-                t[k].append(run(c, env))
+                ms, kib = timer.run(c, env)
+                t[k].append(ms)
+                rss[k] = max(rss[k], kib)
         m = {k: statistics.median(v) for k, v in t.items()}
-        row = {"cards": int(n), "backend": b, "runs": runs,
-               "ms": {k: {"median": m[k], "p25": q(v, .25), "p75": q(v, .75)} for k, v in t.items()},
-               "cost_ms": m["stdout"] - m["true"], "start_ms": m["version"] - m["true"],
-               "discovery_ms": m["info"] - m["version"], "generation_ms": m["stdout"] - m["info"],
-               "write_ms": m["output"] - m["stdout"], "spec_bytes": os.path.getsize(out)}
-        rows.append(row)
+        d = {"cards": int(n), "backend": b, "runs": runs, "median_ms": m,
+             "cost_ms": m["stdout"] - m["true"], "start_ms": m["version"] - m["true"],
+             "discovery_ms": m["info"] - m["version"], "generation_ms": m["stdout"] - m["info"],
+             "write_ms": m["output"] - m["stdout"], "spec_bytes": os.path.getsize(out)}
+        detail.append(d)
         print("%5s %-10s %7.2f %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f %7.2f %7.2f %6d" % (
-            n, b, m["true"], m["version"], m["info"], m["stdout"], m["output"], row["cost_ms"], row["start_ms"],
-            row["discovery_ms"], row["generation_ms"], row["write_ms"], row["spec_bytes"]))
-targets = {"efsmi-json": 50.0, "efsmi-text": 50.0, "libefml": 10.0}
-bad = [r for r in rows if r["cards"] == 64 and r["cost_ms"] > targets.get(r["backend"], 1e9)]
-for r in bad:
-    print(f"over target: 64 cards {r['backend']} (stdout): {r['cost_ms']:.3f} ms > {targets[r['backend']]} ms")
-if out_json:
-    json.dump({"bench": "cdi_generate", "rows": rows, "targets_ms_64_cards": targets}, open(out_json, "w"), indent=2)
+            n, b, m["true"], m["version"], m["info"], m["stdout"], m["output"], d["cost_ms"], d["start_ms"],
+            d["discovery_ms"], d["generation_ms"], d["write_ms"], d["spec_bytes"]))
+        floor = bl.side("env /bin/true", t["true"], rss["true"])
+        tgt = bl.target(targets[b], source="DESIGN.md section 8 / issue 3: 64 cards") if int(n) == 64 and b in targets else None
+        rows.append(bl.row("cdi_generate", f"generate to stdout, {n} cards, {b}", runs,
+                           bl.side(f"enflame-ctk cdi generate --backend {b}", t["stdout"], rss["stdout"]), floor, tgt))
+        if int(n) == 64:
+            rows.append(bl.row("cdi_generate", f"generate --output, {n} cards, {b}", runs,
+                               bl.side(f"enflame-ctk cdi generate --backend {b} --output F", t["output"], rss["output"]),
+                               floor))
+for r in rows:
+    if r["target"] and r["added_ms"] > r["target"]["added_ms_max"]:
+        print(f"over target: {r['case']}: {r['added_ms']:.3f} ms > {r['target']['added_ms_max']} ms")
+bl.write(out_json, "cdi_generate", runs, rows, detail={"breakdown": detail, "targets_ms_64_cards": targets})
 PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # enflame-container-runtime-hook: what the legacy prestart hook adds to a container start.
-# `runc run` of a busybox bundle whose process is `true`, median of $RUNS (default 50) starts
+# `runc run` of a busybox bundle whose process is `true`, median of $RUNS (default 100) starts
 # per variant, all variants alternating in one loop so they see the same machine load:
 #   plain            no hook (the reference)
 #   /bin/true hook   runc's own cost of running a prestart hook at all
@@ -8,18 +8,26 @@
 #                    device nodes, efsmi + libefml + runtime library mounts, devices.allow,
 #                    sandboxed host ldconfig
 #   N cards, no ld   the same on a host without libraries (only nodes + efsmi): no ldcache update
-# Reports the median, p25-p75, the ratio to plain and the added milliseconds.
+# Rows (common schema, bench/benchlib.py, to $BENCH_JSON): each hook variant against the
+# /bin/true hook (so only our hook's work is "added"), and the /bin/true hook against plain.
+# Starts are timed with shim_time around `runc run` (private runc root). Peak RSS of the hook
+# itself: runc, not we, starts it, so after the timed loop every variant runs 3 more times,
+# untimed, with the hook wrapped as `shim_time -k -r FILE -- hook prestart` (stdin kept for
+# the OCI state; shim_time appends the hook's own wall time and peak RSS to FILE).
 # Needs root, runc and the build's hook and simulated host builder.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
-RUNS=${RUNS:-50}
+RUNS=${RUNS:-100}
 if [ "$(id -u)" -ne 0 ]; then echo "hook: skipped (needs root)"; exit 0; fi
 command -v runc >/dev/null || { echo "hook: skipped (no runc)"; exit 0; }
 hook=$BUILD_DIR/hooks/enflame-container-runtime-hook
 sim=$BUILD_DIR/sim/enflame-sim-host
 for b in "$hook" "$sim"; do [ -x "$b" ] || { echo "hook: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench-hook.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap 'runc_cleanup "$tmp/rr"; rm -rf "$tmp"' EXIT
+build_shim_time "$tmp"
 
 "$sim" example --cards 8 > "$tmp/full.yaml"
 "$sim" build --desc "$tmp/full.yaml" --root "$tmp/full" >/dev/null
@@ -40,7 +48,8 @@ cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"
 python3 - "$tmp" "$hook" <<'PY'
 import json, os, subprocess, sys
 tmp, hook = sys.argv[1], sys.argv[2]
-def bundle(name, env=None, host=None):
+def bundle(name, env=None, host=None, wrap=None):
+    """WRAP: a file name; the hook then runs under shim_time, which appends its RSS there."""
     d = f"{tmp}/{name}"
     os.makedirs(d)
     subprocess.run(["runc", "spec"], cwd=d, check=True)
@@ -50,8 +59,11 @@ def bundle(name, env=None, host=None):
     c["process"]["args"] = ["/bin/true"]
     if env:
         c["process"]["env"].append(env)
-        c["hooks"] = {"prestart": [{"path": hook, "args": ["enflame-container-runtime-hook", "prestart"],
-                                    "env": [f"ENFLAME_CTK_CONFIG={tmp}/{host}.toml"]}]}
+        h = {"path": hook, "args": ["enflame-container-runtime-hook", "prestart"],
+             "env": [f"ENFLAME_CTK_CONFIG={tmp}/{host}.toml"]}
+        if wrap:
+            h["path"], h["args"] = f"{tmp}/shim_time", ["shim_time", "-k", "-r", f"{tmp}/{wrap}", "--", hook, "prestart"]
+        c["hooks"] = {"prestart": [h]}
     json.dump(c, open(f"{d}/config.json", "w"))
 bundle("plain")
 # runc's own cost of running any prestart hook: /bin/true as the hook
@@ -59,45 +71,60 @@ bundle("true-hook")
 c = json.load(open(f"{tmp}/true-hook/config.json"))
 c["hooks"] = {"prestart": [{"path": "/bin/true", "args": ["true"]}]}
 json.dump(c, open(f"{tmp}/true-hook/config.json", "w"))
+os.makedirs(f"{tmp}/true-hook-rss")
+c["hooks"]["prestart"][0] = {"path": f"{tmp}/shim_time", "args": ["shim_time", "-k", "-r", f"{tmp}/true-hook.rss", "--", "/bin/true"]}
+json.dump(c, open(f"{tmp}/true-hook-rss/config.json", "w"))
 for cards, sel in (("1", "0"), ("8", "all")):
     for host in ("full", "nolib"):
         bundle(f"{cards}-{host}", f"ENFLAME_VISIBLE_DEVICES={sel}", host)
+        bundle(f"{cards}-{host}-rss", f"ENFLAME_VISIBLE_DEVICES={sel}", host, wrap=f"{cards}-{host}.rss")
 PY
 
 python3 - "$tmp" "$RUNS" "${BENCH_JSON:-}" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import os, statistics, subprocess, sys
+import benchlib as bl
 tmp, runs, out_json = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 variants = [("plain", "plain"), ("/bin/true hook", "true-hook"), ("1 card", "1-full"), ("8 cards", "8-full"),
             ("1 card, no ld", "1-nolib"), ("8 cards, no ld", "8-nolib")]
-def start(bundle, n):
-    cid = f"bench-hook-{os.getpid()}-{bundle}-{n}"
-    t0 = time.perf_counter_ns()
-    r = subprocess.run(["runc", "run", "--bundle", f"{tmp}/{bundle}", cid],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    dt = (time.perf_counter_ns() - t0) / 1e6
-    if r.returncode != 0:
-        subprocess.run(["runc", "delete", "-f", cid], stderr=subprocess.DEVNULL)
-        sys.exit(f"hook bench: {bundle}: runc failed: {r.stderr.decode().strip()}")
-    return dt
+timer = bl.Timer(f"{tmp}/shim_time")
+rr = f"{tmp}/rr"
+counter = [0]
+def start(bundle):
+    counter[0] += 1
+    cid = f"bench-hook-{os.getpid()}-{counter[0]}"
+    ms, _ = timer.run(["/usr/sbin/runc", "--root", rr, "run", "--bundle", f"{tmp}/{bundle}", cid], out=f"{tmp}/run.out")
+    return ms
 for _, b in variants:
-    start(b, "warm")
+    start(b)  # warm-up
 times = {b: [] for _, b in variants}
 for i in range(runs):
     for _, b in variants:
-        times[b].append(start(b, i))
-def q(v, p):
-    v = sorted(v)
-    return v[int(p * (len(v) - 1) + 0.5)]
+        times[b].append(start(b))
+# The hook's own peak RSS: 3 untimed starts per variant with the hook under shim_time.
+hook_rss = {}
+for _, b in variants[1:]:
+    for _ in range(3):
+        start(f"{b}-rss")
+    res = bl.read_results(f"{tmp}/{b}.rss")
+    if len(res) != 3 or any(rc != 0 for _, _, rc in res):
+        sys.exit(f"hook bench: the wrapped hook of {b} reported {res}")
+    hook_rss[b] = max(kib for _, kib, _ in res)
+print(f"runc run of `true`, {runs} starts per variant, alternating; milliseconds; RSS of the hook in MiB")
+print(f"{'variant':<16} {'median':>8} {'p25-p75':>15} {'ratio':>7} {'added':>8} {'hook RSS':>8}  (vs plain)")
 base = statistics.median(times["plain"])
-print(f"runc run of `true`, {runs} starts per variant, alternating; milliseconds")
-print(f"{'variant':<16} {'median':>8} {'p25-p75':>15} {'ratio':>7} {'added':>8}")
-rows = []
 for name, b in variants:
-    m = statistics.median(times[b])
-    row = {"variant": name, "median_ms": round(m, 3), "p25_ms": round(q(times[b], .25), 3),
-           "p75_ms": round(q(times[b], .75), 3), "ratio": round(m / base, 3), "added_ms": round(m - base, 3)}
-    rows.append(row)
-    print(f"{name:<16} {m:8.2f} {row['p25_ms']:7.2f}-{row['p75_ms']:<7.2f} {row['ratio']:7.2f} {row['added_ms']:+8.2f}")
-if out_json:
-    json.dump({"bench": "hook", "runs": runs, "rows": rows}, open(out_json, "w"), indent=1)
+    s = bl.side(name, times[b])
+    print(f"{name:<16} {s['median_ms']:8.2f} {s['p25_ms']:7.2f}-{s['p75_ms']:<7.2f} {s['median_ms'] / base:7.2f} "
+          f"{s['median_ms'] - base:+8.2f} {hook_rss[b] / 1024 if b in hook_rss else float('nan'):8.2f}")
+def sd(b, what):
+    return bl.side(what, times[b], hook_rss.get(b))
+rows = [bl.row("hook", "runc running a prestart hook at all (/bin/true)", runs,
+               sd("true-hook", "runc run + /bin/true hook"), sd("plain", "runc run, no hook"),
+               note="runc's cost, not ours; RSS is the /bin/true hook's")]
+tref = sd("true-hook", "runc run + /bin/true hook")
+for name, b in variants[2:]:
+    case = f"prestart hook, {name.replace(', no ld', '')}" + (", no ldcache update" if "no ld" in name else "")
+    rows.append(bl.row("hook", case, runs, sd(b, f"runc run + our hook ({name})"), tref,
+                       note="RSS is the hook process's own (3 untimed wrapped runs)"))
+bl.write(out_json, "hook", runs, rows)
 PY

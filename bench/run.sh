@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# make bench: runs every benchmark script in bench/ against the release build and collects
-# their reports in build/bench/. Each script prints a table (medians, spread, ratio to the
-# reference measured in the same alternating loop) and writes a JSON copy next to it.
+# make bench: runs every benchmark script in bench/ against the release build, then
+# bench/report.py prints ONE table of all their rows (ours against the reference measured in
+# the same alternating loop: medians, p25-p75, added ms, ratio, peak RSS, the DESIGN.md
+# section 8 target where one applies) and writes build/bench/report.json. Each script's own
+# detailed table goes to build/bench/<name>.txt, its rows to <name>.json.
+# RUNS=N applies to every script (defaults: each script's own, chosen for < 10 minutes on 2 cores).
 set -uo pipefail
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the release build folder}
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${BENCH_OUT:-$top/build/bench}
 mkdir -p "$out"
+start=$EPOCHREALTIME
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+rm -f "$out"/*.json "$out"/*.txt "$out/times"
 rc=0
 for b in "$top"/bench/*.sh; do
-  [ "$(basename "$b")" = run.sh ] && continue
   name=$(basename "$b" .sh)
-  echo "== $name"
-  BUILD_DIR=$BUILD_DIR BENCH_JSON=$out/$name.json bash "$b" | tee "$out/$name.txt" || rc=1
+  case $name in run | lib) continue ;; esac
+  t0=$EPOCHREALTIME
+  BUILD_DIR=$BUILD_DIR BENCH_JSON=$out/$name.json bash "$b" > "$out/$name.txt" 2>&1
+  s=$?
+  t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+  printf '%s %s %d\n' "$name" "$t" "$s" >> "$out/times"
+  printf '== %-13s %6s s%s\n' "$name" "$t" "$([ $s -ne 0 ] && echo "  FAILED (exit $s):")"
+  if [ $s -ne 0 ]; then rc=1; tail -n 5 "$out/$name.txt" | sed 's/^/   /'; fi
 done
-# One machine-readable copy of everything: {"<bench>": <its JSON>, ...}
-python3 - "$out" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-report = {}
-for f in sorted(os.listdir(out)):
-    if f.endswith(".json") and f != "report.json":
-        with open(os.path.join(out, f)) as fh:
-            report[f[:-5]] = json.load(fh)
-with open(os.path.join(out, "report.json"), "w") as fh:
-    json.dump(report, fh, indent=1)
-PY
-echo "reports: $out (report.json has them all)"
+echo
+python3 "$top/bench/report.py" "$out" --build-dir "$BUILD_DIR" --start "$start" \
+  --load-before "$load_before" --times "$out/times" || rc=1
 exit $rc

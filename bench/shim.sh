@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # enflame-container-runtime (the runc shim): what it adds to every container command.
-# All variants alternate in one loop (same machine load); medians over $RUNS (default 60).
+# All variants alternate in one loop (same machine load); medians over $RUNS (default 80).
 #
 # A. passthrough:   env /bin/true (the floor) | runc --version | shim --version |
 #                   shim state with runtime /bin/true (argv scan + config + execve only)
@@ -9,23 +9,26 @@
 # C. real creates:  runc create vs shim create (+ runc delete, untimed) with no request, and
 #                   with 1 / 8 cards in auto and cdi mode against runc create of the same
 #                   bundle already edited (what the shim adds on top of runc's own work)
-# Peak RSS is the child's own (fork+execve+wait4 in bench/shim_time.cpp, built here).
+# Peak RSS is the child's own (fork+execve+wait4 in bench/shim_time.cpp, built here); where
+# the shim execs runc in the same process it is max(shim, runc), so the shim's own is in B.
+# Prints its detailed table and writes the common rows (bench/benchlib.py) to $BENCH_JSON.
 # Needs root and runc; a simulated 8-card host is built from the build folder's sim.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
-RUNS=${RUNS:-60}
+RUNS=${RUNS:-80}
 if [ "$(id -u)" -ne 0 ]; then echo "shim: skipped (needs root)"; exit 0; fi
 command -v runc >/dev/null || { echo "shim: skipped (no runc)"; exit 0; }
-top=$(cd "$(dirname "$0")/.." && pwd)
 shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
 sim=$BUILD_DIR/sim/enflame-sim-host
 ctk=$BUILD_DIR/cdi-gen/enflame-ctk
 for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "shim: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench-shim.XXXXXX)
 chmod 755 "$tmp"
-trap 'for c in $(runc --root "$tmp/rr" list -q 2>/dev/null); do runc --root "$tmp/rr" delete -f "$c"; done; rm -rf "$tmp"' EXIT
+trap 'runc_cleanup "$tmp/rr"; rm -rf "$tmp"' EXIT
 
-c++ -O2 -static -o "$tmp/shim_time" "$top/bench/shim_time.cpp"
+build_shim_time "$tmp"
 "$sim" example --cards 8 > "$tmp/host.yaml"
 "$sim" build --desc "$tmp/host.yaml" --root "$tmp/host" >/dev/null
 mkdir -p "$tmp/cdi" "$tmp/empty"
@@ -61,6 +64,7 @@ PY
 
 python3 - "$tmp" "$shim" "$RUNS" "${BENCH_JSON:-}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys
+import benchlib as bl
 tmp, shim, runs, out_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 base_env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 rr = f"{tmp}/rr"
@@ -138,25 +142,53 @@ for i in range(runs):
         rss[name] = max(rss[name], kb)
 
 med = {n: statistics.median(s) for n, s in samples.items()}
-def q(n, p): return statistics.quantiles(samples[n], n=4)[p] if len(samples[n]) > 1 else med[n]
-refs = {"A": "env /bin/true (floor)", "B": "env /bin/true (floor)"}
-report = []
+def q(n, p): return statistics.quantiles(samples[n], n=4, method="inclusive")[p] if len(samples[n]) > 1 else med[n]
+def reference_of(g, name):
+    if name == "shim --version": return "runc --version"
+    if g in ("A", "B"): return None if name in ("env /bin/true (floor)", "runc --version") else "env /bin/true (floor)"
+    if name.startswith("runc"): return None
+    if "no request" in name: return "runc create, no request"
+    cards = "8 cards" if "8 cards" in name else "1 card"
+    return f"runc create, {cards} ({name.rsplit(', ', 1)[1]}-edited)"
+
+# The commands behind the variant names, for the common rows.
+what = {"env /bin/true (floor)": "env /bin/true", "runc --version": "runc --version",
+        "shim --version": "shim --version (then execs runc --version)",
+        "shim state (runtime /bin/true)": "shim state (runtime = /bin/true)"}
+def cmd(name):
+    if name in what: return what[name]
+    if name.startswith("shim alone: "): return "shim " + name[len("shim alone: "):] + " (runtime = /bin/true)"
+    return name
+def sd(name): return bl.side(cmd(name), samples[name], rss[name])
+
+rows = []
 print(f"shim bench: {runs} alternating runs per variant, medians in ms; peak RSS of the child in MiB")
 print(f"{'group':5} {'variant':38} {'median':>8} {'p25-p75':>15} {'vs':>34} {'+ms':>7} {'ratio':>6} {'RSS':>6}")
 for g, name, _ in variants:
-    if g in refs: ref = refs[g] if name != refs[g] else None
-    elif name.startswith("runc"): ref = None
-    elif "no request" in name: ref = "runc create, no request"
-    else:
-        cards = "8 cards" if "8 cards" in name else "1 card"
-        ref = f"runc create, {cards} ({name.rsplit(', ', 1)[1]}-edited)"
-    if name == "shim --version": ref = "runc --version"
+    ref = reference_of(g, name)
     add = med[name] - med[ref] if ref else 0.0
     ratio = med[name] / med[ref] if ref else 1.0
     print(f"{g:5} {name:38} {med[name]:8.3f} {q(name,0):7.3f}-{q(name,2):<7.3f} {ref or '':>34} "
           f"{add:+7.3f} {ratio:6.2f} {rss[name]/1024:6.2f}")
-    report.append({"group": g, "variant": name, "median_ms": med[name], "p25_ms": q(name, 0), "p75_ms": q(name, 2),
-                   "reference": ref, "added_ms": add, "ratio": ratio, "peak_rss_kib": rss[name]})
-if out_json:
-    json.dump({"runs": runs, "results": report}, open(out_json, "w"), indent=1)
+    if not ref:
+        continue  # a reference: it appears as the reference side of the rows that use it
+    tgt, note = None, None
+    if name == "shim --version":
+        case = "passthrough: --version"
+        tgt = bl.target(0.5, source="DESIGN.md section 8: passthrough adds at most 0.5 ms")
+        note = "peak RSS is max(shim, runc): the shim execs runc in the same process"
+    elif name.startswith("shim state"):
+        case = "passthrough: state, the shim alone"
+        tgt = bl.target(0.5, 3072, "DESIGN.md section 8: passthrough adds at most 0.5 ms; RSS at most 3 MiB")
+    elif g == "B":
+        case = name[len("shim alone: "):] + ("" if "no request" in name else " mode") + ", the shim alone"
+        if "8 cards" in name:
+            tgt = bl.target(0.8, 3072, "DESIGN.md section 8: create with 8 cards adds at most 0.8 ms; RSS at most 3 MiB")
+        else:
+            tgt = bl.target(None, 3072, "DESIGN.md section 8: RSS at most 3 MiB")
+    else:
+        case = "real " + name[len("shim "):] + ("" if "no request" in name else " mode") + ", runc"
+        note = "peak RSS is max(shim, runc): the shim execs runc in the same process"
+    rows.append(bl.row("shim", case, runs, sd(name), sd(ref), tgt, note))
+bl.write(out_json, "shim", runs, rows)
 PY

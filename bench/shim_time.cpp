@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// shim_time [-C DIR] [-o FILE] -- ARGV...: runs ARGV once (fork + execve, the caller's env,
-// stdin /dev/null, stdout/stderr to FILE or /dev/null) and prints "<wall ns> <peak RSS KiB>
-// <exit code>". A real fork (not vfork), so the child's peak RSS is its own, not the caller's:
-// bench/shim.sh uses it for every timed command.
+// shim_time [-C DIR] [-o FILE] [-k] [-r FILE] -- ARGV...: runs ARGV once (fork + execve, the
+// caller's env) and prints "<wall ns> <peak RSS KiB> <exit code>". A real fork (not vfork), so
+// the child's peak RSS is its own, not the caller's: every bench script times its commands
+// with it. By default stdin is /dev/null and stdout/stderr go to FILE (-o) or /dev/null.
+//   -k       keep the caller's stdin, stdout and stderr (to wrap an OCI hook, which reads the
+//            container state on stdin, or a runtime);
+//   -r FILE  append the result line to FILE instead of printing it, and exit with the child's
+//            exit code, so a wrapped hook that fails still fails its caller.
+// The peak RSS is wait4's: the largest of the child's own peak and those of the processes it
+// waited for (not a sum); a process that execs another program keeps the larger of the two.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -17,13 +23,17 @@ extern char** environ;
 int main(int argc, char** argv) {
     const char* dir = nullptr;
     const char* out = "/dev/null";
+    const char* result = nullptr;
+    bool keep_stdio = false;
     int i = 1;
     for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
         if (std::strcmp(argv[i], "-C") == 0 && i + 1 < argc) dir = argv[++i];
         else if (std::strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else if (std::strcmp(argv[i], "-r") == 0 && i + 1 < argc) result = argv[++i];
+        else if (std::strcmp(argv[i], "-k") == 0) keep_stdio = true;
     }
     if (i + 1 >= argc) {
-        std::fprintf(stderr, "usage: shim_time [-C DIR] [-o FILE] -- ARGV...\n");
+        std::fprintf(stderr, "usage: shim_time [-C DIR] [-o FILE] [-k] [-r FILE] -- ARGV...\n");
         return 2;
     }
     char** cmd = argv + i + 1;
@@ -31,12 +41,15 @@ int main(int argc, char** argv) {
     ::clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = ::fork();
     if (pid == 0) {
-        int in = ::open("/dev/null", O_RDONLY);
-        int o = ::open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || (dir != nullptr && ::chdir(dir) != 0)) _exit(126);
-        ::dup2(in, 0);
-        ::dup2(o, 1);
-        ::dup2(o, 2);
+        if (!keep_stdio) {
+            int in = ::open("/dev/null", O_RDONLY);
+            int o = ::open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (in < 0 || o < 0) _exit(126);
+            ::dup2(in, 0);
+            ::dup2(o, 1);
+            ::dup2(o, 2);
+        }
+        if (dir != nullptr && ::chdir(dir) != 0) _exit(126);
         ::execve(cmd[0], cmd, environ);
         _exit(127);
     }
@@ -45,6 +58,14 @@ int main(int argc, char** argv) {
     if (pid < 0 || ::wait4(pid, &status, 0, &ru) < 0) return 2;
     ::clock_gettime(CLOCK_MONOTONIC, &t1);
     const long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    std::printf("%lld %ld %d\n", ns, ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-    return 0;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (result == nullptr) {
+        std::printf("%lld %ld %d\n", ns, ru.ru_maxrss, code);
+        return 0;
+    }
+    std::FILE* f = std::fopen(result, "a");
+    if (f == nullptr) return 2;
+    std::fprintf(f, "%lld %ld %d\n", ns, ru.ru_maxrss, code);
+    std::fclose(f);
+    return code;
 }
