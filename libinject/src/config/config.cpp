@@ -8,7 +8,6 @@
 
 #include <functional>
 #include <map>
-#include <sstream>
 
 namespace inject::config {
 namespace {
@@ -145,18 +144,6 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
     return cfg;
 }
 
-std::string quote(const std::string& s) {
-    std::ostringstream o;
-    o << toml::value<std::string>(s);
-    return o.str();
-}
-
-std::string quote_list(const std::vector<std::string>& v) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + quote(v[i]);
-    return out + "]";
-}
-
 }  // namespace
 
 std::string_view mode_name(Mode m) noexcept {
@@ -186,31 +173,6 @@ Result<Config> load_file(const std::string& path, bool missing_ok) {
         return fail(std::move(text).error().context("reading config"));
     }
     return parse(*text, path);
-}
-
-std::string to_toml(const Config& cfg) {
-    const auto& rt = cfg.runtime;
-    const auto& cli = cfg.cli;
-    std::string o;
-    o += "[enflame-container-runtime]\n";
-    o += "mode = " + quote(std::string(mode_name(rt.mode))) + "\n";
-    o += "runtimes = " + quote_list(rt.runtimes) + "\n";
-    o += "spec-dirs = " + quote_list(rt.spec_dirs) + "\n";
-    o += "log-file = " + quote(rt.log_file) + "\n";
-    o += "log-level = " + quote(rt.log_level) + "\n";
-    o += std::string("accept-envvar-when-unprivileged = ") +
-         (rt.accept_envvar_when_unprivileged ? "true" : "false") + "\n";
-    o += "cdi-kind = " + quote(rt.cdi_kind) + "\n";
-    o += "hook-path = " + quote(rt.hook_path) + "\n";
-    o += "\n[enflame-container-cli]\n";
-    o += "driver-root = " + quote(cli.driver_root) + "\n";
-    o += "dev-root = " + quote(cli.dev_root) + "\n";
-    o += "ldconfig = " + quote(cli.ldconfig) + "\n";
-    o += "device-prefix = " + quote(cli.device_prefix) + "\n";
-    o += "library-search-paths = " + quote_list(cli.library_search_paths) + "\n";
-    o += "compute-libraries = " + quote_list(cli.compute_libraries) + "\n";
-    o += "efsmi-timeout-ms = " + std::to_string(cli.efsmi_timeout_ms) + "\n";
-    return o;
 }
 
 }  // namespace inject::config
