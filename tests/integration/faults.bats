@@ -89,7 +89,37 @@ break_disk() {
   chattr +i "$(disk_image "$1")"
 }
 
-# --- config.json through the shim ---
+# --- config.json through the shim, the CDI spec, a runtime config ---
+
+# Three ways a folder fails writes. prepare_fault KIND DIR makes DIR, break_fault KIND DIR then
+# makes it fail; reason_of KIND is the strerror text the error line must carry.
+#   full     a 64 KiB tmpfs, filled to the last block (ENOSPC)
+#   ro       a read-only bind mount of the folder on itself (EROFS)
+#   eio      a failing disk: EIO at fsync (the shim does not fsync config.json, see
+#            docs/deviations.md, so its case uses eio-sync)
+#   eio-sync a failing disk mounted `sync`: EIO at the first write, the create included
+prepare_fault() {
+  case $1 in
+    full) small_fs "$2" ;;
+    ro) mkdir -p "$2" ;;
+    eio) failing_disk "$2" ;;
+    eio-sync) failing_disk "$2" sync ;;
+  esac
+}
+break_fault() {
+  case $1 in
+    full) fill "$2" ;;
+    ro) read_only "$2" ;;
+    eio*) break_disk "$2" ;;
+  esac
+}
+reason_of() {
+  case $1 in
+    full) echo "No space left on device" ;;
+    ro) echo "Read-only file system" ;;
+    eio*) echo "Input/output error" ;;
+  esac
+}
 
 # fault_bundle DIR: a bundle at DIR (on the small fs) whose rootfs is elsewhere, asking for card 0.
 fault_bundle() {
@@ -107,158 +137,96 @@ json.dump(c, open(p, "w"))
 PY
 }
 
-@test "shim: bundle on a full disk: config.json intact, no temp file, ENOSPC named, no container" {
+# shim_write_fault KIND: the shim's create of a bundle whose folder fails writes by KIND fails
+# with one line naming config.json and the reason; config.json is intact, no container exists.
+shim_write_fault() {
   requires runc python3
-  small_fs "$SCRATCH/b"
+  local kind=$1 before id
+  prepare_fault "$kind" "$SCRATCH/b"
   fault_bundle "$SCRATCH/b"
-  fill "$SCRATCH/b"
-  local before id; before=$(sha "$SCRATCH/b/config.json"); id=$(unique_id fault)
+  break_fault "$kind" "$SCRATCH/b"
+  before=$(sha "$SCRATCH/b/config.json"); id=$(unique_id fault)
   on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
   run --separate-stderr timeout 30 "$SHIM" --root "$RR" create --bundle "$SCRATCH/b" "$id"
   echo "$stderr"
   [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
   [ -z "$output" ]
-  [[ "$stderr" == *"$SCRATCH/b/config.json"* ]]
-  [[ "$stderr" == *"No space left on device"* || "$stderr" == *"ENOSPC"* ]]
-  intact "$SCRATCH/b/config.json" "$before"
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ "$stderr" == *"$SCRATCH/b/config.json"*"$(reason_of "$kind")"* ]]
+  if [ "$kind" = eio-sync ]; then intact_after_eio "$SCRATCH/b/config.json" "$before"
+  else intact "$SCRATCH/b/config.json" "$before"; fi
   ! runc --root "$RR" state "$id" >/dev/null 2>&1
+}
+
+# ctk_write_fault KIND FILE CONTENT CMD...: FILE holding CONTENT (printf %b; with WITH_BACKUP
+# set, a copy as FILE.enflame.bak too) in a folder that then fails writes by KIND; CMD fails within 30 s with nothing on stdout and one line
+# "error: ...FILE...reason" on stderr, and FILE is intact with no temp file beside it.
+ctk_write_fault() {
+  local kind=$1 file=$2 content=$3 before; shift 3
+  prepare_fault "$kind" "$(dirname "$file")"
+  printf '%b' "$content" > "$file"
+  [ -z "${WITH_BACKUP:-}" ] || cp "$file" "$file.enflame.bak"   # a backup from an earlier run
+  break_fault "$kind" "$(dirname "$file")"
+  before=$(sha "$file")
+  run --separate-stderr timeout 30 "$@"
+  echo "$stderr"
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+  [ -z "$output" ]
+  [ "${#stderr_lines[@]}" -eq 1 ]
+  [[ "$stderr" == "error: "*"$file"*"$(reason_of "$kind")"* ]]
+  intact "$file" "$before"
+}
+
+SPEC='cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n'
+DAEMON='{\n  "log-level": "warn",\n  "runtimes": {}\n}\n'
+
+@test "shim: bundle on a full disk: config.json intact, no temp file, ENOSPC named, no container" {
+  shim_write_fault full
 }
 
 @test "shim: read-only bundle folder: config.json intact, no temp file, EROFS named, no container" {
-  requires runc python3
-  mkdir -p "$SCRATCH/b"
-  fault_bundle "$SCRATCH/b"
-  read_only "$SCRATCH/b"
-  local before id; before=$(sha "$SCRATCH/b/config.json"); id=$(unique_id fault)
-  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
-  run --separate-stderr timeout 30 "$SHIM" --root "$RR" create --bundle "$SCRATCH/b" "$id"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [[ "$stderr" == *"$SCRATCH/b/config.json"* ]]
-  [[ "$stderr" == *"Read-only file system"* || "$stderr" == *"EROFS"* ]]
-  intact "$SCRATCH/b/config.json" "$before"
-  ! runc --root "$RR" state "$id" >/dev/null 2>&1
+  shim_write_fault ro
 }
 
 @test "shim: bundle on a failing disk (EIO): config.json intact, no temp file, EIO named, no container" {
-  requires runc python3
-  failing_disk "$SCRATCH/b" sync
-  fault_bundle "$SCRATCH/b"
-  break_disk "$SCRATCH/b"
-  local before id; before=$(sha "$SCRATCH/b/config.json"); id=$(unique_id fault)
-  on_teardown "runc --root '$RR' delete -f $id >/dev/null 2>&1"
-  run --separate-stderr timeout 30 "$SHIM" --root "$RR" create --bundle "$SCRATCH/b" "$id"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ -z "$output" ]
-  [[ "$stderr" == *"$SCRATCH/b/config.json"* ]]
-  [[ "$stderr" == *"Input/output error"* ]]
-  intact_after_eio "$SCRATCH/b/config.json" "$before"
-  ! runc --root "$RR" state "$id" >/dev/null 2>&1
+  shim_write_fault eio-sync
 }
 
-# --- the CDI spec ---
-
 @test "cdi generate --output on a full disk: old spec intact, no temp file, one error line" {
-  small_fs "$SCRATCH/cdi"
-  printf 'cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n' > "$SCRATCH/cdi/enflame.yaml"
-  fill "$SCRATCH/cdi"
-  local before; before=$(sha "$SCRATCH/cdi/enflame.yaml")
-  run --separate-stderr timeout 30 "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ -z "$output" ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/cdi/enflame.yaml"*"No space left on device"* ]]
-  intact "$SCRATCH/cdi/enflame.yaml" "$before"
+  ctk_write_fault full "$SCRATCH/cdi/enflame.yaml" "$SPEC" "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
 }
 
 @test "cdi generate --output into a read-only folder: old spec intact, one error line" {
-  mkdir -p "$SCRATCH/cdi"
-  printf 'cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n' > "$SCRATCH/cdi/enflame.yaml"
-  read_only "$SCRATCH/cdi"
-  local before; before=$(sha "$SCRATCH/cdi/enflame.yaml")
-  run --separate-stderr timeout 30 "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/cdi/enflame.yaml"*"Read-only file system"* ]]
-  intact "$SCRATCH/cdi/enflame.yaml" "$before"
+  ctk_write_fault ro "$SCRATCH/cdi/enflame.yaml" "$SPEC" "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
 }
 
 @test "cdi generate --output on a failing disk (EIO at fsync): old spec intact, one error line" {
-  failing_disk "$SCRATCH/cdi"
-  printf 'cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n' > "$SCRATCH/cdi/enflame.yaml"
-  break_disk "$SCRATCH/cdi"
-  local before; before=$(sha "$SCRATCH/cdi/enflame.yaml")
-  run --separate-stderr timeout 30 "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ -z "$output" ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/cdi/enflame.yaml"*"Input/output error"* ]]
-  intact "$SCRATCH/cdi/enflame.yaml" "$before"
+  ctk_write_fault eio "$SCRATCH/cdi/enflame.yaml" "$SPEC" "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.yaml"
 }
 
-# --- a runtime config ---
-
 @test "runtime configure --runtime docker on a full disk: daemon.json intact, one error line" {
-  small_fs "$SCRATCH/etc"
-  printf '{\n  "log-level": "warn",\n  "runtimes": {}\n}\n' > "$SCRATCH/etc/daemon.json"
-  fill "$SCRATCH/etc"
-  local before; before=$(sha "$SCRATCH/etc/daemon.json")
-  run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/etc/daemon.json"*"No space left on device"* ]]
-  intact "$SCRATCH/etc/daemon.json" "$before"
+  ctk_write_fault full "$SCRATCH/etc/daemon.json" "$DAEMON" \
+    "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
 }
 
 @test "runtime configure --runtime docker in a read-only folder: daemon.json intact, one error line" {
-  mkdir -p "$SCRATCH/etc"
-  printf '{\n  "log-level": "warn",\n  "runtimes": {}\n}\n' > "$SCRATCH/etc/daemon.json"
-  read_only "$SCRATCH/etc"
-  local before; before=$(sha "$SCRATCH/etc/daemon.json")
-  run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/etc/daemon.json"*"Read-only file system"* ]]
-  intact "$SCRATCH/etc/daemon.json" "$before"
+  ctk_write_fault ro "$SCRATCH/etc/daemon.json" "$DAEMON" \
+    "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
 }
 
 @test "runtime configure --runtime docker on a failing disk (EIO at fsync): daemon.json intact" {
-  failing_disk "$SCRATCH/etc"
-  printf '{\n  "log-level": "warn",\n  "runtimes": {}\n}\n' > "$SCRATCH/etc/daemon.json"
-  break_disk "$SCRATCH/etc"
-  local before; before=$(sha "$SCRATCH/etc/daemon.json")
-  run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
-  echo "$stderr"
-  [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-  [ "${#stderr_lines[@]}" -eq 1 ]
-  [[ "$stderr" == "error: "*"$SCRATCH/etc/daemon.json"*"Input/output error"* ]]
-  intact "$SCRATCH/etc/daemon.json" "$before"
+  ctk_write_fault eio "$SCRATCH/etc/daemon.json" "$DAEMON" \
+    "$CTK" runtime configure --runtime docker --config "$SCRATCH/etc/daemon.json"
   [ ! -e "$SCRATCH/etc/daemon.json.enflame.bak" ]
 }
 
 @test "runtime configure --runtime docker with a backup already there: the write itself fails cleanly" {
   # configure keeps the first .enflame.bak it made, so here the failing write is daemon.json's own.
-  local fault
-  for fault in full ro; do
-    mkdir -p "$SCRATCH/$fault"
-    [ $fault = full ] && small_fs "$SCRATCH/$fault"
-    printf '{\n  "log-level": "warn"\n}\n' > "$SCRATCH/$fault/daemon.json"
-    cp "$SCRATCH/$fault/daemon.json" "$SCRATCH/$fault/daemon.json.enflame.bak"
-    if [ $fault = full ]; then fill "$SCRATCH/$fault"; else read_only "$SCRATCH/$fault"; fi
-    local before; before=$(sha "$SCRATCH/$fault/daemon.json")
-    run --separate-stderr timeout 30 "$CTK" runtime configure --runtime docker --config "$SCRATCH/$fault/daemon.json"
-    echo "$stderr"
-    [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
-    [ "${#stderr_lines[@]}" -eq 1 ]
-    [[ "$stderr" == "error: writing '$SCRATCH/$fault/daemon.json': "* ]]
-    [[ "$stderr" == *"No space left on device" || "$stderr" == *"Read-only file system" ]]
-    intact "$SCRATCH/$fault/daemon.json" "$before"
+  local kind
+  for kind in full ro eio; do
+    WITH_BACKUP=1 ctk_write_fault "$kind" "$SCRATCH/$kind/daemon.json" '{\n  "log-level": "warn"\n}\n' \
+      "$CTK" runtime configure --runtime docker --config "$SCRATCH/$kind/daemon.json"
+    [[ "$stderr" == "error: writing '$SCRATCH/$kind/daemon.json': "* ]]
   done
 }
 
