@@ -62,8 +62,9 @@ for n in cards_list:
             timer.run(c, env)  # warm the page cache
         t = {k: [] for k in cmds}
         rss = {k: 0 for k in cmds}
-        for _ in range(runs):
-            for k, c in cmds.items():
+        for r in range(runs):
+            # every other round in reverse, so no command always runs right after another
+            for k, c in (list(cmds.items()) if r % 2 == 0 else list(cmds.items())[::-1]):
                 ms, kib = timer.run(c, env)
                 t[k].append(ms)
                 rss[k] = max(rss[k], kib)

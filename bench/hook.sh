@@ -98,7 +98,8 @@ for _, b in variants:
     start(b)  # warm-up
 times = {b: [] for _, b in variants}
 for i in range(runs):
-    for _, b in variants:
+    # every other round in reverse, so no variant always runs right after another
+    for _, b in (variants if i % 2 == 0 else variants[::-1]):
         times[b].append(start(b))
 # The hook's own peak RSS: 3 untimed starts per variant with the hook under shim_time.
 hook_rss = {}
