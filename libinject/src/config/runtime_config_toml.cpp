@@ -483,8 +483,7 @@ Result<std::string> set_config_key(std::string_view text, std::string_view key,
     if (tbl != nullptr && tbl->is_inline())
         return fail(Errc::Unsupported, line_of(source, *tbl) + ": [" + section +
                                            "] is an inline table; edit it by hand");
-    if (tbl != nullptr && tbl->contains(name)) {
-        const auto* n = tbl->get(name);
+    if (const auto* n = tbl != nullptr ? tbl->get(name) : nullptr; n != nullptr) {
         auto b = n->source().begin.line;
         auto e = n->source().end.line;
         if (b == 0 || e > lines.size())
