@@ -138,10 +138,13 @@ pm_cleanup() {
   local writer=$!
   on_teardown "touch '$SCRATCH/stop'; wait $writer 2>/dev/null"
   local i failed=0
+  mkdir -p "$SCRATCH/res"   # results through a bind mount, as in the test above
   for ((i = 0; i < 20; i++)); do
     if ! timeout 60 "${PM[@]}" run --rm --name "$(unique_id pmrace$i)" --device "$vendor/gpu=0" \
-         --rootfs "$SCRATCH/rootfs" sh -c 'ls /dev; echo probe-done' > "$SCRATCH/out$i" 2>&1 < /dev/null; then
-      echo "podman run $i failed: $(cat "$SCRATCH/out$i")"; failed=$((failed + 1))
+         -v "$SCRATCH/res:/res" --rootfs "$SCRATCH/rootfs" \
+         sh -c "{ ls /dev; echo probe-done; } > /res/out$i.tmp && mv /res/out$i.tmp /res/out$i" \
+         > "$SCRATCH/log$i" 2>&1 < /dev/null; then
+      echo "podman run $i failed: $(cat "$SCRATCH/log$i")"; failed=$((failed + 1))
     fi
   done
   touch "$SCRATCH/stop"
@@ -150,6 +153,6 @@ pm_cleanup() {
   [ "$failed" -eq 0 ]
   [ ! -e "$SCRATCH/gen-errors" ]
   [ "$(cat "$SCRATCH/gen-count")" -ge 20 ]
-  for ((i = 0; i < 20; i++)); do check_cards "$SCRATCH/out$i" 0; done
+  for ((i = 0; i < 20; i++)); do check_cards "$SCRATCH/res/out$i" 0; done
   [ -z "$(find /var/run/cdi -maxdepth 1 -name "$(basename "$spec").tmp.*" -print -quit)" ]
 }
