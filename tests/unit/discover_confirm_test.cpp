@@ -262,9 +262,9 @@ TEST_P(EfsmiRun, Outcome) {
     fake_efsmi(t, GetParam().script);
     Options o = roots(t);
     o.efsmi_timeout = std::chrono::milliseconds(100);
-    auto path = detail::find_efsmi(o);
-    ASSERT_TRUE(path) << path.error().what();
-    auto r = detail::run_efsmi(o, *path, {"-q", "--json-format"});
+    auto efsmi = detail::find_efsmi(o);
+    ASSERT_TRUE(efsmi) << efsmi.error().what();
+    auto r = detail::run_efsmi(o, *efsmi, {"-q", "--json-format"});
     if (GetParam().ok) {
         ASSERT_TRUE(r) << r.error().what();
         EXPECT_EQ(*r, GetParam().expect);
@@ -292,7 +292,32 @@ TEST(EfsmiFind, AbsoluteSymlinkResolvesInsideTheRoot) {
     ASSERT_EQ(::symlink("/usr/local/efsmi/efsmi-1.4.3.4/efsmi", (t / "usr/bin/efsmi").c_str()), 0);
     auto r = detail::find_efsmi(roots(t));
     ASSERT_TRUE(r) << r.error().what();
-    EXPECT_EQ(*r, t.path() + "/usr/local/efsmi/efsmi-1.4.3.4/efsmi");
+    EXPECT_EQ(r->path, t.path() + "/usr/local/efsmi/efsmi-1.4.3.4/efsmi");
+}
+
+TEST(EfsmiFind, RunsTheFileItFoundEvenIfThePathIsSwappedAfterwards) {
+    // The efsmi that was looked up (inside driver-root) is the one that runs: swapping the
+    // file at its path between the lookup and the run changes nothing.
+    TempDir t;
+    fake_efsmi(t, "echo found\n");
+    Options o = roots(t);
+    auto efsmi = detail::find_efsmi(o);
+    ASSERT_TRUE(efsmi) << efsmi.error().what();
+    write_file(t / "swap", "#!/bin/sh\necho swapped\n");
+    ASSERT_EQ(::chmod((t / "swap").c_str(), 0755), 0);
+    ASSERT_EQ(::rename((t / "swap").c_str(), efsmi->path.c_str()), 0);
+    auto r = detail::run_efsmi(o, *efsmi, {"-q"});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(*r, "found\n");
+}
+
+TEST(EfsmiFind, NoDriverRootIsNotFound) {
+    Options o;
+    o.driver_root = "/nonexistent-driver-root";
+    o.dev_root = "/nonexistent-driver-root";
+    auto r = detail::find_efsmi(o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
 }
 
 // ---- libefml lookup ----

@@ -2,8 +2,8 @@
 #pragma once
 
 /// \file
-/// Running a helper program (efsmi) safely: fork+execve of an absolute path, no shell, an
-/// explicit environment, a timeout, and a bound on the output kept.
+/// Running a helper program (efsmi) safely: fork+execve of an absolute path (or of an fd opened
+/// when it was found), no shell, an explicit environment, a timeout, and a bound on the output.
 
 #include "inject/result.hpp"
 
@@ -21,6 +21,10 @@ struct Command {
     std::vector<std::string> env;    ///< the whole environment ("K=V"); nothing is inherited
     std::chrono::milliseconds timeout{5000};
     std::size_t max_output = 4 << 20;  ///< stdout beyond this is an error (InvalidInput)
+    /// When >= 0: an fd (O_PATH is enough) of the executable to run, found once and run as
+    /// found (execveat AT_EMPTY_PATH), so a path swapped after the lookup cannot redirect the
+    /// exec. `path` then only names it in messages. The caller keeps ownership.
+    int exec_fd = -1;
 };
 
 /// How it ended.

@@ -18,7 +18,9 @@ namespace inject::process {
 Result<Output> run(const Command& cmd) {
     if (cmd.path.empty() || cmd.path.front() != '/')
         return fail(Errc::InvalidInput, "refusing to run '" + cmd.path + "': not an absolute path");
-    if (::access(cmd.path.c_str(), X_OK) != 0) return fail(sys_error("cannot run " + cmd.path));
+    const bool by_fd = cmd.exec_fd >= 0;
+    if (by_fd ? ::faccessat(cmd.exec_fd, "", X_OK, AT_EMPTY_PATH) != 0 : ::access(cmd.path.c_str(), X_OK) != 0)
+        return fail(sys_error("cannot run " + cmd.path));
     int out_pipe[2];
     int err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(sys_error("pipe"));
@@ -36,7 +38,13 @@ Result<Output> run(const Command& cmd) {
         if (devnull >= 0) ::dup2(devnull, 0);
         ::dup2(out_w.get(), 1);
         ::dup2(err_w.get(), 2);
-        ::execve(cmd.path.c_str(), argv.data(), envp.data());
+        if (by_fd) {
+            // Kept open across the exec: a #! script is then read through /dev/fd/N.
+            ::fcntl(cmd.exec_fd, F_SETFD, 0);
+            ::execveat(cmd.exec_fd, "", argv.data(), envp.data(), AT_EMPTY_PATH);
+        } else {
+            ::execve(cmd.path.c_str(), argv.data(), envp.data());
+        }
         _exit(127);
     }
     out_w.reset();

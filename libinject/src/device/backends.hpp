@@ -3,6 +3,7 @@
 // The discovery backends and the node confirmation they share. Internal to libinject/src/device.
 
 #include "inject/discover.hpp"
+#include "inject/fs.hpp"
 
 #include <string>
 #include <string_view>
@@ -16,14 +17,22 @@ struct Report {
     std::string driver_version;  ///< empty when the backend does not say
 };
 
-/// efsmi under driver-root: the host path of the first of Options::efsmi_paths that resolves
-/// inside the root. NotFound lists what was tried.
-[[nodiscard]] Result<std::string> find_efsmi(const Options& opts);
+/// efsmi as found under driver-root: opened (O_PATH) with its path resolved inside the root,
+/// and run through that fd, so what was checked is what runs; `path` is its host path, for
+/// messages and argv[0].
+struct Efsmi {
+    fs::UniqueFd fd;
+    std::string path;
+};
+
+/// The first of Options::efsmi_paths that resolves inside driver-root. NotFound lists what was
+/// tried.
+[[nodiscard]] Result<Efsmi> find_efsmi(const Options& opts);
 
 /// Runs efsmi (no shell, env exactly PATH and LC_ALL=C, the configured timeout) and returns its
 /// stdout. A timeout, a signal or a non-zero exit is an error with a one-line reason;
 /// `exit_hint` is appended to the non-zero exit reason.
-[[nodiscard]] Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
+[[nodiscard]] Result<std::string> run_efsmi(const Options& opts, const Efsmi& efsmi,
                                             const std::vector<std::string>& args,
                                             std::string_view exit_hint = {});
 

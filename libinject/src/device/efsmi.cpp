@@ -8,34 +8,49 @@
 #include "inject/log.hpp"
 #include "inject/process.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstring>
 
 #include <spdlog/fmt/ranges.h>
 
 namespace inject::discover::detail {
 
-Result<std::string> find_efsmi(const Options& opts) {
+Result<Efsmi> find_efsmi(const Options& opts) {
     std::string tried;
+    auto root = fs::open_root(opts.driver_root);
+    if (!root && root.error().code() != Errc::NotFound)
+        return fail(std::move(root).error().context("looking for efsmi"));
     for (const auto& p : opts.efsmi_paths) {
-        auto real = fs::resolve_in_root(opts.driver_root, p);
-        if (real) return std::move(*real);
-        if (real.error().code() != Errc::NotFound)
-            log::debug("efsmi: skipping {}: {}", p, real.error().what());
         tried += (tried.empty() ? "" : ", ") + p;
+        if (!root) continue;  // no driver-root: nothing under it either
+        auto fd = fs::open_in_root(root->get(), p, O_PATH);
+        if (fd) {
+            struct stat st {};
+            if (::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode)) {
+                INJECT_TRY(std::string path, fs::fd_path(fd->get()));
+                return Efsmi{std::move(*fd), std::move(path)};
+            }
+            log::debug("efsmi: skipping {}: not a regular file", p);
+        } else if (fd.error().code() != Errc::NotFound) {
+            log::debug("efsmi: skipping {}: {}", p, fd.error().what());
+        }
     }
     return fail(Errc::NotFound, "no efsmi under driver-root '" + opts.driver_root + "' (tried " + tried + ")");
 }
 
-Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
+Result<std::string> run_efsmi(const Options& opts, const Efsmi& efsmi,
                               const std::vector<std::string>& args, std::string_view exit_hint) {
     process::Command cmd;
-    cmd.path = efsmi;
-    cmd.argv.push_back(efsmi);
+    cmd.path = efsmi.path;
+    cmd.exec_fd = efsmi.fd.get();
+    cmd.argv.push_back(efsmi.path);
     cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
     cmd.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
     cmd.timeout = opts.efsmi_timeout;
     cmd.max_output = 4 << 20;  // 64 cards of `efsmi -q` are about 130 KiB
-    log::debug("running {} {}", efsmi, fmt::join(args, " "));
+    log::debug("running {} {}", efsmi.path, fmt::join(args, " "));
     auto out = process::run(cmd);
     if (!out) {
         if (out.error().sys_errno() == ETIMEDOUT)
@@ -60,7 +75,7 @@ Result<std::string> run_efsmi(const Options& opts, const std::string& efsmi,
 }
 
 Result<Report> query_efsmi(const Options& opts, bool json) {
-    INJECT_TRY(std::string efsmi, find_efsmi(opts));
+    INJECT_TRY(Efsmi efsmi, find_efsmi(opts));
     Report rep;
     if (json) {
         INJECT_TRY(std::string out,
@@ -77,7 +92,7 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
 void add_drs(const Options& opts, device::Host& host) {
     if (!opts.with_drs) return;
     auto read = [&]() -> Result<std::pair<std::vector<device::DrsProfile>, std::vector<device::DrsInstance>>> {
-        INJECT_TRY(std::string efsmi, find_efsmi(opts));
+        INJECT_TRY(Efsmi efsmi, find_efsmi(opts));
         INJECT_TRY(std::string profiles_out, run_efsmi(opts, efsmi, {"--drs", "--list-profile"}));
         INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out));
         INJECT_TRY(std::string list_out, run_efsmi(opts, efsmi, {"-L"}));
