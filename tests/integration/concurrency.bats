@@ -79,21 +79,7 @@ PY
 
 requires_podman() {
   requires podman
-  busybox_rootfs "$SCRATCH/rootfs"
-  podman_conf "$SCRATCH/containers.conf" \
-    "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"ENFLAME_CTK_CONFIG=$SCRATCH/config.toml\"]"
-  export CONTAINERS_CONF=$SCRATCH/containers.conf
-  PM=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp")
-  on_teardown "pm_cleanup"
-}
-
-# Remove every container of our private storage, then anything it left mounted.
-pm_cleanup() {
-  "${PM[@]}" rm -af -t 0 >/dev/null 2>&1
-  local m
-  for m in $(awk -v s="$SCRATCH/pm" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-    umount -l "$m" 2>/dev/null
-  done
+  podman_with_shim
 }
 
 @test "10 podman runs in parallel through the shim: each gets what it asked, none fails" {

@@ -107,6 +107,28 @@ podman_conf() {
     'runtime = "runc"' "$@" > "$f"
 }
 
+# podman_with_shim: what a test needs to run podman with the shim as --runtime: a busybox rootfs
+# in $SCRATCH/rootfs, a containers.conf whose conmon passes the shim its config (conmon starts
+# the runtime with only conmon_env_vars), private podman storage in the array PM, and every
+# container and mount of that storage removed in teardown.
+podman_with_shim() {
+  busybox_rootfs "$SCRATCH/rootfs"
+  podman_conf "$SCRATCH/containers.conf" \
+    "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"ENFLAME_CTK_CONFIG=$SCRATCH/config.toml\"]"
+  export CONTAINERS_CONF=$SCRATCH/containers.conf
+  PM=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp")
+  on_teardown "pm_cleanup"
+}
+
+# pm_cleanup: remove every container of podman_with_shim's storage, then anything it left mounted.
+pm_cleanup() {
+  "${PM[@]}" rm -af -t 0 >/dev/null 2>&1
+  local m
+  for m in $(awk -v s="$SCRATCH/pm" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+    umount -l "$m" 2>/dev/null
+  done
+}
+
 # sim_setup N: a simulated host of N cards in $SCRATCH/host and a config.toml pointing at it,
 # exported as ENFLAME_CTK_CONFIG.
 sim_setup() {

@@ -10,25 +10,10 @@ setup() {
   setup_scratch
   sim_setup 4
   MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
-  busybox_rootfs "$SCRATCH/rootfs"
-  # conmon starts the runtime with only conmon_env_vars: the shim finds its config through them.
-  podman_conf "$SCRATCH/containers.conf" \
-    "conmon_env_vars = [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\", \"ENFLAME_CTK_CONFIG=$SCRATCH/config.toml\"]"
-  export CONTAINERS_CONF=$SCRATCH/containers.conf
-  PM=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp")
-  on_teardown "pm_cleanup"
+  podman_with_shim
 }
 
 teardown() { teardown_scratch; }
-
-# Remove every container of our private storage, then anything it left mounted.
-pm_cleanup() {
-  "${PM[@]}" rm -af -t 0 >/dev/null 2>&1
-  local m
-  for m in $(awk -v s="$SCRATCH/pm" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
-    umount -l "$m" 2>/dev/null
-  done
-}
 
 PROBE='ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; cat /sys/fs/cgroup/devices/devices.list; env'
 
