@@ -18,13 +18,17 @@
 namespace inject::discover::detail {
 
 Result<Efsmi> find_efsmi(const Options& opts) {
-    std::string tried;
+    auto not_found = [&opts] {
+        return fail(Errc::NotFound, fmt::format("no efsmi under driver-root '{}' (tried {})", opts.driver_root,
+                                                fmt::join(opts.efsmi_paths, ", ")));
+    };
     auto root = fs::open_root(opts.driver_root);
-    if (!root && root.error().code() != Errc::NotFound)
+    if (!root) {
+        // No driver-root at all: nothing under it either.
+        if (root.error().code() == Errc::NotFound) return not_found();
         return fail(std::move(root).error().context("looking for efsmi"));
+    }
     for (const auto& p : opts.efsmi_paths) {
-        tried += (tried.empty() ? "" : ", ") + p;
-        if (!root) continue;  // no driver-root: nothing under it either
         auto fd = fs::open_in_root(root->get(), p, O_PATH);
         if (fd) {
             struct stat st {};
@@ -37,7 +41,7 @@ Result<Efsmi> find_efsmi(const Options& opts) {
             log::debug("efsmi: skipping {}: {}", p, fd.error().what());
         }
     }
-    return fail(Errc::NotFound, "no efsmi under driver-root '" + opts.driver_root + "' (tried " + tried + ")");
+    return not_found();
 }
 
 Result<std::string> run_efsmi(const Options& opts, const Efsmi& efsmi,

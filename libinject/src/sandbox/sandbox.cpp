@@ -75,7 +75,6 @@ struct ChildError {
     _exit(127);
 }
 
-
 struct SeccompDeleter {
     void operator()(void* ctx) const { seccomp_release(ctx); }
 };
