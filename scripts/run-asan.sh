@@ -22,29 +22,22 @@ cmake --build "$ASAN_BUILD_DIR" -j2 || exit 1
 
 # halt_on_error/abort: a report is a failure, never a log line. LeakSanitizer runs at exit by
 # default; detect_leaks is left unset here so the executables' own default can switch it off
-# where it cannot work (cmake/lsan_options.cpp), since this variable would override it. Binaries started by a runtime (the hooks under runc) get the OCI spec's own env, where
-# these defaults (halt on error, leaks on) hold as well.
+# where it cannot work (cmake/lsan_options.cpp), since this variable would override it.
+# Binaries started by a runtime (the hooks under runc) get the OCI spec's own env, where these
+# defaults (halt on error, leaks on) hold as well.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-(cd "$ASAN_BUILD_DIR" && ctest --output-on-failure -j2 | tee "$ASAN_BUILD_DIR/ctest.log")
-unit_rc=${PIPESTATUS[0]}
-unit_total=$(sed -n 's/.* tests failed out of \([0-9]*\).*/\1/p' "$ASAN_BUILD_DIR/ctest.log" | tail -1)
-unit_failed=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$ASAN_BUILD_DIR/ctest.log" | tail -1)
-unit_skipped=$(grep -c '(Skipped)' "$ASAN_BUILD_DIR/ctest.log")
-
+# shellcheck source=scripts/test-counts.sh
+. "$top/scripts/test-counts.sh"
+run_unit "$ASAN_BUILD_DIR"
 it=$top/tests/integration
-BUILD_DIR=$ASAN_BUILD_DIR bats --tap "$it/shim.bats" "$it/hooks.bats" "$it/security.bats" "$it/faults.bats" \
-    "$it/concurrency.bats" "$it/shim_podman.bats" "$it/shim_containerd.bats" \
-    | tee "$ASAN_BUILD_DIR/bats.log"
-int_rc=${PIPESTATUS[0]}
-int_total=$(grep -cE '^(ok|not ok) ' "$ASAN_BUILD_DIR/bats.log")
-int_failed=$(grep -cE '^not ok ' "$ASAN_BUILD_DIR/bats.log")
-int_skipped=$(grep -cE '^ok .* # skip' "$ASAN_BUILD_DIR/bats.log")
+run_bats "$ASAN_BUILD_DIR/bats.log" env BUILD_DIR="$ASAN_BUILD_DIR" bats --tap "$it/shim.bats" "$it/hooks.bats" \
+    "$it/security.bats" "$it/faults.bats" "$it/concurrency.bats" "$it/shim_podman.bats" "$it/shim_containerd.bats"
 
-total=$(( ${unit_total:-0} + int_total ))
-failed=$(( ${unit_failed:-0} + int_failed ))
+total=$(( unit_total + int_total ))
+failed=$(( unit_failed + int_failed ))
 skipped=$(( unit_skipped + int_skipped ))
 echo
 echo "asan tests: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
-[ "$unit_rc" -eq 0 ] && [ "$int_rc" -eq 0 ] && [ "${unit_total:-0}" -gt 0 ]
+[ "$unit_rc" -eq 0 ] && [ "$int_rc" -eq 0 ] && [ "$unit_total" -gt 0 ]

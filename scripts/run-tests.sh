@@ -9,17 +9,10 @@ set -uo pipefail
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the build folder}
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-(cd "$BUILD_DIR" && ctest --output-on-failure -j2 | tee "$BUILD_DIR/ctest.log")
-unit_rc=${PIPESTATUS[0]}
-unit_total=$(sed -n 's/.* tests failed out of \([0-9]*\).*/\1/p' "$BUILD_DIR/ctest.log" | tail -1)
-unit_failed=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$BUILD_DIR/ctest.log" | tail -1)
-unit_skipped=$(grep -c '(Skipped)' "$BUILD_DIR/ctest.log")
-
-BUILD_DIR=$BUILD_DIR "$top/scripts/run-integration.sh" | tee "$BUILD_DIR/bats.log"
-int_rc=${PIPESTATUS[0]}
-int_total=$(grep -cE '^(ok|not ok) ' "$BUILD_DIR/bats.log")
-int_failed=$(grep -cE '^not ok ' "$BUILD_DIR/bats.log")
-int_skipped=$(grep -cE '^ok .* # skip' "$BUILD_DIR/bats.log")
+# shellcheck source=scripts/test-counts.sh
+. "$top/scripts/test-counts.sh"
+run_unit "$BUILD_DIR"
+run_bats "$BUILD_DIR/bats.log" env BUILD_DIR="$BUILD_DIR" "$top/scripts/run-integration.sh"
 
 asan_rc=0 asan_line="asan tests: not run (ENFLAME_TEST_ASAN=0)"
 asan_passed=0 asan_failed=0 asan_skipped=0
@@ -44,13 +37,13 @@ if [ "${ENFLAME_TEST_LINT:-1}" != 0 ]; then
     else lint_line="lint: FAILED (findings above, log in $BUILD_DIR/lint.log)"; fi
 fi
 
-total=$(( ${unit_total:-0} + int_total + asan_passed + asan_failed + asan_skipped ))
-failed=$(( ${unit_failed:-0} + int_failed + asan_failed ))
+total=$(( unit_total + int_total + asan_passed + asan_failed + asan_skipped ))
+failed=$(( unit_failed + int_failed + asan_failed ))
 skipped=$(( unit_skipped + int_skipped + asan_skipped ))
 echo
-echo "unit: $(( ${unit_total:-0} - ${unit_failed:-0} - unit_skipped )) passed, ${unit_failed:-0} failed, ${unit_skipped} skipped"
+echo "unit: $(( unit_total - unit_failed - unit_skipped )) passed, $unit_failed failed, ${unit_skipped} skipped"
 echo "integration: $(( int_total - int_failed - int_skipped )) passed, ${int_failed} failed, ${int_skipped} skipped"
 echo "$asan_line"
 echo "$lint_line"
 echo "tests: $(( total - failed - skipped )) passed, ${failed} failed, ${skipped} skipped"
-[ "$unit_rc" -eq 0 ] && [ "$int_rc" -eq 0 ] && [ "${unit_total:-0}" -gt 0 ] && [ "$asan_rc" -eq 0 ] && [ "$lint_rc" -eq 0 ]
+[ "$unit_rc" -eq 0 ] && [ "$int_rc" -eq 0 ] && [ "$unit_total" -gt 0 ] && [ "$asan_rc" -eq 0 ] && [ "$lint_rc" -eq 0 ]
