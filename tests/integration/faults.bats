@@ -248,15 +248,22 @@ faulty_host() {
 # bounded CMD...: run CMD with the host's config, killed after 10 s (status 124 = not bounded).
 bounded() { ENFLAME_CTK_CONFIG="$SCRATCH/$H.toml" run --separate-stderr timeout 10 "$@"; }
 
-@test "efsmi hangs beyond efsmi-timeout-ms: info and cdi generate fall back to libefml, bounded" {
-  H=hang; faulty_host $H "efsmi_sleep_ms: 60000"
+# libefml_answers NAME FAULTS REASON: on a host NAME whose efsmi has FAULTS, `info` falls back to
+# libefml and says why efsmi-json was not used (REASON), and `cdi generate` writes a spec that
+# lists card 1, all within the bound.
+libefml_answers() {
+  H=$1; faulty_host "$H" "$2"
   bounded "$CTK" info
   [ "$status" -eq 0 ]
   [ "${lines[0]}" = "backend: libefml" ]
-  [ "${lines[1]}" = "  not used: efsmi-json: efsmi timed out after 300 ms" ]
-  bounded "$CTK" cdi generate --no-drs --output "$SCRATCH/spec.yaml"
+  [ "${lines[1]}" = "  not used: efsmi-json: $3" ]
+  bounded "$CTK" cdi generate --no-drs --output "$SCRATCH/spec-$H.yaml"
   [ "$status" -eq 0 ]
-  grep -q "name: \"1\"\|name: '1'\|name: 1$" "$SCRATCH/spec.yaml"
+  grep -q "name: \"1\"\|name: '1'\|name: 1$" "$SCRATCH/spec-$H.yaml"
+}
+
+@test "efsmi hangs beyond efsmi-timeout-ms: info and cdi generate fall back to libefml, bounded" {
+  libefml_answers hang "efsmi_sleep_ms: 60000" "efsmi timed out after 300 ms"
 }
 
 @test "efsmi hangs and no libefml: info and cdi generate fail with one bounded error line" {
@@ -273,14 +280,8 @@ bounded() { ENFLAME_CTK_CONFIG="$SCRATCH/$H.toml" run --separate-stderr timeout 
 }
 
 @test "efsmi floods its output without end: bounded by the output limit, libefml answers" {
-  H=flood; faulty_host $H "efsmi_flood: true"
-  bounded "$CTK" info
-  [ "$status" -eq 0 ]
-  [ "${lines[0]}" = "backend: libefml" ]
-  [ "${lines[1]}" = "  not used: efsmi-json: $SCRATCH/flood/usr/local/efsmi/efsmi-1.4.3.4/efsmi: output larger than 4194304 bytes" ]
-  bounded "$CTK" cdi generate --no-drs --output "$SCRATCH/spec.yaml"
-  [ "$status" -eq 0 ]
-  [ -s "$SCRATCH/spec.yaml" ]
+  libefml_answers flood "efsmi_flood: true" \
+    "$SCRATCH/flood/usr/local/efsmi/efsmi-1.4.3.4/efsmi: output larger than 4194304 bytes"
 }
 
 @test "efsmi floods and no libefml: one bounded error line, no spec written" {
@@ -293,18 +294,8 @@ bounded() { ENFLAME_CTK_CONFIG="$SCRATCH/$H.toml" run --separate-stderr timeout 
 }
 
 @test "efsmi dies by a signal (SIGSEGV, SIGKILL): the signal is named, libefml answers" {
-  local sig name
-  for sig in 11 9; do
-    H=sig$sig; faulty_host $H "efsmi_signal: $sig"
-    name=$([ $sig = 11 ] && echo "Segmentation fault" || echo "Killed")
-    bounded "$CTK" info
-    [ "$status" -eq 0 ]
-    [ "${lines[0]}" = "backend: libefml" ]
-    [ "${lines[1]}" = "  not used: efsmi-json: efsmi was killed by signal $sig ($name)" ]
-    bounded "$CTK" cdi generate --no-drs --output "$SCRATCH/spec-$sig.yaml"
-    [ "$status" -eq 0 ]
-    [ -s "$SCRATCH/spec-$sig.yaml" ]
-  done
+  libefml_answers sig11 "efsmi_signal: 11" "efsmi was killed by signal 11 (Segmentation fault)"
+  libefml_answers sig9 "efsmi_signal: 9" "efsmi was killed by signal 9 (Killed)"
 }
 
 @test "efsmi dies by a signal and no libefml: one bounded error line naming the signal" {
