@@ -44,6 +44,13 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     auto host = inject::discover::discover(l.discover);
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
     INJECT_TRY(l.inventory, make_inventory(*host, l.settings.id_strategy));
+    if (!o.health_checks) {
+        // Health checks off means every card stays Healthy, whatever discovery saw.
+        for (auto& d : l.inventory.devices) {
+            d.healthy = true;
+            d.why_unhealthy.clear();
+        }
+    }
     return l;
 }
 

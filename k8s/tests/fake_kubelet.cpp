@@ -198,15 +198,10 @@ int main(int argc, char** argv) {
     auto stub = v1beta1::DevicePlugin::NewStub(*ch);
     const std::string cmd = app.get_subcommands().front()->get_name();
     if (cmd == "allocate") {
+        // kubelet sends exactly one container per call: all IDs go into that one.
         v1beta1::AllocateRequest req;
-        for (auto& id : split(ids)) req.add_container_requests()->add_devices_ids(id);
-        // kubelet sends one container per call: all IDs go into that one.
-        if (req.container_requests_size() > 1) {
-            v1beta1::AllocateRequest one;
-            auto* c = one.add_container_requests();
-            for (auto& r : req.container_requests()) c->add_devices_ids(r.devices_ids(0));
-            req = one;
-        }
+        auto* one = req.add_container_requests();
+        for (auto& id : split(ids)) one->add_devices_ids(id);
         std::vector<double> us;
         v1beta1::AllocateResponse resp;
         grpc::Status st;

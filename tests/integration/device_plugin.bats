@@ -1,0 +1,319 @@
+#!/usr/bin/env bats
+# enflame-device-plugin against the simulated host and a fake kubelet (KUBERNETES.md section 6):
+# build/dev/k8s/tests/fake-kubelet serves Registration on a temp kubelet.sock, dials the plugin
+# back, holds ListAndWatch open and logs every event as a JSON line; its one-shot commands call
+# Allocate / GetPreferredAllocation on the plugin's socket as kubelet would. A "kubelet restart"
+# is what kubelet does: the process goes, every socket in the folder is deleted, kubelet.sock
+# comes back. End to end, the envs of an envvar Allocate go through our shim with runc, and the
+# cdi_devices of a cdi-cri Allocate go to podman --device (specs in a private mount namespace,
+# never the host's /etc/cdi or /var/run/cdi).
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+DP=$BUILD_DIR/k8s/device-plugin/enflame-device-plugin
+FK=$BUILD_DIR/k8s/tests/fake-kubelet
+
+setup() {
+  requires root jq
+  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
+  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+  setup_scratch
+  sim_setup 4
+  KDIR=$SCRATCH/k
+  mkdir "$KDIR"
+  SOCK=$KDIR/enflame-gcu.sock
+  EV=$SCRATCH/events
+  SIMDIR=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  U0=TR6Y46010000 U1=TR6Y46010001 U2=TR6Y46010002 U3=TR6Y46010003
+}
+
+teardown() { teardown_scratch; }
+
+# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
+wait_for() {
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# stop_pid PID: SIGTERM, then SIGKILL if it has not gone within 5 s.
+stop_pid() {
+  local i
+  kill -TERM "$1" 2>/dev/null || return 0
+  for (( i = 0; i < 50; i++ )); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
+# start_kubelet: the fake kubelet on $KDIR/kubelet.sock, events appended to $EV.
+start_kubelet() {
+  "$FK" serve --dir "$KDIR" --events "$EV" >>"$SCRATCH/fk.log" 2>&1 3>&- &
+  KPID=$!
+  on_teardown "stop_pid $KPID"
+  wait_for test -S "$KDIR/kubelet.sock"
+}
+
+# start_plugin ARGS...: the daemon (health every 300 ms), log in $SCRATCH/dp.log.
+start_plugin() {
+  "$DP" --kubelet-dir "$KDIR" --health-interval 300ms "$@" >>"$SCRATCH/dp.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+}
+
+# count EVENT: how many EVENT lines the fake kubelet logged.
+count() { grep -c "\"event\":\"$1\"" "$EV" 2>/dev/null || true; }
+# at_least N EVENT: at least N EVENT lines were logged.
+at_least() { [ "$(count "$2")" -ge "$1" ]; }
+# health ID: the health of ID in the last ListAndWatch message.
+health() { grep '"event":"list"' "$EV" | tail -1 | jq -r --arg id "$1" '.data.devices[] | select(.ID == $id) | .health'; }
+is_health() { [ "$(health "$1")" = "$2" ]; }
+# registered: plugin and fake kubelet up, the first list received.
+registered() { start_kubelet; start_plugin "$@"; wait_for at_least 1 list; }
+
+allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
+
+@test "registration: version, endpoint, resource name, options; dial-back gets options and the list" {
+  registered
+  run jq -c 'select(.event == "register") | .data' "$EV"
+  [ "$output" = '{"version":"v1beta1","endpoint":"enflame-gcu.sock","resource_name":"enflame.com/gcu","options":{"pre_start_required":false,"get_preferred_allocation_available":true}}' ]
+  [ "$(count options)" -eq 1 ]
+  run jq -c 'select(.event == "list") | [.data.devices[] | [.ID, .health, .topology.nodes[0].ID]]' "$EV"
+  [ "$output" = '[["TR6Y46010000","Healthy","0"],["TR6Y46010001","Healthy","0"],["TR6Y46010002","Healthy","1"],["TR6Y46010003","Healthy","1"]]' ]
+  [ "$(stat -c %a "$SOCK")" = 600 ]
+  run "$FK" options --socket "$SOCK"
+  [ "$output" = '{"pre_start_required":false,"get_preferred_allocation_available":true}' ]
+}
+
+@test "--resource-name and --device-id-strategy index: registered name, index IDs, index envvar" {
+  registered --resource-name example.com/accel --device-id-strategy index
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = example.com/accel ]
+  run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
+  [ "$output" = '["0","1","2","3"]' ]
+  run allocate 1,3
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = 1,3 ]
+}
+
+@test "health: a card turning unhealthy is re-sent and refused by Allocate; it recovers" {
+  registered
+  echo "$U1" > "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Unhealthy
+  [ "$(health "$U0")" = Healthy ]
+  run allocate "$U0,$U1"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: INVALID_ARGUMENT: device '$U1' is unhealthy" ]
+  rm "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Healthy
+  run allocate "$U0,$U1"
+  [ "$status" -eq 0 ]
+  grep -F "device $U1 is unhealthy: the driver reports it unhealthy" "$SCRATCH/dp.log"
+  grep -F "device $U1 is healthy again" "$SCRATCH/dp.log"
+}
+
+@test "health: a device node that disappears makes its card Unhealthy until it is back" {
+  registered
+  mv "$SCRATCH/host/dev/gcu2" "$SCRATCH/host/dev/gone"
+  wait_for is_health "$U2" Unhealthy
+  grep -F "device $U2 is unhealthy: device node '$SCRATCH/host/dev/gcu2' is gone" "$SCRATCH/dp.log"
+  mv "$SCRATCH/host/dev/gone" "$SCRATCH/host/dev/gcu2"
+  wait_for is_health "$U2" Healthy
+}
+
+@test "DP_DISABLE_HEALTHCHECKS=all: an unhealthy card stays Healthy, also after SIGHUP" {
+  echo "$U1" > "$SIMDIR/enflame-sim-unhealthy"
+  DP_DISABLE_HEALTHCHECKS=all registered
+  [ "$(health "$U1")" = Healthy ]
+  kill -HUP "$DPID"
+  wait_for grep -q "SIGHUP: configuration re-read" "$SCRATCH/dp.log"
+  [ "$(health "$U1")" = Healthy ]
+  [ "$(count list)" -eq 1 ]
+  run allocate "$U1"
+  [ "$status" -eq 0 ]
+}
+
+@test "Allocate: envvar (default), cdi-cri, cdi-annotations, combined with --pass-device-specs" {
+  registered
+  run allocate "$U1,$U3"
+  [ "$status" -eq 0 ]
+  [ "$output" = '{"envs":{"ENFLAME_VISIBLE_DEVICES":"TR6Y46010001,TR6Y46010003"},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[]}' ]
+  stop_pid "$DPID"
+
+  start_plugin --device-list-strategy cdi-cri
+  wait_for at_least 2 list
+  run allocate "$U1,$U3"
+  [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}' ]
+  stop_pid "$DPID"
+
+  start_plugin --device-list-strategy cdi-annotations
+  wait_for at_least 3 list
+  run allocate "$U2"
+  [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{"cdi.k8s.io/enflame-device-plugin_TR6Y46010002":"enflame.com/gpu=TR6Y46010002"},"cdi_devices":[]}' ]
+  stop_pid "$DPID"
+
+  DEVICE_LIST_STRATEGY=envvar,cdi-cri,cdi-annotations start_plugin --pass-device-specs
+  wait_for at_least 4 list
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "$U0" ]
+  [ "$(echo "$output" | jq -r '.cdi_devices[].name')" = "enflame.com/gpu=$U0" ]
+  [ "$(echo "$output" | jq -r '.annotations | keys[]')" = "cdi.k8s.io/enflame-device-plugin_$U0" ]
+  [ "$(echo "$output" | jq -c '.devices')" = "[{\"container_path\":\"/dev/gcu0\",\"host_path\":\"$SCRATCH/host/dev/gcu0\",\"permissions\":\"rw\"},{\"container_path\":\"/dev/gcuctl\",\"host_path\":\"$SCRATCH/host/dev/gcuctl\",\"permissions\":\"rw\"}]" ]
+}
+
+@test "GetPreferredAllocation: must_include first, then its NUMA node; over-asking gets what exists" {
+  registered
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --size 2
+  [ "$output" = "$U0,$U1" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --must "$U3" --size 2
+  [ "$output" = "$U3,$U2" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U3" --size 2
+  [ "$output" = "$U0,$U1" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --size 6
+  [ "$output" = "$U0,$U1,$U2,$U3" ]
+}
+
+@test "Allocate refusals: an unknown ID among real ones, an empty request; each named, never an empty success" {
+  registered
+  run allocate "$U0,$U1,$U2,$U3,TR6Y46019999"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: NOT_FOUND: unknown device ID 'TR6Y46019999' for enflame.com/gcu" ]
+  run allocate ""
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: INVALID_ARGUMENT: no device IDs in the request" ]
+}
+
+@test "kubelet restart: sockets deleted and kubelet.sock recreated -> served and registered again" {
+  registered
+  stop_pid "$KPID"
+  rm -f "$KDIR"/*.sock
+  start_kubelet
+  local t0=$SECONDS
+  wait_for at_least 2 register
+  wait_for at_least 2 list
+  wait_for test -S "$SOCK"
+  echo "re-registered after $((SECONDS - t0)) s"
+  grep -F "kubelet restarted: serving and registering again" "$SCRATCH/dp.log"
+  [ "$(jq -c 'select(.event == "list") | .data' "$EV" | sort -u | wc -l)" -eq 1 ]
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+}
+
+@test "plugin restart: SIGTERM removes our socket, exits 0; the new one shows the same devices" {
+  registered
+  kill -TERM "$DPID"
+  local st=0
+  wait "$DPID" || st=$?
+  [ "$st" -eq 0 ]
+  [ ! -e "$SOCK" ]
+  wait_for at_least 1 stream-end
+  start_plugin
+  wait_for at_least 2 list
+  [ "$(count register)" -eq 2 ]
+  [ "$(jq -c 'select(.event == "list") | .data' "$EV" | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "kubelet absent at start: one log line per attempt with backoff, registers when kubelet.sock appears" {
+  start_plugin
+  wait_for grep -q "registering with kubelet (attempt 1)" "$SCRATCH/dp.log"
+  wait_for test -S "$SOCK"
+  start_kubelet
+  wait_for at_least 1 list
+  grep -F "registered enflame.com/gcu with kubelet" "$SCRATCH/dp.log"
+  # Backoff 1 s, 2 s, ...: in the few seconds this takes, a handful of attempts, not a spin.
+  [ "$(grep -c 'registering with kubelet (attempt' "$SCRATCH/dp.log")" -le 4 ]
+  grep -F "kubelet socket '$KDIR/kubelet.sock': No such file or directory; retrying in 1 s" "$SCRATCH/dp.log"
+}
+
+@test "SIGHUP with a broken config keeps serving the old one" {
+  registered
+  echo 'bogus-key = 1' >> "$ENFLAME_CTK_CONFIG"
+  kill -HUP "$DPID"
+  wait_for grep -q "SIGHUP: keeping the running configuration" "$SCRATCH/dp.log"
+  grep -F "$ENFLAME_CTK_CONFIG" "$SCRATCH/dp.log" | grep -F "bogus-key"
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+}
+
+# bad_input WANT ARGS...: the daemon exits 1 at once with the one line WANT and leaves no socket.
+bad_input() {
+  local want=$1; shift
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" "$@"
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$output" = "$want" ]
+  [ ! -e "$SOCK" ]
+}
+
+@test "bad input: config, resource name, kubelet dir, strategies, interval; one line each, nothing served" {
+  printf '[enflame-container-cli]\ndriver-root = 3\n' > "$SCRATCH/bad.toml"
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --config "$SCRATCH/bad.toml"
+  [ "${#lines[@]}" -eq 1 ]
+  [[ $output == "error: "*"$SCRATCH/bad.toml"*"driver-root"* ]]
+  [ ! -e "$SOCK" ]
+  bad_input "error: resource name 'kubernetes.io/gcu': the kubernetes.io and k8s.io domains are reserved" \
+    --resource-name kubernetes.io/gcu
+  run -1 "$DP" --kubelet-dir "$SCRATCH/nope"
+  [ "$output" = "error: --kubelet-dir: socket folder '$SCRATCH/nope': No such file or directory" ]
+  bad_input "error: device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations" \
+    --device-list-strategy volume-mounts
+  bad_input "error: device ID strategy 'serial': want uuid or index" --device-id-strategy serial
+  bad_input "error: --health-interval 'soon': want a duration such as 5s or 500ms (at least 100ms)" --health-interval soon
+  DP_DISABLE_HEALTHCHECKS=some bad_input "error: DP_DISABLE_HEALTHCHECKS 'some': want all (or unset)"
+  local long; long=$SCRATCH/$(printf 'd%.0s' $(seq 90))
+  mkdir "$long"
+  run -1 "$DP" --kubelet-dir "$long"
+  [[ $output == "error: --kubelet-dir: socket path '$long/enflame-gcu.sock' is "*" bytes, longer than a unix socket allows (107)" ]]
+}
+
+# --- end to end: the Allocate answer given to real runtimes ---
+
+@test "end to end: envvar Allocate envs through our shim with runc give exactly those /dev/gcu nodes" {
+  requires runc python3
+  registered
+  run allocate "$U1,$U3"
+  [ "$status" -eq 0 ]
+  local env; env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
+  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U1,$U3" ]
+  oci_bundle "$SCRATCH/b" '["sh","-c","for d in /dev/gcu*; do echo ${d#/dev/}; done"]'
+  bundle_edit "$SCRATCH/b" "c['process']['env'].append('$env')"
+  local id; id=$(unique_id edp)
+  on_teardown "runc --root '$SCRATCH/rr' delete -f $id >/dev/null 2>&1"
+  run timeout 60 "$SHIM" --root "$SCRATCH/rr" run --bundle "$SCRATCH/b" "$id"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcu3 gcuctl " ]
+}
+
+@test "end to end: cdi-cri Allocate names given to podman --device give exactly those cards" {
+  requires podman runc
+  registered --device-list-strategy cdi-cri
+  run allocate "$U0,$U2"
+  [ "$status" -eq 0 ]
+  local devs; devs=$(echo "$output" | jq -r '.cdi_devices[].name' | sed 's/^/--device /' | tr '\n' ' ')
+  [ "$devs" = "--device enflame.com/gpu=$U0 --device enflame.com/gpu=$U2 " ]
+  "$CTK" cdi generate --output "$SCRATCH/spec/enflame.com-gpu.yaml"
+  busybox_rootfs "$SCRATCH/rootfs"
+  podman_conf "$SCRATCH/containers.conf"
+  # podman 4.3 has no --cdi-spec-dir: the spec is seen through tmpfs mounts over the CDI
+  # folders in a private mount namespace, so the host's folders are never touched.
+  cat > "$SCRATCH/pm.sh" <<SH
+set -e
+for d in /etc/cdi /var/run/cdi; do [ -d \$d ] && mount -t tmpfs tmpfs \$d; done
+[ -d /var/run/cdi ] || { echo "no /var/run/cdi to mount over" >&2; exit 1; }
+cp "$SCRATCH/spec/enflame.com-gpu.yaml" /var/run/cdi/
+exec podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" \
+  run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done'
+SH
+  on_teardown "podman --root '$SCRATCH/pm/root' --runroot '$SCRATCH/pm/run' rm -af -t 0 >/dev/null 2>&1"
+  # An empty folder to mount over (cdi.bats makes it too); nothing is ever written into it.
+  mkdir -p /var/run/cdi
+  CONTAINERS_CONF=$SCRATCH/containers.conf run timeout 120 unshare --mount --propagation private sh "$SCRATCH/pm.sh"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu0 gcu2 gcuctl " ]
+}
