@@ -173,6 +173,8 @@ allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
   [ "$output" = "$U3,$U2" ]
   run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U3" --size 2
   [ "$output" = "$U0,$U1" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U1,$U2,$U3" --size 2
+  [ "$output" = "$U2,$U3" ]   # node 1 fits both; the nearest bus alone would say U1,U2
   run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --size 6
   [ "$output" = "$U0,$U1,$U2,$U3" ]
 }
