@@ -3,6 +3,7 @@
 
 #include "health.hpp"
 #include "service.hpp"
+#include "sharing.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
@@ -36,14 +37,16 @@ struct Loaded {
 // The toolkit config, then discovery: what the plugin advertises.
 inject::Result<Loaded> load(const DaemonOptions& o) {
     INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
+    INJECT_TRY(const auto sharing, load_plugin_config(o.plugin_config, o.settings.resource_name));
     Loaded l;
     l.settings = o.settings;
+    l.settings.resource_name = sharing.resource_name;
     l.settings.cdi_kind = cfg.runtime.cdi_kind;
     l.discover = inject::discover::options_from(cfg);
     l.discover.with_drs = false;
     auto host = inject::discover::discover(l.discover);
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
-    INJECT_TRY(l.inventory, make_inventory(*host, l.settings.id_strategy));
+    INJECT_TRY(l.inventory, make_inventory(*host, l.settings.id_strategy, sharing.replicas));
     if (!o.health_checks) {
         // Health checks off means every card stays Healthy, whatever discovery saw.
         for (auto& d : l.inventory.devices) {
@@ -54,7 +57,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     return l;
 }
 
-inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const DaemonOptions& o) {
+inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const DaemonOptions& o,
+                                           const std::string& resource_name) {
     if (::access(kubelet_sock.c_str(), F_OK) != 0)
         return inject::fail(inject::sys_error("kubelet socket '" + kubelet_sock + "'"));
     auto ch = k8s::dial_unix(kubelet_sock, milliseconds(2000));
@@ -63,7 +67,7 @@ inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, cons
     v1beta1::RegisterRequest req;
     req.set_version("v1beta1");
     req.set_endpoint(o.socket_name);
-    req.set_resource_name(o.settings.resource_name);
+    req.set_resource_name(resource_name);
     *req.mutable_options() = plugin_options();
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -104,7 +108,7 @@ inject::Result<void> Daemon::serve() {
     if (server_.server) k8s::stop_unix(server_, milliseconds(500));
     service_ = std::make_unique<Service>(state_);
     INJECT_TRY(server_, k8s::serve_unix(our_path_, {service_.get()}));
-    inject::log::info("serving {} on {}", o_.settings.resource_name, our_path_);
+    inject::log::info("serving {} on {}", state_->settings().resource_name, our_path_);
     registered_ = false;
     attempts_ = 0;
     next_register_ = Clock::now();
@@ -112,11 +116,12 @@ inject::Result<void> Daemon::serve() {
 }
 
 void Daemon::try_register() {
-    auto r = register_with_kubelet(kubelet_path_, o_);
+    const std::string name = state_->settings().resource_name;
+    auto r = register_with_kubelet(kubelet_path_, o_, name);
     if (r) {
         registered_ = true;
         attempts_ = 0;
-        inject::log::info("registered {} with kubelet at {}", o_.settings.resource_name, kubelet_path_);
+        inject::log::info("registered {} with kubelet at {}", name, kubelet_path_);
         return;
     }
     const milliseconds delay = std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(attempts_, 5)));
@@ -134,8 +139,13 @@ void Daemon::reload() {
     }
     discover_ = l->discover;
     if (o_.health_checks) check_health(discover_, l->inventory);
+    const bool renamed = l->settings.resource_name != state_->settings().resource_name;
     state_->update(std::move(l->settings), std::move(l->inventory));
     inject::log::info("SIGHUP: configuration re-read, {} devices", state_->inventory().devices.size());
+    if (renamed) {
+        // kubelet knows a plugin by its resource name: a new name is a new registration.
+        if (auto r = serve(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
+    }
 }
 
 void Daemon::health() {

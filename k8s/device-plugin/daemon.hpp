@@ -20,6 +20,7 @@ struct DaemonOptions {
     std::string socket_name = "enflame-gcu.sock";
     std::string kubelet_socket = "kubelet.sock";
     Settings settings;
+    std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
     bool health_checks = true;
     std::chrono::milliseconds health_interval{5000};
 };

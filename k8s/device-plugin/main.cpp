@@ -70,6 +70,9 @@ int main(int argc, char** argv) try {
         ->envname("SOCKET_NAME")->capture_default_str();
     app.add_option("--resource-name", o.settings.resource_name, "the extended resource we advertise")
         ->envname("RESOURCE_NAME")->capture_default_str();
+    app.add_option("--plugin-config", o.plugin_config,
+                   "the plugin's YAML config (version: v1; sharing.timeSlicing), re-read on SIGHUP")
+        ->envname("PLUGIN_CONFIG");
     app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
         ->envname("DEVICE_ID_STRATEGY")->capture_default_str();
     app.add_option("--device-list-strategy", list_strategies,

@@ -111,7 +111,7 @@ const PluginDevice* Inventory::find(std::string_view id) const {
     return nullptr;
 }
 
-inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy) {
+inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy, std::uint32_t replicas) {
     Inventory inv;
     inv.control = host.control;
     for (const auto& c : host.devices) {
@@ -126,11 +126,14 @@ inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStr
         if (strategy == IdStrategy::Uuid && c.uuid.empty())
             return fail(Errc::NotFound, "card " + std::to_string(c.index) +
                                             " has no UUID: use --device-id-strategy index");
-        d.id = strategy == IdStrategy::Uuid ? c.uuid : std::to_string(c.index);
-        if (d.id.size() > kMaxIdLength)
-            return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
-        if (inv.find(d.id)) return fail(Errc::Conflict, "two cards have the device ID '" + d.id + "'");
-        inv.devices.push_back(std::move(d));
+        d.card_id = strategy == IdStrategy::Uuid ? c.uuid : std::to_string(c.index);
+        for (std::uint32_t n = 0; n < std::max<std::uint32_t>(replicas, 1); ++n) {
+            d.id = replicas > 1 ? d.card_id + "::" + std::to_string(n) : d.card_id;
+            if (d.id.size() > kMaxIdLength)
+                return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
+            if (inv.find(d.id)) return fail(Errc::Conflict, "two cards have the device ID '" + d.id + "'");
+            inv.devices.push_back(d);
+        }
     }
     return inv;
 }
@@ -184,16 +187,23 @@ std::vector<std::string> preferred(const Inventory& inv, const std::vector<std::
     }
     // Greedy: each step takes the candidate on the target node nearest (by PCI bus) to the
     // first card chosen; ties by bus id, so the answer is deterministic.
+    // Replicas taken per card: time-sliced containers spread over cards before sharing one.
+    std::map<std::string, std::size_t> used;
+    for (const auto& id : out) {
+        if (const auto* d = inv.find(id)) ++used[d->card_id];
+    }
     while (out.size() < size && !cands.empty()) {
         const std::int64_t ref = anchor ? bus_number(anchor->pci_bus_id) : -1;
         auto key = [&](const PluginDevice* d) {
             const std::int64_t bus = bus_number(d->pci_bus_id);
             const std::int64_t dist = ref < 0 ? bus : (bus > ref ? bus - ref : ref - bus);
-            return std::tuple(d->numa_node != target, dist, d->pci_bus_id, d->id);
+            const auto u = used.find(d->card_id);
+            return std::tuple(d->numa_node != target, u == used.end() ? 0 : u->second, dist, d->pci_bus_id, d->id);
         };
         auto best = std::min_element(cands.begin(), cands.end(),
                                      [&](const PluginDevice* a, const PluginDevice* b) { return key(a) < key(b); });
         if (!anchor) anchor = *best;
+        ++used[(*best)->card_id];
         out.push_back((*best)->id);
         cands.erase(best);
     }
@@ -208,19 +218,21 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
         const auto* d = inv.find(id);
         if (!d) return fail(Errc::NotFound, "unknown device ID '" + id + "' for " + s.resource_name);
         if (!d->healthy) return fail(Errc::InvalidInput, "device '" + id + "' is unhealthy");
-        if (std::find(devs.begin(), devs.end(), d) == devs.end()) devs.push_back(d);
+        // Replicas of one card give that card once.
+        if (std::none_of(devs.begin(), devs.end(), [&](const PluginDevice* x) { return x->card_id == d->card_id; }))
+            devs.push_back(d);
     }
     v1beta1::ContainerAllocateResponse r;
     if (s.lists.envvar) {
         std::string v;
-        for (const auto* d : devs) v += (v.empty() ? "" : ",") + d->id;
+        for (const auto* d : devs) v += (v.empty() ? "" : ",") + d->card_id;
         (*r.mutable_envs())[std::string(kVisibleEnv)] = v;
     }
     for (const auto* d : devs) {
         // UUID names are the ones stable across reboots; `cdi generate` writes them.
         const std::string cdi = s.cdi_kind + "=" + (d->uuid.empty() ? std::to_string(d->index) : d->uuid);
         if (s.lists.cdi_cri) r.add_cdi_devices()->set_name(cdi);
-        if (s.lists.cdi_annotations) (*r.mutable_annotations())[std::string(kAnnotationPrefix) + d->id] = cdi;
+        if (s.lists.cdi_annotations) (*r.mutable_annotations())[std::string(kAnnotationPrefix) + d->card_id] = cdi;
     }
     if (s.pass_device_specs) {
         auto add = [&](const inject::device::DeviceNode& n) {

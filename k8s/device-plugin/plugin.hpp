@@ -47,7 +47,8 @@ struct Settings {
 
 /// One advertised card.
 struct PluginDevice {
-    std::string id;  ///< what kubelet sees (<= 63 characters)
+    std::string id;       ///< what kubelet sees (<= 63 characters): card_id, or card_id::<n> when shared
+    std::string card_id;  ///< the card's ID under the ID strategy (what ENFLAME_VISIBLE_DEVICES gets)
     std::string uuid;
     std::uint32_t index = 0;
     std::string pci_bus_id;
@@ -65,20 +66,23 @@ struct Inventory {
     [[nodiscard]] const PluginDevice* find(std::string_view id) const;
 };
 
-/// The inventory of `host` under `strategy`. A card's health starts as discovery reported
-/// it (unknown = healthy).
-[[nodiscard]] inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy);
+/// The inventory of `host` under `strategy`, each card `replicas` times when time-sliced
+/// (IDs `<id>::<n>`). A card's health starts as discovery reported it (unknown = healthy).
+[[nodiscard]] inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy,
+                                                       std::uint32_t replicas = 1);
 
 /// The whole list as one ListAndWatch message: capacity is every card, allocatable the
 /// healthy ones; topology from the card's NUMA node when known.
 [[nodiscard]] v1beta1::ListAndWatchResponse list_response(const Inventory& inv);
 
 /// kubelet's GetPreferredAllocation for one container: `must_include` first, then cards on
-/// the same NUMA node, then the nearest PCI bus. Unknown IDs in `available` are ignored.
+/// the same NUMA node, then (time-slicing) the cards with fewest replicas taken so far, then
+/// the nearest PCI bus. Unknown IDs in `available` are ignored.
 [[nodiscard]] std::vector<std::string> preferred(const Inventory& inv, const std::vector<std::string>& available,
                                                  const std::vector<std::string>& must_include, std::size_t size);
 
 /// kubelet's Allocate for one container. An unknown or unhealthy ID is an error naming it.
+/// Replicas of one card (time-slicing) give that card once.
 [[nodiscard]] inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv, const Settings& s,
                                                                           const std::vector<std::string>& ids);
 

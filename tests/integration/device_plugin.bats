@@ -272,41 +272,82 @@ bad_input() {
   [[ $output == "error: --kubelet-dir: socket path '$long/enflame-gcu.sock' is "*" bytes, longer than a unix socket allows (107)" ]]
 }
 
+# --- time-slicing ---
+
+# sharing_config FILE REPLICAS [MORE YAML LINES under timeSlicing]: a plugin config.
+sharing_config() {
+  local f=$1 n=$2; shift 2
+  printf '%s\n' 'version: v1' 'sharing:' '  timeSlicing:' "$@" '    resources:' \
+    '    - name: enflame.com/gcu' "      replicas: $n" > "$f"
+}
+
+@test "time-slicing: replicas 2, renameByDefault: enflame.com/gcu.shared, IDs <uuid>::<n>, Allocate gives each card once" {
+  sharing_config "$SCRATCH/p.yaml" 2 '    renameByDefault: true'
+  registered --plugin-config "$SCRATCH/p.yaml"
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = enflame.com/gcu.shared ]
+  run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
+  [ "$output" = '["TR6Y46010000::0","TR6Y46010000::1","TR6Y46010001::0","TR6Y46010001::1","TR6Y46010002::0","TR6Y46010002::1","TR6Y46010003::0","TR6Y46010003::1"]' ]
+  run allocate "$U1::0,$U1::1,$U3::1"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "$U1,$U3" ]
+  run allocate "$U1::2"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$U1::2' for enflame.com/gcu.shared" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0::0,$U0::1,$U1::0,$U1::1" --size 2
+  [ "$output" = "$U0::0,$U1::0" ]
+}
+
+@test "time-slicing: SIGHUP with a new replica count re-registers and re-lists" {
+  sharing_config "$SCRATCH/p.yaml" 2
+  registered --plugin-config "$SCRATCH/p.yaml"
+  [ "$(jq -r 'select(.event == "list") | .data.devices | length' "$EV")" -eq 8 ]
+  sharing_config "$SCRATCH/p.yaml" 3 '    renameByDefault: true'
+  kill -HUP "$DPID"
+  wait_for at_least 2 register
+  wait_for at_least 2 list
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$(echo "$output" | tr '\n' ' ')" = "enflame.com/gcu enflame.com/gcu.shared " ]
+  [ "$(grep '"event":"list"' "$EV" | tail -1 | jq '.data.devices | length')" -eq 12 ]
+}
+
+@test "bad plugin config: one line naming the file, the line and the key; nothing served" {
+  sharing_config "$SCRATCH/p.yaml" 0
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/p.yaml"
+  [ "$output" = "error: $SCRATCH/p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got '0'" ]
+  [ ! -e "$SOCK" ]
+  printf 'version: v1\nsharing:\n  timeslicing: {}\n' > "$SCRATCH/p.yaml"
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/p.yaml"
+  [ "$output" = "error: $SCRATCH/p.yaml: line 3: sharing.timeslicing: unknown key" ]
+  PLUGIN_CONFIG=$SCRATCH/absent.yaml run -1 timeout 20 "$DP" --kubelet-dir "$KDIR"
+  [ "$output" = "error: --plugin-config: opening $SCRATCH/absent.yaml: No such file or directory" ]
+}
+
 # --- end to end: the Allocate answer given to real runtimes ---
 
-@test "end to end: envvar Allocate envs through our shim with runc give exactly those /dev/gcu nodes" {
-  requires runc python3
-  registered
-  run allocate "$U1,$U3"
-  [ "$status" -eq 0 ]
-  local env; env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
-  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U1,$U3" ]
+# in_shim ENV: run a busybox bundle with ENV through our shim and runc; $output lists its
+# /dev/gcu* nodes, one per line.
+in_shim() {
   oci_bundle "$SCRATCH/b" '["sh","-c","for d in /dev/gcu*; do echo ${d#/dev/}; done"]'
-  bundle_edit "$SCRATCH/b" "c['process']['env'].append('$env')"
+  bundle_edit "$SCRATCH/b" "c['process']['env'].append('$1')"
   local id; id=$(unique_id edp)
   on_teardown "runc --root '$SCRATCH/rr' delete -f $id >/dev/null 2>&1"
   run timeout 60 "$SHIM" --root "$SCRATCH/rr" run --bundle "$SCRATCH/b" "$id"
   echo "$output"
-  [ "$status" -eq 0 ]
-  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcu3 gcuctl " ]
 }
 
-@test "end to end: cdi-cri Allocate names given to podman --device give exactly those cards" {
-  requires podman runc
-  registered --device-list-strategy cdi-cri
-  run allocate "$U0,$U2"
-  [ "$status" -eq 0 ]
-  local devs; devs=$(echo "$output" | jq -r '.cdi_devices[].name' | sed 's/^/--device /' | tr '\n' ' ')
-  [ "$devs" = "--device enflame.com/gpu=$U0 --device enflame.com/gpu=$U2 " ]
+# in_podman NAME...: podman run --device NAME... with the spec `cdi generate` writes; $output
+# lists the container's /dev/gcu* nodes. podman 4.3 has no --cdi-spec-dir: the spec is seen
+# through tmpfs mounts over the CDI folders in a private mount namespace, so the host's
+# folders are never written.
+in_podman() {
+  local devs="" n
+  for n in "$@"; do devs+=" --device $n"; done
   "$CTK" cdi generate --output "$SCRATCH/spec/enflame.com-gpu.yaml"
   busybox_rootfs "$SCRATCH/rootfs"
   podman_conf "$SCRATCH/containers.conf"
-  # podman 4.3 has no --cdi-spec-dir: the spec is seen through tmpfs mounts over the CDI
-  # folders in a private mount namespace, so the host's folders are never touched.
   cat > "$SCRATCH/pm.sh" <<SH
 set -e
 for d in /etc/cdi /var/run/cdi; do [ -d \$d ] && mount -t tmpfs tmpfs \$d; done
-[ -d /var/run/cdi ] || { echo "no /var/run/cdi to mount over" >&2; exit 1; }
 cp "$SCRATCH/spec/enflame.com-gpu.yaml" /var/run/cdi/
 exec podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" \
   run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done'
@@ -316,6 +357,46 @@ SH
   mkdir -p /var/run/cdi
   CONTAINERS_CONF=$SCRATCH/containers.conf run timeout 120 unshare --mount --propagation private sh "$SCRATCH/pm.sh"
   echo "$output"
+}
+
+@test "end to end: envvar Allocate envs through our shim with runc give exactly those /dev/gcu nodes" {
+  requires runc python3
+  registered
+  run allocate "$U1,$U3"
+  [ "$status" -eq 0 ]
+  local env; env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
+  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U1,$U3" ]
+  in_shim "$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcu3 gcuctl " ]
+}
+
+@test "end to end: cdi-cri Allocate names given to podman --device give exactly those cards" {
+  requires podman runc
+  registered --device-list-strategy cdi-cri
+  run allocate "$U0,$U2"
+  [ "$status" -eq 0 ]
+  local names; names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$names" = "enflame.com/gpu=$U0 enflame.com/gpu=$U2 " ]
+  in_podman $names
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | tr '\n' ' ')" = "gcu0 gcu2 gcuctl " ]
+}
+
+@test "end to end: time-sliced replicas through the shim (envvar) and podman (cdi-cri) give each card once" {
+  requires runc podman python3
+  sharing_config "$SCRATCH/p.yaml" 4
+  registered --plugin-config "$SCRATCH/p.yaml" --device-list-strategy envvar,cdi-cri
+  run allocate "$U2::0,$U2::3,$U3::1"
+  [ "$status" -eq 0 ]
+  local env names
+  env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
+  names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U2,$U3" ]
+  in_shim "$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu2 gcu3 gcuctl " ]
+  in_podman $names
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu2 gcu3 gcuctl " ]
 }
