@@ -29,12 +29,12 @@ using std::chrono::milliseconds;
 constexpr milliseconds kMaxBackoff{30000};
 
 struct Loaded {
-    Settings settings;
-    Inventory inventory;
+    Settings settings;  ///< resource_name is the whole cards' (after a sharing rename)
+    std::vector<Resource> resources;
     inject::discover::Options discover;
 };
 
-// The toolkit config, then discovery: what the plugin advertises.
+// The toolkit config, the plugin config, then discovery: what the plugin advertises.
 inject::Result<Loaded> load(const DaemonOptions& o) {
     INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
     INJECT_TRY(const auto sharing, load_plugin_config(o.plugin_config, o.settings.resource_name));
@@ -43,21 +43,26 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     l.settings.resource_name = sharing.resource_name;
     l.settings.cdi_kind = cfg.runtime.cdi_kind;
     l.discover = inject::discover::options_from(cfg);
-    l.discover.with_drs = false;
+    l.discover.with_drs = o.drs;
     auto host = inject::discover::discover(l.discover);
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
-    INJECT_TRY(l.inventory, make_inventory(*host, l.settings.id_strategy, sharing.replicas));
-    if (!o.health_checks) {
-        // Health checks off means every card stays Healthy, whatever discovery saw.
-        for (auto& d : l.inventory.devices) {
-            d.healthy = true;
-            d.why_unhealthy.clear();
+    INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas, l.settings.resource_name,
+                                           o.socket_name, o.drs));
+    for (auto& r : l.resources) {
+        // A DRS profile's socket name is longer than ours, which run() checked already.
+        if (auto p = k8s::socket_path(o.kubelet_dir, r.socket); !p) return inject::fail(std::move(p).error());
+        if (!o.health_checks) {
+            // Health checks off means every card stays Healthy, whatever discovery saw.
+            for (auto& d : r.inventory.devices) {
+                d.healthy = true;
+                d.why_unhealthy.clear();
+            }
         }
     }
     return l;
 }
 
-inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const DaemonOptions& o,
+inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const std::string& endpoint,
                                            const std::string& resource_name) {
     if (::access(kubelet_sock.c_str(), F_OK) != 0)
         return inject::fail(inject::sys_error("kubelet socket '" + kubelet_sock + "'"));
@@ -66,7 +71,7 @@ inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, cons
     auto stub = v1beta1::Registration::NewStub(*ch);
     v1beta1::RegisterRequest req;
     req.set_version("v1beta1");
-    req.set_endpoint(o.socket_name);
+    req.set_endpoint(endpoint);
     req.set_resource_name(resource_name);
     *req.mutable_options() = plugin_options();
     grpc::ClientContext ctx;
@@ -77,58 +82,93 @@ inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, cons
     return inject::ok();
 }
 
+// One advertised resource: its own socket, service and registration with kubelet.
+struct Endpoint {
+    std::string resource, socket, path;
+    std::shared_ptr<State> state;
+    std::unique_ptr<Service> service;
+    k8s::UnixServer server;
+    bool registered = false;
+    int attempts = 0;
+    Clock::time_point next_register{};
+};
+
 class Daemon {
 public:
-    Daemon(DaemonOptions o, Loaded l, std::string our_path, std::string kubelet_path)
-        : o_(std::move(o)), discover_(std::move(l.discover)),
-          state_(std::make_shared<State>(std::move(l.settings), std::move(l.inventory))),
-          our_path_(std::move(our_path)), kubelet_path_(std::move(kubelet_path)) {}
+    Daemon(DaemonOptions o, Loaded l, std::string kubelet_path)
+        : o_(std::move(o)), discover_(std::move(l.discover)), kubelet_path_(std::move(kubelet_path)) {
+        adopt(l);
+    }
+    ~Daemon() { stop_all(); }
 
     int loop(int sig_fd, k8s::KubeletWatcher& watcher);
 
 private:
-    inject::Result<void> serve();
-    void try_register();
+    void adopt(Loaded& l);
+    inject::Result<void> serve(Endpoint& e);
+    inject::Result<void> serve_all();
+    void stop_all();
+    void try_register(Endpoint& e);
     void reload();
     void health();
 
     DaemonOptions o_;
     inject::discover::Options discover_;
-    std::shared_ptr<State> state_;
-    std::string our_path_, kubelet_path_;
-    std::unique_ptr<Service> service_;
-    k8s::UnixServer server_;
-    bool registered_ = false;
-    int attempts_ = 0;
-    Clock::time_point next_register_{};
-    Clock::time_point next_health_{};
+    std::string kubelet_path_;
+    std::vector<Endpoint> eps_;
 };
 
-inject::Result<void> Daemon::serve() {
-    if (server_.server) k8s::stop_unix(server_, milliseconds(500));
-    service_ = std::make_unique<Service>(state_);
-    INJECT_TRY(server_, k8s::serve_unix(our_path_, {service_.get()}));
-    inject::log::info("serving {} on {}", state_->settings().resource_name, our_path_);
-    registered_ = false;
-    attempts_ = 0;
-    next_register_ = Clock::now();
+// Endpoints for the loaded resources (none serving yet).
+void Daemon::adopt(Loaded& l) {
+    eps_.clear();
+    for (auto& r : l.resources) {
+        Settings s = l.settings;
+        s.resource_name = r.name;
+        Endpoint e;
+        e.resource = r.name;
+        e.socket = r.socket;
+        e.path = o_.kubelet_dir + (o_.kubelet_dir.ends_with('/') ? "" : "/") + r.socket;
+        e.state = std::make_shared<State>(std::move(s), std::move(r.inventory));
+        eps_.push_back(std::move(e));
+    }
+}
+
+inject::Result<void> Daemon::serve(Endpoint& e) {
+    if (e.server.server) k8s::stop_unix(e.server, milliseconds(500));
+    e.service = std::make_unique<Service>(e.state);
+    INJECT_TRY(e.server, k8s::serve_unix(e.path, {e.service.get()}));
+    inject::log::info("serving {} ({} devices) on {}", e.resource, e.state->inventory().devices.size(), e.path);
+    e.registered = false;
+    e.attempts = 0;
+    e.next_register = Clock::now();
     return inject::ok();
 }
 
-void Daemon::try_register() {
-    const std::string name = state_->settings().resource_name;
-    auto r = register_with_kubelet(kubelet_path_, o_, name);
+inject::Result<void> Daemon::serve_all() {
+    for (auto& e : eps_) INJECT_TRY_VOID(serve(e));
+    return inject::ok();
+}
+
+void Daemon::stop_all() {
+    for (auto& e : eps_) {
+        e.state->next_epoch();  // ends the ListAndWatch streams
+        k8s::stop_unix(e.server, milliseconds(1000));
+    }
+}
+
+void Daemon::try_register(Endpoint& e) {
+    auto r = register_with_kubelet(kubelet_path_, e.socket, e.resource);
     if (r) {
-        registered_ = true;
-        attempts_ = 0;
-        inject::log::info("registered {} with kubelet at {}", name, kubelet_path_);
+        e.registered = true;
+        e.attempts = 0;
+        inject::log::info("registered {} with kubelet at {}", e.resource, kubelet_path_);
         return;
     }
-    const milliseconds delay = std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(attempts_, 5)));
-    ++attempts_;
-    next_register_ = Clock::now() + delay;
-    inject::log::warn("registering with kubelet (attempt {}): {}; retrying in {} s, or when {} appears", attempts_,
-                      r.error().what(), delay.count() / 1000, kubelet_path_);
+    const milliseconds delay = std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(e.attempts, 5)));
+    ++e.attempts;
+    e.next_register = Clock::now() + delay;
+    inject::log::warn("registering {} with kubelet (attempt {}): {}; retrying in {} s, or when {} appears", e.resource,
+                      e.attempts, r.error().what(), delay.count() / 1000, kubelet_path_);
 }
 
 void Daemon::reload() {
@@ -138,35 +178,56 @@ void Daemon::reload() {
         return;
     }
     discover_ = l->discover;
-    if (o_.health_checks) check_health(discover_, l->inventory);
-    const bool renamed = l->settings.resource_name != state_->settings().resource_name;
-    state_->update(std::move(l->settings), std::move(l->inventory));
-    inject::log::info("SIGHUP: configuration re-read, {} devices", state_->inventory().devices.size());
-    if (renamed) {
-        // kubelet knows a plugin by its resource name: a new name is a new registration.
-        if (auto r = serve(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
+    const auto driver = o_.health_checks ? driver_health(discover_) : DriverHealth{};
+    bool same = l->resources.size() == eps_.size();
+    for (std::size_t i = 0; same && i < eps_.size(); ++i)
+        same = l->resources[i].name == eps_[i].resource && l->resources[i].socket == eps_[i].socket;
+    if (same) {
+        for (std::size_t i = 0; i < eps_.size(); ++i) {
+            auto& inv = l->resources[i].inventory;
+            if (o_.health_checks) apply_health(driver, inv);
+            Settings s = l->settings;
+            s.resource_name = eps_[i].resource;
+            eps_[i].state->update(std::move(s), std::move(inv));
+        }
+        inject::log::info("SIGHUP: configuration re-read");
+        return;
     }
+    // kubelet knows a plugin by its resource name: new names are new registrations.
+    stop_all();
+    for (auto& r : l->resources) {
+        if (o_.health_checks) apply_health(driver, r.inventory);
+    }
+    adopt(*l);
+    inject::log::info("SIGHUP: configuration re-read; the resources changed, registering again");
+    if (auto r = serve_all(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
 }
 
 void Daemon::health() {
-    auto inv = state_->inventory();
-    if (check_health(discover_, inv)) state_->update(state_->settings(), std::move(inv));
+    const auto driver = driver_health(discover_);
+    for (auto& e : eps_) {
+        auto inv = e.state->inventory();
+        if (apply_health(driver, inv)) e.state->update(e.state->settings(), std::move(inv));
+    }
 }
 
 int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
-    if (auto r = serve(); !r) {
+    if (auto r = serve_all(); !r) {
         std::cerr << "error: " << r.error().what() << "\n";
         return 1;
     }
-    next_health_ = Clock::now() + o_.health_interval;
+    auto next_health = Clock::now() + o_.health_interval;
     for (;;) {
-        if (!registered_ && Clock::now() >= next_register_) try_register();
-        if (o_.health_checks && Clock::now() >= next_health_) {
-            health();
-            next_health_ = Clock::now() + o_.health_interval;
+        auto wake = o_.health_checks ? next_health : Clock::now() + std::chrono::hours(1);
+        for (auto& e : eps_) {
+            if (!e.registered && Clock::now() >= e.next_register) try_register(e);
+            if (!e.registered) wake = std::min(wake, e.next_register);
         }
-        auto wake = o_.health_checks ? next_health_ : Clock::now() + std::chrono::hours(1);
-        if (!registered_) wake = std::min(wake, next_register_);
+        if (o_.health_checks && Clock::now() >= next_health) {
+            health();
+            next_health = Clock::now() + o_.health_interval;
+            continue;
+        }
         const auto wait = std::chrono::duration_cast<milliseconds>(wake - Clock::now()).count();
         pollfd fds[2] = {{sig_fd, POLLIN, 0}, {watcher.fd(), POLLIN, 0}};
         const int n = ::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
@@ -182,19 +243,22 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
                     reload();
                 } else {
                     inject::log::info("signal {}: stopping", si.ssi_signo);
-                    state_->next_epoch();
-                    k8s::stop_unix(server_, milliseconds(1000));
+                    stop_all();
                     return 0;
                 }
             }
         }
         if (fds[1].revents & POLLIN) {
-            auto restarted = watcher.restarted([this] { return !k8s::still_ours(server_); });
+            auto restarted = watcher.restarted([this](const std::string& name) {
+                return std::any_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+                    return e.socket == name && e.server.server && !k8s::still_ours(e.server);
+                });
+            });
             if (!restarted) {
                 spdlog::error("{}", restarted.error().what());
             } else if (*restarted) {
                 inject::log::info("kubelet restarted: serving and registering again");
-                if (auto r = serve(); !r) {
+                if (auto r = serve_all(); !r) {
                     std::cerr << "error: " << r.error().what() << "\n";
                     return 1;
                 }
@@ -230,10 +294,11 @@ int run(DaemonOptions o) {
     if (!kubelet_path) return fail_with(kubelet_path.error().context("--kubelet-dir"));
     auto loaded = load(o);
     if (!loaded) return fail_with(loaded.error());
-    if (loaded->inventory.devices.empty()) inject::log::warn("no Enflame cards found: advertising none");
-    auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket, o.socket_name);
+    if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
+        inject::log::warn("no Enflame cards found: advertising none");
+    auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
-    Daemon d(std::move(o), std::move(*loaded), std::move(*our_path), std::move(*kubelet_path));
+    Daemon d(std::move(o), std::move(*loaded), std::move(*kubelet_path));
     return d.loop(sig_fd.get(), *watcher);
 }
 

@@ -21,6 +21,7 @@ struct DaemonOptions {
     std::string kubelet_socket = "kubelet.sock";
     Settings settings;
     std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
+    bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
     bool health_checks = true;
     std::chrono::milliseconds health_interval{5000};
 };

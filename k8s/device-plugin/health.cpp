@@ -6,26 +6,12 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include <map>
-
 namespace edp {
 namespace {
 
-// The driver's verdict per card (by UUID, else index); empty when discovery fails as a whole
-// (then only the node check decides, and a card keeps the driver's last verdict).
-std::optional<std::map<std::string, std::optional<bool>>> driver_health(const inject::discover::Options& base) {
-    auto opts = base;
-    opts.with_drs = false;
-    auto host = inject::discover::discover_with(opts, inject::discover::Backend::Efml);
-    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(opts);
-    if (!host) {
-        inject::log::debug("health: discovery failed: {}", host.error().what());
-        return std::nullopt;
-    }
-    std::map<std::string, std::optional<bool>> out;
-    for (const auto& d : host->devices) out[d.uuid.empty() ? "#" + std::to_string(d.index) : d.uuid] = d.healthy;
-    return out;
-}
+constexpr std::string_view kDriverSaysUnhealthy = "the driver reports it unhealthy";
+
+std::string key(const std::string& uuid, std::uint32_t index) { return uuid.empty() ? "#" + std::to_string(index) : uuid; }
 
 // Empty when the node is the character device it was; otherwise why not.
 std::string node_problem(const inject::device::DeviceNode& n) {
@@ -41,19 +27,32 @@ std::string node_problem(const inject::device::DeviceNode& n) {
 
 }  // namespace
 
-bool check_health(const inject::discover::Options& opts, Inventory& inv) {
-    const auto driver = driver_health(opts);
+DriverHealth driver_health(const inject::discover::Options& base) {
+    auto opts = base;
+    opts.with_drs = false;
+    auto host = inject::discover::discover_with(opts, inject::discover::Backend::Efml);
+    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(opts);
+    if (!host) {
+        inject::log::debug("health: discovery failed: {}", host.error().what());
+        return std::nullopt;
+    }
+    std::map<std::string, std::optional<bool>> out;
+    for (const auto& d : host->devices) out[key(d.uuid, d.index)] = d.healthy;
+    return out;
+}
+
+bool apply_health(const DriverHealth& driver, Inventory& inv) {
     bool changed = false;
     for (auto& d : inv.devices) {
         std::string why = node_problem(d.node);
         if (why.empty()) {
-            bool driver_ok = d.why_unhealthy != "the driver reports it unhealthy";  // last verdict
+            bool driver_ok = d.why_unhealthy != kDriverSaysUnhealthy;  // the last verdict
             if (driver) {
-                auto it = driver->find(d.uuid.empty() ? "#" + std::to_string(d.index) : d.uuid);
-                driver_ok = it == driver->end() ? false : it->second.value_or(true);
+                const auto it = driver->find(key(d.uuid, d.index));
+                driver_ok = it != driver->end() && it->second.value_or(true);
                 if (it == driver->end()) why = "the driver no longer lists it";
             }
-            if (!driver_ok && why.empty()) why = "the driver reports it unhealthy";
+            if (!driver_ok && why.empty()) why = kDriverSaysUnhealthy;
         }
         const bool healthy = why.empty();
         if (healthy != d.healthy) {

@@ -10,9 +10,21 @@
 
 #include "inject/discover.hpp"
 
+#include <map>
+#include <optional>
+#include <string>
+
 namespace edp {
 
-/// Updates `inv`'s health in place; true when any card changed (each change is logged).
-bool check_health(const inject::discover::Options& opts, Inventory& inv);
+/// The driver's verdict per card (by UUID, else "#<index>"); empty when discovery failed as a
+/// whole (then only the node check decides, and a card keeps the driver's last verdict).
+using DriverHealth = std::optional<std::map<std::string, std::optional<bool>>>;
+
+/// Asks the driver once (libefml; efsmi when there is no libefml).
+[[nodiscard]] DriverHealth driver_health(const inject::discover::Options& opts);
+
+/// Updates `inv`'s health in place from `driver` and the device nodes; true when any device
+/// changed (each change is logged). A DRS instance follows its card.
+bool apply_health(const DriverHealth& driver, Inventory& inv);
 
 }  // namespace edp

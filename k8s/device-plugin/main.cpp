@@ -55,6 +55,7 @@ int main(int argc, char** argv) try {
     std::vector<std::string> list_strategies{"envvar"};
     std::string interval = "5s";
     bool no_health = false;
+    bool no_drs = false;
     std::string log_level = "info";
 
     CLI::App app{"enflame-device-plugin: advertise Enflame GCUs to kubelet and allocate them to containers",
@@ -73,6 +74,9 @@ int main(int argc, char** argv) try {
     app.add_option("--plugin-config", o.plugin_config,
                    "the plugin's YAML config (version: v1; sharing.timeSlicing), re-read on SIGHUP")
         ->envname("PLUGIN_CONFIG");
+    app.add_flag("--no-drs", no_drs,
+                 "do not advertise DRS instances (by default each profile with instances is <domain>/drs-<profile>)")
+        ->envname("NO_DRS");
     app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
         ->envname("DEVICE_ID_STRATEGY")->capture_default_str();
     app.add_option("--device-list-strategy", list_strategies,
@@ -119,6 +123,7 @@ int main(int argc, char** argv) try {
     auto env_off = health_disabled_by_env();
     if (!env_off) return fail(env_off.error());
     o.health_checks = !no_health && !*env_off;
+    o.drs = !no_drs;
     return edp::run(std::move(o));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";

@@ -16,6 +16,7 @@ using inject::fail;
 namespace {
 
 constexpr std::string_view kVisibleEnv = "ENFLAME_VISIBLE_DEVICES";
+constexpr std::string_view kTopsEnv = "TOPS_VISIBLE_DEVICES";
 constexpr std::string_view kAnnotationPrefix = "cdi.k8s.io/enflame-device-plugin_";
 constexpr std::size_t kMaxIdLength = 63;  // kubelet's limit on a device ID
 
@@ -54,6 +55,20 @@ std::int64_t bus_number(std::string_view bdf) {
     if (std::from_chars(d.data(), d.data() + d.size(), dom, 16).ec != std::errc{}) return -1;
     if (std::from_chars(b.data(), b.data() + b.size(), bus, 16).ec != std::errc{}) return -1;
     return static_cast<std::int64_t>(dom) * 256 + bus;
+}
+
+// What a device (a card or one of its DRS instances) takes from its card; the IDs are the
+// caller's.
+PluginDevice from_card(const inject::device::Device& c) {
+    PluginDevice d;
+    d.uuid = c.uuid;
+    d.index = c.index;
+    d.pci_bus_id = c.pci_bus_id;
+    d.numa_node = c.numa_node;
+    d.healthy = c.healthy.value_or(true);
+    if (!d.healthy) d.why_unhealthy = "the driver reports it unhealthy";
+    d.node = c.node;
+    return d;
 }
 
 }  // namespace
@@ -104,6 +119,40 @@ inject::Result<void> check_resource_name(std::string_view name) {
     return inject::ok();
 }
 
+inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
+                                                     std::uint32_t replicas, const std::string& resource,
+                                                     const std::string& socket, bool drs) {
+    inject::device::Host whole = host;
+    if (drs) {
+        std::erase_if(whole.devices, [](const inject::device::Device& d) { return !d.drs_instances.empty(); });
+    }
+    std::vector<Resource> out;
+    INJECT_TRY(auto cards, make_inventory(whole, strategy, replicas));
+    out.push_back({resource, socket, std::move(cards)});
+    if (!drs) return out;
+    const std::string domain = resource.substr(0, resource.find('/'));
+    std::map<std::string, Inventory> profiles;  // sorted by profile name
+    for (const auto& c : host.devices) {
+        for (const auto& in : c.drs_instances) {
+            PluginDevice d = from_card(c);
+            d.id = d.card_id = d.cdi_name = "DRS-" + in.uuid;
+            d.drs = true;
+            if (d.id.size() > kMaxIdLength)
+                return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
+            auto& inv = profiles[in.profile];
+            inv.control = host.control;
+            inv.devices.push_back(std::move(d));
+        }
+    }
+    for (auto& [profile, inv] : profiles) {
+        Resource r{domain + "/drs-" + profile, "enflame-drs-" + profile + ".sock", std::move(inv)};
+        if (auto ok = check_resource_name(r.name); !ok)
+            return fail(std::move(ok).error().context("DRS profile '" + profile + "'"));
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 const PluginDevice* Inventory::find(std::string_view id) const {
     for (const auto& d : devices) {
         if (d.id == id) return &d;
@@ -115,18 +164,12 @@ inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStr
     Inventory inv;
     inv.control = host.control;
     for (const auto& c : host.devices) {
-        PluginDevice d;
-        d.uuid = c.uuid;
-        d.index = c.index;
-        d.pci_bus_id = c.pci_bus_id;
-        d.numa_node = c.numa_node;
-        d.healthy = c.healthy.value_or(true);
-        if (!d.healthy) d.why_unhealthy = "the driver reports it unhealthy";
-        d.node = c.node;
+        PluginDevice d = from_card(c);
         if (strategy == IdStrategy::Uuid && c.uuid.empty())
             return fail(Errc::NotFound, "card " + std::to_string(c.index) +
                                             " has no UUID: use --device-id-strategy index");
         d.card_id = strategy == IdStrategy::Uuid ? c.uuid : std::to_string(c.index);
+        d.cdi_name = c.uuid.empty() ? std::to_string(c.index) : c.uuid;
         for (std::uint32_t n = 0; n < std::max<std::uint32_t>(replicas, 1); ++n) {
             d.id = replicas > 1 ? d.card_id + "::" + std::to_string(n) : d.card_id;
             if (d.id.size() > kMaxIdLength)
@@ -227,10 +270,16 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
         std::string v;
         for (const auto* d : devs) v += (v.empty() ? "" : ",") + d->card_id;
         (*r.mutable_envs())[std::string(kVisibleEnv)] = v;
+        // What Enflame's gcushare sets for DRS instances (and HAMi expects); our shim sets it too.
+        std::string tops;
+        for (const auto* d : devs) {
+            if (d->drs) tops += (tops.empty() ? "" : ",") + d->cdi_name;
+        }
+        if (!tops.empty()) (*r.mutable_envs())[std::string(kTopsEnv)] = tops;
     }
     for (const auto* d : devs) {
         // UUID names are the ones stable across reboots; `cdi generate` writes them.
-        const std::string cdi = s.cdi_kind + "=" + (d->uuid.empty() ? std::to_string(d->index) : d->uuid);
+        const std::string cdi = s.cdi_kind + "=" + d->cdi_name;
         if (s.lists.cdi_cri) r.add_cdi_devices()->set_name(cdi);
         if (s.lists.cdi_annotations) (*r.mutable_annotations())[std::string(kAnnotationPrefix) + d->card_id] = cdi;
     }
@@ -241,7 +290,10 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
             spec->set_host_path(n.host_path);
             spec->set_permissions("rw");
         };
-        for (const auto* d : devs) add(d->node);
+        std::set<std::string> seen;  // DRS instances of one card share its node
+        for (const auto* d : devs) {
+            if (seen.insert(d->node.path).second) add(d->node);
+        }
         if (inv.control) add(*inv.control);
     }
     return r;

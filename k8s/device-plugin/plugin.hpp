@@ -49,7 +49,9 @@ struct Settings {
 struct PluginDevice {
     std::string id;       ///< what kubelet sees (<= 63 characters): card_id, or card_id::<n> when shared
     std::string card_id;  ///< the card's ID under the ID strategy (what ENFLAME_VISIBLE_DEVICES gets)
-    std::string uuid;
+    std::string cdi_name; ///< the CDI device name `cdi generate` writes: the UUID, or DRS-<uuid>
+    bool drs = false;     ///< a DRS instance (card_id = cdi_name = DRS-<uuid>)
+    std::string uuid;     ///< the card's UUID (a DRS instance: its parent card's)
     std::uint32_t index = 0;
     std::string pci_bus_id;
     std::int32_t numa_node = -1;
@@ -70,6 +72,21 @@ struct Inventory {
 /// (IDs `<id>::<n>`). A card's health starts as discovery reported it (unknown = healthy).
 [[nodiscard]] inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy,
                                                        std::uint32_t replicas = 1);
+
+/// One resource the plugin advertises: its name, its socket's name and its devices.
+struct Resource {
+    std::string name;    ///< "enflame.com/gcu", "enflame.com/drs-1g.11gb"
+    std::string socket;  ///< "enflame-gcu.sock", "enflame-drs-1g.11gb.sock"
+    Inventory inventory;
+};
+
+/// Everything `host` offers: the whole cards as `resource` on `socket` (each `replicas` times),
+/// and with `drs`, each DRS profile that has instances as `<domain>/drs-<profile>` on
+/// `enflame-drs-<profile>.sock` with its instances as `DRS-<uuid>` devices. A card split
+/// into DRS instances is not advertised whole (it would be given twice).
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
+                                                                   std::uint32_t replicas, const std::string& resource,
+                                                                   const std::string& socket, bool drs);
 
 /// The whole list as one ListAndWatch message: capacity is every card, allocatable the
 /// healthy ones; topology from the card's NUMA node when known.

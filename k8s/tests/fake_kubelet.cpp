@@ -5,7 +5,8 @@
 //       Serves Registration on D/kubelet.sock like kubelet: checks the request, answers, then
 //       (as kubelet does, after answering) dials D/<endpoint>, calls GetDevicePluginOptions and
 //       holds ListAndWatch open. Each event is one JSON line appended to F: "register",
-//       "options", "list" (every ListAndWatch message), "stream-end". A second registration of
+//       "options", "list" (every ListAndWatch message), "stream-end" (all but "register" with
+//       the "resource" they belong to). A second registration of
 //       a resource cancels the first's stream. Runs until SIGTERM/SIGINT.
 //   fake-kubelet allocate  --socket S --ids a,b [--repeat N]
 //   fake-kubelet preferred --socket S --available a,b,c [--must a] --size N
@@ -54,8 +55,10 @@ std::string quoted(const std::string& s) {
 class Events {
 public:
     explicit Events(const std::string& path) : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {}
-    void emit(const std::string& event, const std::string& body) {
-        const std::string line = "{\"event\":\"" + event + "\",\"data\":" + body + "}\n";
+    void emit(const std::string& event, const std::string& body, const std::string& resource = "") {
+        const std::string line = "{\"event\":\"" + event + "\"," +
+                                 (resource.empty() ? "" : "\"resource\":" + quoted(resource) + ",") +
+                                 "\"data\":" + body + "}\n";
         const std::lock_guard lock(mu_);
         (void)!::write(fd_, line.data(), line.size());
     }
@@ -99,7 +102,7 @@ private:
                 ev_.emit("options-failed", quoted(k8s::status_text(st)));
                 return;
             }
-            ev_.emit("options", to_json(o));
+            ev_.emit("options", to_json(o), req.resource_name());
         }
         auto ctx = std::make_shared<grpc::ClientContext>();
         {
@@ -110,8 +113,8 @@ private:
         v1beta1::Empty e;
         auto reader = stub->ListAndWatch(ctx.get(), e);
         v1beta1::ListAndWatchResponse r;
-        while (reader->Read(&r)) ev_.emit("list", to_json(r));
-        ev_.emit("stream-end", quoted(k8s::status_text(reader->Finish())));
+        while (reader->Read(&r)) ev_.emit("list", to_json(r), req.resource_name());
+        ev_.emit("stream-end", quoted(k8s::status_text(reader->Finish())), req.resource_name());
     }
 
     std::string dir_;

@@ -199,3 +199,53 @@ TEST(Flags, Strategies) {
 }
 
 }  // namespace
+
+namespace {
+
+inject::device::Host host8_drs() {
+    auto h = host8();
+    h.devices[1].drs_instances = {{1, 0, "1g.11gb", "u-a"}, {1, 1, "1g.11gb", "u-b"}};
+    h.devices[6].drs_instances = {{6, 0, "2g.22gb", "u-c"}};
+    return h;
+}
+
+TEST(Resources, DrsPerProfile) {
+    auto r = edp::make_resources(host8_drs(), edp::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 3u);
+    EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
+    EXPECT_EQ((*r)[0].inventory.devices.size(), 6u);  // cards 1 and 6 are split
+    EXPECT_EQ((*r)[0].inventory.find("UUID1"), nullptr);
+    EXPECT_EQ((*r)[1].name, "enflame.com/drs-1g.11gb");
+    EXPECT_EQ((*r)[1].socket, "enflame-drs-1g.11gb.sock");
+    ASSERT_EQ((*r)[1].inventory.devices.size(), 2u);
+    const auto& a = (*r)[1].inventory.devices[0];
+    EXPECT_EQ(a.id, "DRS-u-a");
+    EXPECT_EQ(a.numa_node, 0);
+    EXPECT_EQ(a.node.path, "/dev/gcu1");
+    EXPECT_EQ((*r)[2].name, "enflame.com/drs-2g.22gb");
+    EXPECT_EQ((*r)[2].inventory.devices[0].numa_node, 1);
+
+    edp::Settings s;
+    s.lists = {true, true, true};
+    s.pass_device_specs = true;
+    s.resource_name = "enflame.com/drs-1g.11gb";
+    auto al = edp::allocate((*r)[1].inventory, s, {"DRS-u-a", "DRS-u-b"});
+    ASSERT_TRUE(al) << al.error().what();
+    EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
+    EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
+    EXPECT_EQ(al->cdi_devices(1).name(), "enflame.com/gpu=DRS-u-b");
+    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_DRS-u-a"), "enflame.com/gpu=DRS-u-a");
+    ASSERT_EQ(al->devices_size(), 2);  // both instances live on gcu1: one node, plus gcuctl
+    EXPECT_EQ(al->devices(0).container_path(), "/dev/gcu1");
+    EXPECT_EQ(al->devices(1).container_path(), "/dev/gcuctl");
+}
+
+TEST(Resources, NoDrsAdvertisesEveryCard) {
+    auto r = edp::make_resources(host8_drs(), edp::IdStrategy::Index, 1, "enflame.com/gcu", "enflame-gcu.sock", false);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].inventory.devices.size(), 8u);
+}
+
+}  // namespace

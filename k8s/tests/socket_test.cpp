@@ -112,13 +112,14 @@ bool readable(int fd, int ms) {
 
 TEST(Watch, KubeletRestart) {
     TempDir d;
-    auto w = k8s::KubeletWatcher::create(d.path(), "kubelet.sock", "ours.sock");
+    auto w = k8s::KubeletWatcher::create(d.path(), "kubelet.sock");
     ASSERT_TRUE(w) << w.error().what();
     bool gone = true;
-    auto ours_gone = [&] { return gone; };
+    auto ours_gone = [&](const std::string& name) { return name == "ours.sock" && gone; };
 
-    // Unrelated files: no restart.
+    // Unrelated files, made or removed: no restart.
     std::ofstream(d.path() + "/other.sock") << "";
+    ::unlink((d.path() + "/other.sock").c_str());
     ASSERT_TRUE(readable(w->fd(), 5000));
     EXPECT_FALSE(*w->restarted(ours_gone));
     EXPECT_FALSE(readable(w->fd(), 0));

@@ -221,13 +221,13 @@ allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
 
 @test "kubelet absent at start: one log line per attempt with backoff, registers when kubelet.sock appears" {
   start_plugin
-  wait_for grep -q "registering with kubelet (attempt 1)" "$SCRATCH/dp.log"
+  wait_for grep -q "registering enflame.com/gcu with kubelet (attempt 1)" "$SCRATCH/dp.log"
   wait_for test -S "$SOCK"
   start_kubelet
   wait_for at_least 1 list
   grep -F "registered enflame.com/gcu with kubelet" "$SCRATCH/dp.log"
   # Backoff 1 s, 2 s, ...: in the few seconds this takes, a handful of attempts, not a spin.
-  [ "$(grep -c 'registering with kubelet (attempt' "$SCRATCH/dp.log")" -le 4 ]
+  [ "$(grep -c 'registering enflame.com/gcu with kubelet (attempt' "$SCRATCH/dp.log")" -le 4 ]
   grep -F "kubelet socket '$KDIR/kubelet.sock': No such file or directory; retrying in 1 s" "$SCRATCH/dp.log"
 }
 
@@ -322,12 +322,76 @@ sharing_config() {
   [ "$output" = "error: --plugin-config: opening $SCRATCH/absent.yaml: No such file or directory" ]
 }
 
+# --- DRS instances ---
+
+D0=DRS-4c1e9a52-0000-4000-8000-000000000000
+D1=DRS-4c1e9a52-0000-4000-8000-000000000001
+D2=DRS-4c1e9a52-0000-4000-8000-000000000002
+
+# drs_host: the 4-card host again, with the example's DRS instances (two 1g.11gb on card 0,
+# one 2g.22gb on card 1).
+drs_host() {
+  sim_example 4 --drs > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+}
+
+# list_of RESOURCE: the IDs and health of RESOURCE's last ListAndWatch message.
+list_of() {
+  grep '"event":"list"' "$EV" | jq -c --arg r "$1" 'select(.resource == $r) | [.data.devices[] | [.ID, .health]]' | tail -1
+}
+
+@test "DRS: one resource per profile with its instances as DRS-<uuid>; split cards not advertised whole" {
+  drs_host
+  start_kubelet
+  start_plugin
+  wait_for at_least 3 list
+  run jq -r 'select(.event == "register") | "\(.data.resource_name) \(.data.endpoint)"' "$EV"
+  [ "$(echo "$output" | sort | tr '\n' ' ')" = "enflame.com/drs-1g.11gb enflame-drs-1g.11gb.sock enflame.com/drs-2g.22gb enflame-drs-2g.22gb.sock enflame.com/gcu enflame-gcu.sock " ]
+  [ "$(list_of enflame.com/gcu)" = '[["TR6Y46010002","Healthy"],["TR6Y46010003","Healthy"]]' ]
+  [ "$(list_of enflame.com/drs-1g.11gb)" = "[[\"$D0\",\"Healthy\"],[\"$D1\",\"Healthy\"]]" ]
+  [ "$(list_of enflame.com/drs-2g.22gb)" = "[[\"$D2\",\"Healthy\"]]" ]
+  run "$FK" allocate --socket "$KDIR/enflame-drs-1g.11gb.sock" --ids "$D1"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -cS .envs)" = "{\"ENFLAME_VISIBLE_DEVICES\":\"$D1\",\"TOPS_VISIBLE_DEVICES\":\"$D1\"}" ]
+  # A whole card's ID is not a DRS resource's device, nor the other way round.
+  run "$FK" allocate --socket "$KDIR/enflame-drs-1g.11gb.sock" --ids "$D2"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$D2' for enflame.com/drs-1g.11gb" ]
+  run allocate "$U0"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$U0' for enflame.com/gcu" ]
+  # An instance follows its card's health.
+  echo 0 > "$SIMDIR/enflame-sim-unhealthy"
+  wait_for eval '[ "$(list_of enflame.com/drs-1g.11gb)" = "[[\"$D0\",\"Unhealthy\"],[\"$D1\",\"Unhealthy\"]]" ]'
+  [ "$(list_of enflame.com/drs-2g.22gb)" = "[[\"$D2\",\"Healthy\"]]" ]
+}
+
+@test "DRS: --no-drs (NO_DRS=true) advertises every card whole and nothing else" {
+  drs_host
+  NO_DRS=true registered
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = enflame.com/gcu ]
+  [ "$(list_of enflame.com/gcu | jq length)" -eq 4 ]
+  [ ! -e "$KDIR/enflame-drs-1g.11gb.sock" ]
+}
+
+@test "DRS: kubelet restart re-registers every resource" {
+  drs_host
+  start_kubelet
+  start_plugin
+  wait_for at_least 3 list
+  stop_pid "$KPID"
+  rm -f "$KDIR"/*.sock
+  start_kubelet
+  wait_for at_least 6 register
+  wait_for at_least 6 list
+  [ "$(jq -r 'select(.event == "register") | .data.resource_name' "$EV" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" = "2 2 2 " ]
+}
+
 # --- end to end: the Allocate answer given to real runtimes ---
 
 # in_shim ENV: run a busybox bundle with ENV through our shim and runc; $output lists its
-# /dev/gcu* nodes, one per line.
+# /dev/gcu* nodes, one per line, then TOPS=<value> if TOPS_VISIBLE_DEVICES is set.
 in_shim() {
-  oci_bundle "$SCRATCH/b" '["sh","-c","for d in /dev/gcu*; do echo ${d#/dev/}; done"]'
+  oci_bundle "$SCRATCH/b" '["sh","-c","for d in /dev/gcu*; do echo ${d#/dev/}; done; case ${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=$TOPS_VISIBLE_DEVICES;; esac"]'
   bundle_edit "$SCRATCH/b" "c['process']['env'].append('$1')"
   local id; id=$(unique_id edp)
   on_teardown "runc --root '$SCRATCH/rr' delete -f $id >/dev/null 2>&1"
@@ -336,7 +400,7 @@ in_shim() {
 }
 
 # in_podman NAME...: podman run --device NAME... with the spec `cdi generate` writes; $output
-# lists the container's /dev/gcu* nodes. podman 4.3 has no --cdi-spec-dir: the spec is seen
+# lists the container's /dev/gcu* nodes, then TOPS=<value> as in_shim does. podman 4.3 has no --cdi-spec-dir: the spec is seen
 # through tmpfs mounts over the CDI folders in a private mount namespace, so the host's
 # folders are never written.
 in_podman() {
@@ -350,7 +414,7 @@ set -e
 for d in /etc/cdi /var/run/cdi; do [ -d \$d ] && mount -t tmpfs tmpfs \$d; done
 cp "$SCRATCH/spec/enflame.com-gpu.yaml" /var/run/cdi/
 exec podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" \
-  run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done'
+  run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done; case \${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=\$TOPS_VISIBLE_DEVICES;; esac'
 SH
   on_teardown "podman --root '$SCRATCH/pm/root' --runroot '$SCRATCH/pm/run' rm -af -t 0 >/dev/null 2>&1"
   # An empty folder to mount over (cdi.bats makes it too); nothing is ever written into it.
@@ -456,4 +520,23 @@ PY
   [ -f "$s/share/doc/enflame-container-toolkit/deployments/device-plugin/daemonset.yaml" ]
   run "$s/bin/enflame-device-plugin" --version
   [[ $output == "enflame-device-plugin "* ]]
+}
+
+@test "end to end: a DRS Allocate through the shim (envvar) and podman (cdi-cri) gives the parent card and TOPS_VISIBLE_DEVICES" {
+  requires runc podman python3
+  drs_host
+  registered --device-list-strategy envvar,cdi-cri
+  run "$FK" allocate --socket "$KDIR/enflame-drs-2g.22gb.sock" --ids "$D2"
+  [ "$status" -eq 0 ]
+  local env names
+  env=$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')
+  names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$env" = "$D2" ]
+  [ "$names" = "enflame.com/gpu=$D2 " ]
+  in_shim "ENFLAME_VISIBLE_DEVICES=$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcuctl TOPS=$D2 " ]
+  in_podman $names
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcuctl TOPS=$D2 " ]
 }
