@@ -134,6 +134,9 @@ void Daemon::adopt(Loaded& l) {
 }
 
 inject::Result<void> Daemon::serve(Endpoint& e) {
+    // A new epoch first: it ends the old service's ListAndWatch streams at once, so stopping
+    // its server does not wait for them.
+    e.state->next_epoch();
     if (e.server.server) k8s::stop_unix(e.server, milliseconds(500));
     e.service = std::make_unique<Service>(e.state);
     INJECT_TRY(e.server, k8s::serve_unix(e.path, {e.service.get()}));

@@ -41,7 +41,14 @@ std::string status_text(const grpc::Status& s) {
 inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(const std::string& path, std::chrono::milliseconds timeout) {
     if (path.size() > kMaxSocketPath)
         return fail(Errc::InvalidInput, "socket path '" + path + "' is longer than a unix socket allows");
-    auto ch = grpc::CreateChannel("unix://" + path, grpc::InsecureChannelCredentials());
+    // gRPC waits a whole second before retrying a refused connection by default; a kubelet
+    // that just created its socket may not listen yet, and we promise to register within a
+    // second of it appearing.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    auto ch = grpc::CreateCustomChannel("unix://" + path, grpc::InsecureChannelCredentials(), args);
     if (!ch->WaitForConnected(std::chrono::system_clock::now() + timeout))
         return fail(Errc::NotFound, "connecting to '" + path + "': no answer within " +
                                         std::to_string(timeout.count()) + " ms");
