@@ -65,7 +65,7 @@ start_plugin() {
 }
 
 # count EVENT: how many EVENT lines the fake kubelet logged.
-count() { grep -c "\"event\":\"$1\"" "$EV" 2>/dev/null || true; }
+count() { local c; c=$(grep -c "\"event\":\"$1\"" "$EV" 2>/dev/null) || true; echo "${c:-0}"; }
 # at_least N EVENT: at least N EVENT lines were logged.
 at_least() { [ "$(count "$2")" -ge "$1" ]; }
 # health ID: the health of ID in the last ListAndWatch message.
