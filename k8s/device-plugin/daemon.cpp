@@ -12,6 +12,7 @@
 #include "k8s/watch.hpp"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <tuple>
 
 namespace edp {
 namespace {
@@ -82,6 +84,8 @@ inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, cons
     return inject::ok();
 }
 
+using FileId = std::tuple<dev_t, ino_t, std::int64_t, std::int64_t>;
+
 // One advertised resource: its own socket, service and registration with kubelet.
 struct Endpoint {
     std::string resource, socket, path;
@@ -89,9 +93,18 @@ struct Endpoint {
     std::unique_ptr<Service> service;
     k8s::UnixServer server;
     bool registered = false;
+    FileId registered_with{};  ///< the kubelet.sock file we registered through
     int attempts = 0;
     Clock::time_point next_register{};
 };
+
+// The identity of a file (all zero when it is missing). The change time is part of it: an
+// inode number freed by a deleted kubelet.sock may come back for the new one.
+FileId file_id(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return {};
+    return {st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
 
 class Daemon {
 public:
@@ -109,6 +122,7 @@ private:
     inject::Result<void> serve_all();
     void stop_all();
     void try_register(Endpoint& e);
+    bool current() const;
     void reload();
     void health();
 
@@ -163,6 +177,7 @@ void Daemon::try_register(Endpoint& e) {
     auto r = register_with_kubelet(kubelet_path_, e.socket, e.resource);
     if (r) {
         e.registered = true;
+        e.registered_with = file_id(kubelet_path_);
         e.attempts = 0;
         inject::log::info("registered {} with kubelet at {}", e.resource, kubelet_path_);
         return;
@@ -172,6 +187,17 @@ void Daemon::try_register(Endpoint& e) {
     e.next_register = Clock::now() + delay;
     inject::log::warn("registering {} with kubelet (attempt {}): {}; retrying in {} s, or when {} appears", e.resource,
                       e.attempts, r.error().what(), delay.count() / 1000, kubelet_path_);
+}
+
+// True when every endpoint is registered through the kubelet.sock there is now and still
+// serves its own socket: a "kubelet.sock created" event read after we already registered
+// with that kubelet needs no second round.
+bool Daemon::current() const {
+    const auto kubelet = file_id(kubelet_path_);
+    return kubelet != FileId{} &&
+           std::all_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+               return e.registered && e.registered_with == kubelet && e.server.server && k8s::still_ours(e.server);
+           });
 }
 
 void Daemon::reload() {
@@ -259,7 +285,7 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
             });
             if (!restarted) {
                 spdlog::error("{}", restarted.error().what());
-            } else if (*restarted) {
+            } else if (*restarted && !current()) {
                 inject::log::info("kubelet restarted: serving and registering again");
                 if (auto r = serve_all(); !r) {
                     std::cerr << "error: " << r.error().what() << "\n";
