@@ -149,3 +149,39 @@ sim_setup() {
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
 }
+
+# --- runtime helpers (shim/hooks files) ---
+
+# refute_grep GREP_ARGS...: fail, showing what matched, when `grep GREP_ARGS` finds a line of
+# $output. (A mid-test `! echo "$output" | grep ...` asserts nothing under bats' set -e.)
+refute_grep() {
+  local hits
+  if hits=$(grep "$@" <<<"$output"); then
+    echo "expected no line matching '${*: -1}', got: $hits" >&2
+    return 1
+  fi
+}
+
+# no_card DESC N...: $output (what a probe printed: `ls /dev` or `ls -l /dev/`, devices.list,
+# env) shows none of the cards N... of the simulated host described in DESC: no /dev/gcuN, no
+# device-cgroup rule for its minor, not its UUID. A card DESC does not have is trivially absent.
+no_card() {
+  local desc=$1 n minor uuid; shift
+  for n in "$@"; do
+    refute_grep -E "(^| )gcu$n\$"
+    minor=$(card_field "$desc" "$n" minor)
+    uuid=$(card_field "$desc" "$n" uuid)
+    [ -z "$minor" ] || refute_grep -E "^c $MAJOR:$minor [rwm]+\$"
+    [ -z "$uuid" ] || refute_grep -F "$uuid"
+  done
+}
+
+# card_field DESC N FIELD: FIELD (minor, uuid, ...) of card index N in a sim-host description.
+card_field() {
+  awk -v n="$2" -v f="$3:" '$1 == "-" && $2 == "index:" {cur = $3; next}
+    $1 == "-" {cur = ""} cur == n && $1 == f {gsub(/"/, "", $2); print $2; exit}' "$1"
+}
+
+# without_time: stdin with the leading `time="..."` field of logrus lines (runc, containerd,
+# dockerd) removed, the only part of such an error that legitimately differs between two calls.
+without_time() { sed -E 's/^time="[^"]*" //'; }
