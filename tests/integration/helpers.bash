@@ -185,3 +185,34 @@ card_field() {
 # without_time: stdin with the leading `time="..."` field of logrus lines (runc, containerd,
 # dockerd) removed, the only part of such an error that legitimately differs between two calls.
 without_time() { sed -E 's/^time="[^"]*" //'; }
+
+# PRIVATE_RUN: prefix a daemon's command line with it to run the daemon in a private mount
+# namespace where /run and /etc/docker are an empty tmpfs (without an /etc/docker to mount on,
+# /etc is an overlay whose writes go to that tmpfs): the fixed paths dockerd and containerd
+# write there (/run/docker, /run/containerd/s, /etc/docker/key.json) never reach the host and
+# vanish with the namespace. Nothing forks: the daemon keeps the pid of the command that was
+# started (setsid does not fork either when its caller is not a process group leader).
+# shellcheck disable=SC2016  # "$@" expands in the inner shell
+PRIVATE_RUN=(unshare --mount --propagation private /bin/sh -c '
+  mount -t tmpfs -o mode=755 tmpfs /run || exit 125
+  if [ -d /etc/docker ]; then mount -t tmpfs -o mode=755 tmpfs /etc/docker || exit 125
+  else mkdir /run/.etc /run/.etc-work &&
+    mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+  fi
+  exec "$@"' private-run)
+
+# stop_pid PID: SIGTERM, a bounded wait until PID is gone (or a zombie), then SIGKILL.
+stop_pid() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 120); do
+    case $(ps -o stat= -p "$pid") in ''|Z*) break ;; esac
+    sleep 0.25
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+# log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
+log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
