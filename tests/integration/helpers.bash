@@ -216,3 +216,23 @@ stop_pid() {
 
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
+
+# --- cdi/host helpers (cdi/sim/faults/configure/package files) ---
+
+# cdi_ns DIR: sets CDI_NS, a command prefix that runs a command in a private mount namespace
+# where DIR is bind-mounted over /run (and an empty folder over /etc/cdi if the host has one).
+# podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi (= /run/cdi here, and
+# containers.conf has no cdi_spec_dirs before 4.4), so there it sees exactly the specs in
+# DIR/cdi, and the host's CDI folders are neither read nor written. runc's state (/run/runc)
+# lands in DIR too, so every command started with the same DIR sees the same containers.
+cdi_ns() {
+  local run=$1
+  mkdir -p "$run/cdi" "$run/etc-cdi" "$run/lock"
+  chmod 1777 "$run/lock"
+  [ -L "$run/shm" ] || ln -s /dev/shm "$run/shm"
+  # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
+  CDI_NS=(unshare --mount --propagation private /bin/sh -c '
+    mount --bind "$1" /run || { echo "cdi_ns: cannot bind $1 over /run" >&2; exit 125; }
+    [ ! -d /etc/cdi ] || mount --bind "$1/etc-cdi" /etc/cdi || exit 125
+    shift; exec "$@"' cdi-ns "$run")
+}
