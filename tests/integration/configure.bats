@@ -11,7 +11,7 @@ load helpers
 
 setup() {
   setup_scratch
-  [ -x "$CTK" ] || skip "needs $CTK"
+  [ -x "$CTK" ] || skip_or_fail "needs $CTK"
 }
 
 teardown() { teardown_scratch; }
@@ -145,20 +145,60 @@ busybox_tar() {
   [ ! -e "$main.enflame.bak" ]
 }
 
-@test "containerd: --no-drop-in edits config versions 1 and 3 in place and round trips" {
-  local v
+# cri_runtimes FILE: what a user checks of a containerd config.toml (parsed as TOML), one line:
+# the CRI plugin table in use, our runtime's type, binary and cgroup driver next to runc's, the
+# default runtime, CDI, the runtimes defined, and the sandbox image (kept, if there was one).
+cri_runtimes() {
+  /usr/bin/python3 - "$1" <<'PY'
+import sys, tomllib
+p = tomllib.load(open(sys.argv[1], "rb"))["plugins"]
+table = "cri" if "cri" in p else "io.containerd.cri.v1.runtime"
+cri = p[table]
+ctd = cri["containerd"]
+e, runc = ctd["runtimes"]["enflame"], ctd["runtimes"]["runc"]
+print(table, e["runtime_type"], e["options"]["BinaryName"],
+      f"systemd={e['options'].get('SystemdCgroup')}/{runc['options'].get('SystemdCgroup')}",
+      f"default={ctd['default_runtime_name']} cdi={cri.get('enable_cdi')}:{','.join(cri.get('cdi_spec_dirs', []))}",
+      f"runtimes={','.join(sorted(ctd['runtimes']))} sandbox={cri.get('sandbox_image', '-')}")
+PY
+}
+
+@test "containerd: --no-drop-in edits config versions 1 and 3 in place: our runtime, idempotent, round trips" {
+  local v f fx=$TOP/tests/fixtures/runtime-config
+  local -A want=(
+    [1]="cri io.containerd.runc.v2 /opt/e/shim systemd=True/True default=runc cdi=True:/etc/cdi,/var/run/cdi runtimes=enflame,runc sandbox=registry.k8s.io/pause:3.6"
+    [3]="io.containerd.cri.v1.runtime io.containerd.runc.v2 /opt/e/shim systemd=False/False default=runc cdi=True:/etc/cdi,/var/run/cdi runtimes=enflame,runc sandbox=-"
+  )
   for v in 1 3; do
-    local f=$SCRATCH/v$v.toml
-    cp "$TOP/tests/fixtures/runtime-config/containerd-v$v.toml" "$f"
+    f=$SCRATCH/v$v.toml
+    cp "$fx/containerd-v$v.toml" "$f"
     run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled
     [ "$status" -eq 0 ]
+    [[ "$output" == *"updated: $f"* ]]
+    # the file configured, read as containerd reads it
+    run cri_runtimes "$f"
+    echo "v$v: $output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "${want[$v]}" ]
     cmp "$f" <("$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled --dry-run)
+    # a second run changes nothing
+    cp "$f" "$SCRATCH/once.toml"
+    run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"unchanged: $f"* ]]
+    cmp "$SCRATCH/once.toml" "$f"
     run "$CTK" runtime unconfigure --runtime containerd --config "$f" --no-drop-in --cdi.enabled
     [ "$status" -eq 0 ]
-    cmp "$TOP/tests/fixtures/runtime-config/containerd-v$v.toml" "$f"
+    cmp "$fx/containerd-v$v.toml" "$f"
+    [ ! -e "$f.enflame.bak" ]
+    # with the defaults and --set-as-default: exactly the reviewed in-place file
+    run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --set-as-default --cdi.enabled
+    [ "$status" -eq 0 ]
+    cmp "$fx/containerd-v$v.in-place.toml" "$f"
   done
-  grep -q 'plugins.cri.containerd.runtimes.enflame' "$TOP/tests/fixtures/runtime-config/containerd-v1.in-place.toml"
-  grep -q 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes.enflame' "$TOP/tests/fixtures/runtime-config/containerd-v3.in-place.toml"
+  grep -qxF '[plugins.cri.containerd.runtimes.enflame]' "$SCRATCH/v1.toml"
+  grep -qxF '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.enflame]' "$SCRATCH/v3.toml"
+  [[ "$(cri_runtimes "$SCRATCH/v3.toml")" == *" /usr/bin/enflame-container-runtime "*" default=enflame "* ]]
 }
 
 @test "crio: drop-in written and removed; --no-drop-in edits crio.conf and round trips" {
@@ -292,11 +332,10 @@ EOF
   on_teardown "remove_cgroup $cg"
   # The shim reads its config (driver-root, dev-root = the simulated host) from the env that
   # dockerd passes down through containerd and the runc v2 shim.
-  local host=$SCRATCH/host have_sim=0
-  if [ -x "$SIM_HOST" ] && sim_example 2 > "$SCRATCH/desc.yaml" && sim_host "$SCRATCH/desc.yaml" "$host" >/dev/null; then
-    have_sim=1
-    write_config "$SCRATCH/config.toml" "$host"
-  fi
+  [ -x "$SHIM" ]
+  sim_example 2 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid dockerd --config-file "$f" > "$R/dockerd.log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"
@@ -307,9 +346,7 @@ EOF
   [ "$status" -eq 0 ]
   [[ "$output" != *"enflame"* ]]
 
-  local shim=$SHIM
-  [ -x "$shim" ] || shim=/usr/sbin/runc   # pass-through stand-in when the shim is not built
-  run "$CTK" runtime configure --runtime docker --config "$f" --runtime-path "$shim" --set-as-default
+  run "$CTK" runtime configure --runtime docker --config "$f" --runtime-path "$SHIM" --set-as-default
   [ "$status" -eq 0 ]
   kill -HUP "$pid"
   for i in $(seq 40); do "${D[@]}" info 2>/dev/null | grep -q 'Default Runtime: enflame' && break; sleep 0.25; done
@@ -319,18 +356,18 @@ EOF
 
   busybox_tar "$SCRATCH/rootfs.tar"
   "${D[@]}" import "$SCRATCH/rootfs.tar" localhost/ectk-configure-bb:$$ >/dev/null
-  if [ -x "$SHIM" ] && [ "$have_sim" -eq 1 ]; then
-    run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=0 \
-        localhost/ectk-configure-bb:$$ /bin/sh -c 'ls -l /dev/gcu0 /dev/gcuctl'
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [[ "$output" == *"/dev/gcu0"* ]]
-    [[ "${lines[0]}" == c* ]]
-  else
-    run "${D[@]}" run --rm --network none --runtime=enflame localhost/ectk-configure-bb:$$ /bin/echo passthrough-ok
-    [ "$status" -eq 0 ]
-    [[ "$output" == *passthrough-ok* ]]
-  fi
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=0 \
+      localhost/ectk-configure-bb:$$ /bin/sh -c 'ls -l /dev/gcu0 /dev/gcuctl; ls /dev'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"/dev/gcu0"* ]]
+  [[ "${lines[0]}" == c* ]]
+  [[ "$output" != *gcu1* ]]
+  # without a request the shim passes the container through: no card
+  run "${D[@]}" run --rm --network none --runtime=enflame localhost/ectk-configure-bb:$$ /bin/sh -c 'ls /dev; echo passthrough-ok'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *passthrough-ok* ]]
+  [[ "$output" != *gcu* ]]
 
   "${D[@]}" rmi localhost/ectk-configure-bb:$$ >/dev/null
   run "$CTK" runtime unconfigure --runtime docker --config "$f"
