@@ -10,7 +10,8 @@ PKGS=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libseccomp-dev libcap-dev
   libtomlplusplus-dev googletest libgtest-dev
   # tests
-  bats python3 python3-jsonschema jq util-linux procps busybox-static
+  bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
+  man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
   # static checks (make test runs them after the tests)
   clang-tidy-14 cppcheck
