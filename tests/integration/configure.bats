@@ -4,8 +4,8 @@
 # bridge off, a unique cgroup-parent) loads the configured daemon.json on SIGHUP and runs a
 # container with --runtime=enflame; a containerd 1.6 started by the test (private root, state
 # and sockets) boots with the configured config.toml and its drop-in. CRI-O is not installable
-# on Debian 12, so its files are only checked as TOML. Daemons are stopped by PID; every file
-# outside $SCRATCH is removed only if the test created it.
+# on Debian 12, so its files are only checked as TOML. The daemons run in a private mount
+# namespace (PRIVATE_RUN: /run and /etc/docker are theirs) and are stopped by PID.
 
 load helpers
 
@@ -16,15 +16,6 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-# stop_pid PID: TERM, wait up to 20 s, then KILL.
-stop_pid() {
-  local p=$1 i
-  kill -0 "$p" 2>/dev/null || return 0
-  kill "$p"
-  for i in $(seq 80); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.25; done
-  kill -KILL "$p" 2>/dev/null || true
-}
-
 # remove_cgroup NAME: the v1/v2 cgroup dirs a daemon made under NAME (empty ones only).
 remove_cgroup() {
   local h
@@ -32,11 +23,6 @@ remove_cgroup() {
     [ -d "$h$1" ] && find "$h$1" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
   return 0
-}
-
-# rmdir_if_new DIR: registers removal of DIR (and its empty sub-dirs) when it does not exist yet.
-rmdir_if_new() {
-  [ -e "$1" ] || on_teardown "find '$1' -depth -type d -empty -delete 2>/dev/null"
 }
 
 # busybox_tar OUT: a tar of a minimal busybox rootfs.
@@ -265,8 +251,8 @@ state = "$R/state"
 EOF
   run "$CTK" runtime configure --runtime containerd --config "$main" --drop-in "$d" --runtime-path "$SHIM" --set-as-default
   [ "$status" -eq 0 ]
-  rmdir_if_new /run/containerd
-  setsid containerd --config "$main" > "$R/containerd.log" 2>&1 < /dev/null &
+  # containerd's fixed paths under /run stay in its private mount namespace (PRIVATE_RUN)
+  setsid "${PRIVATE_RUN[@]}" containerd --config "$main" > "$R/containerd.log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"
   local i
@@ -326,9 +312,10 @@ EOF
 }
 EOF
   cp "$f" "$SCRATCH/orig.json"
-  rmdir_if_new /run/docker
-  rmdir_if_new /run/containerd   # the runc v2 shim's sockets live in /run/containerd/s
-  [ -e /etc/docker/key.json ] || on_teardown "rm -f /etc/docker/key.json"
+  # dockerd (and its containerd and runc v2 shim) write /run/docker, /run/containerd/s and
+  # /etc/docker/key.json: PRIVATE_RUN keeps /run and an existing /etc/docker private; a
+  # key.json dockerd had to create with /etc/docker itself is removed.
+  [ -e /etc/docker ] || on_teardown "rm -f /etc/docker/key.json; rmdir /etc/docker 2>/dev/null"
   on_teardown "remove_cgroup $cg"
   # The shim reads its config (driver-root, dev-root = the simulated host) from the env that
   # dockerd passes down through containerd and the runc v2 shim.
@@ -336,7 +323,7 @@ EOF
   sim_example 2 > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
-  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid dockerd --config-file "$f" > "$R/dockerd.log" 2>&1 < /dev/null &
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$f" > "$R/dockerd.log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"
   D=(/usr/bin/docker -H "unix://$R/docker.sock")
@@ -376,8 +363,8 @@ EOF
   cmp "$SCRATCH/orig.json" "$f"
   # dockerd's reload only applies keys that are set, so a removed default-runtime needs a
   # restart: stop it by PID and start it again on the restored file.
-  stop_pid "$pid"
-  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid dockerd --config-file "$f" > "$R/dockerd2.log" 2>&1 < /dev/null &
+  stop_pid "$pid" || true   # (errexit would stop it at its kill -KILL of a pid already gone)
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$f" > "$R/dockerd2.log" 2>&1 < /dev/null &
   pid=$!
   on_teardown "stop_pid $pid"
   for i in $(seq 120); do "${D[@]}" version >/dev/null 2>&1 && break; sleep 0.5; done
