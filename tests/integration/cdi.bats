@@ -30,7 +30,7 @@ setup_file() {
 }
 
 teardown_file() {
-  if [ -n "${PMDIR:-}" ] && [ -d "$PMDIR" ]; then
+  if [[ -n "${PMDIR:-}" && -d "$PMDIR" ]]; then
     pm rm -af >/dev/null 2>&1 || true
     pm rmi -af >/dev/null 2>&1 || true
     # vfs storage leaves no mounts; the runroot may still hold a tmpfs-less state dir
@@ -304,7 +304,7 @@ Y
   [ "$(echo "$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcu3 ee:3 gcuctl ee:ff " ]
 }
 
-@test "podman: a DRS instance gets its parent card and TOPS_VISIBLE_DEVICES" {
+@test "podman: a DRS instance (modelled listing) gets its parent card and TOPS_VISIBLE_DEVICES" {
   requires_podman
   make_host 2 --drs
   install_spec
