@@ -363,7 +363,7 @@ EOF
   cmp "$SCRATCH/orig.json" "$f"
   # dockerd's reload only applies keys that are set, so a removed default-runtime needs a
   # restart: stop it by PID and start it again on the restored file.
-  stop_pid "$pid" || true   # (errexit would stop it at its kill -KILL of a pid already gone)
+  stop_pid "$pid"
   ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$f" > "$R/dockerd2.log" 2>&1 < /dev/null &
   pid=$!
   on_teardown "stop_pid $pid"

@@ -45,7 +45,7 @@ teardown_scratch() {
   local i
   for (( i=${#_TEARDOWN_CMDS[@]}-1; i>=0; i-- )); do eval "${_TEARDOWN_CMDS[$i]}" || true; done
   _TEARDOWN_CMDS=()
-  [ -n "${SCRATCH:-}" ] && [ -d "$SCRATCH" ] && rm -rf "$SCRATCH"
+  if [ -n "${SCRATCH:-}" ] && [ -d "$SCRATCH" ]; then rm -rf "$SCRATCH"; fi
 }
 
 # sim_host DESC ROOT: lay out a simulated Enflame host from a description file.
@@ -209,9 +209,8 @@ stop_pid() {
     case $(ps -o stat= -p "$pid") in ''|Z*) break ;; esac
     sleep 0.25
   done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  return 0
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
 }
 
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
