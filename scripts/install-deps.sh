@@ -9,6 +9,8 @@ PKGS=(
   build-essential cmake pkg-config git ccache
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libseccomp-dev libcap-dev
   libtomlplusplus-dev googletest libgtest-dev
+  # the Kubernetes plane (k8s/): gRPC and protobuf, compiled with Debian's protoc
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units

@@ -29,6 +29,8 @@ constexpr std::size_t kBufSize = 128;  // every char buffer of the ABI is 128 by
 // The library's state, like the real one's: set by EfmlInit, cleared by EfmlShutdown.
 std::mutex g_mu;
 std::optional<sim::Host> g_host;
+// The folder of the description, where the runtime health switch lives.
+std::string g_desc_dir;
 
 // The library's own real path.
 std::optional<std::filesystem::path> self_path() {
@@ -65,8 +67,8 @@ EFML_API int EfmlInit(bool no_driver) {
     try {
         const auto self = self_path();
         if (!self) return kError;
-        sim::Host h = sim::load_host((self->parent_path().parent_path() / sim::kDescFile).string(),
-                                     self->string());
+        g_desc_dir = self->parent_path().parent_path().string();
+        sim::Host h = sim::load_host(g_desc_dir + "/" + std::string(sim::kDescFile), self->string());
         if (h.faults.efml_init_fails) return kError;
         g_host = std::move(h);
         return kOk;
@@ -131,7 +133,12 @@ EFML_API int EfmlGetNumaNode(std::uint32_t idx, std::int32_t* node) {
 
 EFML_API int EfmlGetDevIsHealth(std::uint32_t idx, bool* healthy) {
     return with_card(idx, healthy, [&](const sim::Card& c) {
-        *healthy = c.healthy;
+        // The health switch is read on every call, so a test can flip it while a daemon
+        // keeps the library initialised.
+        sim::Host now;
+        now.cards = {c};
+        sim::apply_health_switch(now, g_desc_dir);
+        *healthy = now.cards[0].healthy;
         return kOk;
     });
 }

@@ -216,10 +216,33 @@ std::string embedded_description(const std::string& json) {
     return json + std::string(kMagic) + len + "\n";
 }
 
+void apply_health_switch(Host& h, const std::string& dir) {
+    std::ifstream in(dir + "/" + std::string(kHealthSwitchFile));
+    if (!in) return;
+    std::vector<std::string> bad;
+    for (std::string line; std::getline(in, line);) {
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+        if (!line.empty()) bad.push_back(line);
+    }
+    for (auto& c : h.cards) {
+        c.healthy = true;
+        for (const auto& b : bad) {
+            if (b == c.uuid || b == std::to_string(c.index)) c.healthy = false;
+        }
+    }
+}
+
 Host load_host(const std::string& desc_path, const std::string& self_path) {
-    if (std::ifstream(desc_path)) return load_host_json(desc_path);
+    const std::string dir = desc_path.substr(0, desc_path.rfind('/') == std::string::npos ? 0 : desc_path.rfind('/'));
+    if (std::ifstream(desc_path)) {
+        Host h = load_host_json(desc_path);
+        apply_health_switch(h, dir);
+        return h;
+    }
     if (auto json = read_embedded(self_path)) {
-        return parse_named(*json, "embedded in '" + self_path + "'");
+        Host h = parse_named(*json, "embedded in '" + self_path + "'");
+        apply_health_switch(h, dir);
+        return h;
     }
     throw std::runtime_error("cannot open simulated host description '" + desc_path +
                              "' and none is embedded in '" + self_path + "'");

@@ -29,4 +29,13 @@ namespace sim {
 /// the file `self_path` (the simulator's own file). Throws std::runtime_error when neither.
 [[nodiscard]] Host load_host(const std::string& desc_path, const std::string& self_path);
 
+/// The runtime health switch a test flips while a daemon runs: a file of this name beside the
+/// description (`<root>/usr/local/efsmi/efsmi-<ver>/enflame-sim-unhealthy`). While it exists
+/// it decides every card's health: a card whose index or UUID is on one of its lines is
+/// unhealthy, every other card healthy. Without it the description's `healthy` holds.
+inline constexpr std::string_view kHealthSwitchFile = "enflame-sim-unhealthy";
+
+/// Applies the health switch in folder `dir` to `h` (nothing when the file is absent).
+void apply_health_switch(Host& h, const std::string& dir);
+
 }  // namespace sim

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon.hpp"
+
+#include "health.hpp"
+#include "service.hpp"
+#include "sharing.hpp"
+
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/log.hpp"
+#include "k8s/socket.hpp"
+#include "k8s/watch.hpp"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <tuple>
+
+namespace edp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kMaxBackoff{30000};
+
+struct Loaded {
+    Settings settings;  ///< resource_name is the whole cards' (after a sharing rename)
+    std::vector<Resource> resources;
+    inject::discover::Options discover;
+};
+
+// The toolkit config, the plugin config, then discovery: what the plugin advertises.
+inject::Result<Loaded> load(const DaemonOptions& o) {
+    INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
+    INJECT_TRY(const auto sharing, load_plugin_config(o.plugin_config, o.settings.resource_name));
+    Loaded l;
+    l.settings = o.settings;
+    l.settings.resource_name = sharing.resource_name;
+    l.settings.cdi_kind = cfg.runtime.cdi_kind;
+    l.discover = inject::discover::options_from(cfg);
+    l.discover.with_drs = o.drs;
+    auto host = inject::discover::discover(l.discover);
+    if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
+    INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas, l.settings.resource_name,
+                                           o.socket_name, o.drs));
+    for (auto& r : l.resources) {
+        // A DRS profile's socket name is longer than ours, which run() checked already.
+        if (auto p = k8s::socket_path(o.kubelet_dir, r.socket); !p) return inject::fail(std::move(p).error());
+        if (!o.health_checks) {
+            // Health checks off means every card stays Healthy, whatever discovery saw.
+            for (auto& d : r.inventory.devices) {
+                d.healthy = true;
+                d.why_unhealthy.clear();
+            }
+        }
+    }
+    return l;
+}
+
+inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const std::string& endpoint,
+                                           const std::string& resource_name) {
+    if (::access(kubelet_sock.c_str(), F_OK) != 0)
+        return inject::fail(inject::sys_error("kubelet socket '" + kubelet_sock + "'"));
+    auto ch = k8s::dial_unix(kubelet_sock, milliseconds(2000));
+    if (!ch) return inject::fail(std::move(ch).error());
+    auto stub = v1beta1::Registration::NewStub(*ch);
+    v1beta1::RegisterRequest req;
+    req.set_version("v1beta1");
+    req.set_endpoint(endpoint);
+    req.set_resource_name(resource_name);
+    *req.mutable_options() = plugin_options();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1beta1::Empty empty;
+    const auto st = stub->Register(&ctx, req, &empty);
+    if (!st.ok()) return inject::fail(inject::Errc::Io, "kubelet refused the registration: " + k8s::status_text(st));
+    return inject::ok();
+}
+
+using FileId = std::tuple<dev_t, ino_t, std::int64_t, std::int64_t>;
+
+// One advertised resource: its own socket, service and registration with kubelet.
+struct Endpoint {
+    std::string resource, socket, path;
+    std::shared_ptr<State> state;
+    std::unique_ptr<Service> service;
+    k8s::UnixServer server;
+    bool registered = false;
+    FileId registered_with{};  ///< the kubelet.sock file we registered through
+    int attempts = 0;
+    Clock::time_point next_register{};
+};
+
+// The identity of a file (all zero when it is missing). The change time is part of it: an
+// inode number freed by a deleted kubelet.sock may come back for the new one.
+FileId file_id(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return {};
+    return {st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
+class Daemon {
+public:
+    Daemon(DaemonOptions o, Loaded l, std::string kubelet_path)
+        : o_(std::move(o)), discover_(std::move(l.discover)), kubelet_path_(std::move(kubelet_path)) {
+        adopt(l);
+    }
+    ~Daemon() { stop_all(); }
+
+    int loop(int sig_fd, k8s::KubeletWatcher& watcher);
+
+private:
+    void adopt(Loaded& l);
+    inject::Result<void> serve(Endpoint& e);
+    inject::Result<void> serve_all();
+    void stop_all();
+    void try_register(Endpoint& e);
+    bool current() const;
+    void reload();
+    void health();
+
+    DaemonOptions o_;
+    inject::discover::Options discover_;
+    std::string kubelet_path_;
+    std::vector<Endpoint> eps_;
+};
+
+// Endpoints for the loaded resources (none serving yet).
+void Daemon::adopt(Loaded& l) {
+    eps_.clear();
+    for (auto& r : l.resources) {
+        Settings s = l.settings;
+        s.resource_name = r.name;
+        Endpoint e;
+        e.resource = r.name;
+        e.socket = r.socket;
+        e.path = o_.kubelet_dir + (o_.kubelet_dir.ends_with('/') ? "" : "/") + r.socket;
+        e.state = std::make_shared<State>(std::move(s), std::move(r.inventory));
+        eps_.push_back(std::move(e));
+    }
+}
+
+inject::Result<void> Daemon::serve(Endpoint& e) {
+    // A new epoch first: it ends the old service's ListAndWatch streams at once, so stopping
+    // its server does not wait for them.
+    e.state->next_epoch();
+    if (e.server.server) k8s::stop_unix(e.server, milliseconds(500));
+    e.service = std::make_unique<Service>(e.state);
+    INJECT_TRY(e.server, k8s::serve_unix(e.path, {e.service.get()}));
+    inject::log::info("serving {} ({} devices) on {}", e.resource, e.state->inventory().devices.size(), e.path);
+    e.registered = false;
+    e.attempts = 0;
+    e.next_register = Clock::now();
+    return inject::ok();
+}
+
+inject::Result<void> Daemon::serve_all() {
+    for (auto& e : eps_) INJECT_TRY_VOID(serve(e));
+    return inject::ok();
+}
+
+void Daemon::stop_all() {
+    for (auto& e : eps_) {
+        e.state->next_epoch();  // ends the ListAndWatch streams
+        k8s::stop_unix(e.server, milliseconds(1000));
+    }
+}
+
+void Daemon::try_register(Endpoint& e) {
+    auto r = register_with_kubelet(kubelet_path_, e.socket, e.resource);
+    if (r) {
+        e.registered = true;
+        e.registered_with = file_id(kubelet_path_);
+        e.attempts = 0;
+        inject::log::info("registered {} with kubelet at {}", e.resource, kubelet_path_);
+        return;
+    }
+    const milliseconds delay = std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(e.attempts, 5)));
+    ++e.attempts;
+    e.next_register = Clock::now() + delay;
+    inject::log::warn("registering {} with kubelet (attempt {}): {}; retrying in {} s, or when {} appears", e.resource,
+                      e.attempts, r.error().what(), delay.count() / 1000, kubelet_path_);
+}
+
+// True when every endpoint is registered through the kubelet.sock there is now and still
+// serves its own socket: a "kubelet.sock created" event read after we already registered
+// with that kubelet needs no second round.
+bool Daemon::current() const {
+    const auto kubelet = file_id(kubelet_path_);
+    return kubelet != FileId{} &&
+           std::all_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+               return e.registered && e.registered_with == kubelet && e.server.server && k8s::still_ours(e.server);
+           });
+}
+
+void Daemon::reload() {
+    auto l = load(o_);
+    if (!l) {
+        spdlog::error("SIGHUP: keeping the running configuration: {}", l.error().what());
+        return;
+    }
+    discover_ = l->discover;
+    const auto driver = o_.health_checks ? driver_health(discover_) : DriverHealth{};
+    bool same = l->resources.size() == eps_.size();
+    for (std::size_t i = 0; same && i < eps_.size(); ++i)
+        same = l->resources[i].name == eps_[i].resource && l->resources[i].socket == eps_[i].socket;
+    if (same) {
+        for (std::size_t i = 0; i < eps_.size(); ++i) {
+            auto& inv = l->resources[i].inventory;
+            if (o_.health_checks) apply_health(driver, inv);
+            Settings s = l->settings;
+            s.resource_name = eps_[i].resource;
+            eps_[i].state->update(std::move(s), std::move(inv));
+        }
+        inject::log::info("SIGHUP: configuration re-read");
+        return;
+    }
+    // kubelet knows a plugin by its resource name: new names are new registrations.
+    stop_all();
+    for (auto& r : l->resources) {
+        if (o_.health_checks) apply_health(driver, r.inventory);
+    }
+    adopt(*l);
+    inject::log::info("SIGHUP: configuration re-read; the resources changed, registering again");
+    if (auto r = serve_all(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
+}
+
+void Daemon::health() {
+    const auto driver = driver_health(discover_);
+    for (auto& e : eps_) {
+        auto inv = e.state->inventory();
+        if (apply_health(driver, inv)) e.state->update(e.state->settings(), std::move(inv));
+    }
+}
+
+int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
+    if (auto r = serve_all(); !r) {
+        std::cerr << "error: " << r.error().what() << "\n";
+        return 1;
+    }
+    auto next_health = Clock::now() + o_.health_interval;
+    for (;;) {
+        auto wake = o_.health_checks ? next_health : Clock::now() + std::chrono::hours(1);
+        for (auto& e : eps_) {
+            if (!e.registered && Clock::now() >= e.next_register) try_register(e);
+            if (!e.registered) wake = std::min(wake, e.next_register);
+        }
+        if (o_.health_checks && Clock::now() >= next_health) {
+            health();
+            next_health = Clock::now() + o_.health_interval;
+            continue;
+        }
+        const auto wait = std::chrono::duration_cast<milliseconds>(wake - Clock::now()).count();
+        pollfd fds[2] = {{sig_fd, POLLIN, 0}, {watcher.fd(), POLLIN, 0}};
+        const int n = ::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
+        if (n < 0 && errno != EINTR) {
+            std::cerr << "error: poll: " << std::strerror(errno) << "\n";
+            return 1;
+        }
+        if (n <= 0) continue;
+        if (fds[0].revents & POLLIN) {
+            signalfd_siginfo si{};
+            if (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+                if (si.ssi_signo == SIGHUP) {
+                    reload();
+                } else {
+                    inject::log::info("signal {}: stopping", si.ssi_signo);
+                    stop_all();
+                    return 0;
+                }
+            }
+        }
+        if (fds[1].revents & POLLIN) {
+            auto restarted = watcher.restarted([this](const std::string& name) {
+                return std::any_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+                    return e.socket == name && e.server.server && !k8s::still_ours(e.server);
+                });
+            });
+            if (!restarted) {
+                spdlog::error("{}", restarted.error().what());
+            } else if (*restarted && !current()) {
+                inject::log::info("kubelet restarted: serving and registering again");
+                if (auto r = serve_all(); !r) {
+                    std::cerr << "error: " << r.error().what() << "\n";
+                    return 1;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+int run(DaemonOptions o) {
+    // Signals are blocked before gRPC starts its threads, so only our signalfd sees them.
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+    if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
+        std::cerr << "error: blocking signals failed\n";
+        return 1;
+    }
+    inject::fs::UniqueFd sig_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sig_fd.valid()) {
+        std::cerr << "error: " << inject::sys_error("signalfd").what() << "\n";
+        return 1;
+    }
+    auto fail_with = [](const inject::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    };
+    if (auto r = check_resource_name(o.settings.resource_name); !r) return fail_with(r.error());
+    auto our_path = k8s::socket_path(o.kubelet_dir, o.socket_name);
+    if (!our_path) return fail_with(our_path.error().context("--kubelet-dir"));
+    auto kubelet_path = k8s::socket_path(o.kubelet_dir, o.kubelet_socket);
+    if (!kubelet_path) return fail_with(kubelet_path.error().context("--kubelet-dir"));
+    auto loaded = load(o);
+    if (!loaded) return fail_with(loaded.error());
+    if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
+        inject::log::warn("no Enflame cards found: advertising none");
+    auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
+    if (!watcher) return fail_with(watcher.error());
+    Daemon d(std::move(o), std::move(*loaded), std::move(*kubelet_path));
+    return d.loop(sig_fd.get(), *watcher);
+}
+
+}  // namespace edp

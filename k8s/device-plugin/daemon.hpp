@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The daemon's life: load the toolkit config and discover the cards, serve our socket,
+// register with kubelet (retrying with backoff while kubelet is absent), and then one poll
+// loop on a signalfd and an inotify fd: kubelet restarts (re-serve and re-register at once),
+// SIGHUP (re-read the config), SIGTERM (stop, remove our socket), and the health timer.
+
+#include "plugin.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace edp {
+
+struct DaemonOptions {
+    std::string config_path;
+    bool config_path_given = false;  ///< a missing explicit file is an error
+    std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
+    std::string socket_name = "enflame-gcu.sock";
+    std::string kubelet_socket = "kubelet.sock";
+    Settings settings;
+    std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
+    bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
+    bool health_checks = true;
+    std::chrono::milliseconds health_interval{5000};
+};
+
+/// Runs until SIGTERM/SIGINT. Returns the exit code; errors before serving are printed as one
+/// "error: ..." line.
+int run(DaemonOptions opts);
+
+}  // namespace edp

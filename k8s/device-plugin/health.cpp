@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "health.hpp"
+
+#include "inject/log.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+namespace edp {
+namespace {
+
+constexpr std::string_view kDriverSaysUnhealthy = "the driver reports it unhealthy";
+
+std::string key(const std::string& uuid, std::uint32_t index) { return uuid.empty() ? "#" + std::to_string(index) : uuid; }
+
+// Empty when the node is the character device it was; otherwise why not.
+std::string node_problem(const inject::device::DeviceNode& n) {
+    struct stat st {};
+    if (::lstat(n.host_path.c_str(), &st) != 0) return "device node '" + n.host_path + "' is gone";
+    if (!S_ISCHR(st.st_mode)) return "'" + n.host_path + "' is no longer a character device";
+    if (::major(st.st_rdev) != n.major || ::minor(st.st_rdev) != n.minor)
+        return "'" + n.host_path + "' is now " + std::to_string(::major(st.st_rdev)) + ":" +
+               std::to_string(::minor(st.st_rdev)) + ", was " + std::to_string(n.major) + ":" +
+               std::to_string(n.minor);
+    return {};
+}
+
+}  // namespace
+
+DriverHealth driver_health(const inject::discover::Options& base) {
+    auto opts = base;
+    opts.with_drs = false;
+    auto host = inject::discover::discover_with(opts, inject::discover::Backend::Efml);
+    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(opts);
+    if (!host) {
+        inject::log::debug("health: discovery failed: {}", host.error().what());
+        return std::nullopt;
+    }
+    std::map<std::string, std::optional<bool>> out;
+    for (const auto& d : host->devices) out[key(d.uuid, d.index)] = d.healthy;
+    return out;
+}
+
+bool apply_health(const DriverHealth& driver, Inventory& inv) {
+    bool changed = false;
+    for (auto& d : inv.devices) {
+        std::string why = node_problem(d.node);
+        if (why.empty()) {
+            bool driver_ok = d.why_unhealthy != kDriverSaysUnhealthy;  // the last verdict
+            if (driver) {
+                const auto it = driver->find(key(d.uuid, d.index));
+                driver_ok = it != driver->end() && it->second.value_or(true);
+                if (it == driver->end()) why = "the driver no longer lists it";
+            }
+            if (!driver_ok && why.empty()) why = kDriverSaysUnhealthy;
+        }
+        const bool healthy = why.empty();
+        if (healthy != d.healthy) {
+            changed = true;
+            if (healthy) inject::log::warn("device {} is healthy again", d.id);
+            else inject::log::warn("device {} is unhealthy: {}", d.id, why);
+        }
+        d.healthy = healthy;
+        d.why_unhealthy = why;
+    }
+    return changed;
+}
+
+}  // namespace edp

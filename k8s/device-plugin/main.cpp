@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-device-plugin: kubelet's device plugin for Enflame GCUs (KUBERNETES.md section 2).
+// This file parses flags (each also readable from an environment variable of the same name,
+// as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
+#include "daemon.hpp"
+
+#include "inject/config.hpp"
+#include "inject/version.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+
+namespace {
+
+// "5s", "500ms", "5" (seconds) -> milliseconds; at least 100 ms.
+inject::Result<std::chrono::milliseconds> parse_interval(const std::string& s) {
+    std::string_view v = s;
+    long long mult = 1000;
+    if (v.ends_with("ms")) v.remove_suffix(2), mult = 1;
+    else if (v.ends_with("s")) v.remove_suffix(1);
+    long long n = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc{} || p != v.data() + v.size() || n <= 0 || n * mult < 100 || n > 86400000)
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--health-interval '" + s + "': want a duration such as 5s or 500ms (at least 100ms)");
+    return std::chrono::milliseconds(n * mult);
+}
+
+// DP_DISABLE_HEALTHCHECKS as NVIDIA's users set it: "all" (or true/1) turns health checks off.
+inject::Result<bool> health_disabled_by_env() {
+    const char* v = std::getenv("DP_DISABLE_HEALTHCHECKS");
+    if (!v || !*v) return false;
+    const std::string s = v;
+    if (s == "all" || s == "true" || s == "1") return true;
+    if (s == "false" || s == "0") return false;
+    return inject::fail(inject::Errc::InvalidInput, "DP_DISABLE_HEALTHCHECKS '" + s + "': want all (or unset)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    edp::DaemonOptions o;
+    if (const char* env = std::getenv(std::string(inject::config::kPathEnv).c_str()); env && *env) {
+        o.config_path = env;
+        o.config_path_given = true;
+    } else {
+        o.config_path = std::string(inject::config::kDefaultPath);
+    }
+    std::string id_strategy = "uuid";
+    std::vector<std::string> list_strategies{"envvar"};
+    std::string interval = "5s";
+    bool no_health = false;
+    bool no_drs = false;
+    std::string log_level = "info";
+
+    CLI::App app{"enflame-device-plugin: advertise Enflame GCUs to kubelet and allocate them to containers",
+                 "enflame-device-plugin"};
+    app.set_version_flag("--version", std::string("enflame-device-plugin ") + inject::kVersion + " (" +
+                                          inject::kGitRevision + ")");
+    app.add_option_function<std::string>(
+           "--config", [&o](const std::string& p) { o.config_path = p; o.config_path_given = true; },
+           "toolkit configuration (default: $ENFLAME_CTK_CONFIG or /etc/enflame-container-runtime/config.toml)");
+    app.add_option("--kubelet-dir", o.kubelet_dir, "kubelet's device-plugin folder (holds kubelet.sock and our socket)")
+        ->envname("KUBELET_DIR")->capture_default_str();
+    app.add_option("--socket-name", o.socket_name, "our socket's name in that folder")
+        ->envname("SOCKET_NAME")->capture_default_str();
+    app.add_option("--resource-name", o.settings.resource_name, "the extended resource we advertise")
+        ->envname("RESOURCE_NAME")->capture_default_str();
+    app.add_option("--plugin-config", o.plugin_config,
+                   "the plugin's YAML config (version: v1; sharing.timeSlicing), re-read on SIGHUP")
+        ->envname("PLUGIN_CONFIG");
+    app.add_flag("--no-drs", no_drs,
+                 "do not advertise DRS instances (by default each profile with instances is <domain>/drs-<profile>)")
+        ->envname("NO_DRS");
+    app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
+        ->envname("DEVICE_ID_STRATEGY")->capture_default_str();
+    app.add_option("--device-list-strategy", list_strategies,
+                   "how Allocate passes the cards: envvar, cdi-cri, cdi-annotations (repeatable or a comma list)")
+        ->envname("DEVICE_LIST_STRATEGY");
+    app.add_flag("--pass-device-specs", o.settings.pass_device_specs,
+                 "also return DeviceSpecs for /dev/gcuN and /dev/gcuctl")
+        ->envname("PASS_DEVICE_SPECS");
+    app.add_option("--health-interval", interval, "time between health checks (e.g. 5s, 500ms)")
+        ->envname("HEALTH_INTERVAL")->capture_default_str();
+    app.add_flag("--disable-health-checks", no_health,
+                 "no health checks: every card stays Healthy (also DP_DISABLE_HEALTHCHECKS=all)");
+    app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+
+    auto logger = spdlog::stderr_logger_mt("enflame-device-plugin");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l: %v");
+    logger->flush_on(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+    const auto level = spdlog::level::from_str(log_level);
+    if (level == spdlog::level::off && log_level != "off") {
+        std::cerr << "error: --log-level '" << log_level << "': want debug, info, warn or error\n";
+        return 1;
+    }
+    spdlog::set_level(level);
+
+    auto fail = [](const inject::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    };
+    auto ids = edp::parse_id_strategy(id_strategy);
+    if (!ids) return fail(ids.error());
+    o.settings.id_strategy = *ids;
+    auto lists = edp::parse_list_strategies(list_strategies);
+    if (!lists) return fail(lists.error());
+    o.settings.lists = *lists;
+    auto iv = parse_interval(interval);
+    if (!iv) return fail(iv.error());
+    o.health_interval = *iv;
+    auto env_off = health_disabled_by_env();
+    if (!env_off) return fail(env_off.error());
+    o.health_checks = !no_health && !*env_off;
+    o.drs = !no_drs;
+    return edp::run(std::move(o));
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "service.hpp"
+
+#include "inject/log.hpp"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <chrono>
+
+namespace edp {
+
+void State::update(Settings s, Inventory inv) {
+    {
+        const std::lock_guard lock(mu_);
+        settings_ = std::move(s);
+        inv_ = std::move(inv);
+        ++generation_;
+    }
+    cv_.notify_all();
+}
+
+std::uint64_t State::next_epoch() {
+    std::uint64_t e = 0;
+    {
+        const std::lock_guard lock(mu_);
+        e = ++epoch_;
+    }
+    cv_.notify_all();
+    return e;
+}
+
+Settings State::settings() const {
+    const std::lock_guard lock(mu_);
+    return settings_;
+}
+
+Inventory State::inventory() const {
+    const std::lock_guard lock(mu_);
+    return inv_;
+}
+
+v1beta1::DevicePluginOptions plugin_options() {
+    v1beta1::DevicePluginOptions o;
+    o.set_pre_start_required(false);
+    o.set_get_preferred_allocation_available(true);
+    return o;
+}
+
+grpc::Status Service::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                             v1beta1::DevicePluginOptions* out) {
+    *out = plugin_options();
+    return grpc::Status::OK;
+}
+
+grpc::Status Service::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                                   grpc::ServerWriter<v1beta1::ListAndWatchResponse>* w) {
+    std::unique_lock lock(state_->mu_);
+    std::uint64_t seen = state_->generation_;
+    v1beta1::ListAndWatchResponse last = list_response(state_->inv_);
+    lock.unlock();
+    if (!w->Write(last)) return grpc::Status::OK;
+    inject::log::info("ListAndWatch: sent {} devices", last.devices_size());
+    lock.lock();
+    for (;;) {
+        // Woken by an update or a new epoch; the timeout only notices a client that went away
+        // (a cancelled call wakes nobody), once every few seconds.
+        state_->cv_.wait_for(lock, std::chrono::seconds(2), [&] {
+            return state_->generation_ != seen || state_->epoch_ != epoch_;
+        });
+        if (state_->epoch_ != epoch_ || ctx->IsCancelled()) return grpc::Status::OK;
+        if (state_->generation_ == seen) continue;
+        seen = state_->generation_;
+        auto now = list_response(state_->inv_);
+        if (google::protobuf::util::MessageDifferencer::Equals(now, last)) continue;
+        lock.unlock();
+        if (!w->Write(now)) return grpc::Status::OK;
+        inject::log::info("ListAndWatch: sent {} devices after a change", now.devices_size());
+        last = std::move(now);
+        lock.lock();
+    }
+}
+
+grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+                                             v1beta1::PreferredAllocationResponse* out) {
+    const Inventory inv = state_->inventory();
+    for (const auto& c : req->container_requests()) {
+        if (c.allocation_size() < 0)
+            return {grpc::StatusCode::INVALID_ARGUMENT, "allocation_size " + std::to_string(c.allocation_size()) + " is negative"};
+        const std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
+        const std::vector<std::string> must(c.must_include_deviceids().begin(), c.must_include_deviceids().end());
+        auto ids = preferred(inv, avail, must, static_cast<std::size_t>(c.allocation_size()));
+        auto* r = out->add_container_responses();
+        for (auto& id : ids) r->add_deviceids(std::move(id));
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req, v1beta1::AllocateResponse* out) {
+    const Inventory inv = state_->inventory();
+    const Settings s = state_->settings();
+    for (const auto& c : req->container_requests()) {
+        const std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
+        auto r = allocate(inv, s, ids);
+        if (!r) {
+            inject::log::warn("Allocate refused: {}", r.error().what());
+            const auto code = r.error().code() == inject::Errc::NotFound ? grpc::StatusCode::NOT_FOUND
+                                                                         : grpc::StatusCode::INVALID_ARGUMENT;
+            return {code, r.error().what()};
+        }
+        *out->add_container_responses() = std::move(*r);
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status Service::PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                        v1beta1::PreStartContainerResponse*) {
+    return grpc::Status::OK;
+}
+
+}  // namespace edp

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The gRPC face of the plugin: kubelet's DevicePlugin service over a shared, lock-protected
+// state that the daemon's loop updates (health, SIGHUP). Every serve (after a kubelet restart)
+// gets a fresh service object on the same state; ending an epoch ends that service's
+// ListAndWatch streams.
+
+#include "plugin.hpp"
+
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace edp {
+
+/// What the daemon's loop and the gRPC threads share.
+class State {
+public:
+    State(Settings s, Inventory inv) : settings_(std::move(s)), inv_(std::move(inv)) {}
+
+    /// Replaces the inventory and settings; ListAndWatch streams send the new list if it
+    /// differs from what they sent.
+    void update(Settings s, Inventory inv);
+    /// Starts a new epoch: streams of older epochs end.
+    std::uint64_t next_epoch();
+
+    [[nodiscard]] Settings settings() const;
+    [[nodiscard]] Inventory inventory() const;
+
+private:
+    friend class Service;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    Settings settings_;
+    Inventory inv_;
+    std::uint64_t generation_ = 0;
+    std::uint64_t epoch_ = 0;
+};
+
+/// kubelet's DevicePlugin service for one epoch of `state`.
+class Service final : public v1beta1::DevicePlugin::Service {
+public:
+    explicit Service(std::shared_ptr<State> state) : state_(std::move(state)), epoch_(state_->next_epoch()) {}
+
+    grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                        v1beta1::DevicePluginOptions* out) override;
+    grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                              grpc::ServerWriter<v1beta1::ListAndWatchResponse>* w) override;
+    grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+                                        v1beta1::PreferredAllocationResponse* out) override;
+    grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
+                          v1beta1::AllocateResponse* out) override;
+    grpc::Status PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                   v1beta1::PreStartContainerResponse*) override;
+
+private:
+    std::shared_ptr<State> state_;
+    std::uint64_t epoch_;
+};
+
+/// The options we register with (and GetDevicePluginOptions answers).
+[[nodiscard]] v1beta1::DevicePluginOptions plugin_options();
+
+}  // namespace edp

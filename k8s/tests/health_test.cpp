@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// One health pass (k8s/device-plugin/health.cpp): the driver's verdict and the device node,
+// with /dev/null standing in for a card's node (a character device every machine has).
+#include "health.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+namespace {
+
+edp::Inventory one_card(const std::string& node, std::uint32_t major, std::uint32_t minor) {
+    edp::Inventory inv;
+    edp::PluginDevice d;
+    d.id = d.card_id = d.uuid = "U0";
+    d.node.path = "/dev/gcu0";
+    d.node.host_path = node;
+    d.node.major = major;
+    d.node.minor = minor;
+    inv.devices.push_back(d);
+    return inv;
+}
+
+edp::DriverHealth says(std::optional<bool> healthy) {
+    return std::map<std::string, std::optional<bool>>{{"U0", healthy}};
+}
+
+TEST(Health, DriverAndNode) {
+    struct stat st {};
+    ASSERT_EQ(::stat("/dev/null", &st), 0);
+    const auto ma = ::major(st.st_rdev), mi = ::minor(st.st_rdev);
+    auto inv = one_card("/dev/null", ma, mi);
+
+    EXPECT_FALSE(edp::apply_health(says(true), inv));  // healthy stays healthy: no change
+    EXPECT_FALSE(edp::apply_health(says(std::nullopt), inv));  // unknown counts as healthy
+
+    EXPECT_TRUE(edp::apply_health(says(false), inv));
+    EXPECT_FALSE(inv.devices[0].healthy);
+    EXPECT_EQ(inv.devices[0].why_unhealthy, "the driver reports it unhealthy");
+    // Discovery failing as a whole keeps the driver's last verdict.
+    EXPECT_FALSE(edp::apply_health(edp::DriverHealth{}, inv));
+    EXPECT_FALSE(inv.devices[0].healthy);
+    // A card that recovers is Healthy again (NVIDIA's plugin never does this).
+    EXPECT_TRUE(edp::apply_health(says(true), inv));
+    EXPECT_TRUE(inv.devices[0].healthy);
+    EXPECT_FALSE(edp::apply_health(edp::DriverHealth{}, inv));
+    EXPECT_TRUE(inv.devices[0].healthy);
+
+    EXPECT_TRUE(edp::apply_health(std::map<std::string, std::optional<bool>>{}, inv));
+    EXPECT_EQ(inv.devices[0].why_unhealthy, "the driver no longer lists it");
+}
+
+TEST(Health, NodeProblems) {
+    struct stat st {};
+    ASSERT_EQ(::stat("/dev/null", &st), 0);
+    const auto ma = ::major(st.st_rdev), mi = ::minor(st.st_rdev);
+    const struct {
+        const char* name;
+        std::string path;
+        std::uint32_t major, minor;
+        std::string want;
+    } cases[] = {
+        {"Gone", "/nonexistent/gcu0", ma, mi, "device node '/nonexistent/gcu0' is gone"},
+        {"NotCharDevice", "/", ma, mi, "'/' is no longer a character device"},
+        {"OtherNumbers", "/dev/null", ma + 1, mi,
+         "'/dev/null' is now " + std::to_string(ma) + ":" + std::to_string(mi) + ", was " + std::to_string(ma + 1) +
+             ":" + std::to_string(mi)},
+    };
+    for (const auto& c : cases) {
+        auto inv = one_card(c.path, c.major, c.minor);
+        EXPECT_TRUE(edp::apply_health(says(true), inv)) << c.name;
+        EXPECT_FALSE(inv.devices[0].healthy) << c.name;
+        EXPECT_EQ(inv.devices[0].why_unhealthy, c.want) << c.name;
+    }
+}
+
+}  // namespace

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plugin config (sharing.timeSlicing) and what time-slicing does to IDs, preferred
+// allocation and Allocate.
+#include "plugin.hpp"
+#include "sharing.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+constexpr const char* kRes = "enflame.com/gcu";
+
+TEST(PluginConfig, Good) {
+    struct {
+        const char* name;
+        const char* yaml;
+        std::uint32_t replicas;
+        const char* resource;
+    } cases[] = {
+        {"Empty", "", 1, kRes},
+        {"VersionOnly", "version: v1\n", 1, kRes},
+        {"Replicas", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 4\n", 4, kRes},
+        {"RenameByDefault",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n",
+         2, "enflame.com/gcu.shared"},
+        {"RenameWins",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n      rename: enflame.com/gcu-2\n",
+         2, "enflame.com/gcu-2"},
+        {"OneReplicaKeepsName",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 1\n",
+         1, kRes},
+    };
+    for (const auto& c : cases) {
+        auto r = edp::parse_plugin_config(c.yaml, "p.yaml", kRes);
+        ASSERT_TRUE(r) << c.name << ": " << r.error().what();
+        EXPECT_EQ(r->replicas, c.replicas) << c.name;
+        EXPECT_EQ(r->resource_name, c.resource) << c.name;
+    }
+}
+
+TEST(PluginConfig, Bad) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"version: v2\n", "p.yaml: line 1: version: want v1, got 'v2'"},
+        {"sharing: {}\n", "p.yaml: version: missing (want v1)"},
+        {"version: v1\nshare: 1\n", "p.yaml: line 2: share: unknown key"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 0\n",
+         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got '0'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: many\n",
+         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got 'many'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n",
+         "p.yaml: line 5: sharing.timeSlicing.resources[0].name: 'nvidia.com/gpu' is not the resource this plugin serves (enflame.com/gcu)"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: yes please\n",
+         "p.yaml: line 4: sharing.timeSlicing.renameByDefault: want true or false, got 'yes please'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n      rename: kubernetes.io/x\n",
+         "p.yaml: line 7: sharing.timeSlicing.resources[0].rename: resource name 'kubernetes.io/x': the kubernetes.io and k8s.io domains are reserved"},
+        {"version: [v1\n", "p.yaml: line 2: end of sequence flow not found"},
+    };
+    for (const auto& [yaml, want] : cases) {
+        auto r = edp::parse_plugin_config(yaml, "p.yaml", kRes);
+        ASSERT_FALSE(r) << yaml;
+        EXPECT_EQ(r.error().what(), want);
+    }
+}
+
+inject::device::Host host4() {
+    inject::device::Host h;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        inject::device::Device d;
+        d.index = i;
+        d.uuid = "U" + std::to_string(i);
+        d.pci_bus_id = "0000:1" + std::to_string(i) + ":00.0";
+        d.numa_node = 0;
+        d.node.path = "/dev/gcu" + std::to_string(i);
+        h.devices.push_back(d);
+    }
+    return h;
+}
+
+TEST(TimeSlicing, IdsPreferredAllocate) {
+    auto inv = edp::make_inventory(host4(), edp::IdStrategy::Uuid, 2);
+    ASSERT_TRUE(inv);
+    ASSERT_EQ(inv->devices.size(), 8u);
+    EXPECT_EQ(inv->devices[0].id, "U0::0");
+    EXPECT_EQ(inv->devices[1].id, "U0::1");
+    EXPECT_EQ(inv->devices[7].id, "U3::1");
+    // Spread over cards before two replicas share one.
+    std::vector<std::string> all;
+    for (const auto& d : inv->devices) all.push_back(d.id);
+    EXPECT_EQ(edp::preferred(*inv, all, {}, 3), (std::vector<std::string>{"U0::0", "U1::0", "U2::0"}));
+    EXPECT_EQ(edp::preferred(*inv, all, {"U0::1"}, 2), (std::vector<std::string>{"U0::1", "U1::0"}));
+
+    edp::Settings s;
+    s.lists = {true, true, true};
+    auto r = edp::allocate(*inv, s, {"U1::0", "U1::1", "U3::0"});
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->envs().at("ENFLAME_VISIBLE_DEVICES"), "U1,U3");
+    ASSERT_EQ(r->cdi_devices_size(), 2);
+    EXPECT_EQ(r->cdi_devices(0).name(), "enflame.com/gpu=U1");
+    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_U1"), "enflame.com/gpu=U1");
+    auto bad = edp::allocate(*inv, s, {"U1::2"});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().what(), "unknown device ID 'U1::2' for enflame.com/gcu");
+}
+
+}  // namespace

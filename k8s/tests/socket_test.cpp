@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// k8s/common: serving on unix sockets, dialing them, and noticing a kubelet restart.
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
+#include "k8s/socket.hpp"
+#include "k8s/watch.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+class TempDir {
+public:
+    TempDir() {
+        char tmpl[] = "/tmp/k8st.XXXXXX";
+        path_ = ::mkdtemp(tmpl);
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+class Registration final : public v1beta1::Registration::Service {
+public:
+    grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* r, v1beta1::Empty*) override {
+        last = r->resource_name();
+        return grpc::Status::OK;
+    }
+    std::string last;
+};
+
+// A bound unix socket file nobody listens on: what a crashed process leaves behind.
+void stale_socket(const std::string& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::close(fd);
+}
+
+TEST(Socket, ServeReplacesStaleAndIsPrivate) {
+    TempDir d;
+    auto path = k8s::socket_path(d.path(), "p.sock");
+    ASSERT_TRUE(path) << path.error().what();
+    stale_socket(*path);
+    Registration svc;
+    auto s = k8s::serve_unix(*path, {&svc});
+    ASSERT_TRUE(s) << s.error().what();
+    struct stat st {};
+    ASSERT_EQ(::stat(path->c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_TRUE(k8s::still_ours(*s));
+
+    auto ch = k8s::dial_unix(*path, std::chrono::milliseconds(5000));
+    ASSERT_TRUE(ch) << ch.error().what();
+    auto stub = v1beta1::Registration::NewStub(*ch);
+    grpc::ClientContext ctx;
+    v1beta1::RegisterRequest req;
+    req.set_resource_name("enflame.com/gcu");
+    v1beta1::Empty e;
+    ASSERT_TRUE(stub->Register(&ctx, req, &e).ok());
+    EXPECT_EQ(svc.last, "enflame.com/gcu");
+
+    k8s::stop_unix(*s, std::chrono::milliseconds(100));
+    EXPECT_FALSE(std::filesystem::exists(*path));  // stopping removes our socket
+}
+
+TEST(Socket, Refusals) {
+    TempDir d;
+    auto r = k8s::socket_path(d.path() + "/nope", "p.sock");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "socket folder '" + d.path() + "/nope': No such file or directory");
+
+    std::ofstream(d.path() + "/file") << "x";
+    r = k8s::socket_path(d.path() + "/file", "p.sock");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "socket folder '" + d.path() + "/file' is not a folder");
+
+    const std::string longname(120, 'x');
+    r = k8s::socket_path(d.path(), longname);
+    ASSERT_FALSE(r);
+    const std::string full = d.path() + "/" + longname;
+    EXPECT_EQ(r.error().what(), "socket path '" + full + "' is " + std::to_string(full.size()) +
+                                    " bytes, longer than a unix socket allows (107)");
+
+    // Something that is not a socket is never deleted to make room.
+    Registration svc;
+    auto s = k8s::serve_unix(d.path() + "/file", {&svc});
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().what(), "'" + d.path() + "/file' exists and is not a socket");
+
+    auto ch = k8s::dial_unix(d.path() + "/absent.sock", std::chrono::milliseconds(200));
+    ASSERT_FALSE(ch);
+    EXPECT_EQ(ch.error().what(), "connecting to '" + d.path() + "/absent.sock': no answer within 200 ms");
+}
+
+bool readable(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1;
+}
+
+TEST(Watch, KubeletRestart) {
+    TempDir d;
+    auto w = k8s::KubeletWatcher::create(d.path(), "kubelet.sock");
+    ASSERT_TRUE(w) << w.error().what();
+    bool gone = true;
+    auto ours_gone = [&](const std::string& name) { return name == "ours.sock" && gone; };
+
+    // Unrelated files, made or removed: no restart.
+    std::ofstream(d.path() + "/other.sock") << "";
+    ::unlink((d.path() + "/other.sock").c_str());
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    EXPECT_FALSE(*w->restarted(ours_gone));
+    EXPECT_FALSE(readable(w->fd(), 0));
+
+    // kubelet.sock created: restart.
+    stale_socket(d.path() + "/kubelet.sock");
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    EXPECT_TRUE(*w->restarted(ours_gone));
+
+    // Our socket removed, and the caller confirms it is gone: restart.
+    stale_socket(d.path() + "/ours.sock");
+    ::unlink((d.path() + "/ours.sock").c_str());
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    EXPECT_TRUE(*w->restarted(ours_gone));
+
+    // Our socket replaced by ourselves (the file on disk is still ours): no restart.
+    stale_socket(d.path() + "/ours.sock");
+    ::unlink((d.path() + "/ours.sock").c_str());
+    gone = false;
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    EXPECT_FALSE(*w->restarted(ours_gone));
+}
+
+}  // namespace

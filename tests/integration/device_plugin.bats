@@ -1,0 +1,544 @@
+#!/usr/bin/env bats
+# enflame-device-plugin against the simulated host and a fake kubelet (KUBERNETES.md section 6):
+# build/dev/k8s/tests/fake-kubelet serves Registration on a temp kubelet.sock, dials the plugin
+# back, holds ListAndWatch open and logs every event as a JSON line; its one-shot commands call
+# Allocate / GetPreferredAllocation on the plugin's socket as kubelet would. A "kubelet restart"
+# is what kubelet does: the process goes, every socket in the folder is deleted, kubelet.sock
+# comes back. End to end, the envs of an envvar Allocate go through our shim with runc, and the
+# cdi_devices of a cdi-cri Allocate go to podman --device (specs in a private mount namespace,
+# never the host's /etc/cdi or /var/run/cdi).
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+DP=$BUILD_DIR/k8s/device-plugin/enflame-device-plugin
+FK=$BUILD_DIR/k8s/tests/fake-kubelet
+
+setup() {
+  requires root jq
+  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
+  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+  setup_scratch
+  sim_setup 4
+  KDIR=$SCRATCH/k
+  mkdir "$KDIR"
+  SOCK=$KDIR/enflame-gcu.sock
+  EV=$SCRATCH/events
+  SIMDIR=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  U0=TR6Y46010000 U1=TR6Y46010001 U2=TR6Y46010002 U3=TR6Y46010003
+}
+
+teardown() { teardown_scratch; }
+
+# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
+wait_for() {
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# stop_pid PID: SIGTERM, then SIGKILL if it has not gone within 5 s.
+stop_pid() {
+  local i
+  kill -TERM "$1" 2>/dev/null || return 0
+  for (( i = 0; i < 50; i++ )); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
+# start_kubelet: the fake kubelet on $KDIR/kubelet.sock, events appended to $EV.
+start_kubelet() {
+  "$FK" serve --dir "$KDIR" --events "$EV" >>"$SCRATCH/fk.log" 2>&1 3>&- &
+  KPID=$!
+  on_teardown "stop_pid $KPID"
+  wait_for test -S "$KDIR/kubelet.sock"
+}
+
+# start_plugin ARGS...: the daemon (health every 300 ms), log in $SCRATCH/dp.log.
+start_plugin() {
+  "$DP" --kubelet-dir "$KDIR" --health-interval 300ms "$@" >>"$SCRATCH/dp.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+}
+
+# count EVENT: how many EVENT lines the fake kubelet logged.
+count() { local c; c=$(grep -c "\"event\":\"$1\"" "$EV" 2>/dev/null) || true; echo "${c:-0}"; }
+# at_least N EVENT: at least N EVENT lines were logged.
+at_least() { [ "$(count "$2")" -ge "$1" ]; }
+# health ID: the health of ID in the last ListAndWatch message.
+health() { grep '"event":"list"' "$EV" | tail -1 | jq -r --arg id "$1" '.data.devices[] | select(.ID == $id) | .health'; }
+is_health() { [ "$(health "$1")" = "$2" ]; }
+# registered: plugin and fake kubelet up, the first list received.
+registered() { start_kubelet; start_plugin "$@"; wait_for at_least 1 list; }
+
+allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
+
+@test "registration: version, endpoint, resource name, options; dial-back gets options and the list" {
+  registered
+  run jq -c 'select(.event == "register") | .data' "$EV"
+  [ "$output" = '{"version":"v1beta1","endpoint":"enflame-gcu.sock","resource_name":"enflame.com/gcu","options":{"pre_start_required":false,"get_preferred_allocation_available":true}}' ]
+  [ "$(count options)" -eq 1 ]
+  run jq -c 'select(.event == "list") | [.data.devices[] | [.ID, .health, .topology.nodes[0].ID]]' "$EV"
+  [ "$output" = '[["TR6Y46010000","Healthy","0"],["TR6Y46010001","Healthy","0"],["TR6Y46010002","Healthy","1"],["TR6Y46010003","Healthy","1"]]' ]
+  [ "$(stat -c %a "$SOCK")" = 600 ]
+  run "$FK" options --socket "$SOCK"
+  [ "$output" = '{"pre_start_required":false,"get_preferred_allocation_available":true}' ]
+}
+
+@test "--resource-name and --device-id-strategy index: registered name, index IDs, index envvar" {
+  registered --resource-name example.com/accel --device-id-strategy index
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = example.com/accel ]
+  run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
+  [ "$output" = '["0","1","2","3"]' ]
+  run allocate 1,3
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = 1,3 ]
+}
+
+@test "health: a card turning unhealthy is re-sent and refused by Allocate; it recovers" {
+  registered
+  echo "$U1" > "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Unhealthy
+  [ "$(health "$U0")" = Healthy ]
+  run allocate "$U0,$U1"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: INVALID_ARGUMENT: device '$U1' is unhealthy" ]
+  rm "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Healthy
+  run allocate "$U0,$U1"
+  [ "$status" -eq 0 ]
+  grep -F "device $U1 is unhealthy: the driver reports it unhealthy" "$SCRATCH/dp.log"
+  grep -F "device $U1 is healthy again" "$SCRATCH/dp.log"
+}
+
+@test "health: a device node that disappears makes its card Unhealthy until it is back" {
+  registered
+  mv "$SCRATCH/host/dev/gcu2" "$SCRATCH/host/dev/gone"
+  wait_for is_health "$U2" Unhealthy
+  grep -F "device $U2 is unhealthy: device node '$SCRATCH/host/dev/gcu2' is gone" "$SCRATCH/dp.log"
+  mv "$SCRATCH/host/dev/gone" "$SCRATCH/host/dev/gcu2"
+  wait_for is_health "$U2" Healthy
+}
+
+@test "DP_DISABLE_HEALTHCHECKS=all: an unhealthy card stays Healthy, also after SIGHUP" {
+  echo "$U1" > "$SIMDIR/enflame-sim-unhealthy"
+  DP_DISABLE_HEALTHCHECKS=all registered
+  [ "$(health "$U1")" = Healthy ]
+  kill -HUP "$DPID"
+  wait_for grep -q "SIGHUP: configuration re-read" "$SCRATCH/dp.log"
+  [ "$(health "$U1")" = Healthy ]
+  [ "$(count list)" -eq 1 ]
+  run allocate "$U1"
+  [ "$status" -eq 0 ]
+}
+
+@test "Allocate: envvar (default), cdi-cri, cdi-annotations, combined with --pass-device-specs" {
+  registered
+  run allocate "$U1,$U3"
+  [ "$status" -eq 0 ]
+  [ "$output" = '{"envs":{"ENFLAME_VISIBLE_DEVICES":"TR6Y46010001,TR6Y46010003"},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[]}' ]
+  stop_pid "$DPID"
+
+  start_plugin --device-list-strategy cdi-cri
+  wait_for at_least 2 list
+  run allocate "$U1,$U3"
+  [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}' ]
+  stop_pid "$DPID"
+
+  start_plugin --device-list-strategy cdi-annotations
+  wait_for at_least 3 list
+  run allocate "$U2"
+  [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{"cdi.k8s.io/enflame-device-plugin_TR6Y46010002":"enflame.com/gpu=TR6Y46010002"},"cdi_devices":[]}' ]
+  stop_pid "$DPID"
+
+  DEVICE_LIST_STRATEGY=envvar,cdi-cri,cdi-annotations start_plugin --pass-device-specs
+  wait_for at_least 4 list
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "$U0" ]
+  [ "$(echo "$output" | jq -r '.cdi_devices[].name')" = "enflame.com/gpu=$U0" ]
+  [ "$(echo "$output" | jq -r '.annotations | keys[]')" = "cdi.k8s.io/enflame-device-plugin_$U0" ]
+  [ "$(echo "$output" | jq -c '.devices')" = "[{\"container_path\":\"/dev/gcu0\",\"host_path\":\"$SCRATCH/host/dev/gcu0\",\"permissions\":\"rw\"},{\"container_path\":\"/dev/gcuctl\",\"host_path\":\"$SCRATCH/host/dev/gcuctl\",\"permissions\":\"rw\"}]" ]
+}
+
+@test "GetPreferredAllocation: must_include first, then its NUMA node; over-asking gets what exists" {
+  registered
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --size 2
+  [ "$output" = "$U0,$U1" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --must "$U3" --size 2
+  [ "$output" = "$U3,$U2" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U3" --size 2
+  [ "$output" = "$U0,$U1" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U1,$U2,$U3" --size 2
+  [ "$output" = "$U2,$U3" ]   # node 1 fits both; the nearest bus alone would say U1,U2
+  run "$FK" preferred --socket "$SOCK" --available "$U0,$U1,$U2,$U3" --size 6
+  [ "$output" = "$U0,$U1,$U2,$U3" ]
+}
+
+@test "Allocate refusals: an unknown ID among real ones, an empty request; each named, never an empty success" {
+  registered
+  run allocate "$U0,$U1,$U2,$U3,TR6Y46019999"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: NOT_FOUND: unknown device ID 'TR6Y46019999' for enflame.com/gcu" ]
+  run allocate ""
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: INVALID_ARGUMENT: no device IDs in the request" ]
+}
+
+@test "kubelet restart: sockets deleted and kubelet.sock recreated -> served and registered again" {
+  registered
+  stop_pid "$KPID"
+  rm -f "$KDIR"/*.sock
+  start_kubelet
+  local t0=$SECONDS
+  wait_for at_least 2 register
+  wait_for at_least 2 list
+  wait_for test -S "$SOCK"
+  echo "re-registered after $((SECONDS - t0)) s"
+  grep -F "kubelet restarted: serving and registering again" "$SCRATCH/dp.log"
+  [ "$(jq -c 'select(.event == "list") | .data' "$EV" | sort -u | wc -l)" -eq 1 ]
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+}
+
+@test "plugin restart: SIGTERM removes our socket, exits 0; the new one shows the same devices" {
+  registered
+  kill -TERM "$DPID"
+  local st=0
+  wait "$DPID" || st=$?
+  [ "$st" -eq 0 ]
+  [ ! -e "$SOCK" ]
+  wait_for at_least 1 stream-end
+  start_plugin
+  wait_for at_least 2 list
+  [ "$(count register)" -eq 2 ]
+  [ "$(jq -c 'select(.event == "list") | .data' "$EV" | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "kubelet absent at start: one log line per attempt with backoff, registers when kubelet.sock appears" {
+  start_plugin
+  wait_for grep -q "registering enflame.com/gcu with kubelet (attempt 1)" "$SCRATCH/dp.log"
+  wait_for test -S "$SOCK"
+  start_kubelet
+  wait_for at_least 1 list
+  grep -F "registered enflame.com/gcu with kubelet" "$SCRATCH/dp.log"
+  # Backoff 1 s, 2 s, ...: in the few seconds this takes, a handful of attempts, not a spin.
+  [ "$(grep -c 'registering enflame.com/gcu with kubelet (attempt' "$SCRATCH/dp.log")" -le 4 ]
+  grep -F "kubelet socket '$KDIR/kubelet.sock': No such file or directory; retrying in 1 s" "$SCRATCH/dp.log"
+}
+
+@test "SIGHUP with a broken config keeps serving the old one" {
+  registered
+  echo 'bogus-key = 1' >> "$ENFLAME_CTK_CONFIG"
+  kill -HUP "$DPID"
+  wait_for grep -q "SIGHUP: keeping the running configuration" "$SCRATCH/dp.log"
+  grep -F "$ENFLAME_CTK_CONFIG" "$SCRATCH/dp.log" | grep -F "bogus-key"
+  run allocate "$U0"
+  [ "$status" -eq 0 ]
+}
+
+# bad_input WANT ARGS...: the daemon exits 1 at once with the one line WANT and leaves no socket.
+bad_input() {
+  local want=$1; shift
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" "$@"
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$output" = "$want" ]
+  [ ! -e "$SOCK" ]
+}
+
+@test "bad input: config, resource name, kubelet dir, strategies, interval; one line each, nothing served" {
+  printf '[enflame-container-cli]\ndriver-root = 3\n' > "$SCRATCH/bad.toml"
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --config "$SCRATCH/bad.toml"
+  [ "$output" = "error: $SCRATCH/bad.toml: line 2: key 'driver-root' must be a string" ]
+  [ ! -e "$SOCK" ]
+  bad_input "error: resource name 'kubernetes.io/gcu': the kubernetes.io and k8s.io domains are reserved" \
+    --resource-name kubernetes.io/gcu
+  run -1 "$DP" --kubelet-dir "$SCRATCH/nope"
+  [ "$output" = "error: --kubelet-dir: socket folder '$SCRATCH/nope': No such file or directory" ]
+  bad_input "error: device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations" \
+    --device-list-strategy volume-mounts
+  bad_input "error: device ID strategy 'serial': want uuid or index" --device-id-strategy serial
+  bad_input "error: --health-interval 'soon': want a duration such as 5s or 500ms (at least 100ms)" --health-interval soon
+  DP_DISABLE_HEALTHCHECKS=some bad_input "error: DP_DISABLE_HEALTHCHECKS 'some': want all (or unset)"
+  # A folder we cannot write (read-only even for root), seen in a private mount namespace.
+  run -1 unshare --mount --propagation private sh -c "mount -t tmpfs -o ro tmpfs '$KDIR' && exec '$DP' --kubelet-dir '$KDIR'"
+  [ "$output" = "error: --kubelet-dir: socket folder '$KDIR' is not writable: Read-only file system" ]
+  local long; long=$SCRATCH/$(printf 'd%.0s' $(seq 90))
+  mkdir "$long"
+  run -1 "$DP" --kubelet-dir "$long"
+  [[ $output == "error: --kubelet-dir: socket path '$long/enflame-gcu.sock' is "*" bytes, longer than a unix socket allows (107)" ]]
+}
+
+# --- time-slicing ---
+
+# sharing_config FILE REPLICAS [MORE YAML LINES under timeSlicing]: a plugin config.
+sharing_config() {
+  local f=$1 n=$2; shift 2
+  printf '%s\n' 'version: v1' 'sharing:' '  timeSlicing:' "$@" '    resources:' \
+    '    - name: enflame.com/gcu' "      replicas: $n" > "$f"
+}
+
+@test "time-slicing: replicas 2, renameByDefault: enflame.com/gcu.shared, IDs <uuid>::<n>, Allocate gives each card once" {
+  sharing_config "$SCRATCH/p.yaml" 2 '    renameByDefault: true'
+  registered --plugin-config "$SCRATCH/p.yaml"
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = enflame.com/gcu.shared ]
+  run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
+  [ "$output" = '["TR6Y46010000::0","TR6Y46010000::1","TR6Y46010001::0","TR6Y46010001::1","TR6Y46010002::0","TR6Y46010002::1","TR6Y46010003::0","TR6Y46010003::1"]' ]
+  run allocate "$U1::0,$U1::1,$U3::1"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "$U1,$U3" ]
+  run allocate "$U1::2"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$U1::2' for enflame.com/gcu.shared" ]
+  run "$FK" preferred --socket "$SOCK" --available "$U0::0,$U0::1,$U1::0,$U1::1" --size 2
+  [ "$output" = "$U0::0,$U1::0" ]
+}
+
+@test "time-slicing: SIGHUP with a new replica count re-registers and re-lists" {
+  sharing_config "$SCRATCH/p.yaml" 2
+  registered --plugin-config "$SCRATCH/p.yaml"
+  [ "$(jq -r 'select(.event == "list") | .data.devices | length' "$EV")" -eq 8 ]
+  sharing_config "$SCRATCH/p.yaml" 3 '    renameByDefault: true'
+  kill -HUP "$DPID"
+  wait_for at_least 2 register
+  wait_for at_least 2 list
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$(echo "$output" | tr '\n' ' ')" = "enflame.com/gcu enflame.com/gcu.shared " ]
+  [ "$(grep '"event":"list"' "$EV" | tail -1 | jq '.data.devices | length')" -eq 12 ]
+}
+
+@test "bad plugin config: one line naming the file, the line and the key; nothing served" {
+  sharing_config "$SCRATCH/p.yaml" 0
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/p.yaml"
+  [ "$output" = "error: $SCRATCH/p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got '0'" ]
+  [ ! -e "$SOCK" ]
+  printf 'version: v1\nsharing:\n  timeslicing: {}\n' > "$SCRATCH/p.yaml"
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/p.yaml"
+  [ "$output" = "error: $SCRATCH/p.yaml: line 3: sharing.timeslicing: unknown key" ]
+  PLUGIN_CONFIG=$SCRATCH/absent.yaml run -1 timeout 20 "$DP" --kubelet-dir "$KDIR"
+  [ "$output" = "error: --plugin-config: opening $SCRATCH/absent.yaml: No such file or directory" ]
+}
+
+# --- DRS instances ---
+
+D0=DRS-4c1e9a52-0000-4000-8000-000000000000
+D1=DRS-4c1e9a52-0000-4000-8000-000000000001
+D2=DRS-4c1e9a52-0000-4000-8000-000000000002
+
+# drs_host: the 4-card host again, with the example's DRS instances (two 1g.11gb on card 0,
+# one 2g.22gb on card 1).
+drs_host() {
+  sim_example 4 --drs > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+}
+
+# list_of RESOURCE: the IDs and health of RESOURCE's last ListAndWatch message.
+list_of() {
+  grep '"event":"list"' "$EV" | jq -c --arg r "$1" 'select(.resource == $r) | [.data.devices[] | [.ID, .health]]' | tail -1
+}
+
+@test "DRS: one resource per profile with its instances as DRS-<uuid>; split cards not advertised whole" {
+  drs_host
+  start_kubelet
+  start_plugin
+  wait_for at_least 3 list
+  run jq -r 'select(.event == "register") | "\(.data.resource_name) \(.data.endpoint)"' "$EV"
+  [ "$(echo "$output" | sort | tr '\n' ' ')" = "enflame.com/drs-1g.11gb enflame-drs-1g.11gb.sock enflame.com/drs-2g.22gb enflame-drs-2g.22gb.sock enflame.com/gcu enflame-gcu.sock " ]
+  [ "$(list_of enflame.com/gcu)" = '[["TR6Y46010002","Healthy"],["TR6Y46010003","Healthy"]]' ]
+  [ "$(list_of enflame.com/drs-1g.11gb)" = "[[\"$D0\",\"Healthy\"],[\"$D1\",\"Healthy\"]]" ]
+  [ "$(list_of enflame.com/drs-2g.22gb)" = "[[\"$D2\",\"Healthy\"]]" ]
+  run "$FK" allocate --socket "$KDIR/enflame-drs-1g.11gb.sock" --ids "$D1"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | jq -cS .envs)" = "{\"ENFLAME_VISIBLE_DEVICES\":\"$D1\",\"TOPS_VISIBLE_DEVICES\":\"$D1\"}" ]
+  # A whole card's ID is not a DRS resource's device, nor the other way round.
+  run "$FK" allocate --socket "$KDIR/enflame-drs-1g.11gb.sock" --ids "$D2"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$D2' for enflame.com/drs-1g.11gb" ]
+  run allocate "$U0"
+  [ "$output" = "error: NOT_FOUND: unknown device ID '$U0' for enflame.com/gcu" ]
+  # An instance follows its card's health.
+  echo 0 > "$SIMDIR/enflame-sim-unhealthy"
+  wait_for eval '[ "$(list_of enflame.com/drs-1g.11gb)" = "[[\"$D0\",\"Unhealthy\"],[\"$D1\",\"Unhealthy\"]]" ]'
+  [ "$(list_of enflame.com/drs-2g.22gb)" = "[[\"$D2\",\"Healthy\"]]" ]
+}
+
+@test "DRS: --no-drs (NO_DRS=true) advertises every card whole and nothing else" {
+  drs_host
+  NO_DRS=true registered
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = enflame.com/gcu ]
+  [ "$(list_of enflame.com/gcu | jq length)" -eq 4 ]
+  [ ! -e "$KDIR/enflame-drs-1g.11gb.sock" ]
+}
+
+@test "DRS: kubelet restart re-registers every resource" {
+  drs_host
+  start_kubelet
+  start_plugin
+  wait_for at_least 3 list
+  stop_pid "$KPID"
+  rm -f "$KDIR"/*.sock
+  start_kubelet
+  wait_for at_least 6 register
+  wait_for at_least 6 list
+  [ "$(jq -r 'select(.event == "register") | .data.resource_name' "$EV" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" = "2 2 2 " ]
+}
+
+# --- end to end: the Allocate answer given to real runtimes ---
+
+# in_shim ENV: run a busybox bundle with ENV through our shim and runc; $output lists its
+# /dev/gcu* nodes, one per line, then TOPS=<value> if TOPS_VISIBLE_DEVICES is set.
+in_shim() {
+  oci_bundle "$SCRATCH/b" '["sh","-c","for d in /dev/gcu*; do echo ${d#/dev/}; done; case ${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=$TOPS_VISIBLE_DEVICES;; esac"]'
+  bundle_edit "$SCRATCH/b" "c['process']['env'].append('$1')"
+  local id; id=$(unique_id edp)
+  on_teardown "runc --root '$SCRATCH/rr' delete -f $id >/dev/null 2>&1"
+  run timeout 60 "$SHIM" --root "$SCRATCH/rr" run --bundle "$SCRATCH/b" "$id"
+  echo "$output"
+}
+
+# in_podman NAME...: podman run --device NAME... with the spec `cdi generate` writes; $output
+# lists the container's /dev/gcu* nodes, then TOPS=<value> as in_shim does. podman 4.3 has no --cdi-spec-dir: the spec is seen
+# through tmpfs mounts over the CDI folders in a private mount namespace, so the host's
+# folders are never written.
+in_podman() {
+  local devs="" n
+  for n in "$@"; do devs+=" --device $n"; done
+  "$CTK" cdi generate --output "$SCRATCH/spec/enflame.com-gpu.yaml"
+  busybox_rootfs "$SCRATCH/rootfs"
+  podman_conf "$SCRATCH/containers.conf"
+  cat > "$SCRATCH/pm.sh" <<SH
+set -e
+for d in /etc/cdi /var/run/cdi; do [ -d \$d ] && mount -t tmpfs tmpfs \$d; done
+cp "$SCRATCH/spec/enflame.com-gpu.yaml" /var/run/cdi/
+exec podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" \
+  run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done; case \${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=\$TOPS_VISIBLE_DEVICES;; esac'
+SH
+  on_teardown "podman --root '$SCRATCH/pm/root' --runroot '$SCRATCH/pm/run' rm -af -t 0 >/dev/null 2>&1"
+  # An empty folder to mount over (cdi.bats makes it too); nothing is ever written into it.
+  mkdir -p /var/run/cdi
+  CONTAINERS_CONF=$SCRATCH/containers.conf run timeout 120 unshare --mount --propagation private sh "$SCRATCH/pm.sh"
+  echo "$output"
+}
+
+@test "end to end: envvar Allocate envs through our shim with runc give exactly those /dev/gcu nodes" {
+  requires runc python3
+  registered
+  run allocate "$U1,$U3"
+  [ "$status" -eq 0 ]
+  local env; env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
+  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U1,$U3" ]
+  in_shim "$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcu3 gcuctl " ]
+}
+
+@test "end to end: cdi-cri Allocate names given to podman --device give exactly those cards" {
+  requires podman runc
+  registered --device-list-strategy cdi-cri
+  run allocate "$U0,$U2"
+  [ "$status" -eq 0 ]
+  local names; names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$names" = "enflame.com/gpu=$U0 enflame.com/gpu=$U2 " ]
+  in_podman $names
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu0 gcu2 gcuctl " ]
+}
+
+@test "end to end: time-sliced replicas through the shim (envvar) and podman (cdi-cri) give each card once" {
+  requires runc podman python3
+  sharing_config "$SCRATCH/p.yaml" 4
+  registered --plugin-config "$SCRATCH/p.yaml" --device-list-strategy envvar,cdi-cri
+  run allocate "$U2::0,$U2::3,$U3::1"
+  [ "$status" -eq 0 ]
+  local env names
+  env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
+  names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$env" = "ENFLAME_VISIBLE_DEVICES=$U2,$U3" ]
+  in_shim "$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu2 gcu3 gcuctl " ]
+  in_podman $names
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu2 gcu3 gcuctl " ]
+}
+
+# --- shipping: man page, manifests, install ---
+
+@test "man page: renders without warnings and names every flag of --help" {
+  requires man
+  run bash -c "MANWIDTH=80 man --warnings -l '$TOP/man/enflame-device-plugin.8' 2>&1 >/dev/null"
+  [ -z "$output" ]
+  local page flag
+  page=$(MANWIDTH=200 man -l "$TOP/man/enflame-device-plugin.8" 2>/dev/null)
+  for flag in $("$DP" --help | grep -oE -- '--[a-z-]+' | sort -u); do
+    [ "$flag" = --help ] && continue
+    [ "$flag" = --version ] && continue
+    grep -qF -- "$flag" <<<"$page" || { echo "man page lacks $flag"; false; }
+  done
+}
+
+@test "deployments: the DaemonSet mounts kubelet's folder and selects enflame.com/gpu.present; the ConfigMap's configs are accepted" {
+  requires python3
+  local d=$TOP/deployments/device-plugin
+  python3 - "$d" > "$SCRATCH/cm.json" <<'PY'
+import json, sys, yaml
+d = sys.argv[1]
+k = yaml.safe_load(open(d + "/kustomization.yaml"))
+docs = {}
+for r in k["resources"]:
+    doc = yaml.safe_load(open(d + "/" + r))
+    docs[doc["kind"]] = doc
+ds = docs["DaemonSet"]["spec"]["template"]["spec"]
+assert ds["nodeSelector"] == {"enflame.com/gpu.present": "true"}, ds["nodeSelector"]
+mounts = {m["mountPath"] for m in ds["containers"][0]["volumeMounts"]}
+assert "/var/lib/kubelet/device-plugins" in mounts, mounts
+paths = {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
+assert "/var/lib/kubelet/device-plugins" in paths, paths
+assert docs["ConfigMap"]["metadata"]["name"] == ds["volumes"][-1]["configMap"]["name"]
+print(json.dumps(docs["ConfigMap"]["data"]))
+PY
+  jq -r '."config.toml"' "$SCRATCH/cm.json" > "$SCRATCH/cm-config.toml"
+  run "$CTK" --config "$SCRATCH/cm-config.toml" config
+  [ "$status" -eq 0 ]
+  # plugin.yaml with its sharing block switched on drives the real daemon.
+  jq -r '."plugin.yaml"' "$SCRATCH/cm.json" | sed 's/^# //; s/^    # /    /' > "$SCRATCH/cm-plugin.yaml"
+  grep -q 'replicas: 4' "$SCRATCH/cm-plugin.yaml"
+  registered --plugin-config "$SCRATCH/cm-plugin.yaml"
+  [ "$(jq -r 'select(.event == "list") | .data.devices | length' "$EV")" -eq 16 ]
+}
+
+@test "cmake --install carries the daemon, its man page and its manifests" {
+  # DESTDIR: never into the real /usr or /etc (the config file's folder is absolute)
+  DESTDIR=$SCRATCH/stage run cmake --install "$BUILD_DIR" --prefix /usr
+  [ "$status" -eq 0 ]
+  local s=$SCRATCH/stage/usr
+  [ -x "$s/bin/enflame-device-plugin" ]
+  [ -f "$s/share/man/man8/enflame-device-plugin.8" ]
+  [ -f "$s/share/doc/enflame-container-toolkit/deployments/device-plugin/daemonset.yaml" ]
+  run "$s/bin/enflame-device-plugin" --version
+  [[ $output == "enflame-device-plugin "* ]]
+}
+
+@test "end to end: a DRS Allocate through the shim (envvar) and podman (cdi-cri) gives the parent card and TOPS_VISIBLE_DEVICES" {
+  requires runc podman python3
+  drs_host
+  registered --device-list-strategy envvar,cdi-cri
+  run "$FK" allocate --socket "$KDIR/enflame-drs-2g.22gb.sock" --ids "$D2"
+  [ "$status" -eq 0 ]
+  local env names
+  env=$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')
+  names=$(echo "$output" | jq -r '.cdi_devices[].name' | tr '\n' ' ')
+  [ "$env" = "$D2" ]
+  [ "$names" = "enflame.com/gpu=$D2 " ]
+  in_shim "ENFLAME_VISIBLE_DEVICES=$env"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcuctl TOPS=$D2 " ]
+  in_podman $names
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "gcu1 gcuctl TOPS=$D2 " ]
+}
