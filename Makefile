@@ -22,7 +22,8 @@ unit: build
 integration: build
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-integration.sh
 
-test: build
+# scripts/run-tests.sh builds $(BUILD) itself, to time that stage with the others.
+test: configure
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-tests.sh
 
 demo: build
@@ -44,7 +45,8 @@ fuzz: deps
 lint: configure
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/lint.sh
 
-# ASan + UBSan build (build/asan): unit tests plus the shim and hook integration tests.
+# ASan + UBSan build (build/asan): unit tests plus the shim and hook integration tests
+# (`make test` runs this too, unless ENFLAME_TEST_ASAN=0).
 asan: deps
 	@scripts/run-asan.sh
 

@@ -12,7 +12,8 @@ PKGS=(
   # the Kubernetes plane (k8s/): gRPC and protobuf, compiled with Debian's protoc
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # tests
-  bats python3 python3-jsonschema jq util-linux procps busybox-static
+  bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
+  man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
   # static checks (make test runs them after the tests)
   clang-tidy-14 cppcheck

@@ -2,8 +2,10 @@
 # enflame-ctk cdi generate|list|validate, and the generated spec applied by the real podman.
 # podman runs as root with private storage (--root/--runroot/--tmpdir in a per-file dir),
 # runc, cgroupfs and default_ulimits (../shared/runtimes: crun and the default nofile fail
-# here). Specs go to /var/run/cdi/<unique>.yaml with a unique vendor per file, so other
-# tests' specs never conflict with ours; every spec is removed in teardown.
+# here). podman 4.3.1 reads specs only from /etc/cdi and /var/run/cdi, so every podman command
+# runs in a private mount namespace (cdi_ns) where this file's own folder $PMDIR/ns is /run:
+# specs go to $PMDIR/ns/cdi/<unique>.yaml, podman sees /var/run/cdi/<unique>.yaml, and the
+# host's CDI folders are never touched. Each test's specs are removed in its teardown.
 
 load helpers
 
@@ -28,7 +30,7 @@ setup_file() {
 }
 
 teardown_file() {
-  if [ -n "${PMDIR:-}" ] && [ -d "$PMDIR" ]; then
+  if [[ -n "${PMDIR:-}" && -d "$PMDIR" ]]; then
     pm rm -af >/dev/null 2>&1 || true
     pm rmi -af >/dev/null 2>&1 || true
     # vfs storage leaves no mounts; the runroot may still hold a tmpfs-less state dir
@@ -36,17 +38,23 @@ teardown_file() {
   fi
 }
 
-pm() { podman --root "$PMDIR/root" --runroot "$PMDIR/run" --tmpdir "$PMDIR/tmp" --storage-driver vfs "$@"; }
+# pm ARGS: podman with this file's private storage, in the private namespace where
+# $PMDIR/ns/cdi is the only CDI spec folder.
+pm() {
+  cdi_ns "$PMDIR/ns"
+  "${CDI_NS[@]}" podman --root "$PMDIR/root" --runroot "$PMDIR/run" --tmpdir "$PMDIR/tmp" --storage-driver vfs "$@"
+}
 
 requires_podman() {
-  requires root podman
-  pm image exists "$IMAGE" || skip "the busybox image could not be imported"
+  requires root podman unshare
+  pm image exists "$IMAGE" || skip_or_fail "the busybox image could not be imported"
 }
 
 setup() {
   setup_scratch
-  [ -x "$SIM_HOST" ] || skip "needs the simulated host builder ($SIM_HOST)"
-  SPEC=/var/run/cdi/ectk-cdi-$$-$BATS_TEST_NUMBER.yaml
+  [ -x "$SIM_HOST" ] || skip_or_fail "needs the simulated host builder ($SIM_HOST)"
+  CDI_DIR=$PMDIR/ns/cdi
+  SPEC=$CDI_DIR/ectk-cdi-$$-$BATS_TEST_NUMBER.yaml
   on_teardown remove_test_containers
 }
 
@@ -60,9 +68,9 @@ make_host() {
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
 }
 
-# install_spec [generate flags]: generate into /var/run/cdi (removed in teardown).
+# install_spec [generate flags]: generate into the spec folder podman sees (removed in teardown).
 install_spec() {
-  mkdir -p /var/run/cdi
+  mkdir -p "$CDI_DIR"
   on_teardown "rm -f '$SPEC'"
   "$CTK" cdi generate --vendor "$CDI_VENDOR" --output "$SPEC" "$@"
 }
@@ -112,7 +120,7 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   grep -q 'ENFLAME_VISIBLE_DEVICES=void' "$SCRATCH/specs/a.yaml"
 }
 
-@test "generate: json by extension or flag, each backend gives the same spec" {
+@test "generate: json by extension or flag, each backend (modelled JSON, text, libefml) gives the same spec" {
   make_host 4 --drs
   "$CTK" cdi generate --output "$SCRATCH/s.json"
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["kind"]=="enflame.com/gpu"' "$SCRATCH/s.json"
@@ -122,8 +130,11 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
     "$CTK" cdi generate --backend "$b" > "$SCRATCH/$b.yaml"
   done
   cmp "$SCRATCH/efsmi-json.yaml" "$SCRATCH/efsmi-text.yaml"
+  cmp "$SCRATCH/efsmi-json.yaml" "$SCRATCH/libefml.yaml"
+  # and the spec they agree on is the whole host: 4 cards, their DRS instances, all
   grep -q -- '- name: "0:1g.11gb:0"' "$SCRATCH/efsmi-json.yaml"
   grep -q -- '- name: DRS-4c1e9a52-0000-4000-8000-000000000000' "$SCRATCH/efsmi-json.yaml"
+  for n in '"0"' '"3"' TR6Y46010003 all; do grep -q -- "- name: $n\$" "$SCRATCH/efsmi-json.yaml"; done
 }
 
 @test "generate --no-drs: the cards without the DRS instances" {
@@ -152,7 +163,7 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
 }
 
 @test "schema: generated specs (YAML and JSON, with and without DRS) match schemas/cdi-spec.schema.json" {
-  /usr/bin/python3 -c 'import jsonschema, yaml' 2>/dev/null || skip "needs python3-jsonschema and python3-yaml"
+  /usr/bin/python3 -c 'import jsonschema, yaml' 2>/dev/null || skip_or_fail "needs python3-jsonschema and python3-yaml"
   make_host 8 --drs
   mkdir -p "$SCRATCH/specs"
   "$CTK" cdi generate --output "$SCRATCH/specs/drs.yaml"
@@ -293,7 +304,7 @@ Y
   [ "$(echo "$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcu3 ee:3 gcuctl ee:ff " ]
 }
 
-@test "podman: a DRS instance gets its parent card and TOPS_VISIBLE_DEVICES" {
+@test "podman: a DRS instance (modelled listing) gets its parent card and TOPS_VISIBLE_DEVICES" {
   requires_podman
   make_host 2 --drs
   install_spec
@@ -320,8 +331,8 @@ Y
 # bad_spec_case NAME EXPECTED-VALIDATOR-LINE-SUFFIX: the spec on stdin must be rejected by
 # `cdi validate` (with that text) and by podman.
 bad_spec_case() {
-  local name=$1 want=$2 f=/var/run/cdi/ectk-cdi-$$-$BATS_TEST_NUMBER-$1.yaml
-  mkdir -p /var/run/cdi
+  local name=$1 want=$2 f=$CDI_DIR/ectk-cdi-$$-$BATS_TEST_NUMBER-$1.yaml
+  mkdir -p "$CDI_DIR"
   on_teardown "rm -f '$f'"
   sed "s/@KIND@/$CDI_VENDOR\/gpu/" > "$f"
   run "$CTK" cdi validate "$f"
@@ -341,8 +352,8 @@ bad_spec_case() {
 @test "podman agrees with our validator on bad specs" {
   requires_podman
   # a good one first, so a failure below is the spec's fault
-  local ok=/var/run/cdi/ectk-cdi-$$-$BATS_TEST_NUMBER-ok.yaml
-  mkdir -p /var/run/cdi; on_teardown "rm -f '$ok'"
+  local ok=$CDI_DIR/ectk-cdi-$$-$BATS_TEST_NUMBER-ok.yaml
+  mkdir -p "$CDI_DIR"; on_teardown "rm -f '$ok'"
   printf 'cdiVersion: "0.5.0"\nkind: %s/gpu\ndevices:\n- name: dev\n  containerEdits:\n    env: [X=1]\n' "$CDI_VENDOR" > "$ok"
   run "$CTK" cdi validate "$ok"
   [ "$status" -eq 0 ]

@@ -7,8 +7,8 @@
 load helpers
 
 setup() {
-  requires root runc python3
   setup_scratch
+  requires root runc python3
   sim_setup 4
   RR=$SCRATCH/runc-root   # a private runc state root
 }
@@ -72,7 +72,8 @@ PY
   [ -z "$(find "$SCRATCH" -maxdepth 2 -name 'config.json.tmp.*' -print -quit)" ]
   # the requests were rewritten, the others left alone
   grep -q '"/dev/gcu0"' "$SCRATCH/b0/config.json"
-  ! grep -q 'gcu' "$SCRATCH/b1/config.json"
+  run grep -c 'gcu' "$SCRATCH/b1/config.json"
+  [ "$output" = 0 ]
 }
 
 # --- podman ---
@@ -109,9 +110,12 @@ requires_podman() {
 
 @test "cdi generate rewriting the spec in a loop while podman starts 20 containers: no parse error" {
   requires_podman
-  local vendor="race-$$-$RANDOM.enflame.com" spec="/var/run/cdi/ectk-race-$$-$RANDOM.yaml"
-  mkdir -p /var/run/cdi
-  on_teardown "rm -f '$spec' '$spec'.tmp.*"
+  requires unshare
+  # podman reads specs from /var/run/cdi only: it runs in a private mount namespace whose /run
+  # is $SCRATCH/run (cdi_ns), so the spec is written to $SCRATCH/run/cdi, never the host's.
+  cdi_ns "$SCRATCH/run"
+  PM=("${CDI_NS[@]}" "${PM[@]}")
+  local vendor="race-$$-$RANDOM.enflame.com" spec="$SCRATCH/run/cdi/ectk-race-$$-$RANDOM.yaml"
   "$CTK" cdi generate --no-drs --vendor "$vendor" --output "$spec"
   # The writer: regenerate until told to stop, at most 2000 times (bounded even if we die).
   (
@@ -140,5 +144,5 @@ requires_podman() {
   [ ! -e "$SCRATCH/gen-errors" ]
   [ "$(cat "$SCRATCH/gen-count")" -ge 20 ]
   for ((i = 0; i < 20; i++)); do check_cards "$SCRATCH/res/out$i" 0; done
-  [ -z "$(find /var/run/cdi -maxdepth 1 -name "$(basename "$spec").tmp.*" -print -quit)" ]
+  [ -z "$(find "$SCRATCH/run/cdi" -maxdepth 1 -name "$(basename "$spec").tmp.*" -print -quit)" ]
 }

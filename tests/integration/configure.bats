@@ -4,26 +4,17 @@
 # bridge off, a unique cgroup-parent) loads the configured daemon.json on SIGHUP and runs a
 # container with --runtime=enflame; a containerd 1.6 started by the test (private root, state
 # and sockets) boots with the configured config.toml and its drop-in. CRI-O is not installable
-# on Debian 12, so its files are only checked as TOML. Daemons are stopped by PID; every file
-# outside $SCRATCH is removed only if the test created it.
+# on Debian 12, so its files are only checked as TOML. The daemons run in a private mount
+# namespace (PRIVATE_RUN: /run and /etc/docker are theirs) and are stopped by PID.
 
 load helpers
 
 setup() {
   setup_scratch
-  [ -x "$CTK" ] || skip "needs $CTK"
+  [ -x "$CTK" ] || skip_or_fail "needs $CTK"
 }
 
 teardown() { teardown_scratch; }
-
-# stop_pid PID: TERM, wait up to 20 s, then KILL.
-stop_pid() {
-  local p=$1 i
-  kill -0 "$p" 2>/dev/null || return 0
-  kill "$p"
-  for i in $(seq 80); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.25; done
-  kill -KILL "$p" 2>/dev/null || true
-}
 
 # remove_cgroup NAME: the v1/v2 cgroup dirs a daemon made under NAME (empty ones only).
 remove_cgroup() {
@@ -32,11 +23,6 @@ remove_cgroup() {
     [ -d "$h$1" ] && find "$h$1" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
   return 0
-}
-
-# rmdir_if_new DIR: registers removal of DIR (and its empty sub-dirs) when it does not exist yet.
-rmdir_if_new() {
-  [ -e "$1" ] || on_teardown "find '$1' -depth -type d -empty -delete 2>/dev/null"
 }
 
 # busybox_tar OUT: a tar of a minimal busybox rootfs.
@@ -145,20 +131,60 @@ busybox_tar() {
   [ ! -e "$main.enflame.bak" ]
 }
 
-@test "containerd: --no-drop-in edits config versions 1 and 3 in place and round trips" {
-  local v
+# cri_runtimes FILE: what a user checks of a containerd config.toml (parsed as TOML), one line:
+# the CRI plugin table in use, our runtime's type, binary and cgroup driver next to runc's, the
+# default runtime, CDI, the runtimes defined, and the sandbox image (kept, if there was one).
+cri_runtimes() {
+  /usr/bin/python3 - "$1" <<'PY'
+import sys, tomllib
+p = tomllib.load(open(sys.argv[1], "rb"))["plugins"]
+table = "cri" if "cri" in p else "io.containerd.cri.v1.runtime"
+cri = p[table]
+ctd = cri["containerd"]
+e, runc = ctd["runtimes"]["enflame"], ctd["runtimes"]["runc"]
+print(table, e["runtime_type"], e["options"]["BinaryName"],
+      f"systemd={e['options'].get('SystemdCgroup')}/{runc['options'].get('SystemdCgroup')}",
+      f"default={ctd['default_runtime_name']} cdi={cri.get('enable_cdi')}:{','.join(cri.get('cdi_spec_dirs', []))}",
+      f"runtimes={','.join(sorted(ctd['runtimes']))} sandbox={cri.get('sandbox_image', '-')}")
+PY
+}
+
+@test "containerd: --no-drop-in edits config versions 1 and 3 in place: our runtime, idempotent, round trips" {
+  local v f fx=$TOP/tests/fixtures/runtime-config
+  local -A want=(
+    [1]="cri io.containerd.runc.v2 /opt/e/shim systemd=True/True default=runc cdi=True:/etc/cdi,/var/run/cdi runtimes=enflame,runc sandbox=registry.k8s.io/pause:3.6"
+    [3]="io.containerd.cri.v1.runtime io.containerd.runc.v2 /opt/e/shim systemd=False/False default=runc cdi=True:/etc/cdi,/var/run/cdi runtimes=enflame,runc sandbox=-"
+  )
   for v in 1 3; do
-    local f=$SCRATCH/v$v.toml
-    cp "$TOP/tests/fixtures/runtime-config/containerd-v$v.toml" "$f"
+    f=$SCRATCH/v$v.toml
+    cp "$fx/containerd-v$v.toml" "$f"
     run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled
     [ "$status" -eq 0 ]
+    [[ "$output" == *"updated: $f"* ]]
+    # the file configured, read as containerd reads it
+    run cri_runtimes "$f"
+    echo "v$v: $output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "${want[$v]}" ]
     cmp "$f" <("$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled --dry-run)
+    # a second run changes nothing
+    cp "$f" "$SCRATCH/once.toml"
+    run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --runtime-path /opt/e/shim --cdi.enabled
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"unchanged: $f"* ]]
+    cmp "$SCRATCH/once.toml" "$f"
     run "$CTK" runtime unconfigure --runtime containerd --config "$f" --no-drop-in --cdi.enabled
     [ "$status" -eq 0 ]
-    cmp "$TOP/tests/fixtures/runtime-config/containerd-v$v.toml" "$f"
+    cmp "$fx/containerd-v$v.toml" "$f"
+    [ ! -e "$f.enflame.bak" ]
+    # with the defaults and --set-as-default: exactly the reviewed in-place file
+    run "$CTK" runtime configure --runtime containerd --config "$f" --no-drop-in --set-as-default --cdi.enabled
+    [ "$status" -eq 0 ]
+    cmp "$fx/containerd-v$v.in-place.toml" "$f"
   done
-  grep -q 'plugins.cri.containerd.runtimes.enflame' "$TOP/tests/fixtures/runtime-config/containerd-v1.in-place.toml"
-  grep -q 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes.enflame' "$TOP/tests/fixtures/runtime-config/containerd-v3.in-place.toml"
+  grep -qxF '[plugins.cri.containerd.runtimes.enflame]' "$SCRATCH/v1.toml"
+  grep -qxF '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.enflame]' "$SCRATCH/v3.toml"
+  [[ "$(cri_runtimes "$SCRATCH/v3.toml")" == *" /usr/bin/enflame-container-runtime "*" default=enflame "* ]]
 }
 
 @test "crio: drop-in written and removed; --no-drop-in edits crio.conf and round trips" {
@@ -225,8 +251,8 @@ state = "$R/state"
 EOF
   run "$CTK" runtime configure --runtime containerd --config "$main" --drop-in "$d" --runtime-path "$SHIM" --set-as-default
   [ "$status" -eq 0 ]
-  rmdir_if_new /run/containerd
-  setsid containerd --config "$main" > "$R/containerd.log" 2>&1 < /dev/null &
+  # containerd's fixed paths under /run stay in its private mount namespace (PRIVATE_RUN)
+  setsid "${PRIVATE_RUN[@]}" containerd --config "$main" > "$R/containerd.log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"
   local i
@@ -286,18 +312,18 @@ EOF
 }
 EOF
   cp "$f" "$SCRATCH/orig.json"
-  rmdir_if_new /run/docker
-  rmdir_if_new /run/containerd   # the runc v2 shim's sockets live in /run/containerd/s
-  [ -e /etc/docker/key.json ] || on_teardown "rm -f /etc/docker/key.json"
+  # dockerd (and its containerd and runc v2 shim) write /run/docker, /run/containerd/s and
+  # /etc/docker/key.json: PRIVATE_RUN keeps /run and an existing /etc/docker private; a
+  # key.json dockerd had to create with /etc/docker itself is removed.
+  [ -e /etc/docker ] || on_teardown "rm -f /etc/docker/key.json; rmdir /etc/docker 2>/dev/null"
   on_teardown "remove_cgroup $cg"
   # The shim reads its config (driver-root, dev-root = the simulated host) from the env that
   # dockerd passes down through containerd and the runc v2 shim.
-  local host=$SCRATCH/host have_sim=0
-  if [ -x "$SIM_HOST" ] && sim_example 2 > "$SCRATCH/desc.yaml" && sim_host "$SCRATCH/desc.yaml" "$host" >/dev/null; then
-    have_sim=1
-    write_config "$SCRATCH/config.toml" "$host"
-  fi
-  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid dockerd --config-file "$f" > "$R/dockerd.log" 2>&1 < /dev/null &
+  [ -x "$SHIM" ]
+  sim_example 2 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$f" > "$R/dockerd.log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"
   D=(/usr/bin/docker -H "unix://$R/docker.sock")
@@ -307,9 +333,7 @@ EOF
   [ "$status" -eq 0 ]
   [[ "$output" != *"enflame"* ]]
 
-  local shim=$SHIM
-  [ -x "$shim" ] || shim=/usr/sbin/runc   # pass-through stand-in when the shim is not built
-  run "$CTK" runtime configure --runtime docker --config "$f" --runtime-path "$shim" --set-as-default
+  run "$CTK" runtime configure --runtime docker --config "$f" --runtime-path "$SHIM" --set-as-default
   [ "$status" -eq 0 ]
   kill -HUP "$pid"
   for i in $(seq 40); do "${D[@]}" info 2>/dev/null | grep -q 'Default Runtime: enflame' && break; sleep 0.25; done
@@ -319,18 +343,18 @@ EOF
 
   busybox_tar "$SCRATCH/rootfs.tar"
   "${D[@]}" import "$SCRATCH/rootfs.tar" localhost/ectk-configure-bb:$$ >/dev/null
-  if [ -x "$SHIM" ] && [ "$have_sim" -eq 1 ]; then
-    run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=0 \
-        localhost/ectk-configure-bb:$$ /bin/sh -c 'ls -l /dev/gcu0 /dev/gcuctl'
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [[ "$output" == *"/dev/gcu0"* ]]
-    [[ "${lines[0]}" == c* ]]
-  else
-    run "${D[@]}" run --rm --network none --runtime=enflame localhost/ectk-configure-bb:$$ /bin/echo passthrough-ok
-    [ "$status" -eq 0 ]
-    [[ "$output" == *passthrough-ok* ]]
-  fi
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=0 \
+      localhost/ectk-configure-bb:$$ /bin/sh -c 'ls -l /dev/gcu0 /dev/gcuctl; ls /dev'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"/dev/gcu0"* ]]
+  [[ "${lines[0]}" == c* ]]
+  [[ "$output" != *gcu1* ]]
+  # without a request the shim passes the container through: no card
+  run "${D[@]}" run --rm --network none --runtime=enflame localhost/ectk-configure-bb:$$ /bin/sh -c 'ls /dev; echo passthrough-ok'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *passthrough-ok* ]]
+  [[ "$output" != *gcu* ]]
 
   "${D[@]}" rmi localhost/ectk-configure-bb:$$ >/dev/null
   run "$CTK" runtime unconfigure --runtime docker --config "$f"
@@ -340,7 +364,7 @@ EOF
   # dockerd's reload only applies keys that are set, so a removed default-runtime needs a
   # restart: stop it by PID and start it again on the restored file.
   stop_pid "$pid"
-  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid dockerd --config-file "$f" > "$R/dockerd2.log" 2>&1 < /dev/null &
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$f" > "$R/dockerd2.log" 2>&1 < /dev/null &
   pid=$!
   on_teardown "stop_pid $pid"
   for i in $(seq 120); do "${D[@]}" version >/dev/null 2>&1 && break; sleep 0.5; done

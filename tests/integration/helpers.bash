@@ -45,7 +45,7 @@ teardown_scratch() {
   local i
   for (( i=${#_TEARDOWN_CMDS[@]}-1; i>=0; i-- )); do eval "${_TEARDOWN_CMDS[$i]}" || true; done
   _TEARDOWN_CMDS=()
-  [ -n "${SCRATCH:-}" ] && [ -d "$SCRATCH" ] && rm -rf "$SCRATCH"
+  if [ -n "${SCRATCH:-}" ] && [ -d "$SCRATCH" ]; then rm -rf "$SCRATCH"; fi
 }
 
 # sim_host DESC ROOT: lay out a simulated Enflame host from a description file.
@@ -148,4 +148,90 @@ sim_setup() {
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+}
+
+# --- runtime helpers (shim/hooks files) ---
+
+# refute_grep GREP_ARGS...: fail, showing what matched, when `grep GREP_ARGS` finds a line of
+# $output. (A mid-test `! echo "$output" | grep ...` asserts nothing under bats' set -e.)
+refute_grep() {
+  local hits
+  if hits=$(grep "$@" <<<"$output"); then
+    echo "expected no line matching '${*: -1}', got: $hits" >&2
+    return 1
+  fi
+}
+
+# no_card DESC N...: $output (what a probe printed: `ls /dev` or `ls -l /dev/`, devices.list,
+# env) shows none of the cards N... of the simulated host described in DESC: no /dev/gcuN, no
+# device-cgroup rule for its minor, not its UUID. A card DESC does not have is trivially absent.
+no_card() {
+  local desc=$1 n minor uuid; shift
+  for n in "$@"; do
+    refute_grep -E "(^| )gcu$n\$"
+    minor=$(card_field "$desc" "$n" minor)
+    uuid=$(card_field "$desc" "$n" uuid)
+    [ -z "$minor" ] || refute_grep -E "^c $MAJOR:$minor [rwm]+\$"
+    [ -z "$uuid" ] || refute_grep -F "$uuid"
+  done
+}
+
+# card_field DESC N FIELD: FIELD (minor, uuid, ...) of card index N in a sim-host description.
+card_field() {
+  awk -v n="$2" -v f="$3:" '$1 == "-" && $2 == "index:" {cur = $3; next}
+    $1 == "-" {cur = ""} cur == n && $1 == f {gsub(/"/, "", $2); print $2; exit}' "$1"
+}
+
+# without_time: stdin with the leading `time="..."` field of logrus lines (runc, containerd,
+# dockerd) removed, the only part of such an error that legitimately differs between two calls.
+without_time() { sed -E 's/^time="[^"]*" //'; }
+
+# PRIVATE_RUN: prefix a daemon's command line with it to run the daemon in a private mount
+# namespace where /run and /etc/docker are an empty tmpfs (without an /etc/docker to mount on,
+# /etc is an overlay whose writes go to that tmpfs): the fixed paths dockerd and containerd
+# write there (/run/docker, /run/containerd/s, /etc/docker/key.json) never reach the host and
+# vanish with the namespace. Nothing forks: the daemon keeps the pid of the command that was
+# started (setsid does not fork either when its caller is not a process group leader).
+# shellcheck disable=SC2016  # "$@" expands in the inner shell
+PRIVATE_RUN=(unshare --mount --propagation private /bin/sh -c '
+  mount -t tmpfs -o mode=755 tmpfs /run || exit 125
+  if [ -d /etc/docker ]; then mount -t tmpfs -o mode=755 tmpfs /etc/docker || exit 125
+  else mkdir /run/.etc /run/.etc-work &&
+    mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+  fi
+  exec "$@"' private-run)
+
+# stop_pid PID: SIGTERM, a bounded wait until PID is gone (or a zombie), then SIGKILL.
+stop_pid() {
+  local pid=$1
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 120); do
+    case $(ps -o stat= -p "$pid") in ''|Z*) break ;; esac
+    sleep 0.25
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
+log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
+
+# --- cdi/host helpers (cdi/sim/faults/configure/package files) ---
+
+# cdi_ns DIR: sets CDI_NS, a command prefix that runs a command in a private mount namespace
+# where DIR is bind-mounted over /run (and an empty folder over /etc/cdi if the host has one).
+# podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi (= /run/cdi here, and
+# containers.conf has no cdi_spec_dirs before 4.4), so there it sees exactly the specs in
+# DIR/cdi, and the host's CDI folders are neither read nor written. runc's state (/run/runc)
+# lands in DIR too, so every command started with the same DIR sees the same containers.
+cdi_ns() {
+  local run=$1
+  mkdir -p "$run/cdi" "$run/etc-cdi" "$run/lock"
+  chmod 1777 "$run/lock"
+  [ -L "$run/shm" ] || ln -s /dev/shm "$run/shm"
+  # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
+  CDI_NS=(unshare --mount --propagation private /bin/sh -c '
+    mount --bind "$1" /run || { echo "cdi_ns: cannot bind $1 over /run" >&2; exit 125; }
+    [ ! -d /etc/cdi ] || mount --bind "$1/etc-cdi" /etc/cdi || exit 125
+    shift; exec "$@"' cdi-ns "$run")
 }

@@ -4,6 +4,7 @@
 # Checks are what a user sees inside the container: nodes, mountinfo, the ldcache.
 
 load helpers
+bats_require_minimum_version 1.5.0   # `run !`
 
 setup() {
   requires root runc python3
@@ -38,18 +39,18 @@ run_in() {
   run bash -c "cd '$dir' && timeout 60 '$rt' run '$id' 2>&1"
 }
 
-# devices_and_libs_ok: the checks of the main test on $output.
+# devices_and_libs_ok: the checks of the main test (cards 0 and 1 of 3) on $output.
 devices_and_libs_ok() {
   echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
   echo "$output" | grep -E "^c.* $MAJOR, +1 .* gcu1$"
   echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
-  ! echo "$output" | grep -E "gcu2$"
+  # card 2 is not there: no node, no device-cgroup rule
+  no_card "$SCRATCH/desc.yaml" 2
   # libefml.so.1 is a read-only, nosuid, nodev bind mount
   echo "$output" | grep -E " /usr/lib/libefml.so.1 ro,nosuid,nodev"
   # the device cgroup allows exactly the injected nodes
   echo "$output" | grep -Fx "c $MAJOR:0 rw"
   echo "$output" | grep -Fx "c $MAJOR:1 rw"
-  ! echo "$output" | grep -Fx "c $MAJOR:2 rw"
   echo "$output" | grep -Fx "/usr/lib"
   if [ -z "${1:-}" ]; then
     # busybox has no ldconfig: read the rootfs cache with the host's
@@ -84,7 +85,8 @@ devices_and_libs_ok() {
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | grep -c ' /usr/lib/libefml.so.1 ')" -eq 1 ]
   [ "$(echo "$output" | grep -cE 'gcu1$')" -eq 1 ]
-  ! echo "$output" | grep -E "gcu0$"
+  echo "$output" | grep -Fx "c $MAJOR:1 rw"
+  no_card "$SCRATCH/desc.yaml" 0 2
 }
 
 @test "runc: no request (unset, empty, void) injects nothing" {
@@ -94,8 +96,9 @@ devices_and_libs_ok() {
     run_in runc "$SCRATCH/b"
     echo "$output"
     [ "$status" -eq 0 ]
-    ! echo "$output" | grep -E "gcu"
-    ! echo "$output" | grep -E "libefml"
+    refute_grep -E "gcu"
+    refute_grep -E "libefml"
+    no_card "$SCRATCH/desc.yaml" 0 1 2
   done
 }
 
@@ -105,7 +108,8 @@ devices_and_libs_ok() {
   echo "$output"
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "gcuctl$"
-  ! echo "$output" | grep -E "gcu[0-9]$"
+  refute_grep -E "gcu[0-9]$"
+  no_card "$SCRATCH/desc.yaml" 0 1 2
   echo "$output" | grep -E " /usr/bin/efsmi ro,nosuid,nodev"
 }
 
@@ -240,72 +244,55 @@ PY
   # without the annotation the hook does not run
   run "${PM[@]}" run --rm -e ENFLAME_VISIBLE_DEVICES=0,1 "$img" ls /dev
   [ "$status" -eq 0 ]
-  ! echo "$output" | grep -E "gcu"
+  echo "$output" | grep -Fx null
+  refute_grep -E "gcu"
 }
 
-# other_dockerd: a live dockerd (not a zombie) of someone else is running: leave /run/docker alone.
-other_dockerd() { ps -eo stat=,comm= | awk '$2 == "dockerd" && $1 !~ /^Z/ {found = 1} END {exit !found}'; }
-
-@test "docker: the prestart hook added by a runtime wrapper (containerd shim bundle, relative root)" {
-  requires dockerd /usr/bin/docker
+@test "docker: the shim in legacy mode adds the prestart hook (containerd shim bundle, relative root)" {
+  requires dockerd /usr/bin/docker unshare
   local dk=$SCRATCH/dk img=localhost/ectk-hooks-$$:bb cgp=ectk-hooks-$$
   mkdir -p "$dk"
-  local had_run_docker=0 had_key=0
-  [ -e /run/docker ] && had_run_docker=1
-  [ -e /etc/docker/key.json ] && had_key=1
-  # the wrapper adds our prestart hook on create, then execs runc (what a legacy-mode shim does)
-  cat > "$dk/hookwrap" <<PY
-#!/usr/bin/env python3
-import json, os, sys
-args = sys.argv[1:]
-valued = {'--root', '--log', '--log-format', '--criu', '--rootless', '--cgroup-manager'}
-i = 0
-while i < len(args) and args[i].startswith('-'):
-    i += 1 if ('=' in args[i] or args[i] not in valued) else 2
-if i < len(args) and args[i] == 'create':
-    bundle, rest = os.getcwd(), args[i+1:]
-    for j, a in enumerate(rest):
-        if a in ('--bundle', '-b') and j + 1 < len(rest): bundle = rest[j+1]
-    p = os.path.join(bundle, 'config.json'); c = json.load(open(p))
-    c.setdefault('hooks', {}).setdefault('prestart', []).append({'path': '$HOOK',
-        'args': ['enflame-container-runtime-hook', 'prestart'], 'env': ['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']})
-    json.dump(c, open(p, 'w'))
-os.execv('/usr/sbin/runc', ['runc'] + args)
-PY
-  chmod +x "$dk/hookwrap"
-  python3 - "$dk" "$cgp" <<'PY'
-import json, sys
-dk, cgp = sys.argv[1], sys.argv[2]
-json.dump({"data-root": dk + "/root", "exec-root": dk + "/exec", "pidfile": dk + "/dockerd.pid",
-           "hosts": ["unix://" + dk + "/docker.sock"], "storage-driver": "overlay2",
-           "iptables": False, "ip6tables": False, "ip-forward": False, "ip-masq": False, "bridge": "none",
-           "cgroup-parent": cgp, "runtimes": {"enflame-hookwrap": {"path": dk + "/hookwrap"}}},
-          open(dk + "/daemon.json", "w"))
-PY
-  setsid dockerd --config-file "$dk/daemon.json" > "$dk/dockerd.log" 2>&1 < /dev/null &
-  local pid=$!  # setsid may fork: the daemon's own pid comes from its pidfile below
-  on_teardown "for h in /sys/fs/cgroup/*/$cgp; do [ -d \$h ] && find \$h -depth -type d -exec rmdir {} \; 2>/dev/null; done"
-  on_teardown "[ $had_key -eq 1 ] || other_dockerd || rm -f /etc/docker/key.json"
-  on_teardown "[ $had_run_docker -eq 1 ] || other_dockerd || rm -rf /run/docker"
-  on_teardown "grep -F ' $dk/' /proc/self/mountinfo | awk '{print \$5}' | sort -r | xargs -r -n1 umount -l"
-  # stop by pid; a dead child stays a zombie (kill -0 and pgrep still see it) until waited for
+  # the shim in legacy mode with our hook (config.toml ends in its table); the hook reads the
+  # same file, which the shim names in the hook's env
+  printf 'mode = "legacy"\nhook-path = "%s"\n' "$HOOK" >> "$SCRATCH/config.toml"
+  cat > "$dk/daemon.json" <<JSON
+{"data-root": "$dk/root", "exec-root": "$dk/exec", "pidfile": "$dk/dockerd.pid",
+ "hosts": ["unix://$dk/docker.sock"], "storage-driver": "overlay2",
+ "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false, "bridge": "none",
+ "cgroup-parent": "$cgp", "runtimes": {"enflame": {"path": "$SHIM"}}}
+JSON
+  # dockerd's /run and /etc/docker are private (PRIVATE_RUN); the runtime inherits its env
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml setsid "${PRIVATE_RUN[@]}" dockerd --config-file "$dk/daemon.json" \
+    > "$dk/dockerd.log" 2>&1 < /dev/null &
+  local pid=$!
+  on_teardown "for h in /sys/fs/cgroup/*/$cgp; do [ -d \$h ] && find \$h -depth -type d -exec rmdir {} \\; 2>/dev/null; done"
+  on_teardown "stop_pid $pid"
   D=(/usr/bin/docker -H "unix://$dk/docker.sock")
-  local i
-  for i in $(seq 60); do "${D[@]}" version >/dev/null 2>&1 && break; sleep 0.5; done
-  [ -s "$dk/dockerd.pid" ] && pid=$(cat "$dk/dockerd.pid")
-  on_teardown "kill $pid 2>/dev/null; for i in \$(seq 60); do case \$(ps -o stat= -p $pid) in ''|Z*) break;; esac; sleep 0.25; done; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; true"
+  for _ in $(seq 120); do   # until dockerd answers, or is gone
+    "${D[@]}" version >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  "${D[@]}" version >/dev/null || { log_errors "$dk/dockerd.log"; return 1; }
+  [ "$(cat "$dk/dockerd.pid")" = "$pid" ]   # the pid teardown stops is the daemon's
   busybox_rootfs "$dk/rootfs"
   tar -C "$dk/rootfs" -cf "$dk/bb.tar" .
   "${D[@]}" import "$dk/bb.tar" "$img" >/dev/null
   on_teardown "${D[*]} rm -f \$(${D[*]} ps -aq) >/dev/null 2>&1"
-  run "${D[@]}" run --rm --network none --runtime=enflame-hookwrap -e ENFLAME_VISIBLE_DEVICES=0,1 \
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=0,1 \
     -v /sbin/ldconfig:/sbin/ldconfig:ro "$img" \
-    sh -c 'ls -l /dev/; cat /proc/self/mountinfo; cat /sys/fs/cgroup/devices/devices.list; cat /etc/ld.so.conf.d/00-enflame.conf; /sbin/ldconfig -p'
+    sh -c 'ls -l /dev/; cat /proc/self/mountinfo; cat /sys/fs/cgroup/devices/devices.list; cat /etc/ld.so.conf.d/00-enflame.conf; /sbin/ldconfig -p; env'
   echo "$output"
   [ "$status" -eq 0 ]
   devices_and_libs_ok inside
+  # legacy mode: the hook did the work, the shim left the env as it was (cdi mode makes it void)
+  echo "$output" | grep -Fx "ENFLAME_VISIBLE_DEVICES=0,1"
+  cat "$SCRATCH/hook.log"
+  grep -E "container '[0-9a-f]{64}': mode legacy: .* 1 hooks" "$SCRATCH/hook.log"   # the shim's line
+  grep -E "prestart hook: container [0-9a-f]{64} " "$SCRATCH/hook.log"
+  grep -E "container [0-9a-f]{64}: 3 device nodes" "$SCRATCH/hook.log"   # gcu0, gcu1, gcuctl
   # a request for a missing card refuses the container, and docker shows our line
-  run "${D[@]}" run --rm --network none --runtime=enflame-hookwrap -e ENFLAME_VISIBLE_DEVICES=5 "$img" true
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=5 "$img" true
   echo "$output"
   [ "$status" -ne 0 ]
   echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: unknown device '5'"

@@ -2,15 +2,20 @@
 # ctr run --runc-binary <shim> against a containerd started for this file in a private root.
 # containerd's runc-v2 shim calls the runtime with --root/--log/--log-format json before the
 # subcommand and reports the last error line of that log (RUNTIMES.md section 2).
+# containerd runs in a private mount namespace (PRIVATE_RUN): the shim sockets it puts under the
+# fixed /run/containerd/s stay there, and the daemon is stopped by its pid. Every ctr call names
+# its FIFO dir (default /run/containerd/fifo) in the scratch dir.
 
 load helpers
+bats_require_minimum_version 1.5.0   # `run !`
 
 setup_file() {
-  [ "$(id -u)" -eq 0 ] && command -v containerd >/dev/null && command -v ctr >/dev/null || return 0
+  local c   # when something is missing, setup's `requires` skips (fails under CI) each test
+  [ "$(id -u)" -eq 0 ] || return 0
+  for c in containerd ctr unshare; do command -v "$c" >/dev/null || return 0; done
   export CD=$(mktemp -d /tmp/ectk-ctrd.XXXXXX)
   chmod 755 "$CD"
   export CD_NS=ectk-shim-$$-$RANDOM
-  export PRE_RUN_CONTAINERD=0; [ -e /run/containerd ] && PRE_RUN_CONTAINERD=1
   sim_example 4 > "$CD/desc.yaml"
   sim_host "$CD/desc.yaml" "$CD/host" >/dev/null
   write_config "$CD/config.toml" "$CD/host"
@@ -27,35 +32,34 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = "$CD/ctrd/containerd.sock.ttrpc"
 EOF
   # The runtime inherits containerd's environment (through containerd-shim-runc-v2).
-  ENFLAME_CTK_CONFIG=$CD/config.toml setsid containerd --config "$CD/ctrd/config.toml" \
+  ENFLAME_CTK_CONFIG=$CD/config.toml setsid "${PRIVATE_RUN[@]}" containerd --config "$CD/ctrd/config.toml" \
     > "$CD/ctrd/containerd.log" 2>&1 < /dev/null &
   export CTRD_PID=$!
-  for _ in $(seq 80); do [ -S "$CD/ctrd/containerd.sock" ] && break; sleep 0.25; done
+  for _ in $(seq 80); do   # until the socket is there, or containerd is gone
+    [ ! -S "$CD/ctrd/containerd.sock" ] || break
+    kill -0 "$CTRD_PID" 2>/dev/null || break
+    sleep 0.25
+  done
 }
 
 teardown_file() {
   [ -n "${CTRD_PID:-}" ] || return 0
-  if kill -0 "$CTRD_PID" 2>/dev/null; then
-    kill "$CTRD_PID"
-    for _ in $(seq 40); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.25; done
-    kill -0 "$CTRD_PID" 2>/dev/null && kill -KILL "$CTRD_PID"
-  fi
+  stop_pid "$CTRD_PID"
   local h
   for h in /sys/fs/cgroup/*/; do
-    [ -d "$h$CD_NS" ] && find "$h$CD_NS" -depth -type d -exec rmdir {} \; 2>/dev/null
+    if [ -d "$h$CD_NS" ]; then find "$h$CD_NS" -depth -type d -exec rmdir {} \; 2>/dev/null; fi
   done
-  [ "$PRE_RUN_CONTAINERD" -eq 0 ] && rm -rf /run/containerd
-  local m
-  for m in $(awk -v s="$CD" 'index($5, s) == 1 {print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m"; done
   rm -rf "$CD"
 }
 
 teardown() { teardown_scratch; }
 
 setup() {
-  requires root containerd ctr runc
+  requires root containerd ctr runc unshare
   setup_scratch
-  [ -S "$CD/ctrd/containerd.sock" ] || skip "containerd did not start: $(tail -n 3 "$CD/ctrd/containerd.log")"
+  [ -S "$CD/ctrd/containerd.sock" ] || skip_or_fail "containerd did not start: $(log_errors "$CD/ctrd/containerd.log")"
+  # the pid teardown_file stops is containerd's own (nothing forked on the way)
+  [ "$(readlink "/proc/$CTRD_PID/exe")" = "$(readlink -f "$(command -v containerd)")" ]
   C=(ctr --address "$CD/ctrd/containerd.sock" -n "$CD_NS")
   MAJOR=$(stat -c '%t' "$CD/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
 }
@@ -89,24 +93,28 @@ ctr_run() {
   # anything (seen once, at load 11): retry a few times while the output is empty.
   local try
   for try in 1 2 3 4 5; do
-    run timeout 60 "${C[@]}" task exec --exec-id "probe$try" "$id" /bin/sh -c 'ls -l /dev/; cat /proc/self/mountinfo; /bin/env'
-    [ "$status" -eq 0 ] && [ -n "$output" ] && break
+    run timeout 60 "${C[@]}" task exec --fifo-dir "$CD/ctrd/fifo" --exec-id "probe$try" "$id" /bin/sh -c 'ls -l /dev/; cat /proc/self/mountinfo; /bin/env'
+    if [[ $status -eq 0 && -n $output ]]; then break; fi
   done
   echo "$output"
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0"
   echo "$output" | grep -E "^c.* $MAJOR, +2 .* gcu2"
   echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl"
-  ! echo "$output" | grep -E "gcu1"
+  refute_grep -E "gcu1"
   echo "$output" | grep -E " /usr/lib/libefml.so(.1)? ro,nosuid,nodev"
   # (exec takes its env from containerd's copy of the spec, not the edited config.json)
+  # cards 1 and 3 are not there: no node, not their UUID in the env
+  no_card "$CD/desc.yaml" 1 3
   # ctr does not mount cgroupfs in the container: read the v1 device cgroup from the host
-  local list; list=$(cat "/sys/fs/cgroup/devices/$CD_NS/$id/devices.list")
-  echo "$list"
-  echo "$list" | grep -Fx "c $MAJOR:0 rwm"
-  echo "$list" | grep -Fx "c $MAJOR:2 rwm"
-  echo "$list" | grep -Fx "c $MAJOR:255 rwm"
-  ! echo "$list" | grep -Fx "c $MAJOR:1 rwm"
+  run cat "/sys/fs/cgroup/devices/$CD_NS/$id/devices.list"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "c $MAJOR:0 rwm"
+  echo "$output" | grep -Fx "c $MAJOR:2 rwm"
+  echo "$output" | grep -Fx "c $MAJOR:255 rwm"
+  refute_grep -Fx "c $MAJOR:1 rwm"
+  no_card "$CD/desc.yaml" 1 3   # nor a device-cgroup rule
 }
 
 @test "ctr run --runc-binary shim: all cards, and no request behaves as runc" {
@@ -119,7 +127,7 @@ ctr_run() {
   ctr_run "$id" -- /bin/sh -c 'ls /dev; echo plain-ok'
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "plain-ok"
-  ! echo "$output" | grep -E "gcu"
+  refute_grep -E "gcu"
 }
 
 @test "ctr: a bad ENFLAME_VISIBLE_DEVICES fails with our message (from runc's JSON log), no task" {
@@ -129,8 +137,9 @@ ctr_run() {
   [ "$status" -ne 0 ]
   echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"
   run "${C[@]}" task ls -q
-  ! echo "$output" | grep -Fx "$id"
-  ! runc --root "$CD/ctrd/runc/$CD_NS" state "$id" 2>/dev/null
+  [ "$status" -eq 0 ]
+  refute_grep -Fx "$id"
+  run ! runc --root "$CD/ctrd/runc/$CD_NS" state "$id"
   "${C[@]}" container rm "$id" 2>/dev/null || true
 }
 

@@ -94,13 +94,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 void check_golden(const std::string& got, const std::string& root, const std::string& name) {
     const std::string text = replace_all(got, root, "@ROOT@");
-    const std::string path = testutil::fixture("cdi/" + name);
-    if (const char* u = std::getenv("ENFLAME_UPDATE_GOLDEN"); u && std::string(u) == "1") {
-        testutil::write_file(path, text);
-        return;
-    }
-    EXPECT_EQ(text, testutil::read_file(path)) << "golden file " << path
-                                               << " differs (ENFLAME_UPDATE_GOLDEN=1 rewrites it)";
+    testutil::expect_golden(testutil::fixture("cdi/" + name), text);
 }
 
 class CdiGenerate : public ::testing::Test {

@@ -243,6 +243,9 @@ struct Run {
     const char* script;
     std::string expect;  // stdout, or the error with "@" for the temp dir
     bool ok;
+    // efsmi's timeout: generous, so a loaded machine never turns a slow start into a failure,
+    // except where the timeout itself is under test.
+    std::chrono::milliseconds timeout = std::chrono::seconds(5);
 };
 
 const Run kRuns[] = {
@@ -252,7 +255,7 @@ const Run kRuns[] = {
     {"ExitCodeWithStderr", "echo 'efsmi: no driver' >&2\nexit 3\n", "efsmi exited 3: 'efsmi: no driver'", false},
     {"ExitCodeQuiet", "exit 4\n", "efsmi exited 4", false},
     {"Signal", "kill -SEGV $$\n", "efsmi was killed by signal 11 (Segmentation fault)", false},
-    {"Timeout", "exec sleep 5\n", "efsmi timed out after 100 ms", false},
+    {"Timeout", "exec sleep 60\n", "efsmi timed out after 100 ms", false, std::chrono::milliseconds(100)},
 };
 
 class EfsmiRun : public testing::TestWithParam<Run> {};
@@ -261,10 +264,14 @@ TEST_P(EfsmiRun, Outcome) {
     TempDir t;
     fake_efsmi(t, GetParam().script);
     Options o = roots(t);
-    o.efsmi_timeout = std::chrono::milliseconds(100);
+    o.efsmi_timeout = GetParam().timeout;
     auto efsmi = detail::find_efsmi(o);
     ASSERT_TRUE(efsmi) << efsmi.error().what();
+    const auto start = std::chrono::steady_clock::now();
     auto r = detail::run_efsmi(o, *efsmi, {"-q", "--json-format"});
+    // Back well before the script would have ended on its own (a timed-out efsmi is killed,
+    // not waited for); the bound is loose, as a loaded machine may be slow to kill and reap.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
     if (GetParam().ok) {
         ASSERT_TRUE(r) << r.error().what();
         EXPECT_EQ(*r, GetParam().expect);

@@ -2,6 +2,9 @@
 // The `efsmi -q --json-format` parser (values as strings or numbers, sections nested or flat,
 // every malformed case with its exact error) and the DRS parsers (`efsmi -L`,
 // `efsmi --drs --list-profile`).
+// None of these three formats was captured from a real driver: they are our own model
+// (docs/efsmi-model.md), so these tests show the parsers read that model, not that a real
+// efsmi prints it. The `efsmi -q` text parser (efsmi_text_test.cpp) has real samples.
 #include "inject/discover.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +17,7 @@ using namespace inject::discover;
 
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
-// The model of docs/efsmi-model.md, one card.
+// Our model of docs/efsmi-model.md (not a real capture), one card.
 const std::string kOneCard = R"({"devices": [
   {"id": 0,
    "Driver Info": {"Ver": "1.4.3.4"},
@@ -54,7 +57,7 @@ struct Variant {
 std::vector<Variant> variants() {
     const std::string f = kOneCard;
     return {
-        {"AsModelled", f},
+        {"AsInOurModel", f},
         {"NumbersForStrings", edit(edit(edit(f, R"("Bus": "17")", R"("Bus": 17)"), R"("Dev": "00")", R"("Dev": 0)"),
                                    R"("Domain": "0000")", R"("Domain": 0)")},
         {"MemoryAsNumberIsMiB", edit(f, R"("Total Size": "42976 MiB")", R"("Total Size": 42976)")},
@@ -147,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Malformed, EfsmiJsonBad, testing::ValuesIn(bad_cases())
 
 // ---- DRS ----
 
-TEST(EfsmiDrs, ListAsModelled) {
+TEST(EfsmiDrs, ListAsInOurModel) {
     auto r = parse_efsmi_drs_list(
         "GCU 0: S60 (UUID: TR6Y46010302)\n"
         "  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)\n"
@@ -175,7 +178,7 @@ TEST(EfsmiDrs, ListWithoutInstancesOrCards) {
     EXPECT_TRUE(none->empty());
 }
 
-TEST(EfsmiDrs, ProfilesAsModelledOncePerProduct) {
+TEST(EfsmiDrs, ProfilesAsInOurModelOncePerProduct) {
     const std::string card = "    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB\n"
                              "    Profile ID 1 : 2g.22gb : Max Instances 2 : Memory 21488 MiB\n"
                              "    Profile ID 2 : full : Max Instances 1 : Memory 42976 MiB\n";

@@ -23,11 +23,9 @@ std::string fixture_text(std::string_view rel) {
         testutil::fixture(std::string("runtime-config/") + std::string(rel)));
 }
 
-/// Compares with a golden file, or rewrites it when ENFLAME_UPDATE_GOLDEN is set.
+/// Compares with tests/fixtures/runtime-config/<rel> (ENFLAME_UPDATE_GOLDEN=1 rewrites it and fails).
 void expect_golden(const std::string& got, std::string_view rel) {
-    auto path = testutil::fixture(std::string("runtime-config/") + std::string(rel));
-    if (std::getenv("ENFLAME_UPDATE_GOLDEN") != nullptr) testutil::write_file(path, got);
-    EXPECT_EQ(got, testutil::read_file(path)) << "golden file " << path;
+    testutil::expect_golden(testutil::fixture(std::string("runtime-config/") + std::string(rel)), got);
 }
 
 rc::Options full_options() {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "test_util.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 
 #include <cstdlib>
@@ -64,6 +65,16 @@ std::string read_file(const std::string& path) {
 
 std::string fixture(std::string_view rel) {
     return std::string(ENFLAME_SOURCE_DIR) + "/tests/fixtures/" + std::string(rel);
+}
+
+void expect_golden(const std::string& path, const std::string& got) {
+    const char* update = std::getenv("ENFLAME_UPDATE_GOLDEN");
+    if (update != nullptr && std::string_view(update) == "1") {
+        write_file(path, got);
+        ADD_FAILURE() << "golden file rewritten: review the diff (" << path << ")";
+        return;
+    }
+    EXPECT_EQ(got, read_file(path)) << "golden file " << path << " differs (ENFLAME_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 }  // namespace testutil

@@ -28,5 +28,9 @@ void write_file(const std::string& path, std::string_view content);
 std::string read_file(const std::string& path);
 /// The source tree's path of a committed fixture: tests/fixtures/<rel>.
 std::string fixture(std::string_view rel);
+/// Expects `got` to equal the golden file at `path`. With ENFLAME_UPDATE_GOLDEN=1 (only 1: unset,
+/// empty or 0 compares) it rewrites the file instead and fails the test, so a rewritten golden
+/// file never approves itself: the diff is for a person to review, and the next run compares.
+void expect_golden(const std::string& path, const std::string& got);
 
 }  // namespace testutil
