@@ -27,11 +27,11 @@ std::string node_problem(const inject::device::DeviceNode& n) {
 
 }  // namespace
 
-DriverHealth driver_health(const inject::discover::Options& base) {
-    auto opts = base;
-    opts.with_drs = false;
-    auto host = inject::discover::discover_with(opts, inject::discover::Backend::Efml);
-    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(opts);
+DriverHealth driver_health(const inject::discover::Options& opts) {
+    auto o = opts;
+    o.with_drs = false;  // health needs the cards only
+    auto host = inject::discover::discover_with(o, inject::discover::Backend::Efml);
+    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(o);
     if (!host) {
         inject::log::debug("health: discovery failed: {}", host.error().what());
         return std::nullopt;

@@ -34,6 +34,11 @@ Settings State::settings() const {
     return settings_;
 }
 
+std::size_t State::waiting() const {
+    const std::lock_guard lock(mu_);
+    return waiting_;
+}
+
 Inventory State::inventory() const {
     const std::lock_guard lock(mu_);
     return inv_;
@@ -62,11 +67,12 @@ grpc::Status Service::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empt
     inject::log::info("ListAndWatch: sent {} devices", last.devices_size());
     lock.lock();
     for (;;) {
-        // Woken by an update or a new epoch; the timeout only notices a client that went away
-        // (a cancelled call wakes nobody), once every few seconds.
-        state_->cv_.wait_for(lock, std::chrono::seconds(2), [&] {
+        // Woken by an update or a new epoch; the timeout only notices a client that went away.
+        ++state_->waiting_;
+        state_->cv_.wait_for(lock, cancel_check_, [&] {
             return state_->generation_ != seen || state_->epoch_ != epoch_;
         });
+        --state_->waiting_;
         if (state_->epoch_ != epoch_ || ctx->IsCancelled()) return grpc::Status::OK;
         if (state_->generation_ == seen) continue;
         seen = state_->generation_;

@@ -10,6 +10,7 @@
 
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,9 @@ public:
 
     [[nodiscard]] Settings settings() const;
     [[nodiscard]] Inventory inventory() const;
+    /// How many ListAndWatch streams are blocked waiting for a change (a seam for tests, which
+    /// must know a stream waits before they check what wakes it).
+    [[nodiscard]] std::size_t waiting() const;
 
 private:
     friend class Service;
@@ -39,12 +43,16 @@ private:
     Inventory inv_;
     std::uint64_t generation_ = 0;
     std::uint64_t epoch_ = 0;
+    std::size_t waiting_ = 0;
 };
 
 /// kubelet's DevicePlugin service for one epoch of `state`.
 class Service final : public v1beta1::DevicePlugin::Service {
 public:
-    explicit Service(std::shared_ptr<State> state) : state_(std::move(state)), epoch_(state_->next_epoch()) {}
+    /// `cancel_check`: how often a ListAndWatch stream with nothing to send looks whether its
+    /// client went away (a cancelled call wakes nobody).
+    explicit Service(std::shared_ptr<State> state, std::chrono::milliseconds cancel_check = std::chrono::seconds(2))
+        : state_(std::move(state)), epoch_(state_->next_epoch()), cancel_check_(cancel_check) {}
 
     grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
                                         v1beta1::DevicePluginOptions* out) override;
@@ -60,6 +68,7 @@ public:
 private:
     std::shared_ptr<State> state_;
     std::uint64_t epoch_;
+    std::chrono::milliseconds cancel_check_;
 };
 
 /// The options we register with (and GetDevicePluginOptions answers).

@@ -86,7 +86,8 @@ public:
     }
 
 private:
-    void dial_back(v1beta1::RegisterRequest req) {
+    // std::thread hands us its own copy of the request, alive for the whole call.
+    void dial_back(const v1beta1::RegisterRequest& req) {
         auto ch = k8s::dial_unix(dir_ + "/" + req.endpoint(), std::chrono::milliseconds(5000));
         if (!ch) {
             ev_.emit("dial-failed", quoted(ch.error().what()));
@@ -169,7 +170,7 @@ int finish(const grpc::Status& st, const google::protobuf::Message& m) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     CLI::App app{"fake-kubelet: kubelet's side of the device plugin API, for tests"};
     app.require_subcommand(1);
     std::string dir, events, socket, ids, available, must;
@@ -253,4 +254,7 @@ int main(int argc, char** argv) {
     std::cout << to_json(r) << "\n";
     ctx.TryCancel();
     return 0;
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
 }

@@ -4,6 +4,8 @@
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
 
+#include "temp_dir.hpp"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -17,18 +19,7 @@
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/k8st.XXXXXX";
-        path_ = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using k8s_test::TempDir;
 
 class Registration final : public v1beta1::Registration::Service {
 public:

@@ -6,7 +6,7 @@
 # is what kubelet does: the process goes, every socket in the folder is deleted, kubelet.sock
 # comes back. End to end, the envs of an envvar Allocate go through our shim with runc, and the
 # cdi_devices of a cdi-cri Allocate go to podman --device (specs in a private mount namespace,
-# never the host's /etc/cdi or /var/run/cdi).
+# cdi_ns: never the host's /etc/cdi or /var/run/cdi).
 
 load helpers
 bats_require_minimum_version 1.5.0   # `run !`
@@ -39,14 +39,6 @@ wait_for() {
   done
   echo "timed out waiting for: $*" >&2
   return 1
-}
-
-# stop_pid PID: SIGTERM, then SIGKILL if it has not gone within 5 s.
-stop_pid() {
-  local i
-  kill -TERM "$1" 2>/dev/null || return 0
-  for (( i = 0; i < 50; i++ )); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null || true
 }
 
 # start_kubelet: the fake kubelet on $KDIR/kubelet.sock, events appended to $EV.
@@ -402,26 +394,21 @@ in_shim() {
 }
 
 # in_podman NAME...: podman run --device NAME... with the spec `cdi generate` writes; $output
-# lists the container's /dev/gcu* nodes, then TOPS=<value> as in_shim does. podman 4.3 has no --cdi-spec-dir: the spec is seen
-# through tmpfs mounts over the CDI folders in a private mount namespace, so the host's
-# folders are never written.
+# lists the container's /dev/gcu* nodes, then TOPS=<value> as in_shim does. podman 4.3 reads
+# specs only from /etc/cdi and /var/run/cdi: it runs in cdi_ns (helpers.bash), where /run is
+# $SCRATCH/run, so the host's CDI folders are neither read nor written.
 in_podman() {
-  local devs="" n
-  for n in "$@"; do devs+=" --device $n"; done
-  "$CTK" cdi generate --output "$SCRATCH/spec/enflame.com-gpu.yaml"
+  local devs=() n
+  for n in "$@"; do devs+=(--device "$n"); done
+  cdi_ns "$SCRATCH/run"
+  "$CTK" cdi generate --output "$SCRATCH/run/cdi/enflame.com-gpu.yaml"
   busybox_rootfs "$SCRATCH/rootfs"
   podman_conf "$SCRATCH/containers.conf"
-  cat > "$SCRATCH/pm.sh" <<SH
-set -e
-for d in /etc/cdi /var/run/cdi; do [ -d \$d ] && mount -t tmpfs tmpfs \$d; done
-cp "$SCRATCH/spec/enflame.com-gpu.yaml" /var/run/cdi/
-exec podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" \
-  run --rm $devs --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo \${d#/dev/}; done; case \${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=\$TOPS_VISIBLE_DEVICES;; esac'
-SH
-  on_teardown "podman --root '$SCRATCH/pm/root' --runroot '$SCRATCH/pm/run' rm -af -t 0 >/dev/null 2>&1"
-  # An empty folder to mount over (cdi.bats makes it too); nothing is ever written into it.
-  mkdir -p /var/run/cdi
-  CONTAINERS_CONF=$SCRATCH/containers.conf run timeout 120 unshare --mount --propagation private sh "$SCRATCH/pm.sh"
+  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp")
+  on_teardown "CONTAINERS_CONF='$SCRATCH/containers.conf' ${CDI_NS[*]@Q} ${pm[*]@Q} rm -af -t 0 >/dev/null 2>&1"
+  # shellcheck disable=SC2016  # expanded in the container
+  CONTAINERS_CONF=$SCRATCH/containers.conf run timeout 120 "${CDI_NS[@]}" "${pm[@]}" run --rm "${devs[@]}" \
+    --rootfs "$SCRATCH/rootfs" sh -c 'for d in /dev/gcu*; do echo ${d#/dev/}; done; case ${TOPS_VISIBLE_DEVICES:-} in ?*) echo TOPS=$TOPS_VISIBLE_DEVICES;; esac'
   echo "$output"
 }
 
