@@ -15,6 +15,7 @@ SIM_HOST=$BUILD_DIR/sim/enflame-sim-host
 D=$(mktemp -d /tmp/enflame-demo.XXXXXX); chmod 755 "$D"
 SPEC=/var/run/cdi/enflame-demo-$$.yaml
 CID=enflame-demo-$$
+made_cdi_dir=0; [ -d /var/run/cdi ] || made_cdi_dir=1
 PM=(podman --root "$D/pm/root" --runroot "$D/pm/run" --tmpdir "$D/pm/tmp")
 cleanup() {
   set +e
@@ -22,6 +23,8 @@ cleanup() {
   [ -f "$D/containers.conf" ] && CONTAINERS_CONF=$D/containers.conf "${PM[@]}" rm -af >/dev/null 2>&1
   [ -d "$D/pm" ] && CONTAINERS_CONF=$D/containers.conf "${PM[@]}" system reset -f >/dev/null 2>&1
   rm -f "$SPEC"
+  # the folder too if the demo made it and nothing else was put there since
+  [ "$made_cdi_dir" = 1 ] && rmdir /var/run/cdi 2>/dev/null
   rm -rf "$D"
 }
 trap cleanup EXIT
