@@ -4,6 +4,7 @@
 // command output such as a CDI spec), and turns errors into exit codes.
 #include "context.hpp"
 
+#include "inject/config_path.hpp"
 #include "inject/version.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -44,11 +45,10 @@ int report(const inject::Error& e) {
 
 int main(int argc, char** argv) try {
     ctk::Context ctx;
-    if (const char* env = std::getenv(std::string(inject::config::kPathEnv).c_str()); env && *env) {
-        ctx.config_path = env;
-        ctx.config_path_given = true;
-    } else {
-        ctx.config_path = std::string(inject::config::kDefaultPath);
+    {
+        auto [path, given] = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+        ctx.config_path = std::move(path);
+        ctx.config_path_given = given;
     }
     CLI::App app{"enflame-ctk: set up containers for Enflame GCU accelerators", "enflame-ctk"};
     app.require_subcommand(1);

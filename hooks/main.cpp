@@ -12,6 +12,7 @@
 #include "inject/cdi_generate.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/config.hpp"
+#include "inject/config_path.hpp"
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"
 #include "inject/hook.hpp"
@@ -74,9 +75,8 @@ Result<void> run(const std::string& stage) {
     using namespace inject;
     // The hook's own environment is what the runtime gives it (hook.env); only the config path
     // is read from it. The container's env is read from config.json for the request only.
-    const char* env_cfg = std::getenv(std::string(config::kPathEnv).c_str());
-    const bool explicit_cfg = env_cfg != nullptr && *env_cfg != '\0';
-    INJECT_TRY(config::Config cfg, config::load_file(explicit_cfg ? env_cfg : std::string(config::kDefaultPath), !explicit_cfg));
+    const auto cfg_path = config::config_path_from_env(std::getenv(std::string(config::kPathEnv).c_str()));
+    INJECT_TRY(config::Config cfg, config::load_file(cfg_path.path, !cfg_path.given));
     setup_logging(cfg);
     const auto t0 = std::chrono::steady_clock::now();
     INJECT_TRY(std::string text, inject::hook::read_state(0));

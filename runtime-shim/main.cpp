@@ -11,6 +11,7 @@
 #include "runc_log.hpp"
 
 #include "inject/config.hpp"
+#include "inject/config_path.hpp"
 #include "inject/version.hpp"
 
 #include <spdlog/sinks/base_sink.h>
@@ -99,9 +100,8 @@ int run(int argc, char** argv) {
         if (::write(1, v.data(), v.size()) < 0) return 1;
     }
 
-    const char* cfg_env = std::getenv(std::string(inject::config::kPathEnv).c_str());
-    const std::string cfg_path = cfg_env != nullptr && *cfg_env != '\0' ? cfg_env : std::string(inject::config::kDefaultPath);
-    auto cfg = inject::config::load_file(cfg_path, cfg_env == nullptr || *cfg_env == '\0');
+    const auto cfg_path = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+    auto cfg = inject::config::load_file(cfg_path.path, !cfg_path.given);
     if (!cfg) die(log, std::move(cfg).error().context("loading the configuration"));
     log.open_debug_log(cfg->runtime.log_file, cfg->runtime.log_level);
 
@@ -111,7 +111,7 @@ int run(int argc, char** argv) {
 
     if (ra.edits_bundle()) {
         route_library_logs(log);
-        const shim::ShimEnv env{self_dir(), cfg_env != nullptr ? cfg_env : "", env_or_empty("PATH")};
+        const shim::ShimEnv env{self_dir(), cfg_path.given ? cfg_path.path : std::string(), env_or_empty("PATH")};
         const std::string bundle = ra.bundle.value_or("");
         auto out = shim::prepare_bundle(*cfg, bundle, env, log);
         if (!out) die(log, std::move(out).error().context("container '" + ra.container_id + "'"));

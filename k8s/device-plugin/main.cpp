@@ -5,6 +5,7 @@
 #include "daemon.hpp"
 
 #include "inject/config.hpp"
+#include "inject/config_path.hpp"
 #include "inject/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -45,11 +46,10 @@ inject::Result<bool> health_disabled_by_env() {
 
 int main(int argc, char** argv) try {
     edp::DaemonOptions o;
-    if (const char* env = std::getenv(std::string(inject::config::kPathEnv).c_str()); env && *env) {
-        o.config_path = env;
-        o.config_path_given = true;
-    } else {
-        o.config_path = std::string(inject::config::kDefaultPath);
+    {
+        auto [path, given] = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+        o.config_path = std::move(path);
+        o.config_path_given = given;
     }
     std::string id_strategy = "uuid";
     std::vector<std::string> list_strategies{"envvar"};
