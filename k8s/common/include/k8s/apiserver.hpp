@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// A small Kubernetes API-server client (KUBERNETES.md section 3, "API-server access"): libcurl
+// for HTTP and TLS, nlohmann-json for bodies. TLS is always verified against the configured CA.
+// Every call has a timeout; 5xx and connection errors are retried with backoff. Errors carry
+// the verb, the path, the HTTP status and the server's message:
+//   "GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c: 404 Not Found:
+//    resourceclaims.resource.k8s.io \"c\" not found"
+// Error codes: 404 -> Errc::NotFound, 409 -> Errc::Conflict, 401/403 -> Errc::Permission,
+// other 4xx -> Errc::InvalidInput, 5xx and transport failures (after the retries) -> Errc::Io.
+
+#include "inject/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace k8s::api {
+
+using Json = nlohmann::json;
+
+/// Where the server is and how we prove who we are.
+struct Config {
+    std::string server;          ///< "https://10.0.0.1:443"
+    std::string ca_file;         ///< PEM file; or:
+    std::string ca_data;         ///< PEM text (kubeconfig certificate-authority-data, decoded)
+    std::string token;           ///< bearer token (empty: none)
+    std::string cert_file, key_file;  ///< client certificate (files)
+    std::string cert_data, key_data;  ///< client certificate (PEM text, decoded)
+    std::chrono::milliseconds timeout{10000};  ///< per attempt
+    int retries = 3;                           ///< extra attempts on 5xx / transport errors
+    std::chrono::milliseconds backoff{200};    ///< first backoff, doubled each retry
+};
+
+/// In-cluster config: `KUBERNETES_SERVICE_HOST`/`_PORT` and the service account's `token` and
+/// `ca.crt` under `sa_dir`. Errors name the variable or file that is missing.
+[[nodiscard]] inject::Result<Config> in_cluster_config(
+    const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+
+/// A kubeconfig file: the current context's cluster (server, certificate-authority or
+/// -data) and user (token, token-file, client-certificate(-data), client-key(-data)).
+/// Errors name the file and the field.
+[[nodiscard]] inject::Result<Config> load_kubeconfig(const std::string& path);
+
+class Client {
+public:
+    [[nodiscard]] static inject::Result<std::unique_ptr<Client>> create(Config cfg);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    /// `path` is absolute from the server root ("/apis/resource.k8s.io/v1/resourceslices").
+    [[nodiscard]] inject::Result<Json> get(const std::string& path);
+    /// GET with `labelSelector` / `fieldSelector` query parameters (empty: left out).
+    [[nodiscard]] inject::Result<Json> list(const std::string& path, const std::string& label_selector = {},
+                                            const std::string& field_selector = {});
+    [[nodiscard]] inject::Result<Json> create(const std::string& path, const Json& body);  ///< POST
+    [[nodiscard]] inject::Result<Json> update(const std::string& path, const Json& body);  ///< PUT
+    [[nodiscard]] inject::Result<void> remove(const std::string& path);                    ///< DELETE (404 is ok)
+    [[nodiscard]] inject::Result<Json> patch_merge(const std::string& path, const Json& patch);
+    [[nodiscard]] inject::Result<Json> patch_json(const std::string& path, const Json& ops);
+    /// GET `path`, apply `mutate` to the object, PUT it back; on 409 re-read and try again
+    /// (up to `retries` times). `mutate` returning false means nothing to change (no PUT).
+    [[nodiscard]] inject::Result<Json> update_with_retry(const std::string& path,
+                                                         const std::function<bool(Json&)>& mutate);
+
+    /// API discovery (`GET /apis/resource.k8s.io`): "v1" when the server offers it, else
+    /// "v1beta1", else NotFound / Unsupported.
+    [[nodiscard]] inject::Result<std::string> resource_api_version();
+
+    struct Impl;
+
+private:
+    explicit Client(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace k8s::api
