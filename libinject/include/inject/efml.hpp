@@ -74,6 +74,10 @@ struct Event {  // efmlEvent_t
 /// Every symbol we may use, in the order `info` lists them.
 [[nodiscard]] const std::vector<std::string_view>& known_symbols();
 
+/// efmlDevMemInfo_t.mem_total_size in bytes. Its unit is undocumented: a value below 2^32 is
+/// MiB (no card has 4 PiB, and no card has less than 4 GiB in bytes), anything larger bytes.
+[[nodiscard]] std::uint64_t memory_total_bytes(std::uint64_t mem_total_size) noexcept;
+
 /// One process using a card.
 struct Process {
     std::uint32_t pid = 0;
@@ -97,6 +101,8 @@ struct Sample {
     std::optional<bool> healthy;
     std::optional<std::int32_t> numa_node;
     std::vector<Process> processes;  ///< empty when none or unknown
+    std::optional<int> pcie_max_link_speed;
+    std::optional<std::uint32_t> pci_device_id;  ///< EfmlGetDevInfo device_id
 };
 
 /// A driver event.
