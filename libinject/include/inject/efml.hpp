@@ -78,6 +78,16 @@ struct Event {  // efmlEvent_t
 /// MiB (no card has 4 PiB, and no card has less than 4 GiB in bytes), anything larger bytes.
 [[nodiscard]] std::uint64_t memory_total_bytes(std::uint64_t mem_total_size) noexcept;
 
+/// What a host's library offers, without initialising it (for `enflame-ctk info`).
+struct Probe {
+    std::string path;                  ///< the host path that was loaded
+    std::vector<std::string> missing;  ///< known symbols it does not export, in known order
+};
+
+/// Finds and dlopens the library like Library::open, but calls nothing in it. NotFound when
+/// there is none; Io when dlopen fails.
+[[nodiscard]] Result<Probe> probe(const discover::Options& opts);
+
 /// One process using a card.
 struct Process {
     std::uint32_t pid = 0;

@@ -214,6 +214,21 @@ Result<std::string> locate(const discover::Options& opts) {
 
 }  // namespace
 
+Result<Probe> probe(const discover::Options& opts) {
+    Probe p;
+    INJECT_TRY(p.path, locate(opts));
+    void* h = ::dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char* e = ::dlerror();
+        return fail(Errc::Io, "dlopen: " + std::string(e ? e : "unknown error"));
+    }
+    for (auto name : known_symbols()) {
+        if (!::dlsym(h, std::string(name).c_str())) p.missing.emplace_back(name);
+    }
+    ::dlclose(h);
+    return p;
+}
+
 Library::Library(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Library::~Library() = default;
 
