@@ -39,7 +39,7 @@ const std::vector<std::string_view>& known_symbols() {
 }
 
 std::uint64_t memory_total_bytes(std::uint64_t mem_total_size) noexcept {
-    constexpr std::uint64_t kMiB = 1024 * 1024;
+    constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
     if (mem_total_size < (std::uint64_t{1} << 32)) return mem_total_size * kMiB;
     return mem_total_size;
 }
@@ -48,7 +48,7 @@ namespace {
 
 constexpr std::uint32_t kMaxCards = 4096;     // a count beyond this is a broken library
 constexpr std::uint32_t kMaxProcesses = 1024;  // EfmlGetProcessInfo is asked for at most this
-constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 
 struct NvmlMemory {  // efmlMemory_t: bytes
     std::uint64_t total, free, used;
@@ -119,7 +119,7 @@ struct Library::Impl {
             log::debug("libefml: no symbol {}: its values stay unknown", name);
             missing.emplace_back(name);
         }
-        out = reinterpret_cast<Fn>(p);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+        out = reinterpret_cast<Fn>(p);
     }
 
     void bind_all() {
