@@ -295,6 +295,23 @@ TEST_F(SimLib, DriverGoneAndBack) {
     EXPECT_EQ(s->uuid, "TR6Y46010302");
 }
 
+// Discovery inside a daemon that keeps its own Library open must not shut the library down
+// under it: only the last Library of a file calls EfmlShutdown.
+TEST_F(SimLib, OnlyTheLastLibraryShutsDown) {
+    BUILD_OR_SKIP();
+    auto kept = open();
+    ASSERT_TRUE(kept);
+    {
+        auto other = open();
+        ASSERT_TRUE(other);
+        auto host = inject::discover::discover_with(opts(), inject::discover::Backend::Efml);
+        ASSERT_TRUE(host) << host.error().what();
+    }
+    auto s = kept->sample(1);
+    ASSERT_TRUE(s) << s.error().what();
+    EXPECT_EQ(s->uuid, "TR1V57100501");
+}
+
 // --- each known call missing in turn: its fields unknown, the rest and discovery unharmed.
 struct Missing {
     const char* name;

@@ -122,7 +122,8 @@ struct DriverEvent {
     std::string message;
 };
 
-/// The loaded, initialised library. EfmlShutdown and dlclose run in the destructor.
+/// The loaded, initialised library. dlclose runs in the destructor, and EfmlShutdown when this
+/// is the last Library of that file in the process (they share the library's global state).
 /// Not thread-safe: one thread at a time.
 class Library {
 public:

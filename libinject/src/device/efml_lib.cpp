@@ -19,6 +19,8 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace inject::efml {
@@ -97,6 +99,27 @@ std::string bus_id(const abi::DeviceInfo& i) {
     return buf;
 }
 
+// How many initialised Library objects share each loaded file. dlopen hands every open of one
+// file the same library and the same global state, so only the last one out may call
+// EfmlShutdown: an earlier one would uninitialise the others (e.g. discovery run by a daemon
+// that keeps its own Library open).
+std::mutex g_users_mu;
+std::map<std::string, int> g_users;
+
+void add_user(const std::string& path) {
+    const std::lock_guard lock(g_users_mu);
+    ++g_users[path];
+}
+
+// Whether this was the last user.
+bool drop_user(const std::string& path) {
+    const std::lock_guard lock(g_users_mu);
+    const auto it = g_users.find(path);
+    if (it == g_users.end() || --it->second > 0) return false;
+    g_users.erase(it);
+    return true;
+}
+
 }  // namespace
 
 struct Library::Impl {
@@ -108,7 +131,7 @@ struct Library::Impl {
     Fns f;
 
     ~Impl() {
-        if (initialised && f.shutdown) f.shutdown();
+        if (initialised && drop_user(path) && f.shutdown) f.shutdown();
         if (handle) ::dlclose(handle);
     }
 
@@ -249,6 +272,7 @@ Result<std::unique_ptr<Library>> Library::open(const discover::Options& opts) {
     if (int rc = f.init(false); rc != abi::kSuccess)
         return fail(Errc::Io, "EfmlInit failed with " + std::to_string(rc));
     impl->initialised = true;
+    add_user(impl->path);
     impl->nvml = f.n_init && f.n_handle && f.n_init() == abi::kSuccess;
     return std::unique_ptr<Library>(new Library(std::move(impl)));
 }
