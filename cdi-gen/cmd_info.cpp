@@ -4,6 +4,7 @@
 #include "context.hpp"
 
 #include "inject/discover.hpp"
+#include "inject/efml.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +105,29 @@ void print_text(const inject::device::Host& h) {
     }
 }
 
+// Which known libefml calls the host's library lacks; null when there is no library.
+Json efml_json(const disc::Options& opts) {
+    auto p = inject::efml::probe(opts);
+    if (!p && p.error().code() == inject::Errc::NotFound) return nullptr;
+    if (!p) return Json{{"error", p.error().what()}};
+    return Json{{"path", p->path}, {"missing", p->missing}};
+}
+
+void print_efml(const Json& e) {
+    if (e.is_null()) return;
+    if (e.contains("error")) {
+        std::cout << "libefml: " << e["error"].get<std::string>() << "\n";
+        return;
+    }
+    std::cout << "libefml: " << e["path"].get<std::string>();
+    if (e["missing"].empty()) std::cout << " (every known call)\n";
+    else {
+        std::cout << " lacks";
+        for (const auto& m : e["missing"]) std::cout << " " << m.get<std::string>();
+        std::cout << "\n";
+    }
+}
+
 void run(Context& ctx, const InfoArgs& a) {
     auto cfg = ctx.config();
     if (!cfg) throw Exit{report(cfg.error())};
@@ -116,10 +140,15 @@ void run(Context& ctx, const InfoArgs& a) {
     opts.with_drs = !a.no_drs;
     auto host = disc::discover(opts);
     if (!host) throw Exit{report(host.error())};
-    if (a.format == "json")
-        std::cout << host_json(*host).dump(2) << "\n";
-    else
+    const Json efml = efml_json(opts);
+    if (a.format == "json") {
+        Json j = host_json(*host);
+        if (!efml.is_null()) j["libefml"] = efml;
+        std::cout << j.dump(2) << "\n";
+    } else {
         print_text(*host);
+        print_efml(efml);
+    }
 }
 
 void register_info(CLI::App& app, Context& ctx) {

@@ -13,6 +13,7 @@
 
 #include "efsmi_print.hpp"
 #include "model_json.hpp"
+#include "telemetry.hpp"
 
 namespace {
 
@@ -34,9 +35,12 @@ Command parse_args(int argc, char** argv) {
     return Command::Usage;
 }
 
+std::string own_dir() {
+    return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
 sim::Host load() {
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe");
-    return sim::load_host((exe.parent_path() / sim::kDescFile).string(), "/proc/self/exe");
+    return sim::load_host(own_dir() + "/" + std::string(sim::kDescFile), "/proc/self/exe");
 }
 
 // The truncated fault: the output stops half way, in the middle of a line.
@@ -63,6 +67,11 @@ int flood(const std::string& s) {
 }
 
 int run(int argc, char** argv) {
+    const std::string dir = own_dir();
+    if (sim::driver_gone(dir)) {
+        std::fprintf(stderr, "efsmi: error: the Enflame driver is not loaded\n");
+        return 3;
+    }
     const sim::Host h = load();
     if (h.faults.efsmi_sleep_ms > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(h.faults.efsmi_sleep_ms));
@@ -75,16 +84,16 @@ int run(int argc, char** argv) {
     }
     if (h.faults.efsmi_flood) {
         const Command c = parse_args(argc, argv);
-        if (c == Command::QueryText) return flood(sim::efsmi_query_text(h));
-        if (c == Command::QueryJson) return flood(sim::efsmi_query_json(h));
+        if (c == Command::QueryText) return flood(sim::efsmi_query_text(h, dir));
+        if (c == Command::QueryJson) return flood(sim::efsmi_query_json(h, dir));
     }
     if (h.faults.efsmi_exit_code != 0) return h.faults.efsmi_exit_code;
     switch (parse_args(argc, argv)) {
         case Command::QueryText:
-            return emit(shaped(h, sim::efsmi_query_text(h)), 0);
+            return emit(shaped(h, sim::efsmi_query_text(h, dir)), 0);
         case Command::QueryJson:
             if (h.faults.json_unsupported) return emit(sim::efsmi_usage(), 1);
-            return emit(shaped(h, sim::efsmi_query_json(h)), 0);
+            return emit(shaped(h, sim::efsmi_query_json(h, dir)), 0);
         case Command::List:
             return emit(sim::efsmi_list(h), 0);
         case Command::Profiles:

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "efsmi_print.hpp"
 
+#include "telemetry.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -44,7 +46,7 @@ BusParts split_bus(const std::string& id) {  // "0000:17:00.0", validated by the
     return {id.substr(0, 4), id.substr(5, 2), id.substr(8, 2), id.substr(11, 1)};
 }
 
-Section pcie_section(const Card& c) {
+Section pcie_section(const Card& c, const Telemetry& t) {
     const auto b = split_bus(c.bus_id);
     return {"PCIe Info",
             {{"Vendor ID", "1e36"},
@@ -56,24 +58,38 @@ Section pcie_section(const Card& c) {
              {"Link Info", "", false, true},
              {"Max Link Speed", "Gen5"},
              {"Max Link Width", "X16"},
-             {"Cur Link Speed", "Gen3"},
-             {"Cur Link Width", "X8"},
+             {"Cur Link Speed", "Gen" + std::to_string(t.pcie_link_speed)},
+             {"Cur Link Width", "X" + std::to_string(t.pcie_link_width)},
              {"Tx Throughput", "0 MiB/s"},
              {"Rx Throughput", "0 MiB/s"}}};
 }
 
-Section mem_section(const Host& h, const Card& c) {
-    const std::uint64_t taken = kReservedMib + c.used_mib;
+Section mem_section(const Host& h, const Card& c, const Telemetry& t) {
+    const std::uint64_t taken = kReservedMib + t.memory_used_mib;
     const std::uint64_t free_mib = c.memory_mib > taken ? c.memory_mib - taken : 0;
     const bool old = h.faults.old_keys;
     return {"Device Mem Info",
             {{old ? "Mem Size" : "Total Size", mib(c.memory_mib)},
              {"Reserved Size", mib(kReservedMib)},
-             {old ? "Mem Usage" : "Used Size", mib(c.used_mib)},
+             {old ? "Mem Usage" : "Used Size", mib(t.memory_used_mib)},
              {"Free Size", mib(free_mib)}}};
 }
 
-std::vector<Section> card_sections(const Host& h, const Card& c) {
+// A reading as efsmi prints it: whole numbers without a fraction, others with one digit.
+std::string reading(double v) {
+    char buf[32];
+    if (v == static_cast<double>(static_cast<long long>(v))) {
+        (void)std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    } else {
+        (void)std::snprintf(buf, sizeof buf, "%.1f", v);
+    }
+    return buf;
+}
+
+std::vector<Section> card_sections(const Host& h, const Card& c, const std::string& dir) {
+    const Telemetry t = telemetry_of(c, dir);
+    char usage[32];
+    (void)std::snprintf(usage, sizeof usage, "%.1f %%", t.usage);
     return {
         {"Driver Info", {{"Ver", h.driver_version}}},
         {"Device Info",
@@ -83,16 +99,19 @@ std::vector<Section> card_sections(const Host& h, const Card& c) {
           {"Dev PN", "EFB-0088000-00"},
           {"Dev MFD", "2025-1-6"},
           {"Health", c.healthy ? "True" : "False"}}},
-        pcie_section(c),
-        {"Clock Info", {{"Mem CLK", "7000 MHz"}}},
-        {"Power Info", {{"Power Capa", "300 W"}, {"Cur Power", "96 W"}, {"Dpm Level", "Sleep"}}},
-        mem_section(h, c),
-        {"Temperature Info", {{"GCU Temp", "35 \u2103"}}},
+        pcie_section(c, t),
+        {"Clock Info", {{"Mem CLK", std::to_string(t.hbm_clock) + " MHz"}}},
+        {"Power Info",
+         {{"Power Capa", reading(t.power_capability) + " W"},
+          {"Cur Power", reading(t.power) + " W"},
+          {"Dpm Level", "Sleep"}}},
+        mem_section(h, c, t),
+        {"Temperature Info", {{"GCU Temp", reading(t.temperature) + " \u2103"}}},
         {"Voltage Info",
          {{"VDD GCU", "0.702 V"}, {"VDD SOC", "0.743 V"}, {"VDD MEMQC", "1.349 V"}}},
-        {"Device Usage Info", {{"GCU Usage", "0.0 %"}}},
+        {"Device Usage Info", {{"GCU Usage", usage}}},
         {"ECC Mode", {{"Current", "Enable"}, {"Pending", "Enable"}}},
-        {"RMA Info", {{"Flags", "False"}, {"Total DBE", "0", true}}},
+        {"RMA Info", {{"Flags", "False"}, {"Total DBE", std::to_string(t.ecc_double_bit), true}}},
         {"Power Cable", {{"Status", "Normal"}}},
         {"VPU Info", {{"Encoder Usage", "0 %"}, {"Decoder Usage", "0 %"}}},
     };
@@ -112,11 +131,11 @@ nlohmann::ordered_json json_value(const Field& f) {
 
 }  // namespace
 
-std::string efsmi_query_text(const Host& h) {
+std::string efsmi_query_text(const Host& h, const std::string& dir) {
     std::string out = kBanner;
     for (const auto& c : h.cards) {
         out += "DEV ID " + std::to_string(c.index) + "\n";
-        for (const auto& s : card_sections(h, c)) {
+        for (const auto& s : card_sections(h, c, dir)) {
             out += "    " + s.name + "\n";
             for (const auto& f : s.fields) out += field_line(f);
         }
@@ -124,12 +143,12 @@ std::string efsmi_query_text(const Host& h) {
     return out;
 }
 
-std::string efsmi_query_json(const Host& h) {
+std::string efsmi_query_json(const Host& h, const std::string& dir) {
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (const auto& c : h.cards) {
         nlohmann::ordered_json dev;
         dev["id"] = c.index;
-        for (const auto& s : card_sections(h, c)) {
+        for (const auto& s : card_sections(h, c, dir)) {
             nlohmann::ordered_json sec = nlohmann::ordered_json::object();
             for (const auto& f : s.fields) {
                 if (!f.sub_header) sec[f.key] = json_value(f);

@@ -11,11 +11,12 @@
 
 namespace sim {
 
-/// `efsmi -q`: the layout of tests/fixtures/efsmi/efsmi-q-s60-*.txt.
-[[nodiscard]] std::string efsmi_query_text(const Host& h);
+/// `efsmi -q`: the layout of tests/fixtures/efsmi/efsmi-q-s60-*.txt. Telemetry values come
+/// from the telemetry file in `dir` (telemetry.hpp; defaults when `dir` is empty).
+[[nodiscard]] std::string efsmi_query_text(const Host& h, const std::string& dir = {});
 
 /// `efsmi -q --json-format`: the JSON model of docs/efsmi-model.md.
-[[nodiscard]] std::string efsmi_query_json(const Host& h);
+[[nodiscard]] std::string efsmi_query_json(const Host& h, const std::string& dir = {});
 
 /// `efsmi -L`: cards and their DRS instances.
 [[nodiscard]] std::string efsmi_list(const Host& h);

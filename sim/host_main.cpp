@@ -3,8 +3,15 @@
 // example description.
 //   enflame-sim-host build --desc FILE --root DIR [--sim-dir DIR]
 //   enflame-sim-host example --cards N [--product S60|T10] [--drs] [--unhealthy I]
+//   enflame-sim-host telemetry --root R --card I key=value...
+//   enflame-sim-host event --root R --card I --type T [--message M]
+//   enflame-sim-host driver --root R gone|back
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -12,6 +19,8 @@
 #include "builder.hpp"
 #include "desc.hpp"
 #include "example.hpp"
+#include "model_json.hpp"
+#include "telemetry.hpp"
 
 namespace {
 
@@ -42,6 +51,67 @@ int run_example(const sim::ExampleOptions& o) {
     return std::fflush(stdout) == 0 ? 0 : 1;
 }
 
+int complain(const std::string& why) {
+    std::fprintf(stderr, "error: %s\n", why.c_str());
+    return 1;
+}
+
+// The folder of enflame-sim.json in a built root (usr/local/efsmi/efsmi-<ver>/), or empty.
+std::string desc_dir(const std::string& root) {
+    std::error_code ec;
+    const std::filesystem::path base = std::filesystem::path(root) / "usr/local/efsmi";
+    for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
+        if (std::filesystem::exists(e.path() / sim::kDescFile, ec)) return e.path().string();
+    }
+    return {};
+}
+
+// The description folder of `root` after checking that card `card` exists; empty + message.
+std::string card_dir(const std::string& root, std::uint32_t card) {
+    const std::string dir = desc_dir(root);
+    if (dir.empty()) {
+        (void)complain("root '" + root + "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
+        return {};
+    }
+    const sim::Host h = sim::load_host_json(dir + "/" + std::string(sim::kDescFile));
+    if (card >= h.cards.size()) {
+        (void)complain("--card " + std::to_string(card) + ": the host has " + std::to_string(h.cards.size()) +
+                       " cards");
+        return {};
+    }
+    return dir;
+}
+
+int run_telemetry(const std::string& root, std::uint32_t card, const std::vector<std::string>& kv) {
+    const std::string dir = card_dir(root, card);
+    if (dir.empty()) return 1;
+    if (auto why = sim::set_telemetry(dir, card, kv); !why.empty()) return complain(why);
+    return 0;
+}
+
+int run_event(const std::string& root, std::uint32_t card, const std::string& type, const std::string& msg) {
+    const auto t = sim::event_type(type);
+    if (!t) return complain("--type '" + type + "': expected suspend, reset-start, reset-finish, eid or a number");
+    const std::string dir = card_dir(root, card);
+    if (dir.empty()) return 1;
+    if (auto why = sim::append_event(dir, {card, *t, msg}); !why.empty()) return complain(why);
+    return 0;
+}
+
+int run_driver(const std::string& root, const std::string& state) {
+    const std::string dir = desc_dir(root);
+    if (dir.empty()) return complain("root '" + root + "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
+    const std::string flag = dir + "/" + std::string(sim::kDriverGoneFile);
+    if (state == "back") {
+        if (::unlink(flag.c_str()) != 0 && errno != ENOENT) return complain("cannot remove '" + flag + "'");
+        return 0;
+    }
+    const int fd = ::open(flag.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return complain("cannot create '" + flag + "'");
+    ::close(fd);
+    return 0;
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"Builds a simulated Enflame host (test tool of enflame-container-toolkit)."};
     app.require_subcommand(1);
@@ -63,12 +133,35 @@ int run(int argc, char** argv) {
     auto* unhealthy_opt =
         example->add_option("--unhealthy", unhealthy, "index of an unhealthy card");
 
+    std::string root;
+    std::uint32_t card = 0;
+    std::vector<std::string> kv;
+    auto* telemetry = app.add_subcommand("telemetry", "set a card's readings while daemons run");
+    telemetry->add_option("--root", root, "a built root")->required();
+    telemetry->add_option("--card", card, "card index")->required();
+    telemetry->add_option("settings", kv, "key=value ... (see sim/README.md)")->required();
+
+    std::string type, message;
+    auto* event = app.add_subcommand("event", "send a driver event");
+    event->add_option("--root", root, "a built root")->required();
+    event->add_option("--card", card, "card index")->required();
+    event->add_option("--type", type, "suspend, reset-start, reset-finish, eid or a number")->required();
+    event->add_option("--message", message, "event text");
+
+    std::string state;
+    auto* driver = app.add_subcommand("driver", "unload (gone) or reload (back) the simulated driver");
+    driver->add_option("--root", root, "a built root")->required();
+    driver->add_option("state", state, "gone or back")->required()->check(CLI::IsMember({"gone", "back"}));
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
     if (build->parsed()) return run_build(desc, opts);
+    if (telemetry->parsed()) return run_telemetry(root, card, kv);
+    if (event->parsed()) return run_event(root, card, type, message);
+    if (driver->parsed()) return run_driver(root, state);
     if (unhealthy_opt->count() > 0) ex.unhealthy = unhealthy;
     return run_example(ex);
 }

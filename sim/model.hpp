@@ -89,9 +89,13 @@ struct ProductDefaults {
 
 /// The libefml symbols the simulator exports (DESIGN.md section 3).
 inline constexpr std::string_view kEfmlSymbols[] = {
-    "EfmlInit",           "EfmlShutdown",    "EfmlGetDevCount",    "EfmlGetDriverVer",
-    "EfmlGetDevName",     "EfmlGetDevUuid",  "EfmlGetDevMinor",    "EfmlGetDevPciBusId",
-    "EfmlGetDevMemTotal", "EfmlGetNumaNode", "EfmlGetDevIsHealth",
+    "EfmlInit",           "EfmlShutdown",        "EfmlGetDevCount",     "EfmlGetDriverVer",
+    "EfmlGetDevName",     "EfmlGetDevUuid",      "EfmlGetDevSn",        "EfmlGetDevInfo",
+    "EfmlGetDevMem",      "EfmlGetNumaNode",     "EfmlGetDevIsHealth",  "EfmlGetDevDtuUsage",
+    "EfmlGetDevPwr",      "EfmlGetDevTemp",      "EfmlGetDevTempV2",    "EfmlGetDevClk",
+    "EfmlGetDevEccStatus", "EfmlGetPcieLinkInfo", "EfmlGetProcessInfo", "EfmlGetEvent",
+    "efmlInit",           "efmlDeviceGetCount_v2", "efmlDeviceGetHandleByIndex_v2",
+    "efmlDeviceGetName",  "efmlDeviceGetMemoryInfo", "efmlDeviceGetPowerUsage",
 };
 
 /// The profiles card `c` offers (those of its product, or product-less ones).

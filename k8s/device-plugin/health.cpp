@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "health.hpp"
 
+#include "inject/efml.hpp"
 #include "inject/log.hpp"
 
 #include <sys/stat.h>
@@ -27,11 +28,40 @@ std::string node_problem(const inject::device::DeviceNode& n) {
 
 }  // namespace
 
+namespace {
+
+// The cards' health straight from libefml (EfmlGetDevIsHealth per card); nullopt when the
+// library cannot say (driver gone, a call failing).
+DriverHealth library_health(inject::efml::Library& lib) {
+    auto n = lib.count();
+    if (!n) {
+        inject::log::debug("health: {}", n.error().what());
+        return std::nullopt;
+    }
+    std::map<std::string, std::optional<bool>> out;
+    for (std::uint32_t i = 0; i < *n; ++i) {
+        auto s = lib.sample(i);
+        if (!s) {
+            inject::log::debug("health: {}", s.error().what());
+            return std::nullopt;
+        }
+        out[key(s->uuid, i)] = lib.healthy(i);
+    }
+    return out;
+}
+
+}  // namespace
+
 DriverHealth driver_health(const inject::discover::Options& opts) {
     auto o = opts;
     o.with_drs = false;  // health needs the cards only
-    auto host = inject::discover::discover_with(o, inject::discover::Backend::Efml);
-    if (!host && host.error().code() == inject::Errc::NotFound) host = inject::discover::discover(o);
+    auto lib = inject::efml::Library::open(o);
+    if (lib) return library_health(**lib);
+    if (lib.error().code() != inject::Errc::NotFound) {
+        inject::log::debug("health: libefml: {}", lib.error().what());
+        return std::nullopt;
+    }
+    auto host = inject::discover::discover(o);
     if (!host) {
         inject::log::debug("health: discovery failed: {}", host.error().what());
         return std::nullopt;

@@ -44,8 +44,8 @@ for b, h in got.items():
     assert len(h["devices"]) == 8, (b, len(h["devices"]))
     assert h["control"]["path"] == "/dev/gcuctl", b
 # Every field that two backends both know must be equal; the ones every backend must know are.
-must = ["index", "minor", "uuid", "product", "architecture", "memory_bytes", "pci_bus_id",
-        "numa_node", "healthy", "driver_version", "node", "drs_instances"]
+must = ["index", "minor", "uuid", "serial", "product", "architecture", "memory_bytes", "pci_bus_id",
+        "pci_device_id", "numa_node", "healthy", "driver_version", "node", "drs_instances"]
 ref = got["efsmi-json"]
 for b in ["efsmi-text", "libefml"]:
     for a, c in zip(ref["devices"], got[b]["devices"]):
@@ -62,6 +62,32 @@ assert [x["healthy"] for x in devs] == [True] * 5 + [False] + [True] * 2
 assert all(x["memory_bytes"] == 42976 << 20 and x["architecture"] == "GCU300" for x in devs)
 assert sum(len(x["drs_instances"]) for x in devs) > 0 and len(ref["drs_profiles"]) == 3
 PY
+}
+
+@test "info: lists the known libefml calls the host's library lacks, whichever backend answers" {
+  host8 h "faults: {efml_missing_symbols: [EfmlGetEvent, EfmlGetDevTempV2]}"
+  local lib
+  lib=$(echo "$SCRATCH"/h/usr/local/efsmi/efsmi-*/lib/libefml.so.1.0.0)
+  [ -f "$lib" ]
+  run info "$SCRATCH/h" --format json
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .backend <<<"$output")" = efsmi-json ]
+  [ "$(jq -c .libefml <<<"$output")" = "{\"path\":\"$lib\",\"missing\":[\"EfmlGetDevTempV2\",\"EfmlGetEvent\"]}" ]
+  run info "$SCRATCH/h" --backend libefml
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"libefml: $lib lacks EfmlGetDevTempV2 EfmlGetEvent"* ]]
+  host8 full
+  run info "$SCRATCH/full" --format json
+  [ "$(jq -c .libefml.missing <<<"$output")" = "[]" ]
+  run info "$SCRATCH/full"
+  [[ "$output" == *"libefml: "*" (every known call)"* ]]
+  host8 nolib "faults: {efml_absent: true}"
+  run info "$SCRATCH/nolib" --format json
+  [ "$status" -eq 0 ]
+  [ "$(jq -c 'has("libefml")' <<<"$output")" = false ]
+  run info "$SCRATCH/nolib"
+  [ "$status" -eq 0 ]
+  refute_grep '^libefml'
 }
 
 @test "info: text output names the backend (modelled JSON) and each card" {

@@ -38,7 +38,7 @@ EOF
 efml() {
   python3 - "$(efml_in "$SCRATCH/root")" <<EOF
 import ctypes, sys
-from ctypes import byref, c_uint32, c_uint64, c_int32, c_bool, create_string_buffer
+from ctypes import Structure, sizeof, byref, c_char, c_int, c_uint32, c_uint64, c_int32, c_bool, create_string_buffer
 L = ctypes.CDLL(sys.argv[1])
 buf = create_string_buffer(128)
 $1
@@ -321,43 +321,72 @@ assert L.EfmlGetDevCount(byref(n)) == 3            # not initialised
 assert L.EfmlInit(False) == 0
 assert L.EfmlGetDevCount(byref(n)) == 0 and n.value == 2
 assert L.EfmlGetDriverVer(buf) == 0 and buf.value == b"1.5.0.7"
+class DeviceInfo(Structure):
+    _fields_ = [("name", c_char * 128)] + [(f, c_uint32) for f in
+                ("vendor_id", "device_id", "domain_id", "bus_id", "dev_id", "func_id", "logic_id")]
+class DevMemInfo(Structure):
+    _fields_ = [("mem_total_size", c_uint64), ("mem_used", c_uint32)]
+assert sizeof(DeviceInfo) == 156 and sizeof(DevMemInfo) == 16
 rows = []
 for i in range(2):
-    m, b, nn, h = c_uint32(), c_uint64(), c_int32(), c_bool()
+    di, mi, nn, h = DeviceInfo(), DevMemInfo(), c_int32(), c_bool()
     assert L.EfmlGetDevName(i, buf) == 0; name = buf.value.decode()
     assert L.EfmlGetDevUuid(i, buf) == 0; uuid = buf.value.decode()
-    assert L.EfmlGetDevPciBusId(i, buf) == 0; bus = buf.value.decode()
-    assert L.EfmlGetDevMinor(i, byref(m)) == 0
-    assert L.EfmlGetDevMemTotal(i, byref(b)) == 0
+    assert L.EfmlGetDevInfo(i, byref(di)) == 0
+    bus = f"{di.domain_id:04x}:{di.bus_id:02x}:{di.dev_id:02x}.{di.func_id:x}"
+    assert L.EfmlGetDevMem(i, byref(mi)) == 0
     assert L.EfmlGetNumaNode(i, byref(nn)) == 0
     assert L.EfmlGetDevIsHealth(i, byref(h)) == 0
-    rows.append(f"{name} {uuid} {bus} {m.value} {b.value} {nn.value} {h.value}")
+    rows.append(f"{name} {uuid} {bus} {di.vendor_id:x}:{di.device_id:x} {mi.mem_total_size} {mi.mem_used} {nn.value} {h.value}")
 print("\n".join(rows))
 assert L.EfmlGetDevName(2, buf) == 2                # index out of range
-assert L.EfmlGetDevMinor(0, None) == 2              # null out-pointer
-assert L.EfmlShutdown() == 0
-assert L.EfmlGetDevName(0, buf) == 3 and L.EfmlShutdown() == 3
+assert L.EfmlGetDevInfo(0, None) == 2               # null out-pointer
+L.EfmlShutdown()
+assert L.EfmlGetDevName(0, buf) == 3                # not initialised
 print("ok")'
   [ "$status" -eq 0 ]
-  [ "$output" = "T10 GCU-U53000080105 0000:9a:00.0 6 16777216000 1 True
-S60 TR6Y46010302 0000:17:00.0 2 45063602176 0 True
+  [ "$output" = "T10 GCU-U53000080105 0000:9a:00.0 1e36:c011 16000 0 1 True
+S60 TR6Y46010302 0000:17:00.0 1e36:c035 42976 0 0 True
 ok" ]
 }
 
-@test "libefml exports only the Efml* ABI" {
+@test "telemetry, events and driver gone/back: libefml and efsmi follow while running" {
   sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
-  run bash -c "nm -D --defined-only '$(efml_in "$SCRATCH/root")' | awk '{print \$3}' | sort"
-  [ "$output" = "EfmlGetDevCount
-EfmlGetDevIsHealth
-EfmlGetDevMemTotal
-EfmlGetDevMinor
-EfmlGetDevName
-EfmlGetDevPciBusId
-EfmlGetDevUuid
-EfmlGetDriverVer
-EfmlGetNumaNode
-EfmlInit
-EfmlShutdown" ]
+  "$SIM_HOST" telemetry --root "$SCRATCH/root" --card 1 temperature=77 power=150.5 usage=12.5 \
+    memory_used_mib=4096 ecc_double_bit=3 pcie_link_width=16
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq -c '.devices[1] | [.\"Temperature Info\".\"GCU Temp\", .\"Power Info\".\"Cur Power\", .\"Device Usage Info\".\"GCU Usage\", .\"Device Mem Info\".\"Used Size\", .\"RMA Info\".\"Total DBE\", .\"PCIe Info\".\"Cur Link Width\"]'"
+  [ "$output" = '["77 ℃","150.5 W","12.5 %","4096 MiB",3,"X16"]' ]
+  run "$SIM_HOST" telemetry --root "$SCRATCH/root" --card 0 temperature=hot
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: 'temperature=hot': bad value 'hot' for temperature" ]
+  "$SIM_HOST" driver --root "$SCRATCH/root" gone
+  run efsmi_in "$SCRATCH/root" -q
+  [ "$status" -ne 0 ]
+  [ "$output" = "efsmi: error: the Enflame driver is not loaded" ]
+  run efml 'print(L.EfmlInit(False))'
+  [ "$output" = 6 ]
+  "$SIM_HOST" driver --root "$SCRATCH/root" back
+  run efsmi_in "$SCRATCH/root" -q
+  [ "$status" -eq 0 ]
+  export SIM_HOST SCRATCH
+  run efml '
+class Event(Structure):
+    _fields_ = [("event_id", c_uint32), ("event_type", c_int), ("event_msg", c_char * 128)]
+import subprocess, os
+assert L.EfmlInit(False) == 0
+ev = Event()
+assert L.EfmlGetEvent(20, byref(ev)) != 0           # nothing new: timeout
+subprocess.run([os.environ["SIM_HOST"], "event", "--root", os.environ["SCRATCH"] + "/root",
+                "--card", "1", "--type", "eid", "--message", "EID 42"], check=True)
+assert L.EfmlGetEvent(1000, byref(ev)) == 0
+print(ev.event_id, ev.event_type, ev.event_msg.decode())'
+  [ "$output" = "1 20 EID 42" ]
+}
+
+@test "libefml exports only the libefml ABI (efml.h names)" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  run bash -c "nm -D --defined-only '$(efml_in "$SCRATCH/root")' | awk '{print \$3}' | LC_ALL=C sort | tr '\n' ' '"
+  [ "$output" = "EfmlGetDevClk EfmlGetDevCount EfmlGetDevDtuUsage EfmlGetDevEccStatus EfmlGetDevInfo EfmlGetDevIsHealth EfmlGetDevMem EfmlGetDevName EfmlGetDevPwr EfmlGetDevSn EfmlGetDevTemp EfmlGetDevTempV2 EfmlGetDevUuid EfmlGetDriverVer EfmlGetEvent EfmlGetNumaNode EfmlGetPcieLinkInfo EfmlGetProcessInfo EfmlInit EfmlShutdown efmlDeviceGetCount_v2 efmlDeviceGetHandleByIndex_v2 efmlDeviceGetMemoryInfo efmlDeviceGetName efmlDeviceGetPowerUsage efmlInit " ]
 }
 
 @test "fault efml_missing_symbols: dlsym fails for those, the others still work" {
@@ -369,7 +398,7 @@ assert L.EfmlInit(False) == 0
 n = c_uint32()
 assert L.EfmlGetDevCount(byref(n)) == 0 and n.value == 2
 assert L.EfmlGetDevName(1, buf) == 0 and buf.value == b"S60"
-assert L.EfmlGetDevPciBusId(1, buf) == 0 and buf.value == b"0000:11:00.0"
+assert L.EfmlGetDevSn(1, buf) == 0 and buf.value != b""
 print("ok")'
   [ "$output" = ok ]
   # also through dlopen/dlsym of the soname symlink resolved inside the root

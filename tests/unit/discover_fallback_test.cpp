@@ -61,7 +61,7 @@ const Fault kFaults[] = {
      std::chrono::milliseconds(300)},
     {"EfmlMissingUuid", "{efsmi_absent: true, efml_missing_symbols: [EfmlGetDevUuid]}", "libefml",
      {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
-    {"EfmlMissingMinorUsesSysfs", "{efsmi_absent: true, efml_missing_symbols: [EfmlGetDevMinor, EfmlGetNumaNode]}",
+    {"EfmlMissingNumaUsesSysfs", "{efsmi_absent: true, efml_missing_symbols: [EfmlGetNumaNode]}",
      "libefml", {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
     {"EfmlMissingInit", "{efsmi_absent: true, efml_missing_symbols: [EfmlInit]}", nullptr,
      {"no backend found the cards: efsmi-json: " + kNoEfsmi + "; efsmi-text: " + kNoEfsmi +

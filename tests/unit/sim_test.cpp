@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "builder.hpp"
 #include "desc.hpp"
 #include "efsmi_print.hpp"
 #include "example.hpp"
+#include "inject/efml.hpp"
 #include "model_json.hpp"
 #include "test_util.hpp"
 
@@ -197,6 +200,15 @@ TEST(SimBuilder, HideSymbolsRenamesEveryNulDelimitedCopy) {
     auto missing = sim::hide_symbols(elf, {"EfmlShutdown"});
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().what(), "the libefml simulator has no symbol 'EfmlShutdown'");
+}
+
+// The simulator exports (and can drop) exactly the calls our reader knows.
+TEST(SimModel, EfmlSymbolsAreTheReadersKnownSymbols) {
+    std::vector<std::string> sim_names(std::begin(sim::kEfmlSymbols), std::end(sim::kEfmlSymbols));
+    std::vector<std::string> known(inject::efml::known_symbols().begin(), inject::efml::known_symbols().end());
+    std::sort(sim_names.begin(), sim_names.end());
+    std::sort(known.begin(), known.end());
+    EXPECT_EQ(sim_names, known);
 }
 
 TEST(SimExample, ValidForEverySizeAndDeterministic) {

@@ -74,6 +74,20 @@ struct Event {  // efmlEvent_t
 /// Every symbol we may use, in the order `info` lists them.
 [[nodiscard]] const std::vector<std::string_view>& known_symbols();
 
+/// efmlDevMemInfo_t.mem_total_size in bytes. Its unit is undocumented: a value below 2^32 is
+/// MiB (no card has 4 PiB, and no card has less than 4 GiB in bytes), anything larger bytes.
+[[nodiscard]] std::uint64_t memory_total_bytes(std::uint64_t mem_total_size) noexcept;
+
+/// What a host's library offers, without initialising it (for `enflame-ctk info`).
+struct Probe {
+    std::string path;                  ///< the host path that was loaded
+    std::vector<std::string> missing;  ///< known symbols it does not export, in known order
+};
+
+/// Finds and dlopens the library like Library::open, but calls nothing in it. NotFound when
+/// there is none; Io when dlopen fails.
+[[nodiscard]] Result<Probe> probe(const discover::Options& opts);
+
 /// One process using a card.
 struct Process {
     std::uint32_t pid = 0;
@@ -97,6 +111,8 @@ struct Sample {
     std::optional<bool> healthy;
     std::optional<std::int32_t> numa_node;
     std::vector<Process> processes;  ///< empty when none or unknown
+    std::optional<int> pcie_max_link_speed;
+    std::optional<std::uint32_t> pci_device_id;  ///< EfmlGetDevInfo device_id
 };
 
 /// A driver event.
@@ -106,7 +122,8 @@ struct DriverEvent {
     std::string message;
 };
 
-/// The loaded, initialised library. EfmlShutdown and dlclose run in the destructor.
+/// The loaded, initialised library. dlclose runs in the destructor, and EfmlShutdown when this
+/// is the last Library of that file in the process (they share the library's global state).
 /// Not thread-safe: one thread at a time.
 class Library {
 public:
