@@ -213,6 +213,44 @@ stop_pid() {
   wait "$pid" 2>/dev/null || true
 }
 
+# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after $WAIT_FOR_S seconds
+# (default 10), naming CMD. For daemons' effects (a socket, a file, a log line), never a sleep.
+wait_for() {
+  local i
+  for (( i = 0; i < ${WAIT_FOR_S:-10} * 10; i++ )); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# manifests_json DIR: the documents DIR/kustomization.yaml lists, as one JSON object keyed by
+# kind (the deployments/ tests check them with python3 or jq).
+manifests_json() {
+  python3 - "$1" <<'PY'
+import json, sys, yaml
+d = sys.argv[1]
+docs = {}
+for r in yaml.safe_load(open(d + "/kustomization.yaml"))["resources"]:
+    for doc in yaml.safe_load_all(open(d + "/" + r)):
+        docs[doc["kind"]] = doc
+print(json.dumps(docs))
+PY
+}
+
+# installs_daemon NAME MANPAGE DEPLOYMENTS: `cmake --install` of $BUILD_DIR (into $SCRATCH/stage,
+# never the real /usr) carries bin/NAME (whose --version names it), man/MANPAGE (e.g. man8/x.8)
+# and the manifests folder deployments/DEPLOYMENTS.
+installs_daemon() {
+  DESTDIR=$SCRATCH/stage cmake --install "$BUILD_DIR" --prefix /usr >/dev/null || return 1
+  local s=$SCRATCH/stage/usr
+  [ -x "$s/bin/$1" ] || { echo "no bin/$1"; return 1; }
+  [ -f "$s/share/man/$2" ] || { echo "no man/$2"; return 1; }
+  [ -f "$s/share/doc/enflame-container-toolkit/deployments/$3/kustomization.yaml" ] || { echo "no deployments/$3"; return 1; }
+  [[ $("$s/bin/$1" --version) == "$1 "* ]] || { echo "$1 --version"; return 1; }
+}
+
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
 
