@@ -47,19 +47,24 @@ inject::Result<Setup> load(const DaemonOptions& o) {
 inject::Result<void> check_output(const std::string& output) {
     if (output == "-") return inject::ok();
     if (output.empty() || output.back() == '/')
-        return inject::fail(inject::Errc::InvalidInput, "--output '" + output + "': want a file name or -");
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--output '" + output + "': want a file name or -");
     const auto slash = output.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : output.substr(0, slash));
+    const std::string dir =
+        slash == std::string::npos ? "." : (slash == 0 ? "/" : output.substr(0, slash));
     struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) return inject::fail(inject::sys_error("--output '" + output + "': folder '" + dir + "'"));
+    if (::stat(dir.c_str(), &st) != 0)
+        return inject::fail(inject::sys_error("--output '" + output + "': folder '" + dir + "'"));
     if (!S_ISDIR(st.st_mode))
-        return inject::fail(inject::Errc::InvalidInput, "--output '" + output + "': '" + dir + "' is not a folder");
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--output '" + output + "': '" + dir + "' is not a folder");
     return inject::ok();
 }
 
 inject::Result<void> write_out(const std::string& output, std::string_view text) {
     if (output == "-") {
-        if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+        if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+            std::fflush(stdout) != 0)
             return inject::fail(inject::sys_error("writing the labels to stdout"));
         return inject::ok();
     }
@@ -97,20 +102,25 @@ inject::Result<void> Labeler::pass() {
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
     if (auto m = models(*host); m != models_) {
         if (m.size() > 1)
-            inject::log::warn("cards of several models on this node ({}): model, memory, family and arch label the "
-                              "first card ({}), as NVIDIA's GFD does; count counts them all",
-                              fmt::join(m, ", "), m.front());
+            inject::log::warn(
+                "cards of several models on this node ({}): model, memory, family and arch label "
+                "the "
+                "first card ({}), as NVIDIA's GFD does; count counts them all",
+                fmt::join(m, ", "), m.front());
         models_ = std::move(m);
     }
     const auto labels = make_labels(*host, setup_.sharing);
     std::optional<SysClock::time_point> expiry;
-    if (o_.timestamp) expiry = std::chrono::time_point_cast<std::chrono::seconds>(now) + 2 * o_.sleep_interval;
+    if (o_.timestamp)
+        expiry = std::chrono::time_point_cast<std::chrono::seconds>(now) + 2 * o_.sleep_interval;
     INJECT_TRY(const auto text, render(labels, expiry));
-    if (auto w = write_out(o_.output, text); !w) return inject::fail(std::move(w).error().context("writing the labels"));
+    if (auto w = write_out(o_.output, text); !w)
+        return inject::fail(std::move(w).error().context("writing the labels"));
     const auto body = render(labels, std::nullopt);
     if (body && *body != last_labels_) {
-        inject::log::info("{} labels written to {} ({} cards, backend {})", labels.size(), o_.output == "-" ? "stdout" : o_.output,
-                          host->devices.size(), host->backend);
+        inject::log::info("{} labels written to {} ({} cards, backend {})", labels.size(),
+                          o_.output == "-" ? "stdout" : o_.output, host->devices.size(),
+                          host->backend);
         last_labels_ = *body;
     } else {
         inject::log::debug("labels refreshed in {}", o_.output);
@@ -127,11 +137,12 @@ void Labeler::failed(const inject::Error& e) {
         remove_file();
         spdlog::error("labels not updated: {}; no good pass yet, so no labels file", e.what());
     } else if (last_expiry_) {
-        spdlog::error("labels not updated: {}; keeping the labels of {} until they expire at {}", e.what(),
-                      rfc3339(*last_good_), rfc3339(*last_expiry_));
+        spdlog::error("labels not updated: {}; keeping the labels of {} until they expire at {}",
+                      e.what(), rfc3339(*last_good_), rfc3339(*last_expiry_));
     } else {
-        spdlog::error("labels not updated: {}; keeping the labels of {} (no expiry: --no-timestamp)", e.what(),
-                      rfc3339(*last_good_));
+        spdlog::error(
+            "labels not updated: {}; keeping the labels of {} (no expiry: --no-timestamp)",
+            e.what(), rfc3339(*last_good_));
     }
 }
 
@@ -147,8 +158,10 @@ void Labeler::reload() {
 
 void Labeler::remove_file() const {
     if (o_.output == "-") return;
-    if (::unlink(o_.output.c_str()) == 0) inject::log::info("removed {}", o_.output);
-    else if (errno != ENOENT) spdlog::error("{}", inject::sys_error("removing " + o_.output).what());
+    if (::unlink(o_.output.c_str()) == 0)
+        inject::log::info("removed {}", o_.output);
+    else if (errno != ENOENT)
+        spdlog::error("{}", inject::sys_error("removing " + o_.output).what());
 }
 
 int Labeler::loop(int sig_fd) {
@@ -158,9 +171,11 @@ int Labeler::loop(int sig_fd) {
             if (auto r = pass(); !r) failed(r.error());
             next = Clock::now() + o_.sleep_interval;
         }
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+        const auto wait =
+            std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
         pollfd fd{sig_fd, POLLIN, 0};
-        const int n = ::poll(&fd, 1, static_cast<int>(std::clamp<long long>(wait + 1, 0, 86400000)));
+        const int n =
+            ::poll(&fd, 1, static_cast<int>(std::clamp<long long>(wait + 1, 0, 86400000)));
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: " << inject::sys_error("poll").what() << "\n";
             return 1;
@@ -198,7 +213,8 @@ int run(const DaemonOptions& o) {
     sigset_t set;
     sigemptyset(&set);
     for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
-    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return fail_with(inject::sys_error("blocking signals"));
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+        return fail_with(inject::sys_error("blocking signals"));
     inject::fs::UniqueFd sig_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sig_fd.valid()) return fail_with(inject::sys_error("signalfd"));
     inject::log::info("labelling every {} ms into {}", o.sleep_interval.count(), o.output);

@@ -14,10 +14,11 @@ namespace efd {
 
 struct DaemonOptions {
     std::string config_path;
-    bool config_path_given = false;   ///< a missing explicit file is an error
-    std::string plugin_config;        ///< the device plugin's config (sharing.hpp); empty = none
+    bool config_path_given = false;  ///< a missing explicit file is an error
+    std::string plugin_config;       ///< the device plugin's config (sharing.hpp); empty = none
     std::string resource_name = "enflame.com/gcu";  ///< the device plugin's --resource-name
-    std::string output = "/etc/kubernetes/node-feature-discovery/features.d/enflame";  ///< "-" = stdout
+    /// The labels file ("-" = stdout).
+    std::string output = "/etc/kubernetes/node-feature-discovery/features.d/enflame";
     bool oneshot = false;
     bool timestamp = true;  ///< write the `# +expiry-time=` line (now + 2 * sleep_interval)
     std::chrono::milliseconds sleep_interval{60000};

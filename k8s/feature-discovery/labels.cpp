@@ -15,7 +15,9 @@ using inject::fail;
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
 
-bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool alnum(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
 
 void add(Labels& out, std::string_view name, std::string_view value) {
     auto v = sanitise(value);
@@ -84,7 +86,8 @@ Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing)
     if (first.memory_bytes > 0) add(out, "memory", std::to_string(first.memory_bytes / kMiB));
     add(out, "family", first.family.empty() ? known.family : first.family);
     add(out, "arch", first.architecture.empty() ? known.architecture : first.architecture);
-    const auto driver = split_driver_version(host.driver_version.empty() ? first.driver_version : host.driver_version);
+    const auto driver = split_driver_version(host.driver_version.empty() ? first.driver_version
+                                                                         : host.driver_version);
     add(out, "driver-version.full", driver.full);
     add(out, "driver-version.major", driver.major);
     add(out, "driver-version.minor", driver.minor);
@@ -110,21 +113,23 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
     return std::string(buf, n);
 }
 
-inject::Result<std::string> render(const Labels& labels, std::optional<std::chrono::system_clock::time_point> expiry) {
+inject::Result<std::string> render(const Labels& labels,
+                                   std::optional<std::chrono::system_clock::time_point> expiry) {
     std::string text;
     if (expiry) text += "# +expiry-time=" + rfc3339(*expiry) + "\n";
     for (const auto& [name, value] : labels) text += name + "=" + value + "\n";
     if (text.size() > kMaxFileBytes)
         return fail(Errc::InvalidInput, "the labels file would be " + std::to_string(text.size()) +
-                                            " bytes, over NFD's limit of " + std::to_string(kMaxFileBytes) +
-                                            " bytes (64 KiB)");
+                                            " bytes, over NFD's limit of " +
+                                            std::to_string(kMaxFileBytes) + " bytes (64 KiB)");
     return text;
 }
 
 inject::Result<std::chrono::milliseconds> parse_interval(std::string_view text) {
     auto bad = [&] {
-        return fail(Errc::InvalidInput,
-                    "'" + std::string(text) + "': want a duration from 1s to 24h such as 60s, 1m or 1m30s");
+        return fail(
+            Errc::InvalidInput,
+            "'" + std::string(text) + "': want a duration from 1s to 24h such as 60s, 1m or 1m30s");
     };
     using std::chrono::milliseconds;
     constexpr long long kMax = 24LL * 3600 * 1000;
@@ -138,12 +143,18 @@ inject::Result<std::chrono::milliseconds> parse_interval(std::string_view text) 
         if (ec != std::errc{} || n < 0 || n > kMax) return bad();
         v.remove_prefix(static_cast<std::size_t>(p - v.data()));
         long long unit = 0;
-        if (v.empty() && first_part) unit = 1000;  // a bare number: seconds
-        else if (v.starts_with("ms")) unit = 1, v.remove_prefix(2);
-        else if (v.starts_with("h")) unit = 3600 * 1000, v.remove_prefix(1);
-        else if (v.starts_with("m")) unit = 60 * 1000, v.remove_prefix(1);
-        else if (v.starts_with("s")) unit = 1000, v.remove_prefix(1);
-        else return bad();
+        if (v.empty() && first_part)
+            unit = 1000;  // a bare number: seconds
+        else if (v.starts_with("ms"))
+            unit = 1, v.remove_prefix(2);
+        else if (v.starts_with("h"))
+            unit = 3600 * 1000, v.remove_prefix(1);
+        else if (v.starts_with("m"))
+            unit = 60 * 1000, v.remove_prefix(1);
+        else if (v.starts_with("s"))
+            unit = 1000, v.remove_prefix(1);
+        else
+            return bad();
         total += n * unit;
         if (total > kMax) return bad();
     }

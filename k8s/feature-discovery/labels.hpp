@@ -61,8 +61,8 @@ struct DriverVersion {
 /// The features.d file: `# +expiry-time=<RFC3339>` first when `expiry` is set, then one
 /// `name=value` line per label. InvalidInput when the text would exceed kMaxFileBytes (the
 /// message says how large it would be).
-[[nodiscard]] inject::Result<std::string> render(const Labels& labels,
-                                                 std::optional<std::chrono::system_clock::time_point> expiry);
+[[nodiscard]] inject::Result<std::string> render(
+    const Labels& labels, std::optional<std::chrono::system_clock::time_point> expiry);
 
 /// A sleep interval as GFD's users write it: "60s", "1m", "1m30s", "1h", "500ms" or a bare
 /// number of seconds; at least 1s, at most 24h. InvalidInput names the value.

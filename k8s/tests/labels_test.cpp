@@ -31,7 +31,8 @@ Host s60_host(int cards) {
     Host h;
     h.driver_version = "1.4.3.4";
     for (int i = 0; i < cards; ++i)
-        h.devices.push_back(card(static_cast<std::uint32_t>(i), "S60", 42976, i < cards / 2 ? 0 : 1));
+        h.devices.push_back(
+            card(static_cast<std::uint32_t>(i), "S60", 42976, i < cards / 2 ? 0 : 1));
     return h;
 }
 
@@ -79,7 +80,9 @@ TEST(DriverVersion, Split) {
 
 TEST(MakeLabels, FourS60WithDrsAndSharing) {
     Host h = s60_host(4);
-    h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB}, {"2g.22gb", 1, 2, 21488 * kMiB}, {"4g.44gb", 2, 1, 42976 * kMiB}};
+    h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB},
+                      {"2g.22gb", 1, 2, 21488 * kMiB},
+                      {"4g.44gb", 2, 1, 42976 * kMiB}};
     const auto labels = efd::make_labels(h, {"time-slicing", 4});
     const efd::Labels want{
         {"enflame.com/gpu.present", "true"},
@@ -122,17 +125,34 @@ TEST(MakeLabels, Values) {
         const Host& host;
         std::vector<std::pair<std::string, std::string>> want;
     } cases[] = {
-        {"MixedModels", mixed,
-         {{"count", "3"}, {"model", "T10"}, {"memory", "16384"}, {"family", "LEO"}, {"arch", "GCU200"}, {"numa-nodes", "2"}}},
-        {"UnknownFieldsLeftOut", unknown,
-         {{"model", "X99-prototype"}, {"memory", absent}, {"family", absent}, {"arch", absent},
-          {"driver-version.full", absent}, {"drs.capable", "false"}, {"drs.profiles", absent},
-          {"sharing-strategy", "none"}, {"replicas", "1"}, {"numa-nodes", "0"}}},
-        {"DriverVersionFromTheCard", card_driver, {{"driver-version.full", "1.2.5"}, {"driver-version.revision", "5"}}},
+        {"MixedModels",
+         mixed,
+         {{"count", "3"},
+          {"model", "T10"},
+          {"memory", "16384"},
+          {"family", "LEO"},
+          {"arch", "GCU200"},
+          {"numa-nodes", "2"}}},
+        {"UnknownFieldsLeftOut",
+         unknown,
+         {{"model", "X99-prototype"},
+          {"memory", absent},
+          {"family", absent},
+          {"arch", absent},
+          {"driver-version.full", absent},
+          {"drs.capable", "false"},
+          {"drs.profiles", absent},
+          {"sharing-strategy", "none"},
+          {"replicas", "1"},
+          {"numa-nodes", "0"}}},
+        {"DriverVersionFromTheCard",
+         card_driver,
+         {{"driver-version.full", "1.2.5"}, {"driver-version.revision", "5"}}},
     };
     for (const auto& c : cases) {
         const auto labels = efd::make_labels(c.host, {});
-        for (const auto& [name, value] : c.want) EXPECT_EQ(value_of(labels, name), value) << c.name << ": " << name;
+        for (const auto& [name, value] : c.want)
+            EXPECT_EQ(value_of(labels, name), value) << c.name << ": " << name;
     }
     EXPECT_EQ(efd::models(mixed), (std::vector<std::string>{"T10", "S60"}));
 }
@@ -150,7 +170,10 @@ TEST(Render, ExpiryLineFirstThenOneLinePerLabel) {
     const auto t = std::chrono::sys_days{std::chrono::year{2026} / 12 / 1} + 12h + 43min + 2s;
     auto text = efd::render(labels, t);
     ASSERT_TRUE(text) << text.error().what();
-    EXPECT_EQ(*text, "# +expiry-time=2026-12-01T12:43:02Z\nenflame.com/gpu.present=true\nenflame.com/gpu.count=1\n");
+    EXPECT_EQ(*text,
+              "# "
+              "+expiry-time=2026-12-01T12:43:02Z\nenflame.com/gpu.present=true\nenflame.com/"
+              "gpu.count=1\n");
     text = efd::render(labels, std::nullopt);
     ASSERT_TRUE(text);
     EXPECT_EQ(*text, "enflame.com/gpu.present=true\nenflame.com/gpu.count=1\n");
@@ -159,11 +182,14 @@ TEST(Render, ExpiryLineFirstThenOneLinePerLabel) {
 TEST(Render, RefusesMoreThan64KiB) {
     efd::Labels labels;
     // 1000 labels of 25 + 1 + 63 + 1 = 90 bytes: 90000 bytes.
-    for (int i = 0; i < 1000; ++i) labels.emplace_back("enflame.com/gpu.card-" + std::to_string(1000 + i), std::string(63, 'v'));
+    for (int i = 0; i < 1000; ++i)
+        labels.emplace_back("enflame.com/gpu.card-" + std::to_string(1000 + i),
+                            std::string(63, 'v'));
     auto r = efd::render(labels, std::nullopt);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput);
-    EXPECT_EQ(r.error().what(), "the labels file would be 90000 bytes, over NFD's limit of 65536 bytes (64 KiB)");
+    EXPECT_EQ(r.error().what(),
+              "the labels file would be 90000 bytes, over NFD's limit of 65536 bytes (64 KiB)");
     // Exactly at the bound is fine; one byte more is not.
     efd::Labels exact{{"k", std::string(efd::kMaxFileBytes - 3, 'x')}};
     EXPECT_TRUE(efd::render(exact, std::nullopt));
@@ -180,7 +206,8 @@ TEST(Render, WorstCaseHostFitsTheBound) {
         d.family = d.architecture = std::string(200, 'F');
         h.devices.push_back(std::move(d));
     }
-    h.driver_version = std::string(100, '9') + "." + std::string(100, '8') + "." + std::string(100, '7');
+    h.driver_version =
+        std::string(100, '9') + "." + std::string(100, '8') + "." + std::string(100, '7');
     for (int i = 0; i < 64; ++i) h.drs_profiles.push_back({std::string(70, 'g'), 0, 1, 0});
     const auto labels = efd::make_labels(h, {"time-slicing", 64});
     for (const auto& [k, v] : labels) EXPECT_LE(v.size(), efd::kMaxValueChars) << k;
@@ -194,7 +221,8 @@ TEST(ParseInterval, Good) {
         const char* in;
         std::chrono::milliseconds want;
     } cases[] = {
-        {"60s", 60s}, {"1m", 1min}, {"1m30s", 90s}, {"1h", 1h}, {"2", 2s}, {"1500ms", 1500ms}, {"24h", 24h},
+        {"60s", 60s}, {"1m", 1min},       {"1m30s", 90s}, {"1h", 1h},
+        {"2", 2s},    {"1500ms", 1500ms}, {"24h", 24h},
     };
     for (const auto& c : cases) {
         auto r = efd::parse_interval(c.in);
@@ -204,10 +232,13 @@ TEST(ParseInterval, Good) {
 }
 
 TEST(ParseInterval, Bad) {
-    for (const char* in : {"", "0", "0s", "999ms", "5x", "s", "-5s", "1m-1s", "25h", "1.5s", "60 s", "1m30"}) {
+    for (const char* in :
+         {"", "0", "0s", "999ms", "5x", "s", "-5s", "1m-1s", "25h", "1.5s", "60 s", "1m30"}) {
         auto r = efd::parse_interval(in);
         ASSERT_FALSE(r) << in;
-        EXPECT_EQ(r.error().what(), "'" + std::string(in) + "': want a duration from 1s to 24h such as 60s, 1m or 1m30s")
+        EXPECT_EQ(
+            r.error().what(),
+            "'" + std::string(in) + "': want a duration from 1s to 24h such as 60s, 1m or 1m30s")
             << in;
     }
 }
