@@ -19,7 +19,6 @@ setup() {
   OUT=$SCRATCH/features.d/enflame
   mkdir "$SCRATCH/features.d"
   LOG=$SCRATCH/fd.log
-  WAIT_FOR_S=15
 }
 
 teardown() { teardown_scratch; }
@@ -261,15 +260,7 @@ EOF
 
 @test "man page: renders without warnings and names every flag of --help" {
   requires man
-  local page=$TOP/man/enflame-feature-discovery.8 text flag
-  run bash -c "MANWIDTH=80 man --warnings -l '$page' 2>&1 >/dev/null"
-  [ "$status" -eq 0 ]
-  [ -z "$output" ]
-  text=$(MANWIDTH=200 man -l "$page" 2>/dev/null)
-  for flag in $("$FD" --help | grep -oE -- '--[a-z-]+' | sort -u); do
-    [ "$flag" = --help ] && continue
-    grep -q -- "$flag" <<<"$text" || { echo "man page lacks $flag"; false; }
-  done
+  man_covers_flags "$TOP/man/enflame-feature-discovery.8" "$FD"
 }
 
 @test "deployments: the DaemonSet mounts NFD's features.d, /dev and the host read-only; its config is accepted" {

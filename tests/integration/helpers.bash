@@ -213,17 +213,55 @@ stop_pid() {
   wait "$pid" 2>/dev/null || true
 }
 
-# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after $WAIT_FOR_S seconds
-# (default 10), naming CMD. For daemons' effects (a socket, a file, a log line), never a sleep.
+# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
 wait_for() {
   local i
-  for (( i = 0; i < ${WAIT_FOR_S:-10} * 10; i++ )); do
+  for (( i = 0; i < 100; i++ )); do
     if "$@"; then return 0; fi
     sleep 0.1
   done
   echo "timed out waiting for: $*" >&2
   return 1
 }
+
+# man_covers_flags PAGE BINARY: the man page PAGE renders without warnings and names every
+# flag BINARY --help lists (but --help and --version).
+man_covers_flags() {
+  local warnings page flag
+  warnings=$(MANWIDTH=80 man --warnings -l "$1" 2>&1 >/dev/null)
+  [ -z "$warnings" ] || { echo "$1: $warnings"; return 1; }
+  page=$(MANWIDTH=200 man -l "$1" 2>/dev/null)
+  for flag in $("$2" --help | grep -oE -- '--[a-z-]+' | sort -u); do
+    [ "$flag" = --help ] && continue
+    [ "$flag" = --version ] && continue
+    grep -qF -- "$flag" <<<"$page" || { echo "man page lacks $flag"; return 1; }
+  done
+}
+
+# log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
+log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
+
+# --- cdi/host helpers (cdi/sim/faults/configure/package files) ---
+
+# cdi_ns DIR: sets CDI_NS, a command prefix that runs a command in a private mount namespace
+# where DIR is bind-mounted over /run (and an empty folder over /etc/cdi if the host has one).
+# podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi (= /run/cdi here, and
+# containers.conf has no cdi_spec_dirs before 4.4), so there it sees exactly the specs in
+# DIR/cdi, and the host's CDI folders are neither read nor written. runc's state (/run/runc)
+# lands in DIR too, so every command started with the same DIR sees the same containers.
+cdi_ns() {
+  local run=$1
+  mkdir -p "$run/cdi" "$run/etc-cdi" "$run/lock"
+  chmod 1777 "$run/lock"
+  [ -L "$run/shm" ] || ln -s /dev/shm "$run/shm"
+  # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
+  CDI_NS=(unshare --mount --propagation private /bin/sh -c '
+    mount --bind "$1" /run || { echo "cdi_ns: cannot bind $1 over /run" >&2; exit 125; }
+    [ ! -d /etc/cdi ] || mount --bind "$1/etc-cdi" /etc/cdi || exit 125
+    shift; exec "$@"' cdi-ns "$run")
+}
+
+# --- Kubernetes daemons (feature_discovery.bats) ---
 
 # manifests_json DIR: the documents DIR/kustomization.yaml lists, as one JSON object keyed by
 # kind (the deployments/ tests check them with python3 or jq).
@@ -249,27 +287,4 @@ installs_daemon() {
   [ -f "$s/share/man/$2" ] || { echo "no man/$2"; return 1; }
   [ -f "$s/share/doc/enflame-container-toolkit/deployments/$3/kustomization.yaml" ] || { echo "no deployments/$3"; return 1; }
   [[ $("$s/bin/$1" --version) == "$1 "* ]] || { echo "$1 --version"; return 1; }
-}
-
-# log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
-log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
-
-# --- cdi/host helpers (cdi/sim/faults/configure/package files) ---
-
-# cdi_ns DIR: sets CDI_NS, a command prefix that runs a command in a private mount namespace
-# where DIR is bind-mounted over /run (and an empty folder over /etc/cdi if the host has one).
-# podman 4.3.1 reads CDI specs only from /etc/cdi and /var/run/cdi (= /run/cdi here, and
-# containers.conf has no cdi_spec_dirs before 4.4), so there it sees exactly the specs in
-# DIR/cdi, and the host's CDI folders are neither read nor written. runc's state (/run/runc)
-# lands in DIR too, so every command started with the same DIR sees the same containers.
-cdi_ns() {
-  local run=$1
-  mkdir -p "$run/cdi" "$run/etc-cdi" "$run/lock"
-  chmod 1777 "$run/lock"
-  [ -L "$run/shm" ] || ln -s /dev/shm "$run/shm"
-  # shellcheck disable=SC2016  # $1 and $@ expand in the inner shell
-  CDI_NS=(unshare --mount --propagation private /bin/sh -c '
-    mount --bind "$1" /run || { echo "cdi_ns: cannot bind $1 over /run" >&2; exit 125; }
-    [ ! -d /etc/cdi ] || mount --bind "$1/etc-cdi" /etc/cdi || exit 125
-    shift; exec "$@"' cdi-ns "$run")
 }
