@@ -193,6 +193,22 @@ YAML
   grep -q "removed $OUT" "$LOG"
 }
 
+@test "SIGHUP re-reads the device plugin's config and labels at once; a broken one is refused, the old one kept" {
+  sim_setup 2
+  echo 'version: v1' > "$SCRATCH/plugin.yaml"
+  start_fd --sleep-interval 1h --plugin-config "$SCRATCH/plugin.yaml"
+  wait_for label_is sharing-strategy none
+  printf 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n' > "$SCRATCH/plugin.yaml"
+  kill -HUP "$FPID"
+  wait_for label_is sharing-strategy time-slicing
+  [ "$(label replicas)" = 2 ]
+  echo 'version: v2' > "$SCRATCH/plugin.yaml"
+  kill -HUP "$FPID"
+  wait_for grep -q "error: SIGHUP: keeping the running configuration: $SCRATCH/plugin.yaml: line 1: version: want v1, got 'v2'" "$LOG"
+  [ "$(label replicas)" = 2 ]
+  kill -0 "$FPID"
+}
+
 @test "atomic replace: a reader never sees a partial file or a temp file NFD would read" {
   requires python3
   sim_setup 8
@@ -285,10 +301,20 @@ PY
   run "$CTK" --config "$SCRATCH/cm.toml" config
   [ "$status" -eq 0 ]
   [[ "$output" == *"driver-root = '/host'"* ]]
-  # the env names the DaemonSet sets are the daemon's
-  "$FD" --help | grep -q EFD_OUTPUT_FILE
-  "$FD" --help | grep -q EFD_SLEEP_INTERVAL
-  "$FD" --help | grep -q PLUGIN_CONFIG
+  # the DaemonSet's environment drives the daemon (its paths swapped for scratch ones); first
+  # proof that EFD_OUTPUT_FILE is read, so no later run can fall back to the host's features.d
+  sim_setup 4
+  EFD_OUTPUT_FILE=$SCRATCH/nope/enflame EFD_ONESHOT=true run "$FD"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: --output '$SCRATCH/nope/enflame': folder '$SCRATCH/nope': No such file or directory" ]
+  EFD_OUTPUT_FILE=$OUT EFD_SLEEP_INTERVAL=1m EFD_ONESHOT=true EFD_NO_TIMESTAMP=true \
+    PLUGIN_CONFIG=$SCRATCH/none.yaml run "$FD"
+  [ "$status" -eq 1 ]
+  [[ "$output" == "error: --plugin-config: "*"$SCRATCH/none.yaml"* ]]
+  echo 'version: v1' > "$SCRATCH/plugin.yaml"
+  EFD_OUTPUT_FILE=$OUT EFD_SLEEP_INTERVAL=1m EFD_ONESHOT=true EFD_NO_TIMESTAMP=true \
+    PLUGIN_CONFIG=$SCRATCH/plugin.yaml "$FD" 2>/dev/null
+  diff -u "$GOLDEN/s60-4-cards.txt" "$OUT"
 }
 
 @test "cmake --install carries the daemon, its man page and its manifests" {
