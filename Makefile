@@ -32,7 +32,7 @@ demo: build
 # Benchmarks (bench/README.md): a release build (no tests) of just what bench/ runs, then one
 # table.
 BENCH_TARGETS := enflame-ctk enflame-container-runtime enflame-container-runtime-hook \
-  enflame-sim-host enflame-sim-efsmi efml-sim discovery_bench
+  enflame-sim-host enflame-sim-efsmi efml-sim discovery_bench enflame-feature-discovery
 bench: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release --target $(BENCH_TARGETS)

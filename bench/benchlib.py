@@ -77,6 +77,22 @@ class Timer:
         return ns / 1e6, rss
 
 
+def alternate(timer, cmds, env, runs):
+    """Times every command of the dict CMDS (name -> argv) RUNS times in one loop, every other
+    round in reverse order so no command always runs right after another, after one untimed
+    warm-up run each. Returns ({name: [ms, ...]}, {name: peak RSS KiB})."""
+    for c in cmds.values():
+        timer.run(c, env)
+    t = {k: [] for k in cmds}
+    rss = {k: 0 for k in cmds}
+    for r in range(runs):
+        for k, c in (list(cmds.items()) if r % 2 == 0 else list(cmds.items())[::-1]):
+            ms, kib = timer.run(c, env)
+            t[k].append(ms)
+            rss[k] = max(rss[k], kib)
+    return t, rss
+
+
 def read_results(path):
     """Result lines a wrapped process appended (shim_time -r): [(ms, rss_kib, rc), ...]."""
     if not os.path.exists(path):

@@ -58,16 +58,7 @@ for n in cards_list:
             "stdout": [ctk, "cdi", "generate", "--backend", b],
             "output": [ctk, "cdi", "generate", "--backend", b, "--output", out],
         }
-        for c in cmds.values():
-            timer.run(c, env)  # warm the page cache
-        t = {k: [] for k in cmds}
-        rss = {k: 0 for k in cmds}
-        for r in range(runs):
-            # every other round in reverse, so no command always runs right after another
-            for k, c in (list(cmds.items()) if r % 2 == 0 else list(cmds.items())[::-1]):
-                ms, kib = timer.run(c, env)
-                t[k].append(ms)
-                rss[k] = max(rss[k], kib)
+        t, rss = bl.alternate(timer, cmds, env, runs)
         m = {k: statistics.median(v) for k, v in t.items()}
         d = {"cards": int(n), "backend": b, "runs": runs, "median_ms": m,
              "cost_ms": m["stdout"] - m["true"], "start_ms": m["version"] - m["true"],

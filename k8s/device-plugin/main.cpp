@@ -4,9 +4,7 @@
 // as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
 #include "daemon.hpp"
 
-#include "inject/config.hpp"
-#include "inject/config_path.hpp"
-#include "inject/version.hpp"
+#include "k8s/daemon_cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -46,11 +44,6 @@ inject::Result<bool> health_disabled_by_env() {
 
 int main(int argc, char** argv) try {
     edp::DaemonOptions o;
-    {
-        auto [path, given] = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
-        o.config_path = std::move(path);
-        o.config_path_given = given;
-    }
     std::string id_strategy = "uuid";
     std::vector<std::string> list_strategies{"envvar"};
     std::string interval = "5s";
@@ -60,11 +53,7 @@ int main(int argc, char** argv) try {
 
     CLI::App app{"enflame-device-plugin: advertise Enflame GCUs to kubelet and allocate them to containers",
                  "enflame-device-plugin"};
-    app.set_version_flag("--version", std::string("enflame-device-plugin ") + inject::kVersion + " (" +
-                                          inject::kGitRevision + ")");
-    app.add_option_function<std::string>(
-           "--config", [&o](const std::string& p) { o.config_path = p; o.config_path_given = true; },
-           "toolkit configuration (default: $ENFLAME_CTK_CONFIG or /etc/enflame-container-runtime/config.toml)");
+    k8s::add_common_flags(app, "enflame-device-plugin", o.config_path, o.config_path_given);
     app.add_option("--kubelet-dir", o.kubelet_dir, "kubelet's device-plugin folder (holds kubelet.sock and our socket)")
         ->envname("KUBELET_DIR")->capture_default_str();
     app.add_option("--socket-name", o.socket_name, "our socket's name in that folder")
@@ -90,27 +79,8 @@ int main(int argc, char** argv) try {
     app.add_flag("--disable-health-checks", no_health,
                  "no health checks: every card stays Healthy (also DP_DISABLE_HEALTHCHECKS=all)");
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
-
-    auto logger = spdlog::stderr_logger_mt("enflame-device-plugin");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l: %v");
-    logger->flush_on(spdlog::level::trace);
-    spdlog::set_default_logger(logger);
-    const auto level = spdlog::level::from_str(log_level);
-    if (level == spdlog::level::off && log_level != "off") {
-        std::cerr << "error: --log-level '" << log_level << "': want debug, info, warn or error\n";
-        return 1;
-    }
-    spdlog::set_level(level);
-
-    auto fail = [](const inject::Error& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
-    };
+    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
+    const auto fail = k8s::exit_error;
     auto ids = edp::parse_id_strategy(id_strategy);
     if (!ids) return fail(ids.error());
     o.settings.id_strategy = *ids;

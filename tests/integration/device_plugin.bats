@@ -30,17 +30,6 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
-wait_for() {
-  local i
-  for (( i = 0; i < 100; i++ )); do
-    if "$@"; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for: $*" >&2
-  return 1
-}
-
 # start_kubelet: the fake kubelet on $KDIR/kubelet.sock, events appended to $EV.
 start_kubelet() {
   "$FK" serve --dir "$KDIR" --events "$EV" >>"$SCRATCH/fk.log" 2>&1 3>&- &

@@ -213,6 +213,31 @@ stop_pid() {
   wait "$pid" 2>/dev/null || true
 }
 
+# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
+wait_for() {
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# man_covers_flags PAGE BINARY: the man page PAGE renders without warnings and names every
+# flag BINARY --help lists (but --help and --version).
+man_covers_flags() {
+  local warnings page flag
+  warnings=$(MANWIDTH=80 man --warnings -l "$1" 2>&1 >/dev/null)
+  [ -z "$warnings" ] || { echo "$1: $warnings"; return 1; }
+  page=$(MANWIDTH=200 man -l "$1" 2>/dev/null)
+  for flag in $("$2" --help | grep -oE -- '--[a-z-]+' | sort -u); do
+    [ "$flag" = --help ] && continue
+    [ "$flag" = --version ] && continue
+    grep -qF -- "$flag" <<<"$page" || { echo "man page lacks $flag"; return 1; }
+  done
+}
+
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
 
@@ -234,4 +259,32 @@ cdi_ns() {
     mount --bind "$1" /run || { echo "cdi_ns: cannot bind $1 over /run" >&2; exit 125; }
     [ ! -d /etc/cdi ] || mount --bind "$1/etc-cdi" /etc/cdi || exit 125
     shift; exec "$@"' cdi-ns "$run")
+}
+
+# --- Kubernetes daemons (feature_discovery.bats) ---
+
+# manifests_json DIR: the documents DIR/kustomization.yaml lists, as one JSON object keyed by
+# kind (the deployments/ tests check them with python3 or jq).
+manifests_json() {
+  python3 - "$1" <<'PY'
+import json, sys, yaml
+d = sys.argv[1]
+docs = {}
+for r in yaml.safe_load(open(d + "/kustomization.yaml"))["resources"]:
+    for doc in yaml.safe_load_all(open(d + "/" + r)):
+        docs[doc["kind"]] = doc
+print(json.dumps(docs))
+PY
+}
+
+# installs_daemon NAME MANPAGE DEPLOYMENTS: `cmake --install` of $BUILD_DIR (into $SCRATCH/stage,
+# never the real /usr) carries bin/NAME (whose --version names it), man/MANPAGE (e.g. man8/x.8)
+# and the manifests folder deployments/DEPLOYMENTS.
+installs_daemon() {
+  DESTDIR=$SCRATCH/stage cmake --install "$BUILD_DIR" --prefix /usr >/dev/null || return 1
+  local s=$SCRATCH/stage/usr
+  [ -x "$s/bin/$1" ] || { echo "no bin/$1"; return 1; }
+  [ -f "$s/share/man/$2" ] || { echo "no man/$2"; return 1; }
+  [ -f "$s/share/doc/enflame-container-toolkit/deployments/$3/kustomization.yaml" ] || { echo "no deployments/$3"; return 1; }
+  [[ $("$s/bin/$1" --version) == "$1 "* ]] || { echo "$1 --version"; return 1; }
 }

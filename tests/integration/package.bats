@@ -129,6 +129,8 @@ teardown() { teardown_scratch; }
   dpkg-query --root="$R" -L "$PKG" | sort > "$SCRATCH/files"
   grep -qx /usr/bin/enflame-container-runtime-hook "$SCRATCH/files"
   grep -qx /usr/lib/systemd/system/enflame-cdi-refresh.path "$SCRATCH/files"
+  grep -qx /usr/bin/enflame-feature-discovery "$SCRATCH/files"
+  grep -qx /usr/share/man/man8/enflame-feature-discovery.8 "$SCRATCH/files"
 
   run "$R/usr/bin/enflame-ctk" --version
   [ "$status" -eq 0 ]

@@ -5,11 +5,15 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +33,37 @@ TEST(AtomicWrite, CreatesWithModeAndReplaces) {
     EXPECT_EQ(testutil::read_file(p), "two");
     ASSERT_EQ(::stat(p.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u) << "an existing file keeps its mode";
+    EXPECT_EQ(std::distance(stdfs::directory_iterator(d.path()), stdfs::directory_iterator{}), 1)
+        << "no temp file left";
+}
+
+// The names created in the folder during a write, as inotify reports them.
+std::vector<std::string> created_while(const std::string& dir, const std::function<void()>& fn) {
+    inject::fs::UniqueFd in(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    EXPECT_GE(::inotify_add_watch(in.get(), dir.c_str(), IN_CREATE), 0);
+    fn();
+    std::vector<std::string> names;
+    alignas(inotify_event) char buf[4096];
+    for (ssize_t n; (n = ::read(in.get(), buf, sizeof buf)) > 0;) {
+        for (char* p = buf; p < buf + n;) {
+            const auto* ev = reinterpret_cast<const inotify_event*>(p);
+            if (ev->len > 0) names.emplace_back(ev->name);
+            p += sizeof(inotify_event) + ev->len;
+        }
+    }
+    return names;
+}
+
+TEST(AtomicWrite, TempNameIsADotFileOnlyWhenAsked) {
+    TempDir d;
+    const auto p = d / "enflame";
+    auto names = created_while(d.path(), [&] { ASSERT_TRUE(inject::fs::atomic_write(p, "a=1\n")); });
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_TRUE(names[0].starts_with("enflame.tmp.")) << names[0];
+    names = created_while(d.path(), [&] { ASSERT_TRUE(inject::fs::atomic_write(p, "a=2\n", {.hidden_temp = true})); });
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_TRUE(names[0].starts_with(".enflame.tmp.")) << names[0];
+    EXPECT_EQ(testutil::read_file(p), "a=2\n");
     EXPECT_EQ(std::distance(stdfs::directory_iterator(d.path()), stdfs::directory_iterator{}), 1)
         << "no temp file left";
 }

@@ -55,6 +55,10 @@ struct AtomicWriteOptions {
     /// runtime shim rewrites on every container start: fsync costs milliseconds there). The
     /// replace stays atomic either way.
     bool durable = true;
+    /// Name the temp file `.<name>.tmp.XXXXXX` (a dot-file) instead of `<name>.tmp.XXXXXX`: for
+    /// folders whose reader skips dot-files but reads every other name it finds, such as NFD's
+    /// features.d, which would otherwise publish a half-written temp file.
+    bool hidden_temp = false;
 };
 
 /// Replaces `path` with `content` atomically: a temp file in the same folder, fsync, rename,

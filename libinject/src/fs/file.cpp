@@ -74,6 +74,10 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
     }
     const std::string dir = dir_of(path);
     std::string tmp = path + ".tmp.XXXXXX";
+    if (opts.hidden_temp) {
+        const auto slash = path.rfind('/');
+        tmp.insert(slash == std::string::npos ? 0 : slash + 1, ".");
+    }
     std::vector<char> tmpl(tmp.begin(), tmp.end());
     tmpl.push_back('\0');
     UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));

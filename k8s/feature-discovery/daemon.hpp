@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The labeler's life: load the toolkit config (and the device plugin's sharing config), then a
+// pass every sleep interval: discovery, the labels, the features.d file written atomically
+// through a dot-file. A failed pass keeps the last good file (it expires on its own) and logs
+// one line; before any good pass there is no file. SIGHUP re-reads the configs and runs a pass;
+// SIGTERM/SIGINT remove the file and stop.
+
+#include <chrono>
+#include <string>
+
+namespace efd {
+
+struct DaemonOptions {
+    std::string config_path;
+    bool config_path_given = false;  ///< a missing explicit file is an error
+    std::string plugin_config;       ///< the device plugin's config (sharing.hpp); empty = none
+    std::string resource_name = "enflame.com/gcu";  ///< the device plugin's --resource-name
+    /// The labels file ("-" = stdout).
+    std::string output = "/etc/kubernetes/node-feature-discovery/features.d/enflame";
+    bool oneshot = false;
+    bool timestamp = true;  ///< write the `# +expiry-time=` line (now + 2 * sleep_interval)
+    std::chrono::milliseconds sleep_interval{60000};
+};
+
+/// Runs one pass (oneshot) or until SIGTERM/SIGINT. Returns the exit code; errors that stop it
+/// are printed as one "error: ..." line.
+int run(const DaemonOptions& opts);
+
+}  // namespace efd
