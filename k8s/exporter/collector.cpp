@@ -48,13 +48,12 @@ std::vector<CardReading> Collector::read_cards() {
     auto n = source_->count();
     if (!n) {
         if (!driver_down_)
-            inject::log::warn("cards unavailable: {}; their series are gone until the driver answers again",
-                              n.error().what());
+            inject::log::warn("driver gone: {}; the cards' series are dropped until it is back", n.error().what());
         driver_down_ = true;
         host_.reset();
         return {};
     }
-    if (driver_down_) inject::log::info("the driver answers again: {} cards", *n);
+    if (driver_down_) inject::log::info("driver back: {} cards", *n);
     driver_down_ = false;
     if (!host_ || discovered_for_ != *n) {
         auto h = source_->discover();
@@ -78,7 +77,7 @@ std::vector<CardReading> Collector::read_cards() {
         auto s = source_->sample(i);
         if (!s) {
             if (std::find(unreadable_.begin(), unreadable_.end(), i) == unreadable_.end())
-                inject::log::warn("card {}: {}; its series are gone until it answers again", i, s.error().what());
+                inject::log::warn("card {}: {}; its series are dropped until it answers", i, s.error().what());
             unreadable.push_back(i);
             continue;
         }

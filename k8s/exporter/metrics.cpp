@@ -71,8 +71,10 @@ const std::vector<CardGauge>& card_gauges() {
          [](const S& s) { return as_double(s.pcie_link_width); }},
         {"enflame_gcu_pcie_max_link_width", "Maximum PCIe link width (lanes).", {},
          [](const S& s) { return as_double(s.pcie_max_link_width); }},
-        {"enflame_gcu_pcie_link_speed", "Current PCIe link speed, as libefml reports it (efmlPcieLinkInfo_t).", {},
+        {"enflame_gcu_pcie_link_speed", "Current PCIe link speed (generation), as libefml reports it.", {},
          [](const S& s) { return as_double(s.pcie_link_speed); }},
+        {"enflame_gcu_pcie_max_link_speed", "Maximum PCIe link speed (generation), as libefml reports it.", {},
+         [](const S& s) { return as_double(s.pcie_max_link_speed); }},
     };
     return gauges;
 }

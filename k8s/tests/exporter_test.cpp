@@ -86,6 +86,7 @@ Sample full_sample(std::uint32_t i) {
     s.pcie_link_width = 8;
     s.pcie_max_link_width = 16;
     s.pcie_link_speed = 4;
+    s.pcie_max_link_speed = 5;
     s.healthy = true;
     s.processes = {{4242, 1ULL << 30}};
     return s;
@@ -167,6 +168,7 @@ TEST(Exposition, EveryReadingOfFedSamplesWithGcuExporterNamesAndLabels) {
         {"enflame_gcu_pcie_link_width", "", "8"},
         {"enflame_gcu_pcie_max_link_width", "", "16"},
         {"enflame_gcu_pcie_link_speed", "", "4"},
+        {"enflame_gcu_pcie_max_link_speed", "", "5"},
         {"enflame_gcu_info", R"(,driver_version="1.4.3.4")", "1"},
     };
     for (const auto& w : wants) {
