@@ -82,20 +82,28 @@ std::map<std::uint32_t, std::vector<Holder>> attribute(const v1::ListPodResource
     return out;
 }
 
-inject::Result<v1::ListPodResourcesResponse> list_pod_resources(const std::string& socket,
-                                                                std::chrono::milliseconds timeout) {
-    if (::access(socket.c_str(), F_OK) != 0)
-        return inject::fail(inject::sys_error("pod-resources socket '" + socket + "'"));
-    auto ch = k8s::dial_unix(socket, timeout);
-    if (!ch) return inject::fail(std::move(ch).error());
-    auto stub = v1::PodResourcesLister::NewStub(*ch);
+inject::Result<v1::ListPodResourcesResponse> PodResourcesClient::list() {
+    if (::access(socket_.c_str(), F_OK) != 0) {
+        channel_.reset();
+        return inject::fail(inject::sys_error("pod-resources socket '" + socket_ + "'"));
+    }
+    // The channel is kept: gRPC reconnects it to a kubelet that restarted on the same path
+    // (exporter_test: AKubeletRestartBetweenPassesIsFollowedInTheSamePass). After a failure it
+    // is dropped and dialled afresh next time.
+    if (!channel_) {
+        auto ch = k8s::dial_unix(socket_, timeout_);
+        if (!ch) return inject::fail(std::move(ch).error());
+        channel_ = std::move(*ch);
+    }
+    auto stub = v1::PodResourcesLister::NewStub(channel_);
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-    v1::ListPodResourcesRequest req;
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
     v1::ListPodResourcesResponse resp;
-    const auto st = stub->List(&ctx, req, &resp);
-    if (!st.ok())
-        return inject::fail(inject::Errc::Io, "pod-resources socket '" + socket + "': List: " + k8s::status_text(st));
+    const auto st = stub->List(&ctx, v1::ListPodResourcesRequest{}, &resp);
+    if (!st.ok()) {
+        channel_.reset();
+        return inject::fail(inject::Errc::Io, "pod-resources socket '" + socket_ + "': List: " + k8s::status_text(st));
+    }
     return resp;
 }
 

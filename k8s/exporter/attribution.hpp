@@ -16,8 +16,11 @@
 #include "inject/result.hpp"
 #include "k8s/proto/podresources_v1.pb.h"
 
+#include <grpcpp/channel.h>
+
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,9 +42,21 @@ inline constexpr std::string_view kDraDriver = "gcu.enflame.com";
 [[nodiscard]] std::map<std::uint32_t, std::vector<Holder>> attribute(const v1::ListPodResourcesResponse& r,
                                                                      const std::vector<CardIdentity>& cards);
 
-/// One List call to kubelet's pod-resources socket, connected and answered within `timeout`.
-/// Errors name the socket.
-[[nodiscard]] inject::Result<v1::ListPodResourcesResponse> list_pod_resources(const std::string& socket,
-                                                                              std::chrono::milliseconds timeout);
+/// kubelet's pod-resources socket. The channel is kept between calls (a new one per call
+/// costs more CPU than the whole rest of a collection) and dropped after a failure, so a
+/// kubelet that restarted is dialled afresh.
+class PodResourcesClient {
+public:
+    PodResourcesClient(std::string socket, std::chrono::milliseconds timeout)
+        : socket_(std::move(socket)), timeout_(timeout) {}
+    /// One List call, connected and answered within the timeout. Errors name the socket.
+    [[nodiscard]] inject::Result<v1::ListPodResourcesResponse> list();
+    [[nodiscard]] const std::string& socket() const noexcept { return socket_; }
+
+private:
+    std::string socket_;
+    std::chrono::milliseconds timeout_;
+    std::shared_ptr<grpc::Channel> channel_;
+};
 
 }  // namespace exporter

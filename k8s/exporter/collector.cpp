@@ -40,7 +40,9 @@ CardIdentity identity(std::uint32_t index, const inject::efml::Sample& s, const 
 }  // namespace
 
 Collector::Collector(std::unique_ptr<Source> source, CollectorOptions opts)
-    : source_(std::move(source)), opts_(std::move(opts)) {}
+    : source_(std::move(source)), opts_(std::move(opts)) {
+    if (!opts_.pod_resources_socket.empty()) kubelet_.emplace(opts_.pod_resources_socket, opts_.pod_resources_timeout);
+}
 
 Collector::~Collector() { stop(); }
 
@@ -90,8 +92,8 @@ std::vector<CardReading> Collector::read_cards() {
 }
 
 void Collector::attribute_holders(std::vector<CardReading>& cards) {
-    if (opts_.pod_resources_socket.empty()) return;
-    auto r = list_pod_resources(opts_.pod_resources_socket, opts_.pod_resources_timeout);
+    if (!kubelet_) return;
+    auto r = kubelet_->list();
     if (!r) {
         if (!kubelet_down_) inject::log::warn("pod attribution off: {}", r.error().what());
         kubelet_down_ = true;
@@ -109,17 +111,22 @@ void Collector::attribute_holders(std::vector<CardReading>& cards) {
 }
 
 Snapshot Collector::collect() {
+    const auto start = Clock::now();
     Snapshot s;
     s.host = opts_.host;
     s.cards = read_cards();
     if (host_) s.driver_version = host_->driver_version;
     attribute_holders(s.cards);
     auto text = std::make_shared<const std::string>(exposition(s));
+    const auto bytes = text->size();
     {
         const std::lock_guard lock(mu_);
         text_ = std::move(text);
     }
-    last_pass_ns_ = Clock::now().time_since_epoch().count();
+    const auto end = Clock::now();
+    last_pass_ns_ = end.time_since_epoch().count();
+    inject::log::debug("pass: {} cards, {} bytes, {} us", s.cards.size(), bytes,
+                       std::chrono::duration_cast<std::chrono::microseconds>(end - start).count());
     return s;
 }
 

@@ -8,6 +8,7 @@
 // card that cannot be read (its series go), discovery failing (labels from libefml alone),
 // kubelet absent (attribution off).
 
+#include "attribution.hpp"
 #include "snapshot.hpp"
 #include "source.hpp"
 
@@ -56,6 +57,7 @@ private:
     CollectorOptions opts_;
     std::optional<inject::device::Host> host_;  ///< discovery's answer for the current card count
     std::uint32_t discovered_for_ = 0;          ///< the card count host_ was discovered at
+    std::optional<PodResourcesClient> kubelet_;  ///< none without a socket
     bool driver_down_ = false, discovery_failed_ = false, kubelet_down_ = false;
     std::vector<std::uint32_t> unreadable_;  ///< cards whose last sample failed
 

@@ -415,6 +415,26 @@ TEST(Collector, HoldersFromThePodResourcesSocketBecomePodLabels) {
     k8s::stop_unix(*server, std::chrono::milliseconds(100));
 }
 
+TEST(Collector, AKubeletRestartBetweenPassesIsFollowedInTheSamePass) {
+    k8s_test::TempDir dir;
+    const std::string sock = dir.path() + "/kubelet.sock";
+    v1::ListPodResourcesResponse first, second;
+    devices(container(first, "old", "ml", "c"), "enflame.com/gcu", {"TR6Y46010000"});
+    devices(container(second, "new", "ml", "c"), "enflame.com/gcu", {"TR6Y46010000"});
+    Lister a(first), b(second);
+    auto server = k8s::serve_unix(sock, {&a});
+    ASSERT_TRUE(server) << server.error().what();
+    auto d = two_cards();
+    auto c = collector(d, sock);
+    EXPECT_EQ(c->collect().cards[0].holders, (std::vector<Holder>{{"old", "ml", "c"}}));
+    // kubelet restarts: its socket goes and a new one (a new server) takes the path.
+    k8s::stop_unix(*server, std::chrono::milliseconds(100));
+    server = k8s::serve_unix(sock, {&b});
+    ASSERT_TRUE(server) << server.error().what();
+    EXPECT_EQ(c->collect().cards[0].holders, (std::vector<Holder>{{"new", "ml", "c"}}));
+    k8s::stop_unix(*server, std::chrono::milliseconds(100));
+}
+
 TEST(Collector, NoKubeletMeansNoAttributionAndOneLogLine) {
     k8s_test::TempDir dir;
     std::ostringstream log;

@@ -79,7 +79,8 @@ pods() { echo "$1" > "$PODS.new" && mv "$PODS.new" "$PODS"; }
 start_pod_resources() {
   [ -f "$PODS" ] || pods '{}'
   "$FPR" --socket "$PRSOCK" --response "$PODS" 2>>"$SCRATCH/fpr.log" 3>&- &
-  on_teardown "stop_pid $!"
+  FPR_PID=$!
+  on_teardown "stop_pid $FPR_PID"
   eventually test -S "$PRSOCK"
 }
 
@@ -246,6 +247,14 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   start_pod_resources
   eventually is 1 enflame_gcu_info 'pod_name="p"'
   [ "$(grep -c 'pod attribution on' "$LOG")" -eq 1 ]
+  # kubelet restarts (its socket deleted and made again, as kubelet does): attribution
+  # follows the new socket, with the new answer
+  stop_pid "$FPR_PID"
+  rm -f "$PRSOCK"
+  pods "$(jq -nc --arg u1 "$U1" '{pod_resources: [{name: "q", namespace: "n", containers: [{name: "c",
+    devices: [{resource_name: "enflame.com/gcu", device_ids: [$u1]}]}]}]}')"
+  start_pod_resources
+  eventually is 1 enflame_gcu_info 'pod_name="q"'
 }
 
 @test "health: a card turning unhealthy is 1 (Unhealthy), and 2 again when it recovers" {
