@@ -64,8 +64,11 @@ int print_error(const inject::Error& e) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-    auto [config_path, config_given] =
+    // Not a structured binding: the --config lambda captures both (clang 14 cannot).
+    const auto from_env =
         inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+    std::string config_path = from_env.path;
+    bool config_given = from_env.given;
     std::string listen = ":9400";
     std::string interval = "15s";
     std::string pod_resources = "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -107,7 +110,7 @@ int main(int argc, char** argv) try {
 
     // Signals are taken by sigwait below; every thread started from here on inherits the mask.
     const sigset_t stop_signals = k8s::block_stop_signals();
-    signal(SIGPIPE, SIG_IGN);  // a scraper hanging up mid-answer
+    (void)signal(SIGPIPE, SIG_IGN);  // a scraper hanging up mid-answer
 
     exporter::CollectorOptions o;
     o.host = host;

@@ -49,7 +49,7 @@ private:
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     std::string socket, response;
     CLI::App app{"fake-pod-resources: kubelet's pod-resources List, answered from a JSON file", "fake-pod-resources"};
     app.add_option("--socket", socket, "the unix socket to serve on")->required();
@@ -67,4 +67,7 @@ int main(int argc, char** argv) {
     sigwait(&set, &sig);
     k8s::stop_unix(*s, std::chrono::milliseconds(200));
     return 0;
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
 }
