@@ -278,6 +278,26 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   [ "$(grep -c 'driver back: 4 cards' "$LOG")" -eq 1 ]
 }
 
+@test "driver reloaded with other cards: the count and every label follow (discovery runs again)" {
+  host
+  start_exporter
+  "$SIM_HOST" driver --root "$SCRATCH/host" gone
+  wait_for is 0 enflame_gcu_count
+  # The host comes back with card 3 gone and card 2 replaced (a new UUID): a rebuilt root, whose
+  # driver is loaded (the switch file went with the old tree).
+  awk '$1 == "-" && $2 == "index:" && $3 == 3 {skip = 1} $1 == "-" && $2 == "index:" && $3 != 3 {skip = 0}
+       /^[a-z_]+:/ && !/^cards:/ {skip = 0} !skip' "$SCRATCH/desc.yaml" | sed "s/$U2/TR6Y46019999/" > "$SCRATCH/desc3.yaml"
+  mv "$SCRATCH/desc3.yaml" "$SCRATCH/desc.yaml"
+  [ "$(grep -c '^  - index:' "$SCRATCH/desc.yaml")" -eq 3 ]
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  wait_for is 3 enflame_gcu_count
+  [ "$(series enflame_gcu_usage | wc -l)" -eq 3 ]
+  [ "$(series enflame_gcu_usage "{$(card 2),$nobody}" | wc -l)" -eq 1 ]
+  [[ "$(card 2)" == *'uuid="TR6Y46019999"'* ]]
+  [ -z "$(series enflame_gcu_usage "$U2")" ]
+  [ -z "$(series enflame_gcu_usage "$U3")" ]
+}
+
 @test "http: /healthz ok, unknown paths 404, SIGTERM exits 0" {
   host
   start_exporter
