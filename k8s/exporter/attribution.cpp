@@ -27,16 +27,19 @@ bool our_resource(std::string_view resource) {
 
 }  // namespace
 
-std::optional<std::uint32_t> card_of_device_id(std::string_view id, const std::vector<CardIdentity>& cards) {
+std::optional<std::uint32_t> card_of_device_id(std::string_view id,
+                                               const std::vector<CardIdentity>& cards) {
     if (id.starts_with("DRS-")) {
         const std::string_view drs = id.substr(4);
         for (const auto& c : cards) {
-            if (std::find(c.drs_uuids.begin(), c.drs_uuids.end(), drs) != c.drs_uuids.end()) return c.index;
+            if (std::find(c.drs_uuids.begin(), c.drs_uuids.end(), drs) != c.drs_uuids.end())
+                return c.index;
         }
         return std::nullopt;
     }
     // Time-slicing replicas are "<id>::<n>".
-    if (const auto sep = id.rfind("::"); sep != std::string_view::npos && number(id.substr(sep + 2)))
+    if (const auto sep = id.rfind("::");
+        sep != std::string_view::npos && number(id.substr(sep + 2)))
         id = id.substr(0, sep);
     for (const auto& c : cards) {
         if (!c.uuid.empty() && c.uuid == id) return c.index;
@@ -60,7 +63,9 @@ std::map<std::uint32_t, std::vector<Holder>> attribute(const v1::ListPodResource
     std::map<std::uint32_t, std::vector<Holder>> out;
     auto hold = [&](std::optional<std::uint32_t> index, const Holder& h) {
         if (!index) return;
-        if (std::none_of(cards.begin(), cards.end(), [&](const CardIdentity& c) { return c.index == *index; })) return;
+        if (std::none_of(cards.begin(), cards.end(),
+                         [&](const CardIdentity& c) { return c.index == *index; }))
+            return;
         auto& v = out[*index];
         if (std::find(v.begin(), v.end(), h) == v.end()) v.push_back(h);
     };
@@ -73,7 +78,8 @@ std::map<std::uint32_t, std::vector<Holder>> attribute(const v1::ListPodResource
             }
             for (const auto& dr : c.dynamic_resources()) {
                 for (const auto& cr : dr.claim_resources()) {
-                    if (cr.driver_name() == kDraDriver) hold(card_of_dra_device(cr.device_name()), h);
+                    if (cr.driver_name() == kDraDriver)
+                        hold(card_of_dra_device(cr.device_name()), h);
                 }
             }
         }
@@ -102,7 +108,8 @@ inject::Result<v1::ListPodResourcesResponse> PodResourcesClient::list() {
     const auto st = stub->List(&ctx, v1::ListPodResourcesRequest{}, &resp);
     if (!st.ok()) {
         channel_.reset();
-        return inject::fail(inject::Errc::Io, "pod-resources socket '" + socket_ + "': List: " + k8s::status_text(st));
+        return inject::fail(inject::Errc::Io, "pod-resources socket '" + socket_ +
+                                                  "': List: " + k8s::status_text(st));
     }
     return resp;
 }

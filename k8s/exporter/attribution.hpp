@@ -32,15 +32,16 @@ inline constexpr std::string_view kResourceDomain = "enflame.com";
 inline constexpr std::string_view kDraDriver = "gcu.enflame.com";
 
 /// The card a device-plugin ID names, among `cards`, or nullopt.
-[[nodiscard]] std::optional<std::uint32_t> card_of_device_id(std::string_view id, const std::vector<CardIdentity>& cards);
+[[nodiscard]] std::optional<std::uint32_t> card_of_device_id(
+    std::string_view id, const std::vector<CardIdentity>& cards);
 
 /// The card index a DRA device name ("gcu-3", "gcu-3-1g.11gb-0") names, or nullopt.
 [[nodiscard]] std::optional<std::uint32_t> card_of_dra_device(std::string_view device_name);
 
 /// Holders of each card (by index): sorted, without duplicates (a container with two replicas
 /// of one card holds it once). Cards nobody holds are absent.
-[[nodiscard]] std::map<std::uint32_t, std::vector<Holder>> attribute(const v1::ListPodResourcesResponse& r,
-                                                                     const std::vector<CardIdentity>& cards);
+[[nodiscard]] std::map<std::uint32_t, std::vector<Holder>> attribute(
+    const v1::ListPodResourcesResponse& r, const std::vector<CardIdentity>& cards);
 
 /// kubelet's pod-resources socket. The channel is kept between calls (a new one per call
 /// costs more CPU than the whole rest of a collection) and dropped after a failure, so a

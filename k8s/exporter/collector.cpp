@@ -13,7 +13,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-CardIdentity identity(std::uint32_t index, const inject::efml::Sample& s, const inject::device::Host* host) {
+CardIdentity identity(std::uint32_t index, const inject::efml::Sample& s,
+                      const inject::device::Host* host) {
     CardIdentity id;
     id.index = index;
     const inject::device::Device* d = nullptr;
@@ -41,16 +42,20 @@ CardIdentity identity(std::uint32_t index, const inject::efml::Sample& s, const 
 
 Collector::Collector(std::unique_ptr<Source> source, CollectorOptions opts)
     : source_(std::move(source)), opts_(std::move(opts)) {
-    if (!opts_.pod_resources_socket.empty()) kubelet_.emplace(opts_.pod_resources_socket, opts_.pod_resources_timeout);
+    if (!opts_.pod_resources_socket.empty())
+        kubelet_.emplace(opts_.pod_resources_socket, opts_.pod_resources_timeout);
 }
 
-Collector::~Collector() { stop(); }
+Collector::~Collector() {
+    stop();
+}
 
 std::vector<CardReading> Collector::read_cards() {
     auto n = source_->count();
     if (!n) {
         if (!driver_down_)
-            inject::log::warn("driver gone: {}; the cards' series are dropped until it is back", n.error().what());
+            inject::log::warn("driver gone: {}; the cards' series are dropped until it is back",
+                              n.error().what());
         driver_down_ = true;
         host_.reset();
         return {};
@@ -62,13 +67,15 @@ std::vector<CardReading> Collector::read_cards() {
         discovered_for_ = *n;
         if (h) {
             if (discovery_failed_) inject::log::info("discovery works again");
-            inject::log::info("discovered {} cards ({}); libefml reports {}", h->devices.size(), h->backend, *n);
+            inject::log::info("discovered {} cards ({}); libefml reports {}", h->devices.size(),
+                              h->backend, *n);
             discovery_failed_ = false;
             host_ = std::move(*h);
         } else {
             if (!discovery_failed_)
-                inject::log::warn("discovering cards: {}; labelling them from libefml alone (no minor_number)",
-                                  h.error().what());
+                inject::log::warn(
+                    "discovering cards: {}; labelling them from libefml alone (no minor_number)",
+                    h.error().what());
             discovery_failed_ = true;
             host_.reset();
         }
@@ -79,7 +86,8 @@ std::vector<CardReading> Collector::read_cards() {
         auto s = source_->sample(i);
         if (!s) {
             if (std::find(unreadable_.begin(), unreadable_.end(), i) == unreadable_.end())
-                inject::log::warn("card {}: {}; its series are dropped until it answers", i, s.error().what());
+                inject::log::warn("card {}: {}; its series are dropped until it answers", i,
+                                  s.error().what());
             unreadable.push_back(i);
             continue;
         }
@@ -99,14 +107,16 @@ void Collector::attribute_holders(std::vector<CardReading>& cards) {
         kubelet_down_ = true;
         return;
     }
-    if (kubelet_down_) inject::log::info("pod attribution on: kubelet answers on {}", opts_.pod_resources_socket);
+    if (kubelet_down_)
+        inject::log::info("pod attribution on: kubelet answers on {}", opts_.pod_resources_socket);
     kubelet_down_ = false;
     std::vector<CardIdentity> ids;
     ids.reserve(cards.size());
     for (const auto& c : cards) ids.push_back(c.id);
     auto holders = attribute(*r, ids);
     for (auto& c : cards) {
-        if (auto it = holders.find(c.id.index); it != holders.end()) c.holders = std::move(it->second);
+        if (auto it = holders.find(c.id.index); it != holders.end())
+            c.holders = std::move(it->second);
     }
 }
 
@@ -139,7 +149,8 @@ void Collector::start() {
             collect();
             lock.lock();
             next += opts_.interval;
-            if (const auto now = Clock::now(); next < now) next = now + opts_.interval;  // fell behind
+            if (const auto now = Clock::now(); next < now)
+                next = now + opts_.interval;  // fell behind
         }
     });
 }
@@ -161,7 +172,8 @@ std::shared_ptr<const std::string> Collector::text() const {
 std::optional<std::chrono::milliseconds> Collector::since_last() const {
     const auto ns = last_pass_ns_.load();
     if (ns == 0) return std::nullopt;
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - Clock::time_point(Clock::duration(ns)));
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        Clock::now() - Clock::time_point(Clock::duration(ns)));
 }
 
 }  // namespace exporter

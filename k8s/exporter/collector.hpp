@@ -24,7 +24,7 @@
 namespace exporter {
 
 struct CollectorOptions {
-    std::string host;                 ///< the `host` label
+    std::string host;                  ///< the `host` label
     std::string pod_resources_socket;  ///< empty = no attribution
     std::chrono::milliseconds interval{15000};
     std::chrono::milliseconds pod_resources_timeout{2000};
@@ -55,8 +55,8 @@ private:
 
     std::unique_ptr<Source> source_;
     CollectorOptions opts_;
-    std::optional<inject::device::Host> host_;  ///< discovery's answer for the current card count
-    std::uint32_t discovered_for_ = 0;          ///< the card count host_ was discovered at
+    std::optional<inject::device::Host> host_;   ///< discovery's answer for the current card count
+    std::uint32_t discovered_for_ = 0;           ///< the card count host_ was discovered at
     std::optional<PodResourcesClient> kubelet_;  ///< none without a socket
     bool driver_down_ = false, discovery_failed_ = false, kubelet_down_ = false;
     std::vector<std::uint32_t> unreadable_;  ///< cards whose last sample failed

@@ -21,7 +21,9 @@ public:
             lib_ = std::move(*lib);
             inject::log::info("libefml {} loaded", lib_->path());
             if (const auto missing = lib_->missing(); !missing.empty())
-                inject::log::info("libefml lacks {} of the calls we use: their readings stay unknown", missing.size());
+                inject::log::info(
+                    "libefml lacks {} of the calls we use: their readings stay unknown",
+                    missing.size());
         }
         auto n = lib_->count();
         if (!n) lib_.reset();
@@ -33,7 +35,9 @@ public:
         return lib_->sample(index);
     }
 
-    inject::Result<inject::device::Host> discover() override { return inject::discover::discover(opts_); }
+    inject::Result<inject::device::Host> discover() override {
+        return inject::discover::discover(opts_);
+    }
 
 private:
     inject::discover::Options opts_;

@@ -20,15 +20,20 @@ bool get_or_head(::mg_connection* conn) {
     return std::strcmp(m, "GET") == 0 || std::strcmp(m, "HEAD") == 0;
 }
 
-int reply(::mg_connection* conn, int status, const char* reason, const char* type, std::string_view body) {
-    mg_printf(conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
-              reason, type, body.size());
-    if (std::strcmp(mg_get_request_info(conn)->request_method, "HEAD") != 0) mg_write(conn, body.data(), body.size());
+int reply(::mg_connection* conn, int status, const char* reason, const char* type,
+          std::string_view body) {
+    mg_printf(
+        conn,
+        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+        status, reason, type, body.size());
+    if (std::strcmp(mg_get_request_info(conn)->request_method, "HEAD") != 0)
+        mg_write(conn, body.data(), body.size());
     return status;
 }
 
 int not_allowed(::mg_connection* conn) {
-    return reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "only GET and HEAD\n");
+    return reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8",
+                 "only GET and HEAD\n");
 }
 
 // civetweb's own log lines go to ours, at debug: a scraper hanging up is no news.
@@ -41,8 +46,8 @@ int civetweb_log(const ::mg_connection*, const char* message) {
 
 inject::Result<std::string> listening_ports(std::string_view address) {
     auto bad = [&](const std::string& why) {
-        return inject::fail(Errc::InvalidInput,
-                            "--web.listen-address '" + std::string(address) + "': " + why + " (want [ip]:port, e.g. :9400)");
+        return inject::fail(Errc::InvalidInput, "--web.listen-address '" + std::string(address) +
+                                                    "': " + why + " (want [ip]:port, e.g. :9400)");
     };
     const auto colon = address.rfind(':');
     if (colon == std::string_view::npos) return bad("no port");
@@ -55,20 +60,23 @@ inject::Result<std::string> listening_ports(std::string_view address) {
     std::array<unsigned char, 16> buf{};
     const std::string h(host);
     if (h.size() > 2 && h.front() == '[' && h.back() == ']') {
-        if (inet_pton(AF_INET6, h.substr(1, h.size() - 2).c_str(), buf.data()) != 1) return bad("bad IPv6 address");
+        if (inet_pton(AF_INET6, h.substr(1, h.size() - 2).c_str(), buf.data()) != 1)
+            return bad("bad IPv6 address");
     } else if (inet_pton(AF_INET, h.c_str(), buf.data()) != 1) {
         return bad("'" + h + "' is not an IP address");
     }
     return std::string(address);
 }
 
-inject::Result<std::unique_ptr<HttpServer>> HttpServer::start(std::string_view address, const Collector& collector) {
+inject::Result<std::unique_ptr<HttpServer>> HttpServer::start(std::string_view address,
+                                                              const Collector& collector) {
     INJECT_TRY(const auto ports, listening_ports(address));
     mg_init_library(0);
     std::unique_ptr<HttpServer> s(new HttpServer(collector));
     // Two workers: Prometheus scrapes one at a time; a second lets a health probe through.
-    const char* options[] = {"listening_ports", ports.c_str(), "num_threads", "2", "request_timeout_ms", "10000",
-                             "enable_keep_alive", "no", nullptr};
+    const char* options[] = {
+        "listening_ports", ports.c_str(),       "num_threads", "2",    "request_timeout_ms",
+        "10000",           "enable_keep_alive", "no",          nullptr};
     mg_callbacks callbacks{};
     callbacks.log_message = civetweb_log;
     mg_init_data init{&callbacks, s.get(), options};
@@ -77,7 +85,8 @@ inject::Result<std::unique_ptr<HttpServer>> HttpServer::start(std::string_view a
     mg_error_data error{&code, text.data(), text.size()};
     s->ctx_ = mg_start2(&init, &error);
     if (!s->ctx_)
-        return inject::fail(Errc::Io, "--web.listen-address '" + std::string(address) + "': " + text.data());
+        return inject::fail(Errc::Io,
+                            "--web.listen-address '" + std::string(address) + "': " + text.data());
     mg_set_request_handler(s->ctx_, "/metrics", &HttpServer::metrics, s.get());
     mg_set_request_handler(s->ctx_, "/healthz", &HttpServer::healthz, s.get());
     return s;
@@ -90,7 +99,9 @@ HttpServer::~HttpServer() {
 int HttpServer::metrics(::mg_connection* conn, void* self) {
     if (!get_or_head(conn)) return not_allowed(conn);
     const auto text = static_cast<HttpServer*>(self)->collector_.text();
-    if (!text) return reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8", "no collection yet\n");
+    if (!text)
+        return reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+                     "no collection yet\n");
     return reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", *text);
 }
 
@@ -98,10 +109,13 @@ int HttpServer::healthz(::mg_connection* conn, void* self) {
     if (!get_or_head(conn)) return not_allowed(conn);
     const auto& c = static_cast<HttpServer*>(self)->collector_;
     const auto since = c.since_last();
-    if (!since) return reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8", "no collection yet\n");
-    if (*since > 3 * c.interval())
+    if (!since)
         return reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
-                     "collector stalled: last pass " + std::to_string(since->count()) + " ms ago\n");
+                     "no collection yet\n");
+    if (*since > 3 * c.interval())
+        return reply(
+            conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+            "collector stalled: last pass " + std::to_string(since->count()) + " ms ago\n");
     return reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
 }
 

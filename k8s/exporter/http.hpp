@@ -25,8 +25,8 @@ class HttpServer {
 public:
     /// Listens on `address` (a listen-address as above) and serves `collector`'s text, which
     /// must outlive the server. Errors name the address and civetweb's reason.
-    [[nodiscard]] static inject::Result<std::unique_ptr<HttpServer>> start(std::string_view address,
-                                                                           const Collector& collector);
+    [[nodiscard]] static inject::Result<std::unique_ptr<HttpServer>> start(
+        std::string_view address, const Collector& collector);
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

@@ -26,7 +26,8 @@ namespace {
 
 // A duration flag: "15s", "500ms", "2m"; a bare number is seconds. At least 100 ms, at most
 // a day.
-inject::Result<std::chrono::milliseconds> duration(const std::string& flag, const std::string& text) {
+inject::Result<std::chrono::milliseconds> duration(const std::string& flag,
+                                                   const std::string& text) {
     struct Unit {
         std::string_view suffix;
         long long ms;
@@ -43,10 +44,11 @@ inject::Result<std::chrono::milliseconds> duration(const std::string& flag, cons
     }
     long long n = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n <= 0 || n > 86400000 / scale ||
-        n * scale < 100)
-        return inject::fail(inject::Errc::InvalidInput,
-                            flag + " '" + text + "': want a duration from 100ms to 24h, such as 15s or 500ms");
+    if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n <= 0 ||
+        n > 86400000 / scale || n * scale < 100)
+        return inject::fail(
+            inject::Errc::InvalidInput,
+            flag + " '" + text + "': want a duration from 100ms to 24h, such as 15s or 500ms");
     return std::chrono::milliseconds(n * scale);
 }
 
@@ -65,8 +67,8 @@ int print_error(const inject::Error& e) {
 
 int main(int argc, char** argv) try {
     // Not a structured binding: the --config lambda captures both (clang 14 cannot).
-    const auto from_env =
-        inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+    const auto from_env = inject::config::config_path_from_env(
+        std::getenv(std::string(inject::config::kPathEnv).c_str()));
     std::string config_path = from_env.path;
     bool config_given = from_env.given;
     std::string listen = ":9400";
@@ -77,21 +79,32 @@ int main(int argc, char** argv) try {
 
     CLI::App app{"enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods",
                  "enflame-gcu-exporter"};
-    app.set_version_flag("--version", std::string("enflame-gcu-exporter ") + inject::kVersion + " (" +
-                                          inject::kGitRevision + ")");
+    app.set_version_flag("--version", std::string("enflame-gcu-exporter ") + inject::kVersion +
+                                          " (" + inject::kGitRevision + ")");
     app.add_option_function<std::string>(
-           "--config", [&](const std::string& p) { config_path = p; config_given = true; },
-           "toolkit configuration (default: $ENFLAME_CTK_CONFIG or /etc/enflame-container-runtime/config.toml)");
-    app.add_option("--web.listen-address", listen, "where to serve /metrics and /healthz: [ip]:port")
-        ->envname("LISTEN_ADDRESS")->capture_default_str();
+        "--config",
+        [&](const std::string& p) {
+            config_path = p;
+            config_given = true;
+        },
+        "toolkit configuration (default: $ENFLAME_CTK_CONFIG or "
+        "/etc/enflame-container-runtime/config.toml)");
+    app.add_option("--web.listen-address", listen,
+                   "where to serve /metrics and /healthz: [ip]:port")
+        ->envname("LISTEN_ADDRESS")
+        ->capture_default_str();
     app.add_option("--collect-interval", interval, "time between collections (e.g. 15s, 500ms)")
-        ->envname("COLLECT_INTERVAL")->capture_default_str();
+        ->envname("COLLECT_INTERVAL")
+        ->capture_default_str();
     app.add_option("--pod-resources-socket", pod_resources,
                    "kubelet's pod-resources socket (empty: no pod attribution)")
-        ->envname("POD_RESOURCES_SOCKET")->capture_default_str();
+        ->envname("POD_RESOURCES_SOCKET")
+        ->capture_default_str();
     app.add_option("--hostname", host, "the host label (default: NODE_NAME, else this host's name)")
         ->envname("NODE_NAME");
-    app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
+    app.add_option("--log-level", log_level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -100,7 +113,8 @@ int main(int argc, char** argv) try {
         return 1;
     }
 
-    if (auto ok = k8s::setup_logging("enflame-gcu-exporter", log_level); !ok) return print_error(ok.error());
+    if (auto ok = k8s::setup_logging("enflame-gcu-exporter", log_level); !ok)
+        return print_error(ok.error());
 
     auto iv = duration("--collect-interval", interval);
     if (!iv) return print_error(iv.error());
@@ -117,13 +131,16 @@ int main(int argc, char** argv) try {
     o.pod_resources_socket = pod_resources;
     o.interval = *iv;
     o.pod_resources_timeout = std::min(*iv, std::chrono::milliseconds(5000));
-    exporter::Collector collector(exporter::make_efml_source(inject::discover::options_from(*cfg)), o);
+    exporter::Collector collector(exporter::make_efml_source(inject::discover::options_from(*cfg)),
+                                  o);
     auto server = exporter::HttpServer::start(listen, collector);
     if (!server) return print_error(server.error());
-    if (pod_resources.empty()) inject::log::info("pod attribution off: --pod-resources-socket is empty");
+    if (pod_resources.empty())
+        inject::log::info("pod attribution off: --pod-resources-socket is empty");
     collector.collect();
     collector.start();
-    inject::log::info("serving /metrics and /healthz on {} (collecting every {} ms)", listen, iv->count());
+    inject::log::info("serving /metrics and /healthz on {} (collecting every {} ms)", listen,
+                      iv->count());
 
     int sig = 0;
     sigwait(&stop_signals, &sig);

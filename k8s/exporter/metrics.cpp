@@ -37,43 +37,86 @@ struct CardGauge {
 const std::vector<CardGauge>& card_gauges() {
     using S = inject::efml::Sample;
     static const std::vector<CardGauge> gauges{
-        {"enflame_gcu_usage", "GCU utilisation in percent (0-100).", {},
+        {"enflame_gcu_usage",
+         "GCU utilisation in percent (0-100).",
+         {},
          [](const S& s) { return s.usage_percent; }},
-        {"enflame_gcu_memory_usage", "Fraction of the device memory in use (0-1).", {},
+        {"enflame_gcu_memory_usage",
+         "Fraction of the device memory in use (0-1).",
+         {},
          [](const S& s) -> std::optional<double> {
-             if (!s.memory_used_bytes || !s.memory_total_bytes || *s.memory_total_bytes == 0) return std::nullopt;
-             return static_cast<double>(*s.memory_used_bytes) / static_cast<double>(*s.memory_total_bytes);
+             if (!s.memory_used_bytes || !s.memory_total_bytes || *s.memory_total_bytes == 0)
+                 return std::nullopt;
+             return static_cast<double>(*s.memory_used_bytes) /
+                    static_cast<double>(*s.memory_total_bytes);
          }},
-        {"enflame_gcu_memory_used_bytes", "Device memory in use, in bytes.", {},
+        {"enflame_gcu_memory_used_bytes",
+         "Device memory in use, in bytes.",
+         {},
          [](const S& s) { return as_double(s.memory_used_bytes); }},
-        {"enflame_gcu_memory_total_bytes", "Device memory, in bytes.", {},
+        {"enflame_gcu_memory_total_bytes",
+         "Device memory, in bytes.",
+         {},
          [](const S& s) { return as_double(s.memory_total_bytes); }},
-        {"enflame_gcu_temperatures", "Temperature in degrees Celsius, by sensor (asic, memory, board).",
-         {{"sensor", "asic"}}, [](const S& s) { return s.temperature_c; }},
-        {"enflame_gcu_temperatures", "", {{"sensor", "memory"}}, [](const S& s) { return s.memory_temperature_c; }},
-        {"enflame_gcu_temperatures", "", {{"sensor", "board"}}, [](const S& s) { return s.board_temperature_c; }},
-        {"enflame_gcu_power_usage", "Power draw in percent of the power capability (0-100).", {},
+        {"enflame_gcu_temperatures",
+         "Temperature in degrees Celsius, by sensor (asic, memory, board).",
+         {{"sensor", "asic"}},
+         [](const S& s) { return s.temperature_c; }},
+        {"enflame_gcu_temperatures",
+         "",
+         {{"sensor", "memory"}},
+         [](const S& s) { return s.memory_temperature_c; }},
+        {"enflame_gcu_temperatures",
+         "",
+         {{"sensor", "board"}},
+         [](const S& s) { return s.board_temperature_c; }},
+        {"enflame_gcu_power_usage",
+         "Power draw in percent of the power capability (0-100).",
+         {},
          [](const S& s) -> std::optional<double> {
-             if (!s.power_w || !s.power_capability_w || *s.power_capability_w <= 0) return std::nullopt;
+             if (!s.power_w || !s.power_capability_w || *s.power_capability_w <= 0)
+                 return std::nullopt;
              return *s.power_w * 100.0 / *s.power_capability_w;
          }},
-        {"enflame_gcu_power_consumption", "Power draw in watts.", {}, [](const S& s) { return s.power_w; }},
-        {"enflame_gcu_power_capability", "Power capability (limit) in watts.", {},
+        {"enflame_gcu_power_consumption",
+         "Power draw in watts.",
+         {},
+         [](const S& s) { return s.power_w; }},
+        {"enflame_gcu_power_capability",
+         "Power capability (limit) in watts.",
+         {},
          [](const S& s) { return s.power_capability_w; }},
-        {"enflame_gcu_clock", "Clock frequency in MHz, by domain (dtu, hbm).", {{"domain", "dtu"}},
+        {"enflame_gcu_clock",
+         "Clock frequency in MHz, by domain (dtu, hbm).",
+         {{"domain", "dtu"}},
          [](const S& s) { return as_double(s.dtu_clock_mhz); }},
-        {"enflame_gcu_clock", "", {{"domain", "hbm"}}, [](const S& s) { return as_double(s.hbm_clock_mhz); }},
-        {"enflame_gcu_ecc_single_bit_error_total_count", "ECC single-bit errors the driver has counted.", {},
+        {"enflame_gcu_clock",
+         "",
+         {{"domain", "hbm"}},
+         [](const S& s) { return as_double(s.hbm_clock_mhz); }},
+        {"enflame_gcu_ecc_single_bit_error_total_count",
+         "ECC single-bit errors the driver has counted.",
+         {},
          [](const S& s) { return as_double(s.ecc_single_bit); }},
-        {"enflame_gcu_ecc_double_bit_error_total_count", "ECC double-bit errors the driver has counted.", {},
+        {"enflame_gcu_ecc_double_bit_error_total_count",
+         "ECC double-bit errors the driver has counted.",
+         {},
          [](const S& s) { return as_double(s.ecc_double_bit); }},
-        {"enflame_gcu_pcie_link_width", "Current PCIe link width (lanes).", {},
+        {"enflame_gcu_pcie_link_width",
+         "Current PCIe link width (lanes).",
+         {},
          [](const S& s) { return as_double(s.pcie_link_width); }},
-        {"enflame_gcu_pcie_max_link_width", "Maximum PCIe link width (lanes).", {},
+        {"enflame_gcu_pcie_max_link_width",
+         "Maximum PCIe link width (lanes).",
+         {},
          [](const S& s) { return as_double(s.pcie_max_link_width); }},
-        {"enflame_gcu_pcie_link_speed", "Current PCIe link speed (generation), as libefml reports it.", {},
+        {"enflame_gcu_pcie_link_speed",
+         "Current PCIe link speed (generation), as libefml reports it.",
+         {},
          [](const S& s) { return as_double(s.pcie_link_speed); }},
-        {"enflame_gcu_pcie_max_link_speed", "Maximum PCIe link speed (generation), as libefml reports it.", {},
+        {"enflame_gcu_pcie_max_link_speed",
+         "Maximum PCIe link speed (generation), as libefml reports it.",
+         {},
          [](const S& s) { return as_double(s.pcie_max_link_speed); }},
     };
     return gauges;
@@ -140,7 +183,8 @@ int health_value(const std::optional<bool>& healthy) noexcept {
 std::vector<MetricFamily> families(const Snapshot& s) {
     Builder b;
     const Labels host{{"host", s.host}};
-    b.family("enflame_gcu_exporter_up", "1 while the exporter serves metrics.").metric.push_back(gauge(host, 1));
+    b.family("enflame_gcu_exporter_up", "1 while the exporter serves metrics.")
+        .metric.push_back(gauge(host, 1));
     b.family("enflame_gcu_count", "Number of GCUs the driver answered for in the last collection.")
         .metric.push_back(gauge(host, static_cast<double>(s.cards.size())));
 
@@ -148,8 +192,10 @@ std::vector<MetricFamily> families(const Snapshot& s) {
     sets.reserve(s.cards.size());
     for (const auto& c : s.cards) sets.push_back(holder_label_sets(s.host, c));
 
-    auto& info = b.family("enflame_gcu_info", "Always 1: the card's identity, its holder and the driver version.");
-    auto& health = b.family("enflame_gcu_health", "Card health: 2 healthy, 1 unhealthy, 0 unknown.");
+    auto& info = b.family("enflame_gcu_info",
+                          "Always 1: the card's identity, its holder and the driver version.");
+    auto& health =
+        b.family("enflame_gcu_health", "Card health: 2 healthy, 1 unhealthy, 0 unknown.");
     for (std::size_t i = 0; i < s.cards.size(); ++i) {
         const auto& healthy = s.cards[i].sample.healthy;
         const char* msg = !healthy ? "Unknown" : *healthy ? "Healthy" : "Unhealthy";
@@ -174,8 +220,9 @@ std::vector<MetricFamily> families(const Snapshot& s) {
             }
         }
     }
-    auto& proc = b.family("enflame_gcu_process_memory_used_bytes",
-                          "Device memory a process uses on the card, in bytes (as libefml reports it).");
+    auto& proc =
+        b.family("enflame_gcu_process_memory_used_bytes",
+                 "Device memory a process uses on the card, in bytes (as libefml reports it).");
     for (const auto& c : s.cards) {
         for (const auto& p : c.sample.processes) {
             Labels l = card_labels(s.host, c.id);

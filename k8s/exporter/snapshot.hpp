@@ -26,7 +26,8 @@ struct CardIdentity {
     std::uint32_t index = 0;             ///< the driver's index (libefml, efsmi's DEV ID)
     std::optional<std::uint32_t> minor;  ///< /dev/gcu<minor>; unknown without discovery
     std::string uuid, busid, name;
-    std::vector<std::string> drs_uuids;  ///< DRS instances on this card (device-plugin "DRS-<uuid>")
+    std::vector<std::string>
+        drs_uuids;  ///< DRS instances on this card (device-plugin "DRS-<uuid>")
 };
 
 /// One card in one collection.

@@ -36,7 +36,7 @@ using inject::efml::Sample;
 
 // A driver whose answers the test sets.
 struct FakeDriver {
-    std::optional<std::uint32_t> count;  ///< nullopt = the driver is gone
+    std::optional<std::uint32_t> count;       ///< nullopt = the driver is gone
     std::map<std::uint32_t, Sample> samples;  ///< a card missing here fails its sample
     inject::device::Host host;
     bool discovery_fails = false;
@@ -47,12 +47,14 @@ class FakeSource final : public exporter::Source {
 public:
     explicit FakeSource(FakeDriver& d) : d_(d) {}
     inject::Result<std::uint32_t> count() override {
-        if (!d_.count) return inject::fail(inject::Errc::Io, "EfmlGetDevCount: driver not loaded (6)");
+        if (!d_.count)
+            return inject::fail(inject::Errc::Io, "EfmlGetDevCount: driver not loaded (6)");
         return *d_.count;
     }
     inject::Result<Sample> sample(std::uint32_t i) override {
         auto it = d_.samples.find(i);
-        if (it == d_.samples.end()) return inject::fail(inject::Errc::Io, "card " + std::to_string(i) + ": error (1)");
+        if (it == d_.samples.end())
+            return inject::fail(inject::Errc::Io, "card " + std::to_string(i) + ": error (1)");
         return it->second;
     }
     inject::Result<inject::device::Host> discover() override {
@@ -120,8 +122,10 @@ std::unique_ptr<Collector> collector(FakeDriver& d, std::string socket = "") {
     return std::make_unique<Collector>(std::make_unique<FakeSource>(d), o);
 }
 
-const char* kCard0 = R"(host="node-a",minor_number="4",uuid="TR6Y46010000",busid="0000:10:00.0",name="S60")";
-const char* kCard1 = R"(host="node-a",minor_number="7",uuid="TR6Y46010001",busid="0000:11:00.0",name="S60")";
+const char* kCard0 =
+    R"(host="node-a",minor_number="4",uuid="TR6Y46010000",busid="0000:10:00.0",name="S60")";
+const char* kCard1 =
+    R"(host="node-a",minor_number="7",uuid="TR6Y46010001",busid="0000:11:00.0",name="S60")";
 const char* kNobody = R"(pod_name="",pod_namespace="",container_name="")";
 
 // The sample lines of metric `name` in an exposition.
@@ -174,21 +178,28 @@ TEST(Exposition, EveryReadingOfFedSamplesWithGcuExporterNamesAndLabels) {
     for (const auto& w : wants) {
         const auto got = series(text, w.name);
         EXPECT_NE(std::find(got.begin(), got.end(), line(w.name, l0 + w.extra, w.value)), got.end())
-            << w.name << w.extra << " not " << w.value << " in:\n" << text;
-        EXPECT_NE(text.find(std::string("# TYPE ") + w.name + " gauge\n"), std::string::npos) << w.name;
+            << w.name << w.extra << " not " << w.value << " in:\n"
+            << text;
+        EXPECT_NE(text.find(std::string("# TYPE ") + w.name + " gauge\n"), std::string::npos)
+            << w.name;
         EXPECT_NE(text.find(std::string("# HELP ") + w.name + " "), std::string::npos) << w.name;
     }
-    EXPECT_EQ(series(text, "enflame_gcu_count"), std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 2)"});
+    EXPECT_EQ(series(text, "enflame_gcu_count"),
+              std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 2)"});
     EXPECT_EQ(series(text, "enflame_gcu_exporter_up"),
               std::vector<std::string>{R"(enflame_gcu_exporter_up{host="node-a"} 1)"});
-    EXPECT_EQ(series(text, "enflame_gcu_process_memory_used_bytes"),
-              (std::vector<std::string>{line("enflame_gcu_process_memory_used_bytes", std::string(kCard0) + R"(,pid="4242")", "1073741824"),
-                                        line("enflame_gcu_process_memory_used_bytes", std::string(kCard1) + R"(,pid="4242")", "1073741824")}));
+    EXPECT_EQ(
+        series(text, "enflame_gcu_process_memory_used_bytes"),
+        (std::vector<std::string>{line("enflame_gcu_process_memory_used_bytes",
+                                       std::string(kCard0) + R"(,pid="4242")", "1073741824"),
+                                  line("enflame_gcu_process_memory_used_bytes",
+                                       std::string(kCard1) + R"(,pid="4242")", "1073741824")}));
     EXPECT_EQ(series(text, "enflame_gcu_usage").size(), 2U);
     // Each family's HELP and TYPE once, even where several readings share the name.
     std::size_t pos = 0;
     int types = 0;
-    while ((pos = text.find("# TYPE enflame_gcu_temperatures ", pos)) != std::string::npos) ++types, ++pos;
+    while ((pos = text.find("# TYPE enflame_gcu_temperatures ", pos)) != std::string::npos)
+        ++types, ++pos;
     EXPECT_EQ(types, 1);
 }
 
@@ -201,16 +212,24 @@ TEST(Exposition, AReadingTheLibraryCannotGiveHasNoSeries) {
     auto c = collector(d);
     c->collect();
     const std::string text = *c->text();
-    for (const char* name : {"enflame_gcu_power_capability", "enflame_gcu_power_usage", "enflame_gcu_ecc_single_bit_error_total_count",
+    for (const char* name : {"enflame_gcu_power_capability", "enflame_gcu_power_usage",
+                             "enflame_gcu_ecc_single_bit_error_total_count",
                              "enflame_gcu_process_memory_used_bytes"}) {
         const auto got = series(text, name);
-        EXPECT_TRUE(std::none_of(got.begin(), got.end(), [](const std::string& l) { return l.find("minor_number=\"4\"") != std::string::npos; }))
-            << name << " has card 0 in:\n" << text;
+        EXPECT_TRUE(std::none_of(
+            got.begin(), got.end(),
+            [](const std::string& l) { return l.find("minor_number=\"4\"") != std::string::npos; }))
+            << name << " has card 0 in:\n"
+            << text;
         EXPECT_EQ(got.size(), 1U) << name;
     }
     const auto temps = series(text, "enflame_gcu_temperatures");
     EXPECT_EQ(temps.size(), 5U);  // card 0: memory and board; card 1: all three
-    EXPECT_EQ(std::count_if(temps.begin(), temps.end(), [](const std::string& l) { return l.find("sensor=\"asic\"") != std::string::npos; }), 1);
+    EXPECT_EQ(std::count_if(temps.begin(), temps.end(),
+                            [](const std::string& l) {
+                                return l.find("sensor=\"asic\"") != std::string::npos;
+                            }),
+              1);
 }
 
 TEST(Health, TwoHealthyOneUnhealthyZeroUnknown) {
@@ -223,8 +242,11 @@ TEST(Health, TwoHealthyOneUnhealthyZeroUnknown) {
     auto c = collector(d);
     c->collect();
     EXPECT_EQ(series(*c->text(), "enflame_gcu_health"),
-              (std::vector<std::string>{line("enflame_gcu_health", std::string(kCard0) + "," + kNobody + R"(,healthmsg="Unhealthy")", "1"),
-                                        line("enflame_gcu_health", std::string(kCard1) + "," + kNobody + R"(,healthmsg="Unknown")", "0")}));
+              (std::vector<std::string>{
+                  line("enflame_gcu_health",
+                       std::string(kCard0) + "," + kNobody + R"(,healthmsg="Unhealthy")", "1"),
+                  line("enflame_gcu_health",
+                       std::string(kCard1) + "," + kNobody + R"(,healthmsg="Unknown")", "0")}));
 }
 
 TEST(Collector, DriverGoneTakesEveryCardSeriesAwayAndBackAgain) {
@@ -237,12 +259,15 @@ TEST(Collector, DriverGoneTakesEveryCardSeriesAwayAndBackAgain) {
     const std::string gone = *c->text();
     EXPECT_TRUE(series(gone, "enflame_gcu_usage").empty()) << gone;
     EXPECT_TRUE(series(gone, "enflame_gcu_health").empty()) << gone;
-    EXPECT_EQ(series(gone, "enflame_gcu_count"), std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 0)"});
-    EXPECT_EQ(series(gone, "enflame_gcu_exporter_up"), std::vector<std::string>{R"(enflame_gcu_exporter_up{host="node-a"} 1)"});
+    EXPECT_EQ(series(gone, "enflame_gcu_count"),
+              std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 0)"});
+    EXPECT_EQ(series(gone, "enflame_gcu_exporter_up"),
+              std::vector<std::string>{R"(enflame_gcu_exporter_up{host="node-a"} 1)"});
     d.count = 2;
     c->collect();
     EXPECT_EQ(series(*c->text(), "enflame_gcu_usage").size(), 2U);
-    EXPECT_EQ(series(*c->text(), "enflame_gcu_count"), std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 2)"});
+    EXPECT_EQ(series(*c->text(), "enflame_gcu_count"),
+              std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 2)"});
 }
 
 TEST(Collector, ACardThatCannotBeReadLosesOnlyItsOwnSeries) {
@@ -253,8 +278,10 @@ TEST(Collector, ACardThatCannotBeReadLosesOnlyItsOwnSeries) {
     ASSERT_EQ(s.cards.size(), 1U);
     EXPECT_EQ(s.cards[0].id.index, 1U);
     EXPECT_EQ(series(*c->text(), "enflame_gcu_usage"),
-              std::vector<std::string>{line("enflame_gcu_usage", std::string(kCard1) + "," + kNobody, "42")});
-    EXPECT_EQ(series(*c->text(), "enflame_gcu_count"), std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 1)"});
+              std::vector<std::string>{
+                  line("enflame_gcu_usage", std::string(kCard1) + "," + kNobody, "42")});
+    EXPECT_EQ(series(*c->text(), "enflame_gcu_count"),
+              std::vector<std::string>{R"(enflame_gcu_count{host="node-a"} 1)"});
 }
 
 TEST(Collector, RediscoversOnlyWhenTheCardCountChanges) {
@@ -280,9 +307,14 @@ TEST(Collector, WithoutDiscoveryCardsAreLabelledFromLibefmlWithoutAMinor) {
     d.discovery_fails = true;
     auto c = collector(d);
     c->collect();
-    EXPECT_EQ(series(*c->text(), "enflame_gcu_usage")[0],
-              line("enflame_gcu_usage",
-                   std::string(R"(host="node-a",minor_number="",uuid="EFML-U0",busid="0000:90:00.0",name="Enflame S60",)") + kNobody, "42"));
+    EXPECT_EQ(
+        series(*c->text(), "enflame_gcu_usage")[0],
+        line(
+            "enflame_gcu_usage",
+            std::string(
+                R"(host="node-a",minor_number="",uuid="EFML-U0",busid="0000:90:00.0",name="Enflame S60",)") +
+                kNobody,
+            "42"));
 }
 
 // --- attribution ---
@@ -319,7 +351,8 @@ TEST(Attribution, DevicePluginIds) {
         {"replica-suffix-not-a-number", "TR6Y46010002::x", std::nullopt},
         {"empty", "", std::nullopt},
     };
-    for (const auto& c : cases) EXPECT_EQ(exporter::card_of_device_id(c.id, cards), c.want) << c.name;
+    for (const auto& c : cases)
+        EXPECT_EQ(exporter::card_of_device_id(c.id, cards), c.want) << c.name;
 }
 
 TEST(Attribution, DraDeviceNames) {
@@ -331,8 +364,8 @@ TEST(Attribution, DraDeviceNames) {
     EXPECT_EQ(exporter::card_of_dra_device("gcu-x"), std::nullopt);
 }
 
-v1::ContainerResources* container(v1::ListPodResourcesResponse& r, const std::string& pod, const std::string& ns,
-                                  const std::string& name) {
+v1::ContainerResources* container(v1::ListPodResourcesResponse& r, const std::string& pod,
+                                  const std::string& ns, const std::string& name) {
     auto* p = r.add_pod_resources();
     p->set_name(pod);
     p->set_namespace_(ns);
@@ -341,7 +374,8 @@ v1::ContainerResources* container(v1::ListPodResourcesResponse& r, const std::st
     return c;
 }
 
-void devices(v1::ContainerResources* c, const std::string& resource, std::vector<std::string> device_ids) {
+void devices(v1::ContainerResources* c, const std::string& resource,
+             std::vector<std::string> device_ids) {
     auto* d = c->add_devices();
     d->set_resource_name(resource);
     for (auto& id : device_ids) d->add_device_ids(std::move(id));
@@ -357,7 +391,8 @@ void claim(v1::ContainerResources* c, const std::string& driver, const std::stri
 v1::ListPodResourcesResponse mixed_answer() {
     v1::ListPodResourcesResponse r;
     // Two replicas of card 0 in one container: it holds the card once.
-    devices(container(r, "train", "ml", "worker"), "enflame.com/gcu", {"TR6Y46010000::0", "TR6Y46010000::1"});
+    devices(container(r, "train", "ml", "worker"), "enflame.com/gcu",
+            {"TR6Y46010000::0", "TR6Y46010000::1"});
     devices(container(r, "infer", "ml", "server"), "enflame.com/gcu", {"1"});
     devices(container(r, "slice", "ml", "main"), "enflame.com/drs-1g.11gb", {"DRS-a1b2-0"});
     claim(container(r, "dra", "batch", "job"), "gcu.enflame.com", "gcu-2");
@@ -387,7 +422,8 @@ TEST(Attribution, ListAnswerMapsToCards) {
 class Lister final : public v1::PodResourcesLister::Service {
 public:
     explicit Lister(v1::ListPodResourcesResponse r) : r_(std::move(r)) {}
-    grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*, v1::ListPodResourcesResponse* out) override {
+    grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+                      v1::ListPodResourcesResponse* out) override {
         *out = r_;
         return grpc::Status::OK;
     }
@@ -410,8 +446,14 @@ TEST(Collector, HoldersFromThePodResourcesSocketBecomePodLabels) {
     EXPECT_EQ(series(*c->text(), "enflame_gcu_usage"),
               (std::vector<std::string>{
                   line("enflame_gcu_usage", std::string(kCard0) + "," + kNobody, "42"),
-                  line("enflame_gcu_usage", std::string(kCard1) + R"(,pod_name="train",pod_namespace="ml",container_name="sidecar")", "42"),
-                  line("enflame_gcu_usage", std::string(kCard1) + R"(,pod_name="train",pod_namespace="ml",container_name="worker")", "42")}));
+                  line("enflame_gcu_usage",
+                       std::string(kCard1) +
+                           R"(,pod_name="train",pod_namespace="ml",container_name="sidecar")",
+                       "42"),
+                  line("enflame_gcu_usage",
+                       std::string(kCard1) +
+                           R"(,pod_name="train",pod_namespace="ml",container_name="worker")",
+                       "42")}));
     k8s::stop_unix(*server, std::chrono::milliseconds(100));
 }
 
@@ -438,7 +480,8 @@ TEST(Collector, AKubeletRestartBetweenPassesIsFollowedInTheSamePass) {
 TEST(Collector, NoKubeletMeansNoAttributionAndOneLogLine) {
     k8s_test::TempDir dir;
     std::ostringstream log;
-    auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_st>(log));
+    auto logger = std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_st>(log));
     auto old = spdlog::default_logger();
     spdlog::set_default_logger(logger);
     auto d = two_cards();
@@ -446,8 +489,12 @@ TEST(Collector, NoKubeletMeansNoAttributionAndOneLogLine) {
     for (int i = 0; i < 3; ++i) c->collect();
     spdlog::set_default_logger(old);
     const std::string text = log.str();
-    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;  // "discovered" + one for pod-resources
-    EXPECT_NE(text.find("pod attribution off: pod-resources socket '" + dir.path() + "/kubelet.sock'"), std::string::npos) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2)
+        << text;  // "discovered" + one for pod-resources
+    EXPECT_NE(
+        text.find("pod attribution off: pod-resources socket '" + dir.path() + "/kubelet.sock'"),
+        std::string::npos)
+        << text;
     EXPECT_EQ(series(*c->text(), "enflame_gcu_usage").size(), 2U);
 }
 
@@ -465,8 +512,11 @@ TEST(ListenAddress, FormsCivetwebTakesAndOneLineErrors) {
         {"9400", "--web.listen-address '9400': no port (want [ip]:port, e.g. :9400)"},
         {":0", "--web.listen-address ':0': bad port '0' (want [ip]:port, e.g. :9400)"},
         {":70000", "--web.listen-address ':70000': bad port '70000' (want [ip]:port, e.g. :9400)"},
-        {"localhost:9400", "--web.listen-address 'localhost:9400': 'localhost' is not an IP address (want [ip]:port, e.g. :9400)"},
-        {"[::g]:9400", "--web.listen-address '[::g]:9400': bad IPv6 address (want [ip]:port, e.g. :9400)"},
+        {"localhost:9400",
+         "--web.listen-address 'localhost:9400': 'localhost' is not an IP address (want [ip]:port, "
+         "e.g. :9400)"},
+        {"[::g]:9400",
+         "--web.listen-address '[::g]:9400': bad IPv6 address (want [ip]:port, e.g. :9400)"},
     };
     for (const auto& c : cases) {
         const auto r = exporter::listening_ports(c.address);
@@ -492,9 +542,11 @@ Response get(int port, const std::string& path, const std::string& method = "GET
         (void)!::write(fd, req.data(), req.size());
         std::string all;
         char buf[4096];
-        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+            all.append(buf, static_cast<std::size_t>(n));
         if (all.starts_with("HTTP/1.")) r.status = std::stoi(all.substr(9, 3));
-        if (const auto end = all.find("\r\n\r\n"); end != std::string::npos) r.body = all.substr(end + 4);
+        if (const auto end = all.find("\r\n\r\n"); end != std::string::npos)
+            r.body = all.substr(end + 4);
     }
     ::close(fd);
     return r;
@@ -552,7 +604,8 @@ TEST(Http, AnAddressInUseIsAnErrorNamingIt) {
     const std::string address = "127.0.0.1:" + std::to_string(port);
     const auto again = exporter::HttpServer::start(address, c);
     ASSERT_FALSE(again);
-    EXPECT_TRUE(std::string(again.error().what()).starts_with("--web.listen-address '" + address + "': "))
+    EXPECT_TRUE(
+        std::string(again.error().what()).starts_with("--web.listen-address '" + address + "': "))
         << again.error().what();
 }
 

@@ -51,9 +51,11 @@ private:
 
 int main(int argc, char** argv) try {
     std::string socket, response;
-    CLI::App app{"fake-pod-resources: kubelet's pod-resources List, answered from a JSON file", "fake-pod-resources"};
+    CLI::App app{"fake-pod-resources: kubelet's pod-resources List, answered from a JSON file",
+                 "fake-pod-resources"};
     app.add_option("--socket", socket, "the unix socket to serve on")->required();
-    app.add_option("--response", response, "the JSON ListPodResourcesResponse to answer with")->required();
+    app.add_option("--response", response, "the JSON ListPodResourcesResponse to answer with")
+        ->required();
     CLI11_PARSE(app, argc, argv);
 
     const sigset_t set = k8s::block_stop_signals();

@@ -9,7 +9,8 @@ namespace k8s {
 inject::Result<void> setup_logging(const std::string& name, const std::string& level) {
     const auto l = spdlog::level::from_str(level);
     if (l == spdlog::level::off && level != "off")
-        return inject::fail(inject::Errc::InvalidInput, "--log-level '" + level + "': want debug, info, warn or error");
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--log-level '" + level + "': want debug, info, warn or error");
     auto logger = spdlog::stderr_logger_mt(name);
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l: %v");
     logger->flush_on(spdlog::level::trace);
