@@ -11,8 +11,8 @@ PKGS=(
   libtomlplusplus-dev googletest libgtest-dev
   # the Kubernetes plane (k8s/): gRPC and protobuf, compiled with Debian's protoc
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  # the exporter's metrics (prometheus-cpp), the DRA plugin's API-server client (libcurl)
-  prometheus-cpp-dev libcurl4-openssl-dev
+  # the exporter's metrics (prometheus-cpp) and HTTP (civetweb), the DRA plugin's API-server client (libcurl)
+  prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
   prometheus       # promtool checks the exporter's exposition (its daemon is never started)

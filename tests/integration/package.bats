@@ -131,6 +131,10 @@ teardown() { teardown_scratch; }
   grep -qx /usr/lib/systemd/system/enflame-cdi-refresh.path "$SCRATCH/files"
   grep -qx /usr/bin/enflame-feature-discovery "$SCRATCH/files"
   grep -qx /usr/share/man/man8/enflame-feature-discovery.8 "$SCRATCH/files"
+  grep -qx /usr/bin/enflame-gcu-exporter "$SCRATCH/files"
+  grep -qx /usr/share/man/man8/enflame-gcu-exporter.8 "$SCRATCH/files"
+  run "$R/usr/bin/enflame-gcu-exporter" --version
+  [[ "$output" == "enflame-gcu-exporter "* ]]
 
   run "$R/usr/bin/enflame-ctk" --version
   [ "$status" -eq 0 ]

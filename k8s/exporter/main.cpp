@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods
+// (KUBERNETES.md section 5). This file parses flags, sets up logging and signals, and wires
+// the collector (collector.cpp) to the HTTP server (http.cpp).
+#include "collector.hpp"
+#include "http.hpp"
+#include "source.hpp"
+
+#include "inject/config.hpp"
+#include "inject/config_path.hpp"
+#include "inject/discover.hpp"
+#include "inject/log.hpp"
+#include "inject/version.hpp"
+#include "k8s/daemon.hpp"
+
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+
+namespace {
+
+// A duration flag: "15s", "500ms", "2m"; a bare number is seconds. At least 100 ms, at most
+// a day.
+inject::Result<std::chrono::milliseconds> duration(const std::string& flag,
+                                                   const std::string& text) {
+    struct Unit {
+        std::string_view suffix;
+        long long ms;
+    };
+    static constexpr std::array<Unit, 3> kUnits{{{"ms", 1}, {"s", 1000}, {"m", 60000}}};
+    std::string_view v = text;
+    long long scale = 1000;
+    for (const auto& u : kUnits) {
+        if (v.ends_with(u.suffix)) {
+            v.remove_suffix(u.suffix.size());
+            scale = u.ms;
+            break;
+        }
+    }
+    long long n = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n <= 0 ||
+        n > 86400000 / scale || n * scale < 100)
+        return inject::fail(
+            inject::Errc::InvalidInput,
+            flag + " '" + text + "': want a duration from 100ms to 24h, such as 15s or 500ms");
+    return std::chrono::milliseconds(n * scale);
+}
+
+std::string hostname() {
+    std::array<char, 256> buf{};
+    if (::gethostname(buf.data(), buf.size() - 1) != 0) return "";
+    return buf.data();
+}
+
+int print_error(const inject::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    // Not a structured binding: the --config lambda captures both (clang 14 cannot).
+    const auto from_env = inject::config::config_path_from_env(
+        std::getenv(std::string(inject::config::kPathEnv).c_str()));
+    std::string config_path = from_env.path;
+    bool config_given = from_env.given;
+    std::string listen = ":9400";
+    std::string interval = "15s";
+    std::string pod_resources = "/var/lib/kubelet/pod-resources/kubelet.sock";
+    std::string host = hostname();
+    std::string log_level = "info";
+
+    CLI::App app{"enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods",
+                 "enflame-gcu-exporter"};
+    app.set_version_flag("--version", std::string("enflame-gcu-exporter ") + inject::kVersion +
+                                          " (" + inject::kGitRevision + ")");
+    app.add_option_function<std::string>(
+        "--config",
+        [&](const std::string& p) {
+            config_path = p;
+            config_given = true;
+        },
+        "toolkit configuration (default: $ENFLAME_CTK_CONFIG or "
+        "/etc/enflame-container-runtime/config.toml)");
+    app.add_option("--web.listen-address", listen,
+                   "where to serve /metrics and /healthz: [ip]:port")
+        ->envname("LISTEN_ADDRESS")
+        ->capture_default_str();
+    app.add_option("--collect-interval", interval, "time between collections (e.g. 15s, 500ms)")
+        ->envname("COLLECT_INTERVAL")
+        ->capture_default_str();
+    app.add_option("--pod-resources-socket", pod_resources,
+                   "kubelet's pod-resources socket (empty: no pod attribution)")
+        ->envname("POD_RESOURCES_SOCKET")
+        ->capture_default_str();
+    app.add_option("--hostname", host, "the host label (default: NODE_NAME, else this host's name)")
+        ->envname("NODE_NAME");
+    app.add_option("--log-level", log_level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+
+    if (auto ok = k8s::setup_logging("enflame-gcu-exporter", log_level); !ok)
+        return print_error(ok.error());
+
+    auto iv = duration("--collect-interval", interval);
+    if (!iv) return print_error(iv.error());
+    if (auto ports = exporter::listening_ports(listen); !ports) return print_error(ports.error());
+    auto cfg = inject::config::load_file(config_path, !config_given);
+    if (!cfg) return print_error(cfg.error());
+
+    // Signals are taken by sigwait below; every thread started from here on inherits the mask.
+    const sigset_t stop_signals = k8s::block_stop_signals();
+    (void)signal(SIGPIPE, SIG_IGN);  // a scraper hanging up mid-answer
+
+    exporter::CollectorOptions o;
+    o.host = host;
+    o.pod_resources_socket = pod_resources;
+    o.interval = *iv;
+    o.pod_resources_timeout = std::min(*iv, std::chrono::milliseconds(5000));
+    exporter::Collector collector(exporter::make_efml_source(inject::discover::options_from(*cfg)),
+                                  o);
+    auto server = exporter::HttpServer::start(listen, collector);
+    if (!server) return print_error(server.error());
+    if (pod_resources.empty())
+        inject::log::info("pod attribution off: --pod-resources-socket is empty");
+    collector.collect();
+    collector.start();
+    inject::log::info("serving /metrics and /healthz on {} (collecting every {} ms)", listen,
+                      iv->count());
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    inject::log::info("signal {}: stopping", sig);
+    server->reset();
+    collector.stop();
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+}
