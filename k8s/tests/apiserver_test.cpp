@@ -300,9 +300,9 @@ struct DiscoveryCase {
     const char* want;  ///< empty: an error
 };
 
-class Discovery : public testing::TestWithParam<DiscoveryCase> {};
+class ApiDiscovery : public testing::TestWithParam<DiscoveryCase> {};
 
-TEST_P(Discovery, PicksV1ThenV1beta1) {
+TEST_P(ApiDiscovery, PicksV1ThenV1beta1) {
     FakeApiServer fake(GetParam().offered);
     ASSERT_TRUE(fake.up());
     auto c = client(fake.config());
@@ -318,7 +318,7 @@ TEST_P(Discovery, PicksV1ThenV1beta1) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, Discovery,
+INSTANTIATE_TEST_SUITE_P(Versions, ApiDiscovery,
                          testing::Values(DiscoveryCase{"Both", "v1,v1beta1", "v1"},
                                          DiscoveryCase{"BetaFirst", "v1beta1,v1", "v1"},
                                          DiscoveryCase{"V1Only", "v1", "v1"},
@@ -343,7 +343,7 @@ std::string kubeconfig(const std::string& server, const std::string& cluster_ext
            server + "\n" + cluster_extra + "users:\n- name: u\n  user:\n" + user;
 }
 
-TEST(Kubeconfig, CaDataAndTokenReachTheServer) {
+TEST(ApiKubeconfig, CaDataAndTokenReachTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
     const std::string path =
@@ -358,7 +358,7 @@ TEST(Kubeconfig, CaDataAndTokenReachTheServer) {
     EXPECT_TRUE(v) << v.error().what();
 }
 
-TEST(Kubeconfig, RelativeFilesAndClientCertificateReachTheServer) {
+TEST(ApiKubeconfig, RelativeFilesAndClientCertificateReachTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
     const std::string path =
@@ -373,7 +373,7 @@ TEST(Kubeconfig, RelativeFilesAndClientCertificateReachTheServer) {
     EXPECT_TRUE(r) << r.error().what();
 }
 
-TEST(Kubeconfig, TokenFileIsRead) {
+TEST(ApiKubeconfig, TokenFileIsRead) {
     TempDir d;
     write(d.path() + "/tok", "secret\n");
     auto cfg = k8s::api::load_kubeconfig(
@@ -388,9 +388,9 @@ struct BadKubeconfig {
     std::string want;  ///< after "kubeconfig '<path>': "
 };
 
-class KubeconfigErrors : public testing::TestWithParam<BadKubeconfig> {};
+class ApiKubeconfigErrors : public testing::TestWithParam<BadKubeconfig> {};
 
-TEST_P(KubeconfigErrors, NameTheField) {
+TEST_P(ApiKubeconfigErrors, NameTheField) {
     TempDir d;
     const std::string path = write(d.path() + "/kc", GetParam().text);
     auto cfg = k8s::api::load_kubeconfig(path);
@@ -400,7 +400,7 @@ TEST_P(KubeconfigErrors, NameTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, KubeconfigErrors,
+    Cases, ApiKubeconfigErrors,
     testing::Values(
         BadKubeconfig{"NotYaml", "clusters: [\n", "line 2: end of sequence flow not found"},
         BadKubeconfig{"NotAMap", "- a\n", "top level: want a map"},
@@ -418,13 +418,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "users[u].user.exec: not supported (use a token or a client certificate)"}),
     [](const auto& i) { return std::string(i.param.name); });
 
-TEST(Kubeconfig, MissingFileNamesIt) {
+TEST(ApiKubeconfig, MissingFileNamesIt) {
     auto cfg = k8s::api::load_kubeconfig("/nonexistent/kc");
     ASSERT_FALSE(cfg);
     EXPECT_EQ(cfg.error().what(), "kubeconfig: reading '/nonexistent/kc': No such file or directory");
 }
 
-TEST(InCluster, ServiceAccountReachesTheServer) {
+TEST(ApiInCluster, ServiceAccountReachesTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
     TempDir sa;
@@ -441,7 +441,7 @@ TEST(InCluster, ServiceAccountReachesTheServer) {
     EXPECT_TRUE(r) << r.error().what();
 }
 
-TEST(InCluster, MissingPiecesAreNamed) {
+TEST(ApiInCluster, MissingPiecesAreNamed) {
     TempDir sa;
     ::unsetenv("KUBERNETES_SERVICE_HOST");
     auto r = k8s::api::in_cluster_config(sa.path());

@@ -78,7 +78,7 @@ void expect_stats(const inject::Result<PublishStats>& r, int created, int update
     EXPECT_EQ(r->generation, generation);
 }
 
-TEST(Publisher, FromEmptyPostsTheBuiltSlicesOnce) {
+TEST(DraPublisher, FromEmptyPostsTheBuiltSlicesOnce) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -93,7 +93,7 @@ TEST(Publisher, FromEmptyPostsTheBuiltSlicesOnce) {
     EXPECT_EQ(env.fake.writes().size(), 1U) << "nothing changed: nothing written";
 }
 
-TEST(Publisher, V1beta1ServerGetsTheBetaShape) {
+TEST(DraPublisher, V1beta1ServerGetsTheBetaShape) {
     Env env("v1beta1");
     ASSERT_TRUE(env.client);
     ASSERT_EQ(env.opts.api_version, "v1beta1");
@@ -105,7 +105,7 @@ TEST(Publisher, V1beta1ServerGetsTheBetaShape) {
     EXPECT_EQ(w[0]["body"]["spec"]["devices"][0]["basic"]["attributes"]["uuid"]["string"], "TR6Y46010000");
 }
 
-TEST(Publisher, RepublishesAfterKubeletDeletedTheSlices) {
+TEST(DraPublisher, RepublishesAfterKubeletDeletedTheSlices) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -116,7 +116,7 @@ TEST(Publisher, RepublishesAfterKubeletDeletedTheSlices) {
     EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
 }
 
-TEST(Publisher, CardSetChangeBumpsTheGenerationAndDeletesLast) {
+TEST(DraPublisher, CardSetChangeBumpsTheGenerationAndDeletesLast) {
     Env env("v1", 2);
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -132,7 +132,7 @@ TEST(Publisher, CardSetChangeBumpsTheGenerationAndDeletesLast) {
     EXPECT_EQ(env.ours().size(), 1U) << "never two pools' worth left behind";
 }
 
-TEST(Publisher, UnhealthyCardIsWithdrawnAndComesBack) {
+TEST(DraPublisher, UnhealthyCardIsWithdrawnAndComesBack) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -146,7 +146,7 @@ TEST(Publisher, UnhealthyCardIsWithdrawnAndComesBack) {
     EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
 }
 
-TEST(Publisher, LeavesOtherNodesAndDriversAlone) {
+TEST(DraPublisher, LeavesOtherNodesAndDriversAlone) {
     Env env;
     ASSERT_TRUE(env.client);
     auto other_node = env.opts;
@@ -167,7 +167,7 @@ TEST(Publisher, LeavesOtherNodesAndDriversAlone) {
     EXPECT_EQ(left, (std::vector<std::string>{"node-a-gpu.example.com-0", "node-b-gcu.enflame.com-0"}));
 }
 
-TEST(Publisher, ConflictOnUpdateIsRereadAndRetried) {
+TEST(DraPublisher, ConflictOnUpdateIsRereadAndRetried) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -177,7 +177,7 @@ TEST(Publisher, ConflictOnUpdateIsRereadAndRetried) {
     EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
 }
 
-TEST(Publisher, ServerErrorNamesTheSlice) {
+TEST(DraPublisher, ServerErrorNamesTheSlice) {
     Env env;
     ASSERT_TRUE(env.client);
     auto cfg = env.fake.config();
@@ -193,7 +193,7 @@ TEST(Publisher, ServerErrorNamesTheSlice) {
     expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
 }
 
-TEST(Publisher, CountersArePublishedTheWayTheServerAccepts) {
+TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
     Env env;
     ASSERT_TRUE(env.client);
     for (auto mode : {edra::DrsMode::Counters, edra::DrsMode::CountersOwnSlice}) {
@@ -213,7 +213,7 @@ bool eventually(const std::function<bool()>& f) {
     return false;
 }
 
-TEST(PublisherLoop, PublishesRepublishesOnTriggerAndRemovesOnStop) {
+TEST(DraPublisherLoop, PublishesRepublishesOnTriggerAndRemovesOnStop) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
@@ -235,7 +235,7 @@ TEST(PublisherLoop, PublishesRepublishesOnTriggerAndRemovesOnStop) {
     EXPECT_TRUE(env.ours().empty());
 }
 
-TEST(PublisherLoop, RetriesAfterAFailureUntilItWorks) {
+TEST(DraPublisherLoop, RetriesAfterAFailureUntilItWorks) {
     Env env;
     ASSERT_TRUE(env.client);
     auto p = env.publisher();

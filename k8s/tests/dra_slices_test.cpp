@@ -38,9 +38,9 @@ struct GoldenCase {
     DrsMode mode;
 };
 
-class Golden : public testing::TestWithParam<GoldenCase> {};
+class DraGolden : public testing::TestWithParam<GoldenCase> {};
 
-TEST_P(Golden, MatchesTheFile) {
+TEST_P(DraGolden, MatchesTheFile) {
     const auto& c = GetParam();
     const Json got = slices_for(c.cards, c.drs, c.mode, c.version, "node-a");
     const std::string path = std::string(K8S_TESTS_DIR) + "/golden/dra/" + c.name + ".json";
@@ -52,7 +52,7 @@ TEST_P(Golden, MatchesTheFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Slices, Golden,
+    Slices, DraGolden,
     testing::Values(GoldenCase{"v1-1card", 1, "v1", false, DrsMode::Instances},
                     GoldenCase{"v1-2cards", 2, "v1", false, DrsMode::Instances},
                     GoldenCase{"v1beta1-1card", 1, "v1beta1", false, DrsMode::Instances},
@@ -78,7 +78,7 @@ struct SemverCase {
     const char* want;
 };
 
-TEST(Semver, DriverVersionsMapToSemver) {
+TEST(DraSemver, DriverVersionsMapToSemver) {
     for (const auto& c : {SemverCase{"1.4.3.4", "1.4.3+4"}, SemverCase{"1.4.3", "1.4.3"}, SemverCase{"1.4", "1.4.0"},
                           SemverCase{"v2", "2.0.0"}, SemverCase{"01.04.003", "1.4.3"},
                           SemverCase{"1.4.3-rc1", "1.4.3"}, SemverCase{"unknown", ""}, SemverCase{"", ""}}) {
@@ -86,7 +86,7 @@ TEST(Semver, DriverVersionsMapToSemver) {
     }
 }
 
-TEST(Profiles, SharesAndPlacementNames) {
+TEST(DraProfiles, SharesAndPlacementNames) {
     EXPECT_EQ(edra::profile_slices("1g.11gb"), 1U);
     EXPECT_EQ(edra::profile_slices("2g.22gb"), 2U);
     EXPECT_EQ(edra::profile_slices("full"), std::nullopt);
@@ -108,7 +108,7 @@ std::vector<Json> devices_of(const Json& slices) {
     return out;
 }
 
-TEST(Slices, UnhealthyCardIsLeftOut) {
+TEST(DraSlices, UnhealthyCardIsLeftOut) {
     auto host = k8s_test::s60_host(3, false);
     host.devices[1].healthy = false;
     host.devices[2].healthy.reset();  // unknown health: still offered
@@ -119,7 +119,7 @@ TEST(Slices, UnhealthyCardIsLeftOut) {
     EXPECT_EQ(names, (std::vector<std::string>{"gcu-0", "gcu-2"}));
 }
 
-TEST(Slices, NoCardStillPublishesTheEmptyPool) {
+TEST(DraSlices, NoCardStillPublishesTheEmptyPool) {
     SliceOptions o;
     o.node_name = "n";
     const Json s = edra::build_slices(inject::device::Host{}, o);
@@ -128,7 +128,7 @@ TEST(Slices, NoCardStillPublishesTheEmptyPool) {
     EXPECT_TRUE(s[0]["spec"]["devices"].empty());
 }
 
-TEST(Slices, NodeUidBecomesTheOwner) {
+TEST(DraSlices, NodeUidBecomesTheOwner) {
     SliceOptions o;
     o.node_name = "n";
     o.node_uid = "uid-1";
@@ -144,10 +144,10 @@ struct LimitCase {
     std::size_t want_slices;
 };
 
-class Limits : public testing::TestWithParam<LimitCase> {};
+class DraLimits : public testing::TestWithParam<LimitCase> {};
 
 // What the API server would refuse, and the counter references the scheduler must resolve.
-TEST_P(Limits, SlicesStayWithinWhatTheServerAccepts) {
+TEST_P(DraLimits, SlicesStayWithinWhatTheServerAccepts) {
     const auto& c = GetParam();
     const Json slices = slices_for(c.cards, true, c.mode);
     ASSERT_EQ(slices.size(), c.want_slices);
@@ -186,7 +186,7 @@ TEST_P(Limits, SlicesStayWithinWhatTheServerAccepts) {
     EXPECT_EQ(devices, c.mode == DrsMode::Instances ? c.cards + 1 : 7U * c.cards);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cards, Limits,
+INSTANTIATE_TEST_SUITE_P(Cards, DraLimits,
                          testing::Values(LimitCase{"Instances64", 64, DrsMode::Instances, 1},
                                          LimitCase{"Instances200", 200, DrsMode::Instances, 2},
                                          LimitCase{"Counters8", 8, DrsMode::Counters, 1},
@@ -195,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Cards, Limits,
                                          LimitCase{"OwnSlice64", 64, DrsMode::CountersOwnSlice, 8 + 7}),
                          [](const auto& i) { return std::string(i.param.name); });
 
-TEST(Slices, MaxDevicesSplitsThePool) {
+TEST(DraSlices, MaxDevicesSplitsThePool) {
     SliceOptions o;
     o.node_name = "n";
     o.max_devices = 2;
