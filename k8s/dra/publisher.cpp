@@ -28,10 +28,17 @@ std::int64_t generation_of(const Json& slice) {
 
 std::string name_of(const Json& slice) { return slice["metadata"]["name"].get<std::string>(); }
 
+/// True when the server kept none of the counter sets `sent` had: the DRAPartitionableDevices
+/// feature gate is off and the API server dropped the fields.
+bool counters_dropped(const Json& sent, const Json& stored) {
+    const bool had = sent["spec"].contains("sharedCounters");
+    return had && !stored.value("spec", Json::object()).contains("sharedCounters");
+}
+
 }  // namespace
 
 Publisher::Publisher(std::shared_ptr<k8s::api::Client> client, SliceOptions opts)
-    : client_(std::move(client)), opts_(std::move(opts)) {}
+    : client_(std::move(client)), opts_(std::move(opts)), auto_(opts_.drs == DrsMode::Auto) {}
 
 std::string Publisher::collection() const { return "/apis/resource.k8s.io/" + opts_.api_version + "/resourceslices"; }
 
@@ -39,7 +46,7 @@ std::string Publisher::field_selector() const {
     return "spec.nodeName=" + opts_.node_name + ",spec.driver=" + opts_.driver;
 }
 
-inject::Result<void> Publisher::write(const Json& slice, const Json* existing, PublishStats& st) {
+inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, PublishStats& st) {
     const std::string path = collection() + "/" + name_of(slice);
     inject::Result<Json> r = Json();
     if (existing) {
@@ -59,10 +66,33 @@ inject::Result<void> Publisher::write(const Json& slice, const Json* existing, P
     }
     if (!r) return inject::fail(std::move(r).error());
     ++(existing ? st.updated : st.created);
-    return inject::ok();
+    return std::move(*r);
 }
 
 inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host) {
+    if (opts_.drs == DrsMode::Auto) {
+        auto minor = client_->server_minor();
+        if (!minor) return inject::fail(std::move(minor).error().context("choosing how to publish DRS partitions"));
+        opts_.drs = drs_mode_for_minor(*minor);
+        inject::log::info("Kubernetes 1.{}: DRS partitions published as {}", *minor,
+                          opts_.drs == DrsMode::Instances ? "existing instances" : "partitionable devices");
+    }
+    INJECT_TRY(PublishStats st, reconcile(host));
+    if (dropped_ && !auto_)
+        inject::log::warn("the API server dropped our counter sets: is the DRAPartitionableDevices feature gate on? "
+                          "(hint: DRS mode auto falls back to existing instances by itself)");
+    if (!auto_ || opts_.drs == DrsMode::Instances || !dropped_) return st;
+    inject::log::info("the API server dropped our counter sets (DRAPartitionableDevices off): publishing DRS instances");
+    opts_.drs = DrsMode::Instances;
+    dropped_ = false;
+    INJECT_TRY(PublishStats again, reconcile(host));
+    again.created += st.created;
+    again.updated += st.updated;
+    again.deleted += st.deleted;
+    return again;
+}
+
+inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& host) {
     auto listed = client_->list(collection(), "", field_selector());
     if (!listed) return inject::fail(std::move(listed).error().context("listing this node's ResourceSlices"));
     std::map<std::string, Json> existing;
@@ -90,6 +120,7 @@ inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host
         const auto it = existing.find(name_of(d));
         auto r = write(d, it == existing.end() ? nullptr : &it->second, st);
         if (!r) return inject::fail(std::move(r).error().context("publishing ResourceSlice '" + name_of(d) + "'"));
+        if (counters_dropped(d, *r)) dropped_ = true;
         if (it != existing.end()) existing.erase(it);
     }
     // Only now: the new generation is complete, so the scheduler already ignores these.

@@ -33,7 +33,9 @@ class Publisher {
 public:
     /// `opts.node_name`, `opts.api_version` ("v1"/"v1beta1", from Client::resource_api_version),
     /// `opts.drs` and `opts.driver` say what to publish; `opts.generation` is ignored (the
-    /// publisher numbers generations itself).
+    /// publisher numbers generations itself). DrsMode::Auto asks the server (`GET /version`) on
+    /// the first publish and falls back to Instances, and publishes again, when the server
+    /// dropped the counters it was sent.
     Publisher(std::shared_ptr<k8s::api::Client> client, SliceOptions opts);
 
     /// Reconciles the pool with `host`. Errors name the slice and the call that failed; a failed
@@ -43,16 +45,22 @@ public:
     /// Deletes every slice of this node and driver (clean shutdown). Returns how many went.
     [[nodiscard]] inject::Result<int> remove_all();
 
+    /// The DrsMode in use: opts.drs, or what Auto settled on (Auto until the first publish).
+    [[nodiscard]] DrsMode drs_mode() const { return opts_.drs; }
+
     /// "/apis/resource.k8s.io/<version>/resourceslices".
     [[nodiscard]] std::string collection() const;
     /// "spec.nodeName=<node>,spec.driver=<driver>".
     [[nodiscard]] std::string field_selector() const;
 
 private:
-    [[nodiscard]] inject::Result<void> write(const Json& slice, const Json* existing, PublishStats& st);
+    [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
+    [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
 
     std::shared_ptr<k8s::api::Client> client_;
     SliceOptions opts_;
+    bool auto_ = false;     ///< opts_.drs came from DrsMode::Auto and may still fall back
+    bool dropped_ = false;  ///< the last reconcile saw the server drop our counter sets
     std::int64_t generation_ = 0;  ///< the highest generation we wrote
 };
 

@@ -111,7 +111,7 @@ std::vector<CardGroup> card_groups(const Host& host, DrsMode mode) {
     std::vector<CardGroup> groups;
     for (const auto& card : host.devices) {
         if (card.healthy.has_value() && !*card.healthy) continue;
-        if (mode != DrsMode::Instances) {
+        if (mode == DrsMode::Counters || mode == DrsMode::CountersOwnSlice) {
             groups.push_back(partitionable(card, host));
         } else if (!card.drs_instances.empty()) {
             groups.push_back({nullptr, instance_devices(card, host)});
@@ -140,8 +140,8 @@ struct SliceBody {
 /// split (1.33/1.34 resolve counters within one slice); in CountersOwnSlice the counter sets go
 /// first in slices of their own and devices fill the rest, like plain devices do.
 std::vector<SliceBody> pack(std::vector<CardGroup> groups, const SliceOptions& o) {
-    const std::size_t max_dev =
-        o.drs == DrsMode::Instances ? o.max_devices : std::min(o.max_devices, kMaxDevicesPerSliceWithCounters);
+    const bool counters = o.drs == DrsMode::Counters || o.drs == DrsMode::CountersOwnSlice;
+    const std::size_t max_dev = counters ? std::min(o.max_devices, kMaxDevicesPerSliceWithCounters) : o.max_devices;
     std::vector<SliceBody> out;
     if (o.drs != DrsMode::Counters) {
         std::vector<CardGroup> single;
@@ -168,6 +168,12 @@ std::vector<SliceBody> pack(std::vector<CardGroup> groups, const SliceOptions& o
 }
 
 }  // namespace
+
+DrsMode drs_mode_for_minor(int minor) {
+    // KEP-4815: alpha in 1.33 (counters beside their devices), reshaped in 1.35 (own slices).
+    if (minor < 33) return DrsMode::Instances;
+    return minor < 35 ? DrsMode::Counters : DrsMode::CountersOwnSlice;
+}
 
 std::string semver_of(const std::string& driver_version) {
     static const std::regex re(R"(^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?)");

@@ -32,7 +32,14 @@ enum class DrsMode {
     Instances,         ///< the DRS instances that exist now, as plain devices (no feature gate needed)
     Counters,          ///< partitionable devices; counter sets in the slice of their devices (1.33, 1.34)
     CountersOwnSlice,  ///< partitionable devices; counter sets in slices of their own (1.35+)
+    /// The Publisher decides: by the server's version (before 1.33 Instances, 1.33/1.34
+    /// Counters, later CountersOwnSlice), then Instances if the server drops the counter fields
+    /// (feature gate DRAPartitionableDevices off). build_slices treats it as Instances.
+    Auto,
 };
+
+/// The DrsMode Auto starts with on Kubernetes 1.<minor>.
+[[nodiscard]] DrsMode drs_mode_for_minor(int minor);
 
 struct SliceOptions {
     std::string node_name;                     ///< pool name and spec.nodeName

@@ -326,6 +326,15 @@ INSTANTIATE_TEST_SUITE_P(Versions, ApiDiscovery,
                                          DiscoveryCase{"AlphaOnly", "v1alpha3", ""}),
                          [](const auto& i) { return std::string(i.param.name); });
 
+TEST(ApiClient, ServerMinorVersion) {
+    FakeApiServer fake("v1", {"--kube-minor", "35"});
+    ASSERT_TRUE(fake.up());
+    auto c = client(fake.config());
+    auto m = c->server_minor();
+    ASSERT_TRUE(m) << m.error().what();
+    EXPECT_EQ(*m, 35);
+}
+
 // --- kubeconfig ---
 
 std::string b64(const std::string& s) {

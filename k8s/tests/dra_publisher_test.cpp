@@ -20,7 +20,9 @@ using k8s_test::FakeApiServer;
 using k8s_test::s60_host;
 
 struct Env {
-    explicit Env(const std::string& versions = "v1,v1beta1", int max_devices = 128) : fake(versions) {
+    explicit Env(const std::string& versions = "v1,v1beta1", int max_devices = 128,
+                 const std::vector<std::string>& fake_flags = {})
+        : fake(versions, fake_flags) {
         if (!fake.up()) return;
         auto c = k8s::api::Client::create(fake.config());
         if (!c) return;
@@ -194,15 +196,64 @@ TEST(DraPublisher, ServerErrorNamesTheSlice) {
 }
 
 TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
-    Env env;
-    ASSERT_TRUE(env.client);
-    for (auto mode : {edra::DrsMode::Counters, edra::DrsMode::CountersOwnSlice}) {
+    // Counters beside their devices for 1.34, in their own slices for 1.35; ten cards are more
+    // than one slice's worth of counter sets (8) and of devices that consume counters (64).
+    for (const auto& [minor, mode] : {std::pair{"34", edra::DrsMode::Counters}, std::pair{"35", edra::DrsMode::CountersOwnSlice}}) {
+        Env env("v1", 128, {"--kube-minor", minor});
+        ASSERT_TRUE(env.client);
         env.opts.drs = mode;
-        auto p = env.publisher();
-        auto r = p.publish(s60_host(10, true));  // more than one slice's worth of counter sets
+        auto r = env.publisher().publish(s60_host(10, true));
         ASSERT_TRUE(r) << r.error().what();
         EXPECT_EQ(env.offered().size(), 70U);
     }
+}
+
+struct AutoCase {
+    const char* name;
+    std::vector<std::string> fake_flags;
+    edra::DrsMode want;
+    std::vector<std::string> offered;  ///< card 0's devices
+};
+
+class DraPublisherAuto : public testing::TestWithParam<AutoCase> {};
+
+const std::vector<std::string> kInstances{"gcu-0-drs-0", "gcu-0-drs-1"};
+const std::vector<std::string> kPlacements{"gcu-0",          "gcu-0-1g-11gb-0", "gcu-0-1g-11gb-1", "gcu-0-1g-11gb-2",
+                                           "gcu-0-1g-11gb-3", "gcu-0-2g-22gb-0", "gcu-0-2g-22gb-1"};
+
+// DrsMode::Auto: what the server's version allows, and instances when it drops the counters.
+TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
+    Env env("v1", 128, GetParam().fake_flags);
+    ASSERT_TRUE(env.client);
+    env.opts.drs = edra::DrsMode::Auto;
+    auto p = env.publisher();
+    auto r = p.publish(s60_host(1, true));
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(p.drs_mode(), GetParam().want);
+    EXPECT_EQ(env.offered(), GetParam().offered);
+    expect_stats(p.publish(s60_host(1, true)), 0, 0, 0, static_cast<int>(env.ours().size()), r->generation);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kubernetes, DraPublisherAuto,
+    testing::Values(AutoCase{"V1_32", {"--kube-minor", "32"}, edra::DrsMode::Instances, kInstances},
+                    AutoCase{"V1_34", {"--kube-minor", "34"}, edra::DrsMode::Counters, kPlacements},
+                    AutoCase{"V1_35", {"--kube-minor", "35"}, edra::DrsMode::CountersOwnSlice, kPlacements},
+                    AutoCase{"V1_34GateOff", {"--kube-minor", "34", "--no-partitionable"}, edra::DrsMode::Instances,
+                             kInstances}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+TEST(DraPublisher, CountersBesideDevicesAreRefusedBy135) {
+    Env env("v1", 128, {"--kube-minor", "35"});
+    ASSERT_TRUE(env.client);
+    env.opts.drs = edra::DrsMode::Counters;
+    auto r = env.publisher().publish(s60_host(1, true));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().what().find("422 Unprocessable Entity: ResourceSlice.resource.k8s.io "
+                                    "\"node-a-gcu.enflame.com-0\" is invalid: spec: Invalid value: only one of "
+                                    "devices and sharedCounters may be set"),
+              std::string::npos)
+        << r.error().what();
 }
 
 bool eventually(const std::function<bool()>& f) {

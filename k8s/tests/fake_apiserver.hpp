@@ -27,11 +27,12 @@ namespace k8s_test {
 
 class FakeApiServer {
 public:
-    /// `versions`: "v1", "v1beta1" or "v1,v1beta1" (what discovery offers, preferred first).
-    explicit FakeApiServer(const std::string& versions = "v1,v1beta1", const std::string& token = "test-token")
-        : token_(token) {
+    /// `versions`: "v1", "v1beta1" or "v1,v1beta1" (what discovery offers, preferred first);
+    /// `extra`: more flags ("--kube-minor", "35", "--no-partitionable").
+    explicit FakeApiServer(const std::string& versions = "v1,v1beta1", const std::vector<std::string>& extra = {}) {
         std::vector<std::string> args{"python3", K8S_TESTS_DIR "/fake_apiserver.py", "--dir", dir_.path(),
-                                      "--versions", versions, "--token", token};
+                                      "--versions", versions, "--token", token_};
+        args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -103,7 +104,7 @@ public:
 
 private:
     TempDir dir_;
-    std::string token_;
+    std::string token_ = "test-token";
     pid_t pid_ = -1;
     int port_ = 0;
 };

@@ -16,6 +16,12 @@ and serves what the DRA plugin uses, the way a real API server answers:
                                                  PUT with a stale resourceVersion: 409;
                                                  PATCH: merge-patch+json and json-patch+json
   GET  /api/v1/nodes/<name>                      a Node with a fixed uid
+  GET  /version                                  1.<--kube-minor> (34 unless told)
+
+Slices are validated like that Kubernetes version does (1.34: a device's counter set must be in
+its slice; 1.35+: a slice has devices or counter sets, not both); with --no-partitionable the
+server drops sharedCounters and consumesCounters on write, as it does with the
+DRAPartitionableDevices feature gate off.
 
 Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
 <dir>/writes.jsonl as {"verb", "path", "body"} for golden checks. Faults are read from
@@ -205,8 +211,17 @@ def field_match(obj, selector):
     return True
 
 
-def validate_slice(obj, version):
-    """The checks of the real API server that matter to us; a list of messages."""
+def drop_partitionable(obj):
+    """DRAPartitionableDevices off: the API server silently drops the fields on write."""
+    spec = obj.get("spec") or {}
+    spec.pop("sharedCounters", None)
+    for d in spec.get("devices") or []:
+        (d.get("basic") or d).pop("consumesCounters", None)
+
+
+def validate_slice(obj, version, minor):
+    """The checks of the real API server (Kubernetes 1.<minor>) that matter to us; a list of
+    messages."""
     errs = []
     spec = obj.get("spec") or {}
     name = (obj.get("metadata") or {}).get("name", "")
@@ -221,6 +236,9 @@ def validate_slice(obj, version):
     if not spec.get("nodeName") and not spec.get("allNodes") and "nodeSelector" not in spec:
         errs.append("spec: Required value: exactly one of nodeName, nodeSelector, allNodes")
     devices = spec.get("devices") or []
+    set_names = {c.get("name") for c in spec.get("sharedCounters") or []}
+    if minor >= 35 and devices and set_names:
+        errs.append("spec: Invalid value: only one of devices and sharedCounters may be set")
     uses_counters = False
     seen = set()
     for i, d in enumerate(devices):
@@ -248,6 +266,11 @@ def validate_slice(obj, version):
                             "string, version" % (where, aname))
         if body.get("consumesCounters"):
             uses_counters = True
+            for j, use in enumerate(body["consumesCounters"]):
+                if minor < 35 and use.get("counterSet") not in set_names:
+                    errs.append("%s.consumesCounters[%d].counterSet: Invalid value: %r: must "
+                                "reference a counter set in this slice" % (where, j,
+                                                                           use.get("counterSet")))
     limit = MAX_DEVICES_WITH_COUNTERS if uses_counters else MAX_DEVICES
     if len(devices) > limit:
         errs.append("spec.devices: Too many: %d: must have at most %d items" % (len(devices), limit))
@@ -336,6 +359,9 @@ class Handler(BaseHTTPRequestHandler):
                 "versions": [{"groupVersion": GROUP + "/" + v, "version": v} for v in versions],
                 "preferredVersion": {"groupVersion": GROUP + "/" + versions[0],
                                      "version": versions[0]}})
+        if parts == ["version"] and verb == "GET":
+            return self.send_json(200, {"major": "1", "minor": "%d" % self.server.minor,
+                                        "gitVersion": "v1.%d.0-fake" % self.server.minor})
         if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 and verb == "GET":
             return self.send_json(200, {"kind": "Node", "apiVersion": "v1", "metadata": {
                 "name": parts[3], "uid": "node-uid-" + parts[3], "resourceVersion": "1"}})
@@ -420,7 +446,7 @@ class Handler(BaseHTTPRequestHandler):
         meta = body.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
-        errs = validate_slice(body, version)
+        errs = validate_slice(body, version, self.server.minor)
         if errs:
             return self.invalid(meta.get("name", ""), errs)
         if meta["name"] in st.slices:
@@ -428,6 +454,8 @@ class Handler(BaseHTTPRequestHandler):
                              'resourceslices.%s "%s" already exists' % (GROUP, meta["name"]))
         st.record("POST", path, body)
         obj = copy.deepcopy(body)
+        if not self.server.partitionable:
+            drop_partitionable(obj)
         obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
         obj["kind"] = "ResourceSlice"
         st.slices[meta["name"]] = obj
@@ -440,10 +468,12 @@ class Handler(BaseHTTPRequestHandler):
                   % (GROUP, name))
 
     def store_update(self, st, version, path, verb, name, cur, obj, logged):
-        errs = validate_slice(obj, version)
+        errs = validate_slice(obj, version, self.server.minor)
         if errs:
             return self.invalid(name, errs)
         st.record(verb, path, logged)
+        if not self.server.partitionable:
+            drop_partitionable(obj)
         obj["metadata"].update(uid=cur["metadata"]["uid"], resourceVersion=st.next_rv(),
                                generation=cur["metadata"].get("generation", 1) + 1)
         st.slices[name] = obj
@@ -488,6 +518,10 @@ def main():
     ap.add_argument("--token", default="test-token")
     ap.add_argument("--no-client-cert", action="store_true",
                     help="refuse client certificates (only the token authenticates)")
+    ap.add_argument("--kube-minor", type=int, default=34,
+                    help="the Kubernetes 1.<minor> to be: GET /version, counter-set rules")
+    ap.add_argument("--no-partitionable", action="store_true",
+                    help="DRAPartitionableDevices off: drop sharedCounters/consumesCounters")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     d = os.path.abspath(a.dir)
@@ -503,6 +537,7 @@ def main():
     srv.dir, srv.token, srv.verbose = d, a.token, a.verbose
     srv.versions = [v for v in a.versions.split(",") if v]
     srv.client_cert_ok = not a.no_client_cert
+    srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
     srv.store, srv.control = Store(d), Control(d)
     port = srv.server_address[1]
     tmp = os.path.join(d, "port.tmp")

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -300,6 +301,16 @@ inject::Result<std::string> Client::resource_api_version() {
     for (const auto& v : offered) list += (list.empty() ? "" : ", ") + v;
     return inject::fail(Errc::Unsupported, "GET /apis/resource.k8s.io: the server offers neither v1 nor v1beta1 (offers: " +
                                                (list.empty() ? std::string("none") : list) + ")");
+}
+
+inject::Result<int> Client::server_minor() {
+    INJECT_TRY(Json v, get("/version"));
+    const std::string minor = v.contains("minor") && v["minor"].is_string() ? v["minor"].get<std::string>() : "";
+    std::size_t digits = 0;
+    while (digits < minor.size() && digits < 4 && std::isdigit(static_cast<unsigned char>(minor[digits]))) ++digits;
+    if (digits == 0)
+        return inject::fail(Errc::InvalidInput, "GET /version: minor: want a number, got '" + minor + "'");
+    return std::stoi(minor.substr(0, digits));
 }
 
 }  // namespace k8s::api
