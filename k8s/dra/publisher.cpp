@@ -148,7 +148,13 @@ PublisherLoop::PublisherLoop(Publisher& publisher, Discover discover, std::chron
                              std::chrono::milliseconds retry, Report report)
     : publisher_(publisher), discover_(std::move(discover)), report_(std::move(report)), resync_(resync), retry_(retry) {}
 
-PublisherLoop::~PublisherLoop() { stop(false); }
+PublisherLoop::~PublisherLoop() {
+    try {
+        stop(false);
+    } catch (const std::exception& e) {  // std::thread::join: nothing to do but say so
+        inject::log::warn("stopping the ResourceSlice loop: {}", e.what());
+    }
+}
 
 void PublisherLoop::start() {
     const std::lock_guard lock(mu_);

@@ -18,7 +18,7 @@ Json int_attr(std::int64_t v) { return {{"int", v}}; }
 Json quantity(std::uint64_t v) { return {{"value", std::to_string(v)}}; }
 
 /// One card's share of the pool: its counter set (counter modes) and its devices (flat, v1 shape).
-struct CardGroup {
+struct CardGroup {  // NOLINT(bugprone-exception-escape): copying JSON may throw bad_alloc, as anything
     Json counter_set;  ///< null when none
     std::vector<Json> devices;
 };

@@ -2,7 +2,7 @@
 // Publishing ResourceSlices for 64 cards (issue 13's budget: under 50 ms): build_slices plus the
 // LIST and the POSTs to fake_apiserver.py on loopback over TLS, from an empty pool each time
 // (the slices are deleted between runs, untimed), and the steady state (nothing changed: one
-// LIST). Medians of --runs runs. A report, never a pass/fail test.
+// LIST), and one ResourceClaim GET. Medians of --runs runs. A report, never a pass/fail test.
 //
 //   build/dev/k8s/tests/dra-publish-bench [runs]
 #include "dra_hosts.hpp"
@@ -71,6 +71,25 @@ int bench(const k8s_test::FakeApiServer& fake, edra::DrsMode mode, const char* l
     return 0;
 }
 
+/// One ResourceClaim GET on a warm connection (what NodePrepareResources spends on the API).
+int bench_claim_get(const k8s_test::FakeApiServer& fake, int runs) {
+    fake.put_claim("default", "c", R"({"metadata": {"name": "c", "namespace": "default", "uid": "u-1"}})");
+    auto c = k8s::api::Client::create(fake.config());
+    if (!c) return 1;
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+        const auto t0 = Clock::now();
+        auto r = (*c)->get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c");
+        t.push_back(ms_since(t0));
+        if (!r) {
+            std::fprintf(stderr, "error: %s\n", r.error().what().c_str());
+            return 1;
+        }
+    }
+    std::printf("%-28s median %.2f ms (first, with the TLS handshake, %.2f ms)\n", "ResourceClaim GET", median(t), t[0]);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,5 +102,6 @@ int main(int argc, char** argv) {
     std::printf("64 S60 cards, resource.k8s.io/v1, loopback TLS to fake_apiserver.py, %d runs\n", runs);
     int rc = bench(fake, edra::DrsMode::Instances, "whole cards (64 devices)", runs);
     rc |= bench(fake, edra::DrsMode::Counters, "DRS counters (448 devices)", runs);
+    rc |= bench_claim_get(fake, runs);
     return rc;
 }
