@@ -77,6 +77,16 @@ inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host
         inject::log::info("Kubernetes 1.{}: DRS partitions published as {}", *minor,
                           opts_.drs == DrsMode::Instances ? "existing instances" : "partitionable devices");
     }
+    if (opts_.owned_by_node && opts_.node_uid.empty()) {
+        // Once: the Node's uid makes the garbage collector delete our slices with the Node.
+        opts_.owned_by_node = false;
+        auto node = client_->get("/api/v1/nodes/" + opts_.node_name);
+        if (node && (*node)["metadata"].contains("uid"))
+            opts_.node_uid = (*node)["metadata"]["uid"].get<std::string>();
+        else
+            inject::log::warn("ResourceSlices go out without an owner: {}",
+                              node ? "the Node has no uid" : node.error().what());
+    }
     INJECT_TRY(PublishStats st, reconcile(host));
     if (dropped_ && !auto_)
         inject::log::warn("the API server dropped our counter sets: is the DRAPartitionableDevices feature gate on? "

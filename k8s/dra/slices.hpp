@@ -49,6 +49,9 @@ struct SliceOptions {
     std::int64_t generation = 1;               ///< pool.generation of every slice
     std::size_t max_devices = kMaxDevicesPerSlice;  ///< per slice (tests lower it to split)
     std::string node_uid;                      ///< when set: ownerReference to the Node (GC on node delete)
+    /// Publisher only: fill node_uid from `GET /api/v1/nodes/<node>` on the first publish (a
+    /// failure is logged, and the slices go out without an owner).
+    bool owned_by_node = true;
 };
 
 /// The semver of a driver version ("1.4.3.4" -> "1.4.3+4": the fourth part is build metadata,

@@ -90,7 +90,10 @@ TEST(DraPublisher, FromEmptyPostsTheBuiltSlicesOnce) {
     EXPECT_EQ(w[0]["path"], "/apis/resource.k8s.io/v1/resourceslices");
     SliceOptions o = env.opts;
     o.generation = 1;
+    o.node_uid = "node-uid-node-a";  // the fake's Node
     EXPECT_EQ(w[0]["body"], edra::build_slices(s60_host(2, false), o)[0]) << "what the server got is the golden shape";
+    EXPECT_EQ(w[0]["body"]["metadata"].value("ownerReferences", Json::array({Json::object()}))[0].value("uid", ""),
+              "node-uid-node-a");
     expect_stats(p.publish(s60_host(2, false)), 0, 0, 0, 1, 1);
     EXPECT_EQ(env.fake.writes().size(), 1U) << "nothing changed: nothing written";
 }
@@ -185,6 +188,7 @@ TEST(DraPublisher, ServerErrorNamesTheSlice) {
     auto cfg = env.fake.config();
     cfg.retries = 0;
     std::shared_ptr<k8s::api::Client> c = std::move(*k8s::api::Client::create(cfg));
+    env.opts.owned_by_node = false;  // the 500 is for the LIST
     Publisher p(c, env.opts);
     env.fake.control(R"({"fail_500": 1})");
     auto r = p.publish(s60_host(1, false));
@@ -193,6 +197,14 @@ TEST(DraPublisher, ServerErrorNamesTheSlice) {
                                 "fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%3Dgcu.enflame.com: 500 Internal "
                                 "Server Error: fake-apiserver: injected failure");
     expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+}
+
+TEST(DraPublisher, NoNodeMeansNoOwnerNotNoSlices) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    env.fake.control(R"({"fail_500": 4})");  // the Node GET and its 3 retries
+    expect_stats(env.publisher().publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+    EXPECT_FALSE(env.ours()[0]["metadata"].contains("ownerReferences"));
 }
 
 TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {

@@ -31,7 +31,7 @@ public:
     /// `extra`: more flags ("--kube-minor", "35", "--no-partitionable").
     explicit FakeApiServer(const std::string& versions = "v1,v1beta1", const std::vector<std::string>& extra = {}) {
         std::vector<std::string> args{"python3", K8S_TESTS_DIR "/fake_apiserver.py", "--dir", dir_.path(),
-                                      "--versions", versions, "--token", token_};
+                                      "--versions", versions, "--token", token_, "--parent-pid", std::to_string(::getpid())};
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());

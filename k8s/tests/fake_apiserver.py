@@ -522,6 +522,8 @@ def main():
                     help="the Kubernetes 1.<minor> to be: GET /version, counter-set rules")
     ap.add_argument("--no-partitionable", action="store_true",
                     help="DRAPartitionableDevices off: drop sharedCounters/consumesCounters")
+    ap.add_argument("--parent-pid", type=int, default=0,
+                    help="exit when this process (the test that started us) is gone, even if it crashed")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     d = os.path.abspath(a.dir)
@@ -539,6 +541,12 @@ def main():
     srv.client_cert_ok = not a.no_client_cert
     srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
     srv.store, srv.control = Store(d), Control(d)
+    if a.parent_pid:
+        def watch_parent():
+            while os.getppid() == a.parent_pid:
+                time.sleep(0.2)
+            os._exit(0)
+        threading.Thread(target=watch_parent, daemon=True).start()
     port = srv.server_address[1]
     tmp = os.path.join(d, "port.tmp")
     with open(tmp, "w") as f:
