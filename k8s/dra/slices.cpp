@@ -2,6 +2,7 @@
 #include "slices.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <regex>
 
@@ -15,7 +16,7 @@ namespace {
 
 Json str_attr(const std::string& v) { return {{"string", v}}; }
 Json int_attr(std::int64_t v) { return {{"int", v}}; }
-Json quantity(std::uint64_t v) { return {{"value", std::to_string(v)}}; }
+Json quantity(std::uint64_t v) { return {{"value", canonical_quantity(v)}}; }
 
 /// One card's share of the pool: its counter set (counter modes) and its devices (flat, v1 shape).
 struct CardGroup {  // NOLINT(bugprone-exception-escape): copying JSON may throw bad_alloc, as anything
@@ -175,6 +176,16 @@ DrsMode drs_mode_for_minor(int minor) {
     return minor < 35 ? DrsMode::Counters : DrsMode::CountersOwnSlice;
 }
 
+std::string canonical_quantity(std::uint64_t v) {
+    static constexpr std::array<const char*, 7> kSuffix{"", "k", "M", "G", "T", "P", "E"};
+    std::size_t e = 0;
+    while (v != 0 && v % 1000 == 0 && e + 1 < kSuffix.size()) {
+        v /= 1000;
+        ++e;
+    }
+    return std::to_string(v) + kSuffix[e];
+}
+
 std::string semver_of(const std::string& driver_version) {
     static const std::regex re(R"(^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?)");
     std::smatch m;
@@ -207,10 +218,10 @@ Json build_slices(const Host& host, const SliceOptions& o) {
     const std::vector<SliceBody> bodies = pack(card_groups(host, o.drs), o);
     Json slices = Json::array();
     for (std::size_t k = 0; k < bodies.size(); ++k) {
+        // No empty `devices`: the server omits empty lists, and we compare with its copy.
         Json spec = {{"driver", o.driver},
                      {"nodeName", o.node_name},
-                     {"pool", {{"name", o.node_name}, {"generation", o.generation}, {"resourceSliceCount", bodies.size()}}},
-                     {"devices", Json::array()}};
+                     {"pool", {{"name", o.node_name}, {"generation", o.generation}, {"resourceSliceCount", bodies.size()}}}};
         for (const auto& d : bodies[k].devices) spec["devices"].push_back(shaped(d, o.api_version));
         if (!bodies[k].counter_sets.empty()) spec["sharedCounters"] = bodies[k].counter_sets;
         Json meta = {{"name", o.node_name + "-" + o.driver + "-" + std::to_string(k)}};

@@ -59,6 +59,11 @@ struct SliceOptions {
 /// missing parts are 0 ("1.4" -> "1.4.0"). Empty when it has no leading number.
 [[nodiscard]] std::string semver_of(const std::string& driver_version);
 
+/// `v` as the API server writes a quantity back (canonical decimal SI: 1000 -> "1k",
+/// 33554432000 -> "33554432k", 45063602176 stays): sending that form keeps what we compare with
+/// the server's copy equal.
+[[nodiscard]] std::string canonical_quantity(std::uint64_t v);
+
 /// The device name of a DRS profile placement: "1g.11gb" on card 0, placement 1 ->
 /// "gcu-0-1g-11gb-1" (a DNS label: lowercase, '.' and '_' become '-').
 [[nodiscard]] std::string placement_name(std::uint32_t index, const std::string& profile, std::uint32_t k);

@@ -21,7 +21,8 @@ and serves what the DRA plugin uses, the way a real API server answers:
 Slices are validated like that Kubernetes version does (1.34: a device's counter set must be in
 its slice; 1.35+: a slice has devices or counter sets, not both); with --no-partitionable the
 server drops sharedCounters and consumesCounters on write, as it does with the
-DRAPartitionableDevices feature gate off.
+DRAPartitionableDevices feature gate off. Stored slices are what a real server stores:
+plain-integer quantities in canonical form ("1000" -> "1k"), empty lists left out.
 
 Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
 <dir>/writes.jsonl as {"verb", "path", "body"} for golden checks. Faults are read from
@@ -209,6 +210,33 @@ def field_match(obj, selector):
         if (FIELDS[k](obj) == v) == neg:
             return False
     return True
+
+
+def canonical(q):
+    """A plain integer quantity the way the API server writes it back (1000 -> 1k)."""
+    if not isinstance(q, str) or not q.isdigit():
+        return q
+    v, e = int(q), 0
+    while v and v % 1000 == 0 and e < 6:
+        v, e = v // 1000, e + 1
+    return str(v) + ["", "k", "M", "G", "T", "P", "E"][e]
+
+
+def normalize(obj):
+    """What the API server stores: quantities canonical, empty lists left out (omitempty)."""
+    spec = obj.get("spec") or {}
+    for key in ("devices", "sharedCounters"):
+        if key in spec and not spec[key]:
+            del spec[key]
+    counters = [c.get("counters") or {} for c in spec.get("sharedCounters") or []]
+    for d in spec.get("devices") or []:
+        body = d.get("basic") or d
+        counters.append(body.get("capacity") or {})
+        counters += [u.get("counters") or {} for u in body.get("consumesCounters") or []]
+    for m in counters:
+        for v in m.values():
+            if isinstance(v, dict) and "value" in v:
+                v["value"] = canonical(v["value"])
 
 
 def drop_partitionable(obj):
@@ -454,6 +482,7 @@ class Handler(BaseHTTPRequestHandler):
                              'resourceslices.%s "%s" already exists' % (GROUP, meta["name"]))
         st.record("POST", path, body)
         obj = copy.deepcopy(body)
+        normalize(obj)
         if not self.server.partitionable:
             drop_partitionable(obj)
         obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
@@ -472,6 +501,7 @@ class Handler(BaseHTTPRequestHandler):
         if errs:
             return self.invalid(name, errs)
         st.record(verb, path, logged)
+        normalize(obj)
         if not self.server.partitionable:
             drop_partitionable(obj)
         obj["metadata"].update(uid=cur["metadata"]["uid"], resourceVersion=st.next_rv(),
