@@ -180,6 +180,10 @@ struct Client::Impl {
         if (r.body) headers = curl_slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
         if (!auth_header.empty()) headers = curl_slist_append(headers, auth_header.c_str());
         CURL* h = acquire();
+        if (!h) {
+            curl_slist_free_all(headers);
+            return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": curl_easy_init failed");
+        }
         Result<Response> res = Error(Errc::Internal, "no attempt made");
         auto backoff = cfg.backoff;
         const int attempts = 1 + std::max(0, cfg.retries);
@@ -199,7 +203,8 @@ struct Client::Impl {
         const std::string what = std::string(r.verb) + " " + r.path;
         if (!res) {
             std::string msg = what + ": " + res.error().message();
-            if (i > 1) msg += " (after " + std::to_string(std::min(i, attempts)) + " attempts)";
+            if (const int made = std::min(i + 1, attempts); made > 1)
+                msg += " (after " + std::to_string(made) + " attempts)";
             return Error(Errc::Io, msg);
         }
         if (res->status >= 200 && res->status < 300) return res;
@@ -242,11 +247,10 @@ inject::Result<Json> Client::get(const std::string& path) { return impl_->call({
 inject::Result<Json> Client::list(const std::string& path, const std::string& label_selector,
                                   const std::string& field_selector) {
     std::string q;
-    CURL* h = impl_->acquire();
-    if (!label_selector.empty()) q += "labelSelector=" + query_escape(h, label_selector);
+    // curl_easy_escape has ignored its handle since curl 7.82.
+    if (!label_selector.empty()) q += "labelSelector=" + query_escape(nullptr, label_selector);
     if (!field_selector.empty())
-        q += (q.empty() ? "" : "&") + std::string("fieldSelector=") + query_escape(h, field_selector);
-    impl_->release(h);
+        q += (q.empty() ? "" : "&") + std::string("fieldSelector=") + query_escape(nullptr, field_selector);
     return impl_->call({"GET", q.empty() ? path : path + "?" + q});
 }
 
