@@ -16,6 +16,7 @@ PKGS=(
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
   prometheus       # promtool checks the exporter's exposition (its daemon is never started)
+  openssl          # k8s/tests/fake_apiserver.py makes its CA and certificates with it
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
   # static checks (make test runs them after the tests)

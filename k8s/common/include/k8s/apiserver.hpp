@@ -73,6 +73,9 @@ public:
     /// "v1beta1", else NotFound / Unsupported.
     [[nodiscard]] inject::Result<std::string> resource_api_version();
 
+    /// `GET /version`: Kubernetes' minor version ("34", or "34+" as some providers say -> 34).
+    [[nodiscard]] inject::Result<int> server_minor();
+
     struct Impl;
 
 private:

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// Keeps this node's ResourceSlices for our driver equal to what the cards are: lists the slices
+// of (spec.nodeName, spec.driver), and when they differ from build_slices() writes every slice
+// of the pool at the next pool.generation (creating the missing ones) and only then deletes the
+// extra ones. The scheduler only considers a pool's highest generation, so at no moment are two
+// pools' worth of devices offered. Kubelet deletes a node's slices when it starts: the next
+// publish() puts them back. remove_all() is for a clean shutdown.
+
+#include "k8s/apiserver.hpp"
+#include "slices.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace edra {
+
+/// What one publish() did.
+struct PublishStats {
+    int created = 0;
+    int updated = 0;
+    int deleted = 0;
+    int unchanged = 0;
+    std::int64_t generation = 0;  ///< the pool's generation afterwards
+};
+
+class Publisher {
+public:
+    /// `opts.node_name`, `opts.api_version` ("v1"/"v1beta1", from Client::resource_api_version),
+    /// `opts.drs` and `opts.driver` say what to publish; `opts.generation` is ignored (the
+    /// publisher numbers generations itself). DrsMode::Auto asks the server (`GET /version`) on
+    /// the first publish and falls back to Instances, and publishes again, when the server
+    /// dropped the counters it was sent.
+    Publisher(std::shared_ptr<k8s::api::Client> client, SliceOptions opts);
+
+    /// Reconciles the pool with `host`. Errors name the slice and the call that failed; a failed
+    /// publish leaves at worst a mix the next one repairs (old generations are never preferred).
+    [[nodiscard]] inject::Result<PublishStats> publish(const inject::device::Host& host);
+
+    /// Deletes every slice of this node and driver (clean shutdown). Returns how many went.
+    [[nodiscard]] inject::Result<int> remove_all();
+
+    /// The DrsMode in use: opts.drs, or what Auto settled on (Auto until the first publish).
+    [[nodiscard]] DrsMode drs_mode() const { return opts_.drs; }
+
+    /// "/apis/resource.k8s.io/<version>/resourceslices".
+    [[nodiscard]] std::string collection() const;
+    /// "spec.nodeName=<node>,spec.driver=<driver>".
+    [[nodiscard]] std::string field_selector() const;
+
+private:
+    [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
+    [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
+
+    std::shared_ptr<k8s::api::Client> client_;
+    SliceOptions opts_;
+    bool auto_ = false;     ///< opts_.drs came from DrsMode::Auto and may still fall back
+    bool dropped_ = false;  ///< the last reconcile saw the server drop our counter sets
+    std::int64_t generation_ = 0;  ///< the highest generation we wrote
+};
+
+/// Runs publish() on a thread: at start, whenever trigger() is called (the plugin registered
+/// again, a card changed health) and every `resync` (kubelet deleted the slices while we did
+/// not look). Sleeps on a condition variable in between (no polling). After a failure it
+/// tries again after `retry`, doubling up to `resync`.
+class PublisherLoop {
+public:
+    using Discover = std::function<inject::Result<inject::device::Host>()>;
+    using Report = std::function<void(const inject::Result<PublishStats>&)>;
+
+    PublisherLoop(Publisher& publisher, Discover discover, std::chrono::milliseconds resync,
+                  std::chrono::milliseconds retry = std::chrono::milliseconds(1000), Report report = {});
+    ~PublisherLoop();
+    PublisherLoop(const PublisherLoop&) = delete;
+    PublisherLoop& operator=(const PublisherLoop&) = delete;
+
+    void start();
+    void trigger();
+    /// Stops the thread; with `remove`, deletes the node's slices afterwards.
+    void stop(bool remove = true);
+
+private:
+    void run();
+
+    Publisher& publisher_;
+    Discover discover_;
+    Report report_;
+    std::chrono::milliseconds resync_, retry_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stop_ = false;
+    bool pending_ = true;
+    std::thread thread_;
+};
+
+}  // namespace edra

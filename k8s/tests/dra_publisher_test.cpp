@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ResourceSlice publisher against fake_apiserver.py: from empty, after kubelet deleted the
+// slices, on a card set or health change, with a conflict in the way, remove_all, and the
+// background loop. The fake's write log is what the API server saw, in order.
+#include "dra_hosts.hpp"
+#include "fake_apiserver.hpp"
+#include "publisher.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+namespace {
+
+using edra::Json;
+using edra::PublishStats;
+using edra::Publisher;
+using edra::SliceOptions;
+using k8s_test::FakeApiServer;
+using k8s_test::s60_host;
+
+struct Env {
+    explicit Env(const std::string& versions = "v1,v1beta1", int max_devices = 128,
+                 const std::vector<std::string>& fake_flags = {})
+        : fake(versions, fake_flags) {
+        if (!fake.up()) return;
+        auto c = k8s::api::Client::create(fake.config());
+        if (!c) return;
+        client = std::move(*c);
+        auto v = client->resource_api_version();
+        opts.node_name = "node-a";
+        opts.api_version = v ? *v : "none";
+        opts.max_devices = static_cast<std::size_t>(max_devices);
+    }
+    [[nodiscard]] Publisher publisher() const { return Publisher(client, opts); }
+    [[nodiscard]] std::string collection() const { return "/apis/resource.k8s.io/" + opts.api_version + "/resourceslices"; }
+    /// Our slices as the server has them, by name.
+    [[nodiscard]] Json ours() const {
+        auto r = client->list(collection(), "", "spec.nodeName=node-a,spec.driver=gcu.enflame.com");
+        return r ? (*r)["items"] : Json();
+    }
+    /// The device names the server offers for node-a at the pool's highest generation: what the
+    /// scheduler would see.
+    [[nodiscard]] std::vector<std::string> offered() const {
+        std::int64_t top = 0;
+        const Json items = ours();
+        for (const auto& s : items) top = std::max<std::int64_t>(top, s["spec"]["pool"]["generation"]);
+        std::vector<std::string> names;
+        for (const auto& s : items)
+            if (s["spec"]["pool"]["generation"] == top)
+                for (const auto& d : s["spec"].value("devices", Json::array())) names.push_back(d["name"]);
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+    /// "VERB name" of each write since `from`.
+    [[nodiscard]] std::vector<std::string> writes(std::size_t from = 0) const {
+        std::vector<std::string> out;
+        const auto w = fake.writes();
+        for (std::size_t i = from; i < w.size(); ++i) {
+            const std::string path = w[i]["path"];
+            const std::string verb = w[i]["verb"];
+            out.push_back(verb + " " + (verb == "POST" ? std::string(w[i]["body"]["metadata"]["name"])
+                                                       : path.substr(path.rfind('/') + 1)));
+        }
+        return out;
+    }
+
+    FakeApiServer fake;
+    std::shared_ptr<k8s::api::Client> client;
+    SliceOptions opts;
+};
+
+void expect_stats(const inject::Result<PublishStats>& r, int created, int updated, int deleted, int unchanged,
+                  std::int64_t generation) {
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->created, created);
+    EXPECT_EQ(r->updated, updated);
+    EXPECT_EQ(r->deleted, deleted);
+    EXPECT_EQ(r->unchanged, unchanged);
+    EXPECT_EQ(r->generation, generation);
+}
+
+TEST(DraPublisher, FromEmptyPostsTheBuiltSlicesOnce) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 1);
+    const auto w = env.fake.writes();
+    ASSERT_EQ(w.size(), 1U);
+    EXPECT_EQ(w[0]["path"], "/apis/resource.k8s.io/v1/resourceslices");
+    SliceOptions o = env.opts;
+    o.generation = 1;
+    o.node_uid = "node-uid-node-a";  // the fake's Node
+    EXPECT_EQ(w[0]["body"], edra::build_slices(s60_host(2, false), o)[0]) << "what the server got is the golden shape";
+    EXPECT_EQ(w[0]["body"]["metadata"].value("ownerReferences", Json::array({Json::object()}))[0].value("uid", ""),
+              "node-uid-node-a");
+    expect_stats(p.publish(s60_host(2, false)), 0, 0, 0, 1, 1);
+    EXPECT_EQ(env.fake.writes().size(), 1U) << "nothing changed: nothing written";
+}
+
+// The server stores canonical quantities and leaves empty lists out: a publish that compared
+// with what it sent instead would rewrite the pool on every resync.
+TEST(DraPublisher, QuietAgainstTheServersNormalForm) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    auto host = s60_host(1, false);
+    host.devices[0].memory_bytes = 32000ULL * 1024 * 1024;  // "33554432k" once stored
+    expect_stats(p.publish(host), 1, 0, 0, 0, 1);
+    EXPECT_EQ(env.ours()[0]["spec"]["devices"][0]["capacity"]["memory"]["value"], "33554432k");
+    expect_stats(p.publish(host), 0, 0, 0, 1, 1);
+    expect_stats(p.publish(inject::device::Host{}), 0, 1, 0, 0, 2);  // no card: the empty pool
+    expect_stats(p.publish(inject::device::Host{}), 0, 0, 0, 1, 2);
+}
+
+TEST(DraPublisher, V1beta1ServerGetsTheBetaShape) {
+    Env env("v1beta1");
+    ASSERT_TRUE(env.client);
+    ASSERT_EQ(env.opts.api_version, "v1beta1");
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+    const auto w = env.fake.writes();
+    ASSERT_EQ(w.size(), 1U);
+    EXPECT_EQ(w[0]["path"], "/apis/resource.k8s.io/v1beta1/resourceslices");
+    EXPECT_EQ(w[0]["body"]["spec"]["devices"][0]["basic"]["attributes"]["uuid"]["string"], "TR6Y46010000");
+}
+
+TEST(DraPublisher, RepublishesAfterKubeletDeletedTheSlices) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 1);
+    ASSERT_TRUE(env.client->remove(env.collection() + "/node-a-gcu.enflame.com-0"));  // kubelet did it
+    EXPECT_TRUE(env.offered().empty());
+    expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 2);
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
+}
+
+TEST(DraPublisher, CardSetChangeBumpsTheGenerationAndDeletesLast) {
+    Env env("v1", 2);
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 1);
+    expect_stats(p.publish(s60_host(3, false)), 1, 1, 0, 0, 2);  // gcu-2 needs a second slice
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1", "gcu-2"}));
+    for (const auto& s : env.ours()) EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], 2);
+    const auto before = env.fake.writes().size();
+    expect_stats(p.publish(s60_host(1, false)), 0, 1, 1, 0, 3);
+    EXPECT_EQ(env.writes(before), (std::vector<std::string>{"PUT node-a-gcu.enflame.com-0", "DELETE node-a-gcu.enflame.com-1"}))
+        << "the new generation is complete before the old slice goes";
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0"}));
+    EXPECT_EQ(env.ours().size(), 1U) << "never two pools' worth left behind";
+}
+
+TEST(DraPublisher, UnhealthyCardIsWithdrawnAndComesBack) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    auto host = s60_host(2, false);
+    expect_stats(p.publish(host), 1, 0, 0, 0, 1);
+    host.devices[1].healthy = false;
+    expect_stats(p.publish(host), 0, 1, 0, 0, 2);
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0"}));
+    host.devices[1].healthy = true;
+    expect_stats(p.publish(host), 0, 1, 0, 0, 3);
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
+}
+
+TEST(DraPublisher, LeavesOtherNodesAndDriversAlone) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto other_node = env.opts;
+    other_node.node_name = "node-b";
+    auto other_driver = env.opts;
+    other_driver.driver = "gpu.example.com";
+    ASSERT_TRUE(Publisher(env.client, other_node).publish(s60_host(1, false)));
+    ASSERT_TRUE(Publisher(env.client, other_driver).publish(s60_host(1, false)));
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+    auto gone = p.remove_all();
+    ASSERT_TRUE(gone) << gone.error().what();
+    EXPECT_EQ(*gone, 1);
+    auto all = env.client->list(env.collection());
+    ASSERT_TRUE(all);
+    std::vector<std::string> left;
+    for (const auto& s : (*all)["items"]) left.push_back(s["metadata"]["name"]);
+    EXPECT_EQ(left, (std::vector<std::string>{"node-a-gpu.example.com-0", "node-b-gcu.enflame.com-0"}));
+}
+
+TEST(DraPublisher, ConflictOnUpdateIsRereadAndRetried) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+    env.fake.control(R"({"conflict_409": 1})");
+    expect_stats(p.publish(s60_host(2, false)), 0, 1, 0, 0, 2);
+    EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
+}
+
+TEST(DraPublisher, ServerErrorNamesTheSlice) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto cfg = env.fake.config();
+    cfg.retries = 0;
+    std::shared_ptr<k8s::api::Client> c = std::move(*k8s::api::Client::create(cfg));
+    env.opts.owned_by_node = false;  // the 500 is for the LIST
+    Publisher p(c, env.opts);
+    env.fake.control(R"({"fail_500": 1})");
+    auto r = p.publish(s60_host(1, false));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "listing this node's ResourceSlices: GET /apis/resource.k8s.io/v1/resourceslices?"
+                                "fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%3Dgcu.enflame.com: 500 Internal "
+                                "Server Error: fake-apiserver: injected failure");
+    expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+}
+
+TEST(DraPublisher, NoNodeMeansNoOwnerNotNoSlices) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    env.fake.control(R"({"fail_500": 4})");  // the Node GET and its 3 retries
+    expect_stats(env.publisher().publish(s60_host(1, false)), 1, 0, 0, 0, 1);
+    EXPECT_FALSE(env.ours()[0]["metadata"].contains("ownerReferences"));
+}
+
+TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
+    // Counters beside their devices for 1.34, in their own slices for 1.35; ten cards are more
+    // than one slice's worth of counter sets (8) and of devices that consume counters (64).
+    for (const auto& [minor, mode] : {std::pair{"34", edra::DrsMode::Counters}, std::pair{"35", edra::DrsMode::CountersOwnSlice}}) {
+        Env env("v1", 128, {"--kube-minor", minor});
+        ASSERT_TRUE(env.client);
+        env.opts.drs = mode;
+        auto r = env.publisher().publish(s60_host(10, true));
+        ASSERT_TRUE(r) << r.error().what();
+        EXPECT_EQ(env.offered().size(), 70U);
+    }
+}
+
+struct AutoCase {
+    const char* name;
+    std::vector<std::string> fake_flags;
+    edra::DrsMode want;
+    std::vector<std::string> offered;  ///< card 0's devices
+};
+
+class DraPublisherAuto : public testing::TestWithParam<AutoCase> {};
+
+const std::vector<std::string> kInstances{"gcu-0-drs-0", "gcu-0-drs-1"};
+const std::vector<std::string> kPlacements{"gcu-0",          "gcu-0-1g-11gb-0", "gcu-0-1g-11gb-1", "gcu-0-1g-11gb-2",
+                                           "gcu-0-1g-11gb-3", "gcu-0-2g-22gb-0", "gcu-0-2g-22gb-1"};
+
+// DrsMode::Auto: what the server's version allows, and instances when it drops the counters.
+TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
+    Env env("v1", 128, GetParam().fake_flags);
+    ASSERT_TRUE(env.client);
+    env.opts.drs = edra::DrsMode::Auto;
+    auto p = env.publisher();
+    auto r = p.publish(s60_host(1, true));
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(p.drs_mode(), GetParam().want);
+    EXPECT_EQ(env.offered(), GetParam().offered);
+    expect_stats(p.publish(s60_host(1, true)), 0, 0, 0, static_cast<int>(env.ours().size()), r->generation);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kubernetes, DraPublisherAuto,
+    testing::Values(AutoCase{"V1_32", {"--kube-minor", "32"}, edra::DrsMode::Instances, kInstances},
+                    AutoCase{"V1_34", {"--kube-minor", "34"}, edra::DrsMode::Counters, kPlacements},
+                    AutoCase{"V1_35", {"--kube-minor", "35"}, edra::DrsMode::CountersOwnSlice, kPlacements},
+                    AutoCase{"V1_34GateOff", {"--kube-minor", "34", "--no-partitionable"}, edra::DrsMode::Instances,
+                             kInstances}),
+    [](const auto& i) { return std::string(i.param.name); });
+
+TEST(DraPublisher, CountersBesideDevicesAreRefusedBy135) {
+    Env env("v1", 128, {"--kube-minor", "35"});
+    ASSERT_TRUE(env.client);
+    env.opts.drs = edra::DrsMode::Counters;
+    auto r = env.publisher().publish(s60_host(1, true));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().what().find("422 Unprocessable Entity: ResourceSlice.resource.k8s.io "
+                                    "\"node-a-gcu.enflame.com-0\" is invalid: spec: Invalid value: only one of "
+                                    "devices and sharedCounters may be set"),
+              std::string::npos)
+        << r.error().what();
+}
+
+bool eventually(const std::function<bool()>& f) {
+    for (int i = 0; i < 1000; ++i) {
+        if (f()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+}
+
+TEST(DraPublisherLoop, PublishesRepublishesOnTriggerAndRemovesOnStop) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    std::atomic<int> runs{0};
+    std::atomic<std::uint32_t> cards{2};
+    edra::PublisherLoop loop(
+        p, [&]() -> inject::Result<inject::device::Host> { return s60_host(cards, false); },
+        std::chrono::hours(1), std::chrono::milliseconds(10),
+        [&](const inject::Result<PublishStats>&) { ++runs; });
+    loop.start();
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2; }));
+    ASSERT_TRUE(env.client->remove(env.collection() + "/node-a-gcu.enflame.com-0"));
+    cards = 3;
+    loop.trigger();
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 3; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(runs.load(), 2) << "no run without a reason (resync is an hour)";
+    loop.stop();
+    EXPECT_TRUE(env.ours().empty());
+}
+
+TEST(DraPublisherLoop, RetriesAfterAFailureUntilItWorks) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    auto p = env.publisher();
+    std::atomic<int> failures{0};
+    edra::PublisherLoop loop(
+        p,
+        [&]() -> inject::Result<inject::device::Host> {
+            if (failures < 2) return inject::Error(inject::Errc::Io, "efsmi: exit 1");
+            return s60_host(1, false);
+        },
+        std::chrono::hours(1), std::chrono::milliseconds(5),
+        [&](const inject::Result<PublishStats>& r) {
+            if (!r) ++failures;
+        });
+    loop.start();
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 1; }));
+    EXPECT_EQ(failures.load(), 2);
+    loop.stop(false);
+    EXPECT_EQ(env.ours().size(), 1U) << "stop(false) leaves them (the plugin restarts in place)";
+}
+
+}  // namespace

@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A fake Kubernetes API server for the DRA tests (python3 standard library only).
+
+It speaks HTTPS on 127.0.0.1 with a certificate signed by a CA it generates with `openssl` in
+its state folder (`--dir`), checks a bearer token (or a client certificate signed by that CA),
+and serves what the DRA plugin uses, the way a real API server answers:
+
+  GET  /apis/resource.k8s.io                     discovery (`--versions v1,v1beta1`)
+  GET  /apis/resource.k8s.io/<v>/namespaces/<ns>/resourceclaims/<name>
+                                                 from <dir>/claims/<ns>/<name>.json
+  GET  /apis/resource.k8s.io/<v>/resourceslices  list; labelSelector (a=b,c!=d,e),
+                                                 fieldSelector spec.nodeName= / spec.driver=
+  POST /apis/resource.k8s.io/<v>/resourceslices  create (409 AlreadyExists, 422 Invalid)
+  GET / PUT / PATCH / DELETE .../resourceslices/<name>
+                                                 PUT with a stale resourceVersion: 409;
+                                                 PATCH: merge-patch+json and json-patch+json
+  GET  /api/v1/nodes/<name>                      a Node with a fixed uid
+  GET  /version                                  1.<--kube-minor> (34 unless told)
+
+Slices are validated like that Kubernetes version does (1.34: a device's counter set must be in
+its slice; 1.35+: a slice has devices or counter sets, not both); with --no-partitionable the
+server drops sharedCounters and consumesCounters on write, as it does with the
+DRAPartitionableDevices feature gate off. Stored slices are what a real server stores:
+plain-integer quantities in canonical form ("1000" -> "1k"), empty lists left out.
+
+Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
+<dir>/writes.jsonl as {"verb", "path", "body"} for golden checks. Faults are read from
+<dir>/control.json on every request, so a test changes them while the server runs:
+  {"down": true}      close every connection without answering
+  {"slow_ms": 500}    sleep before answering
+  {"fail_500": 1}     answer the next N requests with 500 (the count goes down)
+  {"conflict_409": 1} answer the next N PUTs with 409 (the count goes down)
+Files it writes: ca.crt/ca.key, server.crt/server.key, client.crt/client.key (a client
+certificate the CA signed), other-ca.crt (a CA that signed nothing here), port (once listening).
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+GROUP = "resource.k8s.io"
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# ResourceSlice validation limits of Kubernetes 1.34 (resource.k8s.io types.go).
+MAX_DEVICES = 128
+MAX_DEVICES_WITH_COUNTERS = 64
+MAX_ATTRS_AND_CAPS = 32
+MAX_COUNTER_SETS = 8
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_certs(d):
+    """A CA, a server certificate for 127.0.0.1/localhost, a client certificate, another CA."""
+    if os.path.exists(os.path.join(d, "server.crt")):
+        return
+    for ca in ("ca", "other-ca"):
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", ca + ".key", "-out", ca + ".crt", "-days", "2", "-subj",
+                "/CN=fake-apiserver-" + ca, cwd=d)
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name, cn, ext in (("server", "/CN=127.0.0.1", ["-extfile", "san.ext"]),
+                          ("client", "/CN=system:node:test/O=system:nodes", [])):
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", name + ".key", "-out", name + ".csr", "-subj", cn, cwd=d)
+        openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", name + ".crt", "-days", "2", *ext, cwd=d)
+
+
+class Store:
+    """ResourceSlices in memory, one resourceVersion counter, and the write log."""
+
+    def __init__(self, d):
+        self.lock = threading.Lock()
+        self.slices = {}
+        self.rv = 100
+        self.dir = d
+        self.log = open(os.path.join(d, "writes.jsonl"), "a", buffering=1)
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def record(self, verb, path, body):
+        self.log.write(json.dumps({"verb": verb, "path": path, "body": body},
+                                  sort_keys=True) + "\n")
+
+
+class Control:
+    """control.json, re-read on every request; counters written back when consumed."""
+
+    def __init__(self, d):
+        self.path = os.path.join(d, "control.json")
+        self.lock = threading.Lock()
+
+    def read(self):
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def take(self, key):
+        """True (and the count goes down by one) when `key` is a positive count."""
+        with self.lock:
+            c = self.read()
+            n = int(c.get(key, 0) or 0)
+            if n <= 0:
+                return False
+            c[key] = n - 1
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(c, f)
+            os.replace(tmp, self.path)
+            return True
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def json_patch(doc, ops):
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        kind = op["op"]
+        if isinstance(parent, list):
+            idx = len(parent) if last == "-" else int(last)
+            if kind == "add":
+                parent.insert(idx, op["value"])
+            elif kind == "remove":
+                del parent[idx]
+            elif kind == "replace":
+                parent[idx] = op["value"]
+            elif kind == "test" and parent[idx] != op["value"]:
+                raise ValueError("test failed at " + op["path"])
+        else:
+            if kind in ("add", "replace"):
+                if kind == "replace" and last not in parent:
+                    raise KeyError(op["path"])
+                parent[last] = op["value"]
+            elif kind == "remove":
+                del parent[last]
+            elif kind == "test" and parent.get(last) != op["value"]:
+                raise ValueError("test failed at " + op["path"])
+    return doc
+
+
+def label_match(labels, selector):
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k) == v:
+                return False
+        elif "=" in term:
+            k, v = term.split("==", 1) if "==" in term else term.split("=", 1)
+            if labels.get(k) != v:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+FIELDS = {"spec.nodeName": lambda o: o.get("spec", {}).get("nodeName", ""),
+          "spec.driver": lambda o: o.get("spec", {}).get("driver", ""),
+          "metadata.name": lambda o: o.get("metadata", {}).get("name", "")}
+
+
+def field_match(obj, selector):
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        neg = "!=" in term
+        k, v = term.split("!=" if neg else "=", 1)
+        v = v.lstrip("=")
+        if k not in FIELDS:
+            raise KeyError(k)
+        if (FIELDS[k](obj) == v) == neg:
+            return False
+    return True
+
+
+def canonical(q):
+    """A plain integer quantity the way the API server writes it back (1000 -> 1k)."""
+    if not isinstance(q, str) or not q.isdigit():
+        return q
+    v, e = int(q), 0
+    while v and v % 1000 == 0 and e < 6:
+        v, e = v // 1000, e + 1
+    return str(v) + ["", "k", "M", "G", "T", "P", "E"][e]
+
+
+def normalize(obj):
+    """What the API server stores: quantities canonical, empty lists left out (omitempty)."""
+    spec = obj.get("spec") or {}
+    for key in ("devices", "sharedCounters"):
+        if key in spec and not spec[key]:
+            del spec[key]
+    counters = [c.get("counters") or {} for c in spec.get("sharedCounters") or []]
+    for d in spec.get("devices") or []:
+        body = d.get("basic") or d
+        counters.append(body.get("capacity") or {})
+        counters += [u.get("counters") or {} for u in body.get("consumesCounters") or []]
+    for m in counters:
+        for v in m.values():
+            if isinstance(v, dict) and "value" in v:
+                v["value"] = canonical(v["value"])
+
+
+def drop_partitionable(obj):
+    """DRAPartitionableDevices off: the API server silently drops the fields on write."""
+    spec = obj.get("spec") or {}
+    spec.pop("sharedCounters", None)
+    for d in spec.get("devices") or []:
+        (d.get("basic") or d).pop("consumesCounters", None)
+
+
+def validate_slice(obj, version, minor):
+    """The checks of the real API server (Kubernetes 1.<minor>) that matter to us; a list of
+    messages."""
+    errs = []
+    spec = obj.get("spec") or {}
+    name = (obj.get("metadata") or {}).get("name", "")
+    if not name:
+        errs.append("metadata.name: Required value")
+    for f in ("driver", "pool"):
+        if f not in spec:
+            errs.append("spec.%s: Required value" % f)
+    pool = spec.get("pool") or {}
+    if "name" not in pool or "resourceSliceCount" not in pool or "generation" not in pool:
+        errs.append("spec.pool: Required value: name, generation, resourceSliceCount")
+    if not spec.get("nodeName") and not spec.get("allNodes") and "nodeSelector" not in spec:
+        errs.append("spec: Required value: exactly one of nodeName, nodeSelector, allNodes")
+    devices = spec.get("devices") or []
+    set_names = {c.get("name") for c in spec.get("sharedCounters") or []}
+    if minor >= 35 and devices and set_names:
+        errs.append("spec: Invalid value: only one of devices and sharedCounters may be set")
+    uses_counters = False
+    seen = set()
+    for i, d in enumerate(devices):
+        where = "spec.devices[%d]" % i
+        if not DNS_LABEL.match(d.get("name", "")):
+            errs.append("%s.name: Invalid value: %r: a DNS label" % (where, d.get("name")))
+        if d.get("name") in seen:
+            errs.append("%s.name: Duplicate value: %r" % (where, d.get("name")))
+        seen.add(d.get("name"))
+        if version == "v1beta1":
+            if set(d) - {"name", "basic"}:
+                errs.append("%s: Forbidden: v1beta1 device fields go under basic" % where)
+            body = d.get("basic") or {}
+        else:
+            if "basic" in d:
+                errs.append("%s.basic: Forbidden: not a field of resource.k8s.io/v1" % where)
+            body = d
+        n = len(body.get("attributes") or {}) + len(body.get("capacity") or {})
+        if n > MAX_ATTRS_AND_CAPS:
+            errs.append("%s: Too many: %d: must have at most %d attributes and capacities"
+                        % (where, n, MAX_ATTRS_AND_CAPS))
+        for aname, a in (body.get("attributes") or {}).items():
+            if len(a) != 1 or next(iter(a)) not in ("int", "bool", "string", "version"):
+                errs.append("%s.attributes[%s]: Invalid value: exactly one of int, bool, "
+                            "string, version" % (where, aname))
+        if body.get("consumesCounters"):
+            uses_counters = True
+            for j, use in enumerate(body["consumesCounters"]):
+                if minor < 35 and use.get("counterSet") not in set_names:
+                    errs.append("%s.consumesCounters[%d].counterSet: Invalid value: %r: must "
+                                "reference a counter set in this slice" % (where, j,
+                                                                           use.get("counterSet")))
+    limit = MAX_DEVICES_WITH_COUNTERS if uses_counters else MAX_DEVICES
+    if len(devices) > limit:
+        errs.append("spec.devices: Too many: %d: must have at most %d items" % (len(devices), limit))
+    if len(spec.get("sharedCounters") or []) > MAX_COUNTER_SETS:
+        errs.append("spec.sharedCounters: Too many: must have at most %d items" % MAX_COUNTER_SETS)
+    return errs
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver"
+    # Headers and body go out in two writes: without this, Nagle and delayed ACKs add 40 ms.
+    disable_nagle_algorithm = True
+
+    def log_message(self, fmt, *args):  # quiet unless asked
+        if self.server.verbose:
+            sys.stderr.write("fake-apiserver: " + (fmt % args) + "\n")
+
+    # --- plumbing ---
+    def send_json(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def fail(self, code, reason, message):
+        self.send_json(code, status(code, reason, message))
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        return json.loads(raw) if raw else None
+
+    def authorized(self):
+        if self.server.client_cert_ok and self.connection.getpeercert():
+            return True
+        return self.headers.get("Authorization", "") == "Bearer " + self.server.token
+
+    def handle_any(self, verb):
+        ctl = self.server.control
+        c = ctl.read()
+        if c.get("down"):
+            self.close_connection = True
+            # Read nothing, answer nothing: the client sees the connection close.
+            return
+        if c.get("slow_ms"):
+            time.sleep(int(c["slow_ms"]) / 1000.0)
+        url = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        try:
+            body = self.body() if verb in ("POST", "PUT", "PATCH") else None
+        except ValueError as e:
+            return self.fail(400, "BadRequest", "invalid JSON body: %s" % e)
+        if not self.authorized():
+            return self.fail(401, "Unauthorized", "Unauthorized")
+        if ctl.take("fail_500"):
+            return self.fail(500, "InternalError", "fake-apiserver: injected failure")
+        if verb == "PUT" and ctl.take("conflict_409"):
+            return self.fail(409, "Conflict", "fake-apiserver: injected conflict")
+        self.route(verb, url.path, query, body)
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    # --- routes ---
+    def route(self, verb, path, query, body):
+        parts = [p for p in path.split("/") if p]
+        versions = self.server.versions
+        if parts == ["apis", GROUP] and verb == "GET":
+            return self.send_json(200, {
+                "kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
+                "versions": [{"groupVersion": GROUP + "/" + v, "version": v} for v in versions],
+                "preferredVersion": {"groupVersion": GROUP + "/" + versions[0],
+                                     "version": versions[0]}})
+        if parts == ["version"] and verb == "GET":
+            return self.send_json(200, {"major": "1", "minor": "%d" % self.server.minor,
+                                        "gitVersion": "v1.%d.0-fake" % self.server.minor})
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 and verb == "GET":
+            return self.send_json(200, {"kind": "Node", "apiVersion": "v1", "metadata": {
+                "name": parts[3], "uid": "node-uid-" + parts[3], "resourceVersion": "1"}})
+        if len(parts) < 4 or parts[:2] != ["apis", GROUP] or parts[2] not in versions:
+            return self.fail(404, "NotFound", "the server could not find the requested resource")
+        version, rest = parts[2], parts[3:]
+        if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "resourceclaims":
+            if verb != "GET":
+                return self.fail(405, "MethodNotAllowed", "claims are read-only here")
+            return self.claim(version, rest[1], rest[3])
+        if rest[0] == "resourceslices" and len(rest) <= 2:
+            return self.slices(verb, version, path, rest[1] if len(rest) == 2 else None,
+                               query, body)
+        return self.fail(404, "NotFound", "the server could not find the requested resource")
+
+    def claim(self, version, ns, name):
+        f = os.path.join(self.server.dir, "claims", ns, name + ".json")
+        try:
+            with open(f) as fh:
+                obj = json.load(fh)
+        except FileNotFoundError:
+            return self.fail(404, "NotFound",
+                             'resourceclaims.%s "%s" not found' % (GROUP, name))
+        obj.setdefault("apiVersion", GROUP + "/" + version)
+        obj.setdefault("kind", "ResourceClaim")
+        self.send_json(200, obj)
+
+    def not_found(self, name):
+        self.fail(404, "NotFound", 'resourceslices.%s "%s" not found' % (GROUP, name))
+
+    def slices(self, verb, version, path, name, query, body):
+        st = self.server.store
+        with st.lock:
+            if name is None and verb == "GET":
+                try:
+                    items = [o for _, o in sorted(st.slices.items())
+                             if label_match(o["metadata"].get("labels") or {},
+                                            query.get("labelSelector", ""))
+                             and field_match(o, query.get("fieldSelector", ""))]
+                except (KeyError, ValueError) as e:
+                    return self.fail(400, "BadRequest",
+                                     '"%s" is not a known field selector' % e.args[0])
+                return self.send_json(200, {
+                    "kind": "ResourceSliceList", "apiVersion": GROUP + "/" + version,
+                    "metadata": {"resourceVersion": str(st.rv)},
+                    "items": [self.as_version(o, version) for o in items]})
+            if name is None and verb == "POST":
+                return self.create(st, version, path, body)
+            if name is None:
+                return self.fail(405, "MethodNotAllowed", "method not allowed")
+            cur = st.slices.get(name)
+            if verb == "GET":
+                return self.send_json(200, self.as_version(cur, version)) if cur \
+                    else self.not_found(name)
+            if verb == "DELETE":
+                if not cur:
+                    return self.not_found(name)
+                del st.slices[name]
+                st.record(verb, path, None)
+                return self.send_json(200, status(200, "", "") | {"status": "Success"})
+            if not cur:
+                return self.not_found(name)
+            if verb == "PUT":
+                return self.replace(st, version, path, name, cur, body)
+            if verb == "PATCH":
+                return self.patch(st, version, path, name, cur, body)
+        return self.fail(405, "MethodNotAllowed", "method not allowed")
+
+    @staticmethod
+    def as_version(obj, version):
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = GROUP + "/" + version
+        return out
+
+    def invalid(self, name, errs):
+        self.fail(422, "Invalid", 'ResourceSlice.%s "%s" is invalid: %s'
+                  % (GROUP, name, "; ".join(errs)))
+
+    def create(self, st, version, path, body):
+        if not isinstance(body, dict):
+            return self.fail(400, "BadRequest", "the body is not a JSON object")
+        meta = body.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        errs = validate_slice(body, version, self.server.minor)
+        if errs:
+            return self.invalid(meta.get("name", ""), errs)
+        if meta["name"] in st.slices:
+            return self.fail(409, "AlreadyExists",
+                             'resourceslices.%s "%s" already exists' % (GROUP, meta["name"]))
+        st.record("POST", path, body)
+        obj = copy.deepcopy(body)
+        normalize(obj)
+        if not self.server.partitionable:
+            drop_partitionable(obj)
+        obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
+        obj["kind"] = "ResourceSlice"
+        st.slices[meta["name"]] = obj
+        self.send_json(201, self.as_version(obj, version))
+
+    def conflict(self, name):
+        self.fail(409, "Conflict",
+                  'Operation cannot be fulfilled on resourceslices.%s "%s": the object has been '
+                  'modified; please apply your changes to the latest version and try again'
+                  % (GROUP, name))
+
+    def store_update(self, st, version, path, verb, name, cur, obj, logged):
+        errs = validate_slice(obj, version, self.server.minor)
+        if errs:
+            return self.invalid(name, errs)
+        st.record(verb, path, logged)
+        normalize(obj)
+        if not self.server.partitionable:
+            drop_partitionable(obj)
+        obj["metadata"].update(uid=cur["metadata"]["uid"], resourceVersion=st.next_rv(),
+                               generation=cur["metadata"].get("generation", 1) + 1)
+        st.slices[name] = obj
+        self.send_json(200, self.as_version(obj, version))
+
+    def replace(self, st, version, path, name, cur, body):
+        if not isinstance(body, dict):
+            return self.fail(400, "BadRequest", "the body is not a JSON object")
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != cur["metadata"]["resourceVersion"]:
+            return self.conflict(name)
+        if (body.get("metadata") or {}).get("name", name) != name:
+            return self.fail(400, "BadRequest", "the name of the object (%s) does not match "
+                             "the name on the URL (%s)" % (body["metadata"]["name"], name))
+        obj = copy.deepcopy(body)
+        obj.setdefault("metadata", {})["name"] = name
+        self.store_update(st, version, path, "PUT", name, cur, obj, body)
+
+    def patch(self, st, version, path, name, cur, body):
+        ctype = self.headers.get("Content-Type", "")
+        try:
+            if ctype.startswith("application/merge-patch+json"):
+                obj = merge_patch(cur, body)
+            elif ctype.startswith("application/json-patch+json"):
+                obj = json_patch(cur, body)
+            else:
+                return self.fail(415, "UnsupportedMediaType",
+                                 "the body of the request was in an unknown format: " + ctype)
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            return self.fail(422, "Invalid", "the patch does not apply: %s" % e)
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv != cur["metadata"]["resourceVersion"]:
+            return self.conflict(name)
+        self.store_update(st, version, path, "PATCH", name, cur, obj, body)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", required=True, help="state folder (certs, claims/, logs, port)")
+    ap.add_argument("--versions", default="v1,v1beta1",
+                    help="resource.k8s.io versions offered, preferred first")
+    ap.add_argument("--token", default="test-token")
+    ap.add_argument("--no-client-cert", action="store_true",
+                    help="refuse client certificates (only the token authenticates)")
+    ap.add_argument("--kube-minor", type=int, default=34,
+                    help="the Kubernetes 1.<minor> to be: GET /version, counter-set rules")
+    ap.add_argument("--no-partitionable", action="store_true",
+                    help="DRAPartitionableDevices off: drop sharedCounters/consumesCounters")
+    ap.add_argument("--parent-pid", type=int, default=0,
+                    help="exit when this process (the test that started us) is gone, even if it crashed")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    d = os.path.abspath(a.dir)
+    os.makedirs(os.path.join(d, "claims"), exist_ok=True)
+    make_certs(d)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(d, "server.crt"), os.path.join(d, "server.key"))
+    ctx.load_verify_locations(os.path.join(d, "ca.crt"))
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.dir, srv.token, srv.verbose = d, a.token, a.verbose
+    srv.versions = [v for v in a.versions.split(",") if v]
+    srv.client_cert_ok = not a.no_client_cert
+    srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
+    srv.store, srv.control = Store(d), Control(d)
+    if a.parent_pid:
+        def watch_parent():
+            while os.getppid() == a.parent_pid:
+                time.sleep(0.2)
+            os._exit(0)
+        threading.Thread(target=watch_parent, daemon=True).start()
+    port = srv.server_address[1]
+    tmp = os.path.join(d, "port.tmp")
+    with open(tmp, "w") as f:
+        f.write("%d\n" % port)
+    os.replace(tmp, os.path.join(d, "port"))
+    print(port, flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
