@@ -94,29 +94,32 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
 }
 
 void add_drs(const Options& opts, device::Host& host) {
-    if (!opts.with_drs) return;
-    auto read = [&]() -> Result<std::pair<std::vector<device::DrsProfile>, std::vector<device::DrsInstance>>> {
-        INJECT_TRY(Efsmi efsmi, find_efsmi(opts));
-        INJECT_TRY(std::string profiles_out, run_efsmi(opts, efsmi, {"--drs", "--list-profile"}));
-        INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out));
-        INJECT_TRY(std::string list_out, run_efsmi(opts, efsmi, {"-L"}));
-        INJECT_TRY(auto instances, parse_efsmi_drs_list(list_out));
-        return std::pair{std::move(profiles), std::move(instances)};
-    };
-    auto drs = read();
-    if (!drs) {
-        log::debug("no DRS information: {}", drs.error().what());
+    if (!opts.with_drs || host.devices.empty()) return;
+    auto efsmi = find_efsmi(opts);
+    if (!efsmi) {
+        log::debug("no DRS information: {}", efsmi.error().what());
         return;
     }
-    host.drs_profiles = std::move(drs->first);
-    for (auto& inst : drs->second) {
-        auto it = std::find_if(host.devices.begin(), host.devices.end(),
-                               [&](const device::Device& d) { return d.index == inst.parent_index; });
-        if (it == host.devices.end()) {
-            log::debug("efsmi -L: DRS instance {} on unknown card {}: ignored", inst.uuid, inst.parent_index);
+    // Per card, as gcushare asks: one card's failure drops DRS for that card only. A card
+    // without profiles cannot have instances, so it costs one efsmi run, not two.
+    for (auto& d : host.devices) {
+        const std::string card = std::to_string(d.index);
+        auto read = [&]() -> Result<std::vector<device::DrsInstance>> {
+            INJECT_TRY(std::string profiles_out, run_efsmi(opts, *efsmi, {"-i", card, "--drs", "--list-profile"}));
+            INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out, d.index));
+            if (profiles.empty()) return std::vector<device::DrsInstance>{};
+            for (auto& p : profiles)  // cards of one product offer the same profiles: keep each once
+                if (std::find(host.drs_profiles.begin(), host.drs_profiles.end(), p) == host.drs_profiles.end())
+                    host.drs_profiles.push_back(std::move(p));
+            INJECT_TRY(std::string list_out, run_efsmi(opts, *efsmi, {"-i", card, "--drs", "--list-instance"}));
+            return parse_efsmi_drs_instances(list_out, d.index);
+        };
+        auto instances = read();
+        if (!instances) {
+            log::debug("card {}: no DRS information: {}", d.index, instances.error().what());
             continue;
         }
-        it->drs_instances.push_back(std::move(inst));
+        d.drs_instances = std::move(*instances);
     }
 }
 
