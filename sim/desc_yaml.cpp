@@ -296,6 +296,7 @@ Setter faults_field(Faults& f) {
                                                   if (s == "uuid" || s == "placement") return "";
                                                   return "unknown layout '" + s + "' (want uuid or placement)";
                                               })},
+            {"drs_needs_card", bool_field(f.drs_needs_card)},
         };
         INJECT_TRY_VOID(read_map(n, where, fields));
         return inject::ok();

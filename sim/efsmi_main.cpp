@@ -135,6 +135,7 @@ int run(int argc, char** argv) {
             if (h.faults.json_unsupported) return emit(sim::efsmi_usage(), 1);
             return emit(shaped(h, sim::efsmi_query_json(h, dir)), 0);
         case Command::Drs: {
+            if (h.faults.drs_needs_card && !args.card) return emit(sim::efsmi_usage(), 1);
             const sim::Answer a = sim::efsmi_drs(h, dir, args.op, args.card, args.value);
             if (!a.err.empty()) std::fputs(a.err.c_str(), stderr);
             return emit(a.out, a.code);

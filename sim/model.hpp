@@ -62,6 +62,7 @@ struct Faults {
     std::vector<std::string> efml_missing_symbols;
     bool efml_init_fails = false;
     std::string drs_instance_layout = "uuid";  ///< --list-instance rows: uuid | placement
+    bool drs_needs_card = false;  ///< the --drs commands without -i print usage, exit 1
 };
 
 struct Host {

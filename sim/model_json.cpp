@@ -89,7 +89,8 @@ ojson faults_json(const Faults& f) {
             {"efsmi_output", f.efsmi_output},      {"efsmi_flood", f.efsmi_flood},
             {"efsmi_signal", f.efsmi_signal},      {"old_keys", f.old_keys},
             {"efml_absent", f.efml_absent},        {"efml_missing_symbols", f.efml_missing_symbols},
-            {"efml_init_fails", f.efml_init_fails}, {"drs_instance_layout", f.drs_instance_layout}};
+            {"efml_init_fails", f.efml_init_fails}, {"drs_instance_layout", f.drs_instance_layout},
+            {"drs_needs_card", f.drs_needs_card}};
 }
 
 Card card_from(const nlohmann::json& j) {
@@ -137,6 +138,7 @@ Faults faults_from(const nlohmann::json& j) {
     j.at("efml_missing_symbols").get_to(f.efml_missing_symbols);
     j.at("efml_init_fails").get_to(f.efml_init_fails);
     f.drs_instance_layout = j.value("drs_instance_layout", std::string("uuid"));
+    f.drs_needs_card = j.value("drs_needs_card", false);
     return f;
 }
 

@@ -39,8 +39,9 @@ struct Options {
     std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64",
                                                   "/usr/lib/x86_64-linux-gnu", "/usr/local/lib"};
     std::chrono::milliseconds efsmi_timeout{5000};
-    /// Also ask efsmi for DRS profiles and instances, per card (`efsmi -i <card> --drs
-    /// --list-profile`, then `--list-instance` on the cards that offer profiles).
+    /// Also ask efsmi for DRS profiles and instances (`efsmi --drs --list-profile`, then
+    /// `--list-instance` when there are profiles; card by card with `-i <card>` when the
+    /// every-card answer fails).
     bool with_drs = true;
 };
 

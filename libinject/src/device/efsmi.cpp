@@ -93,6 +93,33 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
     return rep;
 }
 
+bool efsmi_unusable(const Error& e) {
+    return e.code() == Errc::NotFound || e.sys_errno() == ETIMEDOUT || e.message().starts_with("efsmi was killed");
+}
+
+namespace {
+
+// The DRS instances of card `card` (`-i <card>`), or of every card; the profiles found are
+// added to `profiles` once each (cards of one product offer the same). No profile, no
+// instance query: a card without DRS costs one efsmi run, not two.
+Result<std::vector<device::DrsInstance>> read_drs(const Options& opts, const Efsmi& efsmi,
+                                                  std::optional<std::uint32_t> card,
+                                                  std::vector<device::DrsProfile>& profiles) {
+    std::vector<std::string> args;
+    if (card) args = {"-i", std::to_string(*card)};
+    args.insert(args.end(), {"--drs", "--list-profile"});
+    INJECT_TRY(std::string out, run_efsmi(opts, efsmi, args));
+    INJECT_TRY(auto found, parse_efsmi_drs_profiles(out, card));
+    if (found.empty()) return std::vector<device::DrsInstance>{};
+    for (auto& p : found)
+        if (std::find(profiles.begin(), profiles.end(), p) == profiles.end()) profiles.push_back(std::move(p));
+    args.back() = "--list-instance";
+    INJECT_TRY(std::string list, run_efsmi(opts, efsmi, args));
+    return parse_efsmi_drs_instances(list, card);
+}
+
+}  // namespace
+
 void add_drs(const Options& opts, device::Host& host) {
     if (!opts.with_drs || host.devices.empty()) return;
     auto efsmi = find_efsmi(opts);
@@ -100,21 +127,32 @@ void add_drs(const Options& opts, device::Host& host) {
         log::debug("no DRS information: {}", efsmi.error().what());
         return;
     }
-    // Per card, as gcushare asks: one card's failure drops DRS for that card only. A card
-    // without profiles cannot have instances, so it costs one efsmi run, not two.
+    // Every card at once first: two efsmi runs whatever the number of cards (card by card,
+    // 64 cards cost 128 runs, several times DESIGN.md section 8's budget for cdi generate).
+    // When that answer is an error or holds a bad row, card by card with -i as gcushare asks,
+    // so that a bad card loses its own DRS only; an efsmi that hangs or crashes is not asked again.
+    std::vector<device::DrsProfile> profiles;
+    auto all = read_drs(opts, *efsmi, std::nullopt, profiles);
+    if (all) {
+        host.drs_profiles = std::move(profiles);
+        for (auto& inst : *all) {
+            auto it = std::find_if(host.devices.begin(), host.devices.end(),
+                                   [&](const device::Device& d) { return d.index == inst.parent_index; });
+            if (it == host.devices.end()) {
+                log::debug("DRS instance {} on unknown card {}: ignored", device::drs_name(inst), inst.parent_index);
+                continue;
+            }
+            it->drs_instances.push_back(std::move(inst));
+        }
+        return;
+    }
+    if (efsmi_unusable(all.error())) {
+        log::debug("no DRS information: {}", all.error().what());
+        return;
+    }
+    log::debug("DRS of every card at once: {}; asking card by card", all.error().what());
     for (auto& d : host.devices) {
-        const std::string card = std::to_string(d.index);
-        auto read = [&]() -> Result<std::vector<device::DrsInstance>> {
-            INJECT_TRY(std::string profiles_out, run_efsmi(opts, *efsmi, {"-i", card, "--drs", "--list-profile"}));
-            INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out, d.index));
-            if (profiles.empty()) return std::vector<device::DrsInstance>{};
-            for (auto& p : profiles)  // cards of one product offer the same profiles: keep each once
-                if (std::find(host.drs_profiles.begin(), host.drs_profiles.end(), p) == host.drs_profiles.end())
-                    host.drs_profiles.push_back(std::move(p));
-            INJECT_TRY(std::string list_out, run_efsmi(opts, *efsmi, {"-i", card, "--drs", "--list-instance"}));
-            return parse_efsmi_drs_instances(list_out, d.index);
-        };
-        auto instances = read();
+        auto instances = read_drs(opts, *efsmi, d.index, host.drs_profiles);
         if (!instances) {
             log::debug("card {}: no DRS information: {}", d.index, instances.error().what());
             continue;
