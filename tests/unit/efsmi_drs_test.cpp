@@ -71,7 +71,9 @@ INSTANTIATE_TEST_SUITE_P(Layouts, EfsmiDrsProfileVariants, testing::ValuesIn(kPr
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(EfsmiDrsProfiles, NoRowsIsNoProfiles) {
-    for (const char* text : {"", "| GCU 0: DRS not supported |\n", "+---+\n| DRS Profiles |\n+---+\n"}) {
+    // Not profile names, so not rows: "1g.11gbx", "g.11gb", "1g11gb", "1G.11GB".
+    for (const char* text : {"", "| GCU 0: DRS not supported |\n", "+---+\n| DRS Profiles |\n+---+\n",
+                             "0 1g.11gbx 0 4 10744MiB 6\n0 g.11gb 0 4 1MiB 6\n0 1g11gb 0 4 1MiB 6\n0 1G.11GB 0 4 1MiB 6\n"}) {
         auto r = parse_efsmi_drs_profiles(text, 0);
         ASSERT_TRUE(r) << text << ": " << r.error().what();
         EXPECT_TRUE(r->empty()) << text;
