@@ -160,7 +160,7 @@ drs_names() {
     jq -r '.devices[] | select(.containerEdits.env) | .name + " " + (.containerEdits.env | join(","))'
 }
 
-@test "generate: DRS instances from efsmi -i N --drs --list-instance, in each layout" {
+@test "generate: DRS instances from efsmi --drs --list-instance in each layout, and card by card" {
   run drs_names "drs_instance_layout: uuid"
   [ "$status" -eq 0 ]
   [ "$output" = "0:1g.11gb:0 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000000
