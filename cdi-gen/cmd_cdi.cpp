@@ -115,7 +115,7 @@ void add_generate(CLI::App& parent, const std::string& name, const std::string& 
                     "folder searched for libraries (repeatable; replaces the configured list)");
     cmd->add_flag("--no-all-device", a->no_all_device, "do not add the 'all' device");
     cmd->add_flag("--no-drs", a->no_drs,
-                  "do not ask efsmi for DRS instances (saves two efsmi runs on hosts without DRS)");
+                  "do not ask efsmi for DRS instances (saves one or two efsmi runs)");
     cmd->add_option("--backend", a->backend, "discovery: auto, efsmi-json, efsmi-text or libefml")->capture_default_str();
     cmd->add_option("--disable-hook", a->disable_hooks, "leave out a hook: update-ldcache or all (repeatable)");
     cmd->callback([a, &ctx] { finish(generate(ctx, *a)); });

@@ -41,7 +41,12 @@ Json host_json(const inject::device::Host& h) {
     for (const auto& d : h.devices) {
         Json drs = Json::array();
         for (const auto& i : d.drs_instances)
-            drs.push_back({{"instance_id", i.instance_id}, {"profile", i.profile}, {"uuid", i.uuid}});
+            drs.push_back({{"instance_id", i.instance_id},
+                           {"profile", i.profile},
+                           {"profile_id", i.profile_id ? Json(*i.profile_id) : Json(nullptr)},
+                           {"uuid", i.uuid},
+                           {"placement", i.placement},
+                           {"name", inject::device::drs_address(i)}});
         devices.push_back({{"index", d.index},
                            {"minor", d.minor},
                            {"uuid", d.uuid},
@@ -61,7 +66,7 @@ Json host_json(const inject::device::Host& h) {
     Json profiles = Json::array();
     for (const auto& p : h.drs_profiles)
         profiles.push_back({{"id", p.id}, {"name", p.name}, {"max_instances", p.max_instances},
-                            {"memory_bytes", p.memory_bytes}});
+                            {"memory_bytes", p.memory_bytes}, {"sips", p.sips}});
     return Json{{"backend", h.backend},
                 {"fallbacks", h.fallbacks},
                 {"driver_version", h.driver_version},
@@ -101,7 +106,7 @@ void print_text(const inject::device::Host& h) {
                   << (d.healthy ? (*d.healthy ? "ok" : "FAILED") : "unknown") << ", driver "
                   << or_unknown(d.driver_version) << "\n";
         for (const auto& i : d.drs_instances)
-            std::cout << "    DRS " << i.instance_id << ": " << i.profile << " DRS-" << i.uuid << "\n";
+            std::cout << "    DRS " << i.instance_id << ": " << i.profile << " " << inject::device::drs_address(i) << "\n";
     }
 }
 

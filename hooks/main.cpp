@@ -90,7 +90,7 @@ Result<void> run(const std::string& stage) {
     }
     if (::kill(state.pid, 0) != 0 && errno == ESRCH)
         return fail(Errc::NotFound, "container process " + std::to_string(state.pid) + " is gone");
-    // DRS queries cost two more efsmi runs: only when the request names a DRS instance.
+    // DRS queries cost one or two more efsmi runs: only when the request names a DRS instance.
     auto dopts = discover::options_from(cfg);
     dopts.with_drs = std::any_of(req.selectors.begin(), req.selectors.end(),
                                  [](const auto& s) { return s.kind == request::Selector::Kind::Drs; });

@@ -141,7 +141,10 @@ Result<ContainerEdits> from_discovery(const inject::config::Config& cfg, const R
     auto opts = inject::discover::options_from(cfg);
     opts.with_drs = std::any_of(req.selectors.begin(), req.selectors.end(),
                                 [](const Selector& s) { return s.kind == Selector::Kind::Drs; }) ||
-                    std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("DRS-") != std::string::npos; });
+                    std::any_of(names.begin(), names.end(), [](const std::string& n) {
+                        // "DRS-<uuid>" or "<card>:<profile>:<id>" after the kind's '='
+                        return n.find("DRS-") != std::string::npos || n.find(':') != std::string::npos;
+                    });
     // libefml in-process first: no child process on the hot path; efsmi only as the fallback.
     auto host = opts.with_drs ? inject::discover::discover(opts)
                               : inject::discover::discover_with(opts, inject::discover::Backend::Efml);
@@ -159,7 +162,7 @@ Result<ContainerEdits> from_discovery(const inject::config::Config& cfg, const R
     INJECT_TRY(auto spec, inject::cdi::generate(*host, gen));
     if (req.mode == Request::Mode::All) names.emplace_back("all");
     for (auto i : sel.card_indices) names.push_back(std::to_string(i));
-    for (const auto& d : sel.drs_instances) names.push_back("DRS-" + d.uuid);
+    for (const auto& d : sel.drs_instances) names.push_back(inject::device::drs_name(d));
     ContainerEdits edits;
     if (req.mode == Request::Mode::NoCards) edits = spec.edits;
     if (!names.empty()) {
@@ -169,7 +172,7 @@ Result<ContainerEdits> from_discovery(const inject::config::Config& cfg, const R
     if (!sel.drs_instances.empty()) {
         std::string tops = "TOPS_VISIBLE_DEVICES=";
         for (std::size_t i = 0; i < sel.drs_instances.size(); ++i)
-            tops += (i ? "," : "") + std::string("DRS-") + sel.drs_instances[i].uuid;
+            tops += (i ? "," : "") + inject::device::drs_address(sel.drs_instances[i]);
         inject::cdi::ContainerEdits env_edit;
         env_edit.env.push_back(tops);
         inject::cdi::merge_edits(edits, env_edit);

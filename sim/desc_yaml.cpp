@@ -226,6 +226,7 @@ Result<Profile> read_profile(const YAML::Node& n, const std::string& where, std:
         {"max_instances", int_field(p.max_instances, 1, 64)},
         {"memory_mib", int_field(p.memory_mib, 1, 1LL << 40)},
         {"product", str_field(p.product, product_check())},
+        {"sips", uint_field(p.sips, 1024)},
     };
     INJECT_TRY(const auto seen, read_map(n, where, fields));
     INJECT_TRY_VOID(require(seen, n, where, {"name", "memory_mib"}));
@@ -239,6 +240,7 @@ Result<Instance> read_instance(const YAML::Node& n, const std::string& where, st
         {"instance_id", uint_field(i.instance_id, 255)},
         {"profile", str_field(i.profile, [](const std::string&) { return std::string(); })},
         {"uuid", str_field(i.uuid, pattern("[A-Za-z0-9][A-Za-z0-9-]{0,63}", "uuid"))},
+        {"placement", str_field(i.placement, pattern("[0-9]{1,3}:[1-9][0-9]{0,2}", "placement"))},
     };
     INJECT_TRY(const auto seen, read_map(n, where, fields));
     INJECT_TRY_VOID(require(seen, n, where, {"card", "instance_id", "profile", "uuid"}));
@@ -289,6 +291,12 @@ Setter faults_field(Faults& f) {
             {"efml_absent", bool_field(f.efml_absent)},
             {"efml_missing_symbols", list_field(f.efml_missing_symbols, nullptr, read_symbol)},
             {"efml_init_fails", bool_field(f.efml_init_fails)},
+            {"drs_instance_layout", str_field(f.drs_instance_layout,
+                                              [](const std::string& s) -> std::string {
+                                                  if (s == "uuid" || s == "placement") return "";
+                                                  return "unknown layout '" + s + "' (want uuid or placement)";
+                                              })},
+            {"drs_needs_card", bool_field(f.drs_needs_card)},
         };
         INJECT_TRY_VOID(read_map(n, where, fields));
         return inject::ok();

@@ -160,40 +160,6 @@ std::string efsmi_query_json(const Host& h, const std::string& dir) {
     return nlohmann::ordered_json{{"devices", devices}}.dump(4) + "\n";
 }
 
-std::string efsmi_list(const Host& h) {
-    std::string out;
-    for (const auto& c : h.cards) {
-        out += "GCU " + std::to_string(c.index) + ": " + c.product + " (UUID: " + c.uuid + ")\n";
-        std::vector<const Instance*> mine;
-        for (const auto& i : h.instances) {
-            if (i.card == c.index) mine.push_back(&i);
-        }
-        std::sort(mine.begin(), mine.end(), [](const Instance* a, const Instance* b) {
-            return a->instance_id < b->instance_id;
-        });
-        for (const auto* i : mine) {
-            out += "  DRS " + std::to_string(i->instance_id) + ": " + i->profile +
-                   " (UUID: " + i->uuid + ")\n";
-        }
-    }
-    return out;
-}
-
-std::string efsmi_profiles(const Host& h) {
-    std::string out;
-    for (const auto& c : h.cards) {
-        out += "DEV ID " + std::to_string(c.index) + "\n";
-        const auto profiles = profiles_of(h, c);
-        if (profiles.empty()) out += "    DRS not supported\n";
-        for (const auto* p : profiles) {
-            out += "    Profile ID " + std::to_string(p->id) + " : " + p->name +
-                   " : Max Instances " + std::to_string(p->max_instances) + " : Memory " +
-                   mib(p->memory_mib) + "\n";
-        }
-    }
-    return out;
-}
-
 std::string efsmi_usage() {
     return "Usage: efsmi [options]\n"
            "\n"
@@ -201,9 +167,16 @@ std::string efsmi_usage() {
            "  -h, --help              show this help and exit\n"
            "  -q, --query             show the information of every device\n"
            "      --json-format       with -q: print the information as JSON\n"
-           "  -L, --list              list the devices and their DRS instances\n"
+           "  -i <card>               with --drs: only this device\n"
+           "      --drs on|off        switch DRS on or off\n"
            "      --drs --list-profile\n"
-           "                          list the DRS profiles of every device\n";
+           "                          list the DRS profiles\n"
+           "      --drs --list-instance\n"
+           "                          list the DRS instances\n"
+           "      --drs --create-instance <profile-id>\n"
+           "                          create a DRS instance (with -i)\n"
+           "      --drs --destroy-instance <instance-id>\n"
+           "                          destroy a DRS instance (with -i)\n";
 }
 
 std::string efsmi_garbage(const Host& h) {

@@ -18,12 +18,6 @@ namespace sim {
 /// `efsmi -q --json-format`: the JSON model of docs/efsmi-model.md.
 [[nodiscard]] std::string efsmi_query_json(const Host& h, const std::string& dir = {});
 
-/// `efsmi -L`: cards and their DRS instances.
-[[nodiscard]] std::string efsmi_list(const Host& h);
-
-/// `efsmi --drs --list-profile`.
-[[nodiscard]] std::string efsmi_profiles(const Host& h);
-
 /// Usage text (on -h, unknown flags and --json-format of an old driver).
 [[nodiscard]] std::string efsmi_usage();
 

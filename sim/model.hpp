@@ -23,6 +23,7 @@ struct Profile {
     std::uint32_t max_instances = 1;
     std::uint64_t memory_mib = 0;
     std::string product;
+    std::uint32_t sips = 0;  ///< SIPs of an instance; 0: 6 per slice (the S60's 24 in 4)
 };
 
 /// A DRS instance living on card `card` (an index).
@@ -31,6 +32,7 @@ struct Instance {
     std::uint32_t instance_id = 0;
     std::string profile;
     std::string uuid;
+    std::string placement = {};  ///< "<first slice>:<slices>"; empty: first fit (drs.hpp)
 };
 
 struct Card {
@@ -59,6 +61,8 @@ struct Faults {
     bool efml_absent = false;
     std::vector<std::string> efml_missing_symbols;
     bool efml_init_fails = false;
+    std::string drs_instance_layout = "uuid";  ///< --list-instance rows: uuid | placement
+    bool drs_needs_card = false;  ///< the --drs commands without -i print usage, exit 1
 };
 
 struct Host {

@@ -69,14 +69,16 @@ ojson drs_json(const Host& h) {
                             {"name", p.name},
                             {"max_instances", p.max_instances},
                             {"memory_mib", p.memory_mib},
-                            {"product", p.product}});
+                            {"product", p.product},
+                            {"sips", p.sips}});
     }
     ojson instances = ojson::array();
     for (const auto& i : h.instances) {
         instances.push_back({{"card", i.card},
                              {"instance_id", i.instance_id},
                              {"profile", i.profile},
-                             {"uuid", i.uuid}});
+                             {"uuid", i.uuid},
+                             {"placement", i.placement}});
     }
     return {{"profiles", profiles}, {"instances", instances}};
 }
@@ -87,7 +89,8 @@ ojson faults_json(const Faults& f) {
             {"efsmi_output", f.efsmi_output},      {"efsmi_flood", f.efsmi_flood},
             {"efsmi_signal", f.efsmi_signal},      {"old_keys", f.old_keys},
             {"efml_absent", f.efml_absent},        {"efml_missing_symbols", f.efml_missing_symbols},
-            {"efml_init_fails", f.efml_init_fails}};
+            {"efml_init_fails", f.efml_init_fails}, {"drs_instance_layout", f.drs_instance_layout},
+            {"drs_needs_card", f.drs_needs_card}};
 }
 
 Card card_from(const nlohmann::json& j) {
@@ -111,12 +114,13 @@ void drs_from(const nlohmann::json& j, Host& h) {
         h.profiles.push_back({p.at("id").get<std::uint32_t>(), p.at("name").get<std::string>(),
                               p.at("max_instances").get<std::uint32_t>(),
                               p.at("memory_mib").get<std::uint64_t>(),
-                              p.at("product").get<std::string>()});
+                              p.at("product").get<std::string>(), p.value("sips", std::uint32_t{0})});
     }
     for (const auto& i : j.at("instances")) {
         h.instances.push_back(
             {i.at("card").get<std::uint32_t>(), i.at("instance_id").get<std::uint32_t>(),
-             i.at("profile").get<std::string>(), i.at("uuid").get<std::string>()});
+             i.at("profile").get<std::string>(), i.at("uuid").get<std::string>(),
+             i.value("placement", std::string())});
     }
 }
 
@@ -133,6 +137,8 @@ Faults faults_from(const nlohmann::json& j) {
     j.at("efml_absent").get_to(f.efml_absent);
     j.at("efml_missing_symbols").get_to(f.efml_missing_symbols);
     j.at("efml_init_fails").get_to(f.efml_init_fails);
+    f.drs_instance_layout = j.value("drs_instance_layout", std::string("uuid"));
+    f.drs_needs_card = j.value("drs_needs_card", false);
     return f;
 }
 

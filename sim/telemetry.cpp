@@ -110,6 +110,8 @@ std::string write_atomic(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+std::string write_file_atomic(const std::string& path, const std::string& text) { return write_atomic(path, text); }
+
 Telemetry telemetry_of(const Card& c, const std::string& dir) {
     Telemetry t;
     t.memory_used_mib = c.used_mib;

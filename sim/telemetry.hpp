@@ -58,6 +58,10 @@ struct SimEvent {
 /// Every event of the events file in `dir`, oldest first.
 [[nodiscard]] std::vector<SimEvent> read_events(const std::string& dir);
 
+/// Writes `text` to `path` through a temp file in the same folder, fsync and rename. Empty on
+/// success, else the reason (the old file stays).
+[[nodiscard]] std::string write_file_atomic(const std::string& path, const std::string& text);
+
 /// Whether the driver-gone switch is on in `dir`.
 [[nodiscard]] bool driver_gone(const std::string& dir);
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "desc.hpp"
+#include "drs.hpp"
 
 namespace sim {
 
@@ -168,6 +169,9 @@ Result<void> validate(const Parsed& p) {
     INJECT_TRY_VOID(check_cards(p.host, p.lines));
     INJECT_TRY_VOID(check_profiles(p.host, p.lines));
     INJECT_TRY_VOID(check_instances(p.host, p.lines));
+    std::vector<Instance> placed = p.host.instances;
+    if (auto e = place_instances(p.host, placed); !e.empty())
+        return inject::fail(Errc::InvalidInput, "drs.instances: " + e);
     INJECT_TRY_VOID(check_libraries(p.host, p.lines));
     std::set<std::string> missing;
     for (const auto& s : p.host.faults.efml_missing_symbols) {

@@ -135,7 +135,7 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
     for (const auto& c : host.devices) {
         for (const auto& in : c.drs_instances) {
             PluginDevice d = from_card(c);
-            d.id = d.card_id = d.cdi_name = "DRS-" + in.uuid;
+            d.id = d.card_id = d.cdi_name = inject::device::drs_address(in);
             d.drs = true;
             if (d.id.size() > kMaxIdLength)
                 return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
@@ -281,7 +281,13 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
         // UUID names are the ones stable across reboots; `cdi generate` writes them.
         const std::string cdi = s.cdi_kind + "=" + d->cdi_name;
         if (s.lists.cdi_cri) r.add_cdi_devices()->set_name(cdi);
-        if (s.lists.cdi_annotations) (*r.mutable_annotations())[std::string(kAnnotationPrefix) + d->card_id] = cdi;
+        if (s.lists.cdi_annotations) {
+            // An annotation key holds letters, digits and "-_." only: a DRS instance without
+            // a UUID ("0:1g.11gb:1") becomes "0_1g.11gb_1" there (the value keeps its name).
+            std::string key = d->card_id;
+            std::replace(key.begin(), key.end(), ':', '_');
+            (*r.mutable_annotations())[std::string(kAnnotationPrefix) + key] = cdi;
+        }
     }
     if (s.pass_device_specs) {
         auto add = [&](const inject::device::DeviceNode& n) {

@@ -49,8 +49,8 @@ struct Settings {
 struct PluginDevice {
     std::string id;       ///< what kubelet sees (<= 63 characters): card_id, or card_id::<n> when shared
     std::string card_id;  ///< the card's ID under the ID strategy (what ENFLAME_VISIBLE_DEVICES gets)
-    std::string cdi_name; ///< the CDI device name `cdi generate` writes: the UUID, or DRS-<uuid>
-    bool drs = false;     ///< a DRS instance (card_id = cdi_name = DRS-<uuid>)
+    std::string cdi_name; ///< the CDI device name `cdi generate` writes: the UUID, or a DRS instance's address
+    bool drs = false;     ///< a DRS instance (card_id = cdi_name = DRS-<uuid>, or <card>:<profile>:<id> without a UUID)
     std::string uuid;     ///< the card's UUID (a DRS instance: its parent card's)
     std::uint32_t index = 0;
     std::string pci_bus_id;
@@ -82,7 +82,8 @@ struct Resource {
 
 /// Everything `host` offers: the whole cards as `resource` on `socket` (each `replicas` times),
 /// and with `drs`, each DRS profile that has instances as `<domain>/drs-<profile>` on
-/// `enflame-drs-<profile>.sock` with its instances as `DRS-<uuid>` devices. A card split
+/// `enflame-drs-<profile>.sock` with its instances as `DRS-<uuid>` devices (`<card>:<profile>:<id>`
+/// where efsmi lists no UUID: inject::device::drs_address). A card split
 /// into DRS instances is not advertised whole (it would be given twice).
 [[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
                                                                    std::uint32_t replicas, const std::string& resource,

@@ -241,6 +241,26 @@ TEST(Resources, DrsPerProfile) {
     EXPECT_EQ(al->devices(1).container_path(), "/dev/gcuctl");
 }
 
+// Newer efsmi lists instances without UUIDs: they are advertised as <card>:<profile>:<id>.
+TEST(Resources, DrsWithoutUuid) {
+    auto h = host8();
+    h.devices[2].drs_instances = {{2, 1, "1g.11gb", "", 0, "1:1"}};
+    auto r = edp::make_resources(h, edp::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 2u);
+    ASSERT_EQ((*r)[1].inventory.devices.size(), 1u);
+    EXPECT_EQ((*r)[1].inventory.devices[0].id, "2:1g.11gb:1");
+    edp::Settings s;
+    s.lists = {true, true, true};
+    s.resource_name = "enflame.com/drs-1g.11gb";
+    auto al = edp::allocate((*r)[1].inventory, s, {"2:1g.11gb:1"});
+    ASSERT_TRUE(al) << al.error().what();
+    EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "2:1g.11gb:1");
+    EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "2:1g.11gb:1");
+    EXPECT_EQ(al->cdi_devices(0).name(), "enflame.com/gpu=2:1g.11gb:1");
+    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_2_1g.11gb_1"), "enflame.com/gpu=2:1g.11gb:1");
+}
+
 TEST(Resources, NoDrsAdvertisesEveryCard) {
     auto r = edp::make_resources(host8_drs(), edp::IdStrategy::Index, 1, "enflame.com/gcu", "enflame-gcu.sock", false);
     ASSERT_TRUE(r);

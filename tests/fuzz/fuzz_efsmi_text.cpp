@@ -9,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view text(reinterpret_cast<const char*>(data), size);
     (void)inject::discover::parse_efsmi_text(text);
-    (void)inject::discover::parse_efsmi_drs_list(text);
+    (void)inject::discover::parse_efsmi_drs_instances(text);
     (void)inject::discover::parse_efsmi_drs_profiles(text);
     (void)inject::discover::parse_memory(text.substr(0, 64));
     return 0;

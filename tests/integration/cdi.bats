@@ -147,6 +147,61 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   for n in '"0"' '"3"' all; do grep -q -- "- name: $n\$" "$SCRATCH/nodrs.yaml"; done
 }
 
+# drs_names FAULTS [generate flags]: the CDI names `cdi generate` gives the DRS instances of
+# the 4-card example host with FAULTS (a flow mapping's content, e.g. the efsmi layout);
+# one "name TOPS_VISIBLE_DEVICES" a line. The host is built once per $SCRATCH/host.
+drs_names() {
+  local faults=$1; shift
+  sim_example 4 --drs > "$SCRATCH/desc.yaml"
+  printf 'faults: {%s}\n' "$faults" >> "$SCRATCH/desc.yaml"
+  [ -d "$SCRATCH/host" ] || sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --format json "$@" |
+    jq -r '.devices[] | select(.containerEdits.env) | .name + " " + (.containerEdits.env | join(","))'
+}
+
+@test "generate: DRS instances from efsmi --drs --list-instance in each layout, and card by card" {
+  run drs_names "drs_instance_layout: uuid"
+  [ "$status" -eq 0 ]
+  [ "$output" = "0:1g.11gb:0 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000000
+DRS-4c1e9a52-0000-4000-8000-000000000000 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000000
+0:1g.11gb:1 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000001
+DRS-4c1e9a52-0000-4000-8000-000000000001 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000001
+1:2g.22gb:0 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002
+DRS-4c1e9a52-0000-4000-8000-000000000002 TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002" ]
+  rm -rf "$SCRATCH/host"
+  run drs_names "drs_instance_layout: placement"
+  [ "$status" -eq 0 ]
+  [ "$output" = "0:1g.11gb:0 TOPS_VISIBLE_DEVICES=0:1g.11gb:0
+0:1g.11gb:1 TOPS_VISIBLE_DEVICES=0:1g.11gb:1
+1:2g.22gb:0 TOPS_VISIBLE_DEVICES=1:2g.22gb:0" ]
+  local placement=$output
+  # named by UUID, an instance without one keeps its <card>:<profile>:<id> name
+  run drs_names "drs_instance_layout: placement" --device-name-strategy uuid
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | cut -d' ' -f1 | tr '\n' ' ')" = "0:1g.11gb:0 0:1g.11gb:1 1:2g.22gb:0 " ]
+  # an efsmi that answers only with -i <card>: asked card by card, the same instances
+  rm -rf "$SCRATCH/host"
+  run drs_names "drs_instance_layout: placement, drs_needs_card: true"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$placement" ]
+  run "$SCRATCH/host/usr/local/efsmi/efsmi-1.4.3.4/efsmi" --drs --list-instance
+  [ "$status" -eq 1 ]
+}
+
+@test "generate and info follow instances created and destroyed through efsmi" {
+  drs_names "drs_instance_layout: placement" > /dev/null
+  local efsmi=$SCRATCH/host/usr/local/efsmi/efsmi-1.4.3.4/efsmi
+  "$efsmi" -i 3 --drs --create-instance 1
+  "$efsmi" -i 0 --drs --destroy-instance 0
+  run drs_names "drs_instance_layout: placement"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | cut -d' ' -f1 | tr '\n' ' ')" = "0:1g.11gb:1 1:2g.22gb:0 3:2g.22gb:0 " ]
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" info --format json > "$SCRATCH/info.json"
+  [ "$(jq -c '.devices[3].drs_instances' "$SCRATCH/info.json")" = '[{"instance_id":0,"profile":"2g.22gb","profile_id":1,"uuid":"","placement":"0:2","name":"3:2g.22gb:0"}]' ]
+  [ "$(jq -c '[.drs_profiles[].name]' "$SCRATCH/info.json")" = '["1g.11gb","2g.22gb"]' ]
+}
+
 @test "generate: naming strategies and --no-all-device" {
   make_host 2
   run "$CTK" cdi generate --device-name-strategy index --no-all-device --output "$SCRATCH/specs/i.yaml"
@@ -304,7 +359,7 @@ Y
   [ "$(echo "$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcu3 ee:3 gcuctl ee:ff " ]
 }
 
-@test "podman: a DRS instance (modelled listing) gets its parent card and TOPS_VISIBLE_DEVICES" {
+@test "podman: a DRS instance gets its parent card and TOPS_VISIBLE_DEVICES" {
   requires_podman
   make_host 2 --drs
   install_spec

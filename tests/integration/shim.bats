@@ -98,29 +98,54 @@ cards_are() {
   cards_are "2"
 }
 
-@test "runc: a DRS instance (DRS-uuid) gets its parent card and TOPS_VISIBLE_DEVICES; unknown ones fail" {
-  # A 2-card host with DRS instances; the same config file, pointed at it.
+# drs_host LAYOUT: a 2-card host with the example's DRS instances (two 1g.11gb on card 0, one
+# 2g.22gb on card 1), efsmi listing them in LAYOUT (uuid | placement); the config points at it.
+drs_host() {
   sim_example 2 --drs > "$SCRATCH/drs.yaml"
+  printf 'faults: {drs_instance_layout: %s}\n' "$1" >> "$SCRATCH/drs.yaml"
   sim_host "$SCRATCH/drs.yaml" "$SCRATCH/drs" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/drs"
   DESC=$SCRATCH/drs.yaml
   MAJOR=$(stat -c '%t' "$SCRATCH/drs/dev/gcu0"); MAJOR=$((16#$MAJOR))
-  local n
-  for n in 0 2; do
-    rm -rf "$SCRATCH/b"
-    shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-00000000000$n
-    shim_run "$SCRATCH/b"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    # Instances 0 and 1 are card 0's, 2 and 3 card 1's (sim example --drs).
-    cards_are "$(( n / 2 ))"
-    echo "$output" | grep -Fx "TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-00000000000$n"
-    [ "$(grep -c '^TOPS_VISIBLE_DEVICES=' <<<"$output")" -eq 1 ]
-  done
+  EFSMI=$SCRATCH/drs/usr/local/efsmi/efsmi-1.4.3.4/efsmi
+}
+
+# drs_gives REQUEST CARD TOPS: a container asking for REQUEST gets card CARD only and
+# TOPS_VISIBLE_DEVICES=TOPS.
+drs_gives() {
+  rm -rf "$SCRATCH/b"
+  shim_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$1"
+  shim_run "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  cards_are "$2"
+  echo "$output" | grep -Fx "TOPS_VISIBLE_DEVICES=$3"
+  [ "$(grep -c '^TOPS_VISIBLE_DEVICES=' <<<"$output")" -eq 1 ]
+}
+
+@test "runc, efsmi's older DRS layout (uuid): DRS-<uuid> and <card>:<profile>:<id> get the parent card" {
+  drs_host uuid
+  drs_gives DRS-4c1e9a52-0000-4000-8000-000000000000 0 DRS-4c1e9a52-0000-4000-8000-000000000000
+  drs_gives 1:2g.22gb:0 1 DRS-4c1e9a52-0000-4000-8000-000000000002
   # An instance the host does not have: refused, config.json untouched, no container.
   rm -rf "$SCRATCH/b"
   shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-0000000000ff
-  shim_fails "$SCRATCH/b" "unknown device 'DRS-4c1e9a52-0000-4000-8000-0000000000ff'"
+  shim_fails "$SCRATCH/b" "unknown device 'DRS-4c1e9a52-0000-4000-8000-0000000000ff': no such DRS instance"
+}
+
+@test "runc, efsmi's placement layout: <card>:<profile>:<id> works, DRS-<uuid> cannot; created and destroyed instances followed" {
+  drs_host placement
+  drs_gives 0:1g.11gb:1 0 0:1g.11gb:1
+  rm -rf "$SCRATCH/b"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000000
+  shim_fails "$SCRATCH/b" "unknown device 'DRS-4c1e9a52-0000-4000-8000-000000000000': no such DRS instance"
+  # a partition made through efsmi, as gcushare makes one, is there for the next container
+  "$EFSMI" -i 1 --drs --create-instance 0
+  drs_gives 1:1g.11gb:1 1 1:1g.11gb:1
+  "$EFSMI" -i 1 --drs --destroy-instance 1
+  rm -rf "$SCRATCH/b"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1:1g.11gb:1
+  shim_fails "$SCRATCH/b" "unknown device '1:1g.11gb:1': no such DRS instance"
 }
 
 @test "runc: void and unset leave config.json byte-identical (not even rewritten)" {
@@ -271,7 +296,7 @@ shim_fails() {
   rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,1,0
   shim_fails "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"
   rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=gpu0
-  shim_fails "$SCRATCH/b" "bad entry 'gpu0': not an index, range, GCU-n, UUID or DRS-uuid"
+  shim_fails "$SCRATCH/b" "bad entry 'gpu0': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id"
   rm -rf "$SCRATCH/b"; shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0 ENFLAME_DRIVER_CAPABILITIES=graphics
   shim_fails "$SCRATCH/b" "unknown capability 'graphics'"
 }

@@ -4,6 +4,7 @@
 # Needs root (mknod). Run: BUILD_DIR=/work/main/build/<name> bats tests/integration/sim.bats
 
 load helpers
+bats_require_minimum_version 1.5.0   # run --separate-stderr
 
 VER=1.4.3.4
 
@@ -86,25 +87,112 @@ EOF
   efsmi_in "$SCRATCH/root" --json-format -q | cmp - "$SCRATCH/q.json"
 }
 
-@test "efsmi -L and --drs --list-profile (modelled) print cards, DRS instances and profiles" {
+@test "efsmi --drs --list-profile / --list-instance print gcushare's columns, per card with -i" {
   sim_example 3 --drs > "$SCRATCH/drs.yaml"
   sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
-  run efsmi_in "$SCRATCH/root" -L
-  [ "$status" -eq 0 ]
-  [ "$output" = "GCU 0: S60 (UUID: TR6Y46010000)
-  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)
-  DRS 1: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000001)
-GCU 1: S60 (UUID: TR6Y46010001)
-  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)
-GCU 2: S60 (UUID: TR6Y46010002)" ]
   run efsmi_in "$SCRATCH/root" --drs --list-profile
   [ "$status" -eq 0 ]
-  [ "${lines[0]}" = "DEV ID 0" ]
-  [ "${lines[1]}" = "    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB" ]
-  [ "${lines[2]}" = "    Profile ID 1 : 2g.22gb : Max Instances 2 : Memory 21488 MiB" ]
-  [ "${lines[3]}" = "    Profile ID 2 : full : Max Instances 1 : Memory 42976 MiB" ]
-  [ "${lines[8]}" = "DEV ID 2" ]
-  [ "${#lines[@]}" -eq 12 ]
+  # rows: card-index profile-name profile-id instance-count memory sip (our borders, gcushare's order)
+  [ "${lines[5]}" = "| 0   | 1g.11gb | 0          | 4         | 10744MiB | 6   |" ]
+  [ "${lines[6]}" = "| 0   | 2g.22gb | 1          | 2         | 21488MiB | 12  |" ]
+  [ "$(grep -c '^| 2 ' <<< "$output")" -eq 3 ]
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --list-profile
+  [ "$status" -eq 0 ]
+  [ "$(grep -c '^| [02] ' <<< "$output")" -eq 0 ]
+  [ "$(grep -c '^| 1 ' <<< "$output")" -eq 3 ]
+  # the older layout: card-index profile-name instance-id uuid
+  run efsmi_in "$SCRATCH/root" --drs --list-instance
+  [ "$status" -eq 0 ]
+  [ "$(grep '^| [0-9]' <<< "$output" | tr -s ' ')" = "| 0 | 1g.11gb | 0 | 4c1e9a52-0000-4000-8000-000000000000 |
+| 0 | 1g.11gb | 1 | 4c1e9a52-0000-4000-8000-000000000001 |
+| 1 | 2g.22gb | 0 | 4c1e9a52-0000-4000-8000-000000000002 |" ]
+  run efsmi_in "$SCRATCH/root" --drs -i 2 --list-instance
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"| No DRS instance found"* ]]
+  run efsmi_in "$SCRATCH/root" -i 3 --drs --list-instance
+  [ "$status" -eq 1 ]
+  [ "$output" = "Error: invalid card index 3" ]
+}
+
+@test "drs_instance_layout: placement prints card-index profile-name profile-id instance-id placement" {
+  sim_example 2 --drs > "$SCRATCH/drs.yaml"
+  printf 'faults: {drs_instance_layout: placement}\n' >> "$SCRATCH/drs.yaml"
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
+  run efsmi_in "$SCRATCH/root" --drs --list-instance
+  [ "$status" -eq 0 ]
+  [ "$(grep '^| [0-9]' <<< "$output" | tr -s ' ')" = "| 0 | 1g.11gb | 0 | 0 | 0:1 |
+| 0 | 1g.11gb | 0 | 1 | 1:1 |
+| 1 | 2g.22gb | 1 | 0 | 0:2 |" ]
+  refute_grep 4c1e9a52 <<< "$output"
+  sed -i 's/drs_instance_layout: placement/drs_instance_layout: columns/' "$SCRATCH/drs.yaml"
+  run sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root2"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"faults.drs_instance_layout: unknown layout 'columns' (want uuid or placement)"* ]]
+  [ ! -e "$SCRATCH/root2/usr" ]
+}
+
+@test "efsmi --drs --create-instance / --destroy-instance / on|off keep state in the host; errors exit 1" {
+  sim_example 2 --drs > "$SCRATCH/drs.yaml"
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
+  local state=$SCRATCH/root/usr/local/efsmi/efsmi-$VER/enflame-sim-drs.json
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --create-instance 1
+  [ "$status" -eq 0 ]
+  [ "$output" = "Created DRS instance 1 (2g.22gb) on GCU 1" ]
+  [ -f "$state" ]
+  # a later run sees it (a new UUID)
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --list-instance
+  [ "$(grep -c '^| 1 .* 2g.22gb .* 1 .* 4c1e9a52-0001-4000-9000-000000000001 |' <<< "$output")" -eq 1 ]
+  # errors: one line on stderr, exit 1, state untouched
+  cp "$state" "$SCRATCH/state.before"
+  for bad in "-i 1 --drs --create-instance 1|Error: too many instances: GCU 1 has 2 of 2 '2g.22gb' instances" \
+             "-i 1 --drs --create-instance 0|Error: too many instances: 1 free slice(s) needed on GCU 1" \
+             "-i 0 --drs --create-instance 9|Error: unknown DRS profile id '9' on GCU 0" \
+             "-i 0 --drs --destroy-instance 7|Error: no DRS instance '7' on GCU 0" \
+             "-i 0 --drs off|Error: GCU 0 has DRS instances: destroy them first" \
+             "--drs --create-instance 0|Error: --create-instance and --destroy-instance need -i <card>" \
+             "-i 5 --drs --destroy-instance 0|Error: invalid card index 5"; do
+    # shellcheck disable=SC2086
+    run --separate-stderr efsmi_in "$SCRATCH/root" ${bad%%|*}
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "${bad#*|}" ]
+    [ -z "$output" ]
+    cmp "$state" "$SCRATCH/state.before"
+  done
+  # destroy both of card 0, switch it off: nothing can be created until it is on again
+  efsmi_in "$SCRATCH/root" -i 0 --drs --destroy-instance 0
+  efsmi_in "$SCRATCH/root" -i 0 --drs --destroy-instance 1
+  run efsmi_in "$SCRATCH/root" -i 0 --drs off
+  [ "$output" = "DRS is off on GCU 0" ]
+  run --separate-stderr efsmi_in "$SCRATCH/root" -i 0 --drs --create-instance 0
+  [ "$status" -eq 1 ]
+  [ "$stderr" = "Error: DRS is off on GCU 0 (efsmi -i 0 --drs on)" ]
+  efsmi_in "$SCRATCH/root" -i 0 --drs on
+  run efsmi_in "$SCRATCH/root" -i 0 --drs --create-instance 0
+  [ "$output" = "Created DRS instance 0 (1g.11gb) on GCU 0" ]
+  # a rebuild starts again from the description
+  sim_host "$SCRATCH/drs.yaml" "$SCRATCH/root"
+  [ ! -e "$state" ]
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --list-instance
+  [ "$(grep -c '^| 1 ' <<< "$output")" -eq 1 ]
+}
+
+@test "efsmi --drs: concurrent creates lose no instance (the state is changed under a lock)" {
+  d=$(desc big <<'EOF'
+cards: [{}]
+drs:
+  profiles: [{name: 1g.6gb, max_instances: 16, memory_mib: 6000}]
+EOF
+)
+  sim_host "$d" "$SCRATCH/root"
+  local pids=() i
+  for i in $(seq 16); do
+    efsmi_in "$SCRATCH/root" -i 0 --drs --create-instance 0 > "$SCRATCH/c$i.out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; done
+  run efsmi_in "$SCRATCH/root" -i 0 --drs --list-instance
+  [ "$(grep -c '^| 0 .* 1g.6gb ' <<< "$output")" -eq 16 ]
+  [ "$(cat "$SCRATCH"/c*.out | sort -u | wc -l)" -eq 16 ]
 }
 
 @test "--drs --list-profile: a card whose product has no profile says DRS not supported" {
@@ -116,15 +204,19 @@ EOF
 )
   sim_host "$d" "$SCRATCH/root"
   run efsmi_in "$SCRATCH/root" --drs --list-profile
-  [ "$output" = "DEV ID 0
-    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB
-DEV ID 1
-    DRS not supported" ]
+  [ "$(grep '^| [0-9]' <<< "$output" | tr -s ' ')" = "| 0 | 1g.11gb | 0 | 4 | 10744MiB | 6 |" ]
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --list-profile
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"| GCU 1: DRS not supported"* ]]
+  run --separate-stderr efsmi_in "$SCRATCH/root" -i 1 --drs on
+  [ "$status" -eq 1 ]
+  [ "$stderr" = "Error: GCU 1 does not support DRS" ]
 }
 
 @test "efsmi prints its usage and exits 1 on -h and on unknown flags" {
   sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
-  for args in "-h" "--help" "--bogus" "-q --bogus" "" "--drs"; do
+  for args in "-h" "--help" "--bogus" "-q --bogus" "" "--drs" "-L" "-i 0 -q" "-i x --drs --list-profile" \
+              "--drs --list-profile --list-profile" "-i 0 --drs --create-instance"; do
     # shellcheck disable=SC2086
     run efsmi_in "$SCRATCH/root" $args
     [ "$status" -eq 1 ]
@@ -211,7 +303,7 @@ root" ]
 
 @test "fault efsmi_exit_code: every call prints nothing and exits with the code" {
   build_with_faults "efsmi_exit_code: 3"
-  for args in "-q" "-q --json-format" "-L" "--drs --list-profile" "-h"; do
+  for args in "-q" "-q --json-format" "--drs --list-instance" "--drs --list-profile" "-i 0 --drs on" "-h"; do
     # shellcheck disable=SC2086
     run efsmi_in "$SCRATCH/root" $args
     [ "$status" -eq 3 ]
@@ -223,10 +315,10 @@ root" ]
   build_with_faults "efsmi_sleep_ms: 400"
   local t0 t1
   t0=$(date +%s%N)
-  run efsmi_in "$SCRATCH/root" -L
+  run efsmi_in "$SCRATCH/root" -i 1 --drs --list-instance
   t1=$(date +%s%N)
   [ "$status" -eq 0 ]
-  [ "${lines[0]}" = "GCU 0: S60 (UUID: TR6Y46010302)" ]
+  [[ "$output" == *"| No DRS instance found"* ]]
   [ $(( (t1 - t0) / 1000000 )) -ge 400 ]
 }
 
@@ -249,9 +341,10 @@ root" ]
   [[ "$output" != *"Dev UUID"* ]]
   run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq . >/dev/null"
   [ "$status" -ne 0 ]
-  # -L is not affected
-  run efsmi_in "$SCRATCH/root" -L
-  [ "${lines[1]}" = "GCU 1: S60 (UUID: TR1V57100501)" ]
+  # the DRS tables are not affected
+  run efsmi_in "$SCRATCH/root" --drs --list-instance
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"| No DRS instance found"* ]]
 }
 
 @test "fault efsmi_output truncated: output stops half way, mid-line" {
@@ -488,8 +581,9 @@ print(L.EfmlInit(False), L.EfmlGetDevCount(byref(n)))'
   [ "$(jq -r '.runtime_libraries | join(",")' "$j")" = "libtopsrt.so.2.1.0,libefrt.so.1.0.0,libeccl.so.1.0.0" ]
   sim_example 2 --product T10 > "$SCRATCH/t10.yaml"
   sim_host "$SCRATCH/t10.yaml" "$SCRATCH/root"
-  [ "$(efsmi_in "$SCRATCH/root" -L)" = "GCU 0: T10 (UUID: TR6Y46010000)
-GCU 1: T10 (UUID: TR6Y46010001)" ]
+  [ "$(efsmi_in "$SCRATCH/root" -q | grep -c 'Dev Name .*: T10')" -eq 2 ]
+  run efsmi_in "$SCRATCH/root" --drs --list-profile
+  [ "$(grep -c 'DRS not supported' <<< "$output")" -eq 2 ]
 }
 
 @test "example: 128 cards build; bad options are one-line errors" {
@@ -527,7 +621,7 @@ GCU 1: T10 (UUID: TR6Y46010001)" ]
   (cd "$b" && runc spec)
   jq --arg efsmi "$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi" '
     .process.terminal = false | .root.readonly = false
-    | .process.args = ["/bin/sh", "-c", "/usr/bin/efsmi -L && ls -l /dev/gcu1"]
+    | .process.args = ["/bin/sh", "-c", "/usr/bin/efsmi -i 1 --drs --list-instance && ls -l /dev/gcu1"]
     | .mounts += [{destination: "/usr/bin/efsmi", type: "bind", source: $efsmi,
                    options: ["rbind", "ro", "nosuid", "nodev"]}]
     | .linux.devices = [{path: "/dev/gcu1", type: "c", major: 238, minor: 1, fileMode: 438, uid: 0, gid: 0}]
@@ -537,10 +631,8 @@ GCU 1: T10 (UUID: TR6Y46010001)" ]
   on_teardown "runc delete -f $id >/dev/null 2>&1"
   run runc run --bundle "$b" "$id"
   [ "$status" -eq 0 ]
-  [ "${lines[0]}" = "GCU 0: S60 (UUID: TR6Y46010000)" ]
-  [ "${lines[3]}" = "GCU 1: S60 (UUID: TR6Y46010001)" ]
-  [ "${lines[4]}" = "  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)" ]
-  [[ "${lines[5]}" == "crw-rw-rw-"*"238,"*"1 "*"/dev/gcu1" ]]
+  [ "$(grep '^| [0-9]' <<< "$output" | tr -s ' ')" = "| 1 | 2g.22gb | 0 | 4c1e9a52-0000-4000-8000-000000000002 |" ]
+  [[ "${lines[-1]}" == "crw-rw-rw-"*"238,"*"1 "*"/dev/gcu1" ]]
 }
 
 @test "simulators copied away from enflame-sim.json use the description embedded in them" {

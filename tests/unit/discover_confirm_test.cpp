@@ -392,3 +392,80 @@ TEST(Discover, AllFailListsEveryReason) {
 }
 
 }  // namespace
+
+namespace {
+
+// An efsmi that logs its arguments to the returned file and answers by `cases` (shell case
+// arms); anything else exits 2.
+std::string logging_efsmi(const TempDir& t, const std::string& cases) {
+    const std::string calls = t / "calls";
+    fake_efsmi(t, "echo \"$*\" >> '" + calls + "'\ncase \"$*\" in\n" + cases + "  *) exit 2 ;;\nesac\n");
+    return calls;
+}
+
+inject::device::Host cards(std::uint32_t n) {
+    inject::device::Host h;
+    for (std::uint32_t i = 0; i < n; ++i) h.devices.push_back({.index = i});
+    return h;
+}
+
+}  // namespace
+
+// When efsmi does not answer for every card at once, DRS is read per card, as gcushare reads
+// it: a card whose query fails or whose table is bad loses its DRS only; a card without
+// profiles is not asked for instances.
+TEST(AddDrs, PerCardQueriesAndPerCardFailures) {
+    TempDir t;
+    const std::string calls = logging_efsmi(t, "  '-i 0 --drs --list-profile') echo '| 0 | 1g.11gb | 0 | 4 | 10744MiB | 6 |' ;;\n"
+                  "  '-i 0 --drs --list-instance') echo '| 0 | 1g.11gb | 0 | 1 | 1:1 |' ;;\n"
+                  "  '-i 1 --drs --list-profile') echo 'Error: boom' >&2; exit 1 ;;\n"
+                  "  '-i 2 --drs --list-profile') echo '| 2 | 1g.11gb | 0 |' ;;\n"
+                  "  '-i 3 --drs --list-profile') echo '| GCU 3: DRS not supported |' ;;\n"
+                  "  '-i 4 --drs --list-profile') echo '4 1g.11gb 0 4 10744MiB 6' ;;\n"
+                  "  '-i 4 --drs --list-instance') echo '4 1g.11gb 2 4c1e9a52-0000-4000-8000-000000000002' ;;\n");
+    inject::device::Host h = cards(5);
+    detail::add_drs(roots(t), h);
+    EXPECT_EQ(testutil::read_file(calls),
+              "--drs --list-profile\n-i 0 --drs --list-profile\n-i 0 --drs --list-instance\n-i 1 --drs --list-profile\n"
+              "-i 2 --drs --list-profile\n-i 3 --drs --list-profile\n-i 4 --drs --list-profile\n"
+              "-i 4 --drs --list-instance\n");
+    ASSERT_EQ(h.drs_profiles.size(), 1u);  // the same profile on cards 0 and 4: once
+    EXPECT_EQ(h.drs_profiles[0].name, "1g.11gb");
+    ASSERT_EQ(h.devices[0].drs_instances.size(), 1u);
+    EXPECT_EQ(h.devices[0].drs_instances[0].placement, "1:1");
+    EXPECT_EQ(inject::device::drs_address(h.devices[0].drs_instances[0]), "0:1g.11gb:1");
+    EXPECT_TRUE(h.devices[1].drs_instances.empty());
+    EXPECT_TRUE(h.devices[2].drs_instances.empty());
+    EXPECT_TRUE(h.devices[3].drs_instances.empty());
+    ASSERT_EQ(h.devices[4].drs_instances.size(), 1u);
+    EXPECT_EQ(inject::device::drs_address(h.devices[4].drs_instances[0]), "DRS-4c1e9a52-0000-4000-8000-000000000002");
+}
+
+// Every card at once: two efsmi runs whatever the number of cards; rows go to their cards.
+TEST(AddDrs, EveryCardAtOnce) {
+    TempDir t;
+    const std::string calls = logging_efsmi(t, "  '--drs --list-profile') printf '0 1g.11gb 0 4 10744MiB 6\\n2 1g.11gb 0 4 10744MiB 6\\n' ;;\n"
+                  "  '--drs --list-instance') printf '2 1g.11gb 0 1 0:1\\n0 1g.11gb 0 0 0:1\\n9 1g.11gb 0 0 0:1\\n' ;;\n");
+    inject::device::Host h = cards(3);
+    detail::add_drs(roots(t), h);
+    EXPECT_EQ(testutil::read_file(calls), "--drs --list-profile\n--drs --list-instance\n");
+    ASSERT_EQ(h.drs_profiles.size(), 1u);
+    ASSERT_EQ(h.devices[0].drs_instances.size(), 1u);
+    EXPECT_EQ(inject::device::drs_name(h.devices[0].drs_instances[0]), "0:1g.11gb:0");
+    EXPECT_TRUE(h.devices[1].drs_instances.empty());
+    ASSERT_EQ(h.devices[2].drs_instances.size(), 1u);  // card 9's row: no such card, ignored
+    EXPECT_EQ(inject::device::drs_name(h.devices[2].drs_instances[0]), "2:1g.11gb:1");
+}
+
+// An efsmi that hangs on the DRS query is not asked again card by card.
+TEST(AddDrs, HangingEfsmiIsAskedOnce) {
+    TempDir t;
+    const std::string calls = t / "calls";
+    fake_efsmi(t, "echo \"$*\" >> '" + calls + "'\nexec sleep 5\n");
+    inject::device::Host h = cards(4);
+    Options o = roots(t);
+    o.efsmi_timeout = std::chrono::milliseconds(100);
+    detail::add_drs(o, h);
+    EXPECT_EQ(testutil::read_file(calls), "--drs --list-profile\n");
+    EXPECT_TRUE(h.drs_profiles.empty());
+}

@@ -3,7 +3,7 @@
 // which backend answers, and the exact reason each earlier one gives. The host builder makes
 // real character nodes with mknod, so this needs root and the built simulator; without them
 // every test skips with the reason. The simulator prints our own model of efsmi's
-// --json-format, -L and DRS output (docs/efsmi-model.md, not captured from a real driver), so
+// --json-format and the DRS tables' borders (docs/efsmi-model.md, not captured from a real driver), so
 // "efsmi-json answers a healthy host" holds for that model.
 #include "inject/discover.hpp"
 #include "inject/process.hpp"

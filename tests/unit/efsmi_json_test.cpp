@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `efsmi -q --json-format` parser (values as strings or numbers, sections nested or flat,
-// every malformed case with its exact error) and the DRS parsers (`efsmi -L`,
-// `efsmi --drs --list-profile`).
-// None of these three formats was captured from a real driver: they are our own model
-// (docs/efsmi-model.md), so these tests show the parsers read that model, not that a real
+// every malformed case with its exact error). The DRS parsers are in efsmi_drs_test.cpp.
+// The JSON format was not captured from a real driver: it is our own model
+// (docs/efsmi-model.md), so these tests show the parser reads that model, not that a real
 // efsmi prints it. The `efsmi -q` text parser (efsmi_text_test.cpp) has real samples.
 #include "inject/discover.hpp"
 
@@ -146,92 +145,6 @@ TEST_P(EfsmiJsonBad, ExactError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Malformed, EfsmiJsonBad, testing::ValuesIn(bad_cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
-
-// ---- DRS ----
-
-TEST(EfsmiDrs, ListAsInOurModel) {
-    auto r = parse_efsmi_drs_list(
-        "GCU 0: S60 (UUID: TR6Y46010302)\n"
-        "  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)\n"
-        "  DRS 1: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000001)\n"
-        "GCU 1: S60 (UUID: TR1V57100501)\n"
-        "GCU 2: S60 (UUID: TR1V57100502)\n"
-        "  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)\n");
-    ASSERT_TRUE(r) << r.error().what();
-    ASSERT_EQ(r->size(), 3u);
-    EXPECT_EQ((*r)[0].parent_index, 0u);
-    EXPECT_EQ((*r)[0].instance_id, 0u);
-    EXPECT_EQ((*r)[0].profile, "1g.11gb");
-    EXPECT_EQ((*r)[0].uuid, "4c1e9a52-0000-4000-8000-000000000000");
-    EXPECT_EQ((*r)[1].instance_id, 1u);
-    EXPECT_EQ((*r)[2].parent_index, 2u);
-    EXPECT_EQ((*r)[2].profile, "2g.22gb");
-}
-
-TEST(EfsmiDrs, ListWithoutInstancesOrCards) {
-    auto r = parse_efsmi_drs_list("GCU 0: S60 (UUID: TR6Y46010302)\n");
-    ASSERT_TRUE(r) << r.error().what();
-    EXPECT_TRUE(r->empty());
-    auto none = parse_efsmi_drs_list("");
-    ASSERT_TRUE(none);
-    EXPECT_TRUE(none->empty());
-}
-
-TEST(EfsmiDrs, ProfilesAsInOurModelOncePerProduct) {
-    const std::string card = "    Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB\n"
-                             "    Profile ID 1 : 2g.22gb : Max Instances 2 : Memory 21488 MiB\n"
-                             "    Profile ID 2 : full : Max Instances 1 : Memory 42976 MiB\n";
-    auto r = parse_efsmi_drs_profiles("DEV ID 0\n" + card + "DEV ID 1\n" + card + "DEV ID 2\n    DRS not supported\n");
-    ASSERT_TRUE(r) << r.error().what();
-    ASSERT_EQ(r->size(), 3u);
-    EXPECT_EQ((*r)[0].name, "1g.11gb");
-    EXPECT_EQ((*r)[0].id, 0u);
-    EXPECT_EQ((*r)[0].max_instances, 4u);
-    EXPECT_EQ((*r)[0].memory_bytes, 10744 * kMiB);
-    EXPECT_EQ((*r)[2].name, "full");
-    EXPECT_EQ((*r)[2].memory_bytes, 42976 * kMiB);
-}
-
-struct DrsBad {
-    const char* name;
-    bool list;  // efsmi -L, else --drs --list-profile
-    std::string text;
-    std::string error;
-};
-
-const DrsBad kDrsBad[] = {
-    {"ListGarbage", true, "oops\n", "efsmi -L: line 1: unexpected text 'oops'"},
-    {"ListDrsFirst", true, "  DRS 0: 1g.11gb (UUID: a-b)\n", "efsmi -L: line 1: DRS instance before any GCU line"},
-    {"ListNoUuid", true, "GCU 0: S60 (UUID: X)\n  DRS 0: 1g.11gb\n", "efsmi -L: line 2: bad DRS line 'DRS 0: 1g.11gb'"},
-    {"ListBadIndex", true, "GCU x: S60 (UUID: X)\n", "efsmi -L: line 1: bad card line 'GCU x: S60 (UUID: X)'"},
-    {"ListTruncated", true, "GCU 0: S60 (UUID: TR6Y4", "efsmi -L: line 1: bad card line 'GCU 0: S60 (UUID: TR6Y4'"},
-    {"ProfilesGarbage", false, "nope\n", "efsmi --drs --list-profile: line 1: unexpected text 'nope' before the first DEV ID"},
-    {"ProfilesBadLine", false, "DEV ID 0\n    Profile ID 0 : 1g.11gb\n",
-     "efsmi --drs --list-profile: line 2: bad profile line 'Profile ID 0 : 1g.11gb'"},
-    {"ProfilesBadMemory", false, "DEV ID 0\n    Profile ID 0 : 1g : Max Instances 4 : Memory lots\n",
-     "efsmi --drs --list-profile: line 2: bad profile line 'Profile ID 0 : 1g : Max Instances 4 : Memory lots'"},
-    {"ProfilesBadDevId", false, "DEV ID\n", "efsmi --drs --list-profile: line 1: bad card line 'DEV ID'"},
-};
-
-class EfsmiDrsBad : public testing::TestWithParam<DrsBad> {};
-
-TEST_P(EfsmiDrsBad, ExactError) {
-    const DrsBad& c = GetParam();
-    std::string got;
-    if (c.list) {
-        auto r = parse_efsmi_drs_list(c.text);
-        ASSERT_FALSE(r);
-        got = r.error().what();
-    } else {
-        auto r = parse_efsmi_drs_profiles(c.text);
-        ASSERT_FALSE(r);
-        got = r.error().what();
-    }
-    EXPECT_EQ(got, c.error);
-}
-
-INSTANTIATE_TEST_SUITE_P(Malformed, EfsmiDrsBad, testing::ValuesIn(kDrsBad),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Backend, NamesRoundTrip) {

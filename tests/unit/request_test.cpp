@@ -43,6 +43,8 @@ const std::vector<ParseCase> kParseCases = {
      "ENFLAME_VISIBLE_DEVICES"},
     {"Drs", {"ENFLAME_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000000"}, {}, Request::Mode::List, {},
      {"DRS-4c1e9a52-0000-4000-8000-000000000000"}, {}, 3, "ENFLAME_VISIBLE_DEVICES"},
+    {"DrsName", {"ENFLAME_VISIBLE_DEVICES=0:1g.11gb:1"}, {}, Request::Mode::List, {}, {"0:1g.11gb:1"}, {}, 3,
+     "ENFLAME_VISIBLE_DEVICES"},
     {"CdiNameInEnv", {"ENFLAME_VISIBLE_DEVICES=enflame.com/gpu=0"}, {}, Request::Mode::None, {}, {},
      {"enflame.com/gpu=0"}, 3, "ENFLAME_VISIBLE_DEVICES"},
     {"Mixed", {"ENFLAME_VISIBLE_DEVICES=1,enflame.com/gpu=all"}, {}, Request::Mode::List, {1}, {},
@@ -94,9 +96,9 @@ struct ErrorCase {
 
 const std::vector<ErrorCase> kErrorCases = {
     {"Garbage", {"ENFLAME_VISIBLE_DEVICES=x1"}, {},
-     "ENFLAME_VISIBLE_DEVICES: bad entry 'x1': not an index, range, GCU-n, UUID or DRS-uuid"},
+     "ENFLAME_VISIBLE_DEVICES: bad entry 'x1': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id"},
     {"Negative", {"ENFLAME_VISIBLE_DEVICES=-1"}, {},
-     "ENFLAME_VISIBLE_DEVICES: bad entry '-1': not an index, range, GCU-n, UUID or DRS-uuid"},
+     "ENFLAME_VISIBLE_DEVICES: bad entry '-1': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id"},
     {"Duplicate", {"ENFLAME_VISIBLE_DEVICES=0,1,0"}, {}, "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"},
     {"DuplicateBySpelling", {"ENFLAME_VISIBLE_DEVICES=1,GCU-1"}, {},
      "ENFLAME_VISIBLE_DEVICES: duplicate entry 'GCU-1'"},
@@ -114,6 +116,10 @@ const std::vector<ErrorCase> kErrorCases = {
     {"AllInList", {"ENFLAME_VISIBLE_DEVICES=0,all"}, {},
      "ENFLAME_VISIBLE_DEVICES: bad entry 'all': cannot be combined with other entries"},
     {"BadDrs", {"ENFLAME_VISIBLE_DEVICES=DRS-x"}, {}, "ENFLAME_VISIBLE_DEVICES: bad entry 'DRS-x': not a DRS-<uuid>"},
+    {"BadDrsName", {"ENFLAME_VISIBLE_DEVICES=0:1g.11gb"}, {},
+     "ENFLAME_VISIBLE_DEVICES: bad entry '0:1g.11gb': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id"},
+    {"BadDrsNameCard", {"ENFLAME_VISIBLE_DEVICES=x:1g.11gb:0"}, {},
+     "ENFLAME_VISIBLE_DEVICES: bad entry 'x:1g.11gb:0': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id"},
     {"BadCdiName", {"ENFLAME_VISIBLE_DEVICES=enflame.com/gpu="}, {},
      "ENFLAME_VISIBLE_DEVICES: bad entry 'enflame.com/gpu=': not a fully qualified CDI name "
      "(vendor.com/class=name)"},
@@ -162,6 +168,8 @@ inject::device::Host four_cards() {
         h.devices.push_back(d);
     }
     h.devices[1].drs_instances.push_back({1, 0, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000000"});
+    // As newer efsmi lists it: no UUID, a profile id and a placement.
+    h.devices[2].drs_instances.push_back({2, 3, "2g.22gb", "", 1, "2:2"});
     return h;
 }
 
@@ -180,14 +188,17 @@ const std::vector<SelectCase> kSelectCases = {
     {"UuidAndIndexSameCard", "0,TR6Y46010302", {0}, 0, ""},
     {"Range", "1-2", {1, 2}, 0, ""},
     {"Drs", "DRS-4c1e9a52-0000-4000-8000-000000000000", {1}, 1, ""},
+    {"DrsByNameWithUuid", "1:1g.11gb:0", {1}, 1, ""},
+    {"DrsByNameWithoutUuid", "2:2g.22gb:3,0", {0, 2}, 1, ""},
+    {"UnknownDrsName", "2:2g.22gb:0", {}, 0,
+     "ENFLAME_VISIBLE_DEVICES: unknown device '2:2g.22gb:0': no such DRS instance"},
     {"IndexOutOfRange", "0,4", {}, 0,
      "ENFLAME_VISIBLE_DEVICES: unknown device '4': no card with index 4 (the host has cards 0,1,2,3)"},
     {"RangeOutOfRange", "2-5", {}, 0,
      "ENFLAME_VISIBLE_DEVICES: unknown device '2-5': no card with index 4 (the host has cards 0,1,2,3)"},
     {"UnknownUuid", "TRXXXXXXXXXX", {}, 0, "ENFLAME_VISIBLE_DEVICES: unknown device 'TRXXXXXXXXXX': no card with this uuid"},
     {"UnknownDrs", "DRS-4c1e9a52-0000-4000-8000-00000000ffff", {}, 0,
-     "ENFLAME_VISIBLE_DEVICES: unknown device 'DRS-4c1e9a52-0000-4000-8000-00000000ffff': no DRS instance "
-     "with this uuid"},
+     "ENFLAME_VISIBLE_DEVICES: unknown device 'DRS-4c1e9a52-0000-4000-8000-00000000ffff': no such DRS instance"},
 };
 
 class SelectTest : public ::testing::TestWithParam<SelectCase> {};

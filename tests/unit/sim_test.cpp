@@ -10,8 +10,10 @@
 
 #include "builder.hpp"
 #include "desc.hpp"
+#include "drs.hpp"
 #include "efsmi_print.hpp"
 #include "example.hpp"
+#include "inject/discover.hpp"
 #include "inject/efml.hpp"
 #include "model_json.hpp"
 #include "test_util.hpp"
@@ -60,17 +62,75 @@ TEST(SimEfsmi, JsonCarriesTheTextKeys) {
     EXPECT_FALSE(d.at("Device Mem Info").contains("Total Size"));
 }
 
-TEST(SimEfsmi, ListAndProfiles) {
+// The DRS tables, read back by libinject's parsers (separate code: sim/ never uses them), in
+// both instance layouts, and create/destroy with the state file in a temp folder.
+TEST(SimEfsmi, DrsTablesReadBackInBothLayouts) {
     auto ex = sim::example_description({2, "S60", true, std::nullopt});
     ASSERT_TRUE(ex) << ex.error().what();
-    const auto h = parse_ok(*ex);
-    EXPECT_EQ(sim::efsmi_list(h),
-              "GCU 0: S60 (UUID: TR6Y46010000)\n"
-              "  DRS 0: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000000)\n"
-              "  DRS 1: 1g.11gb (UUID: 4c1e9a52-0000-4000-8000-000000000001)\n"
-              "GCU 1: S60 (UUID: TR6Y46010001)\n"
-              "  DRS 0: 2g.22gb (UUID: 4c1e9a52-0000-4000-8000-000000000002)\n");
-    EXPECT_EQ(sim::efsmi_profiles(parse_ok("cards: [{}]")), "DEV ID 0\n    DRS not supported\n");
+    sim::Host h = parse_ok(*ex);
+    const testutil::TempDir dir;
+    auto prof = sim::efsmi_drs(h, dir.path(), sim::DrsOp::ListProfiles, 1u, "");
+    ASSERT_EQ(prof.code, 0) << prof.err;
+    auto profiles = inject::discover::parse_efsmi_drs_profiles(prof.out, 1u);
+    ASSERT_TRUE(profiles) << profiles.error().what();
+    ASSERT_EQ(profiles->size(), 2u);  // 1g.11gb and 2g.22gb; "full" is not a <g>g.<m>gb name
+    EXPECT_EQ((*profiles)[1].sips, 12u);
+
+    auto uuid = sim::efsmi_drs(h, dir.path(), sim::DrsOp::ListInstances, std::nullopt, "");
+    auto in = inject::discover::parse_efsmi_drs_instances(uuid.out);
+    ASSERT_TRUE(in) << in.error().what();
+    ASSERT_EQ(in->size(), 3u);
+    EXPECT_EQ((*in)[2].uuid, "4c1e9a52-0000-4000-8000-000000000002");
+    EXPECT_EQ((*in)[2].parent_index, 1u);
+
+    h.faults.drs_instance_layout = "placement";
+    auto placed = sim::efsmi_drs(h, dir.path(), sim::DrsOp::ListInstances, 0u, "");
+    in = inject::discover::parse_efsmi_drs_instances(placed.out, 0u);
+    ASSERT_TRUE(in) << in.error().what();
+    ASSERT_EQ(in->size(), 2u);
+    EXPECT_EQ((*in)[1].placement, "1:1");
+    EXPECT_EQ((*in)[1].uuid, "");
+    EXPECT_EQ((*in)[1].profile_id.value_or(99), 0u);
+}
+
+TEST(SimEfsmi, DrsCreateDestroyKeepStateAndFailLikeATool) {
+    auto ex = sim::example_description({2, "S60", true, std::nullopt});
+    ASSERT_TRUE(ex) << ex.error().what();
+    const sim::Host h = parse_ok(*ex);
+    const testutil::TempDir dir;
+    using Op = sim::DrsOp;
+    auto run = [&](Op op, std::optional<std::uint32_t> card, const std::string& arg) {
+        return sim::efsmi_drs(h, dir.path(), op, card, arg);
+    };
+    // Card 1 holds one 2g.22gb (slices 0-1) of 4: one more 2g.22gb fits, then nothing does.
+    auto a = run(Op::Create, 1u, "1");
+    EXPECT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(a.out, "Created DRS instance 1 (2g.22gb) on GCU 1\n");
+    EXPECT_EQ(run(Op::Create, 1u, "1").err, "Error: too many instances: GCU 1 has 2 of 2 '2g.22gb' instances\n");
+    EXPECT_EQ(run(Op::Create, 1u, "0").err, "Error: too many instances: 1 free slice(s) needed on GCU 1\n");
+    EXPECT_EQ(run(Op::Create, 1u, "7").err, "Error: unknown DRS profile id '7' on GCU 1\n");
+    EXPECT_EQ(run(Op::Create, 9u, "0").err, "Error: invalid card index 9\n");
+    EXPECT_EQ(run(Op::Create, std::nullopt, "0").err,
+              "Error: --create-instance and --destroy-instance need -i <card>\n");
+    EXPECT_EQ(run(Op::Destroy, 1u, "5").err, "Error: no DRS instance '5' on GCU 1\n");
+    EXPECT_EQ(run(Op::Off, 1u, "").err, "Error: GCU 1 has DRS instances: destroy them first\n");
+    EXPECT_EQ(run(Op::Destroy, 1u, "0").code, 0);
+    EXPECT_EQ(run(Op::Destroy, 1u, "1").code, 0);
+    EXPECT_EQ(run(Op::Off, 1u, "").out, "DRS is off on GCU 1\n");
+    EXPECT_EQ(run(Op::Create, 1u, "0").err, "Error: DRS is off on GCU 1 (efsmi -i 1 --drs on)\n");
+    EXPECT_NE(run(Op::ListInstances, 1u, "").out.find("| GCU 1: DRS is off"), std::string::npos);
+    EXPECT_EQ(run(Op::On, 1u, "").code, 0);
+    // Every failure above left the state alone: card 0's two instances, card 1 empty.
+    const auto st = sim::drs_state(h, dir.path());
+    ASSERT_EQ(st.instances.size(), 2u);
+    EXPECT_EQ(st.instances[0].card, 0u);
+    EXPECT_EQ(st.instances[1].card, 0u);
+    EXPECT_TRUE(st.disabled.empty());
+    // A card without profiles.
+    const sim::Host t10 = parse_ok("cards: [{product: T10}]");
+    EXPECT_EQ(sim::efsmi_drs(t10, dir.path(), Op::Create, 0u, "0").err, "Error: GCU 0 does not support DRS\n");
+    EXPECT_NE(sim::efsmi_drs(t10, dir.path(), Op::ListProfiles, 0u, "").out.find("| GCU 0: DRS not supported"),
+              std::string::npos);
 }
 
 struct BadCase {

@@ -29,6 +29,8 @@ struct DrsProfile {
     std::uint32_t id = 0;          ///< the profile id efsmi prints
     std::uint32_t max_instances = 0;
     std::uint64_t memory_bytes = 0;
+    std::uint32_t sips = 0;        ///< SIPs (compute cores) of an instance; 0 = unknown
+    friend bool operator==(const DrsProfile&, const DrsProfile&) = default;
 };
 
 /// A DRS instance (a hard partition of one card).
@@ -36,8 +38,16 @@ struct DrsInstance {
     std::uint32_t parent_index = 0;  ///< index of the card it lives on
     std::uint32_t instance_id = 0;   ///< instance id within the card
     std::string profile;             ///< profile name, e.g. "1g.11gb"
-    std::string uuid;                ///< as efsmi -L prints it; addressed as "DRS-<uuid>"
+    std::string uuid;                ///< older efsmi prints one ("DRS-<uuid>"); empty if not
+    std::optional<std::uint32_t> profile_id = std::nullopt;  ///< newer efsmi prints it
+    std::string placement = {};  ///< newer efsmi prints it ("0:1"), as printed
 };
+
+/// "<card>:<profile>:<instance-id>" ("0:1g.11gb:1"): how every DRS instance can be named.
+[[nodiscard]] std::string drs_name(const DrsInstance& in);
+/// "DRS-<uuid>" where efsmi gave a UUID, else drs_name(): what a container is told
+/// (TOPS_VISIBLE_DEVICES) and what the device plugin advertises.
+[[nodiscard]] std::string drs_address(const DrsInstance& in);
 
 /// One card.
 struct Device {

@@ -39,7 +39,9 @@ struct Options {
     std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64",
                                                   "/usr/lib/x86_64-linux-gnu", "/usr/local/lib"};
     std::chrono::milliseconds efsmi_timeout{5000};
-    /// Also ask efsmi for DRS profiles and instances (efsmi --drs --list-profile, efsmi -L).
+    /// Also ask efsmi for DRS profiles and instances (`efsmi --drs --list-profile`, then
+    /// `--list-instance` when there are profiles; card by card with `-i <card>` when the
+    /// every-card answer fails).
     bool with_drs = true;
 };
 
@@ -66,11 +68,17 @@ struct RawCard {
 /// number for a memory size is MiB, the unit efsmi prints). Syntax errors name the byte offset.
 [[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_json(std::string_view text,
                                                             std::string_view source = "efsmi -q --json-format");
-/// Parses `efsmi -L` (DRS instances).
-[[nodiscard]] Result<std::vector<device::DrsInstance>> parse_efsmi_drs_list(std::string_view text);
-/// Parses `efsmi --drs --list-profile`. Cards of one product offer the same profiles: each
-/// distinct profile is listed once.
-[[nodiscard]] Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_view text);
+/// Parses `efsmi [-i <card>] --drs --list-profile`: the rows are the lines holding a profile
+/// name (`\b\d+g\.\d+gb\b`), `card-index profile-name profile-id instance-count memory sip`;
+/// headers, borders (`|`, `+---+`) and spacing are ignored. With `card`, a row of another card
+/// is an error. Cards of one product offer the same profiles: each distinct one is listed once.
+[[nodiscard]] Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(
+    std::string_view text, std::optional<std::uint32_t> card = std::nullopt);
+/// Parses `efsmi [-i <card>] --drs --list-instance`, rows found as above, in either layout:
+/// `card-index profile-name profile-id instance-id placement` or the older
+/// `card-index profile-name instance-id uuid`.
+[[nodiscard]] Result<std::vector<device::DrsInstance>> parse_efsmi_drs_instances(
+    std::string_view text, std::optional<std::uint32_t> card = std::nullopt);
 
 /// Runs one backend only (no fallback).
 [[nodiscard]] Result<device::Host> discover_with(const Options& opts, Backend backend);

@@ -28,7 +28,7 @@ struct Selector {
         Index,     ///< "0" or the end points of a range "0-3" (expanded)
         GcuName,   ///< "GCU-1" (an index)
         Uuid,      ///< "TR6Y46010302", "GCU-U53000080105"
-        Drs,       ///< "DRS-<uuid>"
+        Drs,       ///< "DRS-<uuid>" or "<card>:<profile>:<instance-id>" ("0:1g.11gb:1")
         CdiName,   ///< "enflame.com/gpu=0" (fully qualified)
     };
     Kind kind = Kind::Index;
@@ -59,7 +59,7 @@ struct Request {
 
 /// Parses the request from a container's env ("K=V" entries; the last one of a key wins, as
 /// in execve) and annotations. Errors (InvalidInput) quote the bad entry:
-/// "ENFLAME_VISIBLE_DEVICES: bad entry 'x1': not an index, range, GCU-n, UUID or DRS-uuid".
+/// "ENFLAME_VISIBLE_DEVICES: bad entry 'x1': not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id".
 [[nodiscard]] Result<Request> parse(const std::vector<std::string>& env,
                                     const std::map<std::string, std::string>& annotations);
 

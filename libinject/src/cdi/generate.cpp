@@ -251,13 +251,12 @@ Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
     }
     for (const auto& d : host.devices) {
         for (const auto& inst : d.drs_instances) {
+            // An instance without a UUID (newer efsmi) is named <card>:<profile>:<id> either way.
             ContainerEdits e;
-            e.env.push_back("TOPS_VISIBLE_DEVICES=DRS-" + inst.uuid);
+            e.env.push_back("TOPS_VISIBLE_DEVICES=" + device::drs_address(inst));
             e.device_nodes.push_back(node_edit(d.node));
-            if (by_index)
-                INJECT_TRY_VOID(add(std::to_string(d.index) + ":" + inst.profile + ":" +
-                                        std::to_string(inst.instance_id), e));
-            if (by_uuid) INJECT_TRY_VOID(add("DRS-" + inst.uuid, e));
+            if (by_index || inst.uuid.empty()) INJECT_TRY_VOID(add(device::drs_name(inst), e));
+            if (by_uuid && !inst.uuid.empty()) INJECT_TRY_VOID(add("DRS-" + inst.uuid, e));
         }
     }
     if (opts.all_device) {

@@ -45,7 +45,10 @@ struct Efsmi {
 /// Confirms every card's node against sysfs and dev-root and builds the Host.
 [[nodiscard]] Result<device::Host> confirm(const Options& opts, Report report);
 
-/// Adds DRS profiles and instances from efsmi; a failure only drops DRS (debug log).
+/// Adds DRS profiles and instances from efsmi (every card at once, else card by card); a
+/// failure only drops DRS, of one card where it can (debug log).
 void add_drs(const Options& opts, device::Host& host);
+/// An efsmi that is absent, hangs or crashes: it will do the same for any other query.
+[[nodiscard]] bool efsmi_unusable(const Error& e);
 
 }  // namespace inject::discover::detail

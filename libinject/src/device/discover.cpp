@@ -64,12 +64,6 @@ Result<device::Host> run_one(const Options& opts, Backend b, bool drs) {
     return host;
 }
 
-// An efsmi that is absent, hangs or crashes will do the same for the DRS queries: skip them.
-bool efsmi_unusable(const Error& e) {
-    return e.code() == Errc::NotFound || e.sys_errno() == ETIMEDOUT ||
-           e.message().starts_with("efsmi was killed");
-}
-
 }  // namespace
 
 Result<device::Host> discover_with(const Options& opts, Backend backend) {
@@ -97,7 +91,7 @@ Result<device::Host> discover(const Options& opts) {
         const Error& e = host.error();
         log::debug("{} did not answer: {}", backend_name(b), e.what());
         reasons.push_back(std::string(backend_name(b)) + ": " + e.what());
-        if (b != Backend::Efml && efsmi_unusable(e)) drs = false;
+        if (b != Backend::Efml && detail::efsmi_unusable(e)) drs = false;
         if (!code || *code == Errc::NotFound) code = e.code();
     }
     std::string msg = "no backend found the cards: ";

@@ -93,30 +93,71 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
     return rep;
 }
 
+bool efsmi_unusable(const Error& e) {
+    return e.code() == Errc::NotFound || e.sys_errno() == ETIMEDOUT || e.message().starts_with("efsmi was killed");
+}
+
+namespace {
+
+// The DRS instances of card `card` (`-i <card>`), or of every card; the profiles found are
+// added to `profiles` once each (cards of one product offer the same). No profile, no
+// instance query: a card without DRS costs one efsmi run, not two.
+Result<std::vector<device::DrsInstance>> read_drs(const Options& opts, const Efsmi& efsmi,
+                                                  std::optional<std::uint32_t> card,
+                                                  std::vector<device::DrsProfile>& profiles) {
+    std::vector<std::string> args;
+    if (card) args = {"-i", std::to_string(*card)};
+    args.insert(args.end(), {"--drs", "--list-profile"});
+    INJECT_TRY(std::string out, run_efsmi(opts, efsmi, args));
+    INJECT_TRY(auto found, parse_efsmi_drs_profiles(out, card));
+    if (found.empty()) return std::vector<device::DrsInstance>{};
+    for (auto& p : found)
+        if (std::find(profiles.begin(), profiles.end(), p) == profiles.end()) profiles.push_back(std::move(p));
+    args.back() = "--list-instance";
+    INJECT_TRY(std::string list, run_efsmi(opts, efsmi, args));
+    return parse_efsmi_drs_instances(list, card);
+}
+
+}  // namespace
+
 void add_drs(const Options& opts, device::Host& host) {
-    if (!opts.with_drs) return;
-    auto read = [&]() -> Result<std::pair<std::vector<device::DrsProfile>, std::vector<device::DrsInstance>>> {
-        INJECT_TRY(Efsmi efsmi, find_efsmi(opts));
-        INJECT_TRY(std::string profiles_out, run_efsmi(opts, efsmi, {"--drs", "--list-profile"}));
-        INJECT_TRY(auto profiles, parse_efsmi_drs_profiles(profiles_out));
-        INJECT_TRY(std::string list_out, run_efsmi(opts, efsmi, {"-L"}));
-        INJECT_TRY(auto instances, parse_efsmi_drs_list(list_out));
-        return std::pair{std::move(profiles), std::move(instances)};
-    };
-    auto drs = read();
-    if (!drs) {
-        log::debug("no DRS information: {}", drs.error().what());
+    if (!opts.with_drs || host.devices.empty()) return;
+    auto efsmi = find_efsmi(opts);
+    if (!efsmi) {
+        log::debug("no DRS information: {}", efsmi.error().what());
         return;
     }
-    host.drs_profiles = std::move(drs->first);
-    for (auto& inst : drs->second) {
-        auto it = std::find_if(host.devices.begin(), host.devices.end(),
-                               [&](const device::Device& d) { return d.index == inst.parent_index; });
-        if (it == host.devices.end()) {
-            log::debug("efsmi -L: DRS instance {} on unknown card {}: ignored", inst.uuid, inst.parent_index);
+    // Every card at once first: two efsmi runs whatever the number of cards (card by card,
+    // 64 cards cost 128 runs, several times DESIGN.md section 8's budget for cdi generate).
+    // When that answer is an error or holds a bad row, card by card with -i as gcushare asks,
+    // so that a bad card loses its own DRS only; an efsmi that hangs or crashes is not asked again.
+    std::vector<device::DrsProfile> profiles;
+    auto all = read_drs(opts, *efsmi, std::nullopt, profiles);
+    if (all) {
+        host.drs_profiles = std::move(profiles);
+        for (auto& inst : *all) {
+            auto it = std::find_if(host.devices.begin(), host.devices.end(),
+                                   [&](const device::Device& d) { return d.index == inst.parent_index; });
+            if (it == host.devices.end()) {
+                log::debug("DRS instance {} on unknown card {}: ignored", device::drs_name(inst), inst.parent_index);
+                continue;
+            }
+            it->drs_instances.push_back(std::move(inst));
+        }
+        return;
+    }
+    if (efsmi_unusable(all.error())) {
+        log::debug("no DRS information: {}", all.error().what());
+        return;
+    }
+    log::debug("DRS of every card at once: {}; asking card by card", all.error().what());
+    for (auto& d : host.devices) {
+        auto instances = read_drs(opts, *efsmi, d.index, host.drs_profiles);
+        if (!instances) {
+            log::debug("card {}: no DRS information: {}", d.index, instances.error().what());
             continue;
         }
-        it->drs_instances.push_back(std::move(inst));
+        d.drs_instances = std::move(*instances);
     }
 }
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// DRS (hard partitions of a card): `efsmi -L` lists cards and their instances,
-// `efsmi --drs --list-profile` the profiles each card offers. Formats: docs/efsmi-model.md.
-#include "device/card_fields.hpp"
+// DRS (hard partitions of a card), read the way Enflame's own device plugin (gcushare 3.6.5)
+// reads efsmi: `efsmi -i <card> --drs --list-profile` and `efsmi -i <card> --drs
+// --list-instance` print tables whose rows are the lines holding a profile name
+// (`\b\d+g\.\d+gb\b`); everything else (headers, borders, notes) is ignored. A row is split on
+// blanks once the `|` column borders are blanked out. Formats: docs/efsmi-model.md.
 #include "device/text_util.hpp"
+#include "inject/discover.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,107 +13,151 @@
 namespace inject::discover {
 namespace {
 
-struct Entry {
-    std::uint32_t id = 0;
-    std::string name, uuid;
-};
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-bool is_name_text(std::string_view s) {
+/// `\d+g\.\d+gb` as a whole token: "1g.11gb", "12g.96gb".
+bool is_profile_name(std::string_view t) {
+    std::size_t i = 0;
+    auto digits = [&] {
+        const std::size_t start = i;
+        while (i < t.size() && is_digit(t[i])) ++i;
+        return i > start;
+    };
+    auto lit = [&](std::string_view s) {
+        if (t.substr(i, s.size()) != s) return false;
+        i += s.size();
+        return true;
+    };
+    return digits() && lit("g.") && digits() && lit("gb") && i == t.size();
+}
+
+bool is_id_text(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
     });
 }
 
-// "<id>: <name> (UUID: <uuid>)", the rest of a "GCU ..." or "DRS ..." line.
-std::optional<Entry> parse_entry(std::string_view rest) {
-    const auto colon = rest.find(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    auto id = detail::parse_u32(detail::trim(rest.substr(0, colon)));
-    rest = detail::trim(rest.substr(colon + 1));
-    const auto open = rest.find("(UUID:");
-    if (!id || open == std::string_view::npos || rest.back() != ')') return std::nullopt;
-    Entry e;
-    e.id = *id;
-    e.name = detail::trim(rest.substr(0, open));
-    e.uuid = detail::trim(rest.substr(open + 6, rest.size() - open - 7));
-    if (!is_name_text(e.name) || !is_name_text(e.uuid)) return std::nullopt;
-    return e;
-}
-
-}  // namespace
-
-Result<std::vector<device::DrsInstance>> parse_efsmi_drs_list(std::string_view text) {
-    constexpr std::string_view kSrc = "efsmi -L";
-    std::vector<device::DrsInstance> out;
-    std::optional<std::uint32_t> parent;
-    std::size_t lineno = 0;
-    for (std::string_view line : detail::lines(text)) {
-        ++lineno;
-        const std::string_view t = detail::trim(line);
-        if (t.empty()) continue;
-        auto bad = [&](const std::string& why) {
-            return fail(Errc::InvalidInput,
-                        std::string(kSrc) + ": line " + std::to_string(lineno) + ": " + why);
-        };
-        if (t.starts_with("GCU ")) {
-            auto e = parse_entry(t.substr(4));
-            if (!e) return bad("bad card line " + detail::quote(t));
-            parent = e->id;
-        } else if (t.starts_with("DRS ")) {
-            auto e = parse_entry(t.substr(4));
-            if (!e) return bad("bad DRS line " + detail::quote(t));
-            if (!parent) return bad("DRS instance before any GCU line");
-            out.push_back({*parent, e->id, e->name, e->uuid});
-        } else {
-            return bad("unexpected text " + detail::quote(t));
-        }
+/// The blank-separated tokens of a line, `|` counting as a blank.
+std::vector<std::string_view> tokens(std::string_view line) {
+    std::vector<std::string_view> out;
+    auto sep = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '|'; };
+    std::size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && sep(line[i])) ++i;
+        const std::size_t start = i;
+        while (i < line.size() && !sep(line[i])) ++i;
+        if (i > start) out.push_back(line.substr(start, i - start));
     }
     return out;
 }
 
-Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_view text) {
-    constexpr std::string_view kSrc = "efsmi --drs --list-profile";
-    std::vector<device::DrsProfile> out;
-    bool in_card = false;
+std::string joined(const std::vector<std::string_view>& t, std::size_t from) {
+    std::string out;
+    for (std::size_t i = from; i < t.size(); ++i) {
+        out += i == from ? "" : " ";
+        out += t[i];
+    }
+    return out;
+}
+
+Result<void> bad(std::string why) { return fail(Errc::InvalidInput, std::move(why)); }
+
+/// Calls `row(tokens)` for each table row (a line with a profile-name token); a row's error
+/// becomes "<src>: line N: <why> in '<row>'".
+template <typename F>
+Result<void> for_each_row(std::string_view src, std::string_view text, F&& row) {
     std::size_t lineno = 0;
     for (std::string_view line : detail::lines(text)) {
         ++lineno;
-        const std::string_view t = detail::trim(line);
-        if (t.empty()) continue;
-        auto bad = [&](const std::string& why) {
-            return fail(Errc::InvalidInput,
-                        std::string(kSrc) + ": line " + std::to_string(lineno) + ": " + why);
-        };
-        if (t.starts_with("DEV ID")) {
-            if (!detail::parse_u32(detail::trim(t.substr(6)))) return bad("bad card line " + detail::quote(t));
-            in_card = true;
-            continue;
-        }
-        if (!in_card) return bad("unexpected text " + detail::quote(t) + " before the first DEV ID");
-        if (t == "DRS not supported") continue;
-        // "Profile ID 0 : 1g.11gb : Max Instances 4 : Memory 10744 MiB"
-        std::vector<std::string_view> parts;
-        for (std::string_view rest = t;;) {
-            const auto c = rest.find(':');
-            parts.push_back(detail::trim(rest.substr(0, c)));
-            if (c == std::string_view::npos) break;
-            rest.remove_prefix(c + 1);
-        }
-        if (parts.size() != 4 || !parts[0].starts_with("Profile ID") ||
-            !parts[2].starts_with("Max Instances") || !parts[3].starts_with("Memory"))
-            return bad("bad profile line " + detail::quote(t));
-        auto id = detail::parse_u32(detail::trim(parts[0].substr(10)));
-        auto max = detail::parse_u32(detail::trim(parts[2].substr(13)));
-        auto mem = parse_memory(parts[3].substr(6));
-        if (!id || !max || !mem || !is_name_text(parts[1])) return bad("bad profile line " + detail::quote(t));
-        device::DrsProfile p{std::string(parts[1]), *id, *max, *mem};
-        // Every card of a product offers the same profiles: keep each one once.
-        const bool known = std::any_of(out.begin(), out.end(), [&](const device::DrsProfile& q) {
-            return q.name == p.name && q.id == p.id && q.max_instances == p.max_instances &&
-                   q.memory_bytes == p.memory_bytes;
-        });
-        if (!known) out.push_back(std::move(p));
+        auto t = tokens(line);
+        if (std::none_of(t.begin(), t.end(), is_profile_name)) continue;
+        if (auto r = row(t); !r)
+            return fail(Errc::InvalidInput, std::string(src) + ": line " + std::to_string(lineno) + ": " +
+                                                r.error().what() + " in " + detail::quote(joined(t, 0)));
     }
+    return ok();
+}
+
+/// A row's card index: a number, and the card asked for when `card` is set.
+Result<std::uint32_t> row_card(std::string_view text, std::optional<std::uint32_t> card) {
+    auto idx = detail::parse_u32(text);
+    if (!idx) return fail(Errc::InvalidInput, "bad card index " + detail::quote(text));
+    if (card && *idx != *card)
+        return fail(Errc::InvalidInput, "a row of card " + std::to_string(*idx) + " in the answer for card " +
+                                            std::to_string(*card));
+    return *idx;
+}
+
+}  // namespace
+
+Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_view text,
+                                                                 std::optional<std::uint32_t> card) {
+    constexpr std::string_view kSrc = "efsmi --drs --list-profile";
+    std::vector<device::DrsProfile> out;
+    auto r = for_each_row(kSrc, text, [&](const std::vector<std::string_view>& t) -> Result<void> {
+        // card-index profile-name profile-id instance-count memory sip; the memory may be
+        // "10744MiB", "10744 MiB" or a bare number of MiB.
+        if (t.size() != 6 && t.size() != 7) return bad("want 6 columns, not " + std::to_string(t.size()));
+        if (auto c = row_card(t[0], card); !c) return fail(std::move(c).error());
+        if (!is_profile_name(t[1])) return bad("bad profile name " + detail::quote(t[1]));
+        auto id = detail::parse_u32(t[2]);
+        auto max = detail::parse_u32(t[3]);
+        auto sips = detail::parse_u32(t.back());
+        std::string mem_text(t[4]);
+        if (t.size() == 7) mem_text += " " + std::string(t[5]);
+        std::optional<std::uint64_t> mem;
+        if (auto mib = detail::parse_u32(mem_text)) {
+            mem = std::uint64_t{*mib} << 20;
+        } else if (auto m = parse_memory(mem_text)) {
+            mem = *m;
+        }
+        if (!id) return bad("bad profile id " + detail::quote(t[2]));
+        if (!max || *max == 0) return bad("bad instance count " + detail::quote(t[3]));
+        if (!mem) return bad("bad memory " + detail::quote(mem_text));
+        if (!sips) return bad("bad SIP count " + detail::quote(t.back()));
+        device::DrsProfile p{std::string(t[1]), *id, *max, *mem};
+        p.sips = *sips;
+        // Every card of a product offers the same profiles: keep each one once.
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
+        return ok();
+    });
+    if (!r) return fail(std::move(r).error());
+    return out;
+}
+
+Result<std::vector<device::DrsInstance>> parse_efsmi_drs_instances(std::string_view text,
+                                                                   std::optional<std::uint32_t> card) {
+    constexpr std::string_view kSrc = "efsmi --drs --list-instance";
+    std::vector<device::DrsInstance> out;
+    auto r = for_each_row(kSrc, text, [&](const std::vector<std::string_view>& t) -> Result<void> {
+        // card-index profile-name profile-id instance-id placement (placement: the rest), or
+        // the older card-index profile-name instance-id uuid.
+        if (t.size() < 4) return bad("want 4 or 5 columns, not " + std::to_string(t.size()));
+        auto parent = row_card(t[0], card);
+        if (!parent) return fail(std::move(parent).error());
+        if (!is_profile_name(t[1])) return bad("bad profile name " + detail::quote(t[1]));
+        device::DrsInstance in{*parent, 0, std::string(t[1]), {}};
+        const bool with_uuid = t.size() == 4;
+        auto id = detail::parse_u32(t[with_uuid ? 2 : 3]);
+        if (!id) return bad("bad instance id " + detail::quote(t[with_uuid ? 2 : 3]));
+        in.instance_id = *id;
+        if (with_uuid) {
+            if (!is_id_text(t[3])) return bad("bad uuid " + detail::quote(t[3]));
+            in.uuid = t[3];
+        } else {
+            auto pid = detail::parse_u32(t[2]);
+            if (!pid) return bad("bad profile id " + detail::quote(t[2]));
+            in.profile_id = *pid;
+            in.placement = joined(t, 4);
+        }
+        const bool dup = std::any_of(out.begin(), out.end(), [&](const device::DrsInstance& o) {
+            return o.parent_index == in.parent_index && o.instance_id == in.instance_id;
+        });
+        if (dup) return bad("instance " + std::to_string(in.instance_id) + " listed twice");
+        out.push_back(std::move(in));
+        return ok();
+    });
+    if (!r) return fail(std::move(r).error());
     return out;
 }
 

@@ -24,4 +24,10 @@ ProductInfo product_info(const std::string& product) {
     return {};
 }
 
+std::string drs_name(const DrsInstance& in) {
+    return std::to_string(in.parent_index) + ":" + in.profile + ":" + std::to_string(in.instance_id);
+}
+
+std::string drs_address(const DrsInstance& in) { return in.uuid.empty() ? drs_name(in) : "DRS-" + in.uuid; }
+
 }  // namespace inject::device

@@ -66,6 +66,15 @@ bool cdi_part_ok(std::string_view s, std::string_view extra) {
     });
 }
 
+/// "<card>:<profile>:<instance-id>", the name every DRS instance has ("0:1g.11gb:1").
+bool looks_like_drs_name(std::string_view s) {
+    const auto a = s.find(':');
+    const auto b = s.rfind(':');
+    if (a == std::string_view::npos || a == b) return false;
+    const std::string_view profile = s.substr(a + 1, b - a - 1);
+    return is_digits(s.substr(0, a)) && is_digits(s.substr(b + 1)) && cdi_part_ok(profile, "._-");
+}
+
 }  // namespace
 
 bool is_qualified_cdi_name(std::string_view name) {
@@ -151,8 +160,9 @@ struct Parser {
             if (!looks_like_uuid(e.substr(4))) return bad(e, "not a DRS-<uuid>");
             return add_named(e, Selector::Kind::Drs);
         }
+        if (looks_like_drs_name(e)) return add_named(e, Selector::Kind::Drs);
         if (looks_like_uuid(e)) return add_named(e, Selector::Kind::Uuid);
-        return bad(e, "not an index, range, GCU-n, UUID or DRS-uuid");
+        return bad(e, "not an index, range, GCU-n, UUID, DRS-uuid or card:profile:id");
     }
 };
 
@@ -268,14 +278,14 @@ Result<Selection> select(const Request& req, const device::Host& host) {
                     if (d.uuid == s.text) hit = &d;
                 } else if (s.kind == Selector::Kind::Drs) {
                     for (const auto& in : d.drs_instances)
-                        if ("DRS-" + in.uuid == s.text) { hit = &d; drs = &in; }
+                        if (device::drs_address(in) == s.text || device::drs_name(in) == s.text) { hit = &d; drs = &in; }
                 }
                 if (hit != nullptr) break;
             }
             if (hit == nullptr) {
                 std::string what = s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName
                                        ? "no card with index " + std::to_string(s.index) + " (" + card_list() + ")"
-                                   : s.kind == Selector::Kind::Drs ? std::string("no DRS instance with this uuid")
+                                   : s.kind == Selector::Kind::Drs ? std::string("no such DRS instance")
                                                                    : std::string("no card with this uuid");
                 return fail(Errc::NotFound, src + ": unknown device " + quote(s.text) + ": " + what);
             }
