@@ -138,12 +138,17 @@ TEST_F(CgroupV2, HookExtendsTheRuntimeFilterWithTheRequestedCardOnly) {
     EXPECT_EQ(probe(cg.path(), "/dev/null"), 0) << "the runtime's allow rule still holds";
     EXPECT_EQ(probe(cg.path(), "/dev/zero"), EPERM) << "the runtime's deny still holds";
     EXPECT_EQ(probe(cg.path(), dir_ / "gcu1-again", 1), EPERM) << "read/write only: no mknod";
-    // Still one program: replaced, not stacked.
+    // The hook run again (prestart and createRuntime) changes nothing; another node is added.
     auto fd = cg.fd();
     auto again = inject::hook::extend_device_filters(fd.get(), {R{true, 'c', kMajor, 1, "rw"}});
     ASSERT_TRUE(again) << again.error().what();
-    EXPECT_EQ(*again, 1U);
-    EXPECT_EQ(probe(cg.path(), gcu0), EPERM);
+    EXPECT_EQ(*again, 0U);
+    auto more = inject::hook::extend_device_filters(fd.get(), {R{true, 'c', kMajor, 0, "rw"}});
+    ASSERT_TRUE(more) << more.error().what();
+    EXPECT_EQ(*more, 1U) << "one program, replaced, not stacked";
+    EXPECT_EQ(probe(cg.path(), gcu0), ENXIO);
+    EXPECT_EQ(probe(cg.path(), gcu1), ENXIO);
+    EXPECT_EQ(probe(cg.path(), "/dev/zero"), EPERM);
 }
 
 TEST_F(CgroupV2, EveryProgramOfAMultiAttachIsExtended) {

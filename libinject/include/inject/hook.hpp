@@ -99,7 +99,8 @@ struct ApplyOptions {
 /// `allow` (allow rules with type, major and minor). Each attached program P is read back and
 /// replaced, atomically, by "if the access matches one of `allow`, allow; else run P": P's
 /// rules keep holding for every other device. Returns how many programs were replaced (0 when
-/// no device program applies to the cgroup at all). Unsupported when the filter is attached to
+/// no device program applies to the cgroup at all; a program already extended with the same
+/// nodes is left as it is, so a second run changes nothing). Unsupported when the filter is attached to
 /// a parent cgroup only, or P cannot be reloaded (maps, helper calls).
 [[nodiscard]] Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<DeviceRule>& allow);
 

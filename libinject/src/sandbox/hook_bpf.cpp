@@ -233,9 +233,16 @@ Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<Devic
     if (here.flags != BPF_F_ALLOW_MULTI && here.ids.size() != 1)
         return fail(Errc::Unsupported, "unexpected attach flags " + std::to_string(here.flags));
     INJECT_TRY(auto ours, device_filter(allow, false));
+    std::size_t replaced = 0;
     for (auto id : here.ids) {
         INJECT_TRY(fs::UniqueFd old, program_fd(id));
         INJECT_TRY(auto old_insns, instructions(old.get(), id));
+        // Already extended with the same nodes (the hook ran twice: prestart and createRuntime).
+        if (old_insns.size() >= ours.size() &&
+            std::memcmp(old_insns.data(), ours.data(), ours.size() * sizeof(bpf_insn)) == 0) {
+            log::debug("device program {} already allows the nodes", id);
+            continue;
+        }
         std::vector<bpf_insn> insns = ours;
         insns.insert(insns.end(), old_insns.begin(), old_insns.end());
         INJECT_TRY(fs::UniqueFd prog, load_program(insns));
@@ -247,8 +254,9 @@ Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<Devic
             INJECT_TRY_VOID(attach(cgroup_fd, prog.get(), here.flags, -1));
         }
         log::debug("device program {} replaced by one that also allows {} nodes", id, allow.size());
+        ++replaced;
     }
-    return here.ids.size();
+    return replaced;
 }
 
 }  // namespace inject::hook
