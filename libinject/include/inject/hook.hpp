@@ -82,9 +82,10 @@ struct ApplyOptions {
 /// when `rules` (config.json's linux.resources.devices, which the runtime applied: the shim
 /// puts them there) already allow every node. Else, on cgroup v1, writes "c <major>:<minor> rw"
 /// to devices.allow of the "devices" cgroup of `pid` (from <proc_root>/<pid>/cgroup) under
-/// `cgroup_root` (default /sys/fs/cgroup); on cgroup v2 (no v1 devices line) extends the eBPF
-/// device programs of the "0::" cgroup under the cgroup2 mount (`cgroup_root`, or
-/// `cgroup_root`/unified on a hybrid host) with extend_device_filters(). Fails closed.
+/// `cgroup_root` (default /sys/fs/cgroup); on cgroup v2 (no v1 devices line, or `cgroup_root`
+/// itself is a cgroup2 mount: what the runtime saw too) extends the eBPF device programs of the
+/// "0::" cgroup under the cgroup2 mount (`cgroup_root`, or `cgroup_root`/unified on a hybrid
+/// host) with extend_device_filters(). Fails closed.
 [[nodiscard]] Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes,
                                          const std::vector<DeviceRule>& rules,
                                          const std::string& cgroup_root = "/sys/fs/cgroup",

@@ -100,7 +100,9 @@ Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes, c
     }
     const std::string proc = fs::join(proc_root, "/" + std::to_string(pid) + "/cgroup");
     INJECT_TRY(std::string text, fs::read_file(proc, 1U << 20));
-    auto cg = devices_cgroup(text);
+    // A devices line is listed whenever the controller is bound to a v1 hierarchy somewhere; when
+    // this namespace sees a unified /sys/fs/cgroup, the runtime used v2 and its eBPF filter.
+    auto cg = is_cgroup2(cgroup_root) ? std::nullopt : devices_cgroup(text);
     if (!cg) {
         auto r = allow_v2(text, wanted, cgroup_root);
         if (!r)
