@@ -35,14 +35,6 @@ teardown() { teardown_scratch; }
 # defaults: /dev/null opens, /dev/kmsg (1:11, not in runc's default list) made with mknod is denied.
 PROBE='["sh","-c","tail -n1 /proc/self/cgroup; ls -l /dev/; '"$DEVICE_OPEN"'; (: <> /dev/null) && echo null-ok; mknod /dev/.kmsg c 1 11 && (: <> /dev/.kmsg) 2>&1 | grep -q permitted && echo kmsg-denied; true"]'
 
-# v2_bundle DIR ENV...: a bundle with ENV... and CAP_MKNOD.
-v2_bundle() {
-  local dir=$1 e; shift
-  oci_bundle "$dir" "$PROBE"
-  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
-  with_mknod "$dir"
-}
-
 # v2_run DIR RUNTIME...: run the bundle with RUNTIME... (runc-v2, or the shim using it); output in $output.
 v2_run() {
   local dir=$1 id; shift
@@ -60,7 +52,7 @@ runc_defaults_hold() {
 }
 
 @test "v2, the hook without the shim: runc's eBPF filter extended to card 1 only; runc's rules still hold; a second run changes nothing" {
-  v2_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1
+  probe_bundle "$SCRATCH/b" "$PROBE" ENFLAME_VISIBLE_DEVICES=1
   # prestart and createRuntime: the hook runs twice on the same cgroup
   bundle_edit "$SCRATCH/b" "h={'path':'$HOOK','env':['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']}; c['hooks']={'prestart':[dict(h, args=['enflame-container-runtime-hook','prestart'])], 'createRuntime':[dict(h, args=['enflame-container-runtime-hook','createRuntime'])]}"
   v2_run "$SCRATCH/b" "$RUNC_V2"
@@ -73,7 +65,7 @@ runc_defaults_hold() {
 
 @test "v2, the shim in legacy mode: runc's own filter allows the cards from config.json; the hook has no cgroup work" {
   printf 'mode = "legacy"\nhook-path = "%s"\nruntimes = ["%s"]\n' "$HOOK" "$RUNC_V2" >> "$SCRATCH/config.toml"
-  v2_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0,2
+  probe_bundle "$SCRATCH/b" "$PROBE" ENFLAME_VISIBLE_DEVICES=0,2
   v2_run "$SCRATCH/b" "$SHIM"
   [ "$status" -eq 0 ]
   device_access "0 2" denied
@@ -83,7 +75,7 @@ runc_defaults_hold() {
 }
 
 @test "v2, the hook without the shim, no card requested: nothing touched, nothing opens" {
-  v2_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=void
+  probe_bundle "$SCRATCH/b" "$PROBE" ENFLAME_VISIBLE_DEVICES=void
   bundle_edit "$SCRATCH/b" "c['hooks']={'prestart':[{'path':'$HOOK','args':['enflame-container-runtime-hook','prestart'],'env':['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']}]}"
   v2_run "$SCRATCH/b" "$RUNC_V2"
   [ "$status" -eq 0 ]

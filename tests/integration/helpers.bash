@@ -207,6 +207,15 @@ with_mknod() {
   bundle_edit "$1" "[c['process']['capabilities'][k].append('CAP_MKNOD') for k in ('bounding', 'effective', 'permitted')]"
 }
 
+# probe_bundle DIR ARGS_JSON ENV...: oci_bundle DIR ARGS_JSON, ENV... appended to the process
+# env, and CAP_MKNOD (with_mknod).
+probe_bundle() {
+  local dir=$1 args=$2 e; shift 2
+  oci_bundle "$dir" "$args"
+  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
+  with_mknod "$dir"
+}
+
 # card_field DESC N FIELD: FIELD (minor, uuid, ...) of card index N in a sim-host description.
 card_field() {
   awk -v n="$2" -v f="$3:" '$1 == "-" && $2 == "index:" {cur = $3; next}

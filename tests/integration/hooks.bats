@@ -25,10 +25,7 @@ PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; '"$D
 # hook_bundle DIR ENV...: a bundle whose process env has ENV... and the prestart hook.
 hook_bundle() {
   local dir=$1; shift
-  oci_bundle "$dir" "$PROBE"
-  local e
-  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
-  with_mknod "$dir"
+  probe_bundle "$dir" "$PROBE" "$@"
   bundle_edit "$dir" "c['hooks']={'prestart':[{'path':'$HOOK','args':['enflame-container-runtime-hook','prestart'],'env':['ENFLAME_CTK_CONFIG=$SCRATCH/config.toml']}]}"
 }
 

@@ -21,12 +21,7 @@ teardown() { teardown_scratch; }
 PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; '"$DEVICE_OPEN"'; echo ==; env; true"]'
 
 # shim_bundle DIR ENV...: a bundle whose process env has ENV....
-shim_bundle() {
-  local dir=$1 e; shift
-  oci_bundle "$dir" "$PROBE"
-  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
-  with_mknod "$dir"
-}
+shim_bundle() { local dir=$1; shift; probe_bundle "$dir" "$PROBE" "$@"; }
 
 # shim_run DIR [global flags...]: `shim [flags] run --bundle DIR ID`; output in $output.
 shim_run() {
