@@ -6,8 +6,9 @@
 // Reads the state and <bundle>/config.json, takes the request from the container's env
 // (ENFLAME_VISIBLE_DEVICES, ENFLAME_DRIVER_CAPABILITIES; nothing else of that env is used),
 // discovers the cards, builds the CDI edits and applies them to the live container: device
-// nodes and read-only library mounts inside its mount namespace, devices.allow in its v1 device
-// cgroup, then the host's ldconfig in the sandbox. Fails closed: any error is exit 1 with one
+// nodes and read-only library mounts inside its mount namespace, device access (nothing when
+// config.json already allows the nodes; else devices.allow on cgroup v1, the runtime's eBPF
+// device program extended on v2), then the host's ldconfig in the sandbox. Fails closed: any error is exit 1 with one
 // line on stderr (runc folds it into its own error); details go to the config's log-file.
 #include "inject/cdi_generate.hpp"
 #include "inject/cdi_registry.hpp"

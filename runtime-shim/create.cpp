@@ -228,6 +228,21 @@ Result<ContainerEdits> legacy_edits(const inject::config::Config& cfg, const Shi
     return edits;
 }
 
+/// Legacy mode: the nodes the hook will create. Their allow rules go into config.json, so the
+/// runtime programs the device cgroup itself, on v1 and v2 alike, and the hook has none to add.
+Result<std::vector<inject::cdi::DeviceNode>> legacy_nodes(const inject::config::Config& cfg, const Request& req,
+                                                          const ShimEnv& env, RuncLog& log) {
+    const std::string prefix = cfg.runtime.cdi_kind + "=";
+    Request plain = req;
+    plain.cdi_names.clear();
+    std::vector<std::string> names;
+    for (const auto& n : req.cdi_names)
+        if (n.starts_with(prefix)) names.push_back(n);
+    INJECT_TRY(auto edits, from_discovery(cfg, plain, names, env, log));
+    INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));
+    return edits.device_nodes;
+}
+
 }  // namespace
 
 Result<ContainerEdits> build_edits(const inject::config::Config& cfg, const Request& req, const ShimEnv& env,
@@ -262,6 +277,12 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
     INJECT_TRY(auto edits, build_edits(cfg, req, env, log));
     INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));
     INJECT_TRY_CTX(inject::oci::apply(doc, edits), path);
+    std::size_t rules = 0;
+    if (cfg.runtime.mode == inject::config::Mode::Legacy) {
+        INJECT_TRY(auto nodes, legacy_nodes(cfg, req, env, log));
+        INJECT_TRY_CTX(inject::oci::allow_devices(doc, nodes), path);
+        rules = nodes.size();
+    }
     INJECT_TRY(auto json, dump_json(doc));
     // Atomic but not fsynced: the runtime reads it within milliseconds, and after a crash
     // the container it describes is gone anyway (fsync cost 3-9 ms here).
@@ -272,7 +293,8 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
     out.rewritten = true;
     out.summary = "mode " + std::string(inject::config::mode_name(cfg.runtime.mode)) + ": " + req.source + ": " +
                   std::to_string(edits.device_nodes.size()) + " device nodes, " + std::to_string(edits.mounts.size()) +
-                  " mounts, " + std::to_string(edits.hooks.size()) + " hooks";
+                  " mounts, " + std::to_string(edits.hooks.size()) + " hooks" +
+                  (rules ? ", " + std::to_string(rules) + " device-cgroup rules" : "");
     return out;
 }
 

@@ -163,7 +163,7 @@ refute_grep() {
 }
 
 # no_card DESC N...: $output (what a probe printed: `ls /dev` or `ls -l /dev/`, devices.list,
-# env) shows none of the cards N... of the simulated host described in DESC: no /dev/gcuN, no
+# DEVICE_OPEN, env) shows none of the cards N... of the simulated host described in DESC: no /dev/gcuN, no
 # device-cgroup rule for its minor, not its UUID. A card DESC does not have is trivially absent.
 no_card() {
   local desc=$1 n minor uuid; shift
@@ -174,6 +174,46 @@ no_card() {
     [ -z "$minor" ] || refute_grep -E "^c $MAJOR:$minor [rwm]+\$"
     [ -z "$uuid" ] || refute_grep -F "$uuid"
   done
+}
+
+# DEVICE_OPEN: sh code (no quotes or backslashes: it fits in a JSON string and in sh -c '...')
+# for a probe run inside a container: for cards 0-3 and gcuctl one line "open gcuN: R", R being
+#   allowed  the device cgroup let open(O_RDWR) through (the simulated node has no driver behind
+#            it: ENXIO/ENODEV), on cgroup v1 and v2 alike;
+#   denied   EPERM from the device cgroup;
+#   absent   no node, and mknod of one (the card's major:minor, in /dev) was refused;
+#   or the error itself. A card without a node is made with mknod to show the cgroup denies it.
+# Prints nothing when there is no /dev/gcuctl (nothing injected).
+DEVICE_OPEN='if [ -e /dev/gcuctl ]; then M=$(stat -c %t /dev/gcuctl); o() { if e=$( (: <> $1) 2>&1); then r=allowed; else case $e in *device*) r=allowed;; *permitted*) r=denied;; *) r=$e;; esac; fi; echo open $2: $r; }; for m in 0 1 2 3 ctl; do n=/dev/gcu$m; mi=$m; [ $m = ctl ] && mi=255; if [ -e $n ]; then o $n gcu$m; elif mknod /dev/.ectk$m c $((0x$M)) $mi 2>/dev/null; then o /dev/.ectk$m gcu$m; rm -f /dev/.ectk$m; else echo open gcu$m: absent; fi; done; fi'
+
+# device_access "0 2" [denied]: $output (from a DEVICE_OPEN probe) shows gcuctl and exactly
+# the cards 0 and 2 of 0-3 open through the device cgroup; the others are denied (EPERM) or
+# absent, or with "denied" (a container that has CAP_MKNOD, see with_mknod) must be denied.
+device_access() {
+  local want=" $1 " other=${2:-denied|absent} m
+  grep -Fx "open gcuctl: allowed" <<<"$output"
+  for m in 0 1 2 3; do
+    if [[ $want == *" $m "* ]]; then
+      grep -Fx "open gcu$m: allowed" <<<"$output"
+    else
+      grep -Ex "open gcu$m: ($other)" <<<"$output"
+    fi
+  done
+}
+
+# with_mknod DIR: the bundle's process gets CAP_MKNOD, so DEVICE_OPEN can make the nodes of the
+# cards it was not given and show that the device cgroup denies them.
+with_mknod() {
+  bundle_edit "$1" "[c['process']['capabilities'][k].append('CAP_MKNOD') for k in ('bounding', 'effective', 'permitted')]"
+}
+
+# probe_bundle DIR ARGS_JSON ENV...: oci_bundle DIR ARGS_JSON, ENV... appended to the process
+# env, and CAP_MKNOD (with_mknod).
+probe_bundle() {
+  local dir=$1 args=$2 e; shift 2
+  oci_bundle "$dir" "$args"
+  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
+  with_mknod "$dir"
 }
 
 # card_field DESC N FIELD: FIELD (minor, uuid, ...) of card index N in a sim-host description.

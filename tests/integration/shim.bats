@@ -18,14 +18,10 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null; echo ==; env; true"]'
+PROBE='["sh","-c","ls -l /dev/; echo ==; cat /proc/self/mountinfo; echo ==; '"$DEVICE_OPEN"'; echo ==; env; true"]'
 
 # shim_bundle DIR ENV...: a bundle whose process env has ENV....
-shim_bundle() {
-  local dir=$1 e; shift
-  oci_bundle "$dir" "$PROBE"
-  for e in "$@"; do bundle_edit "$dir" "c['process']['env'].append('$e')"; done
-}
+shim_bundle() { local dir=$1; shift; probe_bundle "$dir" "$PROBE" "$@"; }
 
 # shim_run DIR [global flags...]: `shim [flags] run --bundle DIR ID`; output in $output.
 shim_run() {
@@ -36,17 +32,17 @@ shim_run() {
 }
 
 # cards_are "0 2": exactly these /dev/gcuN (with the host's major:minor), gcuctl, libefml
-# read-only, and a device cgroup that allows exactly these cards; no node, cgroup rule or UUID of
-# the other cards of the host described in $DESC (default $SCRATCH/desc.yaml).
+# read-only, and a device cgroup that lets exactly these cards open and denies the others
+# (device_access); no node or UUID of the other cards of the host described in $DESC (default
+# $SCRATCH/desc.yaml).
 cards_are() {
   local want=" $1 " m others=()
   echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
-  echo "$output" | grep -Fx "c $MAJOR:255 rwm"
   echo "$output" | grep -E " /usr/lib/libefml.so(.1)? ro,nosuid,nodev"
+  device_access "$1" denied
   for m in 0 1 2 3; do
     if [[ $want == *" $m "* ]]; then
       echo "$output" | grep -E "^c.* $MAJOR, +$m .* gcu$m$"
-      echo "$output" | grep -Fx "c $MAJOR:$m rwm"
     else
       others+=("$m")
     fi
@@ -244,20 +240,29 @@ drs_gives() {
   echo "$output" | grep -Fx "FROM_SPEC_ON_DISK=1"
 }
 
-@test "legacy mode adds only the prestart hook, with an explicit env; the hook gives the card" {
+@test "legacy mode adds the prestart hook and the cards' cgroup rules; the hook gives the card, which opens" {
   printf '[enflame-container-runtime]\nmode = "legacy"\nhook-path = "%s"\n' "$HOOK" >> "$SCRATCH/config.toml"
   shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
   cp "$SCRATCH/b/config.json" "$SCRATCH/before.json"
   shim_run "$SCRATCH/b"
   echo "$output"
   [ "$status" -eq 0 ]
-  # the container got card 0 from the hook (which allows it rw in the device cgroup), no other
+  # the container got card 0 from the hook; runc let it (and gcuctl) open from the rules the
+  # shim put in config.json; another card made with mknod is denied
   echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
-  echo "$output" | grep -Fx "c $MAJOR:0 rw"
+  device_access "0" denied
   no_card "$SCRATCH/desc.yaml" 1 2 3
-  python3 - "$SCRATCH/before.json" "$SCRATCH/b/config.json" "$HOOK" "$SCRATCH/config.toml" <<'PY'
+  python3 - "$SCRATCH/before.json" "$SCRATCH/b/config.json" "$HOOK" "$SCRATCH/config.toml" "$MAJOR" <<'PY'
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+major = int(sys.argv[5])
+rules = b["linux"]["resources"]["devices"]
+old = a["linux"]["resources"]["devices"]
+assert rules[:len(old)] == old, rules
+assert sorted((r["allow"], r["type"], r["major"], r["minor"]) for r in rules[len(old):]) == \
+    [(True, "c", major, 0), (True, "c", major, 255)], rules
+b["linux"]["resources"]["devices"] = old
+assert "devices" not in b["linux"] or b["linux"]["devices"] == a["linux"].get("devices"), "legacy mode added nodes"
 hooks = b.pop("hooks")
 assert list(hooks) == ["prestart"], hooks
 (h,) = hooks["prestart"]
@@ -265,7 +270,7 @@ assert h["path"] == sys.argv[3] and h["args"] == [sys.argv[3], "prestart"], h
 assert h["env"][0].startswith("PATH=") and h["env"][1] == "ENFLAME_CTK_CONFIG=" + sys.argv[4], h
 assert len(h["env"]) == 2, h
 a.pop("hooks", None)
-assert a == b, "legacy mode changed more than the hooks"
+assert a == b, "legacy mode changed more than the hooks and the device rules"
 PY
 }
 

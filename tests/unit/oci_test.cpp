@@ -157,6 +157,30 @@ TEST_P(OciBadTest, FailsAndLeavesTheSpec) {
 INSTANTIATE_TEST_SUITE_P(Oci, OciBadTest, ::testing::ValuesIn(kBadCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Legacy mode: the cards' cgroup rules only (the hook makes the nodes), idempotent, all or nothing.
+TEST(OciAllowDevices, RulesOnlyIdempotentAllOrNothing) {
+    auto spec = ordered_json::parse(kRuncSpec);
+    const auto devices_before = spec["linux"].value("devices", ordered_json());
+    ASSERT_TRUE(oci::allow_devices(spec, card_edits().device_nodes));
+    EXPECT_EQ(spec["linux"].value("devices", ordered_json()), devices_before) << "no linux.devices entry";
+    const auto& rules = spec["linux"]["resources"]["devices"];
+    ASSERT_GE(rules.size(), 2u);
+    EXPECT_EQ(rules[rules.size() - 2], ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":0,"access":"rwm"})"));
+    EXPECT_EQ(rules.back(), ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":255,"access":"rw"})"));
+    auto twice = spec;
+    ASSERT_TRUE(oci::allow_devices(twice, card_edits().device_nodes));
+    EXPECT_EQ(twice, spec);
+
+    auto bad = card_edits().device_nodes;
+    bad.back().major.reset();
+    auto kept = ordered_json::parse(kRuncSpec);
+    const auto original = kept;
+    auto r = oci::allow_devices(kept, bad);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what(), "device node '/dev/gcuctl': major/minor unknown");
+    EXPECT_EQ(kept, original);
+}
+
 TEST(FillDeviceNumbers, FromTheHostNode) {
     cdi::ContainerEdits e;
     e.device_nodes.push_back(cdi::DeviceNode{"/dev/null", "", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});

@@ -281,9 +281,10 @@ TEST(Ldcache, RefusesAContainerSideLdconfig) {
 
 namespace {
 
-// allow_devices with a fake /proc and cgroup root: the v1 write, the v2 refusal, and v2 with
-// rules that already allow the nodes.
-TEST(AllowDevices, V1WritesV2RefusesUnlessAlreadyAllowed) {
+// allow_devices with a fake /proc and cgroup root: the v1 write, nothing to do (v1 or v2) when
+// config.json's rules already allow the nodes, and v2 without a cgroup2 mount failing closed.
+// (The v2 eBPF path on a real cgroup2 mount: hook_bpf_test.cpp.)
+TEST(AllowDevices, V1WritesAlreadyAllowedSkipsV2WithoutCgroup2Refuses) {
     testutil::TempDir d;
     inject::cdi::DeviceNode gcu0;
     gcu0.path = "/dev/gcu0";
@@ -305,11 +306,16 @@ TEST(AllowDevices, V1WritesV2RefusesUnlessAlreadyAllowed) {
     } const table[] = {
         {"V1", "12:devices:/c1\n11:memory:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
         {"V1Comounted", "4:cpu,devices:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
-        {"V2", "0::/c1\n", none,
-         "cannot allow /dev/gcu0 (c 238:0 rw) on cgroup v2: the runtime controls device access with eBPF; add it to "
-         "linux.resources.devices (the runtime shim or CDI mode does)",
+        {"V2NoCgroup2Mount", "0::/c1\n", none,
+         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: no cgroup2 filesystem at " + (d / "cg") + " or " +
+             (d / "cg/unified"),
          ""},
         {"V2AlreadyAllowed", "0::/c1\n", allowed, "", ""},
+        {"V1AlreadyAllowed", "12:devices:/c1\n", allowed, "", ""},
+        {"NoCgroupLine", "1:name=systemd:/c1\n", none,
+         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: the process is in neither a v1 devices cgroup nor a "
+         "cgroup2 one",
+         ""},
         {"V1EscapingPath", "12:devices:/../../etc\n", none, "resolving /../../etc/devices.allow: No such file or directory", ""},
     };
     for (const auto& t : table) {

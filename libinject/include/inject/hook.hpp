@@ -15,6 +15,7 @@
 #include "inject/result.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,15 +78,32 @@ struct ApplyOptions {
 [[nodiscard]] Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
                                        const ApplyOptions& opts = {});
 
-/// Allows the device nodes in the container's device cgroup: on cgroup v1 writes
-/// "c <major>:<minor> rw" to devices.allow of the "devices" cgroup of `pid` (from
-/// <proc_root>/<pid>/cgroup) under `cgroup_root` (default /sys/fs/cgroup). Without a v1 devices
-/// controller (cgroup v2) nothing can be written: Unsupported, unless `rules` already allow
-/// every node (then ok).
+/// Allows the device nodes (read and write) in the container's device cgroup. Nothing to do
+/// when `rules` (config.json's linux.resources.devices, which the runtime applied: the shim
+/// puts them there) already allow every node. Else, on cgroup v1, writes "c <major>:<minor> rw"
+/// to devices.allow of the "devices" cgroup of `pid` (from <proc_root>/<pid>/cgroup) under
+/// `cgroup_root` (default /sys/fs/cgroup); on cgroup v2 (no v1 devices line, or `cgroup_root`
+/// itself is a cgroup2 mount: what the runtime saw too) extends the eBPF device programs of the
+/// "0::" cgroup under the cgroup2 mount (`cgroup_root`, or `cgroup_root`/unified on a hybrid
+/// host) with extend_device_filters(). Fails closed.
 [[nodiscard]] Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes,
                                          const std::vector<DeviceRule>& rules,
                                          const std::string& cgroup_root = "/sys/fs/cgroup",
                                          const std::string& proc_root = "/proc");
+
+/// cgroup v2: loads a BPF_PROG_TYPE_CGROUP_DEVICE program that enforces `rules` (the last
+/// matching rule wins, unmatched access is denied: runc's filter) and attaches it to the cgroup2
+/// folder `cgroup_fd` with BPF_F_ALLOW_MULTI. What a runtime does at create.
+[[nodiscard]] Result<void> attach_device_filter(int cgroup_fd, const std::vector<DeviceRule>& rules);
+
+/// cgroup v2: makes the device programs attached to the cgroup2 folder `cgroup_fd` also allow
+/// `allow` (allow rules with type, major and minor). Each attached program P is read back and
+/// replaced, atomically, by "if the access matches one of `allow`, allow; else run P": P's
+/// rules keep holding for every other device. Returns how many programs were replaced (0 when
+/// no device program applies to the cgroup at all; a program already extended with the same
+/// nodes is left as it is, so a second run changes nothing). Unsupported when the filter is attached to
+/// a parent cgroup only, or P cannot be reloaded (maps, helper calls).
+[[nodiscard]] Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<DeviceRule>& allow);
 
 /// True when `rules` (evaluated in order, the last match wins, as the kernel does) give
 /// read+write on the node.

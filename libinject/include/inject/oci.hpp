@@ -20,6 +20,11 @@ namespace inject::oci {
 /// The same for an order-preserving document (the shim rewrites config.json with it).
 [[nodiscard]] Result<void> apply(nlohmann::ordered_json& spec, const cdi::ContainerEdits& edits);
 
+/// Adds only the linux.resources.devices allow rules of `nodes` (no linux.devices entry): the
+/// runtime then programs the device cgroup (v1 or v2) for nodes a legacy hook creates later.
+/// Idempotent; a bad node leaves the spec as it was.
+[[nodiscard]] Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes);
+
 /// Fills the type, major, minor and file mode of device nodes that lack them from the host
 /// node (stat of host_path, or path when host_path is empty). Not pure: reads the host.
 [[nodiscard]] Result<void> fill_device_numbers(cdi::ContainerEdits& edits);

@@ -74,15 +74,16 @@ J device_json(const cdi::DeviceNode& d) {
     return o;
 }
 
+/// linux.devices entries (unless !with_nodes) and linux.resources.devices allow rules.
 template <typename J>
-Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes) {
+Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, bool with_nodes = true) {
     if (nodes.empty()) return ok();
     INJECT_TRY(J * linux_, child_object(spec, "linux", "linux"));
     // Create both keys before taking pointers: an insert into an ordered_json object moves
     // its siblings (they live in one vector).
-    INJECT_TRY_VOID(child_array(*linux_, "devices", "linux.devices"));
+    if (with_nodes) INJECT_TRY_VOID(child_array(*linux_, "devices", "linux.devices"));
     INJECT_TRY_VOID(child_object(*linux_, "resources", "linux.resources"));
-    J* devices = &(*linux_)["devices"];
+    J* devices = with_nodes ? &(*linux_)["devices"] : nullptr;
     J* resources = &(*linux_)["resources"];
     INJECT_TRY(J * rules, child_array(*resources, "devices", "linux.resources.devices"));
     for (const auto& d : nodes) {
@@ -90,12 +91,14 @@ Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes) {
             return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
         if (!d.major || !d.minor)
             return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
-        J entry = device_json<J>(d);
-        auto same = std::find_if(devices->begin(), devices->end(), [&](const J& e) {
-            return e.is_object() && e.contains("path") && e["path"] == d.path;
-        });
-        if (same != devices->end()) *same = std::move(entry);
-        else devices->push_back(std::move(entry));
+        if (devices != nullptr) {
+            J entry = device_json<J>(d);
+            auto same = std::find_if(devices->begin(), devices->end(), [&](const J& e) {
+                return e.is_object() && e.contains("path") && e["path"] == d.path;
+            });
+            if (same != devices->end()) *same = std::move(entry);
+            else devices->push_back(std::move(entry));
+        }
 
         if (d.type == "p") continue;  // a fifo needs no cgroup rule
         J rule = J::object();
@@ -188,6 +191,14 @@ Result<void> apply(nlohmann::json& spec, const cdi::ContainerEdits& edits) {
 
 Result<void> apply(nlohmann::ordered_json& spec, const cdi::ContainerEdits& edits) {
     return apply_impl(spec, edits);
+}
+
+Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes) {
+    if (!spec.is_object()) return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
+    nlohmann::ordered_json copy = spec;
+    INJECT_TRY_VOID(apply_devices(copy, nodes, false));
+    spec = std::move(copy);
+    return ok();
 }
 
 Result<void> fill_device_numbers(cdi::ContainerEdits& edits) {
