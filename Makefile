@@ -50,12 +50,13 @@ lint: configure
 asan: deps
 	@scripts/run-asan.sh
 
-# OCI images (scripts/build-images.sh): one image holding every daemon, tagged once per name the
-# manifests in deployments/ use, saved as OCI archives under build/images/.
+# OCI images (scripts/build-images.sh): one image holding every daemon (the manifests in
+# deployments/ name it through kustomize's `images:`), saved as an OCI archive under build/images/.
 VERSION     := $(shell grep -m1 -o 'project.enflame-container-toolkit VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
 IMAGE_REPO  := enflame-container-toolkit
-IMAGE_NAMES := enflame-toolkit enflame-device-plugin enflame-feature-discovery enflame-gcu-exporter \
-  enflame-dra-plugin
+IMAGE_NAMES := enflame-toolkit
+images: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/build-images.sh
 print-images:
 	@for n in $(IMAGE_NAMES); do echo $(IMAGE_REPO)/$$n:$(VERSION); done
 
