@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # enflame-ctk toolkit install|uninstall|status: what the installer DaemonSet runs, against real
-# containerd 1.6. The "host" is a private mount namespace held open by a sleep (HOLDER_PID):
+# containerd 1.6 (and 1.7 from Debian 13, unpacked by scripts/fetch-trixie.sh and bind-mounted
+# over the node's containerd). The "host" is a private mount namespace held open by a sleep (HOLDER_PID):
 # /run and /usr/local are empty tmpfs there, /etc an overlay whose writes land in that /run,
 # and the whole of it is bind-mounted again at /mnt/host, the way the DaemonSet mounts the
 # node's root. The installer runs in it with --host-root /mnt/host; containerd runs in it on
@@ -24,19 +25,15 @@ setup() {
   mkdir -p "$CD/ctrd" "$CD/src"
   # what the image holds: the three binaries side by side
   cp "$CTK" "$SHIM" "$HOOK" "$CD/src/"
-  # shellcheck disable=SC2016  # expands in the namespace's shell
-  setsid unshare --mount --propagation private /bin/sh -c '
-    mount -t tmpfs -o mode=755 tmpfs /run || exit 125
-    mkdir /run/.etc /run/.etc-work &&
-      mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
-    mount -t tmpfs -o mode=755 tmpfs /usr/local || exit 125
-    mount -t tmpfs -o mode=755 tmpfs /mnt || exit 125
-    mkdir /mnt/host && mount --rbind / /mnt/host || exit 125
-    touch /run/.ready
-    exec sleep 100000' > "$CD/holder.log" 2>&1 < /dev/null &
-  HOLDER_PID=$!
-  on_teardown "stop_pid $HOLDER_PID"
-  wait_for in_host test -e /run/.ready
+  CTRD_BIN=
+  if [[ $BATS_TEST_DESCRIPTION == "containerd 1.7"* ]]; then
+    if [ ! -x "$BUILD_DIR/trixie/usr/bin/containerd" ]; then
+      "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" containerd > "$CD/fetch.log" 2>&1 ||
+        skip_or_fail "containerd 1.7 from Debian 13: $(tail -n 1 "$CD/fetch.log")"
+    fi
+    CTRD_BIN=$BUILD_DIR/trixie/usr/bin
+  fi
+  start_host
   in_host mkdir -p /etc/containerd
   in_host sh -c "cat > /etc/containerd/config.toml" <<TOML
 version = 2
@@ -54,6 +51,30 @@ TOML
 }
 
 teardown() { teardown_scratch; }
+
+# start_host: the simulated node, a mount namespace held open by a sleep (HOLDER_PID). With
+# CTRD_BIN set (a folder holding another containerd and its runc shim), those are bind-mounted
+# over the host's /usr/bin/containerd and containerd-shim-runc-v2 first: the node then runs that
+# containerd, and the installer (chrooted into /mnt/host) checks its config with it.
+start_host() {
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c '
+    if [ -n "$1" ]; then
+      mount --bind "$1/containerd" /usr/bin/containerd &&
+        mount --bind "$1/containerd-shim-runc-v2" /usr/bin/containerd-shim-runc-v2 || exit 125
+    fi
+    mount -t tmpfs -o mode=755 tmpfs /run || exit 125
+    mkdir /run/.etc /run/.etc-work &&
+      mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+    mount -t tmpfs -o mode=755 tmpfs /usr/local || exit 125
+    mount -t tmpfs -o mode=755 tmpfs /mnt || exit 125
+    mkdir /mnt/host && mount --rbind / /mnt/host || exit 125
+    touch /run/.ready
+    exec sleep 100000' holder "${CTRD_BIN:-}" > "$CD/holder.log" 2>&1 < /dev/null &
+  HOLDER_PID=$!
+  on_teardown "stop_pid $HOLDER_PID"
+  wait_for in_host test -e /run/.ready
+}
 
 # in_host CMD...: run CMD in the simulated host's mount namespace.
 in_host() { nsenter -t "$HOLDER_PID" -m -- "$@"; }
@@ -106,7 +127,10 @@ host_files() {
     while read -r f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "$f"; fi; done'
 }
 
-@test "install: containerd is stopped once, comes back with our runtime, and a container through it gets a card" {
+# install_gets_card: install stops containerd once (the test starts it again, as systemd
+# would); it comes back with our runtime, the copies and the CDI spec are in place, status is
+# ready, and a container started through containerd with that runtime gets the card it asks for.
+install_gets_card() {
   start_containerd
   local first=$CTRD_PID
   install_tk
@@ -116,7 +140,11 @@ host_files() {
   start_containerd
   run in_host containerd --config /etc/containerd/config.toml config dump
   [ "$status" -eq 0 ]
-  echo "$output" | grep -A14 -F '.runtimes.enflame]' | grep -E "^ *BinaryName = \"$TK/enflame-container-runtime\"$"
+  # the merged config's CRI runtime `enflame` runs our copy through runc's shim
+  run python3 -c 'import sys, tomllib
+r = tomllib.loads(sys.stdin.read())["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["enflame"]
+print(r["runtime_type"], r["options"]["BinaryName"])' <<<"$output"
+  [ "$output" = "io.containerd.runc.v2 $TK/enflame-container-runtime" ]
   # the copies are the binaries we ship
   in_host cmp "$TK/enflame-container-runtime" "$SHIM"
   in_host cmp "$TK/enflame-ctk" "$CTK"
@@ -138,6 +166,27 @@ host_files() {
   echo "$output" | grep -Fx gcu1
   echo "$output" | grep -Fx gcuctl
   refute_grep -Fx gcu0
+}
+
+# uninstall_restores: uninstall stops containerd once more; its config is byte-identical to
+# before the install, no file of ours is left, and containerd comes back without the runtime.
+uninstall_restores() {
+  local second=$CTRD_PID
+  uninstall_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $second) with SIGTERM (its service manager restarts it)"
+  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
+  [ "$(host_files)" = "$1" ]
+  wait_for gone "$second"
+  start_containerd
+  run in_host containerd --config /etc/containerd/config.toml config dump
+  [ "$status" -eq 0 ]
+  refute_grep -F enflame
+}
+
+@test "install: containerd is stopped once, comes back with our runtime, and a container through it gets a card" {
+  install_gets_card
+
 }
 
 @test "install twice: the second changes no file and does not touch containerd" {
@@ -163,17 +212,7 @@ host_files() {
   [ "$status" -eq 0 ]
   wait_for gone "$CTRD_PID"
   start_containerd
-  local second=$CTRD_PID
-  uninstall_tk
-  [ "$status" -eq 0 ]
-  echo "$output" | grep -Fx "signalled: containerd (pid $second) with SIGTERM (its service manager restarts it)"
-  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
-  [ "$(host_files)" = "$files_before" ]
-  wait_for gone "$second"
-  start_containerd
-  run in_host containerd --config /etc/containerd/config.toml config dump
-  [ "$status" -eq 0 ]
-  refute_grep -F enflame
+  uninstall_restores "$files_before"
   # uninstall again: nothing to undo, still fine
   uninstall_tk
   [ "$status" -eq 0 ]
@@ -207,4 +246,12 @@ host_files() {
   [ "$status" -ne 0 ]
   echo "$output" | tail -n 1 | grep -E "^error: rolled back: containerd rejects '/etc/containerd/config.toml' with our runtime: .*Can't convert high\(string\) to int"
   [ "$(host_files)" = "$files_before" ]
+}
+
+@test "containerd 1.7 (Debian 13) as the node's engine: install, a container gets its card, uninstall restores the config" {
+  run in_host containerd --version
+  [[ $output == *" 1.7."* ]]
+  local files_before; files_before=$(host_files)
+  install_gets_card
+  uninstall_restores "$files_before"
 }
