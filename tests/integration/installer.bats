@@ -255,3 +255,27 @@ uninstall_restores() {
   install_gets_card
   uninstall_restores "$files_before"
 }
+
+@test "status (the readiness probe): ready only while every piece is in place; install puts a removed piece back" {
+  # containerd is not running: install says so and signals nothing
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F "note: containerd is not running (nothing answers on '$R$CD/ctrd/containerd.sock')"
+  refute_grep -F "signalled"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "installed: containerd uses $TK/enflame-container-runtime"
+  in_host rm /etc/containerd/conf.d/99-enflame.toml
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: '$R/etc/containerd/conf.d/99-enflame.toml' lacks the enflame runtime" ]
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "updated: $R/etc/containerd/conf.d/99-enflame.toml"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -eq 0 ]
+  in_host rm "$TK/enflame-container-runtime-hook"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: missing: enflame-container-runtime-hook" ]
+}
