@@ -518,6 +518,9 @@ inject::Result<void> uninstall(const ToolkitArgs& a) {
     if (engine_changed) {
         const auto engine = st->at("engine").get<std::string>();
         signal_engine(a, engine, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
+        if (engine == "docker")  // a reload applies the keys a file has, and ours are gone
+            std::cout << "note: dockerd lists the runtime until it restarts (its SIGHUP reload "
+                         "keeps runtimes the file no longer names)\n";
     }
     std::cout << "uninstalled: " << under(a, a.toolkit_dir) << "\n";
     return inject::ok();

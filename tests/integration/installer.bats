@@ -279,3 +279,51 @@ uninstall_restores() {
   [ "$status" -ne 0 ]
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
+
+@test "docker as the node's engine: install reloads dockerd (SIGHUP), docker run --runtime=enflame gets a card; uninstall restores daemon.json" {
+  requires dockerd /usr/bin/docker
+  local d=$CD/docker cg=ectk-inst-$$-$BATS_TEST_NUMBER
+  mkdir -p "$d"
+  in_host mkdir -p /etc/docker
+  # a dockerd of its own: private roots and socket, no iptables or bridge, its own cgroup parent
+  python3 -c 'import json, sys
+d, cg = sys.argv[1:]
+print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile": d + "/dockerd.pid",
+                  "hosts": ["unix://" + d + "/docker.sock"], "storage-driver": "overlay2",
+                  "iptables": False, "ip6tables": False, "ip-forward": False, "ip-masq": False,
+                  "bridge": "none", "cgroup-parent": cg}, indent=4))' "$d" "$cg" |
+    in_host sh -c "cat > /etc/docker/daemon.json"
+  in_host cat /etc/docker/daemon.json > "$d/before.json"
+  on_teardown "for h in /sys/fs/cgroup/*/$cg; do [ ! -d \"\$h\" ] || find \"\$h\" -depth -type d -exec rmdir {} \\; 2>/dev/null; done"
+  setsid nsenter -t "$HOLDER_PID" -m -- dockerd --config-file /etc/docker/daemon.json > "$d/dockerd.log" 2>&1 < /dev/null &
+  local pid=$!
+  on_teardown "stop_pid $pid"
+  local D=(/usr/bin/docker -H "unix://$d/docker.sock")
+  wait_for "${D[@]}" version
+  local files_before; files_before=$(in_host ls -A /etc/docker)
+  run in_host "$CD/src/enflame-ctk" toolkit install --host-root "$R" --runtime docker --engine-socket "$d/docker.sock" \
+    --driver-root "$CD/host" --dev-root "$CD/host"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
+  local i
+  for i in $(seq 40); do "${D[@]}" info 2>/dev/null | grep -qE '^ *Runtimes:.*enflame' && break; sleep 0.25; done
+  run "${D[@]}" info
+  echo "$output" | grep -E '^ *Runtimes:.*enflame'
+  tar -C "$CD/rootfs" -cf "$d/rootfs.tar" .
+  "${D[@]}" import "$d/rootfs.tar" "localhost/ectk-inst-bb:$$" > /dev/null
+  on_teardown "${D[*]} rmi -f localhost/ectk-inst-bb:$$ >/dev/null 2>&1"
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=1 "localhost/ectk-inst-bb:$$" /bin/sh -c 'ls /dev'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx gcu1
+  refute_grep -Fx gcu0
+  run in_host "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$d/docker.sock"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
+  # dockerd 20.10 keeps a runtime its reloaded file no longer names: uninstall says so
+  echo "$output" | grep -Fx "note: dockerd lists the runtime until it restarts (its SIGHUP reload keeps runtimes the file no longer names)"
+  in_host cat /etc/docker/daemon.json | cmp - "$d/before.json"
+  [ "$(in_host ls -A /etc/docker)" = "$files_before" ]   # no backup left either
+}
