@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo bench fuzz clean lint asan
+.PHONY: all deps configure build test unit integration demo bench fuzz clean lint asan images print-images
 
 all: build
 
@@ -49,6 +49,16 @@ lint: configure
 # (`make test` runs this too, unless ENFLAME_TEST_ASAN=0).
 asan: deps
 	@scripts/run-asan.sh
+
+# OCI images (scripts/build-images.sh): one image holding every daemon (the manifests in
+# deployments/ name it through kustomize's `images:`), saved as an OCI archive under build/images/.
+VERSION     := $(shell grep -m1 -o 'project.enflame-container-toolkit VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+IMAGE_REPO  := enflame-container-toolkit
+IMAGE_NAMES := enflame-toolkit
+images: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/build-images.sh
+print-images:
+	@for n in $(IMAGE_NAMES); do echo $(IMAGE_REPO)/$$n:$(VERSION); done
 
 clean:
 	rm -rf build

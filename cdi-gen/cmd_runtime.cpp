@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "context.hpp"
+#include "runtime_plan.hpp"
 #include "inject/fs.hpp"
 #include "inject/runtime_config.hpp"
 
@@ -18,16 +19,6 @@ namespace ctk {
 namespace {
 
 constexpr std::size_t kMaxBytes = 4 << 20;
-
-struct RuntimeArgs {
-    std::string engine;
-    std::string config;
-    std::string drop_in;
-    bool no_drop_in = false;
-    bool dry_run = false;
-    bool uninstall = false;
-    rc::Options opts;
-};
 
 /// enflame-container-runtime next to this binary (an installed package), else /usr/bin's.
 std::string default_runtime_path() {
@@ -52,15 +43,8 @@ bool exists(const std::string& path) {
     return ::access(path.c_str(), F_OK) == 0;
 }
 
-/// One file to change: its new content, or removal.
-struct Change {
-    std::string path;
-    std::string content;
-    bool remove = false;
-    bool drop_backup = false;  ///< the file is back to its first original: the backup is redundant
-};
+}  // namespace
 
-/// Writes (or prints) every change; true when a file changed.
 inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_run) {
     bool changed = false;
     for (const auto& c : changes) {
@@ -95,6 +79,8 @@ inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_
     return changed;
 }
 
+namespace {
+
 /// Undoing our edit of a whole file: back to the backup's bytes when nothing else changed, and
 /// removed when we created it (no backup) and only our own skeleton is left.
 inject::Result<Change> undo(const std::string& path, std::string_view now,
@@ -116,6 +102,8 @@ inject::Result<Change> undo(const std::string& path, std::string_view now,
     return c;
 }
 
+}  // namespace
+
 inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     INJECT_TRY(auto engine, rc::parse_engine(a.engine));
     std::string config = a.config.empty() ? rc::default_config_path(engine) : a.config;
@@ -131,17 +119,21 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
                       ? *rc::default_drop_in(engine)
                       : std::filesystem::absolute(a.drop_in).lexically_normal().string();
     }
-    INJECT_TRY(auto text, read_or_empty(config));
+    // Files are read and written under the root; the paths written into them (imports) are
+    // the host's own.
+    const std::string config_file = inject::fs::join(a.root, config);
+    const std::string drop_in_file = drop_in ? inject::fs::join(a.root, *drop_in) : std::string();
+    INJECT_TRY(auto text, read_or_empty(config_file));
     std::vector<Change> changes;
     if (!drop_in) {  // edit the main config in place
         if (!a.uninstall) {
             INJECT_TRY(auto out, rc::configure(engine, text, a.opts, config));
-            changes.push_back({config, out});
+            changes.push_back({config_file, out});
             return changes;
         }
         INJECT_TRY(auto fresh, rc::configure(engine, "", a.opts, config));
         INJECT_TRY(auto skeleton, rc::unconfigure(engine, fresh, a.opts, config));
-        INJECT_TRY(auto c, undo(config, text, skeleton, [&](std::string_view now, auto orig) {
+        INJECT_TRY(auto c, undo(config_file, text, skeleton, [&](std::string_view now, auto orig) {
                        return rc::unconfigure(engine, now, a.opts, config, orig);
                    }));
         changes.push_back(std::move(c));
@@ -149,10 +141,10 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     }
     if (engine == rc::Engine::Crio) {
         if (a.uninstall)
-            changes.push_back({*drop_in, "", true});
+            changes.push_back({drop_in_file, "", true});
         else {
             INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config));
-            changes.push_back({*drop_in, d});
+            changes.push_back({drop_in_file, d});
         }
         return changes;
     }
@@ -160,8 +152,8 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     constexpr std::string_view kNewMain = "version = 2\n";
     std::string main = text.empty() ? std::string(kNewMain) : text;
     if (a.uninstall) {
-        changes.push_back({*drop_in, "", true});
-        INJECT_TRY(auto c, undo(config, text, kNewMain, [&](std::string_view now, auto) {
+        changes.push_back({drop_in_file, "", true});
+        INJECT_TRY(auto c, undo(config_file, text, kNewMain, [&](std::string_view now, auto) {
                        return rc::remove_import(now, *drop_in, config);
                    }));
         changes.push_back(std::move(c));
@@ -169,10 +161,12 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     }
     INJECT_TRY(auto d, rc::drop_in(engine, main, a.opts, config));
     INJECT_TRY(auto m, rc::add_import(main, *drop_in, config));
-    changes.push_back({*drop_in, d});
-    changes.push_back({config, m});
+    changes.push_back({drop_in_file, d});
+    changes.push_back({config_file, m});
     return changes;
 }
+
+namespace {
 
 void run(const RuntimeArgs& a) {
     if (a.opts.cdi_enabled && (a.engine == "crio" || a.engine == "cri-o"))

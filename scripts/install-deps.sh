@@ -19,6 +19,7 @@ PKGS=(
   openssl          # k8s/tests/fake_apiserver.py makes its CA and certificates with it
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
+  mmdebstrap       # make images: the image's Debian 12 libraries
   # static checks (make test runs them after the tests)
   clang-tidy-14 cppcheck
 )

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: Apache-2.0
+// `enflame-ctk toolkit install|uninstall|status`: what NVIDIA's "toolkit container" does, from
+// inside a pod that mounts the host's root at --host-root. install copies the runtime, hook and
+// enflame-ctk into the host's toolkit folder, writes the toolkit config, generates the CDI spec
+// (by running the copied enflame-ctk chrooted into the host, so the spec names host paths),
+// wires the runtime into the engine with the same edits as `runtime configure`, lets the
+// engine itself check the result (containerd: `config dump`, rolled back when it refuses), and
+// signals the engine only when its config changed. A state file in the toolkit folder records
+// what was done; uninstall undoes exactly that and leaves the engine's config byte-identical.
+#include "context.hpp"
+#include "runtime_plan.hpp"
+
+#include "inject/fs.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+namespace rc = inject::runtime_config;
+namespace fsys = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace ctk {
+namespace {
+
+constexpr std::size_t kMaxBinary = 256u << 20;
+constexpr std::size_t kMaxText = 4u << 20;
+constexpr const char* kStateName = ".install-state.json";
+constexpr const char* kToolkitConfig = "/etc/enflame-container-runtime/config.toml";
+constexpr const char* kSpecName = "enflame.com-gpu.yaml";  // the name the package's refresh unit writes
+const std::vector<std::string> kBinaries{"enflame-container-runtime",
+                                         "enflame-container-runtime-hook", "enflame-ctk"};
+
+struct ToolkitArgs {
+    std::string root = "/";
+    std::string toolkit_dir = "/usr/local/enflame/toolkit";
+    std::string engine = "auto";
+    std::string engine_config;
+    std::string engine_socket;
+    std::string cdi_dir = "/var/run/cdi";
+    std::string restart_mode = "signal";
+    std::string source_dir;
+    std::string driver_root = "/";
+    std::string dev_root = "/";
+    std::string runtime_name = "enflame";
+    bool set_as_default = false;
+    bool wait = false;
+};
+
+inject::Error input_error(const std::string& what) {
+    return inject::Error(inject::Errc::InvalidInput, what);
+}
+
+std::string under(const ToolkitArgs& a, const std::string& host_path) {
+    return inject::fs::join(a.root, host_path);
+}
+
+bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+
+/// The file's bytes, nullopt when it does not exist.
+inject::Result<std::optional<std::string>> read_optional(const std::string& path, std::size_t max) {
+    auto t = inject::fs::read_file(path, max);
+    if (!t && t.error().code() == inject::Errc::NotFound) return std::optional<std::string>();
+    if (!t) return inject::fail(std::move(t).error().context("reading '" + path + "'"));
+    return std::optional<std::string>(std::move(*t));
+}
+
+inject::Result<void> write_atomic(const std::string& path, std::string_view text, mode_t mode) {
+    inject::fs::AtomicWriteOptions wo;
+    wo.mode = mode;
+    auto r = inject::fs::atomic_write(path, text, wo);
+    if (!r) return inject::fail(std::move(r).error().context("writing '" + path + "'"));
+    return inject::ok();
+}
+
+/// Puts `original` back (nullopt: removes the file).
+inject::Result<void> restore(const std::string& path, const std::optional<std::string>& original) {
+    if (original) return write_atomic(path, *original, 0644);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        return inject::fail(inject::sys_error("removing '" + path + "'"));
+    return inject::ok();
+}
+
+/// Creates `dir` (under the root) and its missing parents, recording each folder it created
+/// (host path) so uninstall can remove them again.
+inject::Result<void> make_dirs(const ToolkitArgs& a, const std::string& host_dir, json& created) {
+    std::vector<std::string> missing;
+    for (fsys::path p = host_dir; p.has_relative_path(); p = p.parent_path()) {
+        if (exists(under(a, p.string()))) break;
+        missing.push_back(p.string());
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        const auto full = under(a, *it);
+        if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST)
+            return inject::fail(inject::sys_error("creating '" + full + "'"));
+        created.push_back(*it);
+    }
+    return inject::ok();
+}
+
+/// The first of the engine's usual binary paths present under the root ("" if none).
+std::string engine_binary(const ToolkitArgs& a, std::string_view engine) {
+    const std::string bin = engine == "docker" ? "dockerd" : std::string(engine);
+    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/usr/sbin/", "/bin/"}) {
+        const std::string host = dir + bin;
+        if (::access(under(a, host).c_str(), X_OK) == 0) return host;
+    }
+    return "";
+}
+
+/// --runtime auto: containerd, else CRI-O, else Docker (the order kubelet's engines are
+/// usually found in; a node with dockerd still runs pods through containerd).
+inject::Result<std::string> pick_engine(const ToolkitArgs& a) {
+    if (a.engine != "auto") {
+        INJECT_TRY(auto e, rc::parse_engine(a.engine));
+        std::string name(rc::engine_name(e));
+        if (engine_binary(a, name).empty())
+            return inject::fail(inject::Errc::NotFound,
+                                "--runtime " + a.engine + ": " + name + " is not installed under '" +
+                                    a.root + "' (no usr/bin, usr/local/bin, usr/sbin or bin/" +
+                                    (name == "docker" ? "dockerd" : name) + ")");
+        return name;
+    }
+    for (const char* e : {"containerd", "crio", "docker"})
+        if (!engine_binary(a, e).empty()) return std::string(e);
+    return inject::fail(inject::Errc::NotFound,
+                        "--runtime auto: no container engine (containerd, crio, dockerd) is "
+                        "installed under '" + a.root + "'");
+}
+
+std::string default_socket(std::string_view engine) {
+    if (engine == "containerd") return "/run/containerd/containerd.sock";
+    if (engine == "crio") return "/var/run/crio/crio.sock";
+    return "/var/run/docker.sock";
+}
+
+struct RunResult {
+    int status = -1;
+    std::string output;  ///< stdout and stderr together
+};
+
+/// Runs argv[0] (a host path) chrooted into the root (no chroot when it is "/"), with a
+/// plain PATH and a 60 s bound. The output is what the program printed.
+inject::Result<RunResult> run_in_root(const std::string& root, const std::vector<std::string>& argv) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return inject::fail(inject::sys_error("pipe"));
+    std::vector<char*> args;
+    for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+    args.push_back(nullptr);
+    char path_env[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    char* envp[] = {path_env, nullptr};
+    const bool chroot_needed = fsys::path(root).lexically_normal() != "/";
+    const pid_t pid = ::fork();
+    if (pid < 0) return inject::fail(inject::sys_error("fork"));
+    if (pid == 0) {
+        ::dup2(fds[1], 1);
+        ::dup2(fds[1], 2);
+        if (chroot_needed && (::chroot(root.c_str()) != 0 || ::chdir("/") != 0)) {
+            const std::string m = "cannot chroot into '" + root + "': " + std::strerror(errno) + "\n";
+            (void)!::write(2, m.data(), m.size());
+            ::_exit(126);
+        }
+        ::execve(args[0], args.data(), envp);
+        const std::string m = "cannot run '" + argv[0] + "': " + std::strerror(errno) + "\n";
+        (void)!::write(2, m.data(), m.size());
+        ::_exit(127);
+    }
+    ::close(fds[1]);
+    RunResult r;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    char buf[4096];
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{fds[0], POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
+            ::kill(pid, SIGKILL);
+            r.output += "\n(killed after 60 s)";
+            break;
+        }
+        const ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (r.output.size() < kMaxText) r.output.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fds[0]);
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    return r;
+}
+
+/// The last non-empty line of a program's output, for a one-line error.
+std::string last_line(std::string_view out) {
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.remove_suffix(1);
+    const auto nl = out.rfind('\n');
+    return std::string(nl == std::string_view::npos ? out : out.substr(nl + 1));
+}
+
+/// The pid listening on a unix socket (SO_PEERCRED); 0 when nothing listens there. Needs the
+/// host's pid namespace (hostPID) to name a host pid.
+pid_t socket_owner(const std::string& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (path.size() >= sizeof sa.sun_path) {
+        ::close(fd);
+        return 0;
+    }
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    pid_t pid = 0;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+        ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+        pid = cred.pid;
+    ::close(fd);
+    return pid;
+}
+
+/// Makes the engine load its changed config. containerd has no reload (SIGHUP would kill it
+/// uncleanly): it gets SIGTERM, a clean stop its service manager (systemd Restart=always)
+/// follows with a start. dockerd and CRI-O reload their config on SIGHUP.
+void signal_engine(const ToolkitArgs& a, const std::string& engine, const std::string& socket) {
+    if (a.restart_mode == "none") {
+        std::cout << "note: --restart-mode none: restart " << engine << " to load the change\n";
+        return;
+    }
+    const std::string path = under(a, socket);
+    const pid_t pid = socket_owner(path);
+    if (pid <= 0) {
+        std::cout << "note: " << engine << " is not running (nothing answers on '" << path
+                  << "'): it loads the change when it starts\n";
+        return;
+    }
+    const int sig = engine == "containerd" ? SIGTERM : SIGHUP;
+    if (::kill(pid, sig) != 0) {
+        std::cout << "warning: cannot signal " << engine << " (pid " << pid
+                  << "): " << std::strerror(errno) << "; restart it to load the change\n";
+        return;
+    }
+    std::cout << "signalled: " << engine << " (pid " << pid << ") with "
+              << (sig == SIGTERM ? "SIGTERM (its service manager restarts it)" : "SIGHUP (reload)")
+              << "\n";
+}
+
+RuntimeArgs engine_args(const ToolkitArgs& a, const json& st) {
+    RuntimeArgs r;
+    r.engine = st.at("engine").get<std::string>();
+    r.config = st.at("engine_config").get<std::string>();
+    r.root = a.root;
+    r.opts.runtime_name = st.at("runtime_name").get<std::string>();
+    r.opts.runtime_path = st.at("runtime_path").get<std::string>();
+    r.opts.set_as_default = st.at("set_as_default").get<bool>();
+    r.opts.cdi_enabled = r.engine != "crio";
+    r.opts.cdi_spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
+    return r;
+}
+
+std::string state_path(const ToolkitArgs& a) {
+    return under(a, (fsys::path(a.toolkit_dir) / kStateName).string());
+}
+
+inject::Result<std::optional<json>> read_state(const ToolkitArgs& a) {
+    INJECT_TRY(auto text, read_optional(state_path(a), kMaxText));
+    if (!text) return std::optional<json>();
+    auto j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("engine"))
+        return inject::fail(input_error("'" + state_path(a) + "': not a state file of ours"));
+    return std::optional<json>(std::move(j));
+}
+
+inject::Result<void> write_state(const ToolkitArgs& a, const json& st) {
+    return write_atomic(state_path(a), st.dump(2) + "\n", 0644);
+}
+
+std::optional<std::string> opt_string(const json& j) {
+    if (j.is_null()) return std::nullopt;
+    return j.get<std::string>();
+}
+
+/// Undoes what the state file records, last step first. Every step runs even when one fails;
+/// the first error is returned.
+inject::Result<bool> undo_state(const ToolkitArgs& a, const json& st) {
+    std::optional<inject::Error> first;
+    auto keep = [&first](inject::Result<void> r) {
+        if (!r && !first) first = std::move(r).error();
+    };
+    bool engine_changed = false;
+    if (st.value("engine_configured", false)) {
+        auto r = engine_args(a, st);
+        r.uninstall = true;
+        auto changes = plan(r);
+        if (!changes) {
+            keep(inject::fail(std::move(changes).error()));
+        } else {
+            auto changed = apply_changes(*changes, false);
+            if (!changed)
+                keep(inject::fail(std::move(changed).error()));
+            else
+                engine_changed = *changed;
+        }
+    }
+    for (const char* key : {"cdi_spec", "toolkit_config"}) {
+        if (!st.contains(key)) continue;
+        const auto& f = st.at(key);
+        const auto path = under(a, f.at("path").get<std::string>());
+        keep(restore(path, opt_string(f.at("original"))));
+        std::cout << (f.at("original").is_null() ? "removed: " : "restored: ") << path << "\n";
+    }
+    for (const auto& name : st.value("files", json::array())) {
+        const auto path = under(a, (fsys::path(a.toolkit_dir) / name.get<std::string>()).string());
+        keep(restore(path, std::nullopt));
+    }
+    keep(restore(state_path(a), std::nullopt));
+    const auto dirs = st.value("created_dirs", json::array());
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)  // deepest first; only when empty
+        (void)::rmdir(under(a, it->get<std::string>()).c_str());
+    if (first) return inject::fail(std::move(*first));
+    return engine_changed;
+}
+
+inject::Result<void> copy_binaries(const ToolkitArgs& a, json& st) {
+    for (const auto& name : kBinaries) {
+        const auto src = (fsys::path(a.source_dir) / name).string();
+        auto bytes = inject::fs::read_file(src, kMaxBinary);
+        if (!bytes) return inject::fail(std::move(bytes).error().context("--source-dir: reading '" + src + "'"));
+        const auto dst = under(a, (fsys::path(a.toolkit_dir) / name).string());
+        INJECT_TRY(auto now, read_optional(dst, kMaxBinary));
+        if (std::find(st["files"].begin(), st["files"].end(), name) == st["files"].end())
+            st["files"].push_back(name);
+        if (now && *now == *bytes) {
+            std::cout << "unchanged: " << dst << "\n";
+            continue;
+        }
+        INJECT_TRY_VOID(write_atomic(dst, *bytes, 0755));
+        // an existing file keeps its mode in atomic_write: make sure it runs
+        if (::chmod(dst.c_str(), 0755) != 0) return inject::fail(inject::sys_error("chmod '" + dst + "'"));
+        std::cout << "installed: " << dst << "\n";
+    }
+    return inject::ok();
+}
+
+/// Writes a file we own while installed: the first install keeps its original bytes in the
+/// state so uninstall puts them back.
+inject::Result<void> own_file(const ToolkitArgs& a, json& st, const char* key,
+                              const std::string& host_path, const std::string& text) {
+    const auto path = under(a, host_path);
+    INJECT_TRY(auto now, read_optional(path, kMaxText));
+    if (!st.contains(key)) {
+        st[key] = {{"path", host_path}, {"original", now ? json(*now) : json(nullptr)}};
+        INJECT_TRY_VOID(write_state(a, st));
+    }
+    if (now && *now == text) {
+        std::cout << "unchanged: " << path << "\n";
+        return inject::ok();
+    }
+    INJECT_TRY_VOID(write_atomic(path, text, 0644));
+    std::cout << "updated: " << path << "\n";
+    return inject::ok();
+}
+
+/// The spec, from the copied enflame-ctk run chrooted into the host with the toolkit config:
+/// its paths (devices, libraries, the hook) are the host's own.
+inject::Result<void> write_cdi_spec(const ToolkitArgs& a, json& st) {
+    const auto host_spec = (fsys::path(a.cdi_dir) / kSpecName).string();
+    // generated next to the spec under a name no CDI reader loads, then compared and moved
+    const auto host_new = (fsys::path(a.cdi_dir) / ".enflame.com-gpu.yaml.new").string();
+    const auto ctk = (fsys::path(a.toolkit_dir) / "enflame-ctk").string();
+    INJECT_TRY(auto gen, run_in_root(a.root, {ctk, "--config", kToolkitConfig, "cdi", "generate",
+                                              "--format", "yaml", "--output", host_new}));
+    auto text = read_optional(under(a, host_new), kMaxText);
+    (void)restore(under(a, host_new), std::nullopt);
+    if (gen.status != 0)
+        return inject::fail(inject::Errc::Io, "generating the CDI spec: " + last_line(gen.output));
+    if (!text) return inject::fail(std::move(text).error());
+    if (!*text) return inject::fail(inject::Errc::Io, "generating the CDI spec: no output");
+    return own_file(a, st, "cdi_spec", host_spec, **text);
+}
+
+/// The engine's own check of its config after our change; an error names its complaint.
+inject::Result<void> engine_accepts(const ToolkitArgs& a, const std::string& engine,
+                                    const std::string& config) {
+    if (engine != "containerd") return inject::ok();  // dockerd/crio: checked by their reload
+    const auto bin = engine_binary(a, engine);
+    INJECT_TRY(auto r, run_in_root(a.root, {bin, "--config", config, "config", "dump"}));
+    if (r.status != 0)
+        return inject::fail(input_error("containerd rejects '" + config +
+                                        "' with our runtime: " + last_line(r.output)));
+    return inject::ok();
+}
+
+inject::Result<void> configure_engine(const ToolkitArgs& a, json& st, const std::string& socket) {
+    auto r = engine_args(a, st);
+    INJECT_TRY(auto changes, plan(r));
+    // What the files hold now, so a change the engine refuses is put back byte for byte.
+    std::vector<std::pair<std::string, std::optional<std::string>>> before;
+    for (const auto& c : changes) {
+        INJECT_TRY(auto now, read_optional(c.path, kMaxText));
+        INJECT_TRY(auto bak, read_optional(rc::backup_path(c.path), kMaxText));
+        before.emplace_back(c.path, std::move(now));
+        before.emplace_back(rc::backup_path(c.path), std::move(bak));
+    }
+    st["engine_configured"] = true;
+    INJECT_TRY_VOID(write_state(a, st));
+    auto changed = apply_changes(changes, false);
+    inject::Result<void> checked = inject::ok();
+    if (!changed)
+        checked = inject::fail(std::move(changed).error());
+    else if (*changed)
+        checked = engine_accepts(a, r.engine, r.config);
+    if (!checked) {
+        for (const auto& [path, bytes] : before) (void)restore(path, bytes);
+        st["engine_configured"] = false;
+        (void)write_state(a, st);
+        return inject::fail(std::move(checked).error().context("rolled back"));
+    }
+    if (*changed) signal_engine(a, r.engine, socket);
+    return inject::ok();
+}
+
+inject::Result<void> check_args(const ToolkitArgs& a) {
+    std::error_code ec;
+    if (!fsys::is_directory(a.root, ec))
+        return inject::fail(input_error("--host-root '" + a.root + "': not a folder"));
+    for (const auto* p : {&a.toolkit_dir, &a.cdi_dir, &a.driver_root, &a.dev_root})
+        if (p->empty() || p->front() != '/')
+            return inject::fail(input_error("'" + *p + "': host paths must be absolute"));
+    if (a.restart_mode != "signal" && a.restart_mode != "none")
+        return inject::fail(input_error("--restart-mode '" + a.restart_mode + "': want signal or none"));
+    return inject::ok();
+}
+
+inject::Result<void> install(const ToolkitArgs& a) {
+    INJECT_TRY_VOID(check_args(a));
+    INJECT_TRY(auto engine, pick_engine(a));
+    INJECT_TRY(auto prev, read_state(a));
+    if (prev && prev->at("engine") != engine)
+        return inject::fail(input_error("installed for " + prev->at("engine").get<std::string>() +
+                                        " already: run 'enflame-ctk toolkit uninstall' first"));
+    json st = prev ? *prev : json::object();
+    if (!prev) {
+        INJECT_TRY(auto e, rc::parse_engine(engine));
+        std::vector<std::string> spec_dirs{"/etc/cdi"};
+        if (a.cdi_dir != "/etc/cdi") spec_dirs.push_back(a.cdi_dir);
+        st = {{"engine", engine},
+              {"engine_config", a.engine_config.empty() ? rc::default_config_path(e) : a.engine_config},
+              {"runtime_name", a.runtime_name},
+              {"runtime_path", (fsys::path(a.toolkit_dir) / "enflame-container-runtime").string()},
+              {"set_as_default", a.set_as_default},
+              {"cdi_spec_dirs", spec_dirs},
+              {"engine_configured", false},
+              {"files", json::array()},
+              {"created_dirs", json::array()}};
+    }
+    const std::string socket = a.engine_socket.empty() ? default_socket(engine) : a.engine_socket;
+    auto steps = [&]() -> inject::Result<void> {
+        auto& dirs = st["created_dirs"];
+        INJECT_TRY_VOID(make_dirs(a, a.toolkit_dir, dirs));
+        INJECT_TRY_VOID(write_state(a, st));  // from here on, uninstall can undo what follows
+        INJECT_TRY_VOID(make_dirs(a, fsys::path(kToolkitConfig).parent_path().string(), dirs));
+        INJECT_TRY_VOID(make_dirs(a, a.cdi_dir, dirs));
+        if (engine != "docker") {
+            INJECT_TRY(auto e, rc::parse_engine(engine));
+            INJECT_TRY_VOID(make_dirs(a, fsys::path(*rc::default_drop_in(e)).parent_path().string(), dirs));
+        }
+        INJECT_TRY_VOID(write_state(a, st));
+        INJECT_TRY_VOID(copy_binaries(a, st));
+        INJECT_TRY_VOID(write_state(a, st));
+        inject::config::Config cfg;
+        cfg.source = kToolkitConfig;
+        cfg.cli.driver_root = a.driver_root;
+        cfg.cli.dev_root = a.dev_root;
+        cfg.runtime.hook_path = (fsys::path(a.toolkit_dir) / "enflame-container-runtime-hook").string();
+        cfg.runtime.spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
+        INJECT_TRY_VOID(own_file(a, st, "toolkit_config", kToolkitConfig, inject::config::to_toml(cfg)));
+        INJECT_TRY_VOID(write_cdi_spec(a, st));
+        INJECT_TRY_VOID(write_state(a, st));
+        return configure_engine(a, st, socket);
+    };
+    auto r = steps();
+    if (r) {
+        std::cout << "installed: enflame runtime for " << engine << " (state: " << state_path(a) << ")\n";
+        return inject::ok();
+    }
+    // Nothing half-configured: a first install that failed is undone whole; a re-install
+    // that failed keeps the earlier, complete one (its engine edit was rolled back above).
+    if (!prev) (void)undo_state(a, st);
+    return inject::fail(std::move(r).error());
+}
+
+inject::Result<void> uninstall(const ToolkitArgs& a) {
+    INJECT_TRY_VOID(check_args(a));
+    INJECT_TRY(auto st, read_state(a));
+    if (!st) {
+        std::cout << "nothing to undo: no " << state_path(a) << "\n";
+        return inject::ok();
+    }
+    INJECT_TRY(auto engine_changed, undo_state(a, *st));
+    if (engine_changed) {
+        const auto engine = st->at("engine").get<std::string>();
+        signal_engine(a, engine, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
+        if (engine == "docker")  // a reload applies the keys a file has, and ours are gone
+            std::cout << "note: dockerd lists the runtime until it restarts (its SIGHUP reload "
+                         "keeps runtimes the file no longer names)\n";
+    }
+    std::cout << "uninstalled: " << under(a, a.toolkit_dir) << "\n";
+    return inject::ok();
+}
+
+/// Ready when the state is complete, every file it names is there and the engine's config
+/// still holds our runtime (configure would change nothing).
+inject::Result<void> status(const ToolkitArgs& a) {
+    INJECT_TRY_VOID(check_args(a));
+    INJECT_TRY(auto st, read_state(a));
+    if (!st) return inject::fail(inject::Errc::NotFound, "not installed: no " + state_path(a));
+    if (!st->value("engine_configured", false))
+        return inject::fail(inject::Errc::NotFound, "not installed: the engine is not configured yet");
+    for (const auto& name : st->at("files"))
+        if (!exists(under(a, (fsys::path(a.toolkit_dir) / name.get<std::string>()).string())))
+            return inject::fail(inject::Errc::NotFound, "missing: " + name.get<std::string>());
+    for (const char* key : {"toolkit_config", "cdi_spec"})
+        if (!st->contains(key) || !exists(under(a, st->at(key).at("path").get<std::string>())))
+            return inject::fail(inject::Errc::NotFound, std::string("missing: ") + key);
+    INJECT_TRY(auto changes, plan(engine_args(a, *st)));
+    for (const auto& c : changes) {
+        INJECT_TRY(auto now, read_optional(c.path, kMaxText));
+        if (!now || *now != c.content)
+            return inject::fail(inject::Errc::NotFound, "'" + c.path + "' lacks the enflame runtime");
+    }
+    std::cout << "installed: " << st->at("engine").get<std::string>() << " uses "
+              << st->at("runtime_path").get<std::string>() << "\n";
+    return inject::ok();
+}
+
+/// Blocks until SIGTERM or SIGINT (a DaemonSet's container has to keep running).
+void wait_for_stop() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    ::sigprocmask(SIG_BLOCK, &set, nullptr);
+    int sig = 0;
+    std::cout << std::flush;
+    ::sigwait(&set, &sig);
+}
+
+std::string self_dir() {
+    std::error_code ec;
+    auto self = fsys::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("/usr/bin") : self.parent_path().string();
+}
+
+void add_common(CLI::App* cmd, ToolkitArgs& a) {
+    cmd->add_option("--host-root", a.root, "where the host's root is mounted")->capture_default_str();
+    cmd->add_option("--toolkit-dir", a.toolkit_dir, "host folder for the runtime, hook and enflame-ctk")
+        ->capture_default_str();
+    cmd->add_option("--engine-socket", a.engine_socket,
+                    "the engine's socket, to find the pid to signal (default: its usual path)");
+    cmd->add_option("--restart-mode", a.restart_mode,
+                    "signal: SIGTERM containerd (its service manager restarts it), SIGHUP dockerd "
+                    "or crio, only when their config changed; none: leave it to the operator")
+        ->capture_default_str();
+}
+
+void register_toolkit(CLI::App& app, Context& /*ctx*/) {
+    auto* tk = app.add_subcommand("toolkit", "install the toolkit on a host (from a pod) or remove it");
+    tk->require_subcommand(1);
+    auto a = std::make_shared<ToolkitArgs>();
+    a->source_dir = self_dir();
+    auto* inst = tk->add_subcommand("install", "copy the toolkit onto the host and wire it into the engine");
+    add_common(inst, *a);
+    inst->add_option("--runtime", a->engine, "the engine: auto, containerd, crio or docker")->capture_default_str();
+    inst->add_option("--engine-config", a->engine_config, "the engine's main config (host path; default: its usual one)");
+    inst->add_option("--cdi-dir", a->cdi_dir, "host folder for the CDI spec")->capture_default_str();
+    inst->add_option("--source-dir", a->source_dir, "where the binaries to copy are (default: this binary's folder)");
+    inst->add_option("--driver-root", a->driver_root, "driver-root written into the toolkit config (host path)")
+        ->capture_default_str();
+    inst->add_option("--dev-root", a->dev_root, "dev-root written into the toolkit config (host path)")
+        ->capture_default_str();
+    inst->add_option("--runtime-name", a->runtime_name, "the runtime's name in the engine")->capture_default_str();
+    inst->add_flag("--set-as-default", a->set_as_default, "make it the engine's default runtime");
+    inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
+    inst->callback([a] {
+        auto r = install(*a);
+        if (!r) throw Exit{report(r.error())};
+        if (a->wait) wait_for_stop();
+    });
+    auto* un = tk->add_subcommand("uninstall", "undo exactly what install did (the state file says what)");
+    add_common(un, *a);
+    un->callback([a] {
+        auto r = uninstall(*a);
+        if (!r) throw Exit{report(r.error())};
+    });
+    auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed and wired in (a readiness probe)");
+    add_common(st, *a);
+    st->callback([a] {
+        auto r = status(*a);
+        if (!r) throw Exit{report(r.error())};
+    });
+}
+
+const Registrar reg{45, register_toolkit};
+
+}  // namespace
+}  // namespace ctk

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The file edits behind `enflame-ctk runtime configure|unconfigure`, shared with
+// `enflame-ctk toolkit install|uninstall`: plan() reads the engine's files and returns what
+// to write, apply_changes() writes it.
+
+#include "inject/result.hpp"
+#include "inject/runtime_config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ctk {
+
+struct RuntimeArgs {
+    std::string engine;
+    /// The engine's main config and our drop-in, as the host names them (written into files).
+    std::string config;
+    std::string drop_in;
+    bool no_drop_in = false;
+    bool dry_run = false;
+    bool uninstall = false;
+    /// Where the host's root is mounted: files are read and written under it.
+    std::string root = "/";
+    inject::runtime_config::Options opts;
+};
+
+/// One file to change (its path under the root): its new content, or removal.
+struct Change {
+    std::string path;
+    std::string content;
+    bool remove = false;
+    bool drop_backup = false;  ///< the file is back to its first original: the backup is redundant
+};
+
+/// What configure (or, with a.uninstall, unconfigure) writes.
+[[nodiscard]] inject::Result<std::vector<Change>> plan(const RuntimeArgs& a);
+
+/// Writes (or, dry_run, prints) every change, a line each on stdout; true when a file changed.
+[[nodiscard]] inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_run);
+
+}  // namespace ctk

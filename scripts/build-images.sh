@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# build-images.sh: `make images`. One OCI image holding every daemon of this build (entrypoint
+# chosen per DaemonSet), named as `make print-images` says, saved with
+# `podman save --format oci-archive` as build/images/enflame-toolkit.oci.tar.
+#   - our files: `cmake --install --strip` of $BUILD_DIR into a staging folder;
+#   - their libraries: ldd of every installed binary, mapped to Debian 12 packages (dpkg -S),
+#     unpacked with mmdebstrap --variant=extract (those packages and their dependencies, no
+#     shell, no dpkg, no maintainer scripts), without docs, man pages or locales;
+#   - podman import into a private storage under build/images/ (the host's image store is not
+#     touched), with labels version and revision.
+# Cached by a content hash of the staged files, the package list and this script: a second run
+# with nothing changed rebuilds nothing. Prints the archive's path and the image size.
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$TOP/build/dev}
+OUT=${IMAGES_DIR:-$TOP/build/images}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mapfile -t NAMES < <(make -s -C "$TOP" print-images)
+VERSION=${NAMES[0]##*:}
+REVISION=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# fully qualified, as containerd's CRI normalises the manifests' name: an archive imported with
+# `ctr -n k8s.io images import` then holds the very image kubelet asks for (podman would name an
+# unqualified one localhost/...)
+FULL=docker.io/${NAMES[0]}
+ARCHIVE=$OUT/enflame-toolkit.oci.tar
+mkdir -p "$OUT"
+work=$(mktemp -d "$OUT/.work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+stage=$work/stage
+DESTDIR=$stage cmake --install "$BUILD_DIR" --prefix /usr --strip > /dev/null
+# only what the daemons run: binaries, the toolkit config; no docs, man pages, units, completion
+rm -rf "${stage:?}/usr/share" "${stage:?}/usr/lib/systemd"
+[ -n "$(ls "$stage/usr/bin")" ] || { echo "build-images: nothing installed from $BUILD_DIR" >&2; exit 1; }
+
+# pkg_of LIB: the Debian package holding LIB (usrmerge: /lib and /usr/lib both tried).
+pkg_of() {
+  local p c
+  for p in "$1" "$(realpath "$1")"; do
+    for c in "$p" "${p#/usr}" "/usr$p"; do
+      dpkg -S "$c" 2>/dev/null | head -n 1 | cut -d: -f1 && return 0
+    done
+  done
+  echo "build-images: no package holds $1" >&2
+  return 1
+}
+libs=$(for b in "$stage"/usr/bin/*; do ldd "$b" | awk '/=> \// {print $3}'; done | sort -u)
+pkgs=$(for l in $libs; do pkg_of "$l"; done | sort -u)
+# shellcheck disable=SC2086  # one word per package
+pkgs=$(printf "%s\n" $pkgs libc6 | sort -u | tr '\n' ',' | sed 's/,$//')
+
+hash=$( { (cd "$stage" && find . -type f -print0 | sort -z | xargs -0 sha256sum); echo "$pkgs";
+          sha256sum "$0"; echo "$REVISION"; } | sha256sum | cut -c1-16)
+if [ -f "$ARCHIVE" ] && [ "$(cat "$OUT/enflame-toolkit.hash" 2>/dev/null)" = "$hash" ]; then
+  echo "build-images: $ARCHIVE is up to date (content hash $hash)"
+  exit 0
+fi
+
+rootfs=$work/rootfs
+echo "build-images: packages: $pkgs" >&2
+mmdebstrap --quiet --variant=extract --include="$pkgs" \
+  --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
+  bookworm "$rootfs" "$MIRROR" >&2 ||
+  { echo "build-images: mmdebstrap could not fetch Debian 12 packages from $MIRROR" >&2; exit 1; }
+# extract does not honour path-exclude (no dpkg runs): drop what no daemon reads
+rm -rf "$rootfs"/usr/share/{doc,man,locale,lintian,info,bug} "$rootfs"/var/cache/apt "$rootfs"/var/lib/apt/lists
+# glibc's iconv modules (8 MB) and its helper programs: nothing here converts charsets or runs them
+rm -rf "${rootfs:?}"/usr/lib/x86_64-linux-gnu/gconv "${rootfs:?}"/usr/bin/* "${rootfs:?}"/usr/sbin/* "${rootfs:?}"/usr/libexec
+# shared libraries outside the binaries' ldd closure (libgrpc++'s siblings, libprotoc, ...)
+keep=" $(for l in $libs; do basename "$l"; basename "$(realpath "$l")"; done | tr '\n' ' ') "
+for f in "$rootfs"/usr/lib/x86_64-linux-gnu/*.so* "$rootfs"/usr/lib/x86_64-linux-gnu/engines-3 \
+         "$rootfs"/usr/lib/x86_64-linux-gnu/ossl-modules; do
+  case $keep in *" $(basename "$f") "*) ;; *) rm -rf "$f" ;; esac
+done
+[ -z "${IMAGES_DU:-}" ] || du -ak "$rootfs" | sort -n | tail -n 25 >&2
+cp -a "$stage"/. "$rootfs"/
+mkdir -p "$rootfs"/{etc,tmp,run,var/run/cdi,host}
+chmod 1777 "$rootfs/tmp"
+# a non-root account for daemons that allow it (runAsUser: 65532); the default user stays root:
+# the installer, device plugin and DRA plugin write the host's folders and sockets
+printf 'root:x:0:0:root:/root:/nonexistent\nenflame:x:65532:65532:enflame:/nonexistent:/nonexistent\n' > "$rootfs/etc/passwd"
+printf 'root:x:0:\nenflame:x:65532:\n' > "$rootfs/etc/group"
+
+PODMAN=(podman --root "$OUT/.storage" --runroot "$OUT/.runroot" --storage-driver vfs)
+"${PODMAN[@]}" rmi -f "$FULL" > /dev/null 2>&1 || true
+tar -C "$rootfs" -c . | "${PODMAN[@]}" import \
+  --change "LABEL org.opencontainers.image.title=enflame-container-toolkit" \
+  --change "LABEL org.opencontainers.image.version=$VERSION" \
+  --change "LABEL org.opencontainers.image.revision=$REVISION" \
+  --change "LABEL io.enflame.content-hash=$hash" \
+  --change "ENTRYPOINT [\"/usr/bin/enflame-ctk\"]" \
+  --change "CMD [\"--help\"]" - "$FULL" > /dev/null
+rm -f "$ARCHIVE.tmp"
+"${PODMAN[@]}" save --format oci-archive -o "$ARCHIVE.tmp" "$FULL" > /dev/null
+mv "$ARCHIVE.tmp" "$ARCHIVE"
+echo "$hash" > "$OUT/enflame-toolkit.hash"
+size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$FULL")
+echo "build-images: $ARCHIVE ($(( size / 1000000 )) MB unpacked, archive $(( $(stat -c %s "$ARCHIVE") / 1000000 )) MB; content hash $hash)"

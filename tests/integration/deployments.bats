@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# deployments/: every overlay renders with kubectl kustomize (kubectl 1.32 from Debian 13,
+# unpacked by scripts/fetch-trixie.sh into $BUILD_DIR/trixie, never installed), and every
+# rendered object passes check_manifests.py: kind and apiVersion, required fields, references
+# (ServiceAccounts, ConfigMaps and keys, roles, Service selectors), node selectors and
+# tolerations, resources, probes, and images that `make images` builds.
+# A plugin folder the tree does not have yet (deployments/dra, deployments/exporter arrive from
+# their own branches) is left out of the rendered copy, with a note; the checks then cover what
+# exists.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+  setup_scratch
+  KUBECTL=$BUILD_DIR/trixie/usr/bin/kubectl
+  if [ ! -x "$KUBECTL" ]; then
+    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" kubectl > "$SCRATCH/fetch.log" 2>&1 ||
+      skip_or_fail "kubectl from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
+  fi
+  [[ $("$KUBECTL" version --client) == *"Client Version: v1.32."* ]]
+  make -s -C "$TOP" print-images > "$SCRATCH/images.txt"
+  cp -r "$TOP/deployments" "$SCRATCH/deployments"
+  prune_missing "$SCRATCH/deployments"
+}
+
+teardown() { teardown_scratch; }
+
+# prune_missing DIR: drop from every kustomization under DIR the resources this tree does not
+# have (yet), with a note.
+prune_missing() {
+  python3 - "$1" <<'PY' >&3
+import os, sys, yaml
+root = sys.argv[1]
+for d, _, files in os.walk(root):
+    if "kustomization.yaml" not in files:
+        continue
+    p = os.path.join(d, "kustomization.yaml")
+    k = yaml.safe_load(open(p))
+    keep = [r for r in k.get("resources", []) if os.path.exists(os.path.join(d, r))]
+    for r in set(k.get("resources", [])) - set(keep):
+        print(f"# note: {os.path.relpath(os.path.normpath(os.path.join(d, r)), root)} is not in this tree: rendered without it")
+    if keep != k.get("resources", []):
+        k["resources"] = keep
+        yaml.safe_dump(k, open(p, "w"))
+PY
+}
+
+# render DIR: kubectl kustomize deployments/DIR into $SCRATCH/r.yaml, then check every object.
+render() {
+  run "$KUBECTL" kustomize "$SCRATCH/deployments/$1"
+  [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+  printf '%s\n' "$output" > "$SCRATCH/r.yaml"
+  run python3 "$BATS_TEST_DIRNAME/check_manifests.py" "$SCRATCH/r.yaml" "$SCRATCH/images.txt" "${@:2}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+# objects: "Kind/name" of every rendered object, sorted.
+objects() {
+  python3 -c 'import sys, yaml
+for o in yaml.safe_load_all(open(sys.argv[1])):
+    if o: print(o["kind"] + "/" + o["metadata"]["name"])' "$SCRATCH/r.yaml" | sort
+}
+
+have() { [ -d "$TOP/deployments/$1" ]; }
+
+@test "deployments/ renders the device-plugin overlay: installer, labeler, device plugin, RuntimeClass, all valid" {
+  render overlays/device-plugin
+  local want; want=$(objects)
+  render .
+  [ "$(objects)" = "$want" ]
+  run objects
+  echo "$output" | grep -Fx "DaemonSet/enflame-toolkit-installer"
+  echo "$output" | grep -Fx "DaemonSet/enflame-device-plugin"
+  echo "$output" | grep -Fx "DaemonSet/enflame-feature-discovery"
+  echo "$output" | grep -Fx "RuntimeClass/enflame"
+  echo "$output" | grep -Fx "Namespace/enflame-system"
+  echo "$output" | grep -Fx "ServiceAccount/enflame-toolkit-installer"
+  refute_grep -F "DeviceClass/"
+  if have exporter; then echo "$output" | grep -Fx "DaemonSet/enflame-gcu-exporter"; fi
+}
+
+@test "overlays/dra and overlays/dra-v1beta1: the DRA plugin, DeviceClasses in resource.k8s.io/v1 and v1beta1" {
+  if ! have dra; then
+    render overlays/dra
+    render overlays/dra-v1beta1
+    echo "# note: deployments/dra is not in this tree: only the base of the DRA overlays was checked" >&3
+    return 0
+  fi
+  render overlays/dra --deviceclass-version resource.k8s.io/v1 --deviceclasses "$TOP/deployments/dra/deviceclasses-v1.yaml"
+  run objects
+  echo "$output" | grep -Fx "DaemonSet/enflame-dra-plugin"
+  echo "$output" | grep -Fx "DaemonSet/enflame-toolkit-installer"
+  refute_grep -Fx "DaemonSet/enflame-device-plugin"
+  render overlays/dra-v1beta1 --deviceclass-version resource.k8s.io/v1beta1 \
+    --deviceclasses "$TOP/deployments/dra/deviceclasses-v1beta1.yaml"
+}
+
+@test "the installer DaemonSet runs enflame-ctk with flags it knows; install, preStop uninstall, status probe" {
+  render overlays/device-plugin
+  python3 - "$SCRATCH/r.yaml" > "$SCRATCH/cmds" <<'PY'
+import sys, yaml
+for o in yaml.safe_load_all(open(sys.argv[1])):
+    if o and o["kind"] == "DaemonSet" and o["metadata"]["name"] == "enflame-toolkit-installer":
+        c = o["spec"]["template"]["spec"]["containers"][0]
+        print(" ".join(c["command"]))
+        print(" ".join(c["lifecycle"]["preStop"]["exec"]["command"]))
+        print(" ".join(c["readinessProbe"]["exec"]["command"]))
+        print(o["spec"]["template"]["spec"].get("hostPID"))
+PY
+  cat "$SCRATCH/cmds"
+  [ "$(sed -n 1p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit install" ]
+  [ "$(sed -n 2p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit uninstall" ]
+  [ "$(sed -n 3p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit status" ]
+  [ "$(sed -n 4p "$SCRATCH/cmds")" = True ]   # the engine's pid from its socket is a host pid
+  local line sub flag
+  for line in 1 2 3; do
+    sub=$(sed -n "${line}p" "$SCRATCH/cmds" | cut -d' ' -f3)
+    for flag in $(sed -n "${line}p" "$SCRATCH/cmds" | grep -oE -- '--[a-z-]+'); do
+      "$CTK" toolkit "$sub" --help | grep -qF -- "$flag" || { echo "toolkit $sub has no $flag"; return 1; }
+    done
+  done
+}
+
+@test "cmake --install ships the kustomize tree; the installed deployments/ renders as the source's does" {
+  [ -e "$BUILD_DIR/cmake_install.cmake" ] || skip_or_fail "needs a full build in $BUILD_DIR"
+  installs_daemon enflame-ctk man1/enflame-ctk.1 installer
+  local d=$SCRATCH/stage/usr/share/doc/enflame-container-toolkit/deployments
+  [ -f "$d/kustomization.yaml" ]
+  [ -f "$d/base/kustomization.yaml" ]
+  [ -f "$d/overlays/dra-v1beta1/kustomization.yaml" ]
+  prune_missing "$d"
+  run "$KUBECTL" kustomize "$d"
+  [ "$status" -eq 0 ]
+  local installed=$output
+  run "$KUBECTL" kustomize "$SCRATCH/deployments"
+  [ "$status" -eq 0 ]
+  [ "$installed" = "$output" ]
+}

@@ -1,0 +1,329 @@
+#!/usr/bin/env bats
+# enflame-ctk toolkit install|uninstall|status: what the installer DaemonSet runs, against real
+# containerd 1.6 (and 1.7 from Debian 13, unpacked by scripts/fetch-trixie.sh and bind-mounted
+# over the node's containerd). The "host" is a private mount namespace held open by a sleep (HOLDER_PID):
+# /run and /usr/local are empty tmpfs there, /etc an overlay whose writes land in that /run,
+# and the whole of it is bind-mounted again at /mnt/host, the way the DaemonSet mounts the
+# node's root. The installer runs in it with --host-root /mnt/host; containerd runs in it on
+# /etc/containerd/config.toml and is restarted by the test (standing in for systemd) after the
+# installer stops it. Nothing reaches the real /etc, /run or /usr/local.
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+R=/mnt/host
+TK=/usr/local/enflame/toolkit
+
+setup() {
+  requires root containerd ctr runc unshare nsenter
+  setup_scratch
+  CD=$SCRATCH
+  CD_NS=ectk-inst-$$-$RANDOM
+  sim_example 2 > "$CD/desc.yaml"
+  sim_host "$CD/desc.yaml" "$CD/host" >/dev/null
+  busybox_rootfs "$CD/rootfs"
+  mkdir -p "$CD/ctrd" "$CD/src"
+  # what the image holds: the three binaries side by side
+  cp "$CTK" "$SHIM" "$HOOK" "$CD/src/"
+  CTRD_BIN=
+  if [[ $BATS_TEST_DESCRIPTION == "containerd 1.7"* ]]; then
+    if [ ! -x "$BUILD_DIR/trixie/usr/bin/containerd" ]; then
+      "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" containerd > "$CD/fetch.log" 2>&1 ||
+        skip_or_fail "containerd 1.7 from Debian 13: $(tail -n 1 "$CD/fetch.log")"
+    fi
+    CTRD_BIN=$BUILD_DIR/trixie/usr/bin
+  fi
+  start_host
+  in_host mkdir -p /etc/containerd
+  in_host sh -c "cat > /etc/containerd/config.toml" <<TOML
+version = 2
+root = "$CD/ctrd/root"
+state = "$CD/ctrd/state"
+[grpc]
+  address = "$CD/ctrd/containerd.sock"
+[ttrpc]
+  address = "$CD/ctrd/containerd.sock.ttrpc"
+TOML
+  in_host cat /etc/containerd/config.toml > "$CD/before.toml"
+  on_teardown "cleanup_cgroups"
+  on_teardown 'stop_containerd'
+  C=(ctr --address "$CD/ctrd/containerd.sock" -n "$CD_NS")
+}
+
+teardown() { teardown_scratch; }
+
+# start_host: the simulated node, a mount namespace held open by a sleep (HOLDER_PID). With
+# CTRD_BIN set (a folder holding another containerd and its runc shim), those are bind-mounted
+# over the host's /usr/bin/containerd and containerd-shim-runc-v2 first: the node then runs that
+# containerd, and the installer (chrooted into /mnt/host) checks its config with it.
+start_host() {
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c '
+    if [ -n "$1" ]; then
+      mount --bind "$1/containerd" /usr/bin/containerd &&
+        mount --bind "$1/containerd-shim-runc-v2" /usr/bin/containerd-shim-runc-v2 || exit 125
+    fi
+    mount -t tmpfs -o mode=755 tmpfs /run || exit 125
+    mkdir /run/.etc /run/.etc-work &&
+      mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+    mount -t tmpfs -o mode=755 tmpfs /usr/local || exit 125
+    mount -t tmpfs -o mode=755 tmpfs /mnt || exit 125
+    mkdir /mnt/host && mount --rbind / /mnt/host || exit 125
+    touch /run/.ready
+    exec sleep 100000' holder "${CTRD_BIN:-}" > "$CD/holder.log" 2>&1 < /dev/null &
+  HOLDER_PID=$!
+  on_teardown "stop_pid $HOLDER_PID"
+  wait_for in_host test -e /run/.ready
+}
+
+# in_host CMD...: run CMD in the simulated host's mount namespace.
+in_host() { nsenter -t "$HOLDER_PID" -m -- "$@"; }
+
+start_containerd() {
+  setsid nsenter -t "$HOLDER_PID" -m -- containerd --config /etc/containerd/config.toml \
+    >> "$CD/ctrd/containerd.log" 2>&1 < /dev/null &
+  CTRD_PID=$!
+  for _ in $(seq 80); do
+    "${C[@]}" version >/dev/null 2>&1 && return 0
+    kill -0 "$CTRD_PID" 2>/dev/null || break
+    sleep 0.25
+  done
+  echo "containerd did not start: $(log_errors "$CD/ctrd/containerd.log")"
+  return 1
+}
+
+stop_containerd() {
+  [ -n "${CTRD_PID:-}" ] || return 0
+  local id
+  for id in $("${C[@]}" task ls -q 2>/dev/null); do "${C[@]}" task kill -s KILL "$id" >/dev/null 2>&1; done
+  stop_pid "$CTRD_PID"
+  CTRD_PID=
+}
+
+cleanup_cgroups() {
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    if [ -d "$h$CD_NS" ]; then find "$h$CD_NS" -depth -type d -exec rmdir {} \; 2>/dev/null; fi
+  done
+}
+
+# gone PID: true once PID has exited (or is a zombie).
+gone() { case $(ps -o stat= -p "$1") in ''|Z*) return 0 ;; esac; return 1; }
+
+install_tk() {
+  run in_host "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
+    --driver-root "$CD/host" --dev-root "$CD/host" "$@"
+  echo "$output"
+}
+
+uninstall_tk() {
+  run in_host "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" "$@"
+  echo "$output"
+}
+
+# host_files: a checksum line for every file the installer may touch, and each folder's name.
+host_files() {
+  in_host sh -c 'find /etc/containerd /etc/enflame-container-runtime /run/cdi /usr/local 2>/dev/null | sort |
+    while read -r f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "$f"; fi; done'
+}
+
+# install_gets_card: install stops containerd once (the test starts it again, as systemd
+# would); it comes back with our runtime, the copies and the CDI spec are in place, status is
+# ready, and a container started through containerd with that runtime gets the card it asks for.
+install_gets_card() {
+  start_containerd
+  local first=$CTRD_PID
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $first) with SIGTERM (its service manager restarts it)"
+  wait_for gone "$first"
+  start_containerd
+  run in_host containerd --config /etc/containerd/config.toml config dump
+  [ "$status" -eq 0 ]
+  # the merged config's CRI runtime `enflame` runs our copy through runc's shim
+  run python3 -c 'import sys, tomllib
+r = tomllib.loads(sys.stdin.read())["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["enflame"]
+print(r["runtime_type"], r["options"]["BinaryName"])' <<<"$output"
+  [ "$output" = "io.containerd.runc.v2 $TK/enflame-container-runtime" ]
+  # the copies are the binaries we ship
+  in_host cmp "$TK/enflame-container-runtime" "$SHIM"
+  in_host cmp "$TK/enflame-ctk" "$CTK"
+  in_host cmp "$TK/enflame-container-runtime-hook" "$HOOK"
+  # the CDI spec names host paths and the copied enflame-ctk as its hook
+  run in_host cat /run/cdi/enflame.com-gpu.yaml
+  echo "$output" | grep -F "hostPath: $CD/host/dev/gcu1"
+  echo "$output" | grep -F "path: $TK/enflame-ctk"
+  refute_grep -F "$R/"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -eq 0 ]
+  # a container started through containerd with the runtime it now names
+  local id; id=$(unique_id inst)
+  run timeout 120 "${C[@]}" run --rm --runtime io.containerd.runc.v2 --runc-binary "$TK/enflame-container-runtime" \
+    --runc-root "$CD/ctrd/runc" --fifo-dir "$CD/ctrd/fifo" --env ENFLAME_VISIBLE_DEVICES=1 \
+    --rootfs "$CD/rootfs" "$id" /bin/sh -c 'ls /dev'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx gcu1
+  echo "$output" | grep -Fx gcuctl
+  refute_grep -Fx gcu0
+}
+
+# uninstall_restores: uninstall stops containerd once more; its config is byte-identical to
+# before the install, no file of ours is left, and containerd comes back without the runtime.
+uninstall_restores() {
+  local second=$CTRD_PID
+  uninstall_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $second) with SIGTERM (its service manager restarts it)"
+  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
+  [ "$(host_files)" = "$1" ]
+  wait_for gone "$second"
+  start_containerd
+  run in_host containerd --config /etc/containerd/config.toml config dump
+  [ "$status" -eq 0 ]
+  refute_grep -F enflame
+}
+
+@test "install: containerd is stopped once, comes back with our runtime, and a container through it gets a card" {
+  install_gets_card
+
+}
+
+@test "install twice: the second changes no file and does not touch containerd" {
+  start_containerd
+  install_tk
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+  local files; files=$(host_files)
+  install_tk
+  [ "$status" -eq 0 ]
+  refute_grep -E "^(signalled|updated|installed): /"
+  refute_grep -F "signalled"
+  echo "$output" | grep -F "unchanged: $R$TK/enflame-ctk"
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+}
+
+@test "uninstall: containerd's config byte-identical to before, nothing of ours left, containerd without the runtime" {
+  local files_before; files_before=$(host_files)
+  start_containerd
+  install_tk
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+  uninstall_restores "$files_before"
+  # uninstall again: nothing to undo, still fine
+  uninstall_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F "nothing to undo"
+  run ! in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+}
+
+@test "bad input: an engine that is not installed, a read-only host folder, a config containerd refuses: one line, nothing left" {
+  local files_before; files_before=$(host_files)
+  # CRI-O is not on this host (a host that has it is not this test's)
+  if in_host test -e /usr/bin/crio; then skip_or_fail "this host has crio"; fi
+  install_tk --runtime crio
+  [ "$status" -ne 0 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$output" = "error: --runtime crio: crio is not installed under '$R' (no usr/bin, usr/local/bin, usr/sbin or bin/crio)" ]
+  [ "$(host_files)" = "$files_before" ]
+  # containerd's folder read-only: binaries, toolkit config and CDI spec were written first,
+  # and are all gone again
+  in_host mkdir /etc/containerd/conf.d
+  files_before=$(host_files)
+  in_host sh -c "mount --bind $R/etc/containerd $R/etc/containerd && mount -o remount,bind,ro $R/etc/containerd"
+  install_tk
+  [ "$status" -ne 0 ]
+  echo "$output" | tail -n 1 | grep -E "^error: .*'$R/etc/containerd/conf.d/99-enflame.toml'.*Read-only file system"
+  [ "$(host_files)" = "$files_before" ]
+  in_host umount "$R/etc/containerd"
+  # a config containerd refuses (a key of the wrong type): the change is rolled back byte for byte
+  in_host sed -i '1a oom_score = "high"' /etc/containerd/config.toml
+  files_before=$(host_files)
+  install_tk
+  [ "$status" -ne 0 ]
+  echo "$output" | tail -n 1 | grep -E "^error: rolled back: containerd rejects '/etc/containerd/config.toml' with our runtime: .*Can't convert high\(string\) to int"
+  [ "$(host_files)" = "$files_before" ]
+}
+
+@test "containerd 1.7 (Debian 13) as the node's engine: install, a container gets its card, uninstall restores the config" {
+  run in_host containerd --version
+  [[ $output == *" 1.7."* ]]
+  local files_before; files_before=$(host_files)
+  install_gets_card
+  uninstall_restores "$files_before"
+}
+
+@test "status (the readiness probe): ready only while every piece is in place; install puts a removed piece back" {
+  # containerd is not running: install says so and signals nothing
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F "note: containerd is not running (nothing answers on '$R$CD/ctrd/containerd.sock')"
+  refute_grep -F "signalled"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "installed: containerd uses $TK/enflame-container-runtime"
+  in_host rm /etc/containerd/conf.d/99-enflame.toml
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: '$R/etc/containerd/conf.d/99-enflame.toml' lacks the enflame runtime" ]
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "updated: $R/etc/containerd/conf.d/99-enflame.toml"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -eq 0 ]
+  in_host rm "$TK/enflame-container-runtime-hook"
+  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: missing: enflame-container-runtime-hook" ]
+}
+
+@test "docker as the node's engine: install reloads dockerd (SIGHUP), docker run --runtime=enflame gets a card; uninstall restores daemon.json" {
+  requires dockerd /usr/bin/docker
+  local d=$CD/docker cg=ectk-inst-$$-$BATS_TEST_NUMBER
+  mkdir -p "$d"
+  in_host mkdir -p /etc/docker
+  # a dockerd of its own: private roots and socket, no iptables or bridge, its own cgroup parent
+  python3 -c 'import json, sys
+d, cg = sys.argv[1:]
+print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile": d + "/dockerd.pid",
+                  "hosts": ["unix://" + d + "/docker.sock"], "storage-driver": "overlay2",
+                  "iptables": False, "ip6tables": False, "ip-forward": False, "ip-masq": False,
+                  "bridge": "none", "cgroup-parent": cg}, indent=4))' "$d" "$cg" |
+    in_host sh -c "cat > /etc/docker/daemon.json"
+  in_host cat /etc/docker/daemon.json > "$d/before.json"
+  on_teardown "for h in /sys/fs/cgroup/*/$cg; do [ ! -d \"\$h\" ] || find \"\$h\" -depth -type d -exec rmdir {} \\; 2>/dev/null; done"
+  setsid nsenter -t "$HOLDER_PID" -m -- dockerd --config-file /etc/docker/daemon.json > "$d/dockerd.log" 2>&1 < /dev/null &
+  local pid=$!
+  on_teardown "stop_pid $pid"
+  local D=(/usr/bin/docker -H "unix://$d/docker.sock")
+  wait_for "${D[@]}" version
+  local files_before; files_before=$(in_host ls -A /etc/docker)
+  run in_host "$CD/src/enflame-ctk" toolkit install --host-root "$R" --runtime docker --engine-socket "$d/docker.sock" \
+    --driver-root "$CD/host" --dev-root "$CD/host"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
+  local i
+  for i in $(seq 40); do "${D[@]}" info 2>/dev/null | grep -qE '^ *Runtimes:.*enflame' && break; sleep 0.25; done
+  run "${D[@]}" info
+  echo "$output" | grep -E '^ *Runtimes:.*enflame'
+  tar -C "$CD/rootfs" -cf "$d/rootfs.tar" .
+  "${D[@]}" import "$d/rootfs.tar" "localhost/ectk-inst-bb:$$" > /dev/null
+  on_teardown "${D[*]} rmi -f localhost/ectk-inst-bb:$$ >/dev/null 2>&1"
+  run "${D[@]}" run --rm --network none --runtime=enflame -e ENFLAME_VISIBLE_DEVICES=1 "localhost/ectk-inst-bb:$$" /bin/sh -c 'ls /dev'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx gcu1
+  refute_grep -Fx gcu0
+  run in_host "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$d/docker.sock"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
+  # dockerd 20.10 keeps a runtime its reloaded file no longer names: uninstall says so
+  echo "$output" | grep -Fx "note: dockerd lists the runtime until it restarts (its SIGHUP reload keeps runtimes the file no longer names)"
+  in_host cat /etc/docker/daemon.json | cmp - "$d/before.json"
+  [ "$(in_host ls -A /etc/docker)" = "$files_before" ]   # no backup left either
+}
