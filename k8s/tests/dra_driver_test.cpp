@@ -4,6 +4,7 @@
 // fresh temp folder; the per-claim spec read back with libinject's parser and validator.
 #include "claim_cdi.hpp"
 #include "driver.hpp"
+#include "dra_fixture.hpp"
 #include "temp_dir.hpp"
 
 #include "inject/cdi_io.hpp"
@@ -21,37 +22,8 @@
 namespace {
 
 using edra::Json;
-
-// Two cards; card 1 holds DRS instance 2 (profile 1g.11gb).
-inject::device::Host host2() {
-    inject::device::Host h;
-    for (std::uint32_t i = 0; i < 2; ++i) {
-        inject::device::Device d;
-        d.index = d.minor = i;
-        d.uuid = "UUID" + std::to_string(i);
-        d.node.path = "/dev/gcu" + std::to_string(i);
-        d.node.host_path = "/sim/dev/gcu" + std::to_string(i);
-        d.node.major = 238;
-        d.node.minor = i;
-        h.devices.push_back(d);
-    }
-    h.devices[1].drs_instances.push_back({1, 2, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000002"});
-    inject::device::DeviceNode ctl;
-    ctl.path = "/dev/gcuctl";
-    ctl.host_path = "/sim/dev/gcuctl";
-    ctl.major = 238;
-    ctl.minor = 255;
-    h.control = ctl;
-    return h;
-}
-
-Json claim(const std::string& name, const std::string& uid, const std::vector<std::string>& devices) {
-    Json results = Json::array();
-    for (const auto& d : devices)
-        results.push_back({{"request", "gpu"}, {"driver", "gcu.enflame.com"}, {"pool", "node1"}, {"device", d}});
-    return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", uid}}},
-            {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
-}
+using edra_test::claim;
+using edra_test::host2;
 
 class DraDriver : public ::testing::Test {
 protected:

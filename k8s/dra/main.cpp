@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-dra-plugin: the kubelet side of Enflame's DRA driver, gcu.enflame.com
+// (KUBERNETES.md section 3). This file parses flags (each also readable from an environment
+// variable), sets up logging and the API-server client, and hands over to the daemon.
+#include "dra_daemon.hpp"
+
+#include "inject/config_path.hpp"
+#include "inject/version.hpp"
+#include "k8s/apiserver.hpp"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+
+namespace {
+
+// ResourceClaims from the API server, in the resource.k8s.io version it offers (asked once,
+// on the first claim: the server may not be up when we start).
+edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client) {
+    auto version = std::make_shared<std::string>();
+    auto mu = std::make_shared<std::mutex>();
+    return [client, version, mu](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+        std::string v;
+        {
+            const std::lock_guard lock(*mu);
+            if (version->empty()) {
+                INJECT_TRY(*version, client->resource_api_version());
+            }
+            v = *version;
+        }
+        return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" + name);
+    };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    edra::DaemonOptions o;
+    {
+        auto [path, given] = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+        o.config_path = std::move(path);
+        o.config_path_given = given;
+    }
+    if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
+    std::string kubeconfig, log_level = "info";
+
+    CLI::App app{"enflame-dra-plugin: prepare Enflame GCUs for DRA ResourceClaims (driver gcu.enflame.com)",
+                 "enflame-dra-plugin"};
+    app.set_version_flag("--version", std::string("enflame-dra-plugin ") + inject::kVersion + " (" +
+                                          inject::kGitRevision + ")");
+    app.add_option_function<std::string>(
+           "--config", [&o](const std::string& p) { o.config_path = p; o.config_path_given = true; },
+           "toolkit configuration (default: $ENFLAME_CTK_CONFIG or /etc/enflame-container-runtime/config.toml)");
+    app.add_option("--driver-root", o.driver_root, "where efsmi and libefml are found (default: the config's)")
+        ->envname("DRIVER_ROOT");
+    app.add_option("--dev-root", o.dev_root, "where dev/gcu* are found (default: the config's)")->envname("DEV_ROOT");
+    app.add_option("--node-name", o.node_name, "this node's name: our ResourceSlice pool (default: $NODE_NAME)");
+    app.add_option("--kubeconfig", kubeconfig, "kubeconfig file (default: in-cluster service account)")
+        ->envname("KUBECONFIG");
+    app.add_option("--plugins-registry", o.plugins_registry, "kubelet's plugin watcher folder (our -reg.sock)")
+        ->envname("PLUGINS_REGISTRY")->capture_default_str();
+    app.add_option("--plugins-dir", o.plugins_dir, "kubelet's plugins folder (our gcu.enflame.com/dra.sock and checkpoint)")
+        ->envname("PLUGINS_DIR")->capture_default_str();
+    app.add_option("--cdi-root", o.cdi_root, "where the per-claim CDI specs are written")
+        ->envname("CDI_ROOT")->capture_default_str();
+    app.add_option("--ctk-path", o.ctk_path,
+                   "host path of enflame-ctk, run as the specs' update-ldcache hook (default: no hook)")
+        ->envname("CTK_PATH");
+    app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+
+    auto logger = spdlog::stderr_logger_mt("enflame-dra-plugin");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l: %v");
+    logger->flush_on(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+    const auto level = spdlog::level::from_str(log_level);
+    if (level == spdlog::level::off && log_level != "off") {
+        std::cerr << "error: --log-level '" << log_level << "': want debug, info, warn or error\n";
+        return 1;
+    }
+    spdlog::set_level(level);
+    auto fail = [](const inject::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    };
+    if (o.node_name.empty()) {
+        std::cerr << "error: --node-name: missing (set it or NODE_NAME, e.g. from the pod's spec.nodeName)\n";
+        return 1;
+    }
+    auto cfg = kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);
+    if (!cfg) return fail(cfg.error());
+    auto client = k8s::api::Client::create(std::move(*cfg));
+    if (!client) return fail(client.error());
+    std::shared_ptr<k8s::api::Client> shared(std::move(*client));
+    return edra::run(std::move(o), claims_from(shared));
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+}
