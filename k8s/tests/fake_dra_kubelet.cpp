@@ -12,8 +12,9 @@
 //   fake-dra-kubelet unprepare --socket S --version v1|v1beta1 --claim ns/name/uid...
 //       One NodePrepareResources / NodeUnprepareResources call with the claims, the answer as
 //       JSON on stdout; a gRPC error is "error: CODE: message" on stderr and exit 1. --repeat N
-//       measures prepare (kubelet side) and prints "prepare: n=N median_us=.. p90_us=..
-//       max_us=.." on stderr.
+//       measures the call (kubelet side) and prints "prepare: n=N median_us=.. p90_us=..
+//       max_us=.." on stderr; with --unprepare-between each prepare is followed by an untimed
+//       unprepare, so every timed prepare fetches the claim and writes its spec afresh.
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
@@ -128,7 +129,7 @@ bool fill(const std::vector<std::string>& claims, google::protobuf::RepeatedPtrF
 
 // One call per repeat; the last answer printed, timings on stderr.
 template <class Stub, class PrepReq, class PrepResp, class UnprepReq, class UnprepResp>
-int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat) {
+int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat, bool cycle) {
     PrepReq preq;
     UnprepReq ureq;
     if (!fill(claims, preq.mutable_claims()) || !fill(claims, ureq.mutable_claims()))
@@ -144,6 +145,11 @@ int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int r
         st = prepare ? stub.NodePrepareResources(&ctx, preq, &presp) : stub.NodeUnprepareResources(&ctx, ureq, &uresp);
         us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         if (!st.ok()) return error(k8s::status_text(st));
+        if (prepare && cycle && i + 1 < std::max(1, repeat)) {
+            grpc::ClientContext uctx;
+            if (const auto u = stub.NodeUnprepareResources(&uctx, ureq, &uresp); !u.ok())
+                return error("unprepare between: " + k8s::status_text(u));
+        }
     }
     if (repeat > 1) {
         std::sort(us.begin(), us.end());
@@ -162,6 +168,7 @@ int main(int argc, char** argv) try {
     std::string registry, name = "gcu.enflame.com", known = "v1,v1beta1", socket, version = "v1";
     std::vector<std::string> claims;
     int wait_ms = 5000, repeat = 1;
+    bool cycle = false;
     auto* reg = app.add_subcommand("register", "register the plugin whose socket is in --registry");
     reg->add_option("--registry", registry)->required();
     reg->add_option("--name", name);
@@ -173,6 +180,7 @@ int main(int argc, char** argv) try {
         c->add_option("--version", version)->check(CLI::IsMember({"v1", "v1beta1"}));
         c->add_option("--claim", claims, "namespace/name/uid (repeatable)")->required();
         c->add_option("--repeat", repeat);
+        if (std::string(cmd) == "prepare") c->add_flag("--unprepare-between", cycle);
     }
     CLI11_PARSE(app, argc, argv);
     if (reg->parsed()) return do_register(registry, name, known, wait_ms);
@@ -184,12 +192,12 @@ int main(int argc, char** argv) try {
         auto stub = drav1::DRAPlugin::NewStub(*ch);
         return call<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
                     drav1::NodeUnprepareResourcesRequest, drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims,
-                                                                                                 repeat);
+                                                                                                 repeat, cycle);
     }
     auto stub = drav1beta1::DRAPlugin::NewStub(*ch);
     return call<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
                 drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
-                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat);
+                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle);
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;
