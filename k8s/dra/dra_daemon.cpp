@@ -6,11 +6,11 @@
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
+#include "k8s/daemon_setup.hpp"
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
 
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,16 +168,9 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
 }  // namespace
 
 int run(DaemonOptions o, ClaimSource claims, Companion companion) {
-    // Signals are blocked before gRPC starts its threads, so only our signalfd sees them.
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
-    if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
-        std::cerr << "error: blocking signals failed\n";
-        return 1;
-    }
-    inject::fs::UniqueFd sig_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!sig_fd.valid()) return fail_with(inject::sys_error("signalfd"));
+    // Before gRPC starts its threads, so only our signalfd sees these.
+    auto sig_fd = k8s::signal_fd({SIGTERM, SIGINT, SIGHUP});
+    if (!sig_fd) return fail_with(sig_fd.error());
     auto s = setup(o);
     if (!s) return fail_with(s.error());
     const auto dopts = s->discover;
@@ -191,7 +184,7 @@ int run(DaemonOptions o, ClaimSource claims, Companion companion) {
     auto dra_watch = k8s::KubeletWatcher::create(own, "/");
     if (!dra_watch) return fail_with(dra_watch.error());
     Daemon d(std::move(*s), std::move(*driver));
-    return d.loop(sig_fd.get(), *reg_watch, *dra_watch, companion);
+    return d.loop(sig_fd->get(), *reg_watch, *dra_watch, companion);
 }
 
 }  // namespace edra

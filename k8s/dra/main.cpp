@@ -7,11 +7,9 @@
 #include "inject/config_path.hpp"
 #include "inject/version.hpp"
 #include "k8s/apiserver.hpp"
+#include "k8s/daemon_setup.hpp"
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -77,20 +75,11 @@ int main(int argc, char** argv) try {
         return app.exit(e);
     }
 
-    auto logger = spdlog::stderr_logger_mt("enflame-dra-plugin");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l: %v");
-    logger->flush_on(spdlog::level::trace);
-    spdlog::set_default_logger(logger);
-    const auto level = spdlog::level::from_str(log_level);
-    if (level == spdlog::level::off && log_level != "off") {
-        std::cerr << "error: --log-level '" << log_level << "': want debug, info, warn or error\n";
-        return 1;
-    }
-    spdlog::set_level(level);
     auto fail = [](const inject::Error& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;
     };
+    if (auto r = k8s::setup_logging("enflame-dra-plugin", log_level); !r) return fail(r.error());
     if (o.node_name.empty()) {
         std::cerr << "error: --node-name: missing (set it or NODE_NAME, e.g. from the pod's spec.nodeName)\n";
         return 1;

@@ -19,9 +19,9 @@
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 #include "k8s/socket.hpp"
+#include "proto_json.hpp"
 
 #include <CLI/CLI.hpp>
-#include <google/protobuf/util/json_util.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,17 +33,10 @@
 
 namespace {
 
+using k8s_test::to_json;
+
 namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
-
-std::string to_json(const google::protobuf::Message& m) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = true;
-    o.always_print_primitive_fields = true;
-    (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-    return out;
-}
 
 int error(const std::string& what) {
     std::cerr << "error: " << what << "\n";

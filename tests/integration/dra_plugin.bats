@@ -32,17 +32,6 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-# wait_for CMD...: poll CMD every 0.1 s until it succeeds; fail after 10 s.
-wait_for() {
-  local i
-  for (( i = 0; i < 100; i++ )); do
-    if "$@"; then return 0; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for: $*" >&2
-  return 1
-}
-
 # start_api [fake_apiserver args]: the fake API server and a kubeconfig for it ($KC).
 start_api() {
   python3 "$FAKE_API" --dir "$API" "$@" >>"$SCRATCH/api.log" 2>&1 3>&- &
@@ -337,15 +326,7 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
 
 @test "man page: renders without warnings and names every flag" {
   requires man
-  run bash -c "MANWIDTH=80 man --warnings -l '$TOP/man/enflame-dra-plugin.8' 2>&1 >/dev/null"
-  [ -z "$output" ]
-  local page flag
-  page=$(MANWIDTH=200 man -l "$TOP/man/enflame-dra-plugin.8" 2>/dev/null)
-  for flag in $("$DRA" --help | grep -oE -- '--[a-z-]+' | sort -u); do
-    [ "$flag" = --help ] && continue
-    [ "$flag" = --version ] && continue
-    grep -qF -- "$flag" <<<"$page" || { echo "man page lacks $flag"; false; }
-  done
+  man_covers_flags "$TOP/man/enflame-dra-plugin.8" "$DRA"
 }
 
 @test "deployments: DaemonSet folders and NODE_NAME, RBAC verbs, DeviceClasses in v1 and v1beta1, examples in both" {
