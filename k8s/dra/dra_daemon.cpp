@@ -158,6 +158,7 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
                 spdlog::error("{}", r.error().what());
                 break;
             }
+            if (c.registered_again) c.registered_again();
         }
     }
     if (c.stop) c.stop();
@@ -167,14 +168,15 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
 
 }  // namespace
 
-int run(DaemonOptions o, ClaimSource claims, Companion companion) {
+int run(DaemonOptions o, ClaimSource claims, const MakeCompanion& make_companion) {
     // Before gRPC starts its threads, so only our signalfd sees these.
     auto sig_fd = k8s::signal_fd({SIGTERM, SIGINT, SIGHUP});
     if (!sig_fd) return fail_with(sig_fd.error());
     auto s = setup(o);
     if (!s) return fail_with(s.error());
     const auto dopts = s->discover;
-    auto driver = Driver::create(s->driver, std::move(claims), [dopts] { return inject::discover::discover(dopts); });
+    const Discoverer discover = [dopts] { return inject::discover::discover(dopts); };
+    auto driver = Driver::create(s->driver, std::move(claims), discover);
     if (!driver) return fail_with(driver.error());
     (*driver)->converge();
     const auto own = s->dra_path.substr(0, s->dra_path.rfind('/'));
@@ -183,6 +185,7 @@ int run(DaemonOptions o, ClaimSource claims, Companion companion) {
     if (!reg_watch) return fail_with(reg_watch.error());
     auto dra_watch = k8s::KubeletWatcher::create(own, "/");
     if (!dra_watch) return fail_with(dra_watch.error());
+    Companion companion = make_companion ? make_companion(discover) : Companion{};
     Daemon d(std::move(*s), std::move(*driver));
     return d.loop(sig_fd->get(), *reg_watch, *dra_watch, companion);
 }

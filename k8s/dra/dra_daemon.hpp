@@ -28,14 +28,20 @@ struct DaemonOptions {
 };
 
 /// Something that runs beside the sockets (the ResourceSlice publisher): started after the
-/// sockets serve, stopped before they go.
+/// sockets serve, told when the plugin registers again (kubelet restarted: it deletes the
+/// node's slices), stopped before the sockets go. Each may be empty.
 struct Companion {
     std::function<void()> start;
+    std::function<void()> registered_again;
     std::function<void()> stop;
 };
 
+/// Makes the companion once the configuration is loaded, from the way the daemon discovers
+/// the node's cards.
+using MakeCompanion = std::function<Companion(Discoverer)>;
+
 /// Runs until SIGTERM/SIGINT. `claims` fetches ResourceClaims. Returns the exit code; errors
 /// before serving are printed as one "error: ..." line.
-int run(DaemonOptions opts, ClaimSource claims, Companion companion = {});
+int run(DaemonOptions opts, ClaimSource claims, const MakeCompanion& make_companion = {});
 
 }  // namespace edra

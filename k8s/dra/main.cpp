@@ -3,8 +3,10 @@
 // (KUBERNETES.md section 3). This file parses flags (each also readable from an environment
 // variable), sets up logging and the API-server client, and hands over to the daemon.
 #include "dra_daemon.hpp"
+#include "publisher.hpp"
 
 #include "inject/config_path.hpp"
+#include "inject/log.hpp"
 #include "inject/version.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_setup.hpp"
@@ -12,25 +14,34 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
-#include <mutex>
 
 namespace {
 
-// ResourceClaims from the API server, in the resource.k8s.io version it offers (asked once,
-// on the first claim: the server may not be up when we start).
-edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client) {
-    auto version = std::make_shared<std::string>();
-    auto mu = std::make_shared<std::mutex>();
-    return [client, version, mu](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
-        std::string v;
-        {
-            const std::lock_guard lock(*mu);
-            if (version->empty()) {
-                INJECT_TRY(*version, client->resource_api_version());
-            }
-            v = *version;
-        }
-        return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" + name);
+// ResourceClaims from the API server, in the resource.k8s.io version it offers.
+edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::string version) {
+    return [client, version](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+        return client->get("/apis/resource.k8s.io/" + version + "/namespaces/" + ns + "/resourceclaims/" + name);
+    };
+}
+
+// The ResourceSlice publisher beside the sockets: publishes at start, again when kubelet
+// restarted (it deletes the node's slices) and every `resync`; removes the slices on a clean
+// stop.
+edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra::SliceOptions opts,
+                                  std::chrono::milliseconds resync) {
+    return [client, opts, resync](edra::Discoverer discover) {
+        auto publisher = std::make_shared<edra::Publisher>(client, opts);
+        auto loop = std::make_shared<edra::PublisherLoop>(
+            *publisher, std::move(discover), resync, std::chrono::milliseconds(1000),
+            [](const inject::Result<edra::PublishStats>& r) {
+                if (!r) spdlog::error("publishing ResourceSlices: {}", r.error().what());
+                else if (r->created + r->updated + r->deleted > 0)
+                    inject::log::info("ResourceSlices at generation {}: {} created, {} updated, {} deleted",
+                                      r->generation, r->created, r->updated, r->deleted);
+            });
+        // Each part holds the publisher too: the loop refers to it until the loop is gone.
+        return edra::Companion{[loop, publisher] { loop->start(); }, [loop, publisher] { loop->trigger(); },
+                               [loop, publisher] { loop->stop(true); }};
     };
 }
 
@@ -45,6 +56,7 @@ int main(int argc, char** argv) try {
     }
     if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
     std::string kubeconfig, log_level = "info";
+    int resync_s = 300;
 
     CLI::App app{"enflame-dra-plugin: prepare Enflame GCUs for DRA ResourceClaims (driver gcu.enflame.com)",
                  "enflame-dra-plugin"};
@@ -68,6 +80,9 @@ int main(int argc, char** argv) try {
     app.add_option("--ctk-path", o.ctk_path,
                    "host path of enflame-ctk, run as the specs' update-ldcache hook (default: no hook)")
         ->envname("CTK_PATH");
+    app.add_option("--resync", resync_s, "seconds between ResourceSlice reconciliations (they are also republished "
+                                         "when kubelet restarts)")
+        ->envname("RESYNC")->check(CLI::Range(5, 86400))->capture_default_str();
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     try {
         app.parse(argc, argv);
@@ -89,7 +104,22 @@ int main(int argc, char** argv) try {
     auto client = k8s::api::Client::create(std::move(*cfg));
     if (!client) return fail(client.error());
     std::shared_ptr<k8s::api::Client> shared(std::move(*client));
-    return edra::run(std::move(o), claims_from(shared));
+    // The version decides the claims' path and the slices' shape; without an answer the
+    // plugin cannot do either (the DaemonSet restarts it).
+    auto version = shared->resource_api_version();
+    if (!version) return fail(version.error().context("asking the API server for resource.k8s.io"));
+    inject::log::debug("API server offers resource.k8s.io/{}", *version);
+    edra::SliceOptions slices;
+    slices.node_name = o.node_name;
+    slices.api_version = *version;
+    slices.drs = edra::DrsMode::Instances;
+    // The Node owns our slices, so they go with it; without its uid they just have no owner.
+    if (auto node = shared->get("/api/v1/nodes/" + o.node_name); node && node->contains("metadata"))
+        slices.node_uid = (*node)["metadata"].value("uid", "");
+    else if (!node)
+        inject::log::warn("reading node {}: {}; publishing slices without an owner", o.node_name, node.error().what());
+    return edra::run(std::move(o), claims_from(shared, *version),
+                     publisher_for(shared, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;
