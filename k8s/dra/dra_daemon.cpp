@@ -73,11 +73,13 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
 
 class Daemon {
 public:
-    Daemon(Setup s, std::unique_ptr<Driver> d)
-        : s_(std::move(s)), driver_(std::move(d)), v1_(*driver_), v1beta1_(*driver_),
-          reg_(plugin_info(std::string(kDriverName), s_.dra_path)) {}
+    Daemon(Setup s, std::unique_ptr<Driver> d, Companion c)
+        : s_(std::move(s)), driver_(std::move(d)), c_(std::move(c)), v1_(*driver_), v1beta1_(*driver_),
+          reg_(plugin_info(std::string(kDriverName), s_.dra_path), [this] {
+              if (c_.registered_again) c_.registered_again();
+          }) {}
 
-    int loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch, Companion& c);
+    int loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch);
 
 private:
     inject::Result<void> serve_dra() {
@@ -103,19 +105,20 @@ private:
 
     Setup s_;
     std::unique_ptr<Driver> driver_;
+    Companion c_;
     DraV1 v1_;
     DraV1beta1 v1beta1_;
     Registration reg_;
     k8s::UnixServer dra_server_, reg_server_;
 };
 
-int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch, Companion& c) {
+int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch) {
     if (auto r = serve_dra(); !r) return fail_with(r.error());
     if (auto r = serve_reg(); !r) {
         stop();
         return fail_with(r.error());
     }
-    if (c.start) c.start();
+    if (c_.start) c_.start();
     for (;;) {
         pollfd fds[3] = {{sig_fd, POLLIN, 0}, {reg_watch.fd(), POLLIN, 0}, {dra_watch.fd(), POLLIN, 0}};
         const int n = ::poll(fds, 3, -1);
@@ -158,10 +161,9 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
                 spdlog::error("{}", r.error().what());
                 break;
             }
-            if (c.registered_again) c.registered_again();
         }
     }
-    if (c.stop) c.stop();
+    if (c_.stop) c_.stop();
     stop();
     return 0;
 }
@@ -186,8 +188,8 @@ int run(DaemonOptions o, ClaimSource claims, const MakeCompanion& make_companion
     auto dra_watch = k8s::KubeletWatcher::create(own, "/");
     if (!dra_watch) return fail_with(dra_watch.error());
     Companion companion = make_companion ? make_companion(discover) : Companion{};
-    Daemon d(std::move(*s), std::move(*driver));
-    return d.loop(sig_fd->get(), *reg_watch, *dra_watch, companion);
+    Daemon d(std::move(*s), std::move(*driver), std::move(companion));
+    return d.loop(sig_fd->get(), *reg_watch, *dra_watch);
 }
 
 }  // namespace edra

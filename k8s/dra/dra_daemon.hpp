@@ -28,8 +28,9 @@ struct DaemonOptions {
 };
 
 /// Something that runs beside the sockets (the ResourceSlice publisher): started after the
-/// sockets serve, told when the plugin registers again (kubelet restarted: it deletes the
-/// node's slices), stopped before the sockets go. Each may be empty.
+/// sockets serve, told each time kubelet reports it registered the plugin (a kubelet that
+/// restarted has deleted the node's slices; it may run on a gRPC thread), stopped before the
+/// sockets go. Each may be empty.
 struct Companion {
     std::function<void()> start;
     std::function<void()> registered_again;

@@ -59,10 +59,12 @@ grpc::Status Registration::NotifyRegistrationStatus(grpc::ServerContext*,
                                                     const pluginregistration::RegistrationStatus* st,
                                                     pluginregistration::RegistrationStatusResponse*) {
     registered_ = st->plugin_registered();
-    if (st->plugin_registered())
+    if (st->plugin_registered()) {
         inject::log::info("kubelet registered {} (endpoint {})", info_.name(), info_.endpoint());
-    else
+        if (on_registered_) on_registered_();
+    } else {
         spdlog::error("kubelet did not register {}: {}", info_.name(), st->error());
+    }
     return grpc::Status::OK;
 }
 

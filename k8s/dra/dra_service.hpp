@@ -12,6 +12,7 @@
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 namespace edra {
@@ -23,10 +24,13 @@ namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 /// versions we serve, v1 first (kubelet takes the first it knows).
 [[nodiscard]] pluginregistration::PluginInfo plugin_info(const std::string& driver, const std::string& endpoint);
 
-/// The plugin watcher's side of the registration. Counts the statuses kubelet reported.
+/// The plugin watcher's side of the registration. `on_registered` runs (on a gRPC thread) each
+/// time kubelet reports it registered us: a kubelet that restarted registers existing
+/// sockets again, and has deleted the node's ResourceSlices.
 class Registration final : public pluginregistration::Registration::Service {
 public:
-    explicit Registration(pluginregistration::PluginInfo info) : info_(std::move(info)) {}
+    explicit Registration(pluginregistration::PluginInfo info, std::function<void()> on_registered = {})
+        : info_(std::move(info)), on_registered_(std::move(on_registered)) {}
     grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
                          pluginregistration::PluginInfo* out) override;
     grpc::Status NotifyRegistrationStatus(grpc::ServerContext*, const pluginregistration::RegistrationStatus* st,
@@ -35,6 +39,7 @@ public:
 
 private:
     pluginregistration::PluginInfo info_;
+    std::function<void()> on_registered_;
     std::atomic<bool> registered_{false};
 };
 

@@ -31,14 +31,8 @@ edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra
                                   std::chrono::milliseconds resync) {
     return [client, opts, resync](edra::Discoverer discover) {
         auto publisher = std::make_shared<edra::Publisher>(client, opts);
-        auto loop = std::make_shared<edra::PublisherLoop>(
-            *publisher, std::move(discover), resync, std::chrono::milliseconds(1000),
-            [](const inject::Result<edra::PublishStats>& r) {
-                if (!r) spdlog::error("publishing ResourceSlices: {}", r.error().what());
-                else if (r->created + r->updated + r->deleted > 0)
-                    inject::log::info("ResourceSlices at generation {}: {} created, {} updated, {} deleted",
-                                      r->generation, r->created, r->updated, r->deleted);
-            });
+        // The loop logs each publish itself.
+        auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
         // Each part holds the publisher too: the loop refers to it until the loop is gone.
         return edra::Companion{[loop, publisher] { loop->start(); }, [loop, publisher] { loop->trigger(); },
                                [loop, publisher] { loop->stop(true); }};

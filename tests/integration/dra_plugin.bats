@@ -96,6 +96,17 @@ put_claim() {
       status: {allocation: {devices: {results: $r}}}}' > "$API/claims/$ns/$name.json"
 }
 
+# api VERB PATH: a call to the fake API server as the plugin makes it (its CA, its token).
+api() {
+  curl -sS --cacert "$API/ca.crt" -H "Authorization: Bearer test-token" -X "$1" "https://127.0.0.1:$(cat "$API/port")$2"
+}
+# slice_devices: the device names of node1's ResourceSlices of our driver, sorted, one line.
+slice_devices() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -r '[.items[].spec.devices[].name] | sort | join(" ")'
+}
+has_slices() { [ "$(slice_devices)" = "$1" ]; }
+
 prepare() { local v=$1; shift; "$FDK" prepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
 unprepare() { local v=$1; shift; "$FDK" unprepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
 spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
@@ -235,6 +246,32 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   run prepare v1 ns/c1/uid-1
   [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
   grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
+}
+
+@test "ResourceSlices: published at start (a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
+  up 2 --drs
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  run api GET "/apis/resource.k8s.io/v1/resourceslices"
+  [ "$(jq -r '[.items[].spec.pool.name] | unique | join(" ")' <<<"$output")" = node1 ]
+  [ "$(jq -r '.items[0].spec.devices[] | select(.name == "gcu-0-drs-1") | .attributes.profile.string' <<<"$output")" = 1g.11gb ]
+  # kubelet starting: it deletes the node's slices and every plugin socket
+  local n
+  for n in $(jq -r '.items[].metadata.name' <<<"$output"); do api DELETE "/apis/resource.k8s.io/v1/resourceslices/$n" >/dev/null; done
+  [ "$(slice_devices)" = "" ]
+  "$FDK" register --registry "$REG" >/dev/null
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  # and when it also deleted the sockets: served again, registered, slices back
+  for n in $(api GET /apis/resource.k8s.io/v1/resourceslices | jq -r '.items[].metadata.name'); do
+    api DELETE "/apis/resource.k8s.io/v1/resourceslices/$n" >/dev/null
+  done
+  [ "$(slice_devices)" = "" ]
+  rm "$REG/gcu.enflame.com-reg.sock" "$SOCK"
+  wait_for test -S "$SOCK"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+  "$FDK" register --registry "$REG" >/dev/null
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  stop_pid "$DPID"
+  [ "$(slice_devices)" = "" ]
 }
 
 @test "SIGTERM: both sockets removed (deregistered), prepared claims' specs and checkpoint kept" {
