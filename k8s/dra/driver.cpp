@@ -87,30 +87,39 @@ void Driver::converge() {
     }
 }
 
-inject::Result<PreparedClaim> Driver::prepare_new(const ClaimRef& ref) {
+inject::Result<PreparedClaim> Driver::fetch(const ClaimRef& ref) const {
     auto obj = claims_(ref.ns, ref.name);
     if (!obj) return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
     INJECT_TRY(const auto results, allocated_devices(*obj, ref, o_.driver_name));
     PreparedClaim pc{ref.ns, ref.name, {}};
-    std::vector<DeviceName> names;
     for (const auto& a : results) {
         INJECT_TRY(auto n, parse_device_name(a.device));
-        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
         pc.devices.push_back({{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}});
     }
-    if (auto r = write_spec(ref.uid, names); !r) return fail(std::move(r).error().context("claim '" + ref.text() + "'"));
     return pc;
 }
 
 std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims) {
+    // The API server is asked without holding the lock, so a slow one delays only the claims
+    // that wait for it, not another pod's prepare or an unprepare.
+    std::vector<const ClaimRef*> unknown;
+    {
+        const std::lock_guard lock(mu_);
+        for (const auto& ref : claims) {
+            if (!cp_.claims.contains(ref.uid)) unknown.push_back(&ref);
+        }
+    }
+    std::map<std::string, inject::Result<PreparedClaim>> fetched;
+    for (const auto* ref : unknown) fetched.emplace(ref->uid, fetch(*ref));
+
     const std::lock_guard lock(mu_);
     std::map<std::string, ClaimAnswer> out;
     std::vector<std::string> added;
     for (const auto& ref : claims) {
         auto& answer = out[ref.uid];
         if (const auto it = cp_.claims.find(ref.uid); it != cp_.claims.end()) {
-            // Prepared before (kubelet retries; or we restarted): the same answer, and the
-            // spec again if it went missing.
+            // Prepared before (kubelet retries; we restarted; or a concurrent call did it):
+            // the same answer, and the spec again if it went missing.
             if (!exists(spec_path(o_, ref.uid))) {
                 auto names = names_of(it->second);
                 auto r = names ? write_spec(ref.uid, *names) : inject::Result<void>(fail(std::move(names).error()));
@@ -123,9 +132,14 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             answer.devices = it->second.devices;
             continue;
         }
-        auto pc = prepare_new(ref);
-        if (!pc) {
-            answer.error = pc.error().what();
+        // Unprepared by a concurrent call since we looked: ask again (rare).
+        auto f = fetched.find(ref.uid);
+        if (f == fetched.end()) f = fetched.emplace(ref.uid, fetch(ref)).first;
+        auto& pc = f->second;
+        auto names = pc ? names_of(*pc) : inject::Result<std::vector<DeviceName>>(fail(pc.error()));
+        auto r = names ? write_spec(ref.uid, *names) : inject::Result<void>(fail(std::move(names).error()));
+        if (!r) {
+            answer.error = pc ? r.error().context("claim '" + ref.text() + "'").what() : pc.error().what();
             inject::log::warn("prepare: {}", answer.error);
             continue;
         }

@@ -70,13 +70,14 @@ private:
         : o_(std::move(o)), claims_(std::move(claims)), discover_(std::move(discover)), host_(std::move(host)),
           cp_(std::move(cp)) {}
 
-    inject::Result<PreparedClaim> prepare_new(const ClaimRef& ref);
+    /// The claim from the API server, checked, with the answer it will get (no files).
+    inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
     inject::Result<void> write_spec(const std::string& uid, const std::vector<DeviceName>& devices);
 
     DriverOptions o_;
     ClaimSource claims_;
     Discoverer discover_;
-    mutable std::mutex mu_;  ///< one prepare/unprepare at a time
+    mutable std::mutex mu_;  ///< guards host_, cp_ and the files (not the API calls)
     inject::device::Host host_;
     Checkpoint cp_;
 };

@@ -50,7 +50,7 @@ int main(int argc, char** argv) try {
     }
     if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
     std::string kubeconfig, log_level = "info";
-    int resync_s = 300;
+    int resync_s = 60;
 
     CLI::App app{"enflame-dra-plugin: prepare Enflame GCUs for DRA ResourceClaims (driver gcu.enflame.com)",
                  "enflame-dra-plugin"};
@@ -74,8 +74,8 @@ int main(int argc, char** argv) try {
     app.add_option("--ctk-path", o.ctk_path,
                    "host path of enflame-ctk, run as the specs' update-ldcache hook (default: no hook)")
         ->envname("CTK_PATH");
-    app.add_option("--resync", resync_s, "seconds between ResourceSlice reconciliations (they are also republished "
-                                         "when kubelet restarts)")
+    app.add_option("--resync", resync_s, "seconds between ResourceSlice reconciliations (health, DRS instances; also "
+                                         "republished whenever kubelet registers the plugin)")
         ->envname("RESYNC")->check(CLI::Range(5, 86400))->capture_default_str();
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     try {

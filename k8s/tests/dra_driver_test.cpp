@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
+#include <thread>
 #include <filesystem>
 #include <map>
 
@@ -229,6 +232,34 @@ TEST_F(DraDriver, BadCheckpointIsAnErrorNamingTheFile) {
     auto d = edra::Driver::create(o, nullptr, [this] { return inject::Result<inject::device::Host>(host_); });
     ASSERT_FALSE(d);
     EXPECT_EQ(d.error().what().rfind("checkpoint '" + path + "': ", 0), 0u) << d.error().what();
+}
+
+TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
+    claims_["ns/fast"] = claim("fast", "uid-f", {"gcu-0"});
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    std::atomic<bool> slow_asked{false};
+    auto d = edra::Driver::create(
+        options(),
+        [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
+            if (name == "slow") {
+                slow_asked = true;
+                released.wait();
+                return claim("slow", "uid-s", {"gcu-1"});
+            }
+            return claims_.at(ns + "/" + name);
+        },
+        [this] { return inject::Result<inject::device::Host>(host_); });
+    ASSERT_TRUE(d);
+    auto slow = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "slow", "uid-s"}}); });
+    while (!slow_asked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto fast = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "fast", "uid-f"}}); });
+    const bool fast_done = fast.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    release.set_value();
+    ASSERT_TRUE(fast_done) << "a prepare waited for another claim's API call";
+    EXPECT_EQ(fast.get().at("uid-f").error, "");
+    EXPECT_EQ(slow.get().at("uid-s").error, "");
+    EXPECT_EQ((*d)->checkpoint().claims.size(), 2u);
 }
 
 TEST(DraCheckpoint, RoundTrip) {

@@ -274,6 +274,21 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ "$(slice_devices)" = "" ]
 }
 
+@test "ResourceSlices: a card turning unhealthy leaves them within --resync, and comes back when it recovers" {
+  sim_setup 2
+  start_api
+  start_plugin --resync 5
+  wait_for has_slices "gcu-0 gcu-1"
+  local sim i
+  sim=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  echo TR6Y46010001 > "$sim/enflame-sim-unhealthy"
+  for (( i = 0; i < 80 && $(slice_devices | wc -w) != 1; i++ )); do sleep 0.25; done
+  [ "$(slice_devices)" = "gcu-0" ]
+  rm "$sim/enflame-sim-unhealthy"
+  for (( i = 0; i < 80 && $(slice_devices | wc -w) != 2; i++ )); do sleep 0.25; done
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+}
+
 @test "SIGTERM: both sockets removed (deregistered), prepared claims' specs and checkpoint kept" {
   up
   put_claim ns c1 uid-1 gcu-0
