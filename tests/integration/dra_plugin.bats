@@ -170,16 +170,20 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
 }
 
-@test "faults: uid mismatch, not allocated, other driver, unknown claim, a card not here: one error each, the good claim prepared, nothing left behind" {
+@test "faults: uid mismatch, not allocated, other driver, unknown claim, a card not here, an opaque config of an unknown kind: one error each, the good claim prepared, nothing left behind" {
   up
   put_claim ns good uid-g gcu-0
   put_claim ns moved uid-new gcu-1
   put_claim ns nvidia uid-n gpu-0@gpu.nvidia.com
   put_claim ns far uid-f gcu-9
+  put_claim ns opaque uid-o gcu-1
+  jq '.status.allocation.devices.config = [{source: "FromClaim", requests: ["gpu"], opaque: {driver: "gcu.enflame.com",
+      parameters: {apiVersion: "gcu.enflame.com/v1alpha1", kind: "GpuConfig"}}}]' "$API/claims/ns/opaque.json" > "$SCRATCH/o.json"
+  mv "$SCRATCH/o.json" "$API/claims/ns/opaque.json"
   jq 'del(.status)' "$API/claims/ns/good.json" > "$API/claims/ns/pending.json"
   jq '.metadata.name = "pending" | .metadata.uid = "uid-p"' "$API/claims/ns/pending.json" > "$SCRATCH/p.json"
   mv "$SCRATCH/p.json" "$API/claims/ns/pending.json"
-  run prepare v1 ns/good/uid-g ns/moved/uid-old ns/pending/uid-p ns/nvidia/uid-n ns/gone/uid-x ns/far/uid-f
+  run prepare v1 ns/good/uid-g ns/moved/uid-old ns/pending/uid-p ns/nvidia/uid-n ns/gone/uid-x ns/far/uid-f ns/opaque/uid-o
   [ "$status" -eq 0 ]
   err() { jq -r --arg u "$1" '.claims[$u].error' <<<"$output"; }
   [ "$(err uid-g)" = "" ]
@@ -188,11 +192,12 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ "$(err uid-n)" = "claim 'ns/nvidia': status.allocation.devices.results: no device of driver 'gcu.enflame.com'" ]
   [[ "$(err uid-x)" == "claim 'ns/gone': fetching it: GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/gone: 404"* ]]
   [ "$(err uid-f)" = "claim 'ns/far': device 'gcu-9' is not on this node" ]
+  [ "$(err uid-o)" = "claim 'ns/opaque': status.allocation.devices.config[0].opaque.parameters: kind 'GpuConfig': want GcuConfig or DrsConfig" ]
   [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-g.yaml" ]
   [ "$(jq -c '.claims | keys' "$CP")" = '["uid-g"]' ]
 }
 
-@test "API server down during prepare: a clear per-claim error, no spec; once it is back the retry prepares" {
+@test "API server down during prepare: a clear per-claim error, no spec; back but slow, the retry prepares" {
   up
   put_claim ns c1 uid-1 gcu-0
   echo '{"down": true}' > "$API/control.json"
@@ -200,9 +205,11 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ "$status" -eq 0 ]
   local e
   e=$(jq -r '.claims["uid-1"].error' <<<"$output")
-  [[ "$e" == "claim 'ns/c1': fetching it: "* ]]
+  echo "$e"
+  [[ "$e" == "claim 'ns/c1': fetching it: GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1: "* ]]
   [ ! -e "$(spec_of uid-1)" ]
-  echo '{}' > "$API/control.json"
+  # slow (but within the client's timeout): prepared
+  echo '{"slow_ms": 400}' > "$API/control.json"
   run prepare v1 ns/c1/uid-1
   [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
   [ -e "$(spec_of uid-1)" ]
