@@ -170,7 +170,7 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
 
 }  // namespace
 
-int run(DaemonOptions o, ClaimSource claims, const MakeCompanion& make_companion) {
+int run(const DaemonOptions& o, ClaimSource claims, const MakeCompanion& make_companion) {
     // Before gRPC starts its threads, so only our signalfd sees these.
     auto sig_fd = k8s::signal_fd({SIGTERM, SIGINT, SIGHUP});
     if (!sig_fd) return fail_with(sig_fd.error());

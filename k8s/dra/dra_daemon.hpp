@@ -43,6 +43,6 @@ using MakeCompanion = std::function<Companion(Discoverer)>;
 
 /// Runs until SIGTERM/SIGINT. `claims` fetches ResourceClaims. Returns the exit code; errors
 /// before serving are printed as one "error: ..." line.
-int run(DaemonOptions opts, ClaimSource claims, const MakeCompanion& make_companion = {});
+int run(const DaemonOptions& opts, ClaimSource claims, const MakeCompanion& make_companion = {});
 
 }  // namespace edra

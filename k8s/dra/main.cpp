@@ -19,7 +19,8 @@ namespace {
 
 // ResourceClaims from the API server, in the resource.k8s.io version it offers.
 edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::string version) {
-    return [client, version](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+    return [client = std::move(client), version = std::move(version)](const std::string& ns,
+                                                                      const std::string& name) -> inject::Result<edra::Json> {
         return client->get("/apis/resource.k8s.io/" + version + "/namespaces/" + ns + "/resourceclaims/" + name);
     };
 }
@@ -29,7 +30,7 @@ edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::str
 // stop.
 edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra::SliceOptions opts,
                                   std::chrono::milliseconds resync) {
-    return [client, opts, resync](edra::Discoverer discover) {
+    return [client = std::move(client), opts = std::move(opts), resync](edra::Discoverer discover) {
         auto publisher = std::make_shared<edra::Publisher>(client, opts);
         // The loop logs each publish itself.
         auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
@@ -112,7 +113,7 @@ int main(int argc, char** argv) try {
         slices.node_uid = (*node)["metadata"].value("uid", "");
     else if (!node)
         inject::log::warn("reading node {}: {}; publishing slices without an owner", o.node_name, node.error().what());
-    return edra::run(std::move(o), claims_from(shared, *version),
+    return edra::run(o, claims_from(shared, *version),
                      publisher_for(shared, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
