@@ -367,7 +367,7 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
 
 # --- bad input, docs, manifests, install ---
 
-@test "bad input: no node name, a kubeconfig that is not there, a config that is not there: one line, exit 1, nothing served" {
+@test "bad input: no node name, a kubeconfig that is not there, a config that is not there, no API server: one line, exit 1, nothing served" {
   sim_setup 1
   run env -u NODE_NAME "$DRA" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
   [ "$status" -eq 1 ]
@@ -381,6 +381,13 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   [ "$status" -eq 1 ]
   [ "${#lines[@]}" -eq 1 ]
   [[ "$output" == "error: "*"$SCRATCH/none.toml"* ]]
+  [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
+  # an API server that does not answer at start
+  sed "s|server: https://127.0.0.1:[0-9]*|server: https://127.0.0.1:1|" "$KC" > "$SCRATCH/kc-nowhere"
+  run "$DRA" --node-name n --kubeconfig "$SCRATCH/kc-nowhere" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [[ "$output" == "error: asking the API server for resource.k8s.io: GET /apis/resource.k8s.io: "* ]]
   [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
 }
 
