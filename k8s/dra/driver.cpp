@@ -64,6 +64,11 @@ inject::Result<void> Driver::write_spec(const std::string& uid, const std::vecto
     return write_claim_spec(o_.cdi_root, uid, *spec);
 }
 
+inject::Result<void> Driver::write_spec(const std::string& uid, const PreparedClaim& c) {
+    INJECT_TRY(const auto names, names_of(c));
+    return write_spec(uid, names);
+}
+
 void Driver::converge() {
     const std::lock_guard lock(mu_);
     auto specs = claim_specs_in(o_.cdi_root);
@@ -80,8 +85,7 @@ void Driver::converge() {
     }
     for (const auto& [uid, c] : cp_.claims) {
         if (exists(spec_path(o_, uid))) continue;
-        auto names = names_of(c);
-        auto r = names ? write_spec(uid, *names) : inject::Result<void>(fail(std::move(names).error()));
+        auto r = write_spec(uid, c);
         if (!r) spdlog::error("claim {}/{} ({}): writing its missing CDI spec again: {}", c.ns, c.name, uid, r.error().what());
         else inject::log::info("claim {}/{} ({}): CDI spec was missing, written again from the checkpoint", c.ns, c.name, uid);
     }
@@ -121,9 +125,7 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             // Prepared before (kubelet retries; we restarted; or a concurrent call did it):
             // the same answer, and the spec again if it went missing.
             if (!exists(spec_path(o_, ref.uid))) {
-                auto names = names_of(it->second);
-                auto r = names ? write_spec(ref.uid, *names) : inject::Result<void>(fail(std::move(names).error()));
-                if (!r) {
+                if (auto r = write_spec(ref.uid, it->second); !r) {
                     answer.error = "claim '" + ref.text() + "': " + r.error().what();
                     continue;
                 }
@@ -136,8 +138,7 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
         auto f = fetched.find(ref.uid);
         if (f == fetched.end()) f = fetched.emplace(ref.uid, fetch(ref)).first;
         auto& pc = f->second;
-        auto names = pc ? names_of(*pc) : inject::Result<std::vector<DeviceName>>(fail(pc.error()));
-        auto r = names ? write_spec(ref.uid, *names) : inject::Result<void>(fail(std::move(names).error()));
+        auto r = pc ? write_spec(ref.uid, *pc) : inject::Result<void>(fail(pc.error()));
         if (!r) {
             answer.error = pc ? r.error().context("claim '" + ref.text() + "'").what() : pc.error().what();
             inject::log::warn("prepare: {}", answer.error);
