@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "checkpoint.hpp"
 
-#include "inject/fs.hpp"
-
-#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <cerrno>
-#include <sys/stat.h>
+#include <nlohmann/json.hpp>
+
+#include "inject/fs.hpp"
 
 namespace edra {
 
@@ -23,7 +23,8 @@ constexpr std::size_t kMaxBytes = 16u << 20;
 Checkpoint from_json(const Json& j) {
     Checkpoint cp;
     if (j.at("version").get<int>() != kVersion)
-        throw std::invalid_argument("version " + j.at("version").dump() + ": want " + std::to_string(kVersion));
+        throw std::invalid_argument("version " + j.at("version").dump() + ": want " +
+                                    std::to_string(kVersion));
     for (const auto& [uid, c] : j.at("claims").items()) {
         PreparedClaim pc;
         pc.ns = c.at("namespace").get<std::string>();
@@ -48,7 +49,10 @@ std::string to_text(const Checkpoint& cp) {
     for (const auto& [uid, c] : cp.claims) {
         Json devices = Json::array();
         for (const auto& d : c.devices)
-            devices.push_back({{"requests", d.requests}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_ids}});
+            devices.push_back({{"requests", d.requests},
+                               {"pool", d.pool},
+                               {"device", d.device},
+                               {"cdiDeviceIDs", d.cdi_ids}});
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
     }
     return Json{{"version", kVersion}, {"claims", std::move(claims)}}.dump(1) + "\n";

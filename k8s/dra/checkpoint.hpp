@@ -9,11 +9,11 @@
 //     "devices": [{"requests": ["gpu"], "pool": "node1", "device": "gcu-0",
 //                  "cdiDeviceIDs": ["k8s.gcu.enflame.com/claim=<uid>-gcu-0"]}]}}}
 
-#include "inject/result.hpp"
-
 #include <map>
 #include <string>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace edra {
 
@@ -43,7 +43,8 @@ struct Checkpoint {
 /// The checkpoint file's text (deterministic: keys sorted).
 [[nodiscard]] std::string to_text(const Checkpoint& cp);
 /// Parses checkpoint text; errors name `source` and the field.
-[[nodiscard]] inject::Result<Checkpoint> parse_checkpoint(const std::string& text, const std::string& source);
+[[nodiscard]] inject::Result<Checkpoint> parse_checkpoint(const std::string& text,
+                                                          const std::string& source);
 /// Reads `path`; a missing file is an empty checkpoint.
 [[nodiscard]] inject::Result<Checkpoint> load_checkpoint(const std::string& path);
 /// Replaces `path` atomically (mode 0600).

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "claim_cdi.hpp"
 
-#include "inject/cdi_io.hpp"
-#include "inject/cdi_validate.hpp"
-#include "inject/fs.hpp"
-
 #include <dirent.h>
 #include <unistd.h>
 
@@ -12,6 +8,10 @@
 #include <cerrno>
 #include <map>
 #include <set>
+
+#include "inject/cdi_io.hpp"
+#include "inject/cdi_validate.hpp"
+#include "inject/fs.hpp"
 
 namespace edra {
 
@@ -32,47 +32,58 @@ std::string generated_name(const inject::device::Device& card, const DeviceName&
     if (!d.drs_instance) return std::to_string(card.index);
     for (const auto& in : card.drs_instances) {
         if (in.instance_id == *d.drs_instance)
-            return std::to_string(card.index) + ":" + in.profile + ":" + std::to_string(in.instance_id);
+            return std::to_string(card.index) + ":" + in.profile + ":" +
+                   std::to_string(in.instance_id);
     }
     return {};
 }
 
 }  // namespace
 
-std::string spec_file_name(const std::string& claim_uid) { return kFilePrefix + claim_uid + std::string(kFileSuffix); }
+std::string spec_file_name(const std::string& claim_uid) {
+    return kFilePrefix + claim_uid + std::string(kFileSuffix);
+}
 
 std::string claim_uid_of(const std::string& file_name) {
     if (!file_name.starts_with(kFilePrefix) || !file_name.ends_with(kFileSuffix) ||
         file_name.size() <= kFilePrefix.size() + kFileSuffix.size())
         return {};
-    return file_name.substr(kFilePrefix.size(), file_name.size() - kFilePrefix.size() - kFileSuffix.size());
+    return file_name.substr(kFilePrefix.size(),
+                            file_name.size() - kFilePrefix.size() - kFileSuffix.size());
 }
 
 std::string cdi_device_id(const std::string& claim_uid, const DeviceName& device) {
-    return std::string(kCdiVendor) + "/" + std::string(kCdiClass) + "=" + claim_uid + "-" + device.str();
+    return std::string(kCdiVendor) + "/" + std::string(kCdiClass) + "=" + claim_uid + "-" +
+           device.str();
 }
 
-inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host, const inject::cdi::GenerateOptions& base,
-                                             const std::string& claim_uid, const std::vector<DeviceName>& devices) {
+inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
+                                             const inject::cdi::GenerateOptions& base,
+                                             const std::string& claim_uid,
+                                             const std::vector<DeviceName>& devices) {
     // Only the cards (and DRS instances) of the claim go to the generator, so the spec-level
     // edits are what those cards need and nothing names another card.
     inject::device::Host sub = host;
     sub.devices.clear();
     std::map<std::string, std::string> renames;  // generated name -> <uid>-<device>
     for (const auto& d : devices) {
-        const auto card = std::find_if(host.devices.begin(), host.devices.end(),
-                                       [&](const inject::device::Device& c) { return c.index == d.index; });
-        if (card == host.devices.end()) return fail(Errc::NotFound, "device '" + d.str() + "' is not on this node");
+        const auto card =
+            std::find_if(host.devices.begin(), host.devices.end(),
+                         [&](const inject::device::Device& c) { return c.index == d.index; });
+        if (card == host.devices.end())
+            return fail(Errc::NotFound, "device '" + d.str() + "' is not on this node");
         const std::string gen = generated_name(*card, d);
         if (gen.empty())
-            return fail(Errc::NotFound, "device '" + d.str() + "': card " + std::to_string(d.index) +
-                                            " has no DRS instance " + std::to_string(*d.drs_instance));
+            return fail(Errc::NotFound, "device '" + d.str() + "': card " +
+                                            std::to_string(d.index) + " has no DRS instance " +
+                                            std::to_string(*d.drs_instance));
         const std::string name = claim_uid + "-" + d.str();
         if (auto why = inject::cdi::check_device_name(name); !why.empty())
             return fail(Errc::InvalidInput, "claim UID '" + claim_uid + "': " + why);
         renames[gen] = name;
-        auto in_sub = std::find_if(sub.devices.begin(), sub.devices.end(),
-                                   [&](const inject::device::Device& c) { return c.index == d.index; });
+        auto in_sub =
+            std::find_if(sub.devices.begin(), sub.devices.end(),
+                         [&](const inject::device::Device& c) { return c.index == d.index; });
         if (in_sub == sub.devices.end()) {
             sub.devices.push_back(*card);
             sub.devices.back().drs_instances.clear();
@@ -80,14 +91,16 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host, c
         }
         if (d.drs_instance) {
             for (const auto& in : card->drs_instances) {
-                if (in.instance_id == *d.drs_instance && std::none_of(in_sub->drs_instances.begin(), in_sub->drs_instances.end(),
-                                                                      [&](const auto& x) { return x.instance_id == in.instance_id; }))
+                if (in.instance_id == *d.drs_instance &&
+                    std::none_of(in_sub->drs_instances.begin(), in_sub->drs_instances.end(),
+                                 [&](const auto& x) { return x.instance_id == in.instance_id; }))
                     in_sub->drs_instances.push_back(in);
             }
         }
     }
     if (devices.empty()) return fail(Errc::InvalidInput, "no devices to prepare");
-    std::sort(sub.devices.begin(), sub.devices.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+    std::sort(sub.devices.begin(), sub.devices.end(),
+              [](const auto& a, const auto& b) { return a.index < b.index; });
     auto opts = base;
     opts.vendor = std::string(kCdiVendor);
     opts.cls = std::string(kCdiClass);
@@ -101,7 +114,8 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host, c
         d.name = it->second;
         kept.push_back(std::move(d));
     }
-    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(kept.begin(), kept.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
     spec.devices = std::move(kept);
     spec.version = inject::cdi::minimum_version(spec);
     return spec;
@@ -119,7 +133,8 @@ inject::Result<void> write_claim_spec(const std::string& cdi_root, const std::st
 
 inject::Result<void> remove_claim_spec(const std::string& cdi_root, const std::string& claim_uid) {
     const std::string path = join(cdi_root, spec_file_name(claim_uid));
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(inject::sys_error("removing CDI spec '" + path + "'"));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        return fail(inject::sys_error("removing CDI spec '" + path + "'"));
     return inject::ok();
 }
 

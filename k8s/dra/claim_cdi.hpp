@@ -8,15 +8,14 @@
 // mounts, ENFLAME_VISIBLE_DEVICES=void, and for a DRS instance its parent card's node and
 // TOPS_VISIBLE_DEVICES=DRS-<uuid>.
 
-#include "claims.hpp"
+#include <string>
+#include <vector>
 
+#include "claims.hpp"
 #include "inject/cdi.hpp"
 #include "inject/cdi_generate.hpp"
 #include "inject/device.hpp"
 #include "inject/result.hpp"
-
-#include <string>
-#include <vector>
 
 namespace edra {
 
@@ -39,10 +38,12 @@ inline constexpr std::string_view kCdiClass = "claim";
                                                            const std::vector<DeviceName>& devices);
 
 /// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644).
-[[nodiscard]] inject::Result<void> write_claim_spec(const std::string& cdi_root, const std::string& claim_uid,
+[[nodiscard]] inject::Result<void> write_claim_spec(const std::string& cdi_root,
+                                                    const std::string& claim_uid,
                                                     const inject::cdi::Spec& spec);
 /// Removes the claim's spec file; a missing one is fine.
-[[nodiscard]] inject::Result<void> remove_claim_spec(const std::string& cdi_root, const std::string& claim_uid);
+[[nodiscard]] inject::Result<void> remove_claim_spec(const std::string& cdi_root,
+                                                     const std::string& claim_uid);
 /// The claim UIDs of our spec files in `cdi_root` (sorted; a missing folder has none).
 [[nodiscard]] inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root);
 

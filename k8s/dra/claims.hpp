@@ -5,15 +5,14 @@
 // the claim's JSON: the allocation results addressed to us, our device names, and the opaque
 // configs addressed to us. No server, no files: unit tests feed claim JSON directly.
 
-#include "inject/result.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace edra {
 
@@ -59,13 +58,14 @@ struct DeviceName {
 /// config addressed to `driver` is one we understand (validate_opaque). Errors name the claim
 /// and the field: "claim 'ns/c': status.allocation: missing (the claim is not allocated)".
 /// An allocation with no result for `driver` is an error too (kubelet asked the wrong driver).
-[[nodiscard]] inject::Result<std::vector<Allocated>> allocated_devices(const Json& claim, const ClaimRef& ref,
-                                                                       std::string_view driver = kDriverName);
+[[nodiscard]] inject::Result<std::vector<Allocated>> allocated_devices(
+    const Json& claim, const ClaimRef& ref, std::string_view driver = kDriverName);
 
 /// Checks one opaque configuration's `parameters` addressed to our driver: an object with
 /// apiVersion gcu.enflame.com/v1alpha1 and kind GcuConfig (whole cards) or DrsConfig (DRS
 /// instances), and no other field (strict, like the API server's decoding). `targets` are the
 /// devices the config applies to (for the kind check). Errors quote the field.
-[[nodiscard]] inject::Result<void> validate_opaque(const Json& parameters, const std::vector<DeviceName>& targets);
+[[nodiscard]] inject::Result<void> validate_opaque(const Json& parameters,
+                                                   const std::vector<DeviceName>& targets);
 
 }  // namespace edra

@@ -1,15 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dra_daemon.hpp"
 
-#include "dra_service.hpp"
-
-#include "inject/config.hpp"
-#include "inject/discover.hpp"
-#include "inject/log.hpp"
-#include "k8s/daemon_setup.hpp"
-#include "k8s/socket.hpp"
-#include "k8s/watch.hpp"
-
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +9,14 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+
+#include "dra_service.hpp"
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/log.hpp"
+#include "k8s/daemon_setup.hpp"
+#include "k8s/socket.hpp"
+#include "k8s/watch.hpp"
 
 namespace edra {
 namespace {
@@ -56,11 +55,14 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
     s.driver.cdi_root = o.cdi_root;
     const std::string name(kDriverName);
     const std::string own = o.plugins_dir + (o.plugins_dir.ends_with('/') ? "" : "/") + name;
-    INJECT_TRY_CTX(make_dir(own, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-                                     std::filesystem::perms::group_exec),
-                   "--plugins-dir");
-    INJECT_TRY_CTX(make_dir(o.cdi_root, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
-                                            std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+    INJECT_TRY_CTX(
+        make_dir(own, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                          std::filesystem::perms::group_exec),
+        "--plugins-dir");
+    INJECT_TRY_CTX(make_dir(o.cdi_root, std::filesystem::perms::owner_all |
+                                            std::filesystem::perms::group_read |
+                                            std::filesystem::perms::group_exec |
+                                            std::filesystem::perms::others_read |
                                             std::filesystem::perms::others_exec),
                    "--cdi-root");
     s.driver.checkpoint_path = own + "/checkpoint.json";
@@ -74,7 +76,11 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
 class Daemon {
 public:
     Daemon(Setup s, std::unique_ptr<Driver> d, Companion c)
-        : s_(std::move(s)), driver_(std::move(d)), c_(std::move(c)), v1_(*driver_), v1beta1_(*driver_),
+        : s_(std::move(s)),
+          driver_(std::move(d)),
+          c_(std::move(c)),
+          v1_(*driver_),
+          v1beta1_(*driver_),
           reg_(plugin_info(std::string(kDriverName), s_.dra_path), [this] {
               if (c_.registered_again) c_.registered_again();
           }) {}
@@ -92,7 +98,8 @@ private:
     inject::Result<void> serve_reg() {
         k8s::stop_unix(reg_server_, milliseconds(500));
         INJECT_TRY(reg_server_, k8s::serve_unix(s_.reg_path, {&reg_}));
-        inject::log::info("registration socket {} is up: waiting for kubelet's plugin watcher", s_.reg_path);
+        inject::log::info("registration socket {} is up: waiting for kubelet's plugin watcher",
+                          s_.reg_path);
         return inject::ok();
     }
     void stop() {
@@ -120,7 +127,8 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
     }
     if (c_.start) c_.start();
     for (;;) {
-        pollfd fds[3] = {{sig_fd, POLLIN, 0}, {reg_watch.fd(), POLLIN, 0}, {dra_watch.fd(), POLLIN, 0}};
+        pollfd fds[3] = {
+            {sig_fd, POLLIN, 0}, {reg_watch.fd(), POLLIN, 0}, {dra_watch.fd(), POLLIN, 0}};
         const int n = ::poll(fds, 3, -1);
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: poll: " << std::strerror(errno) << "\n";
@@ -129,7 +137,8 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
         if (n <= 0) continue;
         if (fds[0].revents & POLLIN) {
             signalfd_siginfo si{};
-            if (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si) && si.ssi_signo != SIGHUP) {
+            if (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si) &&
+                si.ssi_signo != SIGHUP) {
                 inject::log::info("signal {}: stopping", si.ssi_signo);
                 break;
             }
@@ -138,12 +147,14 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
         // longer ours is served again (dra.sock first: registration points at it).
         bool dra_gone = false, reg_gone = false;
         if (fds[2].revents & POLLIN) {
-            auto r = dra_watch.restarted([&](const std::string& name) { return gone(dra_server_, name); });
+            auto r = dra_watch.restarted(
+                [&](const std::string& name) { return gone(dra_server_, name); });
             if (!r) spdlog::error("{}", r.error().what());
             dra_gone = r && *r;
         }
         if (fds[1].revents & POLLIN) {
-            auto r = reg_watch.restarted([&](const std::string& name) { return gone(reg_server_, name); });
+            auto r = reg_watch.restarted(
+                [&](const std::string& name) { return gone(reg_server_, name); });
             if (!r) spdlog::error("{}", r.error().what());
             reg_gone = r && *r;
         }
@@ -156,7 +167,8 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
             reg_gone = true;  // register again so kubelet dials the new socket
         }
         if (reg_gone) {
-            inject::log::info("serving {} again: kubelet's plugin watcher registers us anew", s_.reg_path);
+            inject::log::info("serving {} again: kubelet's plugin watcher registers us anew",
+                              s_.reg_path);
             if (auto r = serve_reg(); !r) {
                 spdlog::error("{}", r.error().what());
                 break;

@@ -8,10 +8,10 @@
 // (kubelet restart, or someone cleaning up) is served again at once; SIGTERM/SIGINT stop and
 // remove both sockets (removing the registration socket deregisters us).
 
-#include "driver.hpp"
-
 #include <functional>
 #include <string>
+
+#include "driver.hpp"
 
 namespace edra {
 
@@ -24,7 +24,8 @@ struct DaemonOptions {
     std::string plugins_registry = "/var/lib/kubelet/plugins_registry";
     std::string plugins_dir = "/var/lib/kubelet/plugins";
     std::string cdi_root = "/var/run/cdi";
-    std::string ctk_path;  ///< host path of enflame-ctk for the specs' update-ldcache hook; empty: none
+    std::string
+        ctk_path;  ///< host path of enflame-ctk for the specs' update-ldcache hook; empty: none
 };
 
 /// Something that runs beside the sockets (the ResourceSlice publisher): started after the

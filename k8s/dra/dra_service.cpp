@@ -55,9 +55,9 @@ grpc::Status Registration::GetInfo(grpc::ServerContext*, const pluginregistratio
     return grpc::Status::OK;
 }
 
-grpc::Status Registration::NotifyRegistrationStatus(grpc::ServerContext*,
-                                                    const pluginregistration::RegistrationStatus* st,
-                                                    pluginregistration::RegistrationStatusResponse*) {
+grpc::Status Registration::NotifyRegistrationStatus(
+    grpc::ServerContext*, const pluginregistration::RegistrationStatus* st,
+    pluginregistration::RegistrationStatusResponse*) {
     registered_ = st->plugin_registered();
     if (st->plugin_registered()) {
         inject::log::info("kubelet registered {} (endpoint {})", info_.name(), info_.endpoint());
@@ -68,21 +68,24 @@ grpc::Status Registration::NotifyRegistrationStatus(grpc::ServerContext*,
     return grpc::Status::OK;
 }
 
-grpc::Status DraV1::NodePrepareResources(grpc::ServerContext*, const drav1::NodePrepareResourcesRequest* req,
+grpc::Status DraV1::NodePrepareResources(grpc::ServerContext*,
+                                         const drav1::NodePrepareResourcesRequest* req,
                                          drav1::NodePrepareResourcesResponse* out) {
     return prepare(d_, *req, out);
 }
-grpc::Status DraV1::NodeUnprepareResources(grpc::ServerContext*, const drav1::NodeUnprepareResourcesRequest* req,
+grpc::Status DraV1::NodeUnprepareResources(grpc::ServerContext*,
+                                           const drav1::NodeUnprepareResourcesRequest* req,
                                            drav1::NodeUnprepareResourcesResponse* out) {
     return unprepare(d_, *req, out);
 }
-grpc::Status DraV1beta1::NodePrepareResources(grpc::ServerContext*, const drav1beta1::NodePrepareResourcesRequest* req,
+grpc::Status DraV1beta1::NodePrepareResources(grpc::ServerContext*,
+                                              const drav1beta1::NodePrepareResourcesRequest* req,
                                               drav1beta1::NodePrepareResourcesResponse* out) {
     return prepare(d_, *req, out);
 }
-grpc::Status DraV1beta1::NodeUnprepareResources(grpc::ServerContext*,
-                                                const drav1beta1::NodeUnprepareResourcesRequest* req,
-                                                drav1beta1::NodeUnprepareResourcesResponse* out) {
+grpc::Status DraV1beta1::NodeUnprepareResources(
+    grpc::ServerContext*, const drav1beta1::NodeUnprepareResourcesRequest* req,
+    drav1beta1::NodeUnprepareResourcesResponse* out) {
     return unprepare(d_, *req, out);
 }
 

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "driver.hpp"
 
-#include "claim_cdi.hpp"
-
-#include "inject/log.hpp"
-
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
+
+#include "claim_cdi.hpp"
+#include "inject/log.hpp"
 
 namespace edra {
 
@@ -38,7 +37,8 @@ inject::Result<std::vector<DeviceName>> names_of(const PreparedClaim& c) {
 
 }  // namespace
 
-inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSource claims, Discoverer discover) {
+inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSource claims,
+                                                       Discoverer discover) {
     INJECT_TRY(auto cp, load_checkpoint(o.checkpoint_path));
     auto host = discover();
     if (!host) return fail(std::move(host).error().context("discovering Enflame cards"));
@@ -51,7 +51,8 @@ Checkpoint Driver::checkpoint() const {
     return cp_;
 }
 
-inject::Result<void> Driver::write_spec(const std::string& uid, const std::vector<DeviceName>& devices) {
+inject::Result<void> Driver::write_spec(const std::string& uid,
+                                        const std::vector<DeviceName>& devices) {
     auto spec = claim_spec(host_, o_.cdi, uid, devices);
     if (!spec && spec.error().code() == Errc::NotFound) {
         // A DRS instance created (or a card added) since we last looked: look again, once.
@@ -80,20 +81,30 @@ void Driver::converge() {
         if (cp_.claims.contains(uid)) continue;
         // Written by a prepare that never answered (we were stopped before the checkpoint):
         // kubelet retries that prepare, which writes it again.
-        if (auto r = remove_claim_spec(o_.cdi_root, uid); !r) spdlog::error("{}", r.error().what());
-        else inject::log::info("removed CDI spec of claim {}: not in the checkpoint (its prepare never finished)", uid);
+        if (auto r = remove_claim_spec(o_.cdi_root, uid); !r)
+            spdlog::error("{}", r.error().what());
+        else
+            inject::log::info(
+                "removed CDI spec of claim {}: not in the checkpoint (its prepare never finished)",
+                uid);
     }
     for (const auto& [uid, c] : cp_.claims) {
         if (exists(spec_path(o_, uid))) continue;
         auto r = write_spec(uid, c);
-        if (!r) spdlog::error("claim {}/{} ({}): writing its missing CDI spec again: {}", c.ns, c.name, uid, r.error().what());
-        else inject::log::info("claim {}/{} ({}): CDI spec was missing, written again from the checkpoint", c.ns, c.name, uid);
+        if (!r)
+            spdlog::error("claim {}/{} ({}): writing its missing CDI spec again: {}", c.ns, c.name,
+                          uid, r.error().what());
+        else
+            inject::log::info(
+                "claim {}/{} ({}): CDI spec was missing, written again from the checkpoint", c.ns,
+                c.name, uid);
     }
 }
 
 inject::Result<PreparedClaim> Driver::fetch(const ClaimRef& ref) const {
     auto obj = claims_(ref.ns, ref.name);
-    if (!obj) return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
+    if (!obj)
+        return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
     INJECT_TRY(const auto results, allocated_devices(*obj, ref, o_.driver_name));
     PreparedClaim pc{ref.ns, ref.name, {}};
     for (const auto& a : results) {
@@ -129,7 +140,8 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
                     answer.error = "claim '" + ref.text() + "': " + r.error().what();
                     continue;
                 }
-                inject::log::info("claim {} ({}): CDI spec written again from the checkpoint", ref.text(), ref.uid);
+                inject::log::info("claim {} ({}): CDI spec written again from the checkpoint",
+                                  ref.text(), ref.uid);
             }
             answer.devices = it->second.devices;
             continue;
@@ -140,7 +152,8 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
         auto& pc = f->second;
         auto r = pc ? write_spec(ref.uid, *pc) : inject::Result<void>(fail(pc.error()));
         if (!r) {
-            answer.error = pc ? r.error().context("claim '" + ref.text() + "'").what() : pc.error().what();
+            answer.error =
+                pc ? r.error().context("claim '" + ref.text() + "'").what() : pc.error().what();
             inject::log::warn("prepare: {}", answer.error);
             continue;
         }
@@ -161,7 +174,8 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
     }
     for (const auto& uid : added) {
         const auto& c = cp_.claims[uid];
-        inject::log::info("prepared claim {}/{} ({}): {} device(s)", c.ns, c.name, uid, c.devices.size());
+        inject::log::info("prepared claim {}/{} ({}): {} device(s)", c.ns, c.name, uid,
+                          c.devices.size());
     }
     return out;
 }
@@ -190,8 +204,11 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
     for (auto& [uid, err] : out) {
         if (!err.empty()) continue;
         // Also for claims we do not know: a spec a crash left behind goes now.
-        if (auto r = remove_claim_spec(o_.cdi_root, uid); !r) err = r.error().what();
-        else if (removed.contains(uid)) inject::log::info("unprepared claim {}/{} ({})", removed[uid].ns, removed[uid].name, uid);
+        if (auto r = remove_claim_spec(o_.cdi_root, uid); !r)
+            err = r.error().what();
+        else if (removed.contains(uid))
+            inject::log::info("unprepared claim {}/{} ({})", removed[uid].ns, removed[uid].name,
+                              uid);
     }
     return out;
 }

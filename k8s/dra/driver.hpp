@@ -14,23 +14,23 @@
 // checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
 // re-writes a missing spec.
 
-#include "checkpoint.hpp"
-#include "claims.hpp"
-
-#include "inject/cdi_generate.hpp"
-#include "inject/device.hpp"
-#include "inject/result.hpp"
-
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
+#include "claims.hpp"
+#include "inject/cdi_generate.hpp"
+#include "inject/device.hpp"
+#include "inject/result.hpp"
+
 namespace edra {
 
 /// Fetches a ResourceClaim object by namespace and name.
-using ClaimSource = std::function<inject::Result<Json>(const std::string& ns, const std::string& name)>;
+using ClaimSource =
+    std::function<inject::Result<Json>(const std::string& ns, const std::string& name)>;
 /// Discovers the node's cards (again: DRS instances come and go).
 using Discoverer = std::function<inject::Result<inject::device::Host>()>;
 
@@ -51,7 +51,8 @@ class Driver {
 public:
     /// Loads the checkpoint (an unreadable one is an error: we would forget prepared claims)
     /// and discovers the cards.
-    [[nodiscard]] static inject::Result<std::unique_ptr<Driver>> create(DriverOptions o, ClaimSource claims,
+    [[nodiscard]] static inject::Result<std::unique_ptr<Driver>> create(DriverOptions o,
+                                                                        ClaimSource claims,
                                                                         Discoverer discover);
 
     /// Brings the CDI folder and the checkpoint into agreement (see above). Lines logged.
@@ -66,8 +67,12 @@ public:
     [[nodiscard]] Checkpoint checkpoint() const;
 
 private:
-    Driver(DriverOptions o, ClaimSource claims, Discoverer discover, inject::device::Host host, Checkpoint cp)
-        : o_(std::move(o)), claims_(std::move(claims)), discover_(std::move(discover)), host_(std::move(host)),
+    Driver(DriverOptions o, ClaimSource claims, Discoverer discover, inject::device::Host host,
+           Checkpoint cp)
+        : o_(std::move(o)),
+          claims_(std::move(claims)),
+          discover_(std::move(discover)),
+          host_(std::move(host)),
           cp_(std::move(cp)) {}
 
     /// The claim from the API server, checked, with the answer it will get (no files).

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DRA plugin's claim decisions (k8s/dra/claims.cpp): claim JSON -> our devices, with the
 // exact message a user reads for each broken claim.
-#include "claims.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "claims.hpp"
 
 namespace {
 
@@ -24,18 +24,21 @@ Json claim(Json results, Json config = nullptr) {
     return c;
 }
 
-Json result(const std::string& request, const std::string& device, const std::string& driver = "gcu.enflame.com") {
+Json result(const std::string& request, const std::string& device,
+            const std::string& driver = "gcu.enflame.com") {
     return {{"request", request}, {"driver", driver}, {"pool", "node1"}, {"device", device}};
 }
 
 Json opaque(Json params, Json requests = nullptr, const std::string& driver = "gcu.enflame.com") {
-    Json c = {{"source", "FromClaim"}, {"opaque", {{"driver", driver}, {"parameters", std::move(params)}}}};
+    Json c = {{"source", "FromClaim"},
+              {"opaque", {{"driver", driver}, {"parameters", std::move(params)}}}};
     if (!requests.is_null()) c["requests"] = std::move(requests);
     return c;
 }
 
 TEST(DraClaims, OursOnlyInOrder) {
-    const auto c = claim({result("gpu", "gcu-0"), result("nic", "eth0", "net.example.com"), result("drs", "gcu-1-drs-2")});
+    const auto c = claim({result("gpu", "gcu-0"), result("nic", "eth0", "net.example.com"),
+                          result("drs", "gcu-1-drs-2")});
     auto r = edra::allocated_devices(c, kRef);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
@@ -44,12 +47,14 @@ TEST(DraClaims, OursOnlyInOrder) {
 }
 
 TEST(DraClaims, ValidOpaqueConfigs) {
-    const Json configs = {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "GcuConfig"}}, {"gpu"}),
-                          opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}}, {"drs"}),
-                          // another driver's config is not ours to judge
-                          opaque({{"anything", 1}}, nullptr, "net.example.com"),
-                          {{"source", "FromClass"}, {"requests", {"gpu"}}}};
-    auto r = edra::allocated_devices(claim({result("gpu", "gcu-0"), result("drs", "gcu-1-drs-2")}, configs), kRef);
+    const Json configs = {
+        opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "GcuConfig"}}, {"gpu"}),
+        opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}}, {"drs"}),
+        // another driver's config is not ours to judge
+        opaque({{"anything", 1}}, nullptr, "net.example.com"),
+        {{"source", "FromClass"}, {"requests", {"gpu"}}}};
+    auto r = edra::allocated_devices(
+        claim({result("gpu", "gcu-0"), result("drs", "gcu-1-drs-2")}, configs), kRef);
     EXPECT_TRUE(r) << r.error().what();
 }
 
@@ -79,33 +84,47 @@ TEST(DraClaims, BadClaimsNameTheClaimAndField) {
         {"NotAnObject", Json::array(), p + "want an object, got array"},
         {"NoUid", no_uid, p + "metadata.uid: missing"},
         {"UidMismatch", other_uid,
-         p + "metadata.uid is 'uid-2', kubelet asked for 'uid-1' (the claim was deleted and created again)"},
-        {"NotAllocated", unallocated, p + "status.allocation: missing (the claim is not allocated)"},
+         p + "metadata.uid is 'uid-2', kubelet asked for 'uid-1' (the claim was deleted and "
+             "created again)"},
+        {"NotAllocated", unallocated,
+         p + "status.allocation: missing (the claim is not allocated)"},
         {"NoStatus", no_status, p + "status.allocation: missing (the claim is not allocated)"},
         {"NoResults", no_results, p + "status.allocation.devices.results: missing"},
-        {"ResultWithoutDevice", no_device, p + "status.allocation.devices.results[0].device: missing"},
-        {"PoolNotAString", number_pool, p + "status.allocation.devices.results[0].pool: want a string, got number"},
+        {"ResultWithoutDevice", no_device,
+         p + "status.allocation.devices.results[0].device: missing"},
+        {"PoolNotAString", number_pool,
+         p + "status.allocation.devices.results[0].pool: want a string, got number"},
         {"OtherDriverOnly", claim({result("gpu", "gpu-0", "gpu.nvidia.com")}),
          p + "status.allocation.devices.results: no device of driver 'gcu.enflame.com'"},
         {"NotOurDeviceName", claim({result("gpu", "gpu-0")}),
-         p + "status.allocation.devices.results[0].device: device 'gpu-0' is not one of ours: want gcu-<index> or "
+         p + "status.allocation.devices.results[0].device: device 'gpu-0' is not one of ours: want "
+             "gcu-<index> or "
              "gcu-<index>-drs-<instance>"},
         {"UnknownApiVersion",
-         claim({result("gpu", "gcu-0")}, {opaque({{"apiVersion", "gcu.enflame.com/v9"}, {"kind", "GcuConfig"}})}),
-         p + "status.allocation.devices.config[0].opaque.parameters: apiVersion 'gcu.enflame.com/v9': want "
+         claim({result("gpu", "gcu-0")},
+               {opaque({{"apiVersion", "gcu.enflame.com/v9"}, {"kind", "GcuConfig"}})}),
+         p + "status.allocation.devices.config[0].opaque.parameters: apiVersion "
+             "'gcu.enflame.com/v9': want "
              "gcu.enflame.com/v1alpha1"},
         {"UnknownKind",
-         claim({result("gpu", "gcu-0")}, {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "GpuConfig"}})}),
-         p + "status.allocation.devices.config[0].opaque.parameters: kind 'GpuConfig': want GcuConfig or DrsConfig"},
-        {"UnknownField",
          claim({result("gpu", "gcu-0")},
-               {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "GcuConfig"}, {"sharing", 1}})}),
-         p + "status.allocation.devices.config[0].opaque.parameters: unknown field 'sharing' in GcuConfig"},
+               {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "GpuConfig"}})}),
+         p + "status.allocation.devices.config[0].opaque.parameters: kind 'GpuConfig': want "
+             "GcuConfig or DrsConfig"},
+        {"UnknownField",
+         claim({result("gpu", "gcu-0")}, {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"},
+                                                  {"kind", "GcuConfig"},
+                                                  {"sharing", 1}})}),
+         p + "status.allocation.devices.config[0].opaque.parameters: unknown field 'sharing' in "
+             "GcuConfig"},
         {"DrsConfigOnWholeCard",
-         claim({result("gpu", "gcu-0")}, {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}})}),
-         p + "status.allocation.devices.config[0].opaque.parameters: DrsConfig does not apply to device 'gcu-0' "
+         claim({result("gpu", "gcu-0")},
+               {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}})}),
+         p + "status.allocation.devices.config[0].opaque.parameters: DrsConfig does not apply to "
+             "device 'gcu-0' "
              "(a whole card: use GcuConfig)"},
-        {"ParametersMissing", claim({result("gpu", "gcu-0")}, {{{"opaque", {{"driver", "gcu.enflame.com"}}}}}),
+        {"ParametersMissing",
+         claim({result("gpu", "gcu-0")}, {{{"opaque", {{"driver", "gcu.enflame.com"}}}}}),
          p + "status.allocation.devices.config[0].opaque.parameters: missing"},
     };
     for (const auto& c : cases) {
@@ -117,12 +136,14 @@ TEST(DraClaims, BadClaimsNameTheClaimAndField) {
 
 TEST(DraClaims, ConfigForOtherRequestsIgnoresTheirKind) {
     // A DrsConfig for request "drs" says nothing about the whole card of request "gpu".
-    const Json configs = {opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}}, {"drs"})};
+    const Json configs = {
+        opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}}, {"drs"})};
     EXPECT_TRUE(edra::allocated_devices(claim({result("gpu", "gcu-0")}, configs), kRef));
     // A v1 subrequest "drs/small" is covered by "drs".
     auto r = edra::allocated_devices(claim({result("drs/small", "gcu-0")}, configs), kRef);
     ASSERT_FALSE(r);
-    EXPECT_NE(r.error().what().find("DrsConfig does not apply to device 'gcu-0'"), std::string::npos);
+    EXPECT_NE(r.error().what().find("DrsConfig does not apply to device 'gcu-0'"),
+              std::string::npos);
 }
 
 TEST(DraClaims, DeviceNames) {
@@ -132,10 +153,11 @@ TEST(DraClaims, DeviceNames) {
         std::uint32_t index;
         std::optional<std::uint32_t> drs;
     };
-    const Case cases[] = {{"gcu-0", true, 0, {}},         {"gcu-15", true, 15, {}},   {"gcu-3-drs-0", true, 3, 0},
-                          {"gcu-3-drs-12", true, 3, 12},  {"gcu-", false, 0, {}},     {"gcu-01", false, 0, {}},
-                          {"gcu--1", false, 0, {}},       {"gcu-1-drs-", false, 0, {}}, {"gcu-1-mig-1", false, 0, {}},
-                          {"GCU-1", false, 0, {}},        {"gcu-1x", false, 0, {}}};
+    const Case cases[] = {
+        {"gcu-0", true, 0, {}},        {"gcu-15", true, 15, {}},     {"gcu-3-drs-0", true, 3, 0},
+        {"gcu-3-drs-12", true, 3, 12}, {"gcu-", false, 0, {}},       {"gcu-01", false, 0, {}},
+        {"gcu--1", false, 0, {}},      {"gcu-1-drs-", false, 0, {}}, {"gcu-1-mig-1", false, 0, {}},
+        {"GCU-1", false, 0, {}},       {"gcu-1x", false, 0, {}}};
     for (const auto& c : cases) {
         auto r = edra::parse_device_name(c.text);
         ASSERT_EQ(static_cast<bool>(r), c.ok) << c.text;

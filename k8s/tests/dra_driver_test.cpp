@@ -2,25 +2,24 @@
 // The DRA plugin's node side without gRPC (k8s/dra/driver.cpp, claim_cdi.cpp, checkpoint.cpp):
 // prepare / unprepare against a hand-built host, claims fed as JSON, specs and checkpoint in a
 // fresh temp folder; the per-claim spec read back with libinject's parser and validator.
-#include "claim_cdi.hpp"
-#include "driver.hpp"
-#include "dra_fixture.hpp"
-#include "temp_dir.hpp"
-
-#include "inject/cdi_io.hpp"
-#include "inject/cdi_registry.hpp"
-#include "inject/cdi_validate.hpp"
-#include "inject/fs.hpp"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
-#include <future>
-#include <thread>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <thread>
+
+#include "claim_cdi.hpp"
+#include "dra_fixture.hpp"
+#include "driver.hpp"
+#include "inject/cdi_io.hpp"
+#include "inject/cdi_registry.hpp"
+#include "inject/cdi_validate.hpp"
+#include "inject/fs.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -51,8 +50,9 @@ protected:
                 ++fetches_;
                 const auto it = claims_.find(ns + "/" + name);
                 if (it == claims_.end())
-                    return inject::fail(inject::Errc::NotFound, "GET /apis/resource.k8s.io/v1/namespaces/" + ns +
-                                                                    "/resourceclaims/" + name + ": 404 Not Found");
+                    return inject::fail(inject::Errc::NotFound,
+                                        "GET /apis/resource.k8s.io/v1/namespaces/" + ns +
+                                            "/resourceclaims/" + name + ": 404 Not Found");
                 return it->second;
             },
             [this] {
@@ -64,7 +64,9 @@ protected:
     }
     std::unique_ptr<edra::Driver> make() { return make(options()); }
 
-    std::string spec_path(const std::string& uid) const { return cdi_ + "/" + edra::spec_file_name(uid); }
+    std::string spec_path(const std::string& uid) const {
+        return cdi_ + "/" + edra::spec_file_name(uid);
+    }
     bool has_spec(const std::string& uid) const { return std::filesystem::exists(spec_path(uid)); }
     std::string read(const std::string& path) const {
         auto t = inject::fs::read_file(path, 1 << 20);
@@ -86,7 +88,9 @@ TEST_F(DraDriver, PrepareWritesAValidSpecForExactlyTheCard) {
     const auto& a = out.at("uid-1");
     EXPECT_EQ(a.error, "");
     ASSERT_EQ(a.devices.size(), 1u);
-    EXPECT_EQ(a.devices[0], (edra::PreparedDevice{{"gpu"}, "node1", "gcu-1", {"k8s.gcu.enflame.com/claim=uid-1-gcu-1"}}));
+    EXPECT_EQ(a.devices[0],
+              (edra::PreparedDevice{
+                  {"gpu"}, "node1", "gcu-1", {"k8s.gcu.enflame.com/claim=uid-1-gcu-1"}}));
 
     auto spec = inject::cdi::load_spec(spec_path("uid-1"));
     ASSERT_TRUE(spec) << spec.error().what();
@@ -125,8 +129,9 @@ TEST_F(DraDriver, DrsInstanceGetsItsParentCardAndTopsEnv) {
     ASSERT_TRUE(spec) << spec.error().what();
     ASSERT_EQ(spec->devices.size(), 1u);  // the parent card is not a device of its own here
     EXPECT_EQ(spec->devices[0].name, "uid-1-gcu-1-drs-2");
-    EXPECT_EQ(spec->devices[0].edits.env,
-              std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
+    EXPECT_EQ(
+        spec->devices[0].edits.env,
+        std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
     ASSERT_EQ(spec->devices[0].edits.device_nodes.size(), 1u);
     EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/gcu1");
 }
@@ -153,19 +158,25 @@ TEST_F(DraDriver, EveryClaimAnsweredOneErrorEachNothingLeftBehind) {
     claims_["ns/moved"] = claim("moved", "uid-new", {"gcu-1"});
     claims_["ns/far"] = claim("far", "uid-f", {"gcu-7"});
     auto d = make();
-    const auto out = d->prepare({{"ns", "good", "uid-g"}, {"ns", "moved", "uid-old"}, {"ns", "gone", "uid-x"}, {"ns", "far", "uid-f"}});
+    const auto out = d->prepare({{"ns", "good", "uid-g"},
+                                 {"ns", "moved", "uid-old"},
+                                 {"ns", "gone", "uid-x"},
+                                 {"ns", "far", "uid-f"}});
     ASSERT_EQ(out.size(), 4u);
     EXPECT_EQ(out.at("uid-g").error, "");
     EXPECT_EQ(out.at("uid-g").devices.size(), 1u);
     EXPECT_EQ(out.at("uid-old").error,
-              "claim 'ns/moved': metadata.uid is 'uid-new', kubelet asked for 'uid-old' (the claim was deleted and "
+              "claim 'ns/moved': metadata.uid is 'uid-new', kubelet asked for 'uid-old' (the claim "
+              "was deleted and "
               "created again)");
     EXPECT_EQ(out.at("uid-x").error,
-              "claim 'ns/gone': fetching it: GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/gone: 404 Not Found");
+              "claim 'ns/gone': fetching it: GET "
+              "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/gone: 404 Not Found");
     EXPECT_EQ(out.at("uid-f").error, "claim 'ns/far': device 'gcu-7' is not on this node");
     EXPECT_EQ(discoveries_, 2);  // the unknown card made it look again once
     EXPECT_TRUE(has_spec("uid-g"));
-    for (const char* uid : {"uid-old", "uid-new", "uid-x", "uid-f"}) EXPECT_FALSE(has_spec(uid)) << uid;
+    for (const char* uid : {"uid-old", "uid-new", "uid-x", "uid-f"})
+        EXPECT_FALSE(has_spec(uid)) << uid;
     EXPECT_EQ(d->checkpoint().claims.size(), 1u);
 }
 
@@ -192,7 +203,8 @@ TEST_F(DraDriver, CheckpointUnwritableMeansNotPrepared) {
     // A folder where the checkpoint goes: atomic_write refuses to replace it.
     std::filesystem::create_directories(o.checkpoint_path);
     const auto out = d->prepare({{"ns", "c1", "uid-1"}});
-    EXPECT_NE(out.at("uid-1").error.find("writing checkpoint '" + o.checkpoint_path + "'"), std::string::npos)
+    EXPECT_NE(out.at("uid-1").error.find("writing checkpoint '" + o.checkpoint_path + "'"),
+              std::string::npos)
         << out.at("uid-1").error;
     EXPECT_TRUE(out.at("uid-1").devices.empty());
     EXPECT_FALSE(has_spec("uid-1"));
@@ -203,7 +215,8 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
     claims_["ns/lost"] = claim("lost", "uid-l", {"gcu-1"});
     {
         auto d = make();
-        ASSERT_EQ(d->prepare({{"ns", "kept", "uid-k"}, {"ns", "lost", "uid-l"}}).at("uid-l").error, "");
+        ASSERT_EQ(d->prepare({{"ns", "kept", "uid-k"}, {"ns", "lost", "uid-l"}}).at("uid-l").error,
+                  "");
     }
     const auto kept_bytes = read(spec_path("uid-k"));
     // Killed between spec and checkpoint: a spec the checkpoint does not know.
@@ -227,9 +240,11 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
 
 TEST_F(DraDriver, BadCheckpointIsAnErrorNamingTheFile) {
     const auto path = tmp_.path() + "/checkpoint.json";
-    ASSERT_TRUE(inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
+    ASSERT_TRUE(
+        inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
     auto o = options();
-    auto d = edra::Driver::create(o, nullptr, [this] { return inject::Result<inject::device::Host>(host_); });
+    auto d = edra::Driver::create(o, nullptr,
+                                  [this] { return inject::Result<inject::device::Host>(host_); });
     ASSERT_FALSE(d);
     EXPECT_EQ(d.error().what().rfind("checkpoint '" + path + "': ", 0), 0u) << d.error().what();
 }
@@ -251,9 +266,13 @@ TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
         },
         [this] { return inject::Result<inject::device::Host>(host_); });
     ASSERT_TRUE(d);
-    auto slow = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "slow", "uid-s"}}); });
+    auto slow = std::async(std::launch::async, [&] {
+        return (*d)->prepare({{"ns", "slow", "uid-s"}});
+    });
     while (!slow_asked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    auto fast = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "fast", "uid-f"}}); });
+    auto fast = std::async(std::launch::async, [&] {
+        return (*d)->prepare({{"ns", "fast", "uid-f"}});
+    });
     const bool fast_done = fast.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
     release.set_value();
     ASSERT_TRUE(fast_done) << "a prepare waited for another claim's API call";
@@ -264,7 +283,8 @@ TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
 
 TEST(DraCheckpoint, RoundTrip) {
     edra::Checkpoint cp;
-    cp.claims["u1"] = {"ns", "c", {{{"a", "b"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
+    cp.claims["u1"] = {
+        "ns", "c", {{{"a", "b"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
     cp.claims["u2"] = {"ns2", "d", {}};
     auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
     ASSERT_TRUE(back) << back.error().what();

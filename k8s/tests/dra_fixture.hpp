@@ -3,12 +3,11 @@
 
 // What the DRA plugin's tests share: a small host and an allocated claim as JSON.
 
-#include "claims.hpp"
-
-#include "inject/device.hpp"
-
 #include <string>
 #include <vector>
+
+#include "claims.hpp"
+#include "inject/device.hpp"
 
 namespace edra_test {
 
@@ -37,10 +36,12 @@ inline inject::device::Host host2() {
     return h;
 }
 
-inline Json claim(const std::string& name, const std::string& uid, const std::vector<std::string>& devices) {
+inline Json claim(const std::string& name, const std::string& uid,
+                  const std::vector<std::string>& devices) {
     Json results = Json::array();
     for (const auto& d : devices)
-        results.push_back({{"request", "gpu"}, {"driver", "gcu.enflame.com"}, {"pool", "node1"}, {"device", d}});
+        results.push_back(
+            {{"request", "gpu"}, {"driver", "gcu.enflame.com"}, {"pool", "node1"}, {"device", d}});
     return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"uid", uid}}},
             {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
 }

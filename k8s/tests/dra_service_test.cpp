@@ -2,16 +2,16 @@
 // The DRA plugin's gRPC services (k8s/dra/service.cpp) over real unix sockets: GetInfo as the
 // plugin watcher reads it, and NodePrepare/NodeUnprepare in both API versions giving the same
 // answers, every claim keyed by UID.
-#include "dra_fixture.hpp"
 #include "dra_service.hpp"
-#include "temp_dir.hpp"
-
-#include "k8s/socket.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
+
+#include "dra_fixture.hpp"
+#include "k8s/socket.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -32,7 +32,8 @@ protected:
             o,
             [this](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
                 const auto it = claims_.find(ns + "/" + name);
-                if (it == claims_.end()) return inject::fail(inject::Errc::NotFound, "no claim " + ns + "/" + name);
+                if (it == claims_.end())
+                    return inject::fail(inject::Errc::NotFound, "no claim " + ns + "/" + name);
                 return it->second;
             },
             [] { return inject::Result<inject::device::Host>(edra_test::host2()); });
@@ -40,8 +41,10 @@ protected:
         driver_ = std::move(*d);
         v1_ = std::make_unique<edra::DraV1>(*driver_);
         v1beta1_ = std::make_unique<edra::DraV1beta1>(*driver_);
-        reg_ = std::make_unique<edra::Registration>(edra::plugin_info("gcu.enflame.com", tmp_.path() + "/dra.sock"));
-        auto s = k8s::serve_unix(tmp_.path() + "/dra.sock", {v1_.get(), v1beta1_.get(), reg_.get()});
+        reg_ = std::make_unique<edra::Registration>(
+            edra::plugin_info("gcu.enflame.com", tmp_.path() + "/dra.sock"));
+        auto s =
+            k8s::serve_unix(tmp_.path() + "/dra.sock", {v1_.get(), v1beta1_.get(), reg_.get()});
         ASSERT_TRUE(s) << s.error().what();
         server_ = std::move(*s);
         auto ch = k8s::dial_unix(tmp_.path() + "/dra.sock", std::chrono::milliseconds(2000));
@@ -108,7 +111,8 @@ TEST_F(DraService, PrepareBothVersionsSameAnswer) {
     ASSERT_EQ(a.devices(0).cdi_device_ids_size(), 1);
     EXPECT_EQ(a.devices(0).cdi_device_ids(0), "k8s.gcu.enflame.com/claim=uid-a-gcu-0");
     EXPECT_FALSE(a.devices(0).has_share_id());
-    EXPECT_EQ(resp.claims().at("uid-b").devices(0).cdi_device_ids(0), "k8s.gcu.enflame.com/claim=uid-b-gcu-1-drs-2");
+    EXPECT_EQ(resp.claims().at("uid-b").devices(0).cdi_device_ids(0),
+              "k8s.gcu.enflame.com/claim=uid-b-gcu-1-drs-2");
     EXPECT_EQ(resp.claims().at("uid-n").error(), "claim 'ns/nope': fetching it: no claim ns/nope");
     EXPECT_EQ(resp.claims().at("uid-n").devices_size(), 0);
 
@@ -119,7 +123,8 @@ TEST_F(DraService, PrepareBothVersionsSameAnswer) {
     edra::drav1beta1::NodePrepareResourcesResponse bresp;
     grpc::ClientContext bctx;
     ASSERT_TRUE(beta->NodePrepareResources(&bctx, breq, &bresp).ok());
-    EXPECT_EQ(bresp.claims().at("uid-a").devices(0).SerializeAsString(), a.devices(0).SerializeAsString());
+    EXPECT_EQ(bresp.claims().at("uid-a").devices(0).SerializeAsString(),
+              a.devices(0).SerializeAsString());
 
     edra::drav1beta1::NodeUnprepareResourcesRequest ureq;
     add(ureq, "a", "uid-a");
@@ -130,7 +135,8 @@ TEST_F(DraService, PrepareBothVersionsSameAnswer) {
     ASSERT_EQ(uresp.claims_size(), 2);
     EXPECT_EQ(uresp.claims().at("uid-a").error(), "");
     EXPECT_EQ(uresp.claims().at("uid-n").error(), "");
-    EXPECT_FALSE(std::filesystem::exists(tmp_.path() + "/cdi/k8s.gcu.enflame.com-claim_uid-a.yaml"));
+    EXPECT_FALSE(
+        std::filesystem::exists(tmp_.path() + "/cdi/k8s.gcu.enflame.com-claim_uid-a.yaml"));
     EXPECT_TRUE(std::filesystem::exists(tmp_.path() + "/cdi/k8s.gcu.enflame.com-claim_uid-b.yaml"));
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // fake-dra-kubelet: kubelet's side of DRA, for tests (KUBERNETES.md sections 3 and 6).
 //
-//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--known v1,v1beta1] [--wait-ms N]
+//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--known v1,v1beta1] [--wait-ms
+//   N]
 //       What kubelet's plugin watcher does with D/<name>-reg.sock: waits for it (up to
 //       --wait-ms), dials it, calls GetInfo, checks the answer as kubelet does (type DRAPlugin,
 //       the name, an absolute endpoint that is a socket, a supported version kubelet knows:
@@ -15,21 +16,20 @@
 //       measures the call (kubelet side) and prints "prepare: n=N median_us=.. p90_us=..
 //       max_us=.." on stderr; with --unprepare-between each prepare is followed by an untimed
 //       unprepare, so every timed prepare fetches the claim and writes its spec afresh.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 #include "k8s/socket.hpp"
 #include "proto_json.hpp"
-
-#include <CLI/CLI.hpp>
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <iostream>
-#include <thread>
 
 namespace {
 
@@ -59,7 +59,8 @@ bool is_socket(const std::string& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-int do_register(const std::string& registry, const std::string& name, const std::string& known, int wait_ms) {
+int do_register(const std::string& registry, const std::string& name, const std::string& known,
+                int wait_ms) {
     const std::string path = registry + "/" + name + "-reg.sock";
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
     while (!is_socket(path) && std::chrono::steady_clock::now() < until)
@@ -77,22 +78,27 @@ int do_register(const std::string& registry, const std::string& name, const std:
     // What kubelet's plugin watcher and DRA handler check (pkg/kubelet/pluginmanager,
     // pkg/kubelet/cm/dra/plugin).
     std::string why, chosen;
-    if (info.type() != "DRAPlugin") why = "unknown plugin type '" + info.type() + "'";
-    else if (info.name() != name) why = "plugin name '" + info.name() + "' does not match its socket";
-    else if (info.endpoint().empty() || info.endpoint().front() != '/') why = "endpoint '" + info.endpoint() + "' is not absolute";
-    else if (!is_socket(info.endpoint())) why = "endpoint '" + info.endpoint() + "' is not a socket";
+    if (info.type() != "DRAPlugin")
+        why = "unknown plugin type '" + info.type() + "'";
+    else if (info.name() != name)
+        why = "plugin name '" + info.name() + "' does not match its socket";
+    else if (info.endpoint().empty() || info.endpoint().front() != '/')
+        why = "endpoint '" + info.endpoint() + "' is not absolute";
+    else if (!is_socket(info.endpoint()))
+        why = "endpoint '" + info.endpoint() + "' is not a socket";
     if (why.empty()) {
         // The plugin lists its services in its own preference; kubelet takes the first it knows.
         const auto kubelet_knows = split(known, ',');
         for (const auto& v : info.supported_versions()) {
             const auto service = v.substr(0, v.find('.'));
-            if (v.ends_with(".DRAPlugin") &&
-                std::find(kubelet_knows.begin(), kubelet_knows.end(), service) != kubelet_knows.end()) {
+            if (v.ends_with(".DRAPlugin") && std::find(kubelet_knows.begin(), kubelet_knows.end(),
+                                                       service) != kubelet_knows.end()) {
                 chosen = service;
                 break;
             }
         }
-        if (chosen.empty()) why = "none of the supported versions is one kubelet knows (" + known + ")";
+        if (chosen.empty())
+            why = "none of the supported versions is one kubelet knows (" + known + ")";
     }
     pluginregistration::RegistrationStatus status;
     status.set_plugin_registered(why.empty());
@@ -135,8 +141,11 @@ int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int r
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
         const auto t0 = std::chrono::steady_clock::now();
-        st = prepare ? stub.NodePrepareResources(&ctx, preq, &presp) : stub.NodeUnprepareResources(&ctx, ureq, &uresp);
-        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        st = prepare ? stub.NodePrepareResources(&ctx, preq, &presp)
+                     : stub.NodeUnprepareResources(&ctx, ureq, &uresp);
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
         if (!st.ok()) return error(k8s::status_text(st));
         if (prepare && cycle && i + 1 < std::max(1, repeat)) {
             grpc::ClientContext uctx;
@@ -146,8 +155,9 @@ int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int r
     }
     if (repeat > 1) {
         std::sort(us.begin(), us.end());
-        std::cerr << (prepare ? "prepare" : "unprepare") << ": n=" << us.size() << " median_us=" << us[us.size() / 2]
-                  << " p90_us=" << us[us.size() * 9 / 10] << " max_us=" << us.back() << "\n";
+        std::cerr << (prepare ? "prepare" : "unprepare") << ": n=" << us.size()
+                  << " median_us=" << us[us.size() / 2] << " p90_us=" << us[us.size() * 9 / 10]
+                  << " max_us=" << us.back() << "\n";
     }
     std::cout << (prepare ? to_json(presp) : to_json(uresp)) << "\n";
     return 0;
@@ -156,7 +166,9 @@ int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int r
 }  // namespace
 
 int main(int argc, char** argv) try {
-    CLI::App app{"fake-dra-kubelet: kubelet's side of DRA (plugin watcher, NodePrepare/NodeUnprepare), for tests"};
+    CLI::App app{
+        "fake-dra-kubelet: kubelet's side of DRA (plugin watcher, NodePrepare/NodeUnprepare), for "
+        "tests"};
     app.require_subcommand(1);
     std::string registry, name = "gcu.enflame.com", known = "v1,v1beta1", socket, version = "v1";
     std::vector<std::string> claims;
@@ -183,9 +195,9 @@ int main(int argc, char** argv) try {
     const bool prepare = app.get_subcommands().front()->get_name() == "prepare";
     if (version == "v1") {
         auto stub = drav1::DRAPlugin::NewStub(*ch);
-        return call<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
-                    drav1::NodeUnprepareResourcesRequest, drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims,
-                                                                                                 repeat, cycle);
+        return call<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest,
+                    drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
+                    drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle);
     }
     auto stub = drav1beta1::DRAPlugin::NewStub(*ch);
     return call<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
