@@ -107,13 +107,10 @@ int main(int argc, char** argv) try {
     edra::SliceOptions slices;
     slices.node_name = o.node_name;
     slices.api_version = *version;
+    // The DRS instances that exist, as devices gcu-<n>-drs-<id>: the ones a prepare can hand
+    // out. Partitionable devices (DrsMode::Auto / Counters) would need the instance made on
+    // prepare, which this plugin does not do yet.
     slices.drs = edra::DrsMode::Instances;
-    // The Node owns our slices, so they go with it; without its uid they just have no owner.
-    if (auto node = shared->get("/api/v1/nodes/" + o.node_name); node && node->contains("metadata"))
-        slices.node_uid = (*node)["metadata"].value("uid", "");
-    else if (!node)
-        inject::log::warn("reading node {}: {}; publishing slices without an owner", o.node_name,
-                          node.error().what());
     return edra::run(o, claims_from(shared, *version),
                      publisher_for(shared, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
