@@ -121,14 +121,23 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
     return spec;
 }
 
-inject::Result<void> write_claim_spec(const std::string& cdi_root, const std::string& claim_uid,
-                                      const inject::cdi::Spec& spec) {
+inject::Result<bool> write_claim_spec(const std::string& cdi_root, const std::string& claim_uid,
+                                      const inject::cdi::Spec& spec, bool only_if_changed) {
     const std::string path = join(cdi_root, spec_file_name(claim_uid));
+    const std::string text = inject::cdi::to_yaml(spec);
+    if (only_if_changed) {
+        if (auto old = inject::fs::read_file(path, text.size() + 1); old && *old == text)
+            return false;
+    }
     inject::fs::AtomicWriteOptions o;
     o.mode = 0644;
-    if (auto r = inject::fs::atomic_write(path, inject::cdi::to_yaml(spec), o); !r)
+    // Atomic (no reader sees half a spec) but not fsynced: the spec is derived from the
+    // checkpoint, which is, and a start re-writes every spec that differs from it. The usual
+    // cdi-root, /var/run/cdi, is a tmpfs anyway.
+    o.durable = false;
+    if (auto r = inject::fs::atomic_write(path, text, o); !r)
         return fail(std::move(r).error().context("writing CDI spec '" + path + "'"));
-    return inject::ok();
+    return true;
 }
 
 inject::Result<void> remove_claim_spec(const std::string& cdi_root, const std::string& claim_uid) {

@@ -37,10 +37,13 @@ inline constexpr std::string_view kCdiClass = "claim";
                                                            const std::string& claim_uid,
                                                            const std::vector<DeviceName>& devices);
 
-/// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644).
-[[nodiscard]] inject::Result<void> write_claim_spec(const std::string& cdi_root,
+/// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644; not
+/// fsynced: it is derived from the checkpoint). With `only_if_changed`, a file that already
+/// holds those bytes is left alone. True when the file was written.
+[[nodiscard]] inject::Result<bool> write_claim_spec(const std::string& cdi_root,
                                                     const std::string& claim_uid,
-                                                    const inject::cdi::Spec& spec);
+                                                    const inject::cdi::Spec& spec,
+                                                    bool only_if_changed = false);
 /// Removes the claim's spec file; a missing one is fine.
 [[nodiscard]] inject::Result<void> remove_claim_spec(const std::string& cdi_root,
                                                      const std::string& claim_uid);

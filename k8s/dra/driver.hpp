@@ -77,9 +77,11 @@ private:
 
     /// The claim from the API server, checked, with the answer it will get (no files).
     inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
-    inject::Result<void> write_spec(const std::string& uid, const std::vector<DeviceName>& devices);
+    inject::Result<bool> write_spec(const std::string& uid, const std::vector<DeviceName>& devices,
+                                    bool only_if_changed = false);
     /// The spec of a claim we know, from its answer (after a restart, or when it went missing).
-    inject::Result<void> write_spec(const std::string& uid, const PreparedClaim& c);
+    inject::Result<bool> write_spec(const std::string& uid, const PreparedClaim& c,
+                                    bool only_if_changed = false);
 
     DriverOptions o_;
     ClaimSource claims_;
