@@ -29,7 +29,7 @@ set(CPACK_PACKAGE_VENDOR "enflame-container-toolkit")
 set(CPACK_PACKAGE_CONTACT "enflame-container-toolkit maintainers <maintainers@enflame-container-toolkit.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "container toolkit for Enflame GCU accelerators")
 set(CPACK_PACKAGE_DESCRIPTION
-    "enflame-container-runtime (a runc shim), enflame-container-runtime-hook (an OCI prestart\n hook) and enflame-ctk (CDI spec generator and engine configuration) for Enflame GCU cards,\n enflame-device-plugin (kubelet device plugin), enflame-feature-discovery (node labels\n through NFD) and enflame-gcu-exporter (Prometheus metrics) with their Kubernetes manifests.")
+    "enflame-container-runtime (a runc shim), enflame-container-runtime-hook (an OCI prestart\n hook) and enflame-ctk (CDI spec generator and engine configuration) for Enflame GCU cards,\n enflame-device-plugin (kubelet device plugin), enflame-dra-plugin (DRA driver\n gcu.enflame.com), enflame-feature-discovery (node labels through NFD) and\n enflame-gcu-exporter (Prometheus metrics) with their Kubernetes manifests.")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "admin")

@@ -17,9 +17,9 @@
 //       side) and prints "allocate: n=N median_us=.. p90_us=.. max_us=.." on stderr.
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "k8s/socket.hpp"
+#include "proto_json.hpp"
 
 #include <CLI/CLI.hpp>
-#include <google/protobuf/util/json_util.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -34,14 +34,7 @@
 
 namespace {
 
-std::string to_json(const google::protobuf::Message& m) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = true;
-    o.always_print_primitive_fields = true;
-    (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-    return out;
-}
+using k8s_test::to_json;
 
 std::string quoted(const std::string& s) {
     std::string out = "\"";

@@ -447,15 +447,7 @@ in_podman() {
 
 @test "man page: renders without warnings and names every flag of --help" {
   requires man
-  run bash -c "MANWIDTH=80 man --warnings -l '$TOP/man/enflame-device-plugin.8' 2>&1 >/dev/null"
-  [ -z "$output" ]
-  local page flag
-  page=$(MANWIDTH=200 man -l "$TOP/man/enflame-device-plugin.8" 2>/dev/null)
-  for flag in $("$DP" --help | grep -oE -- '--[a-z-]+' | sort -u); do
-    [ "$flag" = --help ] && continue
-    [ "$flag" = --version ] && continue
-    grep -qF -- "$flag" <<<"$page" || { echo "man page lacks $flag"; false; }
-  done
+  man_covers_flags "$TOP/man/enflame-device-plugin.8" "$DP"
 }
 
 @test "deployments: the DaemonSet mounts kubelet's folder and selects enflame.com/gpu.present; the ConfigMap's configs are accepted" {

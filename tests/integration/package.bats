@@ -135,6 +135,11 @@ teardown() { teardown_scratch; }
   grep -qx /usr/share/man/man8/enflame-gcu-exporter.8 "$SCRATCH/files"
   run "$R/usr/bin/enflame-gcu-exporter" --version
   [[ "$output" == "enflame-gcu-exporter "* ]]
+  grep -qx /usr/bin/enflame-dra-plugin "$SCRATCH/files"
+  grep -qx /usr/share/man/man8/enflame-dra-plugin.8 "$SCRATCH/files"
+  grep -qx /usr/share/doc/enflame-container-toolkit/deployments/dra/kustomization.yaml "$SCRATCH/files"
+  run "$R/usr/bin/enflame-dra-plugin" --version
+  [[ "$output" == "enflame-dra-plugin "* ]]
 
   run "$R/usr/bin/enflame-ctk" --version
   [ "$status" -eq 0 ]

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "checkpoint.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "inject/fs.hpp"
+
+namespace edra {
+
+using inject::Errc;
+using inject::fail;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr int kVersion = 1;
+constexpr std::size_t kMaxBytes = 16u << 20;
+
+// Reads a checkpoint object; nlohmann's type errors become one message naming the field.
+Checkpoint from_json(const Json& j) {
+    Checkpoint cp;
+    if (j.at("version").get<int>() != kVersion)
+        throw std::invalid_argument("version " + j.at("version").dump() + ": want " +
+                                    std::to_string(kVersion));
+    for (const auto& [uid, c] : j.at("claims").items()) {
+        PreparedClaim pc;
+        pc.ns = c.at("namespace").get<std::string>();
+        pc.name = c.at("name").get<std::string>();
+        for (const auto& d : c.at("devices")) {
+            PreparedDevice pd;
+            pd.requests = d.at("requests").get<std::vector<std::string>>();
+            pd.pool = d.at("pool").get<std::string>();
+            pd.device = d.at("device").get<std::string>();
+            pd.cdi_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
+            pc.devices.push_back(std::move(pd));
+        }
+        cp.claims.emplace(uid, std::move(pc));
+    }
+    return cp;
+}
+
+}  // namespace
+
+std::string to_text(const Checkpoint& cp) {
+    Json claims = Json::object();
+    for (const auto& [uid, c] : cp.claims) {
+        Json devices = Json::array();
+        for (const auto& d : c.devices)
+            devices.push_back({{"requests", d.requests},
+                               {"pool", d.pool},
+                               {"device", d.device},
+                               {"cdiDeviceIDs", d.cdi_ids}});
+        claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
+    }
+    return Json{{"version", kVersion}, {"claims", std::move(claims)}}.dump(1) + "\n";
+}
+
+inject::Result<Checkpoint> parse_checkpoint(const std::string& text, const std::string& source) {
+    try {
+        return from_json(Json::parse(text));
+    } catch (const std::exception& e) {
+        return fail(Errc::InvalidInput, "checkpoint '" + source + "': " + e.what());
+    }
+}
+
+inject::Result<Checkpoint> load_checkpoint(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return Checkpoint{};
+    INJECT_TRY(const auto text, inject::fs::read_file(path, kMaxBytes));
+    return parse_checkpoint(text, path);
+}
+
+inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp) {
+    inject::fs::AtomicWriteOptions o;
+    o.mode = 0600;
+    if (auto r = inject::fs::atomic_write(path, to_text(cp), o); !r)
+        return fail(std::move(r).error().context("writing checkpoint '" + path + "'"));
+    return inject::ok();
+}
+
+}  // namespace edra

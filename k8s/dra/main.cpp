@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-dra-plugin: the kubelet side of Enflame's DRA driver, gcu.enflame.com
+// (KUBERNETES.md section 3). This file parses flags (each also readable from an environment
+// variable), sets up logging and the API-server client, and hands over to the daemon.
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "dra_daemon.hpp"
+#include "inject/log.hpp"
+#include "k8s/apiserver.hpp"
+#include "k8s/daemon_cli.hpp"
+#include "publisher.hpp"
+
+namespace {
+
+// ResourceClaims from the API server, in the resource.k8s.io version it offers.
+edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::string version) {
+    return [client = std::move(client), version = std::move(version)](
+               const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+        return client->get("/apis/resource.k8s.io/" + version + "/namespaces/" + ns +
+                           "/resourceclaims/" + name);
+    };
+}
+
+// The ResourceSlice publisher beside the sockets: publishes at start, again when kubelet
+// restarted (it deletes the node's slices) and every `resync`; removes the slices on a clean
+// stop.
+edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra::SliceOptions opts,
+                                  std::chrono::milliseconds resync) {
+    return [client = std::move(client), opts = std::move(opts), resync](edra::Discoverer discover) {
+        auto publisher = std::make_shared<edra::Publisher>(client, opts);
+        // The loop logs each publish itself.
+        auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
+        // Each part holds the publisher too: the loop refers to it until the loop is gone.
+        return edra::Companion{[loop, publisher] { loop->start(); },
+                               [loop, publisher] { loop->trigger(); },
+                               [loop, publisher] { loop->stop(true); }};
+    };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    edra::DaemonOptions o;
+    if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
+    std::string kubeconfig, log_level = "info";
+    int resync_s = 60;
+
+    CLI::App app{
+        "enflame-dra-plugin: prepare Enflame GCUs for DRA ResourceClaims (driver gcu.enflame.com)",
+        "enflame-dra-plugin"};
+    k8s::add_common_flags(app, "enflame-dra-plugin", o.config_path, o.config_path_given);
+    app.add_option("--driver-root", o.driver_root,
+                   "where efsmi and libefml are found (default: the config's)")
+        ->envname("DRIVER_ROOT");
+    app.add_option("--dev-root", o.dev_root, "where dev/gcu* are found (default: the config's)")
+        ->envname("DEV_ROOT");
+    app.add_option("--node-name", o.node_name,
+                   "this node's name: our ResourceSlice pool (default: $NODE_NAME)");
+    app.add_option("--kubeconfig", kubeconfig,
+                   "kubeconfig file (default: in-cluster service account)")
+        ->envname("KUBECONFIG");
+    app.add_option("--plugins-registry", o.plugins_registry,
+                   "kubelet's plugin watcher folder (our -reg.sock)")
+        ->envname("PLUGINS_REGISTRY")
+        ->capture_default_str();
+    app.add_option("--plugins-dir", o.plugins_dir,
+                   "kubelet's plugins folder (our gcu.enflame.com/dra.sock and checkpoint)")
+        ->envname("PLUGINS_DIR")
+        ->capture_default_str();
+    app.add_option("--cdi-root", o.cdi_root, "where the per-claim CDI specs are written")
+        ->envname("CDI_ROOT")
+        ->capture_default_str();
+    app.add_option(
+           "--ctk-path", o.ctk_path,
+           "host path of enflame-ctk, run as the specs' update-ldcache hook (default: no hook)")
+        ->envname("CTK_PATH");
+    app.add_option("--resync", resync_s,
+                   "seconds between ResourceSlice reconciliations (health, DRS instances; also "
+                   "republished whenever kubelet registers the plugin)")
+        ->envname("RESYNC")
+        ->check(CLI::Range(5, 86400))
+        ->capture_default_str();
+    app.add_option("--log-level", log_level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
+    if (auto stop = k8s::parse_and_log(app, argc, argv, "enflame-dra-plugin", log_level))
+        return *stop;
+    const auto fail = k8s::exit_error;
+    if (o.node_name.empty()) {
+        std::cerr << "error: --node-name: missing (set it or NODE_NAME, e.g. from the pod's "
+                     "spec.nodeName)\n";
+        return 1;
+    }
+    auto cfg =
+        kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);
+    if (!cfg) return fail(cfg.error());
+    auto client = k8s::api::Client::create(std::move(*cfg));
+    if (!client) return fail(client.error());
+    std::shared_ptr<k8s::api::Client> shared(std::move(*client));
+    // The version decides the claims' path and the slices' shape; without an answer the
+    // plugin cannot do either (the DaemonSet restarts it).
+    auto version = shared->resource_api_version();
+    if (!version) return fail(version.error().context("asking the API server for resource.k8s.io"));
+    inject::log::debug("API server offers resource.k8s.io/{}", *version);
+    edra::SliceOptions slices;
+    slices.node_name = o.node_name;
+    slices.api_version = *version;
+    // The DRS instances that exist, as devices gcu-<n>-drs-<id>: the ones a prepare can hand
+    // out. Partitionable devices (DrsMode::Auto / Counters) would need the instance made on
+    // prepare, which this plugin does not do yet.
+    slices.drs = edra::DrsMode::Instances;
+    return edra::run(o, claims_from(shared, *version),
+                     publisher_for(shared, slices, std::chrono::seconds(resync_s)));
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+}

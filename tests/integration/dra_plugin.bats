@@ -1,0 +1,451 @@
+#!/usr/bin/env bats
+# enflame-dra-plugin against the simulated host, a fake API server and a fake kubelet
+# (KUBERNETES.md section 6). k8s/tests/fake_apiserver.py serves ResourceClaims from
+# $API/claims/<ns>/<name>.json over HTTPS (its own CA, a bearer token; faults from
+# $API/control.json); build/dev/k8s/tests/fake-dra-kubelet plays kubelet's plugin watcher
+# (GetInfo, NotifyRegistrationStatus) and calls NodePrepare/NodeUnprepareResources in v1 and
+# v1beta1 as kubelet does. Every folder the plugin writes (plugins registry, plugins dir, CDI
+# root) is under $SCRATCH: never the host's /var/lib/kubelet or /var/run/cdi. podman reads the
+# per-claim specs in a private mount namespace (cdi_ns) where $SCRATCH/ns is /run.
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+DRA=$BUILD_DIR/k8s/dra/enflame-dra-plugin
+FDK=$BUILD_DIR/k8s/tests/fake-dra-kubelet
+FAKE_API=$TOP/k8s/tests/fake_apiserver.py
+
+setup() {
+  requires root jq python3 openssl
+  [ -x "$DRA" ] || skip_or_fail "no $DRA (build enflame-dra-plugin)"
+  [ -x "$FDK" ] || skip_or_fail "no $FDK (build fake-dra-kubelet)"
+  [ -f "$FAKE_API" ] || skip_or_fail "no $FAKE_API"
+  setup_scratch
+  REG=$SCRATCH/reg
+  PLUG=$SCRATCH/plugins
+  CDIR=$SCRATCH/ns/cdi
+  API=$SCRATCH/api
+  mkdir -p "$REG" "$PLUG" "$CDIR" "$API/claims"
+  SOCK=$PLUG/gcu.enflame.com/dra.sock
+  CP=$PLUG/gcu.enflame.com/checkpoint.json
+}
+
+teardown() { teardown_scratch; }
+
+# start_api [fake_apiserver args]: the fake API server and a kubeconfig for it ($KC).
+start_api() {
+  python3 "$FAKE_API" --dir "$API" "$@" >>"$SCRATCH/api.log" 2>&1 3>&- &
+  APID=$!
+  on_teardown "stop_pid $APID"
+  wait_for test -s "$API/port"
+  KC=$SCRATCH/kubeconfig
+  cat > "$KC" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: https://127.0.0.1:$(cat "$API/port")
+    certificate-authority: $API/ca.crt
+users:
+- name: plugin
+  user:
+    token: test-token
+contexts:
+- name: fake
+  context:
+    cluster: fake
+    user: plugin
+current-context: fake
+EOF
+}
+
+# start_plugin [args]: the daemon with every folder under $SCRATCH; log in $SCRATCH/dra.log.
+start_plugin() {
+  "$DRA" --node-name node1 --kubeconfig "$KC" --plugins-registry "$REG" --plugins-dir "$PLUG" \
+    --cdi-root "$CDIR" "$@" >>"$SCRATCH/dra.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+}
+
+# up [N] [sim args]: a simulated host of N (default 2) cards, the API server, the plugin.
+up() {
+  sim_example "${1:-2}" "${@:2}" > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  start_api
+  start_plugin
+}
+
+# put_claim NS NAME UID DEVICE[@DRIVER]...: an allocated ResourceClaim on the API server, one
+# result per DEVICE (request "gpu", pool node1, driver gcu.enflame.com unless @DRIVER).
+put_claim() {
+  local ns=$1 name=$2 uid=$3 d results='[]'; shift 3
+  for d in "$@"; do
+    local dev=${d%@*} drv=gcu.enflame.com
+    [[ $d == *@* ]] && drv=${d#*@}
+    results=$(jq -c --arg dev "$dev" --arg drv "$drv" '. + [{request: "gpu", driver: $drv, pool: "node1", device: $dev}]' <<<"$results")
+  done
+  mkdir -p "$API/claims/$ns"
+  jq -n --arg ns "$ns" --arg name "$name" --arg uid "$uid" --argjson r "$results" \
+    '{apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+      metadata: {name: $name, namespace: $ns, uid: $uid},
+      spec: {devices: {requests: [{name: "gpu", exactly: {deviceClassName: "gcu.enflame.com"}}]}},
+      status: {allocation: {devices: {results: $r}}}}' > "$API/claims/$ns/$name.json"
+}
+
+# api VERB PATH: a call to the fake API server as the plugin makes it (its CA, its token).
+api() {
+  curl -sS --cacert "$API/ca.crt" -H "Authorization: Bearer test-token" -X "$1" "https://127.0.0.1:$(cat "$API/port")$2"
+}
+# slice_devices: the device names of node1's ResourceSlices of our driver, sorted, one line.
+slice_devices() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -r '[.items[].spec.devices[].name] | sort | join(" ")'
+}
+has_slices() { [ "$(slice_devices)" = "$1" ]; }
+
+prepare() { local v=$1; shift; "$FDK" prepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
+unprepare() { local v=$1; shift; "$FDK" unprepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
+spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
+
+@test "registration: GetInfo through the plugin watcher; kubelet 1.34 takes v1, 1.32 v1beta1; sockets 0600" {
+  up
+  run "$FDK" register --registry "$REG"
+  [ "$status" -eq 0 ]
+  [ "$output" = "{\"info\":{\"type\":\"DRAPlugin\",\"name\":\"gcu.enflame.com\",\"endpoint\":\"$SOCK\",\"supported_versions\":[\"v1.DRAPlugin\",\"v1beta1.DRAPlugin\"]},\"version\":\"v1\"}" ]
+  run "$FDK" register --registry "$REG" --known v1beta1
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .version <<<"$output")" = v1beta1 ]
+  run "$FDK" register --registry "$REG" --known v1alpha4
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: none of the supported versions is one kubelet knows (v1alpha4)" ]
+  grep -F "kubelet registered gcu.enflame.com (endpoint $SOCK)" "$SCRATCH/dra.log"
+  grep -F "kubelet did not register gcu.enflame.com: none of the supported versions" "$SCRATCH/dra.log"
+  [ "$(stat -c %a "$SOCK")" = 600 ]
+  [ "$(stat -c %a "$REG/gcu.enflame.com-reg.sock")" = 600 ]
+}
+
+@test "prepare v1: the claim is fetched, its spec written and valid, cdi_device_ids answered; a retry is the same; unprepare removes it" {
+  up
+  put_claim ns1 c1 uid-1 gcu-1
+  run prepare v1 ns1/c1/uid-1
+  [ "$status" -eq 0 ]
+  [ "$output" = '{"claims":{"uid-1":{"devices":[{"request_names":["gpu"],"pool_name":"node1","device_name":"gcu-1","cdi_device_ids":["k8s.gcu.enflame.com/claim=uid-1-gcu-1"]}],"error":""}}}' ]
+  local first=$output
+  run "$CTK" cdi validate "$(spec_of uid-1)"
+  [ "$status" -eq 0 ]
+  [ "$(stat -c %a "$(spec_of uid-1)")" = 644 ]
+  run "$CTK" cdi list --spec-dir "$CDIR"
+  [ "$output" = "k8s.gcu.enflame.com/claim=uid-1-gcu-1" ]
+  grep -qE '^ *(- )?path: /dev/gcu1$' "$(spec_of uid-1)"
+  run ! grep -q '/dev/gcu0' "$(spec_of uid-1)"
+  [ "$(jq -r '.claims["uid-1"].devices[0].device' "$CP")" = gcu-1 ]
+  local sum
+  sum=$(sha256sum < "$(spec_of uid-1)")
+  # kubelet retries: the same answer and the same bytes, also in v1beta1
+  run prepare v1 ns1/c1/uid-1
+  [ "$output" = "$first" ]
+  run prepare v1beta1 ns1/c1/uid-1
+  [ "$output" = "$first" ]
+  [ "$(sha256sum < "$(spec_of uid-1)")" = "$sum" ]
+  run unprepare v1 ns1/c1/uid-1 ns1/never/uid-never
+  [ "$status" -eq 0 ]
+  # a protobuf map has no order: compare sorted
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-1":{"error":""},"uid-never":{"error":""}}}' ]
+  [ ! -e "$(spec_of uid-1)" ]
+  [ "$(jq -c .claims "$CP")" = '{}' ]
+}
+
+@test "prepare v1beta1 against a server that offers only resource.k8s.io/v1beta1" {
+  sim_setup 2
+  start_api --versions v1beta1
+  start_plugin
+  put_claim ns1 c1 uid-1 gcu-0 gcu-1
+  run prepare v1beta1 ns1/c1/uid-1
+  [ "$status" -eq 0 ]
+  [ "$(jq -c '[.claims["uid-1"].devices[].cdi_device_ids[0]]' <<<"$output")" = '["k8s.gcu.enflame.com/claim=uid-1-gcu-0","k8s.gcu.enflame.com/claim=uid-1-gcu-1"]' ]
+  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+}
+
+@test "faults: uid mismatch, not allocated, other driver, unknown claim, a card not here, an opaque config of an unknown kind: one error each, the good claim prepared, nothing left behind" {
+  up
+  put_claim ns good uid-g gcu-0
+  put_claim ns moved uid-new gcu-1
+  put_claim ns nvidia uid-n gpu-0@gpu.nvidia.com
+  put_claim ns far uid-f gcu-9
+  put_claim ns opaque uid-o gcu-1
+  jq '.status.allocation.devices.config = [{source: "FromClaim", requests: ["gpu"], opaque: {driver: "gcu.enflame.com",
+      parameters: {apiVersion: "gcu.enflame.com/v1alpha1", kind: "GpuConfig"}}}]' "$API/claims/ns/opaque.json" > "$SCRATCH/o.json"
+  mv "$SCRATCH/o.json" "$API/claims/ns/opaque.json"
+  jq 'del(.status)' "$API/claims/ns/good.json" > "$API/claims/ns/pending.json"
+  jq '.metadata.name = "pending" | .metadata.uid = "uid-p"' "$API/claims/ns/pending.json" > "$SCRATCH/p.json"
+  mv "$SCRATCH/p.json" "$API/claims/ns/pending.json"
+  run prepare v1 ns/good/uid-g ns/moved/uid-old ns/pending/uid-p ns/nvidia/uid-n ns/gone/uid-x ns/far/uid-f ns/opaque/uid-o
+  [ "$status" -eq 0 ]
+  err() { jq -r --arg u "$1" '.claims[$u].error' <<<"$output"; }
+  [ "$(err uid-g)" = "" ]
+  [ "$(err uid-old)" = "claim 'ns/moved': metadata.uid is 'uid-new', kubelet asked for 'uid-old' (the claim was deleted and created again)" ]
+  [ "$(err uid-p)" = "claim 'ns/pending': status.allocation: missing (the claim is not allocated)" ]
+  [ "$(err uid-n)" = "claim 'ns/nvidia': status.allocation.devices.results: no device of driver 'gcu.enflame.com'" ]
+  [[ "$(err uid-x)" == "claim 'ns/gone': fetching it: GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/gone: 404"* ]]
+  [ "$(err uid-f)" = "claim 'ns/far': device 'gcu-9' is not on this node" ]
+  [ "$(err uid-o)" = "claim 'ns/opaque': status.allocation.devices.config[0].opaque.parameters: kind 'GpuConfig': want GcuConfig or DrsConfig" ]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-g.yaml" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-g"]' ]
+}
+
+@test "API server down during prepare: a clear per-claim error, no spec; back but slow, the retry prepares" {
+  up
+  put_claim ns c1 uid-1 gcu-0
+  echo '{"down": true}' > "$API/control.json"
+  run prepare v1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  local e
+  e=$(jq -r '.claims["uid-1"].error' <<<"$output")
+  echo "$e"
+  [[ "$e" == "claim 'ns/c1': fetching it: GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c1: "* ]]
+  [ ! -e "$(spec_of uid-1)" ]
+  # slow (but within the client's timeout): prepared
+  echo '{"slow_ms": 400}' > "$API/control.json"
+  run prepare v1 ns/c1/uid-1
+  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  [ -e "$(spec_of uid-1)" ]
+}
+
+@test "killed between spec and checkpoint: the restarted plugin removes the stray spec, rewrites a missing one, answers retries" {
+  up
+  put_claim ns a uid-a gcu-0
+  put_claim ns b uid-b gcu-1
+  run prepare v1 ns/a/uid-a
+  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  local sum
+  sum=$(sha256sum < "$(spec_of uid-a)")
+  kill -KILL "$DPID"
+  wait "$DPID" 2>/dev/null || true
+  # What a kill leaves: b's spec written, its checkpoint entry not; and a's spec lost.
+  sed 's/uid-a-gcu-0/uid-b-gcu-1/; s/gcu0/gcu1/g' "$(spec_of uid-a)" > "$(spec_of uid-b)"
+  rm "$(spec_of uid-a)"
+  start_plugin
+  wait_for test -e "$(spec_of uid-a)"
+  wait_for test ! -e "$(spec_of uid-b)"
+  [ "$(sha256sum < "$(spec_of uid-a)")" = "$sum" ]
+  grep -F "removed CDI spec of claim uid-b: not in the checkpoint" "$SCRATCH/dra.log"
+  # kubelet retries b's prepare (it never got an answer): prepared now
+  run prepare v1 ns/b/uid-b ns/a/uid-a
+  [ "$(jq -r '.claims["uid-b"].error' <<<"$output")" = "" ]
+  [ "$(jq -r '.claims["uid-a"].devices[0].device_name' <<<"$output")" = gcu-0 ]
+  [ -e "$(spec_of uid-b)" ]
+}
+
+@test "kubelet restart: both sockets deleted are served again, the plugin registers anew and prepares" {
+  up
+  "$FDK" register --registry "$REG" >/dev/null
+  rm "$REG/gcu.enflame.com-reg.sock" "$SOCK"
+  wait_for test -S "$SOCK"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+  run "$FDK" register --registry "$REG"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .version <<<"$output")" = v1 ]
+  put_claim ns c1 uid-1 gcu-0
+  run prepare v1 ns/c1/uid-1
+  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
+}
+
+@test "ResourceSlices: published at start (a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
+  up 2 --drs
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  run api GET "/apis/resource.k8s.io/v1/resourceslices"
+  [ "$(jq -r '[.items[].spec.pool.name] | unique | join(" ")' <<<"$output")" = node1 ]
+  [ "$(jq -r '.items[0].spec.devices[] | select(.name == "gcu-0-drs-1") | .attributes.profile.string' <<<"$output")" = 1g.11gb ]
+  # kubelet starting: it deletes the node's slices and every plugin socket
+  local n
+  for n in $(jq -r '.items[].metadata.name' <<<"$output"); do api DELETE "/apis/resource.k8s.io/v1/resourceslices/$n" >/dev/null; done
+  [ "$(slice_devices)" = "" ]
+  "$FDK" register --registry "$REG" >/dev/null
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  # and when it also deleted the sockets: served again, registered, slices back
+  for n in $(api GET /apis/resource.k8s.io/v1/resourceslices | jq -r '.items[].metadata.name'); do
+    api DELETE "/apis/resource.k8s.io/v1/resourceslices/$n" >/dev/null
+  done
+  [ "$(slice_devices)" = "" ]
+  rm "$REG/gcu.enflame.com-reg.sock" "$SOCK"
+  wait_for test -S "$SOCK"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+  "$FDK" register --registry "$REG" >/dev/null
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  stop_pid "$DPID"
+  [ "$(slice_devices)" = "" ]
+}
+
+@test "ResourceSlices: a card turning unhealthy leaves them within --resync, and comes back when it recovers" {
+  sim_setup 2
+  start_api
+  start_plugin --resync 5
+  wait_for has_slices "gcu-0 gcu-1"
+  local sim i
+  sim=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  echo TR6Y46010001 > "$sim/enflame-sim-unhealthy"
+  for (( i = 0; i < 80 && $(slice_devices | wc -w) != 1; i++ )); do sleep 0.25; done
+  [ "$(slice_devices)" = "gcu-0" ]
+  rm "$sim/enflame-sim-unhealthy"
+  for (( i = 0; i < 80 && $(slice_devices | wc -w) != 2; i++ )); do sleep 0.25; done
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+}
+
+@test "SIGTERM: both sockets removed (deregistered), prepared claims' specs and checkpoint kept" {
+  up
+  put_claim ns c1 uid-1 gcu-0
+  prepare v1 ns/c1/uid-1 >/dev/null
+  kill -TERM "$DPID"
+  wait "$DPID"
+  [ ! -e "$SOCK" ]
+  [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
+  [ -e "$(spec_of uid-1)" ]
+  [ "$(jq -r '.claims["uid-1"].name' "$CP")" = c1 ]
+}
+
+# --- podman applies the per-claim spec ---
+
+# pm_setup: podman with private storage and a busybox image, in the private mount namespace
+# where $SCRATCH/ns is /run (so it reads exactly the specs in $CDIR).
+pm_setup() {
+  requires podman unshare
+  [ -x /bin/busybox ] || skip_or_fail "needs /bin/busybox"
+  busybox_rootfs "$SCRATCH/rootfs"
+  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
+  podman_conf "$SCRATCH/containers.conf"
+  export CONTAINERS_CONF=$SCRATCH/containers.conf
+  cdi_ns "$SCRATCH/ns"
+  PM=("${CDI_NS[@]}" podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
+  on_teardown '"${PM[@]}" rm -af -t 0 >/dev/null 2>&1'
+  "${PM[@]}" import -q "$SCRATCH/rootfs.tar" localhost/dra-bb >/dev/null
+}
+
+# in_claim CDI_ID CMD: run CMD in a container that got the CDI device.
+in_claim() { "${PM[@]}" run --rm --device "$1" localhost/dra-bb sh -c "$2"; }
+
+DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T "$d")"; done'
+
+@test "podman: the claim's CDI device gives the container exactly the prepared card, gcuctl, libefml and the env" {
+  requires root
+  up 3
+  pm_setup
+  put_claim ns c1 uid-1 gcu-2
+  run prepare v1 ns/c1/uid-1
+  local id
+  id=$(jq -r '.claims["uid-1"].devices[0].cdi_device_ids[0]' <<<"$output")
+  [ "$id" = k8s.gcu.enflame.com/claim=uid-1-gcu-2 ]
+  run in_claim "$id" "$DEVLIST; env; ls /usr/lib/libefml.so.1"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu2 ee:2 gcuctl ee:ff " ]
+  [[ "$output" == *"ENFLAME_VISIBLE_DEVICES=void"* ]]
+  [[ "$output" == *"/usr/lib/libefml.so.1"* ]]
+}
+
+@test "podman: a DRS instance claim gives the parent card and TOPS_VISIBLE_DEVICES=DRS-<uuid>" {
+  requires root
+  up 2 --drs
+  pm_setup
+  put_claim ns d1 uid-d gcu-0-drs-1
+  run prepare v1 ns/d1/uid-d
+  [ "$(jq -r '.claims["uid-d"].error' <<<"$output")" = "" ]
+  run in_claim k8s.gcu.enflame.com/claim=uid-d-gcu-0-drs-1 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcuctl ee:ff " ]
+  [[ "$output" == *"TOPS=DRS-4c1e9a52-0000-4000-8000-000000000001"* ]]
+  # an instance that does not exist is an error in the claim's answer
+  put_claim ns d2 uid-e gcu-1-drs-3
+  run prepare v1 ns/d2/uid-e
+  [ "$(jq -r '.claims["uid-e"].error' <<<"$output")" = "claim 'ns/d2': device 'gcu-1-drs-3': card 1 has no DRS instance 3" ]
+}
+
+# --- bad input, docs, manifests, install ---
+
+@test "bad input: no node name, a kubeconfig that is not there, a config that is not there, no API server: one line, exit 1, nothing served" {
+  sim_setup 1
+  run env -u NODE_NAME "$DRA" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: --node-name: missing (set it or NODE_NAME, e.g. from the pod's spec.nodeName)" ]
+  run "$DRA" --node-name n --kubeconfig "$SCRATCH/none.yaml" --plugins-registry "$REG" --plugins-dir "$PLUG"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [[ "$output" == "error: "*"$SCRATCH/none.yaml"* ]]
+  start_api
+  run "$DRA" --node-name n --kubeconfig "$KC" --config "$SCRATCH/none.toml" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [[ "$output" == "error: "*"$SCRATCH/none.toml"* ]]
+  [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
+  # an API server that does not answer at start
+  sed "s|server: https://127.0.0.1:[0-9]*|server: https://127.0.0.1:1|" "$KC" > "$SCRATCH/kc-nowhere"
+  run "$DRA" --node-name n --kubeconfig "$SCRATCH/kc-nowhere" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [[ "$output" == "error: asking the API server for resource.k8s.io: GET /apis/resource.k8s.io: "* ]]
+  [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
+}
+
+@test "man page: renders without warnings and names every flag" {
+  requires man
+  man_covers_flags "$TOP/man/enflame-dra-plugin.8" "$DRA"
+}
+
+@test "deployments: DaemonSet folders and NODE_NAME, RBAC verbs, DeviceClasses in v1 and v1beta1, examples in both" {
+  requires python3 kubectl
+  local d=$TOP/deployments/dra
+  kubectl kustomize "$d" > "$SCRATCH/all.yaml"
+  python3 - "$d" "$SCRATCH/all.yaml" <<'PY'
+import glob, sys, yaml
+d, built = sys.argv[1], sys.argv[2]
+docs = list(yaml.safe_load_all(open(built)))
+by = {(x["kind"], x["metadata"]["name"]): x for x in docs}
+ds = by[("DaemonSet", "enflame-dra-plugin")]["spec"]["template"]["spec"]
+c = ds["containers"][0]
+mounts = {m["mountPath"] for m in c["volumeMounts"]}
+for p in ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi"):
+    assert p in mounts, (p, mounts)
+    assert p in {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}, p
+env = {e["name"]: e for e in c["env"]}
+assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+assert ds["serviceAccountName"] == "enflame-dra-plugin"
+assert ("ServiceAccount", "enflame-dra-plugin") in by
+rules = {r["resources"][0]: set(r["verbs"]) for r in by[("ClusterRole", "enflame-dra-plugin")]["rules"]}
+assert rules["resourceslices"] == {"get", "list", "watch", "create", "update", "patch", "delete"}, rules
+assert rules["resourceclaims"] == {"get", "list", "watch"}, rules
+assert rules["nodes"] == {"get"}, rules
+for v in ("v1", "v1beta1"):
+    classes = {x["metadata"]["name"]: x for x in yaml.safe_load_all(open(f"{d}/deviceclasses-{v}.yaml"))}
+    assert set(classes) == {"gcu.enflame.com", "enflame.com", "drs.gcu.enflame.com"}, classes
+    sel = lambda n: classes[n]["spec"]["selectors"][0]["cel"]["expression"]
+    assert all(x["apiVersion"] == "resource.k8s.io/" + v for x in classes.values())
+    assert sel("gcu.enflame.com") == sel("enflame.com")
+    assert "type == 'gcu'" in sel("gcu.enflame.com") and "type == 'drs'" in sel("drs.gcu.enflame.com")
+    files = sorted(glob.glob(f"{d}/examples/{v}/*.yaml"))
+    assert len(files) == 5, files
+    for f in files:
+        for x in yaml.safe_load_all(open(f)):
+            if x["kind"] in ("ResourceClaim", "ResourceClaimTemplate"):
+                assert x["apiVersion"] == "resource.k8s.io/" + v, f
+                spec = x["spec"]["spec"] if x["kind"] == "ResourceClaimTemplate" else x["spec"]
+                for r in spec["devices"]["requests"]:
+                    # v1 puts a request's fields under `exactly`; v1beta1 keeps them flat
+                    assert ("exactly" in r) == (v == "v1"), (f, r)
+                    cls = (r["exactly"] if v == "v1" else r)["deviceClassName"]
+                    assert cls in classes, (f, cls)
+PY
+  # the ConfigMap's config.toml is a configuration the toolkit accepts
+  python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["config.toml"])' "$d/configmap.yaml" > "$SCRATCH/cm.toml"
+  run "$CTK" --config "$SCRATCH/cm.toml" config
+  [ "$status" -eq 0 ]
+}
+
+@test "cmake --install carries the daemon, its man page and its manifests" {
+  installs_daemon enflame-dra-plugin man8/enflame-dra-plugin.8 dra
+  [ -f "$SCRATCH/stage/usr/share/doc/enflame-container-toolkit/deployments/dra/examples/v1beta1/any-gcu.yaml" ]
+}
