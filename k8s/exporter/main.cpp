@@ -11,7 +11,8 @@
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
 #include "inject/version.hpp"
-#include "k8s/daemon.hpp"
+#include "k8s/daemon_cli.hpp"
+#include "k8s/daemon_setup.hpp"
 
 #include <CLI/CLI.hpp>
 #include <signal.h>

@@ -11,7 +11,7 @@
 //       that does not parse is an INTERNAL error naming it. Each call is counted on stderr
 //       ("list N"). Runs until SIGTERM/SIGINT.
 #include "k8s/proto/podresources_v1.grpc.pb.h"
-#include "k8s/daemon.hpp"
+#include "k8s/daemon_setup.hpp"
 #include "k8s/socket.hpp"
 
 #include <CLI/CLI.hpp>

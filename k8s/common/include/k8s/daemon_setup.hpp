@@ -30,4 +30,15 @@ namespace k8s {
     return fd;
 }
 
+/// For a daemon that sigwaits: blocks SIGTERM and SIGINT in the calling thread (threads started
+/// later inherit the mask) and returns the set to sigwait on.
+[[nodiscard]] inline sigset_t block_stop_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    return set;
+}
+
 }  // namespace k8s
