@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon.hpp"
 
+#include "events.hpp"
 #include "health.hpp"
 #include "service.hpp"
 #include "sharing.hpp"
@@ -125,11 +126,15 @@ private:
     bool current() const;
     void reload();
     void health();
+    void on_event(const EventWatcher::Note& note);
+    bool has_card(std::uint32_t index) const;
+    void apply_all(const DriverHealth& driver);
 
     DaemonOptions o_;
     inject::discover::Options discover_;
     std::string kubelet_path_;
     std::vector<Endpoint> eps_;
+    EventHolds holds_;  ///< cards driver events hold Unhealthy
 };
 
 // Endpoints for the loaded resources (none serving yet).
@@ -214,7 +219,7 @@ void Daemon::reload() {
     if (same) {
         for (std::size_t i = 0; i < eps_.size(); ++i) {
             auto& inv = l->resources[i].inventory;
-            if (o_.health_checks) apply_health(driver, inv);
+            if (o_.health_checks) apply_health(driver, inv, holds_);
             Settings s = l->settings;
             s.resource_name = eps_[i].resource;
             eps_[i].state->update(std::move(s), std::move(inv));
@@ -225,18 +230,54 @@ void Daemon::reload() {
     // kubelet knows a plugin by its resource name: new names are new registrations.
     stop_all();
     for (auto& r : l->resources) {
-        if (o_.health_checks) apply_health(driver, r.inventory);
+        if (o_.health_checks) apply_health(driver, r.inventory, holds_);
     }
     adopt(*l);
     inject::log::info("SIGHUP: configuration re-read; the resources changed, registering again");
     if (auto r = serve_all(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
 }
 
-void Daemon::health() {
-    const auto driver = driver_health(discover_);
+// One pass over every resource; ListAndWatch gets a new list where anything changed.
+void Daemon::apply_all(const DriverHealth& driver) {
     for (auto& e : eps_) {
         auto inv = e.state->inventory();
-        if (apply_health(driver, inv)) e.state->update(e.state->settings(), std::move(inv));
+        if (apply_health(driver, inv, holds_)) e.state->update(e.state->settings(), std::move(inv));
+    }
+}
+
+void Daemon::health() { apply_all(driver_health(discover_)); }
+
+bool Daemon::has_card(std::uint32_t index) const {
+    return std::any_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+        const auto& devs = e.state->inventory().devices;
+        return std::any_of(devs.begin(), devs.end(), [&](const PluginDevice& d) { return d.index == index; });
+    });
+}
+
+void Daemon::on_event(const EventWatcher::Note& note) {
+    if (!note) {
+        inject::log::info("health: driver events are back; checking every card");
+        health();
+        return;
+    }
+    const auto& ev = *note;
+    const std::string what = "driver event " + event_name(ev.type) + " (" + std::to_string(ev.type) + ") for card " +
+                             std::to_string(ev.id) + (ev.message.empty() ? "" : ": " + ev.message);
+    if (!has_card(ev.id)) {
+        inject::log::warn("health: ignoring {}: no such card here", what);
+        return;
+    }
+    switch (note_event(ev, holds_)) {
+    case EventAction::Ignore: inject::log::info("health: ignoring {}", what); break;
+    case EventAction::Log: inject::log::info("health: {}", what); break;
+    case EventAction::Hold:
+        inject::log::info("health: {}", what);
+        apply_all(DriverHealth{});  // no need to ask the driver: the event decides
+        break;
+    case EventAction::Recheck:
+        inject::log::info("health: {}; checking the cards again", what);
+        health();
+        break;
     }
 }
 
@@ -244,6 +285,12 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
     if (auto r = serve_all(); !r) {
         std::cerr << "error: " << r.error().what() << "\n";
         return 1;
+    }
+    std::unique_ptr<EventWatcher> events;
+    if (o_.health_checks) {
+        auto w = EventWatcher::start(discover_);
+        if (w) events = std::move(*w);
+        else spdlog::error("health: {}; periodic checks only", w.error().what());
     }
     auto next_health = Clock::now() + o_.health_interval;
     for (;;) {
@@ -258,13 +305,16 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
             continue;
         }
         const auto wait = std::chrono::duration_cast<milliseconds>(wake - Clock::now()).count();
-        pollfd fds[2] = {{sig_fd, POLLIN, 0}, {watcher.fd(), POLLIN, 0}};
-        const int n = ::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
+        pollfd fds[3] = {{sig_fd, POLLIN, 0}, {watcher.fd(), POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
+        const int n = ::poll(fds, 3, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: poll: " << std::strerror(errno) << "\n";
             return 1;
         }
         if (n <= 0) continue;
+        if (fds[2].revents & POLLIN) {
+            for (const auto& note : events->take()) on_event(note);
+        }
         if (fds[0].revents & POLLIN) {
             signalfd_siginfo si{};
             if (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {

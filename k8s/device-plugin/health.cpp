@@ -71,7 +71,29 @@ DriverHealth driver_health(const inject::discover::Options& opts) {
     return out;
 }
 
-bool apply_health(const DriverHealth& driver, Inventory& inv) {
+std::string event_name(int type) {
+    switch (type) {
+    case 3: return "suspend";
+    case 10: return "reset start";
+    case 11: return "reset finish";
+    case 20: return "EID";
+    default: return "type " + std::to_string(type);
+    }
+}
+
+EventAction note_event(const inject::efml::DriverEvent& ev, EventHolds& holds) {
+    switch (ev.type) {
+    case 3: return EventAction::Log;
+    case 10:
+    case 20:
+        holds[ev.id] = "driver event " + event_name(ev.type) + (ev.message.empty() ? "" : ": " + ev.message);
+        return EventAction::Hold;
+    case 11: holds.erase(ev.id); return EventAction::Recheck;
+    default: return EventAction::Ignore;
+    }
+}
+
+bool apply_health(const DriverHealth& driver, Inventory& inv, const EventHolds& holds) {
     bool changed = false;
     for (auto& d : inv.devices) {
         std::string why = node_problem(d.node);
@@ -84,6 +106,7 @@ bool apply_health(const DriverHealth& driver, Inventory& inv) {
             }
             if (!driver_ok && why.empty()) why = kDriverSaysUnhealthy;
         }
+        if (const auto h = holds.find(d.index); why.empty() && h != holds.end()) why = h->second;
         const bool healthy = why.empty();
         if (healthy != d.healthy) {
             changed = true;

@@ -74,4 +74,52 @@ TEST(Health, NodeProblems) {
     }
 }
 
+TEST(Health, EventsHoldUntilResetFinish) {
+    struct stat st {};
+    ASSERT_EQ(::stat("/dev/null", &st), 0);
+    auto inv = one_card("/dev/null", ::major(st.st_rdev), ::minor(st.st_rdev));
+    inv.devices[0].index = 2;
+    edp::EventHolds holds;
+
+    // Suspend is only logged; an unknown type is ignored; neither holds the card.
+    EXPECT_EQ(edp::note_event({2, 3, ""}, holds), edp::EventAction::Log);
+    EXPECT_EQ(edp::note_event({2, 42, ""}, holds), edp::EventAction::Ignore);
+    EXPECT_TRUE(holds.empty());
+
+    // Reset start: Unhealthy even though the driver says healthy.
+    EXPECT_EQ(edp::note_event({2, 10, "flr"}, holds), edp::EventAction::Hold);
+    EXPECT_TRUE(edp::apply_health(says(true), inv, holds));
+    EXPECT_FALSE(inv.devices[0].healthy);
+    EXPECT_EQ(inv.devices[0].why_unhealthy, "driver event reset start: flr");
+    EXPECT_FALSE(edp::apply_health(says(true), inv, holds));  // the periodic pass keeps it
+
+    // Reset finish: the hold goes and the driver's verdict decides.
+    EXPECT_EQ(edp::note_event({2, 11, ""}, holds), edp::EventAction::Recheck);
+    EXPECT_TRUE(holds.empty());
+    EXPECT_TRUE(edp::apply_health(says(true), inv, holds));
+    EXPECT_TRUE(inv.devices[0].healthy);
+
+    // EID holds too; a reset finish while the driver says unhealthy leaves it Unhealthy.
+    EXPECT_EQ(edp::note_event({2, 20, ""}, holds), edp::EventAction::Hold);
+    EXPECT_TRUE(edp::apply_health(edp::DriverHealth{}, inv, holds));
+    EXPECT_EQ(inv.devices[0].why_unhealthy, "driver event EID");
+    EXPECT_EQ(edp::note_event({2, 11, ""}, holds), edp::EventAction::Recheck);
+    EXPECT_FALSE(edp::apply_health(says(false), inv, holds));
+    EXPECT_EQ(inv.devices[0].why_unhealthy, "the driver reports it unhealthy");
+
+    // Another card's events leave this one alone.
+    EXPECT_TRUE(edp::apply_health(says(true), inv, holds));
+    EXPECT_EQ(edp::note_event({1, 10, ""}, holds), edp::EventAction::Hold);
+    EXPECT_FALSE(edp::apply_health(says(true), inv, holds));
+    EXPECT_TRUE(inv.devices[0].healthy);
+}
+
+TEST(Health, EventNames) {
+    EXPECT_EQ(edp::event_name(3), "suspend");
+    EXPECT_EQ(edp::event_name(10), "reset start");
+    EXPECT_EQ(edp::event_name(11), "reset finish");
+    EXPECT_EQ(edp::event_name(20), "EID");
+    EXPECT_EQ(edp::event_name(7), "type 7");
+}
+
 }  // namespace

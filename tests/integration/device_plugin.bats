@@ -38,9 +38,9 @@ start_kubelet() {
   wait_for test -S "$KDIR/kubelet.sock"
 }
 
-# start_plugin ARGS...: the daemon (health every 300 ms), log in $SCRATCH/dp.log.
+# start_plugin ARGS...: the daemon (health every $INTERVAL, 300 ms unless set), log in $SCRATCH/dp.log.
 start_plugin() {
-  "$DP" --kubelet-dir "$KDIR" --health-interval 300ms "$@" >>"$SCRATCH/dp.log" 2>&1 3>&- &
+  "$DP" --kubelet-dir "$KDIR" --health-interval "${INTERVAL:-300ms}" "$@" >>"$SCRATCH/dp.log" 2>&1 3>&- &
   DPID=$!
   on_teardown "stop_pid $DPID"
 }
@@ -103,6 +103,100 @@ allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
   grep -F "device $U2 is unhealthy: device node '$SCRATCH/host/dev/gcu2' is gone" "$SCRATCH/dp.log"
   mv "$SCRATCH/host/dev/gone" "$SCRATCH/host/dev/gcu2"
   wait_for is_health "$U2" Healthy
+}
+
+# event CARD TYPE [MESSAGE]: a driver event from the simulated libefml.
+event() { "$SIM_HOST" event --root "$SCRATCH/host" --card "$1" --type "$2" ${3:+--message "$3"}; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# within_2s ID HEALTH: ID's health becomes HEALTH within 2 s (the periodic pass is 30 s away).
+within_2s() {
+  local t0 i
+  t0=$(now_ms)
+  for (( i = 0; i < 40; i++ )); do
+    if is_health "$1" "$2"; then break; fi
+    sleep 0.05
+  done
+  echo "$1 became $(health "$1") after $(( $(now_ms) - t0 )) ms" >&3
+  is_health "$1" "$2"
+  [ $(( $(now_ms) - t0 )) -lt 2000 ]
+}
+
+@test "driver events: reset start makes a card Unhealthy in under 2 s (periodic pass 30 s); reset finish brings it back" {
+  INTERVAL=30s registered
+  wait_for grep -q "health: watching driver events from" "$SCRATCH/dp.log"
+  [ "$(health "$U1")" = Healthy ]
+  event 1 reset-start "function level reset"
+  within_2s "$U1" Unhealthy
+  [ "$(health "$U0")" = Healthy ]
+  run allocate "$U1"
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: INVALID_ARGUMENT: device '$U1' is unhealthy" ]
+  grep -F "device $U1 is unhealthy: driver event reset start: function level reset" "$SCRATCH/dp.log"
+  event 1 reset-finish
+  within_2s "$U1" Healthy
+  grep -F "health: driver event reset finish (11) for card 1; checking the cards again" "$SCRATCH/dp.log"
+  grep -F "device $U1 is healthy again" "$SCRATCH/dp.log"
+}
+
+@test "driver events: EID holds a card Unhealthy; reset finish while the driver says unhealthy keeps it so" {
+  INTERVAL=30s registered
+  wait_for grep -q "health: watching driver events from" "$SCRATCH/dp.log"
+  event 2 eid "uncorrectable ECC"
+  within_2s "$U2" Unhealthy
+  grep -F "device $U2 is unhealthy: driver event EID: uncorrectable ECC" "$SCRATCH/dp.log"
+  echo "$U2" > "$SIMDIR/enflame-sim-unhealthy"
+  event 2 reset-finish
+  wait_for grep -q "health: driver event reset finish (11) for card 2" "$SCRATCH/dp.log"
+  sleep 0.5   # the re-check runs right after that line
+  [ "$(health "$U2")" = Unhealthy ]
+  refute_grep "device $U2 is healthy again" "$SCRATCH/dp.log"
+  rm "$SIMDIR/enflame-sim-unhealthy"
+  event 2 reset-finish
+  within_2s "$U2" Healthy
+}
+
+@test "driver events: a card the plugin does not know is ignored with a log line; suspend is logged only" {
+  INTERVAL=30s registered
+  wait_for grep -q "health: watching driver events from" "$SCRATCH/dp.log"
+  # The driver names card 9 (one that came after the plugin started): one line, no change.
+  echo '{"card":9,"type":10,"message":"new card"}' >> "$SIMDIR/enflame-sim-events.jsonl"
+  wait_for grep -q "health: ignoring driver event reset start (10) for card 9: new card: no such card here" "$SCRATCH/dp.log"
+  event 0 suspend
+  wait_for grep -q "health: driver event suspend (3) for card 0" "$SCRATCH/dp.log"
+  [ "$(count list)" -eq 1 ]
+  [ "$(health "$U0")" = Healthy ]
+  refute_grep "is unhealthy" "$SCRATCH/dp.log"
+}
+
+@test "driver events: the driver going away and back: no spin, no crash, events work again" {
+  INTERVAL=30s registered
+  wait_for grep -q "health: watching driver events from" "$SCRATCH/dp.log"
+  "$SIM_HOST" driver --root "$SCRATCH/host" gone
+  wait_for grep -q "health: no driver events (EfmlGetEvent failed" "$SCRATCH/dp.log"
+  local before after
+  before=$(awk '{print $14 + $15}' "/proc/$DPID/stat")
+  sleep 3
+  after=$(awk '{print $14 + $15}' "/proc/$DPID/stat")
+  echo "CPU ticks while the driver was gone 3 s: $(( after - before ))" >&3
+  [ $(( after - before )) -lt 30 ]
+  "$SIM_HOST" driver --root "$SCRATCH/host" back
+  wait_for grep -q "health: driver events are back; checking every card" "$SCRATCH/dp.log"
+  kill -0 "$DPID"
+  event 3 reset-start
+  within_2s "$U3" Unhealthy
+}
+
+@test "EfmlGetEvent missing (efml_missing_symbols): one log line, the periodic pass still finds an unhealthy card" {
+  echo "faults: {efml_missing_symbols: [EfmlGetEvent]}" >> "$SCRATCH/desc.yaml"
+  rm -rf "$SCRATCH/host"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  registered
+  wait_for grep -q "has no EfmlGetEvent); periodic checks only" "$SCRATCH/dp.log"
+  echo "$U1" > "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Unhealthy
+  rm "$SIMDIR/enflame-sim-unhealthy"
+  wait_for is_health "$U1" Healthy
+  [ "$(grep -c "has no EfmlGetEvent" "$SCRATCH/dp.log")" -eq 1 ]
 }
 
 @test "DP_DISABLE_HEALTHCHECKS=all: an unhealthy card stays Healthy, also after SIGHUP" {
