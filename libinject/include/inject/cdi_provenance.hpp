@@ -64,9 +64,10 @@ struct HostPaths {
 /// Why the host no longer matches the record, cheaply (no efsmi, no libefml: one small read of
 /// sys/module/enflame/version and a stat or two per card): the driver version changed, a card's
 /// sysfs entry is gone or has other numbers, its node under dev-root is gone or differs.
-/// nullopt = matches. `cards` limits the card checks to those indices (empty = every card).
+/// nullopt = matches. `cards` limits the card checks to those indices (nullopt = every card,
+/// empty = none: the driver version only).
 [[nodiscard]] std::optional<std::string> stale_reason(const GeneratedFrom& g, const HostPaths& paths,
-                                                      const std::vector<std::uint32_t>& cards = {});
+                                                      const std::optional<std::vector<std::uint32_t>>& cards = std::nullopt);
 
 /// Why a set of resolved edits no longer fits the host: a device node whose host path is gone
 /// or has other major:minor than the edit says, a mounted host file that is gone. nullopt = fits.

@@ -96,14 +96,14 @@ Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text, 
 }
 
 std::optional<std::string> stale_reason(const GeneratedFrom& g, const HostPaths& paths,
-                                        const std::vector<std::uint32_t>& cards) {
+                                        const std::optional<std::vector<std::uint32_t>>& cards) {
     const std::string module = fs::join(paths.driver_root, "/sys/module/enflame/version");
     auto ver = fs::read_file(module, 256);
     if (!ver) return "the driver is not loaded ('" + module + "' is missing)";
     if (const auto now = trimmed(*ver); now != g.driver_version)
         return "the driver is " + now + ", the spec was generated for " + g.driver_version;
     for (const auto& c : g.cards) {
-        if (!cards.empty() && std::find(cards.begin(), cards.end(), c.index) == cards.end()) continue;
+        if (cards && std::find(cards->begin(), cards->end(), c.index) == cards->end()) continue;
         const std::string what = "card " + std::to_string(c.index) + " (" + c.uuid + ", " + c.pci_bus_id + ")";
         const std::string sys = sysfs_dev(paths, c);
         if (sys.empty()) return what + " is gone from sysfs";
