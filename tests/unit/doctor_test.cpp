@@ -49,9 +49,8 @@ const doc::Check* find(const std::vector<doc::Check>& checks, const std::string&
 TEST(GeneratedFrom, CommentRoundTripsAndSitsBeforeTheSpec) {
     const std::string line = cdi::generated_from_comment(record());
     EXPECT_EQ(line,
-              "# enflame.com/generated-from: {\"cards\":[{\"bus\":\"0000:10:00.0\",\"dev\":\"238:0\",\"index\":0,"
-              "\"uuid\":\"TR6Y46010000\"},{\"bus\":\"0000:11:00.0\",\"dev\":\"238:1\",\"index\":1,\"uuid\":"
-              "\"TR6Y46010001\"}],\"driver\":\"1.4.3.4\"}\n");
+              "# enflame.com/generated-from: driver=1.4.3.4 card=0/TR6Y46010000/0000:10:00.0/238:0 "
+              "card=1/TR6Y46010001/0000:11:00.0/238:1\n");
     const std::string text = "# a comment first\n" + line + "cdiVersion: \"0.5.0\"\nkind: enflame.com/gpu\n";
     auto got = cdi::read_generated_from(text, "s.yaml");
     ASSERT_TRUE(got) << got.error().what();
@@ -69,10 +68,14 @@ TEST(GeneratedFrom, AbsentOrAfterTheFirstKeyIsNone) {
 }
 
 TEST(GeneratedFrom, MalformedNamesTheFile) {
-    auto got = cdi::read_generated_from("# enflame.com/generated-from: {\"driver\": 1}\n", "/etc/cdi/x.yaml");
+    auto got = cdi::read_generated_from("# enflame.com/generated-from: driver=1 card=0/U/0000:10:00.0/238\n",
+                                        "/etc/cdi/x.yaml");
     ASSERT_FALSE(got);
     EXPECT_EQ(got.error().code(), inject::Errc::InvalidInput);
-    EXPECT_TRUE(got.error().what().starts_with("/etc/cdi/x.yaml: enflame.com/generated-from: ")) << got.error().what();
+    EXPECT_EQ(got.error().what(), "/etc/cdi/x.yaml: enflame.com/generated-from: bad card '0/U/0000:10:00.0/238': "
+                                  "want index/uuid/bus/major:minor");
+    auto blank = cdi::generated_from_comment(cdi::GeneratedFrom{"1 2", {}});
+    EXPECT_EQ(blank, "");
 }
 
 TEST(GeneratedFrom, TheRegistryKeepsTheRecord) {
@@ -121,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
                   [](const TempDir& t) {
                       std::filesystem::remove_all(t / "root/sys/bus/pci/devices/0000:11:00.0");
                   },
-                  std::nullopt, "card 1 (TR6Y46010001, 0000:11:00.0) is gone from sysfs"},
+                  std::vector<std::uint32_t>{1}, "card 1 (TR6Y46010001, 0000:11:00.0) is gone from sysfs"},
         StaleCase{"OtherCardGoneIsNotOurs",
                   [](const TempDir& t) {
                       std::filesystem::remove_all(t / "root/sys/bus/pci/devices/0000:11:00.0");

@@ -7,7 +7,7 @@
 /// cheap to notice: by `enflame-ctk doctor` and by the runtime shim in auto mode.
 ///
 /// The record is a YAML comment line at the top of the spec, `# enflame.com/generated-from:
-/// {json}`, not a CDI `annotations` entry: annotations need cdiVersion 0.6.0, and podman 4.3.1
+/// driver=1.4.3.4 card=0/TR6Y46010000/0000:10:00.0/238:0 card=1/...`, not a CDI `annotations` entry: annotations need cdiVersion 0.6.0, and podman 4.3.1
 /// (Debian 12) skips every spec above 0.5.0 (schemas/README.md). A JSON spec has no room for
 /// a comment and carries no record; its checks fall back to comparing the spec's own content.
 
@@ -46,7 +46,8 @@ struct GeneratedFrom {
 /// The record of a discovered host.
 [[nodiscard]] GeneratedFrom generated_from(const device::Host& host);
 
-/// The comment line (with its newline) that records `g` at the top of a YAML spec.
+/// The comment line (with its newline) that records `g` at the top of a YAML spec; empty when a
+/// field holds a blank or '/' (the record could not be read back).
 [[nodiscard]] std::string generated_from_comment(const GeneratedFrom& g);
 
 /// The record in the leading comment lines of a spec's text; nullopt when there is none.

@@ -5,16 +5,14 @@
 
 #include "inject/fs.hpp"
 
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace inject::cdi {
 namespace {
-
-using Json = nlohmann::json;
 
 std::string devnum(std::uint32_t major, std::uint32_t minor) {
     return std::to_string(major) + ":" + std::to_string(minor);
@@ -25,28 +23,55 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-Result<GeneratedFrom> from_json(const std::string& text) {
-    try {
-        const Json j = Json::parse(text);
-        GeneratedFrom g;
-        g.driver_version = j.at("driver").get<std::string>();
-        for (const auto& c : j.at("cards")) {
-            GeneratedCard gc;
-            gc.index = c.at("index").get<std::uint32_t>();
-            gc.uuid = c.at("uuid").get<std::string>();
-            gc.pci_bus_id = c.at("bus").get<std::string>();
-            const auto dev = c.at("dev").get<std::string>();
-            const auto colon = dev.find(':');
-            if (colon == std::string::npos) return fail(Errc::InvalidInput, "dev '" + dev + "' is not major:minor");
-            gc.major = static_cast<std::uint32_t>(std::stoul(dev.substr(0, colon)));
-            gc.minor = static_cast<std::uint32_t>(std::stoul(dev.substr(colon + 1)));
-            g.cards.push_back(std::move(gc));
-        }
-        return g;
-    } catch (const std::exception& e) {
-        return fail(Errc::InvalidInput, e.what());
-    }
+std::optional<std::uint32_t> number(std::string_view s) {
+    std::uint32_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
+    return v;
 }
+
+// "0/TR6Y46010000/0000:10:00.0/238:0"
+std::optional<GeneratedCard> parse_card(std::string_view s) {
+    std::vector<std::string_view> parts;
+    for (std::size_t start = 0;;) {
+        const auto slash = s.find('/', start);
+        parts.push_back(s.substr(start, slash - start));
+        if (slash == std::string_view::npos) break;
+        start = slash + 1;
+    }
+    if (parts.size() != 4) return std::nullopt;
+    const auto colon = parts[3].find(':');
+    const auto index = number(parts[0]);
+    const auto major = number(parts[3].substr(0, colon));
+    const auto minor = colon == std::string_view::npos ? std::nullopt : number(parts[3].substr(colon + 1));
+    if (!index || !major || !minor) return std::nullopt;
+    return GeneratedCard{*index, std::string(parts[1]), std::string(parts[2]), *major, *minor};
+}
+
+// The record's fields are space-separated `key=value` words (unknown keys are skipped, for
+// later additions). A hand-split line and not JSON: the shim reads it on every create, and a
+// JSON parse of it cost more than all the staleness checks together.
+Result<GeneratedFrom> parse_record(std::string_view line) {
+    GeneratedFrom g;
+    bool driver = false;
+    while (!line.empty()) {
+        const auto sp = line.find(' ');
+        const std::string_view word = line.substr(0, sp);
+        line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+        if (word.starts_with("driver=")) {
+            g.driver_version = std::string(word.substr(7));
+            driver = true;
+        } else if (word.starts_with("card=")) {
+            auto c = parse_card(word.substr(5));
+            if (!c) return fail(Errc::InvalidInput, "bad card '" + std::string(word.substr(5)) + "': want index/uuid/bus/major:minor");
+            g.cards.push_back(std::move(*c));
+        }
+    }
+    if (!driver) return fail(Errc::InvalidInput, "no driver=");
+    return g;
+}
+
+bool plain(const std::string& s) { return s.find_first_of(" /\t\n\r") == std::string::npos; }
 
 // The sysfs "major:minor" of a card, or empty when its entry is gone.
 std::string sysfs_dev(const HostPaths& p, const GeneratedCard& c) {
@@ -69,12 +94,15 @@ GeneratedFrom generated_from(const device::Host& host) {
 }
 
 std::string generated_from_comment(const GeneratedFrom& g) {
-    Json cards = Json::array();
-    for (const auto& c : g.cards)
-        cards.push_back({{"index", c.index}, {"uuid", c.uuid}, {"bus", c.pci_bus_id}, {"dev", devnum(c.major, c.minor)}});
-    const Json j = {{"driver", g.driver_version}, {"cards", std::move(cards)}};
-    // ASCII only (\u escapes), so a comment line can never be cut by a multi-byte character.
-    return "# " + std::string(kGeneratedFromKey) + ": " + j.dump(-1, ' ', true) + "\n";
+    // A field that would break the word split leaves the spec without a record (no cheap
+    // check, never a wrong one). CDI names already keep such UUIDs out of a generated spec.
+    if (!plain(g.driver_version) || g.driver_version.empty()) return {};
+    std::string line = "# " + std::string(kGeneratedFromKey) + ": driver=" + g.driver_version;
+    for (const auto& c : g.cards) {
+        if (!plain(c.uuid) || !plain(c.pci_bus_id)) return {};
+        line += " card=" + std::to_string(c.index) + "/" + c.uuid + "/" + c.pci_bus_id + "/" + devnum(c.major, c.minor);
+    }
+    return line + "\n";
 }
 
 Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text, std::string_view source) {
@@ -83,7 +111,7 @@ Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text, 
         const auto nl = text.find('\n');
         const std::string_view line = text.substr(0, nl);
         if (line.starts_with(prefix)) {
-            auto g = from_json(std::string(line.substr(prefix.size())));
+            auto g = parse_record(line.substr(prefix.size()));
             if (!g)
                 return fail(Errc::InvalidInput,
                             std::string(source) + ": " + std::string(kGeneratedFromKey) + ": " + g.error().message());
@@ -104,16 +132,17 @@ std::optional<std::string> stale_reason(const GeneratedFrom& g, const HostPaths&
         return "the driver is " + now + ", the spec was generated for " + g.driver_version;
     for (const auto& c : g.cards) {
         if (cards && std::find(cards->begin(), cards->end(), c.index) == cards->end()) continue;
-        const std::string what = "card " + std::to_string(c.index) + " (" + c.uuid + ", " + c.pci_bus_id + ")";
+        // Built only for the message: this loop runs on every create.
+        auto what = [&c] { return "card " + std::to_string(c.index) + " (" + c.uuid + ", " + c.pci_bus_id + ")"; };
         const std::string sys = sysfs_dev(paths, c);
-        if (sys.empty()) return what + " is gone from sysfs";
+        if (sys.empty()) return what() + " is gone from sysfs";
         if (sys != devnum(c.major, c.minor))
-            return what + " is " + sys + " in sysfs, the spec says " + devnum(c.major, c.minor);
+            return what() + " is " + sys + " in sysfs, the spec says " + devnum(c.major, c.minor);
         const std::string node = fs::join(paths.dev_root, "/dev/" + paths.device_prefix + std::to_string(c.minor));
         struct stat st {};
-        if (::stat(node.c_str(), &st) != 0) return what + ": '" + node + "' is missing";
+        if (::stat(node.c_str(), &st) != 0) return what() + ": '" + node + "' is missing";
         if (!S_ISCHR(st.st_mode) || ::major(st.st_rdev) != c.major || ::minor(st.st_rdev) != c.minor)
-            return what + ": '" + node + "' is not the character device " + devnum(c.major, c.minor);
+            return what() + ": '" + node + "' is not the character device " + devnum(c.major, c.minor);
     }
     return std::nullopt;
 }
