@@ -109,8 +109,11 @@ Result<Registry> Registry::load(const std::vector<std::string>& dirs) {
         INJECT_TRY(auto files, list_dir(dirs[i]));
         for (auto& path : files) {
             auto text = fs::read_file(path, kMaxSpecBytes);
-            auto spec = text ? parse_spec(*text, path)
-                             : Result<Spec>(fail(std::move(text).error().context("reading CDI spec '" + path + "'")));
+            if (!text) {
+                problems.push_back(std::move(text).error().context("reading CDI spec '" + path + "'").what());
+                continue;
+            }
+            auto spec = parse_spec(*text, path);
             if (!spec) {
                 problems.push_back(spec.error().what());
                 continue;

@@ -82,14 +82,14 @@ std::vector<Check> check_config(const Options& opts) {
 
 std::vector<Check> run_all(const Options& opts) {
     std::vector<Check> out = check_config(opts);
-    std::optional<device::Host> host;
-    for (auto* group : {+[](const Options& o, std::optional<device::Host>& h) { return check_driver(o, h); },
-                        +[](const Options& o, std::optional<device::Host>&) { return check_devices(o); },
-                        +[](const Options& o, std::optional<device::Host>& h) { return check_cdi(o, h); },
-                        +[](const Options& o, std::optional<device::Host>&) { return check_runtimes(o); }}) {
-        auto more = group(opts, host);
+    auto append = [&out](std::vector<Check> more) {
         out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    }
+    };
+    std::optional<device::Host> host;
+    append(check_driver(opts, host));
+    append(check_devices(opts));
+    append(check_cdi(opts, host));
+    append(check_runtimes(opts));
     return out;
 }
 
