@@ -250,6 +250,23 @@ TEST_F(DoctorRuntime, NotWiredAndNoDaemonWarn) {
     EXPECT_EQ(cdi_on[0].status, doc::Status::Ok) << cdi_on[0].seen;
 }
 
+TEST_F(DoctorRuntime, ContainerdDropInFromImportsCounts) {
+    // What `enflame-ctk runtime configure --runtime containerd` writes: a drop-in the main file imports.
+    testutil::write_file(t_ / "conf.d/99-enflame.toml",
+                         "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.enflame.options]\n"
+                         "BinaryName = \"/usr/bin/enflame-container-runtime\"\n");
+    testutil::write_file(t_ / "config.toml", "version = 2\nimports = [\"" + (t_ / "conf.d/99-enflame.toml") + "\"]\n");
+    doc::Options o;
+    o.path = {"/bin", "/usr/bin"};
+    o.engines = {doc::Engine{"containerd", "true", {}, t_ / "config.toml", ""}};
+    auto c = doc::check_runtimes(o);
+    EXPECT_EQ(c[0].status, doc::Status::Ok) << c[0].seen;
+    EXPECT_NE(c[0].seen.find("wired (enflame-container-runtime)"), std::string::npos) << c[0].seen;
+    ::unlink((t_ / "conf.d/99-enflame.toml").c_str());
+    c = doc::check_runtimes(o);
+    EXPECT_EQ(c[0].status, doc::Status::Warn) << c[0].seen;
+}
+
 TEST_F(DoctorRuntime, NotInstalledIsOk) {
     auto o = with("", "");
     o.engines[0].binary = "no-such-engine-binary";

@@ -102,6 +102,25 @@ bool wired(const Engine& e, const std::string& text) {
     return text.find("enable_cdi = true") != std::string::npos;
 }
 
+// containerd's `imports` (where `runtime configure` puts its drop-in): their text is read with
+// the main file's for the wiring check. Globs in imports are not expanded.
+std::string with_imports(const Engine& e, const std::string& text) {
+    if (e.name != "containerd") return text;
+    std::string all = text;
+    try {
+        const auto root = toml::parse(text, e.config);
+        if (const auto* imports = root["imports"].as_array()) {
+            for (const auto& i : *imports) {
+                if (const auto* p = i.as_string())
+                    if (auto t = fs::read_file(p->get(), 4 << 20)) all += "\n" + *t;
+            }
+        }
+    } catch (const toml::parse_error&) {
+        // parse_error() already reported it
+    }
+    return all;
+}
+
 Check engine_check(const Options& opts, const Engine& e) {
     Check c{"runtime." + e.name, Status::Ok, "", ""};
     const auto binary = find_binary(opts.path, e.binary);
@@ -130,6 +149,7 @@ Check engine_check(const Options& opts, const Engine& e) {
     }
     const std::string version = version_of(*binary, e, opts.timeout);
     c.seen = *binary + (version.empty() ? std::string(" (no version answer)") : ": " + version);
+    if (text) text = with_imports(e, *text);
     if (!wired(e, text.value_or(""))) {
         c.status = Status::Warn;
         c.seen += "; not wired to " + std::string(kOurRuntime) + " and CDI off" +
