@@ -5,7 +5,8 @@
 # A. passthrough:   env /bin/true (the floor) | runc --version | shim --version |
 #                   shim state with runtime /bin/true (argv scan + config + execve only)
 # B. the shim alone (runtime = /bin/true, so nothing but the shim's own work is timed):
-#                   create with no request, 1 card and 8 cards in auto (discovery) and cdi mode
+#                   create with no request, 1 card and 8 cards in auto (discovery), cdi mode,
+#                   and auto with the generated spec on disk (auto+spec: the staleness checks)
 # C. real creates:  runc create vs shim create (+ runc delete, untimed) with no request, and
 #                   with 1 / 8 cards in auto and cdi mode against runc create of the same
 #                   bundle already edited (what the shim adds on top of runc's own work)
@@ -35,12 +36,15 @@ mkdir -p "$tmp/cdi" "$tmp/empty"
 cli=$(printf '[enflame-container-cli]\ndriver-root = "%s"\ndev-root = "%s"\n' "$tmp/host" "$tmp/host")
 echo "$cli" > "$tmp/plain.toml"
 ENFLAME_CTK_CONFIG=$tmp/plain.toml "$ctk" cdi generate --output "$tmp/cdi/enflame.com-gpu.yaml"
-for mode in auto cdi; do
-  dirs=$tmp/empty; [ $mode = cdi ] && dirs=$tmp/cdi
+# autospec: auto mode with the generated spec on disk (the common case once `cdi generate` ran:
+# the spec is used after the staleness checks against the host).
+for mode in auto cdi autospec; do
+  dirs=$tmp/empty; [ $mode != auto ] && dirs=$tmp/cdi
+  m=$mode; [ $mode = autospec ] && m=auto
   for rt in runc true; do
     r=runc; [ $rt = true ] && r=/bin/true
     printf '[enflame-container-runtime]\nmode = "%s"\nspec-dirs = ["%s"]\nruntimes = ["%s"]\n%s\n' \
-      "$mode" "$dirs" "$r" "$cli" > "$tmp/$mode-$rt.toml"
+      "$m" "$dirs" "$r" "$cli" > "$tmp/$mode-$rt.toml"
   done
 done
 
@@ -120,6 +124,8 @@ variants = [
     ("B", "shim alone: create, 8 cards, auto", shim_alone("8", "auto-true")),
     ("B", "shim alone: create, 1 card, cdi", shim_alone("1", "cdi-true")),
     ("B", "shim alone: create, 8 cards, cdi", shim_alone("8", "cdi-true")),
+    ("B", "shim alone: create, 1 card, auto+spec", shim_alone("1", "autospec-true")),
+    ("B", "shim alone: create, 8 cards, auto+spec", shim_alone("8", "autospec-true")),
     ("C", "runc create, no request", create("/usr/sbin/runc", "none")),
     ("C", "shim create, no request", create(shim, "none", "auto-runc")),
     # Not ours, for scale: any exec in front of runc (env) costs about what the shim does

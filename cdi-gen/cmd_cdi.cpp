@@ -6,6 +6,7 @@
 
 #include "inject/cdi_generate.hpp"
 #include "inject/cdi_io.hpp"
+#include "inject/cdi_provenance.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/cdi_validate.hpp"
 #include "inject/discover.hpp"
@@ -98,7 +99,12 @@ inject::Result<void> generate(Context& ctx, const GenerateArgs& a) {
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
     auto spec = inject::cdi::generate(*host, gopts);
     if (!spec) return inject::fail(std::move(spec).error().context("generating the CDI spec"));
-    return write_output(a.output, inject::cdi::serialize(*spec, format));
+    std::string text = inject::cdi::serialize(*spec, format);
+    // What it was generated from, so doctor and the shim can tell when it went stale (a comment:
+    // a CDI annotation would need cdiVersion 0.6.0, which podman 4.3.1 refuses).
+    if (format == inject::cdi::Format::Yaml)
+        text = inject::cdi::generated_from_comment(inject::cdi::generated_from(*host)) + text;
+    return write_output(a.output, text);
 }
 
 void add_generate(CLI::App& parent, const std::string& name, const std::string& help, Context& ctx) {

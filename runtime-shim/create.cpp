@@ -3,6 +3,7 @@
 #include "create.hpp"
 
 #include "inject/cdi_generate.hpp"
+#include "inject/cdi_provenance.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <map>
 
 namespace shim {
@@ -180,6 +183,27 @@ Result<ContainerEdits> from_discovery(const inject::config::Config& cfg, const R
     return edits;
 }
 
+/// Why the spec on disk no longer fits the host for `edits` (auto mode then builds them from
+/// discovery); nullopt when it fits. Cheap on purpose, it runs on every create: a stat per node
+/// and mount of the edits, and, when the spec records what it was generated from, the driver
+/// version and the sysfs entries of the cards the edits name.
+std::optional<std::string> stale_spec(const inject::cdi::Registry& reg, const inject::config::Config& cfg,
+                                      const ContainerEdits& edits) {
+    if (auto why = inject::cdi::stale_edits(edits)) return why;
+    for (const auto& s : reg.specs()) {
+        if (s.spec.kind != cfg.runtime.cdi_kind || !s.generated_from) continue;
+        std::vector<std::uint32_t> cards;
+        for (const auto& c : s.generated_from->cards)
+            for (const auto& n : edits.device_nodes)
+                if (n.major == c.major && n.minor == c.minor) cards.push_back(c.index);
+        // No card in the edits ("none"): only the driver version is compared.
+        const inject::cdi::HostPaths paths{cfg.cli.driver_root, cfg.cli.dev_root, cfg.cli.device_prefix};
+        if (auto why = inject::cdi::stale_reason(*s.generated_from, paths, cards)) return s.path + ": " + *why;
+        break;
+    }
+    return std::nullopt;
+}
+
 Result<ContainerEdits> auto_edits(const inject::config::Config& cfg, const Request& req, const ShimEnv& env,
                                   RuncLog& log) {
     // CDI names of other kinds can only come from the spec dirs.
@@ -192,11 +216,14 @@ Result<ContainerEdits> auto_edits(const inject::config::Config& cfg, const Reque
     INJECT_TRY(auto reg, load_registry(cfg, log));
     auto on_disk = from_registry(reg, cfg, ours);
     ContainerEdits edits;
-    if (on_disk) {
+    std::optional<std::string> stale;
+    if (on_disk) stale = stale_spec(reg, cfg, *on_disk);
+    if (on_disk && !stale) {
         log.debug("auto: using the CDI spec on disk");
         edits = std::move(*on_disk);
-    } else if (on_disk.error().code() == Errc::NotFound) {
-        log.debug("auto: " + on_disk.error().what() + "; discovering the cards");
+    } else if (stale || on_disk.error().code() == Errc::NotFound) {
+        if (stale) log.warn("auto: the CDI spec on disk is stale (" + *stale + "); discovering the cards instead");
+        else log.debug("auto: " + on_disk.error().what() + "; discovering the cards");
         Request plain = ours;
         plain.cdi_names.clear();
         INJECT_TRY(edits, from_discovery(cfg, plain, ours.cdi_names, env, log));

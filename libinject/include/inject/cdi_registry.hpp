@@ -8,10 +8,12 @@
 /// on an in-memory spec in auto mode; the OCI hook applies the resolved edits.
 
 #include "inject/cdi.hpp"
+#include "inject/cdi_provenance.hpp"
 #include "inject/cdi_validate.hpp"
 #include "inject/result.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct LoadedSpec {
     std::string path;
     int dir_priority = 0;  ///< index of its dir in the dirs given to Registry::load
     Spec spec;
+    /// The spec's generated-from record (inject/cdi_provenance.hpp); nullopt when it has none
+    /// or it does not parse.
+    std::optional<GeneratedFrom> generated_from;
 };
 
 /// The specs of a set of spec dirs. Build with Registry::load().

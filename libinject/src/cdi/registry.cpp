@@ -5,6 +5,7 @@
 #include "inject/cdi_registry.hpp"
 
 #include "inject/cdi_io.hpp"
+#include "inject/fs.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -16,6 +17,9 @@
 
 namespace inject::cdi {
 namespace {
+
+// As load_spec(): a spec is a few KiB; anything past 4 MiB is not one.
+constexpr std::size_t kMaxSpecBytes = 4u << 20;
 
 bool is_spec_file(std::string_view name) {
     auto ends = [&](std::string_view suf) {
@@ -104,7 +108,12 @@ Result<Registry> Registry::load(const std::vector<std::string>& dirs) {
     for (std::size_t i = 0; i < dirs.size(); ++i) {
         INJECT_TRY(auto files, list_dir(dirs[i]));
         for (auto& path : files) {
-            auto spec = load_spec(path);
+            auto text = fs::read_file(path, kMaxSpecBytes);
+            if (!text) {
+                problems.push_back(std::move(text).error().context("reading CDI spec '" + path + "'").what());
+                continue;
+            }
+            auto spec = parse_spec(*text, path);
             if (!spec) {
                 problems.push_back(spec.error().what());
                 continue;
@@ -114,7 +123,9 @@ Result<Registry> Registry::load(const std::vector<std::string>& dirs) {
                 for (const auto& p : probs) problems.push_back(p.text());
                 continue;
             }
-            specs.push_back(LoadedSpec{std::move(path), static_cast<int>(i), std::move(*spec)});
+            auto record = read_generated_from(*text, path);
+            specs.push_back(LoadedSpec{std::move(path), static_cast<int>(i), std::move(*spec),
+                                       record ? std::move(*record) : std::nullopt});
         }
     }
     Registry r = from_specs(std::move(specs));
