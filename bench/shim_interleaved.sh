@@ -15,6 +15,9 @@
 # alone for the lifecycle) with a bootstrap 95 % interval of its median, minor page faults
 # (getrusage; perf stat's instruction counter is not available on every VM) and peak RSS.
 # Needs root and runc. RUNS rounds (default 200), SEED for the order (default: random).
+# BASELINE=/path/to/another/enflame-container-runtime adds its passthrough and creates to the
+# same rounds ("... (baseline)" rows), for a before/after comparison under the same load:
+# medians of two separate runs on a shared machine differ by more than a change's effect.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -39,10 +42,10 @@ done
 
 busybox_bundles 1=0 8=all life=0
 
-python3 - "$tmp" "$shim" "$RUNS" "$SEED" "${BENCH_JSON:-}" <<'PY'
+python3 - "$tmp" "$shim" "$RUNS" "$SEED" "${BENCH_JSON:-}" "${BASELINE:-}" <<'PY'
 import os, random, shutil, statistics, subprocess, sys
 import benchlib as bl
-tmp, shim, runs, seed, out_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+tmp, shim, runs, seed, out_json, baseline = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 env0 = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 rr = f"{tmp}/rr"
 runc = "/usr/sbin/runc"
@@ -65,9 +68,9 @@ def fresh(kind):
     shutil.copy(f"{d}/orig.json", f"{d}/config.json")
     return d
 
-def shim_create(kind, cfg):
+def shim_create(kind, cfg, binary=shim):
     def run():
-        return timed([shim, "create", "--bundle", fresh(kind), "x"], cfg)
+        return timed([binary, "create", "--bundle", fresh(kind), "x"], cfg)
     return run
 
 def lifecycle(argv0, cfg, kind):
@@ -95,15 +98,21 @@ cases = {
     "life shim": lifecycle([shim], "cdi1-runc", "shim"),
     "life runc": lifecycle([runc], None, "runc"),
 }
+if baseline:
+    cases["passthrough (baseline)"] = lambda: timed([baseline, "state", "x"], "cdi8-true")
+    cases["create 1 (baseline)"] = shim_create("1", "cdi1-true", baseline)
+    cases["create 8 (baseline)"] = shim_create("8", "cdi8-true", baseline)
 noise = {"runc state <missing>": lambda: timed([runc, "--root", rr, "state", "missing"], ok=(1,)),
          "runc --version": lambda: timed([runc, "--version"])}
-ref = {"passthrough": "floor", "create 1": "floor", "create 8": "floor", "life shim": "life runc"}
+ref = {"passthrough": "floor", "create 1": "floor", "create 8": "floor", "life shim": "life runc",
+       "passthrough (baseline)": "floor", "create 1 (baseline)": "floor", "create 8 (baseline)": "floor"}
 what = {"floor": "env /bin/true", "passthrough": "shim state (runtime /bin/true)",
         "create 1": "shim create, 1 card, cdi mode, minimal spec (runtime /bin/true)",
         "create 8": "shim create, 8 cards, cdi mode, cdi generate's spec (runtime /bin/true)",
         "life shim": "create+start+delete, 1 card, shim -> runc",
         "life runc": "create+start+delete, runc alone, the shim's config.json",
         "runc state <missing>": "runc state <missing>", "runc --version": "runc --version"}
+what.update({k + " (baseline)": what[k] + ", " + baseline for k in ("passthrough", "create 1", "create 8")})
 
 rng = random.Random(seed)
 ms = {k: [] for k in list(cases) + list(noise)}
