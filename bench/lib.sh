@@ -13,3 +13,50 @@ runc_cleanup() {
   local c
   for c in $(runc --root "$1" list -q 2>/dev/null); do runc --root "$1" delete -f "$c"; done
 }
+
+# shim_bench_setup NAME: what shim.sh and shim_interleaved.sh share. Checks root, runc and the
+# binaries (sets shim, sim, ctk; exits 0 with "NAME: skipped" without root or runc), makes
+# $tmp (removed on exit, with runc's leftovers), builds shim_time, an 8-card simulated host,
+# $tmp/plain.toml, $cli (its [enflame-container-cli] table) and the busybox rootfs.
+shim_bench_setup() {
+  if [ "$(id -u)" -ne 0 ]; then echo "$1: skipped (needs root)"; exit 0; fi
+  command -v runc >/dev/null || { echo "$1: skipped (no runc)"; exit 0; }
+  shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
+  sim=$BUILD_DIR/sim/enflame-sim-host
+  ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+  local b
+  for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "$1: no $b (build it first)" >&2; exit 1; }; done
+  tmp=$(mktemp -d "/tmp/ectk-bench-$1.XXXXXX")
+  chmod 755 "$tmp"
+  # shellcheck disable=SC2064 # $tmp is fixed now
+  trap "runc_cleanup '$tmp/rr'; rm -rf '$tmp'" EXIT
+  build_shim_time "$tmp"
+  "$sim" example --cards 8 > "$tmp/host.yaml"
+  "$sim" build --desc "$tmp/host.yaml" --root "$tmp/host" >/dev/null
+  cli=$(printf '[enflame-container-cli]\ndriver-root = "%s"\ndev-root = "%s"\n' "$tmp/host" "$tmp/host")
+  echo "$cli" > "$tmp/plain.toml"
+  mkdir -p "$tmp/rootfs"/{bin,proc,sys,dev,etc,tmp}
+  cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"
+}
+
+# busybox_bundles NAME=SELECTION...: $tmp/b-NAME/orig.json, runc's default spec on the busybox
+# rootfs running /bin/true, with ENFLAME_VISIBLE_DEVICES=SELECTION (none when it is empty).
+busybox_bundles() {
+  python3 - "$tmp" "$@" <<'PY'
+import json, os, subprocess, sys
+tmp = sys.argv[1]
+os.makedirs(f"{tmp}/spec")
+subprocess.run(["runc", "spec"], cwd=f"{tmp}/spec", check=True)
+base = json.load(open(f"{tmp}/spec/config.json"))
+base["root"] = {"path": f"{tmp}/rootfs", "readonly": False}
+base["process"]["terminal"] = False
+base["process"]["args"] = ["/bin/true"]
+for arg in sys.argv[2:]:
+    name, sel = arg.split("=", 1)
+    c = json.loads(json.dumps(base))
+    if sel: c["process"]["env"].append(f"ENFLAME_VISIBLE_DEVICES={sel}")
+    os.makedirs(f"{tmp}/b-{name}")
+    with open(f"{tmp}/b-{name}/orig.json", "w") as fh:
+        json.dump(c, fh, indent="\t")
+PY
+}

@@ -19,22 +19,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 BUILD_DIR=${BUILD_DIR:?set BUILD_DIR to the (release) build folder}
 RUNS=${RUNS:-80}
-if [ "$(id -u)" -ne 0 ]; then echo "shim: skipped (needs root)"; exit 0; fi
-command -v runc >/dev/null || { echo "shim: skipped (no runc)"; exit 0; }
-shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
-sim=$BUILD_DIR/sim/enflame-sim-host
-ctk=$BUILD_DIR/cdi-gen/enflame-ctk
-for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "shim: no $b (build it first)" >&2; exit 1; }; done
-tmp=$(mktemp -d /tmp/ectk-bench-shim.XXXXXX)
-chmod 755 "$tmp"
-trap 'runc_cleanup "$tmp/rr"; rm -rf "$tmp"' EXIT
-
-build_shim_time "$tmp"
-"$sim" example --cards 8 > "$tmp/host.yaml"
-"$sim" build --desc "$tmp/host.yaml" --root "$tmp/host" >/dev/null
+shim_bench_setup shim
 mkdir -p "$tmp/cdi" "$tmp/empty"
-cli=$(printf '[enflame-container-cli]\ndriver-root = "%s"\ndev-root = "%s"\n' "$tmp/host" "$tmp/host")
-echo "$cli" > "$tmp/plain.toml"
 ENFLAME_CTK_CONFIG=$tmp/plain.toml "$ctk" cdi generate --output "$tmp/cdi/enflame.com-gpu.yaml"
 # autospec: auto mode with the generated spec on disk (the common case once `cdi generate` ran:
 # the spec is used after the staleness checks against the host).
@@ -48,23 +34,7 @@ for mode in auto cdi autospec; do
   done
 done
 
-mkdir -p "$tmp/rootfs"/{bin,proc,sys,dev,etc,tmp}
-cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"
-python3 - "$tmp" <<'PY'
-import json, os, subprocess, sys
-tmp = sys.argv[1]
-os.makedirs(f"{tmp}/spec")
-subprocess.run(["runc", "spec"], cwd=f"{tmp}/spec", check=True)
-base = json.load(open(f"{tmp}/spec/config.json"))
-base["root"] = {"path": f"{tmp}/rootfs", "readonly": False}
-base["process"]["terminal"] = False
-base["process"]["args"] = ["/bin/true"]
-for name, sel in (("none", None), ("1", "0"), ("8", "all")):
-    c = json.loads(json.dumps(base))
-    if sel: c["process"]["env"].append(f"ENFLAME_VISIBLE_DEVICES={sel}")
-    os.makedirs(f"{tmp}/b-{name}")
-    json.dump(c, open(f"{tmp}/b-{name}/orig.json", "w"), indent="\t")
-PY
+busybox_bundles none= 1=0 8=all
 
 python3 - "$tmp" "$shim" "$RUNS" "${BENCH_JSON:-}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys
