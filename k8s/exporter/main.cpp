@@ -7,10 +7,8 @@
 #include "source.hpp"
 
 #include "inject/config.hpp"
-#include "inject/config_path.hpp"
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
-#include "inject/version.hpp"
 #include "k8s/daemon_cli.hpp"
 #include "k8s/daemon_setup.hpp"
 
@@ -59,19 +57,11 @@ std::string hostname() {
     return buf.data();
 }
 
-int print_error(const inject::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
-    // Not a structured binding: the --config lambda captures both (clang 14 cannot).
-    const auto from_env = inject::config::config_path_from_env(
-        std::getenv(std::string(inject::config::kPathEnv).c_str()));
-    std::string config_path = from_env.path;
-    bool config_given = from_env.given;
+    std::string config_path;
+    bool config_given = false;
     std::string listen = ":9400";
     std::string interval = "15s";
     std::string pod_resources = "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -80,16 +70,7 @@ int main(int argc, char** argv) try {
 
     CLI::App app{"enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods",
                  "enflame-gcu-exporter"};
-    app.set_version_flag("--version", std::string("enflame-gcu-exporter ") + inject::kVersion +
-                                          " (" + inject::kGitRevision + ")");
-    app.add_option_function<std::string>(
-        "--config",
-        [&](const std::string& p) {
-            config_path = p;
-            config_given = true;
-        },
-        "toolkit configuration (default: $ENFLAME_CTK_CONFIG or "
-        "/etc/enflame-container-runtime/config.toml)");
+    k8s::add_common_flags(app, "enflame-gcu-exporter", config_path, config_given);
     app.add_option("--web.listen-address", listen,
                    "where to serve /metrics and /healthz: [ip]:port")
         ->envname("LISTEN_ADDRESS")
@@ -106,22 +87,15 @@ int main(int argc, char** argv) try {
     app.add_option("--log-level", log_level, "debug, info, warn or error")
         ->envname("LOG_LEVEL")
         ->capture_default_str();
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
-    }
-
-    if (auto ok = k8s::setup_logging("enflame-gcu-exporter", log_level); !ok)
-        return print_error(ok.error());
+    // --help and --version exit 0; any bad flag exits 1 (not CLI11's own codes).
+    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gcu-exporter", log_level))
+        return *code == 0 ? 0 : 1;
 
     auto iv = duration("--collect-interval", interval);
-    if (!iv) return print_error(iv.error());
-    if (auto ports = exporter::listening_ports(listen); !ports) return print_error(ports.error());
+    if (!iv) return k8s::exit_error(iv.error());
+    if (auto ports = exporter::listening_ports(listen); !ports) return k8s::exit_error(ports.error());
     auto cfg = inject::config::load_file(config_path, !config_given);
-    if (!cfg) return print_error(cfg.error());
+    if (!cfg) return k8s::exit_error(cfg.error());
 
     // Signals are taken by sigwait below; every thread started from here on inherits the mask.
     const sigset_t stop_signals = k8s::block_stop_signals();
@@ -135,7 +109,7 @@ int main(int argc, char** argv) try {
     exporter::Collector collector(exporter::make_efml_source(inject::discover::options_from(*cfg)),
                                   o);
     auto server = exporter::HttpServer::start(listen, collector);
-    if (!server) return print_error(server.error());
+    if (!server) return k8s::exit_error(server.error());
     if (pod_resources.empty())
         inject::log::info("pod attribution off: --pod-resources-socket is empty");
     collector.collect();
