@@ -5,30 +5,16 @@
 #include "daemon.hpp"
 
 #include "k8s/daemon_cli.hpp"
+#include "k8s/duration.hpp"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <iostream>
 
 namespace {
-
-// "5s", "500ms", "5" (seconds) -> milliseconds; at least 100 ms.
-inject::Result<std::chrono::milliseconds> parse_interval(const std::string& s) {
-    std::string_view v = s;
-    long long mult = 1000;
-    if (v.ends_with("ms")) v.remove_suffix(2), mult = 1;
-    else if (v.ends_with("s")) v.remove_suffix(1);
-    long long n = 0;
-    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc{} || p != v.data() + v.size() || n <= 0 || n * mult < 100 || n > 86400000)
-        return inject::fail(inject::Errc::InvalidInput,
-                            "--health-interval '" + s + "': want a duration such as 5s or 500ms (at least 100ms)");
-    return std::chrono::milliseconds(n * mult);
-}
 
 // DP_DISABLE_HEALTHCHECKS as NVIDIA's users set it: "all" (or true/1) turns health checks off.
 inject::Result<bool> health_disabled_by_env() {
@@ -87,7 +73,8 @@ int main(int argc, char** argv) try {
     auto lists = edp::parse_list_strategies(list_strategies);
     if (!lists) return fail(lists.error());
     o.settings.lists = *lists;
-    auto iv = parse_interval(interval);
+    auto iv = k8s::parse_duration("--health-interval", interval, std::chrono::milliseconds(100),
+                                  std::chrono::hours(24));
     if (!iv) return fail(iv.error());
     o.health_interval = *iv;
     auto env_off = health_disabled_by_env();

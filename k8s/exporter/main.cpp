@@ -10,6 +10,7 @@
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_cli.hpp"
+#include "k8s/duration.hpp"
 #include "k8s/daemon_setup.hpp"
 
 #include <CLI/CLI.hpp>
@@ -17,39 +18,10 @@
 #include <unistd.h>
 
 #include <array>
-#include <charconv>
 #include <cstdlib>
 #include <iostream>
 
 namespace {
-
-// A duration flag: "15s", "500ms", "2m"; a bare number is seconds. At least 100 ms, at most
-// a day.
-inject::Result<std::chrono::milliseconds> duration(const std::string& flag,
-                                                   const std::string& text) {
-    struct Unit {
-        std::string_view suffix;
-        long long ms;
-    };
-    static constexpr std::array<Unit, 3> kUnits{{{"ms", 1}, {"s", 1000}, {"m", 60000}}};
-    std::string_view v = text;
-    long long scale = 1000;
-    for (const auto& u : kUnits) {
-        if (v.ends_with(u.suffix)) {
-            v.remove_suffix(u.suffix.size());
-            scale = u.ms;
-            break;
-        }
-    }
-    long long n = 0;
-    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n <= 0 ||
-        n > 86400000 / scale || n * scale < 100)
-        return inject::fail(
-            inject::Errc::InvalidInput,
-            flag + " '" + text + "': want a duration from 100ms to 24h, such as 15s or 500ms");
-    return std::chrono::milliseconds(n * scale);
-}
 
 std::string hostname() {
     std::array<char, 256> buf{};
@@ -91,7 +63,8 @@ int main(int argc, char** argv) try {
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gcu-exporter", log_level))
         return *code == 0 ? 0 : 1;
 
-    auto iv = duration("--collect-interval", interval);
+    auto iv = k8s::parse_duration("--collect-interval", interval, std::chrono::milliseconds(100),
+                                  std::chrono::hours(24));
     if (!iv) return k8s::exit_error(iv.error());
     if (auto ports = exporter::listening_ports(listen); !ports) return k8s::exit_error(ports.error());
     auto cfg = inject::config::load_file(config_path, !config_given);

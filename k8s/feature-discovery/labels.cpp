@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <ctime>
 #include <set>
 
@@ -123,44 +122,6 @@ inject::Result<std::string> render(const Labels& labels,
                                             " bytes, over NFD's limit of " +
                                             std::to_string(kMaxFileBytes) + " bytes (64 KiB)");
     return text;
-}
-
-inject::Result<std::chrono::milliseconds> parse_interval(std::string_view text) {
-    auto bad = [&] {
-        // Appended, not "'" + std::string(text): GCC 12 -O2 reports a false -Wrestrict there.
-        std::string msg = "'";
-        msg.append(text).append("': want a duration from 1s to 24h such as 60s, 1m or 1m30s");
-        return fail(Errc::InvalidInput, std::move(msg));
-    };
-    using std::chrono::milliseconds;
-    constexpr long long kMax = 24LL * 3600 * 1000;
-    long long total = 0;
-    std::string_view v = text;
-    if (v.empty()) return bad();
-    while (!v.empty()) {
-        const bool first_part = v.data() == text.data();
-        long long n = 0;
-        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (ec != std::errc{} || n < 0 || n > kMax) return bad();
-        v.remove_prefix(static_cast<std::size_t>(p - v.data()));
-        long long unit = 0;
-        if (v.empty() && first_part)
-            unit = 1000;  // a bare number: seconds
-        else if (v.starts_with("ms"))
-            unit = 1, v.remove_prefix(2);
-        else if (v.starts_with("h"))
-            unit = 3600 * 1000, v.remove_prefix(1);
-        else if (v.starts_with("m"))
-            unit = 60 * 1000, v.remove_prefix(1);
-        else if (v.starts_with("s"))
-            unit = 1000, v.remove_prefix(1);
-        else
-            return bad();
-        total += n * unit;
-        if (total > kMax) return bad();
-    }
-    if (total < 1000) return bad();
-    return milliseconds(total);
 }
 
 }  // namespace efd

@@ -64,8 +64,4 @@ struct DriverVersion {
 [[nodiscard]] inject::Result<std::string> render(
     const Labels& labels, std::optional<std::chrono::system_clock::time_point> expiry);
 
-/// A sleep interval as GFD's users write it: "60s", "1m", "1m30s", "1h", "500ms" or a bare
-/// number of seconds; at least 1s, at most 24h. InvalidInput names the value.
-[[nodiscard]] inject::Result<std::chrono::milliseconds> parse_interval(std::string_view text);
-
 }  // namespace efd

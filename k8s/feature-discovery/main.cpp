@@ -7,6 +7,7 @@
 #include "labels.hpp"
 
 #include "k8s/daemon_cli.hpp"
+#include "k8s/duration.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -48,8 +49,8 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-feature-discovery", log_level))
         return *code;
-    auto iv = efd::parse_interval(interval);
-    if (!iv) return k8s::exit_error(std::move(iv).error().context("--sleep-interval"));
+    auto iv = k8s::parse_duration("--sleep-interval", interval, std::chrono::seconds(1), std::chrono::hours(24));
+    if (!iv) return k8s::exit_error(iv.error());
     o.sleep_interval = *iv;
     o.timestamp = !no_timestamp;
     return efd::run(o);

@@ -216,31 +216,4 @@ TEST(Render, WorstCaseHostFitsTheBound) {
     EXPECT_LT(text->size(), 2048u);
 }
 
-TEST(ParseInterval, Good) {
-    struct {
-        const char* in;
-        std::chrono::milliseconds want;
-    } cases[] = {
-        {"60s", 60s}, {"1m", 1min},       {"1m30s", 90s}, {"1h", 1h},
-        {"2", 2s},    {"1500ms", 1500ms}, {"24h", 24h},
-    };
-    for (const auto& c : cases) {
-        auto r = efd::parse_interval(c.in);
-        ASSERT_TRUE(r) << c.in << ": " << r.error().what();
-        EXPECT_EQ(*r, c.want) << c.in;
-    }
-}
-
-TEST(ParseInterval, Bad) {
-    for (const char* in :
-         {"", "0", "0s", "999ms", "5x", "s", "-5s", "1m-1s", "25h", "1.5s", "60 s", "1m30"}) {
-        auto r = efd::parse_interval(in);
-        ASSERT_FALSE(r) << in;
-        EXPECT_EQ(
-            r.error().what(),
-            "'" + std::string(in) + "': want a duration from 1s to 24h such as 60s, 1m or 1m30s")
-            << in;
-    }
-}
-
 }  // namespace

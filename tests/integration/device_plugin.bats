@@ -338,7 +338,7 @@ bad_input() {
   bad_input "error: device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations" \
     --device-list-strategy volume-mounts
   bad_input "error: device ID strategy 'serial': want uuid or index" --device-id-strategy serial
-  bad_input "error: --health-interval 'soon': want a duration such as 5s or 500ms (at least 100ms)" --health-interval soon
+  bad_input "error: --health-interval 'soon': want a duration from 100ms to 24h, such as 90s or 1m30s" --health-interval soon
   DP_DISABLE_HEALTHCHECKS=some bad_input "error: DP_DISABLE_HEALTHCHECKS 'some': want all (or unset)"
   # A folder we cannot write (read-only even for root), seen in a private mount namespace.
   run -1 unshare --mount --propagation private sh -c "mount -t tmpfs -o ro tmpfs '$KDIR' && exec '$DP' --kubelet-dir '$KDIR'"

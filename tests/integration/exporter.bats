@@ -323,7 +323,7 @@ nobody='pod_name="",pod_namespace="",container_name=""'
     [ "${#lines[@]}" -eq 1 ] || { echo "$args: ${#lines[@]} lines: $output"; false; }
     [[ "$output" == "$want"* ]] || { echo "$args: $output"; false; }
   done <<'EOF'
---collect-interval 0s|error: --collect-interval '0s': want a duration from 100ms to 24h, such as 15s or 500ms
+--collect-interval 0s|error: --collect-interval '0s': want a duration from 100ms to 24h, such as 90s or 1m30s
 --collect-interval soon|error: --collect-interval 'soon': want a duration
 --web.listen-address localhost:9400|error: --web.listen-address 'localhost:9400': 'localhost' is not an IP address
 --web.listen-address :99999|error: --web.listen-address ':99999': bad port '99999'

@@ -257,8 +257,8 @@ PY
     # shellcheck disable=SC2053  # $expect is a pattern
     [[ "$output" == $expect ]] || { echo "$args: got: $output"; false; }
   done <<EOF
---output $OUT --sleep-interval 5x|error: --sleep-interval: '5x': want a duration from 1s to 24h such as 60s, 1m or 1m30s
---output $OUT --sleep-interval 500ms|error: --sleep-interval: '500ms': want a duration from 1s to 24h such as 60s, 1m or 1m30s
+--output $OUT --sleep-interval 5x|error: --sleep-interval '5x': want a duration from 1s to 24h, such as 90s or 1m30s
+--output $OUT --sleep-interval 500ms|error: --sleep-interval '500ms': want a duration from 1s to 24h, such as 90s or 1m30s
 --output $OUT --log-level loud|error: --log-level 'loud': want debug, info, warn or error
 --output $OUT --bogus|error: The following argument was not expected: --bogus (see --help)
 --output $OUT --config $SCRATCH/none.toml|error: *$SCRATCH/none.toml*
