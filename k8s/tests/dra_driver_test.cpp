@@ -298,6 +298,32 @@ TEST(DraCheckpoint, RoundTrip) {
     EXPECT_EQ(bad.error().what(), "checkpoint 'cp.json': version 2: want 1");
 }
 
+// A placement's made instance and the pending creates survive the round trip; without them
+// the text is what version 1 always was (no new keys).
+TEST(DraCheckpoint, RoundTripWithDrsInstances) {
+    edra::Checkpoint cp;
+    cp.claims["u1"] = {"ns", "c", {{{"gpu"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
+    const std::string plain = edra::to_text(cp);
+    EXPECT_EQ(plain.find("createdInstance"), std::string::npos);
+    EXPECT_EQ(plain.find("pending"), std::string::npos);
+    cp.claims["u2"] = {"ns",
+                       "d",
+                       {{{"gpu"},
+                         "node1",
+                         "gcu-1-1g-11gb-2",
+                         {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
+                         edra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
+    cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}});
+    auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
+    ASSERT_TRUE(back) << back.error().what();
+    EXPECT_EQ(*back, cp);
+    auto bad = edra::parse_checkpoint(
+        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})", "cp.json");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().what().find("checkpoint 'cp.json': "), std::string::npos);
+    EXPECT_NE(bad.error().what().find("'before' not found"), std::string::npos) << bad.error().what();
+}
+
 TEST(DraCdi, FileNames) {
     EXPECT_EQ(edra::spec_file_name("abc"), "k8s.gcu.enflame.com-claim_abc.yaml");
     EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml"), "abc");

@@ -69,15 +69,35 @@ start_plugin() {
   wait_for test -S "$REG/gcu.enflame.com-reg.sock"
 }
 
-# up [N] [sim args]: a simulated host of N (default 2) cards, the API server, the plugin.
+# up [N] [sim args]: a simulated host of N (default 2) cards, the API server (with the
+# arguments in $UP_API, e.g. --no-partitionable), the plugin.
 up() {
   sim_example "${1:-2}" "${@:2}" > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  # shellcheck disable=SC2086  # word splitting wanted: several arguments
+  start_api ${UP_API:-}
+  start_plugin
+}
+
+# drs_up: 2 simulated S60 cards with DRS profiles (1g.11gb x4, 2g.22gb x2) and no instance yet,
+# the API server (a 1.34 one, which takes counters), the plugin; $EFSMI is the host's efsmi.
+drs_up() {
+  sim_example 2 --drs | sed '/^  instances:/,/^runtime_libraries:/{/^runtime_libraries:/!d}' > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  EFSMI=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*/efsmi)
   start_api
   start_plugin
 }
+# drs_list: the simulated cards' DRS instances as efsmi lists them, "<card>:<profile>:<id>", sorted.
+drs_list() {
+  "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./ { gsub(/ /, ""); print $2 ":" $3 ":" $4 }' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+# The devices a partitionable S60 card N offers: the card, four 1g.11gb and two 2g.22gb placements.
+placements() { echo "gcu-$1 gcu-$1-1g-11gb-0 gcu-$1-1g-11gb-1 gcu-$1-1g-11gb-2 gcu-$1-1g-11gb-3 gcu-$1-2g-22gb-0 gcu-$1-2g-22gb-1"; }
 
 # put_claim NS NAME UID DEVICE[@DRIVER]...: an allocated ResourceClaim on the API server, one
 # result per DEVICE (request "gpu", pool node1, driver gcu.enflame.com unless @DRIVER).
@@ -255,8 +275,8 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
 }
 
-@test "ResourceSlices: published at start (a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
-  up 2 --drs
+@test "ResourceSlices: published at start (without counters, a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
+  UP_API=--no-partitionable up 2 --drs
   wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
   run api GET "/apis/resource.k8s.io/v1/resourceslices"
   [ "$(jq -r '[.items[].spec.pool.name] | unique | join(" ")' <<<"$output")" = node1 ]
@@ -363,6 +383,120 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   put_claim ns d2 uid-e gcu-1-drs-3
   run prepare v1 ns/d2/uid-e
   [ "$(jq -r '.claims["uid-e"].error' <<<"$output")" = "claim 'ns/d2': device 'gcu-1-drs-3': card 1 has no DRS instance 3" ]
+}
+
+# --- DRS placements: partitionable devices whose instance a prepare makes ---
+
+@test "DRS placement: published as counters; prepare makes the instance (efsmi lists it), a valid spec with the parent card and TOPS_VISIBLE_DEVICES; a retry makes none; unprepare destroys it" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  [ "$(drs_list)" = "" ]
+  put_claim ns p1 uid-p gcu-1-2g-22gb-1
+  run prepare v1 ns/p1/uid-p
+  [ "$status" -eq 0 ]
+  [ "$output" = '{"claims":{"uid-p":{"devices":[{"request_names":["gpu"],"pool_name":"node1","device_name":"gcu-1-2g-22gb-1","cdi_device_ids":["k8s.gcu.enflame.com/claim=uid-p-gcu-1-2g-22gb-1"]}],"error":""}}}' ]
+  local first=$output
+  [ "$(drs_list)" = "1:2g.22gb:0" ]
+  run "$CTK" cdi validate "$(spec_of uid-p)"
+  [ "$status" -eq 0 ]
+  grep -qE '^ *(- )?path: /dev/gcu1$' "$(spec_of uid-p)"
+  run ! grep -q '/dev/gcu0' "$(spec_of uid-p)"
+  grep -qF 'TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0001-4000-9000-000000000001' "$(spec_of uid-p)"
+  [ "$(jq -c '.claims["uid-p"].devices[0].createdInstance' "$CP")" = '{"card":1,"id":0,"profile":"2g.22gb","uuid":"4c1e9a52-0001-4000-9000-000000000001"}' ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  # kubelet retries (also after the spec went missing): the same answer, no second instance
+  run prepare v1 ns/p1/uid-p
+  [ "$output" = "$first" ]
+  rm "$(spec_of uid-p)"
+  run prepare v1beta1 ns/p1/uid-p
+  [ "$output" = "$first" ]
+  [ -e "$(spec_of uid-p)" ]
+  [ "$(drs_list)" = "1:2g.22gb:0" ]
+  # the slices do not change: with counters the scheduler accounts for the instance
+  [ "$(slice_devices)" = "$(placements 0) $(placements 1)" ]
+  run unprepare v1 ns/p1/uid-p
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""}}}' ]
+  [ "$(drs_list)" = "" ]
+  [ ! -e "$(spec_of uid-p)" ]
+  [ "$(jq -c .claims "$CP")" = '{}' ]
+  # unprepared again (kubelet retries unprepare too): nothing to do, no error
+  run unprepare v1 ns/p1/uid-p
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""}}}' ]
+}
+
+@test "DRS placement: a profile with no room on its card is that claim's error naming card and profile; no spec, no instance; the other claim is prepared; instances made by others are never destroyed" {
+  drs_up
+  # an administrator filled card 1 with two 2g.22gb instances
+  "$EFSMI" -i 1 --drs --create-instance 1 >/dev/null
+  "$EFSMI" -i 1 --drs --create-instance 1 >/dev/null
+  [ "$(drs_list)" = "1:2g.22gb:0 1:2g.22gb:1" ]
+  put_claim ns full uid-f gcu-1-1g-11gb-0
+  put_claim ns ok uid-o gcu-0-1g-11gb-2
+  put_claim ns two uid-t gcu-0-2g-22gb-0 gcu-1-2g-22gb-1
+  run prepare v1 ns/full/uid-f ns/ok/uid-o ns/two/uid-t
+  [ "$status" -eq 0 ]
+  err() { jq -r --arg u "$1" '.claims[$u].error' <<<"$output"; }
+  [ "$(err uid-f)" = "claim 'ns/full': device 'gcu-1-1g-11gb-0': card 1: creating a DRS instance of profile '1g.11gb' (efsmi -i 1 --drs --create-instance 0): efsmi exited 1: 'Error: too many instances: 1 free slice(s) needed on GCU 1'" ]
+  [ "$(err uid-o)" = "" ]
+  # a claim with two placements, the second without room: the first one's instance is taken back
+  [[ "$(err uid-t)" == "claim 'ns/two': device 'gcu-1-2g-22gb-1': card 1: creating a DRS instance of profile '2g.22gb' (efsmi -i 1 --drs --create-instance 1): efsmi exited 1: 'Error: too many instances: "* ]]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-o.yaml" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 1:2g.22gb:0 1:2g.22gb:1" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-o"]' ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run unprepare v1 ns/ok/uid-o ns/full/uid-f
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-f":{"error":""},"uid-o":{"error":""}}}' ]
+  [ "$(drs_list)" = "1:2g.22gb:0 1:2g.22gb:1" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
+# slices_now: node1's slices as the server stores them, without what the server made up
+# (resourceVersion, uid, creationTimestamp), by name.
+slices_now() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -S '[.items[] | {apiVersion, kind, metadata: {name: .metadata.name, ownerReferences: .metadata.ownerReferences}, spec}] | sort_by(.metadata.name)'
+}
+
+# same_as_golden GOT GOLDEN: diff; with ENFLAME_UPDATE_GOLDEN=1 the golden file is rewritten and
+# the test fails (a rewritten golden never approves itself: a person reviews the diff).
+same_as_golden() {
+  if [ "${ENFLAME_UPDATE_GOLDEN:-}" = 1 ]; then
+    cp "$1" "$2"
+    echo "rewrote $2" >&2
+    return 1
+  fi
+  diff -u "$2" "$1"
+}
+
+@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances" {
+  local golden=$TOP/tests/fixtures/dra
+  UP_API= up 2 --drs
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  slices_now > "$SCRATCH/counters.json"
+  same_as_golden "$SCRATCH/counters.json" "$golden/slices-auto-counters.json"
+  stop_pid "$DPID"
+  stop_pid "$APID"
+  rm -rf "$API" && mkdir -p "$API/claims"
+  start_api --no-partitionable
+  start_plugin
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  slices_now > "$SCRATCH/instances.json"
+  same_as_golden "$SCRATCH/instances.json" "$golden/slices-auto-no-counters.json"
+  grep -F "dropped" "$SCRATCH/dra.log"
+}
+
+@test "podman: a DRS placement claim gives the parent card only and TOPS_VISIBLE_DEVICES of the instance the prepare made" {
+  requires root
+  drs_up
+  pm_setup
+  put_claim ns p1 uid-p gcu-0-1g-11gb-3
+  run prepare v1 ns/p1/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  run in_claim k8s.gcu.enflame.com/claim=uid-p-gcu-0-1g-11gb-3 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcuctl ee:ff " ]
+  [[ "$output" == *"TOPS=DRS-4c1e9a52-0000-4000-9000-000000000001"* ]]
 }
 
 # --- bad input, docs, manifests, install ---
