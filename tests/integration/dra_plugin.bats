@@ -235,29 +235,102 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ -e "$(spec_of uid-1)" ]
 }
 
-@test "killed between spec and checkpoint: the restarted plugin removes the stray spec, rewrites a missing one, answers retries" {
+# start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
+# to it when a thread enters its N-th rename(2) (strace counts each thread's calls: a prepare runs
+# on one gRPC thread, whose renames are the specs' and the checkpoint's, in that order; efsmi
+# runs are processes of their own and count their own).
+start_plugin_killed_at() {
+  local n=$1; shift
+  requires strace
+  strace -f -o /dev/null -e trace=rename -e inject=rename:signal=KILL:when="$n" \
+    "$DRA" --node-name node1 --kubeconfig "$KC" --plugins-registry "$REG" --plugins-dir "$PLUG" \
+    --cdi-root "$CDIR" "$@" >>"$SCRATCH/dra.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+}
+# restart_plugin: the daemon again, after a kill left its sockets behind: ready once its log says
+# the registration socket is up once more.
+reg_up_count() { grep -c "registration socket .* is up" "$SCRATCH/dra.log" || true; }
+reg_up_more_than() { [ "$(reg_up_count)" -gt "$1" ]; }
+restart_plugin() {
+  local before
+  before=$(reg_up_count)
+  start_plugin "$@"
+  wait_for reg_up_more_than "$before"
+}
+
+@test "killed (SIGKILL, by the kernel) at the checkpoint's rename after the spec's: the restarted plugin removes the stray spec; the retried prepare and the unprepare converge" {
+  sim_setup 2
+  start_api
+  start_plugin_killed_at 2
+  put_claim ns a uid-a gcu-0
+  run prepare v1 ns/a/uid-a
+  [ "$status" -ne 0 ]  # kubelet got no answer
+  wait "$DPID" 2>/dev/null || true
+  run kill -0 "$DPID"
+  [ "$status" -ne 0 ]
+  # What the kill left: the spec in place, the checkpoint without the claim
+  [ -e "$(spec_of uid-a)" ]
+  [ "$(jq -c '.claims // {}' "$CP" 2>/dev/null || echo '{}')" = '{}' ]
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-a)"
+  grep -F "removed CDI spec of claim uid-a: not in the checkpoint" "$SCRATCH/dra.log"
+  # kubelet retries the prepare it never got an answer to
+  run prepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-a.yaml" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-a"]' ]
+  run "$CTK" cdi validate "$(spec_of uid-a)"
+  [ "$status" -eq 0 ]
+  run unprepare v1 ns/a/uid-a
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-a":{"error":""}}}' ]
+  [ "$(ls "$CDIR")" = "" ]
+  [ "$(jq -c .claims "$CP")" = '{}' ]
+}
+
+@test "killed after efsmi made a placement's instance but before the checkpoint recorded it: the restarted plugin destroys that instance (and only it) and the stray spec; the retry makes a new one" {
+  drs_up
+  stop_pid "$DPID"
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's instance: never ours
+  # renames of the prepare's thread: 1 the checkpoint's pending entry, 2 the spec, 3 the checkpoint
+  start_plugin_killed_at 3
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  run prepare v1 ns/p/uid-p
+  [ "$status" -ne 0 ]
+  wait "$DPID" 2>/dev/null || true
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  [ -e "$(spec_of uid-p)" ]
+  [ "$(jq -c '.pending' "$CP")" = '[{"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-p)"
+  grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run prepare v1 ns/p/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  [ "$(jq -r '.claims["uid-p"].devices[0].createdInstance.id' "$CP")" = 1 ]
+  run unprepare v1 ns/p/uid-p
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
+@test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
   up
   put_claim ns a uid-a gcu-0
-  put_claim ns b uid-b gcu-1
   run prepare v1 ns/a/uid-a
   [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
   local sum
   sum=$(sha256sum < "$(spec_of uid-a)")
-  kill -KILL "$DPID"
-  wait "$DPID" 2>/dev/null || true
-  # What a kill leaves: b's spec written, its checkpoint entry not; and a's spec lost.
-  sed 's/uid-a-gcu-0/uid-b-gcu-1/; s/gcu0/gcu1/g' "$(spec_of uid-a)" > "$(spec_of uid-b)"
+  stop_pid "$DPID"
   rm "$(spec_of uid-a)"
   start_plugin
   wait_for test -e "$(spec_of uid-a)"
-  wait_for test ! -e "$(spec_of uid-b)"
   [ "$(sha256sum < "$(spec_of uid-a)")" = "$sum" ]
-  grep -F "removed CDI spec of claim uid-b: not in the checkpoint" "$SCRATCH/dra.log"
-  # kubelet retries b's prepare (it never got an answer): prepared now
-  run prepare v1 ns/b/uid-b ns/a/uid-a
-  [ "$(jq -r '.claims["uid-b"].error' <<<"$output")" = "" ]
+  run prepare v1 ns/a/uid-a
   [ "$(jq -r '.claims["uid-a"].devices[0].device_name' <<<"$output")" = gcu-0 ]
-  [ -e "$(spec_of uid-b)" ]
 }
 
 @test "kubelet restart: both sockets deleted are served again, the plugin registers anew and prepares" {
