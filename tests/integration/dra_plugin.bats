@@ -423,21 +423,31 @@ in_claim() { "${PM[@]}" run --rm --device "$1" localhost/dra-bb sh -c "$2"; }
 
 DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T "$d")"; done'
 
-@test "podman: the claim's CDI device gives the container exactly the prepared card, gcuctl, libefml and the env" {
-  requires root
-  up 3
-  pm_setup
+# prepare_gcu2: claim ns/c1 (uid-1) for card 2, prepared; its CDI device ID in $CLAIM_ID.
+prepare_gcu2() {
   put_claim ns c1 uid-1 gcu-2
   run prepare v1 ns/c1/uid-1
-  local id
-  id=$(jq -r '.claims["uid-1"].devices[0].cdi_device_ids[0]' <<<"$output")
-  [ "$id" = k8s.gcu.enflame.com/claim=uid-1-gcu-2 ]
-  run in_claim "$id" "$DEVLIST; env; ls /usr/lib/libefml.so.1"
+  CLAIM_ID=$(jq -r '.claims["uid-1"].devices[0].cdi_device_ids[0]' <<<"$output")
+  [ "$CLAIM_ID" = k8s.gcu.enflame.com/claim=uid-1-gcu-2 ]
+}
+# CARD2_PROBE, and has_card2_only on its output ($output, $status): card 2's node and gcuctl and
+# no other card, ENFLAME_VISIBLE_DEVICES=void, libefml mounted.
+CARD2_PROBE='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T "$d")"; done; env; ls /usr/lib/libefml.so.1'
+has_card2_only() {
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu2 ee:2 gcuctl ee:ff " ]
   [[ "$output" == *"ENFLAME_VISIBLE_DEVICES=void"* ]]
   [[ "$output" == *"/usr/lib/libefml.so.1"* ]]
+}
+
+@test "podman: the claim's CDI device gives the container exactly the prepared card, gcuctl, libefml and the env" {
+  requires root
+  up 3
+  pm_setup
+  prepare_gcu2
+  run in_claim "$CLAIM_ID" "$CARD2_PROBE"
+  has_card2_only
 }
 
 @test "podman: a DRS instance claim gives the parent card and TOPS_VISIBLE_DEVICES=DRS-<uuid>" {
@@ -570,6 +580,99 @@ same_as_golden() {
   [ "$status" -eq 0 ]
   [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcuctl ee:ff " ]
   [[ "$output" == *"TOPS=DRS-4c1e9a52-0000-4000-9000-000000000001"* ]]
+}
+
+# --- containerd 1.7 through the CRI, as kubelet starts a pod's container ---
+
+# cri_setup: containerd 1.7 (Debian 13's, unpacked by scripts/fetch-trixie.sh into the build
+# folder) with the CRI plugin, enable_cdi and cdi_spec_dirs = [$CDIR], every folder under
+# $SCRATCH; it runs in a private mount namespace whose /run is a tmpfs (containerd's fixed
+# /run/containerd paths stay there). The busybox image (CMD sleep, also the sandbox image, as no
+# registry is reachable) is built with podman and imported into containerd's k8s.io namespace.
+# Pods get the cgroup parent $CRI_CG, removed at teardown.
+cri_setup() {
+  requires podman unshare
+  [ -x /bin/busybox ] || skip_or_fail "needs /bin/busybox"
+  local tr=$BUILD_DIR/trixie/usr/bin
+  if [ ! -x "$tr/containerd" ]; then
+    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" containerd > "$SCRATCH/fetch.log" 2>&1 ||
+      skip_or_fail "containerd 1.7 from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
+  fi
+  CTR=("$tr/ctr" --address "$SCRATCH/ctrd/containerd.sock" -n k8s.io)
+  busybox_rootfs "$SCRATCH/rootfs"
+  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
+  podman_conf "$SCRATCH/containers.conf"
+  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change 'CMD ["/bin/sleep", "100000"]' \
+    "$SCRATCH/rootfs.tar" localhost/dra-bb:latest >/dev/null
+  on_teardown 'CONTAINERS_CONF=$SCRATCH/containers.conf podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs rmi -af >/dev/null 2>&1'
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/bb.tar" localhost/dra-bb:latest
+  mkdir -p "$SCRATCH/ctrd" "$SCRATCH/pods"
+  cat > "$SCRATCH/ctrd/config.toml" <<TOML
+version = 2
+root = "$SCRATCH/ctrd/root"
+state = "$SCRATCH/ctrd/state"
+[grpc]
+  address = "$SCRATCH/ctrd/containerd.sock"
+[ttrpc]
+  address = "$SCRATCH/ctrd/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/dra-bb:latest"
+  enable_cdi = true
+  cdi_spec_dirs = ["$CDIR"]
+  # the sandbox's oom_score_adj -998 needs CAP_SYS_RESOURCE, which this machine's bounding set lacks
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$SCRATCH/cni/bin"
+    conf_dir = "$SCRATCH/cni/conf"
+TOML
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c \
+    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
+    ctrd "$tr" "$SCRATCH/ctrd/config.toml" > "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
+  CTRD_PID=$!
+  CRI_CG=/ectk-dra-$$-$RANDOM
+  on_teardown cri_teardown
+  wait_for ctr_up
+  "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
+}
+ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
+cri_teardown() {
+  local id h
+  for id in $("${CTR[@]}" task ls -q 2>/dev/null); do "${CTR[@]}" task kill -s KILL "$id" >/dev/null 2>&1; done
+  for id in $("${CTR[@]}" container ls -q 2>/dev/null); do
+    "${CTR[@]}" task rm -f "$id" >/dev/null 2>&1
+    "${CTR[@]}" container rm "$id" >/dev/null 2>&1
+  done
+  stop_pid "$CTRD_PID"
+  for h in /sys/fs/cgroup/*/; do
+    if [ -d "$h${CRI_CG#/}" ]; then find "$h${CRI_CG#/}" -depth -type d -exec rmdir {} \; 2>/dev/null; fi
+  done
+}
+# in_cri_pod [--cdi-device ID]... -- CMD...: a pod's container through containerd's CRI, as
+# kubelet starts it (fake-cri: RunPodSandbox, CreateContainer with CDI_devices, StartContainer).
+in_cri_pod() {
+  timeout 120 "$BUILD_DIR/k8s/tests/fake-cri" run --socket "$SCRATCH/ctrd/containerd.sock" \
+    --image localhost/dra-bb:latest --log-dir "$SCRATCH/pods" --cgroup-parent "$CRI_CG" "$@"
+}
+
+@test "containerd 1.7 (CRI, enable_cdi): a pod's container given the claim's CDI device as kubelet passes it gets exactly the prepared card, gcuctl, libefml and the env" {
+  requires root
+  up 3
+  cri_setup
+  prepare_gcu2
+  run in_cri_pod --cdi-device "$CLAIM_ID" -- /bin/sh -c "$CARD2_PROBE"
+  has_card2_only
+  # the same pod without the claim's device: no card (what it got came from the spec)
+  run in_cri_pod -- /bin/sh -c "$DEVLIST; echo end"
+  [ "$status" -eq 0 ]
+  [ "$output" = end ]
+  # after unprepare the spec is gone: containerd refuses the device by name
+  unprepare v1 ns/c1/uid-1 >/dev/null
+  run in_cri_pod --cdi-device "$CLAIM_ID" -- /bin/true
+  echo "$output"
+  [ "$status" -eq 125 ]
+  [[ "$output" == *"error: CreateContainer: "*"unresolvable CDI devices k8s.gcu.enflame.com/claim=uid-1-gcu-2"* ]]
 }
 
 # --- bad input, docs, manifests, install ---
