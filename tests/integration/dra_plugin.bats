@@ -317,6 +317,28 @@ restart_plugin() {
   [ "$(ls "$CDIR")" = "" ]
 }
 
+@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin cannot tell which is its own and destroys neither" {
+  drs_up
+  stop_pid "$DPID"
+  start_plugin_killed_at 3
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  run prepare v1 ns/p/uid-p
+  [ "$status" -ne 0 ]
+  wait "$DPID" 2>/dev/null || true
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's, meanwhile
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-p)"
+  grep -F "card 0: 2 new 1g.11gb DRS instances, but only 1 were being made by us: none destroyed" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  # the retry makes its own, and its unprepare takes only that one back
+  run prepare v1 ns/p/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1 0:1g.11gb:2" ]
+  unprepare v1 ns/p/uid-p >/dev/null
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+}
+
 @test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
   up
   put_claim ns a uid-a gcu-0
