@@ -35,10 +35,16 @@ Checkpoint from_json(const Json& j) {
             pd.pool = d.at("pool").get<std::string>();
             pd.device = d.at("device").get<std::string>();
             pd.cdi_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
+            if (const auto in = d.find("createdInstance"); in != d.end())
+                pd.created = CreatedInstance{in->at("card").get<std::uint32_t>(), in->at("id").get<std::uint32_t>(),
+                                             in->at("profile").get<std::string>(), in->at("uuid").get<std::string>()};
             pc.devices.push_back(std::move(pd));
         }
         cp.claims.emplace(uid, std::move(pc));
     }
+    for (const auto& p : j.value("pending", Json::array()))
+        cp.pending.push_back({p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
+                              p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>()});
     return cp;
 }
 
@@ -48,14 +54,21 @@ std::string to_text(const Checkpoint& cp) {
     Json claims = Json::object();
     for (const auto& [uid, c] : cp.claims) {
         Json devices = Json::array();
-        for (const auto& d : c.devices)
-            devices.push_back({{"requests", d.requests},
-                               {"pool", d.pool},
-                               {"device", d.device},
-                               {"cdiDeviceIDs", d.cdi_ids}});
+        for (const auto& d : c.devices) {
+            Json dev = {{"requests", d.requests}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_ids}};
+            if (d.created)
+                dev["createdInstance"] = {{"card", d.created->card},
+                                          {"id", d.created->id},
+                                          {"profile", d.created->profile},
+                                          {"uuid", d.created->uuid}};
+            devices.push_back(std::move(dev));
+        }
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
     }
-    return Json{{"version", kVersion}, {"claims", std::move(claims)}}.dump(1) + "\n";
+    Json out = {{"version", kVersion}, {"claims", std::move(claims)}};
+    for (const auto& p : cp.pending)
+        out["pending"].push_back({{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}});
+    return out.dump(1) + "\n";
 }
 
 inject::Result<Checkpoint> parse_checkpoint(const std::string& text, const std::string& source) {

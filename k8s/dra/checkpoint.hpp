@@ -8,8 +8,18 @@
 //   {"version": 1, "claims": {"<uid>": {"namespace": "ns", "name": "c",
 //     "devices": [{"requests": ["gpu"], "pool": "node1", "device": "gcu-0",
 //                  "cdiDeviceIDs": ["k8s.gcu.enflame.com/claim=<uid>-gcu-0"]}]}}}
+//
+// A DRS placement's device also records the instance the prepare made for it
+// ("createdInstance": {"card", "id", "profile", "uuid"}); unprepare destroys exactly that one.
+// "pending" lists the instances being made right now: written (durably) before efsmi is asked
+// to create one, with the card's instance ids at that moment, and cleared with the checkpoint
+// that records the claim. A plugin killed in between finds the entry at start and destroys
+// the instance of that profile that is new since then and that no claim records (driver.hpp).
+// Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +27,33 @@
 
 namespace edra {
 
+/// A DRS instance this plugin made for a placement.
+struct CreatedInstance {
+    std::uint32_t card = 0;
+    std::uint32_t id = 0;
+    std::string profile;  ///< "1g.11gb"
+    std::string uuid;     ///< where efsmi prints one; empty otherwise
+    bool operator==(const CreatedInstance&) const = default;
+};
+
 /// One device of a prepared claim, as NodePrepareResources answered it.
 struct PreparedDevice {
     std::vector<std::string> requests;
     std::string pool;
     std::string device;
     std::vector<std::string> cdi_ids;
+    std::optional<CreatedInstance> created;  ///< a placement's instance
     bool operator==(const PreparedDevice&) const = default;
+};
+
+/// An instance being made for claim `claim_uid`: `before` are the card's instance ids just
+/// before efsmi was asked.
+struct PendingCreate {
+    std::string claim_uid;
+    std::uint32_t card = 0;
+    std::string profile;
+    std::vector<std::uint32_t> before;
+    bool operator==(const PendingCreate&) const = default;
 };
 
 /// A prepared claim.
@@ -37,6 +67,7 @@ struct PreparedClaim {
 /// Every prepared claim by UID.
 struct Checkpoint {
     std::map<std::string, PreparedClaim> claims;
+    std::vector<PendingCreate> pending;
     bool operator==(const Checkpoint&) const = default;
 };
 

@@ -27,11 +27,12 @@ std::string join(const std::string& dir, const std::string& name) {
     return dir + (dir.ends_with('/') ? "" : "/") + name;
 }
 
-// The name `generate` gives a device under NameStrategy::Index.
-std::string generated_name(const inject::device::Device& card, const DeviceName& d) {
-    if (!d.drs_instance) return std::to_string(card.index);
+// The name `generate` gives a device under NameStrategy::Index (`instance`: the DRS instance
+// the device is, if any).
+std::string generated_name(const inject::device::Device& card, std::optional<std::uint32_t> instance) {
+    if (!instance) return std::to_string(card.index);
     for (const auto& in : card.drs_instances) {
-        if (in.instance_id == *d.drs_instance)
+        if (in.instance_id == *instance)
             return std::to_string(card.index) + ":" + in.profile + ":" +
                    std::to_string(in.instance_id);
     }
@@ -60,7 +61,8 @@ std::string cdi_device_id(const std::string& claim_uid, const DeviceName& device
 inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
                                              const inject::cdi::GenerateOptions& base,
                                              const std::string& claim_uid,
-                                             const std::vector<DeviceName>& devices) {
+                                             const std::vector<DeviceName>& devices,
+                                             const std::map<std::string, std::uint32_t>& made) {
     // Only the cards (and DRS instances) of the claim go to the generator, so the spec-level
     // edits are what those cards need and nothing names another card.
     inject::device::Host sub = host;
@@ -72,11 +74,18 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
                          [&](const inject::device::Device& c) { return c.index == d.index; });
         if (card == host.devices.end())
             return fail(Errc::NotFound, "device '" + d.str() + "' is not on this node");
-        const std::string gen = generated_name(*card, d);
+        std::optional<std::uint32_t> instance = d.drs_instance;
+        if (d.placement) {
+            const auto m = made.find(d.str());
+            if (m == made.end())
+                return fail(Errc::NotFound, "device '" + d.str() + "': no DRS instance was made for it");
+            instance = m->second;
+        }
+        const std::string gen = generated_name(*card, instance);
         if (gen.empty())
             return fail(Errc::NotFound, "device '" + d.str() + "': card " +
                                             std::to_string(d.index) + " has no DRS instance " +
-                                            std::to_string(*d.drs_instance));
+                                            std::to_string(*instance));
         const std::string name = claim_uid + "-" + d.str();
         if (auto why = inject::cdi::check_device_name(name); !why.empty())
             return fail(Errc::InvalidInput, "claim UID '" + claim_uid + "': " + why);
@@ -89,9 +98,9 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
             sub.devices.back().drs_instances.clear();
             in_sub = sub.devices.end() - 1;
         }
-        if (d.drs_instance) {
+        if (instance) {
             for (const auto& in : card->drs_instances) {
-                if (in.instance_id == *d.drs_instance &&
+                if (in.instance_id == *instance &&
                     std::none_of(in_sub->drs_instances.begin(), in_sub->drs_instances.end(),
                                  [&](const auto& x) { return x.instance_id == in.instance_id; }))
                     in_sub->drs_instances.push_back(in);

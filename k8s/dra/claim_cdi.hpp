@@ -8,6 +8,8 @@
 // mounts, ENFLAME_VISIBLE_DEVICES=void, and for a DRS instance its parent card's node and
 // TOPS_VISIBLE_DEVICES=DRS-<uuid>.
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,12 +32,13 @@ inline constexpr std::string_view kCdiClass = "claim";
 [[nodiscard]] std::string cdi_device_id(const std::string& claim_uid, const DeviceName& device);
 
 /// The spec for `devices` of claim `claim_uid` on `host`. `base` gives the roots, search paths
-/// and hook (vendor, class, names and the "all" device are set here). NotFound names a device
-/// this node does not have: "device 'gcu-7' is not on this node".
-[[nodiscard]] inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
-                                                           const inject::cdi::GenerateOptions& base,
-                                                           const std::string& claim_uid,
-                                                           const std::vector<DeviceName>& devices);
+/// and hook (vendor, class, names and the "all" device are set here). A DRS placement is the
+/// instance `made` gives for its name (device name -> instance id on its card), with the same
+/// edits as an instance that already existed. NotFound names a device this node does not have:
+/// "device 'gcu-7' is not on this node".
+[[nodiscard]] inject::Result<inject::cdi::Spec> claim_spec(
+    const inject::device::Host& host, const inject::cdi::GenerateOptions& base, const std::string& claim_uid,
+    const std::vector<DeviceName>& devices, const std::map<std::string, std::uint32_t>& made = {});
 
 /// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644; not
 /// fsynced: it is derived from the checkpoint). With `only_if_changed`, a file that already

@@ -20,6 +20,16 @@ std::optional<std::uint32_t> parse_number(std::string_view s) {
     return v;
 }
 
+// A DRS profile name as a device name spells it: "<n>g-<m>gb" (1g.11gb -> 1g-11gb).
+bool is_profile_label(std::string_view s) {
+    const auto g = s.find("g-");
+    if (g == std::string_view::npos || !s.ends_with("gb")) return false;
+    const auto digits = [](std::string_view d) {
+        return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    return s.size() > g + 4 && digits(s.substr(0, g)) && digits(s.substr(g + 2, s.size() - g - 4));
+}
+
 // Errors about one claim: "claim 'ns/c': <field>: <what>".
 class ClaimErrors {
 public:
@@ -116,27 +126,35 @@ inject::Result<void> check_configs(const Json& devices, const std::vector<Alloca
 std::string DeviceName::str() const {
     std::string s = "gcu-" + std::to_string(index);
     if (drs_instance) s += "-drs-" + std::to_string(*drs_instance);
+    if (placement) s += "-" + placement->profile + "-" + std::to_string(placement->k);
     return s;
 }
 
 inject::Result<DeviceName> parse_device_name(std::string_view name) {
     const auto bad = [&] {
-        return fail(Errc::InvalidInput,
-                    "device '" + std::string(name) +
-                        "' is not one of ours: want gcu-<index> or gcu-<index>-drs-<instance>");
+        return fail(Errc::InvalidInput, "device '" + std::string(name) +
+                                            "' is not one of ours: want gcu-<index>, "
+                                            "gcu-<index>-drs-<instance> or gcu-<index>-<profile>-<k>");
     };
     if (!name.starts_with("gcu-")) return bad();
     std::string_view rest = name.substr(4);
     DeviceName out;
-    const auto drs = rest.find("-drs-");
-    const auto index = parse_number(rest.substr(0, drs));
+    const auto dash = rest.find('-');
+    const auto index = parse_number(rest.substr(0, dash));
     if (!index) return bad();
     out.index = *index;
-    if (drs != std::string_view::npos) {
-        const auto inst = parse_number(rest.substr(drs + 5));
+    if (dash == std::string_view::npos) return out;
+    rest = rest.substr(dash + 1);
+    if (rest.starts_with("drs-")) {
+        const auto inst = parse_number(rest.substr(4));
         if (!inst) return bad();
         out.drs_instance = *inst;
+        return out;
     }
+    const auto last = rest.rfind('-');
+    const auto k = last == std::string_view::npos ? std::nullopt : parse_number(rest.substr(last + 1));
+    if (!k || !is_profile_label(rest.substr(0, last))) return bad();
+    out.placement = Placement{std::string(rest.substr(0, last)), *k};
     return out;
 }
 
@@ -162,7 +180,7 @@ inject::Result<void> validate_opaque(const Json& parameters,
     }
     const bool want_drs = kind == "DrsConfig";
     for (const auto& t : targets) {
-        if (t.drs_instance.has_value() != want_drs)
+        if (t.is_drs() != want_drs)
             return fail(Errc::InvalidInput, kind + " does not apply to device '" + t.str() + "' (" +
                                                 (want_drs ? "a whole card: use GcuConfig"
                                                           : "a DRS instance: use DrsConfig") +

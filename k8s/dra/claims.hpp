@@ -40,16 +40,28 @@ struct Allocated {
     bool operator==(const Allocated&) const = default;
 };
 
+/// A DRS profile placement of a partitionable card (slices.hpp, placement_name): the profile
+/// as the name spells it ("1g-11gb" for 1g.11gb) and the placement's number on the card. No
+/// instance exists for it until a prepare makes one.
+struct Placement {
+    std::string profile;
+    std::uint32_t k = 0;
+    bool operator==(const Placement&) const = default;
+};
+
 /// Our device names: a whole card `gcu-<index>`, an existing DRS instance
-/// `gcu-<index>-drs-<instance-id>`.
+/// `gcu-<index>-drs-<instance-id>`, a DRS placement `gcu-<index>-<n>g-<m>gb-<k>`.
 struct DeviceName {
     std::uint32_t index = 0;
     std::optional<std::uint32_t> drs_instance;
+    std::optional<Placement> placement;
+    /// A DRS instance or a placement: a partition, not the whole card.
+    [[nodiscard]] bool is_drs() const { return drs_instance || placement; }
     [[nodiscard]] std::string str() const;
     bool operator==(const DeviceName&) const = default;
 };
 
-/// Parses "gcu-3" / "gcu-3-drs-1"; InvalidInput quoting the name otherwise.
+/// Parses "gcu-3" / "gcu-3-drs-1" / "gcu-3-1g-11gb-0"; InvalidInput quoting the name otherwise.
 [[nodiscard]] inject::Result<DeviceName> parse_device_name(std::string_view name);
 
 /// The results of `claim` (a resource.k8s.io v1 or v1beta1 ResourceClaim object) addressed to

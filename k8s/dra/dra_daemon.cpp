@@ -13,6 +13,7 @@
 #include "dra_service.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
+#include "inject/drs.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_setup.hpp"
 #include "k8s/socket.hpp"
@@ -66,6 +67,15 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
                                             std::filesystem::perms::others_exec),
                    "--cdi-root");
     s.driver.checkpoint_path = own + "/checkpoint.json";
+    // DRS instances for placements, made and removed through efsmi as discovery finds it.
+    const auto d = s.discover;
+    s.driver.drs.list = [d](std::uint32_t card) { return inject::drs::list_instances(d, card); };
+    s.driver.drs.create = [d](std::uint32_t card, const inject::device::DrsProfile& p) {
+        return inject::drs::create_instance(d, card, p);
+    };
+    s.driver.drs.destroy = [d](std::uint32_t card, std::uint32_t id) {
+        return inject::drs::destroy_instance(d, card, id);
+    };
     INJECT_TRY(s.dra_path, k8s::socket_path(own, "dra.sock"));
     auto reg = k8s::socket_path(o.plugins_registry, name + "-reg.sock");
     if (!reg) return inject::fail(std::move(reg).error().context("--plugins-registry"));

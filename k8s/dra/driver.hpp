@@ -13,6 +13,21 @@
 // again); a checkpointed claim whose spec is missing gets it written again from the
 // checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
 // re-writes a missing spec.
+//
+// DRS placements (`gcu-<n>-<profile>-<k>`, published as partitionable devices) have no
+// instance until a prepare makes one:
+//   prepare:   checkpoint with a "pending" entry (the card's instance ids now), efsmi create,
+//              spec, checkpoint recording the instance (pending cleared), answer. A failure
+//              at any step destroys what this prepare made: no spec, no instance, no entry.
+//   unprepare: destroy the instances the claim's entry records (one that is gone already is
+//              fine; an id now held by another profile or UUID is not ours: left alone), then
+//              the checkpoint, then the spec. A failed destroy keeps the claim (kubelet retries).
+// Killed after the create but before the checkpoint that records it: at start the pending
+// entry's card is listed, and an instance of that profile that is not in the entry's ids and
+// that no claim records is the one we made: destroyed (kubelet's retry makes a new one). Only
+// when there are more such instances than pending entries (someone else made one meanwhile)
+// is nothing destroyed, and it is logged: we never destroy an instance we cannot tell we made.
+// Instances that existed before (made by an administrator) are never destroyed.
 
 #include <functional>
 #include <map>
@@ -34,11 +49,21 @@ using ClaimSource =
 /// Discovers the node's cards (again: DRS instances come and go).
 using Discoverer = std::function<inject::Result<inject::device::Host>()>;
 
+/// How the driver makes and removes DRS instances (inject/drs.hpp in the daemon). Empty
+/// functions: a placement cannot be prepared (the claim's error says so).
+struct DrsOps {
+    std::function<inject::Result<std::vector<inject::device::DrsInstance>>(std::uint32_t card)> list;
+    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t card, const inject::device::DrsProfile&)>
+        create;
+    std::function<inject::Result<void>(std::uint32_t card, std::uint32_t id)> destroy;
+};
+
 struct DriverOptions {
     std::string cdi_root = "/var/run/cdi";
     std::string checkpoint_path;
     inject::cdi::GenerateOptions cdi;  ///< roots, library paths, hook
     std::string driver_name = std::string(kDriverName);
+    DrsOps drs;
 };
 
 /// One claim's answer: its devices, or one error line.
@@ -78,10 +103,23 @@ private:
     /// The claim from the API server, checked, with the answer it will get (no files).
     inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
     inject::Result<bool> write_spec(const std::string& uid, const std::vector<DeviceName>& devices,
+                                    const std::map<std::string, std::uint32_t>& made,
                                     bool only_if_changed = false);
     /// The spec of a claim we know, from its answer (after a restart, or when it went missing).
     inject::Result<bool> write_spec(const std::string& uid, const PreparedClaim& c,
                                     bool only_if_changed = false);
+
+    /// Makes the instances of `pc`'s placements (pending entry first, see above), recording
+    /// each in its device and in host_. On error nothing of it is left (destroyed, pending
+    /// dropped and saved).
+    inject::Result<void> make_instances(const std::string& uid, PreparedClaim& pc);
+    /// Destroys the instances `pc` records as made, and drops `uid`'s pending entries (in
+    /// memory only). Errors are logged (what is left is what converge() finds).
+    void undo_instances(const std::string& uid, const PreparedClaim& pc);
+    /// Destroys the instances `pc` records, for unprepare; the first error.
+    inject::Result<void> release_instances(const PreparedClaim& pc);
+    /// converge()'s part for pending entries: destroys what a killed prepare made.
+    void converge_pending();
 
     DriverOptions o_;
     ClaimSource claims_;

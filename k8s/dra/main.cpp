@@ -107,10 +107,10 @@ int main(int argc, char** argv) try {
     edra::SliceOptions slices;
     slices.node_name = o.node_name;
     slices.api_version = *version;
-    // The DRS instances that exist, as devices gcu-<n>-drs-<id>: the ones a prepare can hand
-    // out. Partitionable devices (DrsMode::Auto / Counters) would need the instance made on
-    // prepare, which this plugin does not do yet.
-    slices.drs = edra::DrsMode::Instances;
+    // DRS profiles as partitionable devices where the server takes counters (a prepare makes
+    // the instance), else the instances that exist as plain devices. With counters the slices
+    // do not change when a prepare makes or removes an instance: the scheduler counts them.
+    slices.drs = edra::DrsMode::Auto;
     return edra::run(o, claims_from(shared, *version),
                      publisher_for(shared, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {

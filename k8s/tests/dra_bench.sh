@@ -3,7 +3,9 @@
 # a report, never a pass/fail test): prepare of a one-card claim measured kubelet-side through
 # fake-dra-kubelet, each timed call fetching the claim from the loopback fake API server (HTTPS)
 # and writing its CDI spec and the checkpoint afresh (an untimed unprepare in between); medians
-# of 300 calls, three runs. Then the daemon's RSS and its idle CPU over 20 s, and the load
+# of 300 calls, three runs. Then the same for a DRS placement (gcu-3-1g-11gb-0): each timed
+# prepare also makes the instance through efsmi (list, create, list back) and writes the pending
+# checkpoint first; the untimed unprepare destroys it (100 calls, three runs). Then the daemon's RSS and its idle CPU over 20 s, and the load
 # average (the figures depend on it: every prepare is a few processes' worth of CPU). Needs
 # root (the simulated host's device nodes), python3 and openssl (the fake API server).
 #
@@ -24,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 until_ok() { local i; for (( i = 0; i < 4000; i++ )); do "$@" && return 0; sleep 0.005; done; echo "timed out: $*" >&2; exit 1; }
 
-"$B/sim/enflame-sim-host" example --cards 8 > "$T/desc.yaml"
+"$B/sim/enflame-sim-host" example --cards 8 --drs > "$T/desc.yaml"
 "$B/sim/enflame-sim-host" build --desc "$T/desc.yaml" --root "$T/host" >/dev/null
 printf '[enflame-container-cli]\ndriver-root = "%s"\ndev-root = "%s"\n' "$T/host" "$T/host" > "$T/config.toml"
 mkdir -p "$T/api/claims/ns" "$T/reg" "$T/plugins" "$T/cdi"
@@ -43,6 +45,7 @@ cat > "$T/api/claims/ns/c1.json" <<'JSON'
  "metadata": {"name": "c1", "namespace": "ns", "uid": "0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a11"},
  "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gcu.enflame.com", "pool": "n", "device": "gcu-3"}]}}}}
 JSON
+sed 's/"c1"/"c2"/; s/2a11/2a12/; s/"gcu-3"/"gcu-3-1g-11gb-0"/' "$T/api/claims/ns/c1.json" > "$T/api/claims/ns/c2.json"
 ENFLAME_CTK_CONFIG=$T/config.toml "$DRA" --node-name n --kubeconfig "$T/kubeconfig" --plugins-registry "$T/reg" \
   --plugins-dir "$T/plugins" --cdi-root "$T/cdi" --log-level debug > "$T/dra.log" 2>&1 & DRA_PID=$!
 until_ok test -S "$T/reg/gcu.enflame.com-reg.sock"
@@ -55,6 +58,10 @@ done
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "plugin side: median $(grep -o '[0-9]* us asking' "$T/dra.log" | cut -d' ' -f1 | median) us asking the API server," \
   "$(grep -o '[0-9]* us specs' "$T/dra.log" | cut -d' ' -f1 | median) us writing spec and checkpoint"
+for _ in 1 2 3; do
+  "$FDK" prepare --socket "$sock" --claim ns/c2/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a12 --repeat 100 --unprepare-between 2>&1 >/dev/null |
+    sed 's/^prepare:/prepare (DRS placement, efsmi create):/'
+done
 "$FDK" prepare --socket "$sock" --claim ns/c1/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a11 --repeat 300 2>&1 >/dev/null |
   sed 's/^prepare:/prepare (retry, from the checkpoint):/'
 echo "rss: $(awk '/VmRSS/ {print $2, $3}' "/proc/$DRA_PID/status")"

@@ -98,8 +98,7 @@ TEST(DraClaims, BadClaimsNameTheClaimAndField) {
          p + "status.allocation.devices.results: no device of driver 'gcu.enflame.com'"},
         {"NotOurDeviceName", claim({result("gpu", "gpu-0")}),
          p + "status.allocation.devices.results[0].device: device 'gpu-0' is not one of ours: want "
-             "gcu-<index> or "
-             "gcu-<index>-drs-<instance>"},
+             "gcu-<index>, gcu-<index>-drs-<instance> or gcu-<index>-<profile>-<k>"},
         {"UnknownApiVersion",
          claim({result("gpu", "gcu-0")},
                {opaque({{"apiVersion", "gcu.enflame.com/v9"}, {"kind", "GcuConfig"}})}),
@@ -152,18 +151,28 @@ TEST(DraClaims, DeviceNames) {
         bool ok;
         std::uint32_t index;
         std::optional<std::uint32_t> drs;
+        std::optional<edra::Placement> placement = std::nullopt;
     };
     const Case cases[] = {
         {"gcu-0", true, 0, {}},        {"gcu-15", true, 15, {}},     {"gcu-3-drs-0", true, 3, 0},
         {"gcu-3-drs-12", true, 3, 12}, {"gcu-", false, 0, {}},       {"gcu-01", false, 0, {}},
         {"gcu--1", false, 0, {}},      {"gcu-1-drs-", false, 0, {}}, {"gcu-1-mig-1", false, 0, {}},
-        {"GCU-1", false, 0, {}},       {"gcu-1x", false, 0, {}}};
+        {"GCU-1", false, 0, {}},       {"gcu-1x", false, 0, {}},
+        // DRS placements (slices.hpp placement_name): the profile spelled with '-'.
+        {"gcu-0-1g-11gb-0", true, 0, {}, edra::Placement{"1g-11gb", 0}},
+        {"gcu-12-12g-96gb-3", true, 12, {}, edra::Placement{"12g-96gb", 3}},
+        {"gcu-0-1g-11gb-", false, 0, {}},   {"gcu-0-1g-11gb-01", false, 0, {}},
+        {"gcu-0-1g.11gb-0", false, 0, {}},  {"gcu-0-g-11gb-0", false, 0, {}},
+        {"gcu-0-1g-gb-0", false, 0, {}},    {"gcu-0-1g-11gb", false, 0, {}},
+        {"gcu-0-full-0", false, 0, {}}};
     for (const auto& c : cases) {
         auto r = edra::parse_device_name(c.text);
         ASSERT_EQ(static_cast<bool>(r), c.ok) << c.text;
         if (!c.ok) continue;
         EXPECT_EQ(r->index, c.index) << c.text;
         EXPECT_EQ(r->drs_instance, c.drs) << c.text;
+        EXPECT_EQ(r->placement, c.placement) << c.text;
+        EXPECT_EQ(r->is_drs(), c.drs || c.placement) << c.text;
         EXPECT_EQ(r->str(), c.text);
     }
 }

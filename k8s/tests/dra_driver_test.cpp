@@ -136,6 +136,43 @@ TEST_F(DraDriver, DrsInstanceGetsItsParentCardAndTopsEnv) {
     EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/gcu1");
 }
 
+// A placement is the instance made for it: the same edits as that instance, under the
+// placement's name; without one, a clear NotFound (never a spec for the whole card).
+TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
+    const auto host = host2();
+    const edra::DeviceName placement{1, std::nullopt, edra::Placement{"1g-11gb", 0}};
+    auto spec = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", 2}});
+    ASSERT_TRUE(spec) << spec.error().what();
+    ASSERT_EQ(spec->devices.size(), 1u);
+    EXPECT_EQ(spec->devices[0].name, "uid-1-gcu-1-1g-11gb-0");
+    EXPECT_EQ(spec->devices[0].edits.env,
+              std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
+    ASSERT_EQ(spec->devices[0].edits.device_nodes.size(), 1u);
+    EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/gcu1");
+    auto none = edra::claim_spec(host, {}, "uid-1", {placement});
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().what(), "device 'gcu-1-1g-11gb-0': no DRS instance was made for it");
+    auto gone = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", 5}});
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error().what(), "device 'gcu-1-1g-11gb-0': card 1 has no DRS instance 5");
+}
+
+// Without a way to make instances (DriverOptions::drs empty), a placement is that claim's error.
+TEST_F(DraDriver, PlacementWithoutDrsOpsIsTheClaimsError) {
+    host_.drs_profiles.push_back({"1g.11gb", 0, 4, 10744ULL << 20, 6});
+    claims_["ns/c1"] = claim("c1", "uid-1", {"gcu-0-1g-11gb-0"});
+    claims_["ns/c2"] = claim("c2", "uid-2", {"gcu-0-2g-22gb-0"});
+    auto d = make();
+    const auto out = d->prepare({{"ns", "c1", "uid-1"}, {"ns", "c2", "uid-2"}});
+    EXPECT_EQ(out.at("uid-1").error,
+              "claim 'ns/c1': device 'gcu-0-1g-11gb-0': this plugin cannot create DRS instances");
+    EXPECT_EQ(out.at("uid-2").error,
+              "claim 'ns/c2': device 'gcu-0-2g-22gb-0': no DRS profile of this node has that name");
+    EXPECT_FALSE(has_spec("uid-1"));
+    EXPECT_TRUE(d->checkpoint().claims.empty());
+    EXPECT_TRUE(d->checkpoint().pending.empty());
+}
+
 TEST_F(DraDriver, RetryGivesTheSameAnswerAndFileWithoutAnotherFetch) {
     claims_["ns/c1"] = claim("c1", "uid-1", {"gcu-0", "gcu-1"});
     auto d = make();
@@ -296,6 +333,32 @@ TEST(DraCheckpoint, RoundTrip) {
     auto bad = edra::parse_checkpoint("{\"version\":2,\"claims\":{}}", "cp.json");
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().what(), "checkpoint 'cp.json': version 2: want 1");
+}
+
+// A placement's made instance and the pending creates survive the round trip; without them
+// the text is what version 1 always was (no new keys).
+TEST(DraCheckpoint, RoundTripWithDrsInstances) {
+    edra::Checkpoint cp;
+    cp.claims["u1"] = {"ns", "c", {{{"gpu"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
+    const std::string plain = edra::to_text(cp);
+    EXPECT_EQ(plain.find("createdInstance"), std::string::npos);
+    EXPECT_EQ(plain.find("pending"), std::string::npos);
+    cp.claims["u2"] = {"ns",
+                       "d",
+                       {{{"gpu"},
+                         "node1",
+                         "gcu-1-1g-11gb-2",
+                         {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
+                         edra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
+    cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}});
+    auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
+    ASSERT_TRUE(back) << back.error().what();
+    EXPECT_EQ(*back, cp);
+    auto bad = edra::parse_checkpoint(
+        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})", "cp.json");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().what().find("checkpoint 'cp.json': "), std::string::npos);
+    EXPECT_NE(bad.error().what().find("'before' not found"), std::string::npos) << bad.error().what();
 }
 
 TEST(DraCdi, FileNames) {

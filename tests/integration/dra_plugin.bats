@@ -69,15 +69,35 @@ start_plugin() {
   wait_for test -S "$REG/gcu.enflame.com-reg.sock"
 }
 
-# up [N] [sim args]: a simulated host of N (default 2) cards, the API server, the plugin.
+# up [N] [sim args]: a simulated host of N (default 2) cards, the API server (with the
+# arguments in $UP_API, e.g. --no-partitionable), the plugin.
 up() {
   sim_example "${1:-2}" "${@:2}" > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  # shellcheck disable=SC2086  # word splitting wanted: several arguments
+  start_api ${UP_API:-}
+  start_plugin
+}
+
+# drs_up: 2 simulated S60 cards with DRS profiles (1g.11gb x4, 2g.22gb x2) and no instance yet,
+# the API server (a 1.34 one, which takes counters), the plugin; $EFSMI is the host's efsmi.
+drs_up() {
+  sim_example 2 --drs | sed '/^  instances:/,/^runtime_libraries:/{/^runtime_libraries:/!d}' > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  EFSMI=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*/efsmi)
   start_api
   start_plugin
 }
+# drs_list: the simulated cards' DRS instances as efsmi lists them, "<card>:<profile>:<id>", sorted.
+drs_list() {
+  "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./ { gsub(/ /, ""); print $2 ":" $3 ":" $4 }' | sort | tr '\n' ' ' | sed 's/ $//'
+}
+# The devices a partitionable S60 card N offers: the card, four 1g.11gb and two 2g.22gb placements.
+placements() { echo "gcu-$1 gcu-$1-1g-11gb-0 gcu-$1-1g-11gb-1 gcu-$1-1g-11gb-2 gcu-$1-1g-11gb-3 gcu-$1-2g-22gb-0 gcu-$1-2g-22gb-1"; }
 
 # put_claim NS NAME UID DEVICE[@DRIVER]...: an allocated ResourceClaim on the API server, one
 # result per DEVICE (request "gpu", pool node1, driver gcu.enflame.com unless @DRIVER).
@@ -215,29 +235,124 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ -e "$(spec_of uid-1)" ]
 }
 
-@test "killed between spec and checkpoint: the restarted plugin removes the stray spec, rewrites a missing one, answers retries" {
+# start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
+# to it when a thread enters its N-th rename(2) (strace counts each thread's calls: a prepare runs
+# on one gRPC thread, whose renames are the specs' and the checkpoint's, in that order; efsmi
+# runs are processes of their own and count their own).
+start_plugin_killed_at() {
+  local n=$1; shift
+  requires strace
+  strace -f -o /dev/null -e trace=rename -e inject=rename:signal=KILL:when="$n" \
+    "$DRA" --node-name node1 --kubeconfig "$KC" --plugins-registry "$REG" --plugins-dir "$PLUG" \
+    --cdi-root "$CDIR" "$@" >>"$SCRATCH/dra.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+}
+# restart_plugin: the daemon again, after a kill left its sockets behind: ready once its log says
+# the registration socket is up once more.
+reg_up_count() { grep -c "registration socket .* is up" "$SCRATCH/dra.log" || true; }
+reg_up_more_than() { [ "$(reg_up_count)" -gt "$1" ]; }
+restart_plugin() {
+  local before
+  before=$(reg_up_count)
+  start_plugin "$@"
+  wait_for reg_up_more_than "$before"
+}
+
+@test "killed (SIGKILL, by the kernel) at the checkpoint's rename after the spec's: the restarted plugin removes the stray spec; the retried prepare and the unprepare converge" {
+  sim_setup 2
+  start_api
+  start_plugin_killed_at 2
+  put_claim ns a uid-a gcu-0
+  run prepare v1 ns/a/uid-a
+  [ "$status" -ne 0 ]  # kubelet got no answer
+  wait "$DPID" 2>/dev/null || true
+  run kill -0 "$DPID"
+  [ "$status" -ne 0 ]
+  # What the kill left: the spec in place, the checkpoint without the claim
+  [ -e "$(spec_of uid-a)" ]
+  [ "$(jq -c '.claims // {}' "$CP" 2>/dev/null || echo '{}')" = '{}' ]
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-a)"
+  grep -F "removed CDI spec of claim uid-a: not in the checkpoint" "$SCRATCH/dra.log"
+  # kubelet retries the prepare it never got an answer to
+  run prepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-a.yaml" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-a"]' ]
+  run "$CTK" cdi validate "$(spec_of uid-a)"
+  [ "$status" -eq 0 ]
+  run unprepare v1 ns/a/uid-a
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-a":{"error":""}}}' ]
+  [ "$(ls "$CDIR")" = "" ]
+  [ "$(jq -c .claims "$CP")" = '{}' ]
+}
+
+@test "killed after efsmi made a placement's instance but before the checkpoint recorded it: the restarted plugin destroys that instance (and only it) and the stray spec; the retry makes a new one" {
+  drs_up
+  stop_pid "$DPID"
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's instance: never ours
+  # renames of the prepare's thread: 1 the checkpoint's pending entry, 2 the spec, 3 the checkpoint
+  start_plugin_killed_at 3
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  run prepare v1 ns/p/uid-p
+  [ "$status" -ne 0 ]
+  wait "$DPID" 2>/dev/null || true
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  [ -e "$(spec_of uid-p)" ]
+  [ "$(jq -c '.pending' "$CP")" = '[{"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-p)"
+  grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run prepare v1 ns/p/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  [ "$(jq -r '.claims["uid-p"].devices[0].createdInstance.id' "$CP")" = 1 ]
+  run unprepare v1 ns/p/uid-p
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
+@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin cannot tell which is its own and destroys neither" {
+  drs_up
+  stop_pid "$DPID"
+  start_plugin_killed_at 3
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  run prepare v1 ns/p/uid-p
+  [ "$status" -ne 0 ]
+  wait "$DPID" 2>/dev/null || true
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's, meanwhile
+  restart_plugin
+  wait_for test ! -e "$(spec_of uid-p)"
+  grep -F "card 0: 2 new 1g.11gb DRS instances, but only 1 were being made by us: none destroyed" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  # the retry makes its own, and its unprepare takes only that one back
+  run prepare v1 ns/p/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1 0:1g.11gb:2" ]
+  unprepare v1 ns/p/uid-p >/dev/null
+  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+}
+
+@test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
   up
   put_claim ns a uid-a gcu-0
-  put_claim ns b uid-b gcu-1
   run prepare v1 ns/a/uid-a
   [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
   local sum
   sum=$(sha256sum < "$(spec_of uid-a)")
-  kill -KILL "$DPID"
-  wait "$DPID" 2>/dev/null || true
-  # What a kill leaves: b's spec written, its checkpoint entry not; and a's spec lost.
-  sed 's/uid-a-gcu-0/uid-b-gcu-1/; s/gcu0/gcu1/g' "$(spec_of uid-a)" > "$(spec_of uid-b)"
+  stop_pid "$DPID"
   rm "$(spec_of uid-a)"
   start_plugin
   wait_for test -e "$(spec_of uid-a)"
-  wait_for test ! -e "$(spec_of uid-b)"
   [ "$(sha256sum < "$(spec_of uid-a)")" = "$sum" ]
-  grep -F "removed CDI spec of claim uid-b: not in the checkpoint" "$SCRATCH/dra.log"
-  # kubelet retries b's prepare (it never got an answer): prepared now
-  run prepare v1 ns/b/uid-b ns/a/uid-a
-  [ "$(jq -r '.claims["uid-b"].error' <<<"$output")" = "" ]
+  run prepare v1 ns/a/uid-a
   [ "$(jq -r '.claims["uid-a"].devices[0].device_name' <<<"$output")" = gcu-0 ]
-  [ -e "$(spec_of uid-b)" ]
 }
 
 @test "kubelet restart: both sockets deleted are served again, the plugin registers anew and prepares" {
@@ -255,8 +370,8 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
 }
 
-@test "ResourceSlices: published at start (a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
-  up 2 --drs
+@test "ResourceSlices: published at start (without counters, a card split into DRS instances as its instances); kubelet restart deletes them and its registration puts them back (sockets kept or deleted); SIGTERM removes them" {
+  UP_API=--no-partitionable up 2 --drs
   wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
   run api GET "/apis/resource.k8s.io/v1/resourceslices"
   [ "$(jq -r '[.items[].spec.pool.name] | unique | join(" ")' <<<"$output")" = node1 ]
@@ -330,21 +445,31 @@ in_claim() { "${PM[@]}" run --rm --device "$1" localhost/dra-bb sh -c "$2"; }
 
 DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T "$d")"; done'
 
-@test "podman: the claim's CDI device gives the container exactly the prepared card, gcuctl, libefml and the env" {
-  requires root
-  up 3
-  pm_setup
+# prepare_gcu2: claim ns/c1 (uid-1) for card 2, prepared; its CDI device ID in $CLAIM_ID.
+prepare_gcu2() {
   put_claim ns c1 uid-1 gcu-2
   run prepare v1 ns/c1/uid-1
-  local id
-  id=$(jq -r '.claims["uid-1"].devices[0].cdi_device_ids[0]' <<<"$output")
-  [ "$id" = k8s.gcu.enflame.com/claim=uid-1-gcu-2 ]
-  run in_claim "$id" "$DEVLIST; env; ls /usr/lib/libefml.so.1"
+  CLAIM_ID=$(jq -r '.claims["uid-1"].devices[0].cdi_device_ids[0]' <<<"$output")
+  [ "$CLAIM_ID" = k8s.gcu.enflame.com/claim=uid-1-gcu-2 ]
+}
+# CARD2_PROBE, and has_card2_only on its output ($output, $status): card 2's node and gcuctl and
+# no other card, ENFLAME_VISIBLE_DEVICES=void, libefml mounted.
+CARD2_PROBE='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T "$d")"; done; env; ls /usr/lib/libefml.so.1'
+has_card2_only() {
   echo "$output"
   [ "$status" -eq 0 ]
   [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu2 ee:2 gcuctl ee:ff " ]
   [[ "$output" == *"ENFLAME_VISIBLE_DEVICES=void"* ]]
   [[ "$output" == *"/usr/lib/libefml.so.1"* ]]
+}
+
+@test "podman: the claim's CDI device gives the container exactly the prepared card, gcuctl, libefml and the env" {
+  requires root
+  up 3
+  pm_setup
+  prepare_gcu2
+  run in_claim "$CLAIM_ID" "$CARD2_PROBE"
+  has_card2_only
 }
 
 @test "podman: a DRS instance claim gives the parent card and TOPS_VISIBLE_DEVICES=DRS-<uuid>" {
@@ -363,6 +488,213 @@ DEVLIST='for d in /dev/gcu*; do [ -c "$d" ] && echo "${d#/dev/} $(stat -c %t:%T 
   put_claim ns d2 uid-e gcu-1-drs-3
   run prepare v1 ns/d2/uid-e
   [ "$(jq -r '.claims["uid-e"].error' <<<"$output")" = "claim 'ns/d2': device 'gcu-1-drs-3': card 1 has no DRS instance 3" ]
+}
+
+# --- DRS placements: partitionable devices whose instance a prepare makes ---
+
+@test "DRS placement: published as counters; prepare makes the instance (efsmi lists it), a valid spec with the parent card and TOPS_VISIBLE_DEVICES; a retry makes none; unprepare destroys it" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  [ "$(drs_list)" = "" ]
+  put_claim ns p1 uid-p gcu-1-2g-22gb-1
+  run prepare v1 ns/p1/uid-p
+  [ "$status" -eq 0 ]
+  [ "$output" = '{"claims":{"uid-p":{"devices":[{"request_names":["gpu"],"pool_name":"node1","device_name":"gcu-1-2g-22gb-1","cdi_device_ids":["k8s.gcu.enflame.com/claim=uid-p-gcu-1-2g-22gb-1"]}],"error":""}}}' ]
+  local first=$output
+  [ "$(drs_list)" = "1:2g.22gb:0" ]
+  run "$CTK" cdi validate "$(spec_of uid-p)"
+  [ "$status" -eq 0 ]
+  grep -qE '^ *(- )?path: /dev/gcu1$' "$(spec_of uid-p)"
+  run ! grep -q '/dev/gcu0' "$(spec_of uid-p)"
+  grep -qF 'TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0001-4000-9000-000000000001' "$(spec_of uid-p)"
+  [ "$(jq -c '.claims["uid-p"].devices[0].createdInstance' "$CP")" = '{"card":1,"id":0,"profile":"2g.22gb","uuid":"4c1e9a52-0001-4000-9000-000000000001"}' ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  # kubelet retries (also after the spec went missing): the same answer, no second instance
+  run prepare v1 ns/p1/uid-p
+  [ "$output" = "$first" ]
+  rm "$(spec_of uid-p)"
+  run prepare v1beta1 ns/p1/uid-p
+  [ "$output" = "$first" ]
+  [ -e "$(spec_of uid-p)" ]
+  [ "$(drs_list)" = "1:2g.22gb:0" ]
+  # the slices do not change: with counters the scheduler accounts for the instance
+  [ "$(slice_devices)" = "$(placements 0) $(placements 1)" ]
+  run unprepare v1 ns/p1/uid-p
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""}}}' ]
+  [ "$(drs_list)" = "" ]
+  [ ! -e "$(spec_of uid-p)" ]
+  [ "$(jq -c .claims "$CP")" = '{}' ]
+  # unprepared again (kubelet retries unprepare too): nothing to do, no error
+  run unprepare v1 ns/p1/uid-p
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""}}}' ]
+}
+
+@test "DRS placement: a profile with no room on its card is that claim's error naming card and profile; no spec, no instance; the other claim is prepared; instances made by others are never destroyed" {
+  drs_up
+  # an administrator filled card 1 with two 2g.22gb instances
+  "$EFSMI" -i 1 --drs --create-instance 1 >/dev/null
+  "$EFSMI" -i 1 --drs --create-instance 1 >/dev/null
+  [ "$(drs_list)" = "1:2g.22gb:0 1:2g.22gb:1" ]
+  put_claim ns full uid-f gcu-1-1g-11gb-0
+  put_claim ns ok uid-o gcu-0-1g-11gb-2
+  put_claim ns two uid-t gcu-0-2g-22gb-0 gcu-1-2g-22gb-1
+  run prepare v1 ns/full/uid-f ns/ok/uid-o ns/two/uid-t
+  [ "$status" -eq 0 ]
+  err() { jq -r --arg u "$1" '.claims[$u].error' <<<"$output"; }
+  [ "$(err uid-f)" = "claim 'ns/full': device 'gcu-1-1g-11gb-0': card 1: creating a DRS instance of profile '1g.11gb' (efsmi -i 1 --drs --create-instance 0): efsmi exited 1: 'Error: too many instances: 1 free slice(s) needed on GCU 1'" ]
+  [ "$(err uid-o)" = "" ]
+  # a claim with two placements, the second without room: the first one's instance is taken back
+  [[ "$(err uid-t)" == "claim 'ns/two': device 'gcu-1-2g-22gb-1': card 1: creating a DRS instance of profile '2g.22gb' (efsmi -i 1 --drs --create-instance 1): efsmi exited 1: 'Error: too many instances: "* ]]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-o.yaml" ]
+  [ "$(drs_list)" = "0:1g.11gb:0 1:2g.22gb:0 1:2g.22gb:1" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-o"]' ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run unprepare v1 ns/ok/uid-o ns/full/uid-f
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-f":{"error":""},"uid-o":{"error":""}}}' ]
+  [ "$(drs_list)" = "1:2g.22gb:0 1:2g.22gb:1" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
+# slices_now: node1's slices as the server stores them, without what the server made up
+# (resourceVersion, uid, creationTimestamp), by name.
+slices_now() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -S '[.items[] | {apiVersion, kind, metadata: {name: .metadata.name, ownerReferences: .metadata.ownerReferences}, spec}] | sort_by(.metadata.name)'
+}
+
+# same_as_golden GOT GOLDEN: diff; with ENFLAME_UPDATE_GOLDEN=1 the golden file is rewritten and
+# the test fails (a rewritten golden never approves itself: a person reviews the diff).
+same_as_golden() {
+  if [ "${ENFLAME_UPDATE_GOLDEN:-}" = 1 ]; then
+    cp "$1" "$2"
+    echo "rewrote $2" >&2
+    return 1
+  fi
+  diff -u "$2" "$1"
+}
+
+@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances" {
+  local golden=$TOP/tests/fixtures/dra
+  UP_API= up 2 --drs
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  slices_now > "$SCRATCH/counters.json"
+  same_as_golden "$SCRATCH/counters.json" "$golden/slices-auto-counters.json"
+  stop_pid "$DPID"
+  stop_pid "$APID"
+  rm -rf "$API" && mkdir -p "$API/claims"
+  start_api --no-partitionable
+  start_plugin
+  wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
+  slices_now > "$SCRATCH/instances.json"
+  same_as_golden "$SCRATCH/instances.json" "$golden/slices-auto-no-counters.json"
+  grep -F "dropped" "$SCRATCH/dra.log"
+}
+
+@test "podman: a DRS placement claim gives the parent card only and TOPS_VISIBLE_DEVICES of the instance the prepare made" {
+  requires root
+  drs_up
+  pm_setup
+  put_claim ns p1 uid-p gcu-0-1g-11gb-3
+  run prepare v1 ns/p1/uid-p
+  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  run in_claim k8s.gcu.enflame.com/claim=uid-p-gcu-0-1g-11gb-3 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep '^gcu' <<<"$output" | sort | tr '\n' ' ')" = "gcu0 ee:0 gcuctl ee:ff " ]
+  [[ "$output" == *"TOPS=DRS-4c1e9a52-0000-4000-9000-000000000001"* ]]
+}
+
+# --- containerd 1.7 through the CRI, as kubelet starts a pod's container ---
+
+# cri_setup: containerd 1.7 (Debian 13's, unpacked by scripts/fetch-trixie.sh into the build
+# folder) with the CRI plugin, enable_cdi and cdi_spec_dirs = [$CDIR], every folder under
+# $SCRATCH; it runs in a private mount namespace whose /run is a tmpfs (containerd's fixed
+# /run/containerd paths stay there). The busybox image (CMD sleep, also the sandbox image, as no
+# registry is reachable) is built with podman and imported into containerd's k8s.io namespace.
+# Pods get the cgroup parent $CRI_CG, removed at teardown.
+cri_setup() {
+  requires podman unshare
+  [ -x /bin/busybox ] || skip_or_fail "needs /bin/busybox"
+  local tr=$BUILD_DIR/trixie/usr/bin
+  if [ ! -x "$tr/containerd" ]; then
+    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" containerd > "$SCRATCH/fetch.log" 2>&1 ||
+      skip_or_fail "containerd 1.7 from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
+  fi
+  CTR=("$tr/ctr" --address "$SCRATCH/ctrd/containerd.sock" -n k8s.io)
+  busybox_rootfs "$SCRATCH/rootfs"
+  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
+  podman_conf "$SCRATCH/containers.conf"
+  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change 'CMD ["/bin/sleep", "100000"]' \
+    "$SCRATCH/rootfs.tar" localhost/dra-bb:latest >/dev/null
+  on_teardown 'CONTAINERS_CONF=$SCRATCH/containers.conf podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs rmi -af >/dev/null 2>&1'
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/bb.tar" localhost/dra-bb:latest
+  mkdir -p "$SCRATCH/ctrd" "$SCRATCH/pods"
+  cat > "$SCRATCH/ctrd/config.toml" <<TOML
+version = 2
+root = "$SCRATCH/ctrd/root"
+state = "$SCRATCH/ctrd/state"
+[grpc]
+  address = "$SCRATCH/ctrd/containerd.sock"
+[ttrpc]
+  address = "$SCRATCH/ctrd/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/dra-bb:latest"
+  enable_cdi = true
+  cdi_spec_dirs = ["$CDIR"]
+  # the sandbox's oom_score_adj -998 needs CAP_SYS_RESOURCE, which this machine's bounding set lacks
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$SCRATCH/cni/bin"
+    conf_dir = "$SCRATCH/cni/conf"
+TOML
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c \
+    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
+    ctrd "$tr" "$SCRATCH/ctrd/config.toml" > "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
+  CTRD_PID=$!
+  CRI_CG=/ectk-dra-$$-$RANDOM
+  on_teardown cri_teardown
+  wait_for ctr_up
+  "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
+}
+ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
+cri_teardown() {
+  local id h
+  for id in $("${CTR[@]}" task ls -q 2>/dev/null); do "${CTR[@]}" task kill -s KILL "$id" >/dev/null 2>&1; done
+  for id in $("${CTR[@]}" container ls -q 2>/dev/null); do
+    "${CTR[@]}" task rm -f "$id" >/dev/null 2>&1
+    "${CTR[@]}" container rm "$id" >/dev/null 2>&1
+  done
+  stop_pid "$CTRD_PID"
+  for h in /sys/fs/cgroup/*/; do
+    if [ -d "$h${CRI_CG#/}" ]; then find "$h${CRI_CG#/}" -depth -type d -exec rmdir {} \; 2>/dev/null; fi
+  done
+}
+# in_cri_pod [--cdi-device ID]... -- CMD...: a pod's container through containerd's CRI, as
+# kubelet starts it (fake-cri: RunPodSandbox, CreateContainer with CDI_devices, StartContainer).
+in_cri_pod() {
+  timeout 120 "$BUILD_DIR/k8s/tests/fake-cri" run --socket "$SCRATCH/ctrd/containerd.sock" \
+    --image localhost/dra-bb:latest --log-dir "$SCRATCH/pods" --cgroup-parent "$CRI_CG" "$@"
+}
+
+@test "containerd 1.7 (CRI, enable_cdi): a pod's container given the claim's CDI device as kubelet passes it gets exactly the prepared card, gcuctl, libefml and the env" {
+  requires root
+  up 3
+  cri_setup
+  prepare_gcu2
+  run in_cri_pod --cdi-device "$CLAIM_ID" -- /bin/sh -c "$CARD2_PROBE"
+  has_card2_only
+  # the same pod without the claim's device: no card (what it got came from the spec)
+  run in_cri_pod -- /bin/sh -c "$DEVLIST; echo end"
+  [ "$status" -eq 0 ]
+  [ "$output" = end ]
+  # after unprepare the spec is gone: containerd refuses the device by name
+  unprepare v1 ns/c1/uid-1 >/dev/null
+  run in_cri_pod --cdi-device "$CLAIM_ID" -- /bin/true
+  echo "$output"
+  [ "$status" -eq 125 ]
+  [[ "$output" == *"error: CreateContainer: "*"unresolvable CDI devices k8s.gcu.enflame.com/claim=uid-1-gcu-2"* ]]
 }
 
 # --- bad input, docs, manifests, install ---
