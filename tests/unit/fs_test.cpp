@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -128,7 +130,7 @@ struct InRootCase {
     const char* expect;  // path relative to the root, or nullptr = must fail
 };
 
-class InRoot : public testing::TestWithParam<InRootCase> {
+class InRootBase : public testing::Test {
 protected:
     void SetUp() override {
         stdfs::create_directories(d_ / "usr/lib");
@@ -145,6 +147,7 @@ protected:
     }
     TempDir d_;
 };
+class InRoot : public InRootBase, public testing::WithParamInterface<InRootCase> {};
 
 TEST_P(InRoot, StaysInside) {
     auto root = inject::fs::open_root(d_.path());
@@ -174,6 +177,43 @@ INSTANTIATE_TEST_SUITE_P(
                     InRootCase{"Loop", "/loop1", nullptr},
                     InRootCase{"Missing", "/usr/lib/nope", nullptr}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// openat2 with RESOLVE_IN_ROOT answers EAGAIN when a rename or mount anywhere on the system
+// races a lookup that walks "..": on a busy node (containerd, kubelet and builds renaming files
+// all the time) that is not rare, and a hook failing a container start with "Resource
+// temporarily unavailable" would be our bug. Renames run in another folder while ".." paths
+// resolve; every resolution must succeed and stay inside.
+TEST_F(InRootBase, DotDotSurvivesRenamesElsewhere) {
+    TempDir other;
+    testutil::write_file(other / "a", "x");
+    std::atomic<bool> stop{false};
+    std::thread renamer([&] {
+        const std::string a = other / "a", b = other / "b";
+        while (!stop.load(std::memory_order_relaxed)) {
+            (void)::rename(a.c_str(), b.c_str());
+            (void)::rename(b.c_str(), a.c_str());
+        }
+    });
+    auto root = inject::fs::open_root(d_.path());
+    ASSERT_TRUE(root);
+    const auto want = stdfs::canonical(d_.path()).string() + "/etc/passwd";
+    int failures = 0;
+    std::string first_error;
+    for (int i = 0; i < 20000; ++i) {
+        auto fd = inject::fs::open_in_root(root->get(), "/usr/lib/dotdot/passwd", O_PATH);
+        if (!fd) {
+            if (failures++ == 0) first_error = fd.error().what();
+            continue;
+        }
+        auto p = inject::fs::fd_path(fd->get());
+        if (!p || *p != want) {
+            if (failures++ == 0) first_error = "resolved to " + (p ? *p : std::string("?"));
+        }
+    }
+    stop = true;
+    renamer.join();
+    EXPECT_EQ(failures, 0) << "first: " << first_error;
+}
 
 TEST(ResolveInRoot, GivesTheHostPath) {
     TempDir d;

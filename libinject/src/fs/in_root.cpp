@@ -120,9 +120,17 @@ Result<UniqueFd> open_in_root(int root_fd, std::string_view path, int flags) {
     how.mode = (flags & O_CREAT) ? 0644 : 0;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     const std::string p(path.empty() ? "." : path);
-    long fd = sys_openat2(root_fd, p.c_str(), &how);
-    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-    if (errno == ENOSYS || errno == EPERM) return walk_in_root(root_fd, path, flags);
+    // EAGAIN: a rename or mount somewhere on the system raced a lookup through "..", and the
+    // kernel refuses to vouch for the result (openat2(2)). On a busy node that happens, so
+    // retry; if it keeps happening, the component-by-component walk gives the same answer.
+    constexpr int kEagainRetries = 8;
+    for (int attempt = 0;; ++attempt) {
+        long fd = sys_openat2(root_fd, p.c_str(), &how);
+        if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+        if (errno == ENOSYS || errno == EPERM) return walk_in_root(root_fd, path, flags);
+        if (errno != EAGAIN) break;
+        if (attempt == kEagainRetries) return walk_in_root(root_fd, path, flags);
+    }
     return fail(sys_error("resolving " + p));
 }
 
