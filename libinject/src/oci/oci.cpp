@@ -41,6 +41,28 @@ Result<J*> child_array(J& parent, const char* key, std::string_view where) {
     return &*it;
 }
 
+// The checks of one edit, shared by check_edits() below and the apply_* functions.
+Result<void> check_node(const cdi::DeviceNode& d) {
+    if (d.path.empty() || d.path.front() != '/')
+        return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
+    if (!d.major || !d.minor) return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
+    return ok();
+}
+
+Result<void> check_mount(const cdi::Mount& m) {
+    if (m.container_path.empty() || m.container_path.front() != '/')
+        return fail(Errc::InvalidInput, "mount '" + m.container_path + "': container path is not absolute");
+    return ok();
+}
+
+Result<void> check_hook(const cdi::Hook& h) {
+    if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
+        return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
+    if (h.path.empty() || h.path.front() != '/')
+        return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
+    return ok();
+}
+
 std::string key_of(std::string_view kv) { return std::string(kv.substr(0, kv.find('='))); }
 
 template <typename J>
@@ -89,10 +111,7 @@ Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, b
     J* resources = &(*linux_)["resources"];
     INJECT_TRY(J * rules, child_array(*resources, "devices", "linux.resources.devices"));
     for (const auto& d : nodes) {
-        if (d.path.empty() || d.path.front() != '/')
-            return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
-        if (!d.major || !d.minor)
-            return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
+        INJECT_TRY_VOID(check_node(d));
         if (devices != nullptr) {
             J entry = device_json<J>(d);
             auto same = std::find_if(devices->begin(), devices->end(), [&](const J& e) {
@@ -119,9 +138,7 @@ Result<void> apply_mounts(J& spec, const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return ok();
     INJECT_TRY(J * list, child_array(spec, "mounts", "mounts"));
     for (const auto& m : mounts) {
-        if (m.container_path.empty() || m.container_path.front() != '/')
-            return fail(Errc::InvalidInput,
-                        "mount '" + m.container_path + "': container path is not absolute");
+        INJECT_TRY_VOID(check_mount(m));
         J o = J::object();
         o["destination"] = m.container_path;
         o["type"] = m.type.empty() ? "bind" : m.type;
@@ -141,10 +158,7 @@ Result<void> apply_hooks(J& spec, const std::vector<cdi::Hook>& hooks) {
     if (hooks.empty()) return ok();
     INJECT_TRY(J * all, child_object(spec, "hooks", "hooks"));
     for (const auto& h : hooks) {
-        if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
-            return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
-        if (h.path.empty() || h.path.front() != '/')
-            return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
+        INJECT_TRY_VOID(check_hook(h));
         const std::string where = "hooks." + h.hook_name;
         INJECT_TRY(J * stage, child_array(*all, h.hook_name.c_str(), where));
         J o = J::object();
@@ -196,13 +210,6 @@ Result<const J*> peek_array(const J* parent, const char* key, std::string_view w
     return &*it;
 }
 
-Result<void> check_node(const cdi::DeviceNode& d) {
-    if (d.path.empty() || d.path.front() != '/')
-        return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
-    if (!d.major || !d.minor) return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
-    return ok();
-}
-
 template <typename J>
 Result<void> check_devices(const J& spec, const std::vector<cdi::DeviceNode>& nodes, bool with_nodes) {
     if (nodes.empty()) return ok();
@@ -225,17 +232,12 @@ Result<void> check_edits(const J& spec, const cdi::ContainerEdits& edits) {
     INJECT_TRY_VOID(check_devices(spec, edits.device_nodes, true));
     if (!edits.mounts.empty()) {
         INJECT_TRY_VOID(peek_array(&spec, "mounts", "mounts"));
-        for (const auto& m : edits.mounts)
-            if (m.container_path.empty() || m.container_path.front() != '/')
-                return fail(Errc::InvalidInput, "mount '" + m.container_path + "': container path is not absolute");
+        for (const auto& m : edits.mounts) INJECT_TRY_VOID(check_mount(m));
     }
     if (!edits.hooks.empty()) {
         INJECT_TRY(const J* all, peek_object(&spec, "hooks", "hooks"));
         for (const auto& h : edits.hooks) {
-            if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
-                return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
-            if (h.path.empty() || h.path.front() != '/')
-                return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
+            INJECT_TRY_VOID(check_hook(h));
             INJECT_TRY_VOID(peek_array(all, h.hook_name.c_str(), "hooks." + h.hook_name));
         }
     }
