@@ -14,7 +14,7 @@ runc_cleanup() {
   for c in $(runc --root "$1" list -q 2>/dev/null); do runc --root "$1" delete -f "$c"; done
 }
 
-# shim_bench_setup NAME: what shim.sh and shim_interleaved.sh share. Checks root, runc and the
+# shim_bench_setup NAME: what shim.sh, shim_interleaved.sh and shim_order.sh share. Checks root, runc and the
 # binaries (sets shim, sim, ctk; exits 0 with "NAME: skipped" without root or runc), makes
 # $tmp (removed on exit, with runc's leftovers), builds shim_time, an 8-card simulated host,
 # $tmp/plain.toml, $cli (its [enflame-container-cli] table) and the busybox rootfs.
@@ -26,7 +26,10 @@ shim_bench_setup() {
   ctk=$BUILD_DIR/cdi-gen/enflame-ctk
   local b
   for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "$1: no $b (build it first)" >&2; exit 1; }; done
-  tmp=$(mktemp -d "/tmp/ectk-bench-$1.XXXXXX")
+  # BENCH_TMPDIR: where the bundles (and the rest) live. /tmp by default (a disk here, as for
+  # podman's bundles); containerd and CRI-O keep theirs on tmpfs (/run), which
+  # BENCH_TMPDIR=/dev/shm imitates: there the config.json rewrite waits for no journal.
+  tmp=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/ectk-bench-$1.XXXXXX")
   chmod 755 "$tmp"
   # shellcheck disable=SC2064 # $tmp is fixed now
   trap "runc_cleanup '$tmp/rr'; rm -rf '$tmp'" EXIT

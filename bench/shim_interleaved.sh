@@ -13,8 +13,11 @@
 #                runc) vs runc alone on the config.json the shim wrote (in the same round)
 # Per case: median, p25-p75, the paired per-round difference to its reference (floor, or runc
 # alone for the lifecycle) with a bootstrap 95 % interval of its median, minor page faults
-# (getrusage; perf stat's instruction counter is not available on every VM) and peak RSS.
-# Needs root and runc. RUNS rounds (default 200), SEED for the order (default: random).
+# (getrusage; perf stat's instruction counter is not available on every VM), peak RSS and the
+# CPU time (user + system, and its paired difference: what the load stretches into the wall
+# time, without the waits for a core or the disk).
+# Needs root and runc. RUNS rounds (default 200), SEED for the order (default: random),
+# BENCH_TMPDIR for the bundles' filesystem (default /tmp; /dev/shm for tmpfs like containerd's).
 # BASELINE=/path/to/another/enflame-container-runtime adds its passthrough and creates to the
 # same rounds ("... (baseline)" rows), for a before/after comparison under the same load:
 # medians of two separate runs on a shared machine differ by more than a change's effect.
@@ -52,16 +55,16 @@ runc = "/usr/sbin/runc"
 counter = [0]
 
 def timed(argv, cfg=None, ok=(0,)):
-    """(ms, peak RSS KiB, minor faults) of one run of ARGV through shim_time."""
+    """(ms, peak RSS KiB, minor faults, CPU ms) of one run of ARGV through shim_time."""
     env = dict(env0)
     if cfg: env["ENFLAME_CTK_CONFIG"] = f"{tmp}/{cfg}.toml"
     out = f"{tmp}/last.out"
-    r = subprocess.run([f"{tmp}/shim_time", "-f", "-o", out, "--"] + argv, env=env, capture_output=True,
+    r = subprocess.run([f"{tmp}/shim_time", "-f", "-c", "-o", out, "--"] + argv, env=env, capture_output=True,
                        text=True, check=True)
-    ns, rss, rc, flt = (int(x) for x in r.stdout.split())
+    ns, rss, rc, flt, cpu_us = (int(x) for x in r.stdout.split())
     if rc not in ok:
         sys.exit(f"shim_interleaved: {' '.join(argv)} exited {rc}: {open(out).read().strip()[-2000:]}")
-    return ns / 1e6, rss, flt
+    return ns / 1e6, rss, flt, cpu_us / 1e3
 
 def fresh(kind):
     d = f"{tmp}/b-{kind}"
@@ -74,7 +77,7 @@ def shim_create(kind, cfg, binary=shim):
     return run
 
 def lifecycle(argv0, cfg, kind):
-    """create + start + delete -f of one container; the three times, faults summed, RSS max."""
+    """create + start + delete -f of one container; the three times, faults and CPU summed, RSS max."""
     def run():
         d = fresh("life")
         if kind == "runc": shutil.copy(f"{tmp}/life-edited.json", f"{d}/config.json")
@@ -83,7 +86,7 @@ def lifecycle(argv0, cfg, kind):
         parts = [timed(argv0 + ["--root", rr, "create", "--bundle", d, cid], cfg),
                  timed(argv0 + ["--root", rr, "start", cid], cfg),
                  timed(argv0 + ["--root", rr, "delete", "-f", cid], cfg)]
-        return sum(p[0] for p in parts), max(p[1] for p in parts), sum(p[2] for p in parts)
+        return sum(p[0] for p in parts), max(p[1] for p in parts), sum(p[2] for p in parts), sum(p[3] for p in parts)
     return run
 
 # The reference lifecycle starts from the config.json the shim writes for that bundle.
@@ -117,6 +120,7 @@ what.update({k + " (baseline)": what[k] + ", " + baseline for k in ("passthrough
 rng = random.Random(seed)
 ms = {k: [] for k in list(cases) + list(noise)}
 flt = {k: [] for k in ms}
+cpu = {k: [] for k in ms}
 rss = {k: 0 for k in ms}
 for f in list(cases.values()) + list(noise.values()): f()  # warm-up
 for _ in range(runs):
@@ -125,10 +129,10 @@ for _ in range(runs):
     for name, f in order:
         # A Go binary or two between every pair of our calls, as on a node.
         for nn in rng.sample(list(noise), rng.randint(1, 2)):
-            t, r, fl = noise[nn]()
-            ms[nn].append(t); flt[nn].append(fl); rss[nn] = max(rss[nn], r)
-        t, r, fl = f()
-        ms[name].append(t); flt[name].append(fl); rss[name] = max(rss[name], r)
+            t, r, fl, c = noise[nn]()
+            ms[nn].append(t); flt[nn].append(fl); cpu[nn].append(c); rss[nn] = max(rss[nn], r)
+        t, r, fl, c = f()
+        ms[name].append(t); flt[name].append(fl); cpu[name].append(c); rss[name] = max(rss[name], r)
 
 def q(s):
     return statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else [s[0]] * 3
@@ -139,22 +143,27 @@ def boot_ci(d, n=2000):
     return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
 
 print(f"shim_interleaved: {runs} rounds, random order each round (seed {seed}), 1-2 runc calls before "
-      "every case; ms; RSS = peak of the child in MiB; faults = minor page faults (median)")
-print(f"{'case':24} {'median':>8} {'p25-p75':>15} {'faults':>7} {'RSS':>6}   {'paired diff vs ref, median [95% CI]':>40}")
+      "every case; ms; RSS = peak of the child in MiB; faults = minor page faults (median); cpu = the\n"
+      "child's CPU ms (user + system, median) and its paired difference: the work, without the waits")
+print(f"{'case':24} {'median':>8} {'p25-p75':>15} {'faults':>7} {'RSS':>6} {'cpu':>6} {'cpu diff':>8}"
+      f"   {'paired diff vs ref, median [95% CI]':>40}")
 detail = {"seed": seed, "cases": {}}
 for name in ms:
     s = ms[name]
     qq = q(s)
-    line = f"{name:24} {statistics.median(s):8.3f} {qq[0]:7.3f}-{qq[2]:<7.3f} {statistics.median(flt[name]):7.0f} {rss[name]/1024:6.2f}"
+    line = (f"{name:24} {statistics.median(s):8.3f} {qq[0]:7.3f}-{qq[2]:<7.3f} {statistics.median(flt[name]):7.0f} "
+            f"{rss[name]/1024:6.2f} {statistics.median(cpu[name]):6.3f}")
     dd = None
     if name in ref:
         d = [a - b for a, b in zip(s, ms[ref[name]])]
+        dc = statistics.median(a - b for a, b in zip(cpu[name], cpu[ref[name]]))
         lo, hi = boot_ci(d)
-        dd = {"median_ms": statistics.median(d), "ci95_ms": [lo, hi], "vs": ref[name]}
-        line += f"   {statistics.median(d):+8.3f} [{lo:+.3f}, {hi:+.3f}] vs {ref[name]}"
+        dd = {"median_ms": statistics.median(d), "ci95_ms": [lo, hi], "vs": ref[name], "cpu_median_ms": dc}
+        line += f" {dc:+8.3f}   {statistics.median(d):+8.3f} [{lo:+.3f}, {hi:+.3f}] vs {ref[name]}"
     print(line)
     detail["cases"][name] = {"what": what[name], "median_ms": statistics.median(s), "p25_ms": qq[0], "p75_ms": qq[2],
                              "minor_faults_median": statistics.median(flt[name]), "peak_rss_kib": rss[name],
+                             "cpu_ms_median": statistics.median(cpu[name]),
                              "paired_diff": dd}
 
 rows = []

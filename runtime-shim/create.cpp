@@ -43,13 +43,6 @@ Result<Json> parse_json(const std::string& text, const std::string& path) {
     }
 }
 
-Result<std::string> dump_json(const Json& doc) {
-    try {
-        return doc.dump();
-    } catch (const std::exception& e) {
-        return fail(Errc::Internal, std::string("serializing config.json: ") + e.what());
-    }
-}
 
 /// A request needs one of these strings; a config.json without them is passed through
 /// without being parsed. (A request spelled with JSON \u escapes is not seen: nobody writes that.)
@@ -310,7 +303,7 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
         INJECT_TRY_CTX(inject::oci::allow_devices(doc, nodes), path);
         rules = nodes.size();
     }
-    INJECT_TRY(auto json, dump_json(doc));
+    INJECT_TRY(auto json, inject::oci::dump(doc));
     // Atomic but not fsynced: the runtime reads it within milliseconds, and after a crash
     // the container it describes is gone anyway (fsync cost 3-9 ms here).
     inject::fs::AtomicWriteOptions wopts;

@@ -9,6 +9,7 @@ PKGS=(
   build-essential cmake pkg-config git ccache
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libseccomp-dev libcap-dev
   libtomlplusplus-dev googletest libgtest-dev
+  lld              # the release shim's link in hot-path order (runtime-shim/shim.order; GNU ld without it)
   # the Kubernetes plane (k8s/): gRPC and protobuf, compiled with Debian's protoc
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the exporter's metrics (prometheus-cpp) and HTTP (civetweb), the DRA plugin's API-server client (libcurl)

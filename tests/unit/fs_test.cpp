@@ -70,6 +70,31 @@ TEST(AtomicWrite, TempNameIsADotFileOnlyWhenAsked) {
         << "no temp file left";
 }
 
+// Not durable (the shim's config.json): the old file goes by a name exchange, not a rename
+// over it; the result is the same for a reader: new content, old mode, nothing left behind,
+// and a reader that opened the old file still reads all of it.
+TEST(AtomicWrite, NotDurableCreatesAndReplaces) {
+    TempDir d;
+    const auto p = d / "config.json";
+    inject::fs::AtomicWriteOptions o;
+    o.durable = false;
+    ASSERT_TRUE(inject::fs::atomic_write(p, "first", o)) << "a new file (nothing to exchange with)";
+    EXPECT_EQ(testutil::read_file(p), "first");
+    ::chmod(p.c_str(), 0600);
+    inject::fs::UniqueFd old(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(old.valid());
+    ASSERT_TRUE(inject::fs::atomic_write(p, "second, longer", o));
+    EXPECT_EQ(testutil::read_file(p), "second, longer");
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << "an existing file keeps its mode";
+    EXPECT_EQ(std::distance(stdfs::directory_iterator(d.path()), stdfs::directory_iterator{}), 1)
+        << "no temp file and no old file left";
+    char buf[16] = {};
+    EXPECT_EQ(::read(old.get(), buf, sizeof buf), 5);
+    EXPECT_EQ(std::string(buf), "first");
+}
+
 TEST(AtomicWrite, RefusesSymlinkAndDirectory) {
     TempDir d;
     testutil::write_file(d / "target", "keep");

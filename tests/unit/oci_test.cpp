@@ -137,6 +137,22 @@ const std::vector<BadCase> kBadCases = {
      "device node '/dev/gcu0': major/minor unknown"},
     {"RelativeMount", "{}", [](auto& e) { e.mounts[0].container_path = "lib"; },
      "mount 'lib': container path is not absolute"},
+    // Each met after earlier edits went in (so the spec must be checked before any edit).
+    {"ProcessNull", R"({"process":null})", [](auto&) {}, "config.json: 'process' is not an object"},
+    {"LinuxDevicesNotArray", R"({"linux":{"devices":{}}})", [](auto&) {},
+     "config.json: 'linux.devices' is not an array"},
+    {"ResourcesNotObject", R"({"linux":{"resources":[]}})", [](auto&) {},
+     "config.json: 'linux.resources' is not an object"},
+    {"RulesNotArray", R"({"linux":{"resources":{"devices":"all"}}})", [](auto&) {},
+     "config.json: 'linux.resources.devices' is not an array"},
+    {"HooksNotObject", R"({"hooks":[]})", [](auto&) {}, "config.json: 'hooks' is not an object"},
+    {"RelativeHook", "{}", [](auto& e) { e.hooks[0].path = "enflame-ctk"; },
+     "hook 'enflame-ctk': path is not absolute"},
+    {"UserNotObject", R"({"process":{"user":7}})", [](auto&) {}, "config.json: 'process.user' is not an object"},
+    {"GidsNotArray", R"({"process":{"user":{"additionalGids":{}}}})", [](auto&) {},
+     "config.json: 'process.user.additionalGids' is not an array"},
+    {"OnlyGidZeroStillChecked", R"({"process":{"user":{"additionalGids":1}}})",
+     [](auto& e) { e.additional_gids = {0}; }, "config.json: 'process.user.additionalGids' is not an array"},
 };
 
 class OciBadTest : public ::testing::TestWithParam<BadCase> {};
@@ -207,3 +223,36 @@ TEST(FillDeviceNumbers, Errors) {
 }
 
 }  // namespace
+
+// The shim writes config.json with oci::dump: byte for byte what nlohmann's dump() writes,
+// for everything a spec can hold (its fast path copies printable ASCII whole).
+TEST(OciDump, SameBytesAsNlohmann) {
+    const char* docs[] = {
+        kRuncSpec,
+        R"({"a":"quote \" backslash \\ slash / tab \t nl \n cr \r bs \b ff \f","b":"\u0001\u001f\u007f"})",
+        R"({"only a quote":"say \"hi\"","only a backslash":"C:\\x","ctl":"bell \u0007"})",
+        R"({"utf8":"gr\u00fc\u00df \u20ac \ud83d\ude00","k\u00e9y":[]})",
+        R"({"n":[0,-1,1,9223372036854775807,-9223372036854775808,18446744073709551615,1.5,-0.0,1e300,2.5e-7]})",
+        R"({"e":{},"a":[],"nested":[[{}],{"x":[null,true,false]}],"":""})",
+        R"([1,"two",{"three":3}])",
+        R"("just a string")",
+        R"(null)",
+    };
+    for (const char* d : docs) {
+        const auto doc = ordered_json::parse(d);
+        auto out = oci::dump(doc);
+        ASSERT_TRUE(out) << d;
+        EXPECT_EQ(*out, doc.dump()) << d;
+    }
+    ordered_json edited = ordered_json::parse(kRuncSpec);
+    ASSERT_TRUE(oci::apply(edited, card_edits()));
+    EXPECT_EQ(*oci::dump(edited), edited.dump());
+}
+
+TEST(OciDump, NotUtf8IsAnError) {
+    ordered_json doc = {{"env", std::string("A=\xff\xfe")}};
+    auto out = oci::dump(doc);
+    ASSERT_FALSE(out);
+    EXPECT_EQ(out.error().code(), inject::Errc::InvalidInput);
+    EXPECT_NE(out.error().what().find("serializing config.json: "), std::string::npos) << out.error().what();
+}

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -50,6 +51,24 @@ Result<void> write_all(int fd, std::string_view data, const std::string& what) {
     return ok();
 }
 
+/// Puts `tmp` in the place of `path`. A plain rename over an existing file makes ext4 (its
+/// default auto_da_alloc) start writing the new file's data back inside the rename, for files
+/// never fsynced: 0.06 ms on an idle disk, milliseconds on a busy one, on every container start
+/// for the shim's config.json. Exchanging the two names (one atomic step: `path` holds one
+/// whole version at every moment, as with rename) and then removing the old file does not.
+/// Falls back to rename where there is nothing to exchange with or the filesystem cannot.
+Result<void> replace_not_durable(const std::string& tmp, const std::string& path) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+        if (::unlink(tmp.c_str()) != 0)
+            return fail(sys_error("removing the previous " + path + " (now " + tmp + ")"));
+        return ok();
+    }
+    if (errno != ENOENT && errno != EINVAL && errno != ENOSYS)
+        return fail(sys_error("exchanging " + tmp + " and " + path));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_error("renaming " + tmp + " to " + path));
+    return ok();
+}
+
 std::string dir_of(const std::string& path) {
     auto slash = path.rfind('/');
     if (slash == std::string::npos) return ".";
@@ -88,8 +107,11 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
     if (r && ::fchmod(fd.get(), mode) != 0) r = fail(sys_error("setting the mode of " + tmp));
     if (r && opts.durable && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + tmp));
     if (r && ::close(fd.release()) != 0) r = fail(sys_error("closing " + tmp));
-    if (r && ::rename(tmp.c_str(), path.c_str()) != 0)
+    if (r && !opts.durable) {
+        r = replace_not_durable(tmp, path);
+    } else if (r && ::rename(tmp.c_str(), path.c_str()) != 0) {
         r = fail(sys_error("renaming " + tmp + " to " + path));
+    }
     if (!r) {
         cleanup();
         return r;

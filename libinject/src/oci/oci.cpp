@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <string>
 
 namespace inject::oci {
 namespace {
@@ -37,6 +39,28 @@ Result<J*> child_array(J& parent, const char* key, std::string_view where) {
     if (it == parent.end() || it->is_null()) return &(parent[key] = J::array());
     if (!it->is_array()) return not_a(where, "an array");
     return &*it;
+}
+
+// The checks of one edit, shared by check_edits() below and the apply_* functions.
+Result<void> check_node(const cdi::DeviceNode& d) {
+    if (d.path.empty() || d.path.front() != '/')
+        return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
+    if (!d.major || !d.minor) return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
+    return ok();
+}
+
+Result<void> check_mount(const cdi::Mount& m) {
+    if (m.container_path.empty() || m.container_path.front() != '/')
+        return fail(Errc::InvalidInput, "mount '" + m.container_path + "': container path is not absolute");
+    return ok();
+}
+
+Result<void> check_hook(const cdi::Hook& h) {
+    if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
+        return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
+    if (h.path.empty() || h.path.front() != '/')
+        return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
+    return ok();
 }
 
 std::string key_of(std::string_view kv) { return std::string(kv.substr(0, kv.find('='))); }
@@ -87,10 +111,7 @@ Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, b
     J* resources = &(*linux_)["resources"];
     INJECT_TRY(J * rules, child_array(*resources, "devices", "linux.resources.devices"));
     for (const auto& d : nodes) {
-        if (d.path.empty() || d.path.front() != '/')
-            return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
-        if (!d.major || !d.minor)
-            return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
+        INJECT_TRY_VOID(check_node(d));
         if (devices != nullptr) {
             J entry = device_json<J>(d);
             auto same = std::find_if(devices->begin(), devices->end(), [&](const J& e) {
@@ -117,9 +138,7 @@ Result<void> apply_mounts(J& spec, const std::vector<cdi::Mount>& mounts) {
     if (mounts.empty()) return ok();
     INJECT_TRY(J * list, child_array(spec, "mounts", "mounts"));
     for (const auto& m : mounts) {
-        if (m.container_path.empty() || m.container_path.front() != '/')
-            return fail(Errc::InvalidInput,
-                        "mount '" + m.container_path + "': container path is not absolute");
+        INJECT_TRY_VOID(check_mount(m));
         J o = J::object();
         o["destination"] = m.container_path;
         o["type"] = m.type.empty() ? "bind" : m.type;
@@ -139,10 +158,7 @@ Result<void> apply_hooks(J& spec, const std::vector<cdi::Hook>& hooks) {
     if (hooks.empty()) return ok();
     INJECT_TRY(J * all, child_object(spec, "hooks", "hooks"));
     for (const auto& h : hooks) {
-        if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
-            return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
-        if (h.path.empty() || h.path.front() != '/')
-            return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
+        INJECT_TRY_VOID(check_hook(h));
         const std::string where = "hooks." + h.hook_name;
         INJECT_TRY(J * stage, child_array(*all, h.hook_name.c_str(), where));
         J o = J::object();
@@ -169,21 +185,145 @@ Result<void> apply_gids(J& spec, const std::vector<std::uint32_t>& gids) {
     return ok();
 }
 
+// check_edits: every error the apply_* functions above can meet, found without touching the
+// spec, in the order they would meet them (the same first error). apply_impl used to apply
+// to a deep copy and swap it in; copying and freeing the whole document was a tenth of the
+// shim's work on a create.
+
+/// `parent[key]` as child_object() would see it: nullptr when absent (or when `parent` is).
+template <typename J>
+Result<const J*> peek_object(const J* parent, const char* key, std::string_view where) {
+    if (parent == nullptr) return static_cast<const J*>(nullptr);
+    auto it = parent->find(key);
+    if (it == parent->end()) return static_cast<const J*>(nullptr);
+    if (!it->is_object()) return not_a(where, "an object");
+    return &*it;
+}
+
+/// `parent[key]` as child_array() would see it: nullptr when absent or null.
+template <typename J>
+Result<const J*> peek_array(const J* parent, const char* key, std::string_view where) {
+    if (parent == nullptr) return static_cast<const J*>(nullptr);
+    auto it = parent->find(key);
+    if (it == parent->end() || it->is_null()) return static_cast<const J*>(nullptr);
+    if (!it->is_array()) return not_a(where, "an array");
+    return &*it;
+}
+
+template <typename J>
+Result<void> check_devices(const J& spec, const std::vector<cdi::DeviceNode>& nodes, bool with_nodes) {
+    if (nodes.empty()) return ok();
+    INJECT_TRY(const J* linux_, peek_object(&spec, "linux", "linux"));
+    if (with_nodes) INJECT_TRY_VOID(peek_array(linux_, "devices", "linux.devices"));
+    INJECT_TRY(const J* resources, peek_object(linux_, "resources", "linux.resources"));
+    INJECT_TRY_VOID(peek_array(resources, "devices", "linux.resources.devices"));
+    for (const auto& d : nodes) INJECT_TRY_VOID(check_node(d));
+    return ok();
+}
+
+template <typename J>
+Result<void> check_edits(const J& spec, const cdi::ContainerEdits& edits) {
+    if (!edits.env.empty()) {
+        INJECT_TRY(const J* process, peek_object(&spec, "process", "process"));
+        INJECT_TRY(const J* list, peek_array(process, "env", "process.env"));
+        if (list != nullptr && !std::all_of(list->begin(), list->end(), [](const J& e) { return e.is_string(); }))
+            return not_a("process.env", "an array of strings");
+    }
+    INJECT_TRY_VOID(check_devices(spec, edits.device_nodes, true));
+    if (!edits.mounts.empty()) {
+        INJECT_TRY_VOID(peek_array(&spec, "mounts", "mounts"));
+        for (const auto& m : edits.mounts) INJECT_TRY_VOID(check_mount(m));
+    }
+    if (!edits.hooks.empty()) {
+        INJECT_TRY(const J* all, peek_object(&spec, "hooks", "hooks"));
+        for (const auto& h : edits.hooks) {
+            INJECT_TRY_VOID(check_hook(h));
+            INJECT_TRY_VOID(peek_array(all, h.hook_name.c_str(), "hooks." + h.hook_name));
+        }
+    }
+    if (!edits.additional_gids.empty()) {
+        INJECT_TRY(const J* process, peek_object(&spec, "process", "process"));
+        INJECT_TRY(const J* user, peek_object(process, "user", "process.user"));
+        INJECT_TRY_VOID(peek_array(user, "additionalGids", "process.user.additionalGids"));
+    }
+    return ok();
+}
+
 template <typename J>
 Result<void> apply_impl(J& spec, const cdi::ContainerEdits& edits) {
     if (!spec.is_object()) return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
     // Check every edit before touching the spec, so a bad edit leaves it as it was.
-    J copy = spec;
-    INJECT_TRY_VOID(apply_env(copy, edits.env));
-    INJECT_TRY_VOID(apply_devices(copy, edits.device_nodes));
-    INJECT_TRY_VOID(apply_mounts(copy, edits.mounts));
-    INJECT_TRY_VOID(apply_hooks(copy, edits.hooks));
-    INJECT_TRY_VOID(apply_gids(copy, edits.additional_gids));
-    spec = std::move(copy);
+    INJECT_TRY_VOID(check_edits(spec, edits));
+    INJECT_TRY_VOID(apply_env(spec, edits.env));
+    INJECT_TRY_VOID(apply_devices(spec, edits.device_nodes));
+    INJECT_TRY_VOID(apply_mounts(spec, edits.mounts));
+    INJECT_TRY_VOID(apply_hooks(spec, edits.hooks));
+    INJECT_TRY_VOID(apply_gids(spec, edits.additional_gids));
     return ok();
 }
 
+/// Printable ASCII without '"' and '\\': what dump() copies as it is.
+bool plain_ascii(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
+void dump_string(const std::string& s, std::string& out) {
+    if (plain_ascii(s)) {
+        out += '"';
+        out += s;
+        out += '"';
+    } else {
+        out += nlohmann::ordered_json(s).dump();  // its escapes and its UTF-8 check
+    }
+}
+
+void dump_to(const nlohmann::ordered_json& j, std::string& out) {
+    using V = nlohmann::ordered_json::value_t;
+    switch (j.type()) {
+    case V::object: {
+        out += '{';
+        bool first = true;
+        for (const auto& [k, v] : j.items()) {
+            if (!first) out += ',';
+            first = false;
+            dump_string(k, out);
+            out += ':';
+            dump_to(v, out);
+        }
+        out += '}';
+        return;
+    }
+    case V::array: {
+        out += '[';
+        bool first = true;
+        for (const auto& v : j) {
+            if (!first) out += ',';
+            first = false;
+            dump_to(v, out);
+        }
+        out += ']';
+        return;
+    }
+    case V::string: dump_string(j.get_ref<const std::string&>(), out); return;
+    case V::boolean: out += j.get<bool>() ? "true" : "false"; return;
+    case V::number_integer: out += std::to_string(j.get<std::int64_t>()); return;
+    case V::number_unsigned: out += std::to_string(j.get<std::uint64_t>()); return;
+    default: out += j.dump(); return;  // null, floats (its own number format), binary
+    }
+}
+
 }  // namespace
+
+Result<std::string> dump(const nlohmann::ordered_json& spec) {
+    try {
+        std::string out;
+        out.reserve(8192);
+        dump_to(spec, out);
+        return out;
+    } catch (const nlohmann::json::exception& e) {
+        return fail(Errc::InvalidInput, std::string("serializing config.json: ") + e.what());
+    }
+}
 
 Result<void> apply(nlohmann::json& spec, const cdi::ContainerEdits& edits) {
     return apply_impl(spec, edits);
@@ -195,10 +335,8 @@ Result<void> apply(nlohmann::ordered_json& spec, const cdi::ContainerEdits& edit
 
 Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes) {
     if (!spec.is_object()) return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
-    nlohmann::ordered_json copy = spec;
-    INJECT_TRY_VOID(apply_devices(copy, nodes, false));
-    spec = std::move(copy);
-    return ok();
+    INJECT_TRY_VOID(check_devices(spec, nodes, false));
+    return apply_devices(spec, nodes, false);
 }
 
 Result<void> fill_device_numbers(cdi::ContainerEdits& edits) {
