@@ -26,9 +26,10 @@ struct Wire {
     unsigned len;
 };
 
-void send(int fd, const Result<void>& r) {
+/// The child's answer: an error, or the text its function returned (at most 4000 bytes).
+void send(int fd, const Result<std::string>& r) {
     Wire w{r ? 1 : 0, r ? 0 : static_cast<int>(r.error().code()), r ? 0 : r.error().sys_errno(), 0};
-    std::string msg = r ? std::string() : r.error().what();
+    std::string msg = r ? *r : r.error().what();
     if (msg.size() > 4000) msg.resize(4000);
     w.len = static_cast<unsigned>(msg.size());
     std::string buf(reinterpret_cast<const char*>(&w), sizeof w);
@@ -65,7 +66,8 @@ Result<void> make_node(int root_fd, const cdi::DeviceNode& n, const ApplyOptions
 
 }  // namespace
 
-Result<void> in_mount_namespace(const std::string& mount_namespace, const std::function<Result<void>()>& fn) {
+Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
+                                            const std::function<Result<std::string>()>& fn) {
     fs::UniqueFd ns;
     if (!mount_namespace.empty()) {
         ns.reset(::open(mount_namespace.c_str(), O_RDONLY | O_CLOEXEC));
@@ -78,7 +80,7 @@ Result<void> in_mount_namespace(const std::string& mount_namespace, const std::f
     if (pid < 0) return fail(sys_error("fork"));
     if (pid == 0) {
         rd.reset();
-        Result<void> r = ok();
+        Result<std::string> r = std::string();
         if (ns.valid() && ::setns(ns.get(), CLONE_NEWNS) != 0) r = fail(sys_error("entering " + mount_namespace));
         if (r) r = fn();
         send(wr.get(), r);
@@ -100,8 +102,17 @@ Result<void> in_mount_namespace(const std::string& mount_namespace, const std::f
         return fail(Errc::Internal, "namespace helper ended without a result (status " + std::to_string(status) + ")");
     Wire w{};
     std::memcpy(&w, buf.data(), sizeof w);
-    if (w.ok) return ok();
+    if (w.ok) return buf.substr(sizeof w, w.len);
     return fail(Errc(w.code), buf.substr(sizeof w, w.len), w.err);
+}
+
+Result<void> in_mount_namespace(const std::string& mount_namespace, const std::function<Result<void>()>& fn) {
+    auto r = in_mount_namespace_text(mount_namespace, [&]() -> Result<std::string> {
+        INJECT_TRY_VOID(fn());
+        return std::string();
+    });
+    if (!r) return fail(std::move(r).error());
+    return ok();
 }
 
 Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const ApplyOptions& opts) {
