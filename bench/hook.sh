@@ -17,7 +17,7 @@
 # Rows (common schema, bench/benchlib.py, to $BENCH_JSON): each hook variant against the
 # /bin/true hook (so only our hook's work is "added"), and the /bin/true hook against plain.
 # Starts are timed with shim_time around `runc run` (private runc root). Peak RSS of the hook
-# itself: runc, not we, starts it, so after the timed loop every variant runs 3 more times,
+# itself: runc, not we, starts it, so after the timed loop every variant runs 9 more times,
 # untimed, with the hook wrapped as `shim_time -k -r FILE -- hook prestart` (stdin kept for
 # the OCI state; shim_time appends the hook's own wall time and peak RSS to FILE).
 # Needs root, runc and the build's hook and simulated host builder.
@@ -136,25 +136,28 @@ for i in range(runs):
     # every other round in reverse, so no variant always runs right after another
     for _, b in (variants if i % 2 == 0 else variants[::-1]):
         times[b].append(start(b))
-# The hook's own peak RSS: 3 untimed starts per variant with the hook under shim_time.
-hook_rss = {}
+# The hook's own peak RSS and wall time: 9 untimed starts per variant with the hook under shim_time.
+hook_rss, hook_ms = {}, {}
 for _, b in variants[1:]:
-    for _ in range(3):
+    for _ in range(9):
         start(f"{b}-rss")
     res = bl.read_results(f"{tmp}/{b}.rss")
-    if len(res) != 3 or any(rc != 0 for _, _, rc in res):
+    if len(res) != 9 or any(rc != 0 for _, _, rc in res):
         sys.exit(f"hook bench: the wrapped hook of {b} reported {res}")
     hook_rss[b] = max(kib for _, kib, _ in res)
+    hook_ms[b] = statistics.median(ms for ms, _, _ in res)
 print(f"runc run of `true`, {runs} starts per variant, alternating; milliseconds; RSS of the hook in MiB")
-print(f"{'variant':<16} {'median':>8} {'p25-p75':>15} {'ratio':>7} {'added':>8} {'vs true':>8} {'hook RSS':>8}"
-      "  (ratio, added: vs plain; vs true: vs the /bin/true hook)")
+print(f"{'variant':<16} {'median':>8} {'p25-p75':>15} {'ratio':>7} {'added':>8} {'vs true':>8} {'hook RSS':>8} {'hook ms':>8}")
+print("  (ratio, added: vs plain; vs true: vs the /bin/true hook; hook ms: the hook process's own wall time,")
+print("   median of the 9 wrapped runs, /bin/true's for the /bin/true hook)")
 base = statistics.median(times["plain"])
 tbase = statistics.median(times["true-hook"])
 for name, b in variants:
     s = bl.side(name, times[b])
     print(f"{name:<16} {s['median_ms']:8.2f} {s['p25_ms']:7.2f}-{s['p75_ms']:<7.2f} {s['median_ms'] / base:7.2f} "
           f"{s['median_ms'] - base:+8.2f} {s['median_ms'] - tbase:+8.2f} "
-          f"{hook_rss[b] / 1024 if b in hook_rss else float('nan'):8.2f}")
+          f"{hook_rss[b] / 1024 if b in hook_rss else float('nan'):8.2f} "
+          f"{hook_ms[b] if b in hook_ms else float('nan'):8.2f}")
 def sd(b, what):
     return bl.side(what, times[b], hook_rss.get(b))
 rows = [bl.row("hook", "runc running a prestart hook at all (/bin/true)", runs,
@@ -167,6 +170,6 @@ cases = {"1-full": "1 card, libefml, ldconfig", "8-full": "8 cards, libefml, ldc
 for name, b in variants[2:]:
     case = f"prestart hook, {cases[b]}"
     rows.append(bl.row("hook", case, runs, sd(b, f"runc run + our hook ({name})"), tref,
-                       note="RSS is the hook process's own (3 untimed wrapped runs)"))
+                       note="RSS is the hook process's own (9 untimed wrapped runs)"))
 bl.write(out_json, "hook", runs, rows)
 PY

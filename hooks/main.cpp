@@ -110,18 +110,28 @@ Result<void> run(const std::string& stage) {
     log::debug("edits from {}{} after {} us", request::edits_source_name(picked.source),
                picked.backend.empty() ? "" : " (" + picked.backend + ")", since(t0));
     log::debug("edits built after {} us", since(t0));
-    INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), "injecting into container " + state.id);
+    const std::string ctx = "injecting into container " + state.id;
+    // With libraries, the child that applies the edits also checks the container's ldcache
+    // (and writes the conf.d file when ldconfig must run): one process fewer.
+    auto folders = library_folders(edits);
+    hook::LdcacheOptions lo;
+    lo.ldconfig = cfg.cli.ldconfig;
+    lo.folders = folders;
+    lo.mount_namespace = "/proc/" + std::to_string(state.pid) + "/ns/mnt";
+    lo.libraries = libraries(edits);
+    bool need_ldconfig = false;
+    if (folders.empty()) {
+        INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), ctx);
+    } else {
+        auto r = hook::apply_edits_and_prepare_ldcache(state.pid, bundle.rootfs, edits, lo);
+        if (!r) return fail(std::move(r).error().context(ctx));
+        need_ldconfig = *r;
+    }
     log::debug("edits applied after {} us", since(t0));
     INJECT_TRY_CTX(hook::allow_devices(state.pid, edits.device_nodes, bundle.device_rules),
                    "device cgroup of container " + state.id);
-    auto folders = library_folders(edits);
-    if (!folders.empty()) {
-        hook::LdcacheOptions lo;
-        lo.ldconfig = cfg.cli.ldconfig;
-        lo.folders = folders;
-        lo.mount_namespace = "/proc/" + std::to_string(state.pid) + "/ns/mnt";
-        lo.libraries = libraries(edits);
-        INJECT_TRY_CTX(hook::update_ldcache(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
+    if (need_ldconfig) {
+        INJECT_TRY_CTX(hook::run_ldconfig(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
     }
     log::info("container {}: {} device nodes, {} mounts, {} library folders in {} us", state.id,
               edits.device_nodes.size(), edits.mounts.size(), folders.size(), since(t0));

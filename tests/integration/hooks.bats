@@ -342,7 +342,7 @@ start_with_card() {
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "=> /usr/lib/libefml"
   echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
-  grep -F "already resolves every library (1 files): ldconfig not run" "$SCRATCH/hook.log"
+  grep -F "already resolves every mounted library (3 mounts): ldconfig not run" "$SCRATCH/hook.log"
   # 3. a cache of other folders only (the image's own): ldconfig runs again
   mkdir -p "$SCRATCH/empty-lib"
   /sbin/ldconfig -X -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -f /dev/null "$SCRATCH/empty-lib"
@@ -362,6 +362,15 @@ start_with_card() {
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "=> /usr/lib/libefml"
   grep -F "needs an update: ld.so.cache: byte" "$SCRATCH/hook.log"
+  # 5. a FIFO in its place (a plain open would block the hook): not read, ldconfig runs
+  rm "$SCRATCH/b/rootfs/etc/ld.so.cache"
+  mkfifo "$SCRATCH/b/rootfs/etc/ld.so.cache"
+  : > "$SCRATCH/hook.log"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  grep -F "needs an update: /etc/ld.so.cache is not a regular file" "$SCRATCH/hook.log"
 }
 
 @test "podman --hooks-dir: the prestart hook from hooks.d (annotation-triggered), runc" {

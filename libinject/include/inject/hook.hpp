@@ -140,6 +140,18 @@ struct LdcacheOptions {
 /// done when the cache already resolves them all (debug log "... ldconfig not run").
 [[nodiscard]] Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opts);
 
+/// The second half of update_ldcache(): the host ldconfig in the sandbox, chrooted into
+/// `rootfs` in `opts.mount_namespace` (the conf.d file is written already).
+[[nodiscard]] Result<void> run_ldconfig(const std::string& rootfs, const LdcacheOptions& opts);
+
+/// apply_edits() and, in the same child (one process fewer on a hook's path), the first half
+/// of update_ldcache(): the cache check against `lo.libraries` and, unless the cache already
+/// resolves them, the conf.d file. True when ldconfig must still run: run_ldconfig(rootfs, lo)
+/// (`lo.mount_namespace` must then be the namespace of `pid`).
+[[nodiscard]] Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs,
+                                                           const cdi::ContainerEdits& edits, const LdcacheOptions& lo,
+                                                           const ApplyOptions& opts = {});
+
 /// The conf.d file update_ldcache() writes.
 inline constexpr std::string_view kLdconfConfPath = "/etc/ld.so.conf.d/00-enflame.conf";
 

@@ -6,6 +6,7 @@
 #include "inject/hook.hpp"
 #include "inject/log.hpp"
 #include "inject/mount.hpp"
+#include "sandbox/ldcache_prepare.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -115,27 +116,52 @@ Result<void> in_mount_namespace(const std::string& mount_namespace, const std::f
     return ok();
 }
 
+namespace {
+
+/// The nodes and mounts of `edits`, in the child that entered the container's namespace.
+Result<void> apply_in_root(int root_fd, const std::string& rootfs, const cdi::ContainerEdits& edits,
+                           const ApplyOptions& opts) {
+    for (const auto& n : edits.device_nodes) {
+        auto r = make_node(root_fd, n, opts);
+        if (!r) return fail(std::move(r).error().context("creating " + n.path + " in " + rootfs));
+        log::debug("device node {} ready", n.path);
+    }
+    for (const auto& m : edits.mounts) {
+        if (!m.type.empty() && m.type != "bind" && m.type != "none")
+            return fail(Errc::Unsupported, "mount of type '" + m.type + "' at " + m.container_path);
+        fs::UniqueFd src(::open(m.host_path.c_str(), O_PATH | O_CLOEXEC));
+        if (!src.valid())
+            return fail(sys_error("opening " + m.host_path).context("mounting " + m.host_path + " into " + rootfs));
+        auto r = fs::bind_mount_in_root(src.get(), root_fd, m.container_path, {});
+        if (!r) return fail(std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
+        log::debug("mounted {} at {}", m.host_path, m.container_path);
+    }
+    return ok();
+}
+
+std::string namespace_of(int pid) { return pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string(); }
+
+}  // namespace
+
 Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const ApplyOptions& opts) {
-    const std::string ns = pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string();
-    return in_mount_namespace(ns, [&]() -> Result<void> {
+    return in_mount_namespace(namespace_of(pid), [&]() -> Result<void> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
-        for (const auto& n : edits.device_nodes) {
-            auto r = make_node(root.get(), n, opts);
-            if (!r) return fail(std::move(r).error().context("creating " + n.path + " in " + rootfs));
-            log::debug("device node {} ready", n.path);
-        }
-        for (const auto& m : edits.mounts) {
-            if (!m.type.empty() && m.type != "bind" && m.type != "none")
-                return fail(Errc::Unsupported, "mount of type '" + m.type + "' at " + m.container_path);
-            fs::UniqueFd src(::open(m.host_path.c_str(), O_PATH | O_CLOEXEC));
-            if (!src.valid())
-                return fail(sys_error("opening " + m.host_path).context("mounting " + m.host_path + " into " + rootfs));
-            auto r = fs::bind_mount_in_root(src.get(), root.get(), m.container_path, {});
-            if (!r) return fail(std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
-            log::debug("mounted {} at {}", m.host_path, m.container_path);
-        }
-        return ok();
+        return apply_in_root(root.get(), rootfs, edits, opts);
     });
+}
+
+Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
+                                             const LdcacheOptions& lo, const ApplyOptions& opts) {
+    INJECT_TRY(const std::string conf, detail::ldconf_text(lo));
+    auto w = in_mount_namespace_text(namespace_of(pid), [&]() -> Result<std::string> {
+        INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
+        INJECT_TRY_VOID(apply_in_root(root.get(), rootfs, edits, opts));
+        auto r = detail::prepare_in_root(root.get(), lo, conf);
+        if (!r) return fail(std::move(r).error().context("updating the ldcache in " + rootfs));
+        return r;
+    });
+    if (!w) return fail(std::move(w).error());
+    return detail::ldconfig_needed(rootfs, lo, *w);
 }
 
 }  // namespace inject::hook

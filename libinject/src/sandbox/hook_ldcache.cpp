@@ -8,6 +8,7 @@
 #include "inject/log.hpp"
 #include "inject/mount.hpp"
 #include "inject/sandbox.hpp"
+#include "sandbox/ldcache_prepare.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -48,10 +49,14 @@ Result<std::vector<LibraryFile>> library_files(const std::vector<MountedLibrary>
 
 /// Reads the container's /etc/ld.so.cache in the opened root (bounded).
 Result<std::string> read_cache(int root_fd) {
-    INJECT_TRY(fs::UniqueFd fd, fs::open_in_root(root_fd, "/etc/ld.so.cache", O_RDONLY | O_NOFOLLOW));
+    // O_PATH first: the image may put a FIFO or a device node there, which a plain open would
+    // block on or act on. Only a regular file is then opened for reading.
+    INJECT_TRY(fs::UniqueFd path_fd, fs::open_in_root(root_fd, "/etc/ld.so.cache", O_PATH | O_NOFOLLOW));
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat /etc/ld.so.cache"));
+    if (::fstat(path_fd.get(), &st) != 0) return fail(sys_error("stat /etc/ld.so.cache"));
     if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, "/etc/ld.so.cache is not a regular file");
+    fs::UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path_fd.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd.valid()) return fail(sys_error("opening /etc/ld.so.cache"));
     if (static_cast<std::uint64_t>(st.st_size) > ldcache::kMaxCacheBytes)
         return fail(Errc::InvalidInput, "/etc/ld.so.cache is larger than " + std::to_string(ldcache::kMaxCacheBytes) + " bytes");
     std::string data(static_cast<std::size_t>(st.st_size), '\0');
@@ -91,36 +96,61 @@ std::string cache_gap(int root_fd, const std::vector<LibraryFile>& files) {
 
 }  // namespace
 
-Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opts) {
+namespace detail {
+
+Result<std::string> ldconf_text(const LdcacheOptions& opts) {
     if (opts.ldconfig.size() < 2 || opts.ldconfig[0] != '@' || opts.ldconfig[1] != '/')
         return fail(Errc::Permission, "ldconfig '" + opts.ldconfig +
                                           "' is not a host path: only host binaries ('@/sbin/ldconfig') are run");
-    const std::string ldconfig = opts.ldconfig.substr(1);
     std::string conf;
     for (const auto& f : opts.folders) {
         if (f.empty() || f.front() != '/' || f.find('\n') != std::string::npos)
             return fail(Errc::InvalidInput, "library folder '" + f + "' is not an absolute path");
         conf += f + "\n";
     }
-    std::vector<LibraryFile> files;
+    return conf;
+}
+
+Result<std::string> prepare_in_root(int root_fd, const LdcacheOptions& opts, const std::string& conf) {
+    std::string why = "no libraries to look up";
     if (!opts.libraries.empty()) {
-        INJECT_TRY(files, library_files(opts.libraries));
+        // stat here, in the container's namespace before pivot_root: the same host paths the
+        // mounts were made from (bind mounts keep device and inode).
+        INJECT_TRY(auto files, library_files(opts.libraries));
+        why = cache_gap(root_fd, files);
+        if (why.empty()) return std::string(kLdcacheCurrent);
     }
-    // One child in the container's namespace: is the cache current? If not, the conf.d file.
-    constexpr std::string_view kCurrent = "current";
+    auto w = fs::write_in_root(root_fd, kLdconfConfPath, conf);
+    if (!w) return fail(std::move(w).error().context("writing " + std::string(kLdconfConfPath)));
+    return why;
+}
+
+bool ldconfig_needed(const std::string& rootfs, const LdcacheOptions& opts, const std::string& answer) {
+    if (answer == kLdcacheCurrent) {
+        log::debug("ldcache of {} already resolves every mounted library ({} mounts): ldconfig not run", rootfs,
+                   opts.libraries.size());
+        return false;
+    }
+    if (!opts.libraries.empty()) log::debug("ldcache of {} needs an update: {}", rootfs, answer);
+    return true;
+}
+
+}  // namespace detail
+
+Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opts) {
+    INJECT_TRY(const std::string conf, detail::ldconf_text(opts));
     auto w = in_mount_namespace_text(opts.mount_namespace, [&]() -> Result<std::string> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
-        std::string gap = files.empty() ? std::string() : cache_gap(root.get(), files);
-        if (!files.empty() && gap.empty()) return std::string(kCurrent);
-        INJECT_TRY_VOID(fs::write_in_root(root.get(), kLdconfConfPath, conf));
-        return gap;
+        return detail::prepare_in_root(root.get(), opts, conf);
     });
-    if (!w) return fail(std::move(w).error().context("writing " + std::string(kLdconfConfPath) + " in " + rootfs));
-    if (*w == kCurrent) {
-        log::debug("ldcache of {} already resolves every library ({} files): ldconfig not run", rootfs, files.size());
-        return ok();
-    }
-    if (!files.empty()) log::debug("ldcache of {} needs an update: {}", rootfs, *w);
+    if (!w) return fail(std::move(w).error().context("in " + rootfs));
+    if (!detail::ldconfig_needed(rootfs, opts, *w)) return ok();
+    return run_ldconfig(rootfs, opts);
+}
+
+Result<void> run_ldconfig(const std::string& rootfs, const LdcacheOptions& opts) {
+    INJECT_TRY_VOID(detail::ldconf_text(opts));
+    const std::string ldconfig = opts.ldconfig.substr(1);
     sandbox::Options so;
     so.executable = ldconfig;
     so.argv = {"ldconfig"};
