@@ -14,6 +14,8 @@
 #                    and a rootfs whose ld.so.cache already resolves libefml: no discovery, no
 #                    ldconfig (issue 15 part 3's target: under 3 ms added)
 #   1 card, libefml  the same host and rootfs, no spec: discovery with libefml in process
+# BASELINE_HOOK=/path/to/an/older/enflame-container-runtime-hook adds the three single-card
+# cases (efsmi host, spec host, libefml host) run by that hook, in the same rounds.
 # Rows (common schema, bench/benchlib.py, to $BENCH_JSON): each hook variant against the
 # /bin/true hook (so only our hook's work is "added"), and the /bin/true hook against plain.
 # Starts are timed with shim_time around `runc run` (private runc root). Peak RSS of the hook
@@ -65,10 +67,10 @@ cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"
 # A rootfs whose ld.so.cache already resolves libefml (as an image built with it would): the
 # hook runs once on a copy, and its ldconfig leaves the cache there.
 cp -a "$tmp/rootfs" "$tmp/rootfs-cached"
-python3 - "$tmp" "$hook" <<'PY'
+python3 - "$tmp" "$hook" "${BASELINE_HOOK:-}" <<'PY'
 import json, os, subprocess, sys
-tmp, hook = sys.argv[1], sys.argv[2]
-def bundle(name, env=None, host=None, wrap=None, rootfs="rootfs"):
+tmp, our_hook, base_hook = sys.argv[1], sys.argv[2], sys.argv[3]
+def bundle(name, env=None, host=None, wrap=None, rootfs="rootfs", hook=our_hook):
     """WRAP: a file name; the hook then runs under shim_time, which appends its RSS there."""
     d = f"{tmp}/{name}"
     os.makedirs(d)
@@ -101,6 +103,13 @@ for cards, sel in (("1", "0"), ("8", "all")):
 for host in ("util", "util-spec"):
     bundle(f"1-{host}", "ENFLAME_VISIBLE_DEVICES=0", host, rootfs="rootfs-cached")
     bundle(f"1-{host}-rss", "ENFLAME_VISIBLE_DEVICES=0", host, wrap=f"1-{host}.rss", rootfs="rootfs-cached")
+    if base_hook:  # BASELINE_HOOK: an older hook on the same hosts, bundles and rootfs
+        bundle(f"base-1-{host}", "ENFLAME_VISIBLE_DEVICES=0", host, rootfs="rootfs-base", hook=base_hook)
+        bundle(f"base-1-{host}-rss", "ENFLAME_VISIBLE_DEVICES=0", host, wrap=f"base-1-{host}.rss",
+               rootfs="rootfs-base", hook=base_hook)
+if base_hook:
+    bundle("base-1-nolib", "ENFLAME_VISIBLE_DEVICES=0", "nolib", hook=base_hook)
+    bundle("base-1-nolib-rss", "ENFLAME_VISIBLE_DEVICES=0", "nolib", wrap="base-1-nolib.rss", hook=base_hook)
 PY
 # Seed rootfs-cached's ld.so.cache, then check that the hook now skips ldconfig there and
 # takes the spec (its debug log says so): otherwise the rows below would not measure that.
@@ -111,16 +120,20 @@ for v in util util-spec; do
   grep -q "ldconfig not run" "$tmp/$v.log" || { echo "hook bench: the hook ran ldconfig for 1-$v:" >&2; cat "$tmp/$v.log" >&2; exit 1; }
   sed -i '/^log-file = /d; /^log-level = /d' "$tmp/$v.toml"
 done
+# The baseline's own copy, so whatever it writes there never changes what ours sees.
+[ -z "${BASELINE_HOOK:-}" ] || cp -a "$tmp/rootfs-cached" "$tmp/rootfs-base"
 grep -q "edits from the CDI spec on disk" "$tmp/util-spec.log" || { echo "hook bench: the spec was not used" >&2; exit 1; }
 grep -q "edits from discovery (libefml)" "$tmp/util.log" || { echo "hook bench: libefml did not answer" >&2; exit 1; }
 
-python3 - "$tmp" "$RUNS" "${BENCH_JSON:-}" <<'PY'
+python3 - "$tmp" "$RUNS" "${BENCH_JSON:-}" "${BASELINE_HOOK:-}" <<'PY'
 import os, statistics, subprocess, sys
 import benchlib as bl
-tmp, runs, out_json = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+tmp, runs, out_json, base_hook = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 variants = [("plain", "plain"), ("/bin/true hook", "true-hook"), ("1 card", "1-full"), ("8 cards", "8-full"),
             ("1 card, efsmi", "1-nolib"), ("8 cards, efsmi", "8-nolib"), ("1 card, spec", "1-util-spec"),
             ("1 card, libefml", "1-util")]
+if base_hook:  # the same three single-card cases with the older hook, in the same rounds
+    variants += [("base: efsmi", "base-1-nolib"), ("base: spec", "base-1-util-spec"), ("base: libefml", "base-1-util")]
 timer = bl.Timer(f"{tmp}/shim_time")
 rr = f"{tmp}/rr"
 counter = [0]
@@ -166,7 +179,9 @@ rows = [bl.row("hook", "runc running a prestart hook at all (/bin/true)", runs,
 tref = sd("true-hook", "runc run + /bin/true hook")
 cases = {"1-full": "1 card, libefml, ldconfig", "8-full": "8 cards, libefml, ldconfig",
          "1-nolib": "1 card, efsmi, no ldcache update", "8-nolib": "8 cards, efsmi, no ldcache update",
-         "1-util-spec": "1 card, spec on disk, ldcache current", "1-util": "1 card, libefml, ldcache current"}
+         "1-util-spec": "1 card, spec on disk, ldcache current", "1-util": "1 card, libefml, ldcache current",
+         "base-1-nolib": "1 card, efsmi host, BASELINE_HOOK", "base-1-util-spec": "1 card, spec host, BASELINE_HOOK",
+         "base-1-util": "1 card, libefml host, BASELINE_HOOK"}
 for name, b in variants[2:]:
     case = f"prestart hook, {cases[b]}"
     rows.append(bl.row("hook", case, runs, sd(b, f"runc run + our hook ({name})"), tref,
