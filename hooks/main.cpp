@@ -5,20 +5,19 @@
 //
 // Reads the state and <bundle>/config.json, takes the request from the container's env
 // (ENFLAME_VISIBLE_DEVICES, ENFLAME_DRIVER_CAPABILITIES; nothing else of that env is used),
-// discovers the cards, builds the CDI edits and applies them to the live container: device
-// nodes and read-only library mounts inside its mount namespace, device access (nothing when
-// config.json already allows the nodes; else devices.allow on cgroup v1, the runtime's eBPF
-// device program extended on v2), then the host's ldconfig in the sandbox. Fails closed: any error is exit 1 with one
-// line on stderr (runc folds it into its own error); details go to the config's log-file.
-#include "inject/cdi_generate.hpp"
-#include "inject/cdi_registry.hpp"
+// takes the CDI edits from the spec on disk when it is fresh, else discovers the cards (libefml
+// in process, efsmi last), and applies them to the live container: device nodes and read-only
+// library mounts inside its mount namespace, device access (nothing when config.json already
+// allows the nodes; else devices.allow on cgroup v1, the runtime's eBPF device program
+// extended on v2), then the host's ldconfig in the sandbox unless the container's ld.so.cache
+// already resolves every mounted library. Fails closed: any error is exit 1 with one line on
+// stderr (runc folds it into its own error); details go to the config's log-file.
 #include "inject/config.hpp"
 #include "inject/config_path.hpp"
-#include "inject/discover.hpp"
-#include "inject/fs.hpp"
 #include "inject/hook.hpp"
 #include "inject/log.hpp"
 #include "inject/request.hpp"
+#include "inject/request_edits.hpp"
 #include "inject/version.hpp"
 
 #include <signal.h>
@@ -68,6 +67,17 @@ std::vector<std::string> library_folders(const inject::cdi::ContainerEdits& edit
     return out;
 }
 
+// The mounted shared objects: ldconfig is skipped when the container's cache resolves them.
+std::vector<inject::hook::MountedLibrary> libraries(const inject::cdi::ContainerEdits& edits) {
+    std::vector<inject::hook::MountedLibrary> out;
+    for (const auto& m : edits.mounts) {
+        auto slash = m.container_path.rfind('/');
+        if (slash != std::string::npos && m.container_path.find(".so", slash) != std::string::npos)
+            out.push_back({m.host_path, m.container_path});
+    }
+    return out;
+}
+
 long long since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -91,37 +101,37 @@ Result<void> run(const std::string& stage) {
     }
     if (::kill(state.pid, 0) != 0 && errno == ESRCH)
         return fail(Errc::NotFound, "container process " + std::to_string(state.pid) + " is gone");
-    // DRS queries cost one or two more efsmi runs: only when the request names a DRS instance.
-    auto dopts = discover::options_from(cfg);
-    dopts.with_drs = std::any_of(req.selectors.begin(), req.selectors.end(),
-                                 [](const auto& s) { return s.kind == request::Selector::Kind::Drs; });
-    INJECT_TRY(device::Host host, discover::discover(dopts));
-    log::debug("discovered {} cards with {} after {} us", host.devices.size(), host.backend, since(t0));
-    INJECT_TRY(request::Selection sel, request::select(req, host));
-    INJECT_TRY(cdi::GenerateOptions gopt, cdi::options_from(cfg));
-    gopt.capabilities = req.capabilities;
-    gopt.names = cdi::NameStrategy::Both;
-    gopt.ctk_path.clear();  // we update the ldcache ourselves, below
-    INJECT_TRY(cdi::Spec spec, cdi::generate(host, gopt));
-    std::vector<std::string> names;
-    for (auto idx : sel.card_indices) names.push_back(std::to_string(idx));
-    for (const auto& n : req.cdi_names) names.push_back(n);
-    cdi::ContainerEdits edits = spec.edits;
-    if (!names.empty()) {
-        INJECT_TRY(edits, cdi::resolve(spec, names));
-    }
+    // The shim's auto-mode choice (inject/request_edits.hpp): the CDI spec on disk when it
+    // names the cards and still matches the host; else discovery in process (sysfs + libefml),
+    // efsmi only when libefml does not answer or DRS is asked for. No ldcache hook in the
+    // edits: we update the ldcache ourselves, below.
+    INJECT_TRY(request::RequestEdits picked, request::auto_edits(cfg, req, request::EditsOptions{}));
+    cdi::ContainerEdits& edits = picked.edits;
+    log::debug("edits from {}{} after {} us", request::edits_source_name(picked.source),
+               picked.backend.empty() ? "" : " (" + picked.backend + ")", since(t0));
     log::debug("edits built after {} us", since(t0));
-    INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), "injecting into container " + state.id);
+    const std::string ctx = "injecting into container " + state.id;
+    // With libraries, the child that applies the edits also checks the container's ldcache
+    // (and writes the conf.d file when ldconfig must run): one process fewer.
+    auto folders = library_folders(edits);
+    hook::LdcacheOptions lo;
+    lo.ldconfig = cfg.cli.ldconfig;
+    lo.folders = folders;
+    lo.mount_namespace = "/proc/" + std::to_string(state.pid) + "/ns/mnt";
+    lo.libraries = libraries(edits);
+    bool need_ldconfig = false;
+    if (folders.empty()) {
+        INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), ctx);
+    } else {
+        auto r = hook::apply_edits_and_prepare_ldcache(state.pid, bundle.rootfs, edits, lo);
+        if (!r) return fail(std::move(r).error().context(ctx));
+        need_ldconfig = *r;
+    }
     log::debug("edits applied after {} us", since(t0));
     INJECT_TRY_CTX(hook::allow_devices(state.pid, edits.device_nodes, bundle.device_rules),
                    "device cgroup of container " + state.id);
-    auto folders = library_folders(edits);
-    if (!folders.empty()) {
-        hook::LdcacheOptions lo;
-        lo.ldconfig = cfg.cli.ldconfig;
-        lo.folders = folders;
-        lo.mount_namespace = "/proc/" + std::to_string(state.pid) + "/ns/mnt";
-        INJECT_TRY_CTX(hook::update_ldcache(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
+    if (need_ldconfig) {
+        INJECT_TRY_CTX(hook::run_ldconfig(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
     }
     log::info("container {}: {} device nodes, {} mounts, {} library folders in {} us", state.id,
               edits.device_nodes.size(), edits.mounts.size(), folders.size(), since(t0));

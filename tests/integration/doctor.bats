@@ -32,16 +32,7 @@ doctor() {
 }
 
 # rebuild PYTHON: edit the host description (parsed as `d`) and lay the host out again.
-rebuild() {
-  python3 - "$SCRATCH/desc.yaml" "$1" <<'PY'
-import sys, yaml
-p = sys.argv[1]
-d = yaml.safe_load(open(p))
-exec(sys.argv[2])
-yaml.safe_dump(d, open(p, "w"), sort_keys=False)
-PY
-  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
-}
+rebuild() { sim_rebuild "$SCRATCH/desc.yaml" "$SCRATCH/host" "$1"; }
 
 # line STATUS NAME PATTERN: $output has the check NAME with STATUS and what it saw matching PATTERN.
 line() { grep -E "^$1 +$2 +.*$3" <<<"$output"; }

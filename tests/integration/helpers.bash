@@ -54,6 +54,19 @@ sim_host() { "$SIM_HOST" build --desc "$1" --root "$2"; }
 # sim_example N [args]: print an example description with N cards.
 sim_example() { local n=$1; shift; "$SIM_HOST" example --cards "$n" "$@"; }
 
+# sim_rebuild DESC ROOT PYTHON: edit the host description DESC (parsed as `d`) with PYTHON and
+# lay the host out again in ROOT.
+sim_rebuild() {
+  python3 - "$1" "$3" <<'PY'
+import sys, yaml
+p = sys.argv[1]
+d = yaml.safe_load(open(p))
+exec(sys.argv[2])
+yaml.safe_dump(d, open(p, "w"), sort_keys=False)
+PY
+  sim_host "$1" "$2" >/dev/null
+}
+
 # write_config FILE ROOT: a config.toml pointing driver-root and dev-root at ROOT.
 write_config() {
   cat > "$1" <<TOML

@@ -12,7 +12,10 @@ setup() {
   sim_example 3 > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
-  printf '[enflame-container-runtime]\nlog-file = "%s"\nlog-level = "debug"\n' "$SCRATCH/hook.log" >> "$SCRATCH/config.toml"
+  # the spec dirs are the test's own: the hook prefers a fresh spec there (none by default)
+  mkdir -p "$SCRATCH/cdi"
+  printf '[enflame-container-runtime]\nlog-file = "%s"\nlog-level = "debug"\nspec-dirs = ["%s"]\n' \
+    "$SCRATCH/hook.log" "$SCRATCH/cdi" >> "$SCRATCH/config.toml"
   crun_hybrid "$SCRATCH/crun-hybrid"
   MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
 }
@@ -211,6 +214,163 @@ bad_input_ok() {  # $1 = expected line
   run "$HOOK" --version
   [ "$status" -eq 0 ]
   [[ "$output" == "enflame-container-runtime-hook "* ]]
+}
+
+# --- where the edits come from (issue 15 part 3): spec on disk, libefml, efsmi, nothing ---
+
+# rebuild_host PYTHON: the simulated host laid out afresh from its description edited by PYTHON
+# (nothing of the old layout kept: a fault that removes a file must find it gone).
+rebuild_host() {
+  rm -rf "$SCRATCH/host"
+  sim_rebuild "$SCRATCH/desc.yaml" "$SCRATCH/host" "$1"
+}
+
+# efsmi_recorder: the simulated efsmi becomes a wrapper that appends a line to
+# $SCRATCH/efsmi.runs on every run, then runs the real one (a compiled wrapper: efsmi is run
+# through a close-on-exec fd, which a #! script cannot be).
+efsmi_recorder() {
+  requires cc
+  local real
+  real=$(readlink -f "$SCRATCH/host/usr/local/efsmi/efsmi-"*/efsmi)
+  mv "$real" "$real.real"
+  printf '%s\n' '#include <fcntl.h>' '#include <unistd.h>' \
+    'int main(int c, char** v) { int fd = open(LOG, O_WRONLY | O_APPEND | O_CREAT, 0644);' \
+    '  (void)c; if (fd >= 0) { (void)!write(fd, "run\n", 4); close(fd); } execv(REAL, v); return 127; }' \
+    > "$SCRATCH/efsmi-rec.c"
+  cc -O1 -o "$real" -DLOG="\"$SCRATCH/efsmi.runs\"" -DREAL="\"$real.real\"" "$SCRATCH/efsmi-rec.c"
+  : > "$SCRATCH/efsmi.runs"
+}
+
+# efsmi_runs: how many times efsmi ran since efsmi_recorder.
+efsmi_runs() { wc -l < "$SCRATCH/efsmi.runs"; }
+
+# one_card_ok N MODE: $output shows exactly card N of the 3 (and gcuctl), its node with MODE
+# (ls -l's first field), and only that card opens.
+one_card_ok() {
+  echo "$output" | grep -E "^$2 .* $MAJOR, +$1 .* gcu$1$"
+  echo "$output" | grep -E "^c.* $MAJOR, +255 .* gcuctl$"
+  local m
+  for m in 0 1 2; do [ "$m" = "$1" ] || no_card "$SCRATCH/desc.yaml" "$m"; done
+  device_access "$1" denied
+}
+
+# start_with_card N: a bundle asking for card N through the hook, run by runc; it must start.
+start_with_card() {
+  hook_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$1"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+@test "source: a fresh spec on disk is used (its node mode shows), no efsmi run" {
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  # a mark only the spec carries: discovery makes the nodes 0666
+  sed -i 's/fileMode: 438/fileMode: 384/' "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  efsmi_recorder
+  start_with_card 1
+  one_card_ok 1 crw-------
+  grep -F "edits from the CDI spec on disk after" "$SCRATCH/hook.log"
+  [ "$(efsmi_runs)" -eq 0 ]
+}
+
+@test "source: a stale spec (driver upgraded) is not used: discovery with libefml gives the card" {
+  ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  sed -i 's/fileMode: 438/fileMode: 384/' "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  rebuild_host 'd["driver_version"] = "1.5.0.1"'
+  efsmi_recorder
+  start_with_card 2
+  one_card_ok 2 crw-rw-rw-
+  echo "$output" | grep -E "efsmi-1\.5\.0\.1/lib/libefml\.so\.1\.0\.0 /usr/lib/libefml\.so\.1 ro,"
+  grep -F "the CDI spec on disk is stale" "$SCRATCH/hook.log"
+  grep -F "edits from discovery (libefml) after" "$SCRATCH/hook.log"
+  [ "$(efsmi_runs)" -eq 0 ]
+}
+
+@test "source: no spec, libefml answers in process: efsmi is never run" {
+  efsmi_recorder
+  start_with_card 0
+  one_card_ok 0 crw-rw-rw-
+  grep -F "edits from discovery (libefml) after" "$SCRATCH/hook.log"
+  [ "$(efsmi_runs)" -eq 0 ]
+}
+
+@test "source: no spec and no libefml: efsmi answers (the recorder sees it run)" {
+  rebuild_host 'd["faults"] = {"efml_absent": True}'
+  efsmi_recorder
+  start_with_card 1
+  one_card_ok 1 crw-rw-rw-
+  grep -F "edits from discovery (efsmi-json) after" "$SCRATCH/hook.log"
+  [ "$(efsmi_runs)" -ge 1 ]
+}
+
+@test "source: neither libefml nor efsmi: the container is refused with one line, nothing injected" {
+  rebuild_host 'd["faults"] = {"efml_absent": True, "efsmi_absent": True}'
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  [[ $output == "error: discovering the cards: no backend found the cards: efsmi-json: no efsmi under driver-root"* ]]
+  [[ $output == *"; libefml: "* ]]
+  [ ! -e "$SCRATCH/b/rootfs/dev/gcu0" ]
+  [ ! -e "$SCRATCH/b/rootfs/etc/ld.so.conf.d" ]
+  # and through runc: the start fails with that line
+  run_in runc "$SCRATCH/b"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "no backend found the cards"
+}
+
+# --- ldconfig only when the container's cache does not already resolve the libraries ---
+
+@test "ldcache: ldconfig runs when the cache lacks the libraries and is skipped when it has them" {
+  # one library file (libefml): no compute libraries
+  rebuild_host 'd["runtime_libraries"] = []'
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  # the host's static ldconfig inside, to show what the container's ld.so sees
+  bundle_edit "$SCRATCH/b" "c['mounts'].append({'destination':'/sbin/ldconfig','type':'bind','source':'/sbin/ldconfig','options':['rbind','ro']}); c['process']['args']=['sh','-c','ls -l /dev/; /sbin/ldconfig -p']"
+  # 1. no cache in the image: ldconfig runs
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  grep -F "needs an update: " "$SCRATCH/hook.log"
+  [ "$(grep -c 'ldconfig not run' "$SCRATCH/hook.log")" -eq 0 ]
+  # 2. the rootfs now has the cache (as an image built with the libraries would): skipped
+  : > "$SCRATCH/hook.log"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
+  grep -F "already resolves every mounted library (3 mounts): ldconfig not run" "$SCRATCH/hook.log"
+  # 3. a cache of other folders only (the image's own): ldconfig runs again
+  mkdir -p "$SCRATCH/empty-lib"
+  /sbin/ldconfig -X -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -f /dev/null "$SCRATCH/empty-lib"
+  run ! grep -F "=> /usr/lib/libefml" <(/sbin/ldconfig -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -p)
+  : > "$SCRATCH/hook.log"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  grep -F "needs an update: the cache resolves no soname in /usr/lib to" "$SCRATCH/hook.log"
+  # 4. a hostile cache (cut short) is not trusted: ldconfig runs and rewrites it
+  head -c 100 "$SCRATCH/b/rootfs/etc/ld.so.cache" > "$SCRATCH/cut"
+  cp "$SCRATCH/cut" "$SCRATCH/b/rootfs/etc/ld.so.cache"
+  : > "$SCRATCH/hook.log"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  grep -F "needs an update: ld.so.cache: byte" "$SCRATCH/hook.log"
+  # 5. a FIFO in its place (a plain open would block the hook): not read, ldconfig runs
+  rm "$SCRATCH/b/rootfs/etc/ld.so.cache"
+  mkfifo "$SCRATCH/b/rootfs/etc/ld.so.cache"
+  : > "$SCRATCH/hook.log"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "=> /usr/lib/libefml"
+  grep -F "needs an update: /etc/ld.so.cache is not a regular file" "$SCRATCH/hook.log"
 }
 
 @test "podman --hooks-dir: the prestart hook from hooks.d (annotation-triggered), runc" {

@@ -110,6 +110,12 @@ struct ApplyOptions {
 [[nodiscard]] bool rules_allow(const std::vector<DeviceRule>& rules, char type, std::int64_t major,
                                std::int64_t minor);
 
+/// A library mounted into the container: the host file and where the container sees it.
+struct MountedLibrary {
+    std::string host_path;
+    std::string container_path;
+};
+
 /// Updating the ldcache of a rootfs.
 struct LdcacheOptions {
     /// ldconfig as the config says: "@/sbin/ldconfig" is a host path; anything else (a path in
@@ -121,12 +127,30 @@ struct LdcacheOptions {
     /// mount namespace (createContainer hooks).
     std::string mount_namespace;
     std::chrono::milliseconds timeout{10000};
+    /// When not empty: first read the container's /etc/ld.so.cache (in-root, inject/ldcache.hpp)
+    /// and do nothing (no conf.d file, no ldconfig) when, for every host file here, the cache's
+    /// entry for some soname in one of the folders it is mounted to resolves, inside the
+    /// rootfs, to that same file (device and inode). Otherwise update as usual.
+    std::vector<MountedLibrary> libraries;
 };
 
 /// Writes the conf.d file (in-root, atomic; in the container's mount namespace when one is
 /// given) and runs the host ldconfig in the sandbox chrooted into `rootfs`. A non-zero exit of
-/// ldconfig is an Io error carrying its first stderr line.
+/// ldconfig is an Io error carrying its first stderr line. With `opts.libraries`, nothing is
+/// done when the cache already resolves them all (debug log "... ldconfig not run").
 [[nodiscard]] Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opts);
+
+/// The second half of update_ldcache(): the host ldconfig in the sandbox, chrooted into
+/// `rootfs` in `opts.mount_namespace` (the conf.d file is written already).
+[[nodiscard]] Result<void> run_ldconfig(const std::string& rootfs, const LdcacheOptions& opts);
+
+/// apply_edits() and, in the same child (one process fewer on a hook's path), the first half
+/// of update_ldcache(): the cache check against `lo.libraries` and, unless the cache already
+/// resolves them, the conf.d file. True when ldconfig must still run: run_ldconfig(rootfs, lo)
+/// (`lo.mount_namespace` must then be the namespace of `pid`).
+[[nodiscard]] Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs,
+                                                           const cdi::ContainerEdits& edits, const LdcacheOptions& lo,
+                                                           const ApplyOptions& opts = {});
 
 /// The conf.d file update_ldcache() writes.
 inline constexpr std::string_view kLdconfConfPath = "/etc/ld.so.conf.d/00-enflame.conf";
@@ -135,5 +159,9 @@ inline constexpr std::string_view kLdconfConfPath = "/etc/ld.so.conf.d/00-enflam
 /// its Result (the error travels back through a pipe). Used for all in-namespace work.
 [[nodiscard]] Result<void> in_mount_namespace(const std::string& mount_namespace,
                                              const std::function<Result<void>()>& fn);
+
+/// As in_mount_namespace(), and the text `fn` returns travels back too (at most 4000 bytes).
+[[nodiscard]] Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
+                                                          const std::function<Result<std::string>()>& fn);
 
 }  // namespace inject::hook

@@ -6,6 +6,7 @@
 #include "inject/hook.hpp"
 #include "inject/log.hpp"
 #include "inject/mount.hpp"
+#include "sandbox/ldcache_prepare.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -26,9 +27,10 @@ struct Wire {
     unsigned len;
 };
 
-void send(int fd, const Result<void>& r) {
+/// The child's answer: an error, or the text its function returned (at most 4000 bytes).
+void send(int fd, const Result<std::string>& r) {
     Wire w{r ? 1 : 0, r ? 0 : static_cast<int>(r.error().code()), r ? 0 : r.error().sys_errno(), 0};
-    std::string msg = r ? std::string() : r.error().what();
+    std::string msg = r ? *r : r.error().what();
     if (msg.size() > 4000) msg.resize(4000);
     w.len = static_cast<unsigned>(msg.size());
     std::string buf(reinterpret_cast<const char*>(&w), sizeof w);
@@ -65,7 +67,8 @@ Result<void> make_node(int root_fd, const cdi::DeviceNode& n, const ApplyOptions
 
 }  // namespace
 
-Result<void> in_mount_namespace(const std::string& mount_namespace, const std::function<Result<void>()>& fn) {
+Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
+                                            const std::function<Result<std::string>()>& fn) {
     fs::UniqueFd ns;
     if (!mount_namespace.empty()) {
         ns.reset(::open(mount_namespace.c_str(), O_RDONLY | O_CLOEXEC));
@@ -78,7 +81,7 @@ Result<void> in_mount_namespace(const std::string& mount_namespace, const std::f
     if (pid < 0) return fail(sys_error("fork"));
     if (pid == 0) {
         rd.reset();
-        Result<void> r = ok();
+        Result<std::string> r = std::string();
         if (ns.valid() && ::setns(ns.get(), CLONE_NEWNS) != 0) r = fail(sys_error("entering " + mount_namespace));
         if (r) r = fn();
         send(wr.get(), r);
@@ -100,31 +103,65 @@ Result<void> in_mount_namespace(const std::string& mount_namespace, const std::f
         return fail(Errc::Internal, "namespace helper ended without a result (status " + std::to_string(status) + ")");
     Wire w{};
     std::memcpy(&w, buf.data(), sizeof w);
-    if (w.ok) return ok();
+    if (w.ok) return buf.substr(sizeof w, w.len);
     return fail(Errc(w.code), buf.substr(sizeof w, w.len), w.err);
 }
 
-Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const ApplyOptions& opts) {
-    const std::string ns = pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string();
-    return in_mount_namespace(ns, [&]() -> Result<void> {
-        INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
-        for (const auto& n : edits.device_nodes) {
-            auto r = make_node(root.get(), n, opts);
-            if (!r) return fail(std::move(r).error().context("creating " + n.path + " in " + rootfs));
-            log::debug("device node {} ready", n.path);
-        }
-        for (const auto& m : edits.mounts) {
-            if (!m.type.empty() && m.type != "bind" && m.type != "none")
-                return fail(Errc::Unsupported, "mount of type '" + m.type + "' at " + m.container_path);
-            fs::UniqueFd src(::open(m.host_path.c_str(), O_PATH | O_CLOEXEC));
-            if (!src.valid())
-                return fail(sys_error("opening " + m.host_path).context("mounting " + m.host_path + " into " + rootfs));
-            auto r = fs::bind_mount_in_root(src.get(), root.get(), m.container_path, {});
-            if (!r) return fail(std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
-            log::debug("mounted {} at {}", m.host_path, m.container_path);
-        }
-        return ok();
+Result<void> in_mount_namespace(const std::string& mount_namespace, const std::function<Result<void>()>& fn) {
+    auto r = in_mount_namespace_text(mount_namespace, [&]() -> Result<std::string> {
+        INJECT_TRY_VOID(fn());
+        return std::string();
     });
+    if (!r) return fail(std::move(r).error());
+    return ok();
+}
+
+namespace {
+
+/// The nodes and mounts of `edits`, in the child that entered the container's namespace.
+Result<void> apply_in_root(int root_fd, const std::string& rootfs, const cdi::ContainerEdits& edits,
+                           const ApplyOptions& opts) {
+    for (const auto& n : edits.device_nodes) {
+        auto r = make_node(root_fd, n, opts);
+        if (!r) return fail(std::move(r).error().context("creating " + n.path + " in " + rootfs));
+        log::debug("device node {} ready", n.path);
+    }
+    for (const auto& m : edits.mounts) {
+        if (!m.type.empty() && m.type != "bind" && m.type != "none")
+            return fail(Errc::Unsupported, "mount of type '" + m.type + "' at " + m.container_path);
+        fs::UniqueFd src(::open(m.host_path.c_str(), O_PATH | O_CLOEXEC));
+        if (!src.valid())
+            return fail(sys_error("opening " + m.host_path).context("mounting " + m.host_path + " into " + rootfs));
+        auto r = fs::bind_mount_in_root(src.get(), root_fd, m.container_path, {});
+        if (!r) return fail(std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
+        log::debug("mounted {} at {}", m.host_path, m.container_path);
+    }
+    return ok();
+}
+
+std::string namespace_of(int pid) { return pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string(); }
+
+}  // namespace
+
+Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const ApplyOptions& opts) {
+    return in_mount_namespace(namespace_of(pid), [&]() -> Result<void> {
+        INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
+        return apply_in_root(root.get(), rootfs, edits, opts);
+    });
+}
+
+Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
+                                             const LdcacheOptions& lo, const ApplyOptions& opts) {
+    INJECT_TRY(const std::string conf, detail::ldconf_text(lo));
+    auto w = in_mount_namespace_text(namespace_of(pid), [&]() -> Result<std::string> {
+        INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
+        INJECT_TRY_VOID(apply_in_root(root.get(), rootfs, edits, opts));
+        auto r = detail::prepare_in_root(root.get(), lo, conf);
+        if (!r) return fail(std::move(r).error().context("updating the ldcache in " + rootfs));
+        return r;
+    });
+    if (!w) return fail(std::move(w).error());
+    return detail::ldconfig_needed(rootfs, lo, *w);
 }
 
 }  // namespace inject::hook

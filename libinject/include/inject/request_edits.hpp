@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The CDI edits for a container's request, as the runtime shim (auto and cdi mode) and the
+/// legacy prestart hook both build them: from the CDI spec on disk when it names the requested
+/// cards and still matches the host (cdi_provenance.hpp), else from discovery in process
+/// (sysfs + libefml), spawning efsmi only when libefml does not answer or DRS is asked for.
+/// Logs through inject/log.hpp: which source was used and why (a stale spec is one warning).
+
+#include "inject/cdi.hpp"
+#include "inject/cdi_registry.hpp"
+#include "inject/request.hpp"
+#include "inject/result.hpp"
+
+#include <string>
+#include <vector>
+
+namespace inject::config {
+struct Config;
+}
+
+namespace inject::request {
+
+/// Where the edits came from.
+enum class EditsSource { SpecOnDisk, Discovery };
+
+/// "the CDI spec on disk", "discovery".
+[[nodiscard]] std::string_view edits_source_name(EditsSource s) noexcept;
+
+/// How edits built from discovery look.
+struct EditsOptions {
+    /// enflame-ctk on the host, named as the createContainer ldcache hook of edits built from
+    /// discovery (cdi::GenerateOptions::ctk_path); empty = no such hook (the legacy hook updates
+    /// the ldcache itself).
+    std::string ctk_path;
+};
+
+/// Edits and where they came from.
+struct RequestEdits {
+    cdi::ContainerEdits edits;
+    EditsSource source = EditsSource::Discovery;
+    /// The discovery backend that answered ("libefml", "efsmi-json", ...); empty for the spec.
+    std::string backend;
+};
+
+/// Loads the configured spec dirs; files that do not load are debug-logged ("cdi: skipped ...").
+[[nodiscard]] Result<cdi::Registry> load_registry(const config::Config& cfg);
+
+/// cdi mode: the edits of the spec dirs for `req` (the spec-level edits of the first spec of the
+/// configured kind for "none"; devices by index, UUID, DRS name or "all"; CDI names as written).
+/// NotFound when no spec of the kind is there or a device is unknown.
+[[nodiscard]] Result<cdi::ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg,
+                                                              const Request& req);
+
+/// Discovery: libefml in process first (sysfs confirms the nodes), efsmi only when libefml does
+/// not answer or `req` (or one of `names`) names a DRS instance; then the spec is generated in
+/// memory and the selected cards plus `names` (CDI names of the configured kind) resolved.
+/// A DRS instance adds TOPS_VISIBLE_DEVICES to the env. `backend` (optional) gets the backend
+/// that answered.
+[[nodiscard]] Result<cdi::ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req,
+                                                               std::vector<std::string> names,
+                                                               const EditsOptions& opts, std::string* backend = nullptr);
+
+/// Auto mode: the spec on disk when it resolves the request and is not stale, else discovery
+/// (a missing spec or device: debug line; a stale spec: one warning naming why). CDI names of
+/// other kinds always come from the spec dirs. Other errors of the spec dirs are returned.
+[[nodiscard]] Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
+                                              const EditsOptions& opts);
+
+}  // namespace inject::request
