@@ -95,6 +95,38 @@ TEST(AtomicWrite, NotDurableCreatesAndReplaces) {
     EXPECT_EQ(std::string(buf), "first");
 }
 
+// A directory that appears at the path after atomic_write checked it: a rename over it fails
+// and changes nothing; the exchange path must do the same (put the directory back), never
+// leave it stranded under a temp name. Another thread makes and removes the directory while
+// writes run; afterwards only the path itself may be left.
+TEST(AtomicWrite, NotDurableNeverStrandsADirectoryThatAppears) {
+    TempDir d;
+    const auto p = d / "config.json";
+    std::atomic<bool> stop{false};
+    std::thread flipper([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            (void)::mkdir(p.c_str(), 0755);
+            (void)::rmdir(p.c_str());
+        }
+    });
+    inject::fs::AtomicWriteOptions o;
+    o.durable = false;
+    int written = 0;
+    for (int i = 0; i < 5000; ++i) {
+        if (inject::fs::atomic_write(p, "x", o)) {
+            ++written;
+            ::unlink(p.c_str());
+        }
+    }
+    stop = true;
+    flipper.join();
+    std::vector<std::string> left;
+    for (const auto& e : stdfs::directory_iterator(d.path()))
+        if (e.path() != stdfs::path(p)) left.push_back(e.path().filename());
+    EXPECT_TRUE(left.empty()) << left.size() << " left, e.g. " << (left.empty() ? "" : left.front());
+    EXPECT_GT(written, 0);
+}
+
 TEST(AtomicWrite, RefusesSymlinkAndDirectory) {
     TempDir d;
     testutil::write_file(d / "target", "keep");

@@ -59,9 +59,13 @@ Result<void> write_all(int fd, std::string_view data, const std::string& what) {
 /// Falls back to rename where there is nothing to exchange with or the filesystem cannot.
 Result<void> replace_not_durable(const std::string& tmp, const std::string& path) {
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
-        if (::unlink(tmp.c_str()) != 0)
-            return fail(sys_error("removing the previous " + path + " (now " + tmp + ")"));
-        return ok();
+        if (::unlink(tmp.c_str()) == 0) return ok();
+        // `path` became something unlink cannot remove (a directory, made after atomic_write's
+        // check): rename would have failed and changed nothing, so put it back and fail alike.
+        const int err = errno;
+        if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0)
+            return fail(sys_error("removing the previous " + path + " (now " + tmp + ")", err));
+        return fail(sys_error("replacing " + path, err));
     }
     if (errno != ENOENT && errno != EINVAL && errno != ENOSYS)
         return fail(sys_error("exchanging " + tmp + " and " + path));
