@@ -21,43 +21,41 @@ std::string path_in(const std::string& dir, std::string_view file) {
     return dir + "/" + std::string(file);
 }
 
-json read_json_file(const std::string& path) {
+std::optional<std::string> read_text(const std::string& path) {
     std::ifstream in(path);
-    if (!in) return json::object();
+    if (!in) return std::nullopt;
     std::stringstream ss;
     ss << in.rdbuf();
-    json j = json::parse(ss.str(), nullptr, false);
+    return ss.str();
+}
+
+/// A JSON object from `text`; anything else (not JSON, not an object) is an empty object.
+json object_of(const std::string& text) {
+    json j = json::parse(text, nullptr, false);
     return j.is_object() ? j : json::object();
 }
 
-/// The telemetry file as last parsed, reused while the file is the same one: set_telemetry
-/// replaces it by rename, so a write always changes the inode (and mtime/size); the key also
-/// holds the path. A daemon polling 64 cards then parses the file once per change, not once
-/// per call (that was about 110 ms per 64-card pass).
+json read_json_file(const std::string& path) {
+    auto text = read_text(path);
+    return text ? object_of(*text) : json::object();
+}
+
+/// The telemetry file as last parsed, reused while its text is the same: reading a small file
+/// is cheap, parsing it on every call was not (about 110 ms per 64-card pass). The text, not
+/// inode and mtime, is the key: ext4 reuses inode numbers and mtime moves once per tick, so two
+/// quick writes of one size could otherwise look like one.
 json read_telemetry_cached(const std::string& path) {
-    struct Key {
-        std::string path;
-        dev_t dev = 0;
-        ino_t ino = 0;
-        off_t size = -1;
-        timespec mtime{};
-        bool operator==(const Key& o) const {
-            return path == o.path && dev == o.dev && ino == o.ino && size == o.size &&
-                   mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
-        }
-    };
+    auto text = read_text(path);
+    if (!text) return json::object();
     static std::mutex mu;
-    static std::optional<std::pair<Key, json>> last;
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0) return json::object();
-    const Key key{path, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    static std::optional<std::pair<std::string, json>> last;
     {
         const std::lock_guard lock(mu);
-        if (last && last->first == key) return last->second;
+        if (last && last->first == *text) return last->second;
     }
-    json j = read_json_file(path);
+    json j = object_of(*text);
     const std::lock_guard lock(mu);
-    last.emplace(key, j);
+    last.emplace(std::move(*text), j);
     return j;
 }
 
