@@ -123,6 +123,43 @@ TEST_P(DrsOps, NoEfsmiIsNotFound) {
                                     "' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)");
 }
 
+// efsmi answering a create without making exactly one instance of the profile (it made none,
+// or someone else made one at the same moment): create cannot tell which is its own, so it is a
+// Conflict and it destroys nothing. A wrapper in place of /usr/bin/efsmi runs the real
+// simulator's create `times` times (0 or 2) and passes everything else through.
+void wrap_efsmi_create(const std::string& root, int times) {
+    const std::string real = root + "/usr/local/efsmi/efsmi-1.4.3.4/efsmi";
+    ASSERT_EQ(::access(real.c_str(), X_OK), 0) << real;
+    const std::string bin = root + "/usr/bin/efsmi";
+    ::unlink(bin.c_str());
+    testutil::write_file(bin, "#!/bin/sh\ncase \" $* \" in *\" --create-instance \"*)\n"
+                              "  i=0; while [ $i -lt " + std::to_string(times) + " ]; do \"" + real +
+                              "\" \"$@\" || exit $?; i=$((i+1)); done; exit 0;;\nesac\nexec \"" + real +
+                              "\" \"$@\"\n");
+    ASSERT_EQ(::chmod(bin.c_str(), 0755), 0);
+}
+
+TEST_P(DrsOps, CreateThatMadeNoInstanceIsAConflict) {
+    wrap_efsmi_create(t_ / "root", 0);
+    auto r = inject::drs::create_instance(o_, 0, k1g);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
+    EXPECT_EQ(r.error().what(), "card 0: creating a DRS instance of profile '1g.11gb': efsmi answered, but the "
+                                "card shows 0 new instance(s) of that profile, not 1 (someone else creating "
+                                "or destroying instances at the same time?)");
+    EXPECT_TRUE(ids(0).empty());
+}
+
+TEST_P(DrsOps, CreateThatSawTwoNewInstancesIsAConflictAndDestroysNeither) {
+    wrap_efsmi_create(t_ / "root", 2);
+    auto r = inject::drs::create_instance(o_, 0, k1g);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
+    EXPECT_NE(r.error().what().find("the card shows 2 new instance(s) of that profile, not 1"), std::string::npos)
+        << r.error().what();
+    EXPECT_EQ(ids(0), (std::vector<std::uint32_t>{0, 1})) << "both stay: neither is known to be ours";
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, DrsOps, testing::Values("uuid", "placement"),
                          [](const auto& info) { return std::string(info.param); });
 
