@@ -27,9 +27,9 @@ struct LibraryFile {
     std::vector<std::string> folders;
 };
 
-std::string folder_of(const std::string& path) {
+std::string folder_of(std::string_view path) {
     const auto slash = path.rfind('/');
-    return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    return std::string(slash == 0 || slash == std::string_view::npos ? "/" : path.substr(0, slash));
 }
 
 /// The mounted libraries grouped by host file (stat on the host side: bind mounts keep the
