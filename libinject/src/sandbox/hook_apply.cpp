@@ -164,17 +164,18 @@ Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::Containe
 }
 
 Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
-                                             const LdcacheOptions& lo, const ApplyOptions& opts) {
+                                             const LdcacheOptions& lo, const std::vector<MountedLibrary>& libraries,
+                                             const ApplyOptions& opts) {
     INJECT_TRY(const std::string conf, detail::ldconf_text(lo));
     auto w = in_mount_namespace_text(namespace_of(pid), [&]() -> Result<std::string> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
         INJECT_TRY_VOID(apply_in_root(root.get(), rootfs, edits, opts));
-        auto r = detail::prepare_in_root(root.get(), lo, conf);
+        auto r = detail::prepare_in_root(root.get(), conf, libraries);
         if (!r) return fail(std::move(r).error().context("updating the ldcache in " + rootfs));
         return r;
     });
     if (!w) return fail(std::move(w).error());
-    return detail::ldconfig_needed(rootfs, lo, *w);
+    return detail::ldconfig_needed(rootfs, libraries.size(), *w);
 }
 
 }  // namespace inject::hook
