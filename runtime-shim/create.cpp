@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include <algorithm>
 #include <map>
 
 namespace shim {
@@ -45,16 +44,6 @@ bool may_hold_request(const std::string& text) {
     return text.find("ENFLAME_") != std::string::npos || text.find("cdi.k8s.io/") != std::string::npos;
 }
 
-bool is_privileged(const Json& doc) {
-    const auto* caps = doc.contains("process") && doc["process"].is_object() && doc["process"].contains("capabilities")
-                           ? &doc["process"]["capabilities"]
-                           : nullptr;
-    if (caps == nullptr || !caps->is_object() || !caps->contains("bounding") || !(*caps)["bounding"].is_array())
-        return false;
-    const auto& b = (*caps)["bounding"];
-    return std::find(b.begin(), b.end(), Json("CAP_SYS_ADMIN")) != b.end();
-}
-
 /// The container's env and annotations, checked for type.
 Result<Request> request_of(const Json& doc, const inject::config::Config& cfg, const std::string& path) {
     std::vector<std::string> env;
@@ -66,7 +55,6 @@ Result<Request> request_of(const Json& doc, const inject::config::Config& cfg, c
             env.push_back(kv.get<std::string>());
         }
     }
-    if (!cfg.runtime.accept_envvar_when_unprivileged && !is_privileged(doc)) env.clear();
     std::map<std::string, std::string> annotations;
     if (doc.contains("annotations")) {
         const auto& a = doc["annotations"];
@@ -74,7 +62,7 @@ Result<Request> request_of(const Json& doc, const inject::config::Config& cfg, c
         for (const auto& [k, v] : a.items())
             if (v.is_string()) annotations.emplace(k, v.get<std::string>());
     }
-    return inject::request::parse(env, annotations);
+    return inject::request::request_of(cfg, env, annotations, inject::oci::privileged(doc));
 }
 
 /// enflame-ctk beside the shim is the ldcache hook of edits built from discovery.
@@ -103,9 +91,10 @@ Result<ContainerEdits> legacy_edits(const inject::config::Config& cfg, const Shi
     return edits;
 }
 
-/// Legacy mode: the nodes the hook will create. Their allow rules go into config.json, so the
-/// runtime programs the device cgroup itself, on v1 and v2 alike, and the hook has none to add.
-Result<std::vector<inject::cdi::DeviceNode>> legacy_nodes(const inject::config::Config& cfg, const Request& req,
+/// Legacy mode: the nodes the hook will create and the env it cannot set (a DRS instance's
+/// TOPS_VISIBLE_DEVICES). The nodes' allow rules go into config.json, so the runtime programs
+/// the device cgroup itself, on v1 and v2 alike, and the hook has none to add.
+Result<ContainerEdits> legacy_card_edits(const inject::config::Config& cfg, const Request& req,
                                                           const ShimEnv& env) {
     const std::string prefix = cfg.runtime.cdi_kind + "=";
     Request plain = req;
@@ -115,7 +104,10 @@ Result<std::vector<inject::cdi::DeviceNode>> legacy_nodes(const inject::config::
         if (n.starts_with(prefix)) names.push_back(n);
     INJECT_TRY(auto edits, inject::request::edits_from_discovery(cfg, plain, names, edits_options(env)));
     INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));
-    return edits.device_nodes;
+    ContainerEdits out;
+    out.device_nodes = std::move(edits.device_nodes);
+    out.env = inject::request::env_besides_request(edits);
+    return out;
 }
 
 }  // namespace
@@ -156,9 +148,12 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
     INJECT_TRY_CTX(inject::oci::apply(doc, edits), path);
     std::size_t rules = 0;
     if (cfg.runtime.mode == inject::config::Mode::Legacy) {
-        INJECT_TRY(auto nodes, legacy_nodes(cfg, req, env));
-        INJECT_TRY_CTX(inject::oci::allow_devices(doc, nodes), path);
-        rules = nodes.size();
+        INJECT_TRY(auto cards, legacy_card_edits(cfg, req, env));
+        INJECT_TRY_CTX(inject::oci::allow_devices(doc, cards.device_nodes), path);
+        rules = cards.device_nodes.size();
+        // The env only: apply() would also add the nodes to linux.devices, which the hook makes.
+        cards.device_nodes.clear();
+        INJECT_TRY_CTX(inject::oci::apply(doc, cards), path);
     }
     INJECT_TRY(auto json, inject::oci::dump(doc));
     // Atomic but not fsynced: the runtime reads it within milliseconds, and after a crash

@@ -90,16 +90,22 @@ devices_and_libs_ok() {
   no_card "$SCRATCH/desc.yaml" 0 2
 }
 
+# starts_with_nothing DIR: runc runs the bundle, and the container has no card node, no card's
+# device-cgroup rule and no library of ours.
+starts_with_nothing() {
+  run_in runc "$1"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  refute_grep -E "gcu"
+  refute_grep -E "libefml"
+  no_card "$SCRATCH/desc.yaml" 0 1 2
+}
+
 @test "runc: no request (unset, empty, void) injects nothing" {
   for v in "" "ENFLAME_VISIBLE_DEVICES=" "ENFLAME_VISIBLE_DEVICES=void"; do
     rm -rf "$SCRATCH/b"
     if [ -n "$v" ]; then hook_bundle "$SCRATCH/b" "$v"; else hook_bundle "$SCRATCH/b"; fi
-    run_in runc "$SCRATCH/b"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    refute_grep -E "gcu"
-    refute_grep -E "libefml"
-    no_card "$SCRATCH/desc.yaml" 0 1 2
+    starts_with_nothing "$SCRATCH/b"
   done
 }
 
@@ -203,6 +209,78 @@ bad_input_ok() {  # $1 = expected line
   [ "${#lines[@]}" -eq 1 ]
   echo "$output" | grep -F "error: ENFLAME_VISIBLE_DEVICES: unknown device '9': no card with index 9"
   [ ! -e "$SCRATCH/b/rootfs/dev/gcu0" ]
+}
+
+@test "bad input: another vendor's CDI name is refused, its devices in the spec dirs not injected" {
+  echo other > "$SCRATCH/other.txt"
+  cat > "$SCRATCH/cdi/othervendor.yaml" <<YAML
+cdiVersion: "0.6.0"
+kind: othervendor.com/gpu
+devices:
+  - name: all
+    containerEdits:
+      mounts:
+        - {hostPath: "$SCRATCH/other.txt", containerPath: /other.txt, options: [ro, bind]}
+YAML
+  for v in othervendor.com/gpu=all 0,othervendor.com/gpu=all; do
+    rm -rf "$SCRATCH/b"
+    hook_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$v"
+    bundle_edit "$SCRATCH/b" "c['process']['args']=['cat','/other.txt']"
+    run_in runc "$SCRATCH/b"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: CDI device 'othervendor.com/gpu=all' is not of kind enflame.com/gpu: other kinds are not injected"
+    refute_grep -Fx other
+    [ ! -e "$SCRATCH/b/rootfs/other.txt" ]
+    hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+    bad_input_ok "error: ENFLAME_VISIBLE_DEVICES: CDI device 'othervendor.com/gpu=all' is not of kind enflame.com/gpu: other kinds are not injected"
+  done
+}
+
+@test "accept-envvar-when-unprivileged = false: the env of an unprivileged container asks for nothing" {
+  printf 'accept-envvar-when-unprivileged = false\n' >> "$SCRATCH/config.toml"
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0
+  starts_with_nothing "$SCRATCH/b"
+  grep -F "no request: nothing to do" "$SCRATCH/hook.log"
+  # CAP_SYS_ADMIN in the bounding set (--privileged): the env counts
+  bundle_edit "$SCRATCH/b" "c['process']['capabilities']['bounding'].append('CAP_SYS_ADMIN')"
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  one_card_ok 0 crw-rw-rw-
+}
+
+# drs_host: the simulated host becomes 2 cards with the example's DRS instances in efsmi's
+# placement layout (two 1g.11gb on card 0, one 2g.22gb on card 1); the config already points at it.
+drs_host() {
+  sim_example 2 --drs > "$SCRATCH/desc.yaml"
+  printf 'faults: {drs_instance_layout: placement}\n' >> "$SCRATCH/desc.yaml"
+  rm -rf "$SCRATCH/host"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  MAJOR=$(stat -c '%t' "$SCRATCH/host/dev/gcu0"); MAJOR=$((16#$MAJOR))
+}
+
+@test "DRS: a bare hook fails closed without TOPS_VISIBLE_DEVICES (it cannot set env), works with it" {
+  drs_host
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0:1g.11gb:1
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -F "the request needs TOPS_VISIBLE_DEVICES=0:1g.11gb:1 in the container's env, which a hook cannot set"
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+  bad_input_ok "error: the request needs TOPS_VISIBLE_DEVICES=0:1g.11gb:1 in the container's env, which a hook cannot set: run the container with enflame-container-runtime, or set it in the container's env"
+  # another instance's address in the env is not enough
+  bundle_edit "$SCRATCH/b" "c['process']['env'].append('TOPS_VISIBLE_DEVICES=0:1g.11gb:0')"
+  hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
+  bad_input_ok "error: the request needs TOPS_VISIBLE_DEVICES=0:1g.11gb:1 in the container's env, which a hook cannot set: run the container with enflame-container-runtime, or set it in the container's env"
+  # the env already set (as the shim's legacy mode writes it): the parent card is given
+  rm -rf "$SCRATCH/b"
+  hook_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=0:1g.11gb:1 TOPS_VISIBLE_DEVICES=0:1g.11gb:1
+  run_in runc "$SCRATCH/b"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
+  no_card "$SCRATCH/desc.yaml" 1
 }
 
 @test "usage errors and --version" {
@@ -335,14 +413,17 @@ start_with_card() {
   echo "$output" | grep -E "=> /usr/lib/libefml"
   grep -F "needs an update: " "$SCRATCH/hook.log"
   [ "$(grep -c 'ldconfig not run' "$SCRATCH/hook.log")" -eq 0 ]
-  # 2. the rootfs now has the cache (as an image built with the libraries would): skipped
+  # 2. the rootfs now has the cache (as an image built with the libraries would): skipped, but
+  # the conf.d file is still written (an ldconfig run later inside keeps our folder)
   : > "$SCRATCH/hook.log"
+  rm "$SCRATCH/b/rootfs/etc/ld.so.conf.d/00-enflame.conf"
   run_in runc "$SCRATCH/b"
   echo "$output"
   [ "$status" -eq 0 ]
   echo "$output" | grep -E "=> /usr/lib/libefml"
   echo "$output" | grep -E "^c.* $MAJOR, +0 .* gcu0$"
   grep -F "already resolves every mounted library (3 mounts): ldconfig not run" "$SCRATCH/hook.log"
+  grep -Fx /usr/lib "$SCRATCH/b/rootfs/etc/ld.so.conf.d/00-enflame.conf"
   # 3. a cache of other folders only (the image's own): ldconfig runs again
   mkdir -p "$SCRATCH/empty-lib"
   /sbin/ldconfig -X -C "$SCRATCH/b/rootfs/etc/ld.so.cache" -f /dev/null "$SCRATCH/empty-lib"

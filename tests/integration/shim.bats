@@ -274,6 +274,15 @@ assert a == b, "legacy mode changed more than the hooks and the device rules"
 PY
 }
 
+@test "legacy mode, DRS: the shim writes TOPS_VISIBLE_DEVICES into config.json, the hook gives the parent card" {
+  drs_host placement
+  printf '[enflame-container-runtime]\nmode = "legacy"\nhook-path = "%s"\n' "$HOOK" >> "$SCRATCH/config.toml"
+  drs_gives 0:1g.11gb:1 0 0:1g.11gb:1
+  grep -F '"TOPS_VISIBLE_DEVICES=0:1g.11gb:1"' "$SCRATCH/b/config.json"
+  # the hook made the node, not the runtime: config.json has no linux.devices entry for it
+  run ! grep -F '"path":"/dev/gcu0"' "$SCRATCH/b/config.json"
+}
+
 # --- bad input: one clear error, non-zero, config.json untouched, no container ---
 
 # shim_fails DIR PATTERN: create fails with PATTERN on stderr and in runc's JSON log, the

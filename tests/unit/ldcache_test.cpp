@@ -64,7 +64,7 @@ struct RealCache {
 TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
     for (const std::string format : {"new", "compat"}) {
         RealCache rc(format);
-        if (!rc.ok) GTEST_SKIP() << "no " << kLdconfig << " or libz on this machine";
+        if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
         auto entries = parse(testutil::read_file(rc.cache));
         ASSERT_TRUE(entries) << format << ": " << entries.error().what();
         // `ldconfig -p` prints "N libs found in cache `...'" and one line per entry.
@@ -73,8 +73,8 @@ TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
         std::size_t listed = 0;
         for (const auto& e : *entries) {
             // Each entry is in the listing as "\t<key> (...) => <value>".
-            EXPECT_NE(rc.listing.find("\t" + e.key + " ("), std::string::npos) << e.key;
-            EXPECT_NE(rc.listing.find("=> " + e.value + "\n"), std::string::npos) << e.value;
+            EXPECT_NE(rc.listing.find("\t" + std::string(e.key) + " ("), std::string::npos) << e.key;
+            EXPECT_NE(rc.listing.find("=> " + std::string(e.value) + "\n"), std::string::npos) << e.value;
             if (e.value == rc.lib_dir + "/libz.so.1") {
                 ++listed;
                 EXPECT_EQ(e.key, "libz.so.1");
@@ -90,7 +90,7 @@ TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
 
 TEST(LdCache, OldFormatOnlyIsUnsupported) {
     RealCache rc("old");
-    if (!rc.ok) GTEST_SKIP() << "no " << kLdconfig << " or libz on this machine";
+    if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
     auto entries = parse(testutil::read_file(rc.cache));
     ASSERT_FALSE(entries);
     EXPECT_EQ(entries.error().code(), Errc::Unsupported);
@@ -190,6 +190,40 @@ std::vector<Hostile> hostile_files() {
     };
 }
 
+// A crafted file whose many entries share one long string: refused or parsed, never a copy per
+// entry (100 entries on one 1 MiB string once cost 200 MiB; on 16 MiB, gigabytes).
+TEST(LdCache, ManyEntriesSharingOneLongStringAreRefused) {
+    std::vector<Raw> raws(100, Raw{0x0303, 48 + 100 * 24, 48 + 100 * 24, 0});
+    auto e = parse(new_format(raws, std::string(1u << 20, 'A') + '\0'));
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code(), Errc::InvalidInput);
+    EXPECT_EQ(e.error().what(), "ld.so.cache: byte 48: key string is longer than 4095 bytes");
+}
+
+TEST(LdCache, TheLongestPathIsAcceptedAndPointedAt) {
+    const std::string longest(kMaxStringBytes, 'p');
+    const std::string data = new_format({{0x0303, kStr1, kStr1, 0}}, longest + '\0');
+    auto e = parse(data);
+    ASSERT_TRUE(e) << e.error().what();
+    ASSERT_EQ(e->size(), 1u);
+    EXPECT_EQ((*e)[0].value, longest);
+    EXPECT_EQ((*e)[0].value.data(), data.data() + kStr1) << "a view into the file, not a copy";
+}
+
+TEST(LdCache, TheTotalScannedForStringsIsBounded) {
+    // The largest file allowed, every entry pointing at one string of the longest length: each
+    // is fine alone, together they would scan gigabytes.
+    const std::uint32_t n = (kMaxCacheBytes - 48 - 4096) / 24;
+    const std::uint32_t str = 48 + n * 24;
+    std::vector<Raw> raws(n, Raw{0x0303, str, str, 0});
+    auto e = parse(new_format(raws, std::string(kMaxStringBytes, 's') + '\0'));
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code(), Errc::InvalidInput);
+    const std::size_t stopped = 48 + (kMaxScanBytes / (2 * (kMaxStringBytes + 1))) * 24;
+    EXPECT_EQ(e.error().what(), "ld.so.cache: byte " + std::to_string(stopped) +
+                                    ": the strings of the entries add up to more than 67108864 bytes");
+}
+
 class LdCacheHostile : public ::testing::TestWithParam<Hostile> {};
 
 TEST_P(LdCacheHostile, RefusedWithTheReason) {
@@ -207,7 +241,7 @@ INSTANTIATE_TEST_SUITE_P(LdCache, LdCacheHostile, ::testing::ValuesIn(hostile_fi
 
 TEST(LdCache, EveryTruncationIsRefusedOrParsed) {
     RealCache rc;
-    if (!rc.ok) GTEST_SKIP() << "no " << kLdconfig << " or libz on this machine";
+    if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
     const std::string full = testutil::read_file(rc.cache);
     auto whole = parse(full);
     ASSERT_TRUE(whole);
@@ -224,7 +258,7 @@ TEST(LdCache, EveryTruncationIsRefusedOrParsed) {
 
 TEST(LdCache, RandomByteFlipsNeverCrash) {
     RealCache rc;
-    if (!rc.ok) GTEST_SKIP() << "no " << kLdconfig << " or libz on this machine";
+    if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
     const std::string full = testutil::read_file(rc.cache);
     std::mt19937 rng(15);  // fixed: the same files every run
     std::uniform_int_distribution<std::size_t> pos(0, 48 + 24 * 8);  // the header and first entries
@@ -263,6 +297,8 @@ TEST(LdCache, NativeFlags) {
 
 TEST(LdCache, FirstNativeEntryPerKeyInOurFolders) {
 #if !defined(__x86_64__)
+    // Not a missing tool but a test that does not apply: the flags below are x86-64's, and
+    // native() is false for them elsewhere. A plain skip, in CI too.
     GTEST_SKIP() << "entries below use x86-64 flags";
 #endif
     const std::vector<Entry> entries = {

@@ -262,6 +262,19 @@ TEST(HookRules, LastMatchWinsLikeTheKernel) {
     EXPECT_FALSE(inject::hook::rules_allow({}, 'c', 1, 3));
 }
 
+TEST(HookChild, AnExceptionInTheChildIsAnErrorNotASecondCaller) {
+    // Without the catch the forked child unwinds into this test (a copy of the caller) and the
+    // parent sees no answer at all.
+    const pid_t parent = ::getpid();
+    auto r = inject::hook::in_mount_namespace_text("", [&]() -> inject::Result<std::string> {
+        if (::getpid() == parent) return std::string("not forked");
+        throw std::bad_alloc();
+    });
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::Internal);
+    EXPECT_EQ(r.error().what(), "internal: std::bad_alloc");
+}
+
 TEST(Ldcache, RefusesAContainerSideLdconfig) {
     inject::hook::LdcacheOptions o;
     o.ldconfig = "/sbin/ldconfig";

@@ -77,4 +77,9 @@ void expect_golden(const std::string& path, const std::string& got) {
     EXPECT_EQ(got, read_file(path)) << "golden file " << path << " differs (ENFLAME_UPDATE_GOLDEN=1 rewrites it)";
 }
 
+bool in_ci() {
+    const char* ci = std::getenv("CI");
+    return ci != nullptr && std::string_view(ci) == "true";
+}
+
 }  // namespace testutil

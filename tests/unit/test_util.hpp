@@ -33,4 +33,18 @@ std::string fixture(std::string_view rel);
 /// file never approves itself: the diff is for a person to review, and the next run compares.
 void expect_golden(const std::string& path, const std::string& got);
 
+/// True when CI=true: a test that cannot run must then fail, not skip (skip_or_fail in bats).
+bool in_ci();
+
+}  // namespace testutil
+
+/// Ends the test: a skip with `why` locally, a failure under CI=true.
+#define TESTUTIL_SKIP_OR_FAIL(why)                    \
+    do {                                              \
+        if (testutil::in_ci()) FAIL() << (why);       \
+        GTEST_SKIP() << (why);                        \
+    } while (0)
+
+namespace testutil {
+
 }  // namespace testutil

@@ -58,6 +58,7 @@ struct Bundle {
     std::vector<std::string> env;                    ///< process.env
     std::map<std::string, std::string> annotations;  ///< annotations
     std::vector<DeviceRule> device_rules;            ///< linux.resources.devices
+    bool privileged = false;                         ///< oci::privileged() of config.json
 };
 
 /// Reads <bundle>/config.json. NotFound when it is missing; InvalidInput when it does not parse
@@ -127,17 +128,11 @@ struct LdcacheOptions {
     /// mount namespace (createContainer hooks).
     std::string mount_namespace;
     std::chrono::milliseconds timeout{10000};
-    /// When not empty: first read the container's /etc/ld.so.cache (in-root, inject/ldcache.hpp)
-    /// and do nothing (no conf.d file, no ldconfig) when, for every host file here, the cache's
-    /// entry for some soname in one of the folders it is mounted to resolves, inside the
-    /// rootfs, to that same file (device and inode). Otherwise update as usual.
-    std::vector<MountedLibrary> libraries;
 };
 
 /// Writes the conf.d file (in-root, atomic; in the container's mount namespace when one is
 /// given) and runs the host ldconfig in the sandbox chrooted into `rootfs`. A non-zero exit of
-/// ldconfig is an Io error carrying its first stderr line. With `opts.libraries`, nothing is
-/// done when the cache already resolves them all (debug log "... ldconfig not run").
+/// ldconfig is an Io error carrying its first stderr line.
 [[nodiscard]] Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opts);
 
 /// The second half of update_ldcache(): the host ldconfig in the sandbox, chrooted into
@@ -145,11 +140,15 @@ struct LdcacheOptions {
 [[nodiscard]] Result<void> run_ldconfig(const std::string& rootfs, const LdcacheOptions& opts);
 
 /// apply_edits() and, in the same child (one process fewer on a hook's path), the first half
-/// of update_ldcache(): the cache check against `lo.libraries` and, unless the cache already
-/// resolves them, the conf.d file. True when ldconfig must still run: run_ldconfig(rootfs, lo)
-/// (`lo.mount_namespace` must then be the namespace of `pid`).
+/// of update_ldcache(): the conf.d file (always: a later ldconfig in the container keeps our
+/// folders) and a look at the container's /etc/ld.so.cache (in-root, inject/ldcache.hpp).
+/// True when ldconfig must still run: run_ldconfig(rootfs, lo) (`lo.mount_namespace` must then
+/// be the namespace of `pid`). False (debug log "... ldconfig not run") when, for every host
+/// file of `libraries`, the cache's entry for some soname in one of the folders it is mounted
+/// to resolves, inside the rootfs, to that same file (device and inode).
 [[nodiscard]] Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs,
                                                            const cdi::ContainerEdits& edits, const LdcacheOptions& lo,
+                                                           const std::vector<MountedLibrary>& libraries,
                                                            const ApplyOptions& opts = {});
 
 /// The conf.d file update_ldcache() writes.

@@ -15,7 +15,10 @@
 /// on such an image is rare, and ldconfig then simply runs.
 ///
 /// The parser trusts nothing in the file: every count, offset and string is bounds-checked
-/// against the bytes given (a container image is untrusted input).
+/// against the bytes given (a container image is untrusted input). Entries point into those
+/// bytes (no copies: a crafted file whose many entries share one long string would otherwise
+/// cost gigabytes), strings longer than kMaxStringBytes are refused, and the bytes scanned for
+/// all entries' strings together are bounded by kMaxScanBytes.
 
 #include "inject/result.hpp"
 
@@ -33,17 +36,25 @@ inline constexpr std::string_view kMagicOld = "ld.so-1.7.0";
 /// A cache larger than this is refused (a big distribution image has a few hundred KiB).
 inline constexpr std::size_t kMaxCacheBytes = 16u << 20;
 
-/// One entry: `key` is the soname ld.so looks up, `value` the path it then opens.
+/// The longest key or value accepted (PATH_MAX less the NUL: no path ld.so opens is longer).
+inline constexpr std::size_t kMaxStringBytes = 4095;
+/// The most bytes parse() scans for the strings of all entries together (a real cache scans
+/// about twice its size; a crafted one with many entries sharing long strings stops here).
+inline constexpr std::size_t kMaxScanBytes = 4 * kMaxCacheBytes;
+
+/// One entry: `key` is the soname ld.so looks up, `value` the path it then opens. Both point
+/// into the bytes given to parse(), which must outlive the entry.
 struct Entry {
     std::int32_t flags = 0;
-    std::string key;
-    std::string value;
+    std::string_view key;
+    std::string_view value;
     std::uint64_t hwcap = 0;
 };
 
 /// Parses the bytes of an ld.so.cache, entries in file order (ld.so's order of preference for
-/// one key). InvalidInput with the reason and byte offset for a truncated or inconsistent
-/// file; Unsupported for an old-format-only or other-endian file.
+/// one key; they point into `data`). InvalidInput with the reason and byte offset for a
+/// truncated or inconsistent file, a string longer than kMaxStringBytes or more than
+/// kMaxScanBytes of strings in all; Unsupported for an old-format-only or other-endian file.
 [[nodiscard]] Result<std::vector<Entry>> parse(std::string_view data);
 
 /// True when ld.so of this build would use an entry with these flags (libc6 of this

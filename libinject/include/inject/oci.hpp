@@ -27,6 +27,12 @@ namespace inject::oci {
 /// Idempotent; a bad node leaves the spec as it was.
 [[nodiscard]] Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes);
 
+/// True when the container is privileged as accept-envvar-when-unprivileged means it:
+/// CAP_SYS_ADMIN is in process.capabilities.bounding (what `--privileged` gives).
+[[nodiscard]] bool privileged(const nlohmann::json& spec);
+/// The same for an order-preserving document.
+[[nodiscard]] bool privileged(const nlohmann::ordered_json& spec);
+
 /// `spec` as compact JSON, byte for byte what `spec.dump()` writes, in about a third of its
 /// time: strings of printable ASCII (all of a config.json but odd values) are copied whole
 /// instead of escaped byte by byte. InvalidInput for a string that is not UTF-8 (as dump()).

@@ -13,6 +13,7 @@
 #include "inject/request.hpp"
 #include "inject/result.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,17 @@ struct EditsOptions {
     /// discovery (cdi::GenerateOptions::ctk_path); empty = no such hook (the legacy hook updates
     /// the ldcache itself).
     std::string ctk_path;
+    /// CDI names of other kinds (another vendor's devices in the spec dirs) are resolved too.
+    /// False: such a name is an InvalidInput error naming it (the legacy hook, a root process
+    /// that applies whatever it resolves, injects only the configured kind's devices).
+    bool other_kinds = true;
 };
+
+/// The container's request from its env and annotations, as the shim and the legacy hook both
+/// read it: the env is not looked at (annotations still are) when accept-envvar-when-unprivileged
+/// is false and the container is not `privileged` (oci::privileged()).
+[[nodiscard]] Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
+                                         const std::map<std::string, std::string>& annotations, bool privileged);
 
 /// Edits and where they came from.
 struct RequestEdits {
@@ -43,6 +54,12 @@ struct RequestEdits {
     /// The discovery backend that answered ("libefml", "efsmi-json", ...); empty for the spec.
     std::string backend;
 };
+
+/// The env of `edits` that the container must get besides what a legacy hook applies (a hook
+/// cannot set env): a DRS instance's TOPS_VISIBLE_DEVICES. The request's own variables are left
+/// out: the CDI spec sets ENFLAME_VISIBLE_DEVICES=void so that nothing injects twice, and in
+/// legacy mode the hook is the one injection and must still see the request.
+[[nodiscard]] std::vector<std::string> env_besides_request(const cdi::ContainerEdits& edits);
 
 /// Loads the configured spec dirs; files that do not load are debug-logged ("cdi: skipped ...").
 [[nodiscard]] Result<cdi::Registry> load_registry(const config::Config& cfg);
@@ -64,7 +81,8 @@ struct RequestEdits {
 
 /// Auto mode: the spec on disk when it resolves the request and is not stale, else discovery
 /// (a missing spec or device: debug line; a stale spec: one warning naming why). CDI names of
-/// other kinds always come from the spec dirs. Other errors of the spec dirs are returned.
+/// other kinds always come from the spec dirs (or are refused: EditsOptions::other_kinds).
+/// Other errors of the spec dirs are returned.
 [[nodiscard]] Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
                                               const EditsOptions& opts);
 

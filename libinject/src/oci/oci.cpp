@@ -262,6 +262,16 @@ Result<void> apply_impl(J& spec, const cdi::ContainerEdits& edits) {
     return ok();
 }
 
+template <typename J>
+bool privileged_impl(const J& spec) {
+    const auto* process = spec.is_object() && spec.contains("process") ? &spec["process"] : nullptr;
+    const auto* caps = process && process->is_object() && process->contains("capabilities") ? &(*process)["capabilities"] : nullptr;
+    if (caps == nullptr || !caps->is_object() || !caps->contains("bounding") || !(*caps)["bounding"].is_array())
+        return false;
+    const auto& b = (*caps)["bounding"];
+    return std::find(b.begin(), b.end(), J("CAP_SYS_ADMIN")) != b.end();
+}
+
 /// Printable ASCII without '"' and '\\': what dump() copies as it is.
 bool plain_ascii(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
@@ -324,6 +334,9 @@ Result<std::string> dump(const nlohmann::ordered_json& spec) {
         return fail(Errc::InvalidInput, std::string("serializing config.json: ") + e.what());
     }
 }
+
+bool privileged(const nlohmann::json& spec) { return privileged_impl(spec); }
+bool privileged(const nlohmann::ordered_json& spec) { return privileged_impl(spec); }
 
 Result<void> apply(nlohmann::json& spec, const cdi::ContainerEdits& edits) {
     return apply_impl(spec, edits);

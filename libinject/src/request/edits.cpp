@@ -89,6 +89,21 @@ Result<cdi::Registry> load_registry(const config::Config& cfg) {
     return reg;
 }
 
+std::vector<std::string> env_besides_request(const ContainerEdits& edits) {
+    std::vector<std::string> out;
+    for (const auto& kv : edits.env) {
+        const std::string_view key = std::string_view(kv).substr(0, kv.find('='));
+        if (key != kVisibleDevicesEnv && key != kDriverCapabilitiesEnv) out.push_back(kv);
+    }
+    return out;
+}
+
+Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
+                           const std::map<std::string, std::string>& annotations, bool privileged) {
+    if (!cfg.runtime.accept_envvar_when_unprivileged && !privileged) return parse({}, annotations);
+    return parse(env, annotations);
+}
+
 Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg, const Request& req) {
     ContainerEdits edits;
     if (req.mode == Request::Mode::NoCards) {
@@ -148,6 +163,9 @@ Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req, c
     Request ours = req;
     ours.cdi_names.clear();
     for (const auto& n : req.cdi_names) (n.starts_with(prefix) ? ours.cdi_names : foreign).push_back(n);
+    if (!foreign.empty() && !opts.other_kinds)
+        return fail(Errc::InvalidInput, req.source + ": CDI device '" + foreign.front() + "' is not of kind " +
+                                            cfg.runtime.cdi_kind + ": other kinds are not injected");
 
     INJECT_TRY(auto reg, load_registry(cfg));
     auto on_disk = edits_from_registry(reg, cfg, ours);

@@ -39,6 +39,19 @@ void send(int fd, const Result<std::string>& r) {
     (void)n;
 }
 
+/// `fn`, its exceptions (std::bad_alloc above all) turned into an Internal error: the forked
+/// child must end in _exit, never unwind into the copy of the caller's stack (main()'s catch
+/// would print a second error line and the child would go on running the caller's code).
+Result<std::string> run_caught(const std::function<Result<std::string>()>& fn) {
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        return fail(Errc::Internal, std::string("internal: ") + e.what());
+    } catch (...) {
+        return fail(Errc::Internal, "internal: unknown exception");
+    }
+}
+
 Result<void> make_node(int root_fd, const cdi::DeviceNode& n, const ApplyOptions& opts) {
     const std::string host = n.host_path.empty() ? n.path : n.host_path;
     struct stat st {};
@@ -83,7 +96,7 @@ Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
         rd.reset();
         Result<std::string> r = std::string();
         if (ns.valid() && ::setns(ns.get(), CLONE_NEWNS) != 0) r = fail(sys_error("entering " + mount_namespace));
-        if (r) r = fn();
+        if (r) r = run_caught(fn);
         send(wr.get(), r);
         _exit(r ? 0 : 1);
     }
@@ -151,17 +164,18 @@ Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::Containe
 }
 
 Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
-                                             const LdcacheOptions& lo, const ApplyOptions& opts) {
+                                             const LdcacheOptions& lo, const std::vector<MountedLibrary>& libraries,
+                                             const ApplyOptions& opts) {
     INJECT_TRY(const std::string conf, detail::ldconf_text(lo));
     auto w = in_mount_namespace_text(namespace_of(pid), [&]() -> Result<std::string> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
         INJECT_TRY_VOID(apply_in_root(root.get(), rootfs, edits, opts));
-        auto r = detail::prepare_in_root(root.get(), lo, conf);
+        auto r = detail::prepare_in_root(root.get(), conf, libraries);
         if (!r) return fail(std::move(r).error().context("updating the ldcache in " + rootfs));
         return r;
     });
     if (!w) return fail(std::move(w).error());
-    return detail::ldconfig_needed(rootfs, lo, *w);
+    return detail::ldconfig_needed(rootfs, libraries.size(), *w);
 }
 
 }  // namespace inject::hook

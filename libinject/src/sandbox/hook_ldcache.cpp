@@ -27,9 +27,9 @@ struct LibraryFile {
     std::vector<std::string> folders;
 };
 
-std::string folder_of(const std::string& path) {
+std::string folder_of(std::string_view path) {
     const auto slash = path.rfind('/');
-    return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    return std::string(slash == 0 || slash == std::string_view::npos ? "/" : path.substr(0, slash));
 }
 
 /// The mounted libraries grouped by host file (stat on the host side: bind mounts keep the
@@ -111,27 +111,26 @@ Result<std::string> ldconf_text(const LdcacheOptions& opts) {
     return conf;
 }
 
-Result<std::string> prepare_in_root(int root_fd, const LdcacheOptions& opts, const std::string& conf) {
-    std::string why = "no libraries to look up";
-    if (!opts.libraries.empty()) {
-        // stat here, in the container's namespace before pivot_root: the same host paths the
-        // mounts were made from (bind mounts keep device and inode).
-        INJECT_TRY(auto files, library_files(opts.libraries));
-        why = cache_gap(root_fd, files);
-        if (why.empty()) return std::string(kLdcacheCurrent);
-    }
+Result<std::string> prepare_in_root(int root_fd, const std::string& conf, const std::vector<MountedLibrary>& libraries) {
+    // Written even when the cache is current: an ldconfig run later inside the container (a
+    // package install) then keeps our folders in the cache.
     auto w = fs::write_in_root(root_fd, kLdconfConfPath, conf);
     if (!w) return fail(std::move(w).error().context("writing " + std::string(kLdconfConfPath)));
-    return why;
+    if (libraries.empty()) return std::string("no libraries to look up");
+    // stat here, in the container's namespace before pivot_root: the same host paths the
+    // mounts were made from (bind mounts keep device and inode).
+    INJECT_TRY(auto files, library_files(libraries));
+    std::string why = cache_gap(root_fd, files);
+    return why.empty() ? std::string(kLdcacheCurrent) : why;
 }
 
-bool ldconfig_needed(const std::string& rootfs, const LdcacheOptions& opts, const std::string& answer) {
+bool ldconfig_needed(const std::string& rootfs, std::size_t libraries, const std::string& answer) {
     if (answer == kLdcacheCurrent) {
         log::debug("ldcache of {} already resolves every mounted library ({} mounts): ldconfig not run", rootfs,
-                   opts.libraries.size());
+                   libraries);
         return false;
     }
-    if (!opts.libraries.empty()) log::debug("ldcache of {} needs an update: {}", rootfs, answer);
+    if (libraries != 0) log::debug("ldcache of {} needs an update: {}", rootfs, answer);
     return true;
 }
 
@@ -141,10 +140,9 @@ Result<void> update_ldcache(const std::string& rootfs, const LdcacheOptions& opt
     INJECT_TRY(const std::string conf, detail::ldconf_text(opts));
     auto w = in_mount_namespace_text(opts.mount_namespace, [&]() -> Result<std::string> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
-        return detail::prepare_in_root(root.get(), opts, conf);
+        return detail::prepare_in_root(root.get(), conf, {});  // no libraries: ldconfig runs
     });
     if (!w) return fail(std::move(w).error().context("in " + rootfs));
-    if (!detail::ldconfig_needed(rootfs, opts, *w)) return ok();
     return run_ldconfig(rootfs, opts);
 }
 

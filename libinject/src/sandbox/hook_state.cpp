@@ -3,6 +3,7 @@
 // parse_json() below and become InvalidInput with the byte offset.
 #include "inject/fs.hpp"
 #include "inject/hook.hpp"
+#include "inject/oci.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,6 +87,7 @@ Result<Bundle> load_bundle(const std::string& bundle_dir) {
             for (const auto& e : *env)
                 if (e.is_string()) b.env.push_back(e.get<std::string>());
     }
+    b.privileged = oci::privileged(j);
     if (const json* ann = member(j, "annotations"); ann && ann->is_object())
         for (const auto& [k, v] : ann->items())
             if (v.is_string()) b.annotations[k] = v.get<std::string>();

@@ -33,12 +33,22 @@ T load(std::string_view d, std::size_t at) {
     return v;
 }
 
-/// A NUL-terminated string at `off` of `table`, or an error naming `what`.
-Result<std::string> string_at(std::string_view table, std::uint32_t off, std::size_t base, const char* what) {
+/// The NUL-terminated string at `off` of `table` (a view into it), or an error naming `what`.
+/// At most kMaxStringBytes + 1 bytes are looked at; `budget` counts them down.
+Result<std::string_view> string_at(std::string_view table, std::uint32_t off, std::size_t base, const char* what,
+                                   std::size_t& budget) {
     if (off >= table.size()) return fail(bad(base, std::string(what) + " offset " + std::to_string(off) + " past the end"));
-    const auto end = table.find('\0', off);
-    if (end == std::string_view::npos) return fail(bad(base, std::string(what) + " string is not terminated"));
-    return std::string(table.substr(off, end - off));
+    const std::string_view rest = table.substr(off, kMaxStringBytes + 1);
+    const auto end = rest.find('\0');
+    if (end == std::string_view::npos) {
+        if (rest.size() > kMaxStringBytes)
+            return fail(bad(base, std::string(what) + " string is longer than " + std::to_string(kMaxStringBytes) + " bytes"));
+        return fail(bad(base, std::string(what) + " string is not terminated"));
+    }
+    if (end + 1 > budget)
+        return fail(bad(base, "the strings of the entries add up to more than " + std::to_string(kMaxScanBytes) + " bytes"));
+    budget -= end + 1;
+    return rest.substr(0, end);
 }
 
 /// Where the new-format header starts: 0, or after the old table of a compat file.
@@ -72,6 +82,7 @@ Result<std::vector<Entry>> parse(std::string_view data) {
     if (entries_end > d.size()) return fail(bad(base + kNewHeader, std::to_string(nlibs) + " entries do not fit"));
     std::vector<Entry> out;
     out.reserve(nlibs);
+    std::size_t budget = kMaxScanBytes;
     for (std::size_t i = 0; i < nlibs; ++i) {
         const std::size_t at = kNewHeader + i * kNewEntry;
         Entry e;
@@ -81,10 +92,10 @@ Result<std::vector<Entry>> parse(std::string_view data) {
         const auto value = load<std::uint32_t>(d, at + 8);
         if (key < entries_end || value < entries_end)
             return fail(bad(base + at, "entry " + std::to_string(i) + " points into the entry table"));
-        INJECT_TRY(e.key, string_at(d, key, base + at, "key"));
-        INJECT_TRY(e.value, string_at(d, value, base + at, "value"));
+        INJECT_TRY(e.key, string_at(d, key, base + at, "key", budget));
+        INJECT_TRY(e.value, string_at(d, value, base + at, "value", budget));
         e.hwcap = load<std::uint64_t>(d, at + 16);
-        out.push_back(std::move(e));
+        out.push_back(e);
     }
     return out;
 }
@@ -116,7 +127,7 @@ std::vector<Entry> first_native_in(const std::vector<Entry>& entries, const std:
         if (hwcap_keys.count(key) != 0) continue;
         const auto slash = e->value.rfind('/');
         if (slash == std::string::npos) continue;
-        const std::string folder = slash == 0 ? "/" : e->value.substr(0, slash);
+        const std::string_view folder = slash == 0 ? "/" : e->value.substr(0, slash);
         if (std::find(folders.begin(), folders.end(), folder) != folders.end()) out.push_back(*e);
     }
     return out;
