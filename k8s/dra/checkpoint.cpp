@@ -44,7 +44,8 @@ Checkpoint from_json(const Json& j) {
     }
     for (const auto& p : j.value("pending", Json::array()))
         cp.pending.push_back({p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
-                              p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>()});
+                              p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>(),
+                              p.value("attempt", std::uint64_t{0})});
     return cp;
 }
 
@@ -67,7 +68,7 @@ std::string to_text(const Checkpoint& cp) {
     }
     Json out = {{"version", kVersion}, {"claims", std::move(claims)}};
     for (const auto& p : cp.pending)
-        out["pending"].push_back({{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}});
+        out["pending"].push_back({{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}, {"attempt", p.attempt}});
     return out.dump(1) + "\n";
 }
 

@@ -12,8 +12,9 @@
 // A DRS placement's device also records the instance the prepare made for it
 // ("createdInstance": {"card", "id", "profile", "uuid"}); unprepare destroys exactly that one.
 // "pending" lists the instances being made right now: written (durably) before efsmi is asked
-// to create one, with the card's instance ids at that moment, and cleared with the checkpoint
-// that records the claim. A plugin killed in between finds the entry at start and destroys
+// to create one, with the card's instance ids at that moment and the prepare attempt, and
+// cleared with the checkpoint that records the claim (an entry whose instance could not be
+// told apart or taken back stays for the next start). A plugin killed in between finds the entry at start and destroys
 // the instance of that profile that is new since then and that no claim records (driver.hpp).
 // Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
 
@@ -47,12 +48,14 @@ struct PreparedDevice {
 };
 
 /// An instance being made for claim `claim_uid`: `before` are the card's instance ids just
-/// before efsmi was asked.
+/// before efsmi was asked. `attempt` tells the prepare that wrote it from a later one of the
+/// same claim (which must not drop an entry kept for the next start: see driver.hpp).
 struct PendingCreate {
     std::string claim_uid;
     std::uint32_t card = 0;
     std::string profile;
     std::vector<std::uint32_t> before;
+    std::uint64_t attempt = 0;
     bool operator==(const PendingCreate&) const = default;
 };
 

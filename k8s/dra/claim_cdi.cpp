@@ -62,7 +62,7 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
                                              const inject::cdi::GenerateOptions& base,
                                              const std::string& claim_uid,
                                              const std::vector<DeviceName>& devices,
-                                             const std::map<std::string, std::uint32_t>& made) {
+                                             const std::map<std::string, CreatedInstance>& made) {
     // Only the cards (and DRS instances) of the claim go to the generator, so the spec-level
     // edits are what those cards need and nothing names another card.
     inject::device::Host sub = host;
@@ -79,7 +79,18 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
             const auto m = made.find(d.str());
             if (m == made.end())
                 return fail(Errc::NotFound, "device '" + d.str() + "': no DRS instance was made for it");
-            instance = m->second;
+            const CreatedInstance& want = m->second;
+            instance = want.id;
+            // The id alone is not the instance: one destroyed behind our back leaves its id to
+            // the next create, of any profile.
+            for (const auto& in : card->drs_instances) {
+                if (in.instance_id != want.id) continue;
+                if (in.profile != want.profile || (!want.uuid.empty() && !in.uuid.empty() && in.uuid != want.uuid))
+                    return fail(Errc::NotFound, "device '" + d.str() + "': card " + std::to_string(d.index) +
+                                                    " instance " + std::to_string(want.id) + " is now " + in.profile +
+                                                    (in.uuid.empty() ? "" : " " + in.uuid) + ", not the " +
+                                                    want.profile + " instance made for it");
+            }
         }
         const std::string gen = generated_name(*card, instance);
         if (gen.empty())

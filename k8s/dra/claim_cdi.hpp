@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "claims.hpp"
 #include "inject/cdi.hpp"
 #include "inject/cdi_generate.hpp"
@@ -33,12 +34,14 @@ inline constexpr std::string_view kCdiClass = "claim";
 
 /// The spec for `devices` of claim `claim_uid` on `host`. `base` gives the roots, search paths
 /// and hook (vendor, class, names and the "all" device are set here). A DRS placement is the
-/// instance `made` gives for its name (device name -> instance id on its card), with the same
-/// edits as an instance that already existed. NotFound names a device this node does not have:
-/// "device 'gcu-7' is not on this node".
+/// instance `made` gives for its name (device name -> the instance made for it), with the same
+/// edits as an instance that already existed; the card's instance of that id must still be of
+/// that profile (and that UUID, where both have one), else it is another instance that took the
+/// id and the spec is refused. NotFound names a device this node does not have: "device
+/// 'gcu-7' is not on this node".
 [[nodiscard]] inject::Result<inject::cdi::Spec> claim_spec(
     const inject::device::Host& host, const inject::cdi::GenerateOptions& base, const std::string& claim_uid,
-    const std::vector<DeviceName>& devices, const std::map<std::string, std::uint32_t>& made = {});
+    const std::vector<DeviceName>& devices, const std::map<std::string, CreatedInstance>& made = {});
 
 /// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644; not
 /// fsynced: it is derived from the checkpoint). With `only_if_changed`, a file that already

@@ -37,12 +37,28 @@ inject::Result<std::vector<DeviceName>> names_of(const PreparedClaim& c) {
     return out;
 }
 
-// The instance made for each placement of a claim: device name -> instance id.
-std::map<std::string, std::uint32_t> made_of(const PreparedClaim& c) {
-    std::map<std::string, std::uint32_t> out;
+// The instance made for each placement of a claim, by device name.
+std::map<std::string, CreatedInstance> made_of(const PreparedClaim& c) {
+    std::map<std::string, CreatedInstance> out;
     for (const auto& d : c.devices)
-        if (d.created) out[d.device] = d.created->id;
+        if (d.created) out[d.device] = *d.created;
     return out;
+}
+
+// "0:1g.11gb:3 0:2g.22gb:4": a card's instances as an error names them.
+std::string instance_list(const std::vector<inject::device::DrsInstance>& list) {
+    std::string out;
+    for (const auto& in : list) out += (out.empty() ? "" : " ") + inject::device::drs_name(in);
+    return out;
+}
+
+// Drops one pending entry of that prepare attempt for (card, profile) (all entries alike).
+void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid, std::uint64_t attempt,
+                      std::uint32_t card, const std::string& profile) {
+    const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
+        return p.claim_uid == uid && p.attempt == attempt && p.card == card && p.profile == profile;
+    });
+    if (it != pending.end()) pending.erase(it);
 }
 
 // The profile a placement name stands for on `host` (its name spelled as placement_name does).
@@ -65,8 +81,12 @@ inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSou
     INJECT_TRY(auto cp, load_checkpoint(o.checkpoint_path));
     auto host = discover();
     if (!host) return fail(std::move(host).error().context("discovering Enflame cards"));
-    return std::unique_ptr<Driver>(new Driver(std::move(o), std::move(claims), std::move(discover),
-                                              std::move(*host), std::move(cp)));
+    std::uint64_t attempt = 0;  // past every attempt an entry kept from before names
+    for (const auto& p : cp.pending) attempt = std::max(attempt, p.attempt);
+    auto d = std::unique_ptr<Driver>(new Driver(std::move(o), std::move(claims), std::move(discover),
+                                                std::move(*host), std::move(cp)));
+    d->next_attempt_ = attempt + 1;
+    return d;
 }
 
 Checkpoint Driver::checkpoint() const {
@@ -76,7 +96,7 @@ Checkpoint Driver::checkpoint() const {
 
 inject::Result<bool> Driver::write_spec(const std::string& uid,
                                         const std::vector<DeviceName>& devices,
-                                        const std::map<std::string, std::uint32_t>& made,
+                                        const std::map<std::string, CreatedInstance>& made,
                                         bool only_if_changed) {
     auto spec = claim_spec(host_, o_.cdi, uid, devices, made);
     if (!spec && spec.error().code() == Errc::NotFound) {
@@ -96,7 +116,65 @@ inject::Result<bool> Driver::write_spec(const std::string& uid, const PreparedCl
     return write_spec(uid, names, made_of(c), only_if_changed);
 }
 
-inject::Result<void> Driver::make_instances(const std::string& uid, PreparedClaim& pc) {
+inject::Result<void> Driver::check_whole_cards(const PreparedClaim& pc) {
+    // Without DRS profiles no card can be split (and no efsmi call slows the prepare).
+    if (host_.drs_profiles.empty() || !o_.drs.list) return inject::ok();
+    std::set<std::uint32_t> cards;
+    for (const auto& d : pc.devices) {
+        INJECT_TRY(const auto n, parse_device_name(d.device));
+        if (n.placement || n.drs_instance || !cards.insert(n.index).second) continue;
+        // Asked now, not from discovery: an instance made a moment ago counts. An efsmi that
+        // cannot answer is an error too (fail closed: a split card is never handed out whole).
+        auto list = o_.drs.list(n.index);
+        if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
+        if (!list->empty())
+            return fail(Errc::Conflict, "card " + std::to_string(n.index) + " is split into DRS instances (" +
+                                            instance_list(*list) + "): not handed out whole");
+    }
+    return inject::ok();
+}
+
+std::vector<std::uint32_t> Driver::unrecorded_new(const std::vector<inject::device::DrsInstance>& list,
+                                                  std::uint32_t card, const std::string& profile,
+                                                  const std::set<std::uint32_t>& before) const {
+    std::set<std::uint32_t> recorded;
+    for (const auto& [uid, c] : cp_.claims)
+        for (const auto& d : c.devices)
+            if (d.created && d.created->card == card) recorded.insert(d.created->id);
+    std::vector<std::uint32_t> out;
+    for (const auto& in : list)
+        if (in.profile == profile && !before.contains(in.instance_id) && !recorded.contains(in.instance_id))
+            out.push_back(in.instance_id);
+    return out;
+}
+
+bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
+                                     const std::vector<std::uint32_t>& before) {
+    auto list = o_.drs.list(card);
+    if (!list) {
+        spdlog::error("claim {}: checking card {} for a {} DRS instance a failed create may have made: {}", uid, card,
+                      profile, list.error().what());
+        return false;
+    }
+    const auto ours = unrecorded_new(*list, card, profile, {before.begin(), before.end()});
+    if (ours.empty()) return true;  // efsmi made nothing
+    if (ours.size() > 1) {
+        spdlog::warn("claim {}: card {}: {} new {} DRS instances after a failed create: none destroyed (cannot tell "
+                     "ours); the next start looks again",
+                     uid, card, ours.size(), profile);
+        return false;
+    }
+    if (auto r = o_.drs.destroy(card, ours.front()); !r) {
+        spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, ours.front(), card,
+                      r.error().what());
+        return false;
+    }
+    inject::log::info("claim {}: destroyed DRS instance {} ({}) of card {}: made by a create that failed", uid,
+                      ours.front(), profile, card);
+    return true;
+}
+
+inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc) {
     struct Want {
         PreparedDevice* dev;
         std::uint32_t card;
@@ -124,18 +202,24 @@ inject::Result<void> Driver::make_instances(const std::string& uid, PreparedClai
         for (const auto& in : *list) before[w.card].push_back(in.instance_id);
         before[w.card];  // a card without instances has an empty list
     }
-    for (const auto& w : wants) cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card]});
-    const auto drop_pending = [&] {
-        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid; });
-    };
+    for (const auto& w : wants) cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card], attempt});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
-        drop_pending();
+        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
         return fail(std::move(r).error());
     }
-    for (const auto& w : wants) {
+    for (std::size_t i = 0; i < wants.size(); ++i) {
+        const auto& w = wants[i];
         auto in = o_.drs.create(w.card, *w.profile);
         if (!in) {
-            undo_instances(uid, pc);
+            // What this attempt made goes; efsmi may have made this one too before it failed
+            // (a timeout, a read-back that failed, two new instances): taken back at once when
+            // it can be told apart, else its entry stays for the next start. The entries of
+            // placements not tried yet go.
+            undo_instances(uid, attempt, pc);
+            if (take_back_failed_create(uid, w.card, w.profile->name, before[w.card]))
+                drop_pending_one(cp_.pending, uid, attempt, w.card, w.profile->name);
+            for (std::size_t j = i + 1; j < wants.size(); ++j)
+                drop_pending_one(cp_.pending, uid, attempt, wants[j].card, wants[j].profile->name);
             if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("prepare: {}", r.error().what());
             return fail(std::move(in).error().context("device '" + w.dev->device + "'"));
         }
@@ -147,36 +231,61 @@ inject::Result<void> Driver::make_instances(const std::string& uid, PreparedClai
     return inject::ok();
 }
 
-void Driver::undo_instances(const std::string& uid, const PreparedClaim& pc) {
-    for (const auto& d : pc.devices) {
+void Driver::undo_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc) {
+    for (auto& d : pc.devices) {
         if (!d.created) continue;
-        if (auto r = o_.drs.destroy(d.created->card, d.created->id); !r)
-            spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, d.created->id, d.created->card,
-                          r.error().what());
-        if (auto* card = card_of(host_, d.created->card))
-            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == d.created->id; });
+        const auto c = *d.created;
+        d.created.reset();
+        if (auto r = o_.drs.destroy(c.card, c.id); !r) {
+            // Its pending entry stays: the next start finds the instance new and unrecorded.
+            spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, c.id, c.card, r.error().what());
+            continue;
+        }
+        if (auto* card = card_of(host_, c.card))
+            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
+        drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile);
     }
-    std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid; });
 }
 
-inject::Result<void> Driver::release_instances(const PreparedClaim& pc) {
-    for (const auto& d : pc.devices) {
+bool Driver::recorded_by_other(const std::string& uid, const CreatedInstance& c) const {
+    for (const auto& [other, claim] : cp_.claims) {
+        if (other == uid) continue;
+        for (const auto& d : claim.devices)
+            if (d.created && d.created->card == c.card && d.created->id == c.id) return true;
+    }
+    return false;
+}
+
+inject::Result<void> Driver::release_instances(const std::string& uid, PreparedClaim& pc, bool& changed) {
+    for (auto& d : pc.devices) {
         if (!d.created) continue;
-        const auto& c = *d.created;
+        const auto c = *d.created;
         if (!o_.drs.list || !o_.drs.destroy)
             return fail(Errc::Unsupported, "device '" + d.device + "': this plugin cannot destroy DRS instances");
+        // Ours went already (a retried unprepare) and a later prepare got its id: not ours.
+        if (recorded_by_other(uid, c)) {
+            inject::log::warn("device {}: card {} instance {} is recorded by another claim now: left alone", d.device,
+                              c.card, c.id);
+            d.created.reset();
+            changed = true;
+            continue;
+        }
         auto list = o_.drs.list(c.card);
         if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
         const auto it = std::find_if(list->begin(), list->end(), [&](const auto& in) { return in.instance_id == c.id; });
-        if (it == list->end()) continue;  // gone already (an unprepare retried after a crash)
-        if (it->profile != c.profile || (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid)) {
+        if (it != list->end() && (it->profile != c.profile || (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid))) {
             inject::log::warn("device {}: card {} instance {} is now {} {}, not the {} we made: left alone", d.device,
                               c.card, c.id, it->profile, it->uuid, c.profile);
-            continue;
+        } else if (it != list->end()) {
+            if (auto r = o_.drs.destroy(c.card, c.id); !r)
+                return fail(std::move(r).error().context("device '" + d.device + "'"));
+            if (auto* card = card_of(host_, c.card))
+                std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
         }
-        if (auto r = o_.drs.destroy(c.card, c.id); !r) return fail(std::move(r).error().context("device '" + d.device + "'"));
-        if (auto* card = card_of(host_, c.card))
-            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
+        // Gone (destroyed now, or before: a retried unprepare): never touched again, whoever
+        // gets the id next.
+        d.created.reset();
+        changed = true;
     }
     return inject::ok();
 }
@@ -187,12 +296,17 @@ void Driver::converge_pending() {
         spdlog::error("the checkpoint lists DRS instances being made, but this plugin cannot list or destroy them");
         return;
     }
-    // By card and profile: how many were being made, and the ids the card had before.
+    // By card and profile: how many were being made, and the ids the card had before all of
+    // them (the intersection: an instance one entry saw may be what an earlier entry made).
     std::map<std::pair<std::uint32_t, std::string>, std::pair<std::size_t, std::set<std::uint32_t>>> groups;
     for (const auto& p : cp_.pending) {
         auto& g = groups[{p.card, p.profile}];
-        ++g.first;
-        g.second.insert(p.before.begin(), p.before.end());
+        const std::set<std::uint32_t> ids(p.before.begin(), p.before.end());
+        if (g.first++ == 0) {
+            g.second = ids;
+        } else {
+            std::erase_if(g.second, [&](std::uint32_t id) { return !ids.contains(id); });
+        }
     }
     bool all_done = true;
     for (const auto& [key, g] : groups) {
@@ -203,14 +317,7 @@ void Driver::converge_pending() {
             all_done = false;
             continue;
         }
-        std::set<std::uint32_t> recorded;
-        for (const auto& [uid, c] : cp_.claims)
-            for (const auto& d : c.devices)
-                if (d.created && d.created->card == card) recorded.insert(d.created->id);
-        std::vector<std::uint32_t> ours;
-        for (const auto& in : *list)
-            if (in.profile == profile && !g.second.contains(in.instance_id) && !recorded.contains(in.instance_id))
-                ours.push_back(in.instance_id);
+        const auto ours = unrecorded_new(*list, card, profile, g.second);
         if (ours.size() > g.first) {
             spdlog::warn("card {}: {} new {} DRS instances, but only {} were being made by us: none destroyed (cannot "
                          "tell ours)", card, ours.size(), profile, g.first);
@@ -298,10 +405,16 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
 
     const std::lock_guard lock(mu_);
     std::map<std::string, ClaimAnswer> out;
-    std::vector<std::string> added;
+    // Claims prepared by this call, with their attempt: kept out of cp_ until the final save,
+    // so a pending save of a later claim does not record them before their answer.
+    std::map<std::string, std::pair<PreparedClaim, std::uint64_t>> added;
     bool dirty = false;  // pending entries changed without a claim added
     for (const auto& ref : claims) {
         auto& answer = out[ref.uid];
+        if (const auto a = added.find(ref.uid); a != added.end()) {  // named twice in one call
+            answer.devices = a->second.first.devices;
+            continue;
+        }
         if (const auto it = cp_.claims.find(ref.uid); it != cp_.claims.end()) {
             // Prepared before (kubelet retries; we restarted; or a concurrent call did it):
             // the same answer, and the spec again if it went missing.
@@ -325,11 +438,13 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             inject::log::warn("prepare: {}", answer.error);
             continue;
         }
-        auto r = make_instances(ref.uid, *pc);
+        const std::uint64_t attempt = next_attempt_++;
+        auto r = check_whole_cards(*pc);
+        if (r) r = make_instances(ref.uid, attempt, *pc);
         if (r) {
             if (auto w = write_spec(ref.uid, *pc); !w) {
                 r = fail(std::move(w).error());
-                undo_instances(ref.uid, *pc);
+                undo_instances(ref.uid, attempt, *pc);
                 dirty = true;
             }
         }
@@ -339,27 +454,33 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             continue;
         }
         answer.devices = pc->devices;
-        cp_.claims[ref.uid] = std::move(*pc);
-        added.push_back(ref.uid);
+        added.emplace(ref.uid, std::make_pair(std::move(*pc), attempt));
     }
-    // The claims recorded; their instances are no longer pending.
-    for (const auto& uid : added)
-        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid; });
     if (added.empty() && !dirty) return out;
+    // The claims recorded; their instances are no longer pending (entries another attempt
+    // kept stay).
+    const auto pending_before = cp_.pending;
+    for (const auto& [uid, a] : added) {
+        cp_.claims[uid] = a.first;
+        std::erase_if(cp_.pending, [&, &uid = uid, &a = a](const PendingCreate& p) {
+            return p.claim_uid == uid && p.attempt == a.second;
+        });
+    }
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
         // Not remembered means not prepared: take the specs and instances back so nothing is
-        // left behind.
-        for (const auto& uid : added) {
-            undo_instances(uid, cp_.claims[uid]);
+        // left behind (an instance that will not go keeps its pending entry).
+        cp_.pending = pending_before;
+        for (auto& [uid, a] : added) {
             cp_.claims.erase(uid);
+            undo_instances(uid, a.second, a.first);
             (void)remove_claim_spec(o_.cdi_root, uid);
             out[uid] = ClaimAnswer{{}, r.error().what()};
         }
         spdlog::error("prepare: {}", r.error().what());
         return out;
     }
-    for (const auto& uid : added) {
-        const auto& c = cp_.claims[uid];
+    for (const auto& [uid, a] : added) {
+        const auto& c = a.first;
         inject::log::info("prepared claim {}/{} ({}): {} device(s)", c.ns, c.name, uid,
                           c.devices.size());
     }
@@ -379,10 +500,17 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
     for (const auto& ref : claims) {
         out[ref.uid];
         if (auto it = cp_.claims.find(ref.uid); it != cp_.claims.end()) {
-            // Instances first: a claim whose instance could not go stays, and kubelet retries.
-            if (auto r = release_instances(it->second); !r) {
+            // Instances first: a claim whose instance could not go stays, and kubelet retries;
+            // the ones that went are no longer recorded (saved now), so the retry never
+            // destroys an instance that got their id meanwhile.
+            bool changed = false;
+            if (auto r = release_instances(ref.uid, it->second, changed); !r) {
                 out[ref.uid] = r.error().context("claim '" + ref.text() + "'").what();
                 spdlog::error("unprepare: {}", out[ref.uid]);
+                if (changed) {
+                    if (auto s = save_checkpoint(o_.checkpoint_path, cp_); !s)
+                        spdlog::error("unprepare: {}", s.error().what());
+                }
                 continue;
             }
             removed.insert(*it);

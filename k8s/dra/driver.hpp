@@ -16,22 +16,37 @@
 //
 // DRS placements (`gcu-<n>-<profile>-<k>`, published as partitionable devices) have no
 // instance until a prepare makes one:
-//   prepare:   checkpoint with a "pending" entry (the card's instance ids now), efsmi create,
-//              spec, checkpoint recording the instance (pending cleared), answer. A failure
-//              at any step destroys what this prepare made: no spec, no instance, no entry.
+//   prepare:   checkpoint with "pending" entries (the card's instance ids now, tagged with this
+//              prepare attempt), efsmi create, spec, checkpoint recording the claim and its
+//              instances (this attempt's entries cleared), answer. Claims prepared earlier in
+//              the same call stay out of the checkpoint until that last save. A failure at any
+//              step destroys what this prepare made: no spec, no instance, no entry. A create
+//              that fails may still have made the instance (a timeout, a read-back failure):
+//              the card is listed at once, and the one new instance of that profile no claim
+//              records is destroyed; when there are more (someone else made one meanwhile) or
+//              a destroy fails, that entry stays for the next start (a later prepare of the
+//              same claim does not drop it: it is another attempt's).
 //   unprepare: destroy the instances the claim's entry records (one that is gone already is
-//              fine; an id now held by another profile or UUID is not ours: left alone), then
-//              the checkpoint, then the spec. A failed destroy keeps the claim (kubelet retries).
+//              fine; an id now held by another profile or UUID, or recorded by another claim,
+//              is not ours: left alone), clearing each from the entry once gone (saved at
+//              once when another fails: kubelet's retry never touches that id again), then
+//              the checkpoint, then the spec. A failed destroy keeps the claim.
+// A placement's spec is written only from the instance recorded for it: the card's instance
+// of that id must still have that profile (and UUID), else the spec is refused.
+// A whole card (`gcu-<n>`) whose card holds DRS instances (efsmi asked at prepare, on a node
+// with DRS profiles) is that claim's error: a split card is never handed out whole.
 // Killed after the create but before the checkpoint that records it: at start the pending
-// entry's card is listed, and an instance of that profile that is not in the entry's ids and
-// that no claim records is the one we made: destroyed (kubelet's retry makes a new one). Only
-// when there are more such instances than pending entries (someone else made one meanwhile)
-// is nothing destroyed, and it is logged: we never destroy an instance we cannot tell we made.
-// Instances that existed before (made by an administrator) are never destroyed.
+// entries' card is listed, and an instance of that profile that is in none of the entries'
+// ids (their intersection) and that no claim records is one we made: destroyed (kubelet's
+// retry makes a new one). Only when there are more such instances than pending entries
+// (someone else made one meanwhile) is nothing destroyed, and it is logged: we never destroy an
+// instance we cannot tell we made. Instances that existed before (made by an administrator)
+// are never destroyed.
 
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -103,21 +118,37 @@ private:
     /// The claim from the API server, checked, with the answer it will get (no files).
     inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
     inject::Result<bool> write_spec(const std::string& uid, const std::vector<DeviceName>& devices,
-                                    const std::map<std::string, std::uint32_t>& made,
+                                    const std::map<std::string, CreatedInstance>& made,
                                     bool only_if_changed = false);
     /// The spec of a claim we know, from its answer (after a restart, or when it went missing).
     inject::Result<bool> write_spec(const std::string& uid, const PreparedClaim& c,
                                     bool only_if_changed = false);
 
-    /// Makes the instances of `pc`'s placements (pending entry first, see above), recording
-    /// each in its device and in host_. On error nothing of it is left (destroyed, pending
-    /// dropped and saved).
-    inject::Result<void> make_instances(const std::string& uid, PreparedClaim& pc);
-    /// Destroys the instances `pc` records as made, and drops `uid`'s pending entries (in
-    /// memory only). Errors are logged (what is left is what converge() finds).
-    void undo_instances(const std::string& uid, const PreparedClaim& pc);
-    /// Destroys the instances `pc` records, for unprepare; the first error.
-    inject::Result<void> release_instances(const PreparedClaim& pc);
+    /// A whole card of `pc` on a card split into DRS instances (asked of efsmi now, when this
+    /// node has DRS profiles): an error, the card is not handed out whole.
+    inject::Result<void> check_whole_cards(const PreparedClaim& pc);
+    /// Makes the instances of `pc`'s placements (pending entries of `attempt` first, see
+    /// above), recording each in its device and in host_. On error nothing of it is left
+    /// (destroyed, pending dropped and saved), except an instance that could not be taken
+    /// back: its pending entry stays for the next start.
+    inject::Result<void> make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc);
+    /// Destroys the instances `pc` records as made (clearing them) and drops their pending
+    /// entries of `attempt` (in memory only); an instance that will not go keeps its entry.
+    void undo_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc);
+    /// After a create of `profile` on `card` failed: the one new instance of that profile no
+    /// claim records (not in `before`), if efsmi made it anyway, destroyed. True when nothing
+    /// of it is left (its pending entry can go).
+    bool take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
+                                 const std::vector<std::uint32_t>& before);
+    /// The ids in `list` of `profile` not in `before` that no claim records.
+    std::vector<std::uint32_t> unrecorded_new(const std::vector<inject::device::DrsInstance>& list,
+                                              std::uint32_t card, const std::string& profile,
+                                              const std::set<std::uint32_t>& before) const;
+    /// Whether a claim other than `uid` records instance `c`.
+    bool recorded_by_other(const std::string& uid, const CreatedInstance& c) const;
+    /// Destroys the instances `pc` records, for unprepare, clearing each that is gone (and
+    /// setting `changed`); the first error.
+    inject::Result<void> release_instances(const std::string& uid, PreparedClaim& pc, bool& changed);
     /// converge()'s part for pending entries: destroys what a killed prepare made.
     void converge_pending();
 
@@ -127,6 +158,7 @@ private:
     mutable std::mutex mu_;  ///< guards host_, cp_ and the files (not the API calls)
     inject::device::Host host_;
     Checkpoint cp_;
+    std::uint64_t next_attempt_ = 1;  ///< the next prepare attempt's tag (PendingCreate::attempt)
 };
 
 }  // namespace edra

@@ -141,7 +141,8 @@ TEST_F(DraDriver, DrsInstanceGetsItsParentCardAndTopsEnv) {
 TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
     const auto host = host2();
     const edra::DeviceName placement{1, std::nullopt, edra::Placement{"1g-11gb", 0}};
-    auto spec = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", 2}});
+    const edra::CreatedInstance made{1, 2, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000002"};
+    auto spec = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", made}});
     ASSERT_TRUE(spec) << spec.error().what();
     ASSERT_EQ(spec->devices.size(), 1u);
     EXPECT_EQ(spec->devices[0].name, "uid-1-gcu-1-1g-11gb-0");
@@ -152,9 +153,21 @@ TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
     auto none = edra::claim_spec(host, {}, "uid-1", {placement});
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error().what(), "device 'gcu-1-1g-11gb-0': no DRS instance was made for it");
-    auto gone = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", 5}});
+    auto gone = edra::claim_spec(host, {}, "uid-1", {placement},
+                                 {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 5, "1g.11gb", ""}}});
     ASSERT_FALSE(gone);
     EXPECT_EQ(gone.error().what(), "device 'gcu-1-1g-11gb-0': card 1 has no DRS instance 5");
+    // The id now held by another instance (ours destroyed behind our back, the id reused): refused.
+    auto other = edra::claim_spec(host, {}, "uid-1", {placement},
+                                  {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 2, "2g.22gb", ""}}});
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error().what(),
+              "device 'gcu-1-1g-11gb-0': card 1 instance 2 is now 1g.11gb 4c1e9a52-0000-4000-8000-000000000002, "
+              "not the 2g.22gb instance made for it");
+    auto uuid = edra::claim_spec(host, {}, "uid-1", {placement},
+                                 {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 2, "1g.11gb", "another-uuid"}}});
+    ASSERT_FALSE(uuid);
+    EXPECT_EQ(uuid.error().code(), inject::Errc::NotFound);
 }
 
 // Without a way to make instances (DriverOptions::drs empty), a placement is that claim's error.
@@ -321,6 +334,263 @@ TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
     EXPECT_EQ((*d)->checkpoint().claims.size(), 2u);
 }
 
+// --- DRS placements against a fake efsmi (the instances a card holds, made and destroyed) ---
+
+// efsmi as DrsOps: `cards` holds each card's instances. create takes the lowest free id (as
+// efsmi does) and can fail after making the instance (a timeout, a read-back that failed) or
+// make a second one for someone else at the same moment; destroy can fail once for one id.
+struct FakeEfsmi {
+    std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> cards;
+    bool fail_after_create = false;
+    bool another_appears = false;  ///< an administrator's create lands with ours
+    int fail_destroy_id = -1;
+    int lists = 0;
+
+    std::uint32_t make(std::uint32_t card, const std::string& profile) {
+        std::uint32_t id = 0;
+        while (std::any_of(cards[card].begin(), cards[card].end(), [&](const auto& in) { return in.instance_id == id; }))
+            ++id;
+        cards[card].push_back({card, id, profile, ""});
+        return id;
+    }
+    bool has(std::uint32_t card, std::uint32_t id) {
+        return std::any_of(cards[card].begin(), cards[card].end(), [&](const auto& in) { return in.instance_id == id; });
+    }
+    edra::DrsOps ops() {
+        edra::DrsOps o;
+        o.list = [this](std::uint32_t c) {
+            ++lists;
+            return inject::Result<std::vector<inject::device::DrsInstance>>(cards[c]);
+        };
+        o.create = [this](std::uint32_t c,
+                          const inject::device::DrsProfile& p) -> inject::Result<inject::device::DrsInstance> {
+            const auto id = make(c, p.name);
+            if (another_appears) make(c, p.name);
+            if (fail_after_create) return inject::fail(inject::Errc::Conflict, "efsmi timed out after making it");
+            return inject::device::DrsInstance{c, id, p.name, ""};
+        };
+        o.destroy = [this](std::uint32_t c, std::uint32_t id) -> inject::Result<void> {
+            if (static_cast<int>(id) == fail_destroy_id) {
+                fail_destroy_id = -1;
+                return inject::fail(inject::Errc::Io, "efsmi: device busy");
+            }
+            std::erase_if(cards[c], [&](const auto& in) { return in.instance_id == id; });
+            return inject::ok();
+        };
+        return o;
+    }
+};
+
+class DraDrs : public DraDriver {
+protected:
+    void SetUp() override {
+        DraDriver::SetUp();
+        host_.devices[1].drs_instances.clear();
+        host_.drs_profiles.push_back({"1g.11gb", 0, 4, 10744ULL << 20, 6});
+        host_.drs_profiles.push_back({"2g.22gb", 1, 2, 21488ULL << 20, 12});
+    }
+    edra::DriverOptions drs_options() {
+        auto o = options();
+        o.drs = efsmi_.ops();
+        return o;
+    }
+    std::unique_ptr<edra::Driver> make_drs() { return make(drs_options()); }
+    edra::Checkpoint on_disk() const {
+        auto cp = edra::load_checkpoint(tmp_.path() + "/checkpoint.json");
+        EXPECT_TRUE(cp) << cp.error().what();
+        return cp ? *cp : edra::Checkpoint{};
+    }
+
+    FakeEfsmi efsmi_;
+};
+
+// Unprepare of a claim with two placements: the second destroy fails once. The first is no
+// longer recorded (saved at once), so when a later prepare gets its freed id, kubelet's retry
+// of the unprepare leaves that instance alone.
+TEST_F(DraDrs, UnprepareRetryNeverDestroysAnInstanceThatGotAFreedId) {
+    claims_["ns/a"] = claim("a", "uA", {"gcu-0-1g-11gb-0", "gcu-0-1g-11gb-1"});
+    claims_["ns/b"] = claim("b", "uB", {"gcu-0-2g-22gb-0"});
+    auto d = make_drs();
+    ASSERT_EQ(d->prepare({{"ns", "a", "uA"}}).at("uA").error, "");
+    ASSERT_EQ(efsmi_.cards[0].size(), 2u);
+    efsmi_.fail_destroy_id = 1;
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"), "claim 'ns/a': device 'gcu-0-1g-11gb-1': efsmi: device busy");
+    const auto kept = on_disk().claims.at("uA").devices;
+    EXPECT_FALSE(kept[0].created) << "destroyed, but still recorded on disk";
+    ASSERT_TRUE(kept[1].created);
+    EXPECT_EQ(kept[1].created->id, 1u);
+    ASSERT_EQ(d->prepare({{"ns", "b", "uB"}}).at("uB").error, "");
+    ASSERT_EQ(d->checkpoint().claims.at("uB").devices[0].created->id, 0u);  // the freed id
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"), "");
+    EXPECT_TRUE(efsmi_.has(0, 0)) << "claim B's instance was destroyed by A's unprepare";
+    EXPECT_FALSE(efsmi_.has(0, 1));
+    EXPECT_FALSE(d->checkpoint().claims.contains("uA"));
+}
+
+// A checkpoint where two claims record the same instance (the first's destroy done, the plugin
+// killed before it saved that, the id made again for the second): unprepare of the first
+// leaves it alone.
+TEST_F(DraDrs, UnprepareLeavesAnInstanceAnotherClaimRecords) {
+    edra::Checkpoint cp;
+    const auto dev = [](const std::string& uid) {
+        return edra::PreparedDevice{{"gpu"},
+                                    "node1",
+                                    "gcu-0-1g-11gb-0",
+                                    {"k8s.gcu.enflame.com/claim=" + uid + "-gcu-0-1g-11gb-0"},
+                                    edra::CreatedInstance{0, 0, "1g.11gb", ""}};
+    };
+    cp.claims["uA"] = {"ns", "a", {dev("uA")}};
+    cp.claims["uB"] = {"ns", "b", {dev("uB")}};
+    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    efsmi_.make(0, "1g.11gb");
+    auto d = make_drs();
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"), "");
+    EXPECT_TRUE(efsmi_.has(0, 0));
+    EXPECT_EQ(on_disk().claims.size(), 1u);
+    EXPECT_EQ(d->unprepare({{"ns", "b", "uB"}}).at("uB"), "");
+    EXPECT_FALSE(efsmi_.has(0, 0));
+}
+
+// A whole card whose card holds DRS instances (made by anyone) is not handed out whole; the
+// other claim of the call is prepared.
+TEST_F(DraDrs, WholeCardSplitIntoInstancesIsThatClaimsError) {
+    efsmi_.make(0, "1g.11gb");
+    efsmi_.make(0, "2g.22gb");
+    claims_["ns/w"] = claim("w", "uW", {"gcu-1", "gcu-0"});
+    claims_["ns/ok"] = claim("ok", "uO", {"gcu-1"});
+    auto d = make_drs();
+    const auto out = d->prepare({{"ns", "w", "uW"}, {"ns", "ok", "uO"}});
+    EXPECT_EQ(out.at("uW").error,
+              "claim 'ns/w': card 0 is split into DRS instances (0:1g.11gb:0 0:2g.22gb:1): not handed out whole");
+    EXPECT_TRUE(out.at("uW").devices.empty());
+    EXPECT_FALSE(has_spec("uW"));
+    EXPECT_EQ(out.at("uO").error, "");
+    EXPECT_TRUE(has_spec("uO"));
+    EXPECT_EQ(on_disk().claims.size(), 1u);
+    // efsmi that cannot answer: refused as well (fail closed)
+    auto o = drs_options();
+    o.drs.list = [](std::uint32_t) -> inject::Result<std::vector<inject::device::DrsInstance>> {
+        return inject::fail(inject::Errc::Io, "efsmi: timed out");
+    };
+    claims_["ns/x"] = claim("x", "uX", {"gcu-1"});
+    d.reset();
+    auto d2 = make(o);
+    EXPECT_EQ(d2->prepare({{"ns", "x", "uX"}}).at("uX").error, "claim 'ns/x': device 'gcu-1': efsmi: timed out");
+}
+
+// Without DRS profiles no card can be split: a whole card's prepare asks efsmi nothing.
+TEST_F(DraDrs, WholeCardOnAHostWithoutDrsAsksEfsmiNothing) {
+    host_.drs_profiles.clear();
+    claims_["ns/w"] = claim("w", "uW", {"gcu-0"});
+    auto d = make_drs();
+    EXPECT_EQ(d->prepare({{"ns", "w", "uW"}}).at("uW").error, "");
+    EXPECT_EQ(efsmi_.lists, 0);
+}
+
+// efsmi made the instance and then the create failed (a timeout, a read-back that failed):
+// the one new unrecorded instance is taken back at once, nothing pending is left.
+TEST_F(DraDrs, CreateThatFailsAfterMakingTheInstanceLeavesNothing) {
+    efsmi_.make(0, "1g.11gb");  // an administrator's: stays
+    efsmi_.fail_after_create = true;
+    claims_["ns/c1"] = claim("c1", "uA", {"gcu-0-1g-11gb-0"});
+    auto d = make_drs();
+    const auto out = d->prepare({{"ns", "c1", "uA"}});
+    EXPECT_EQ(out.at("uA").error, "claim 'ns/c1': device 'gcu-0-1g-11gb-0': efsmi timed out after making it");
+    EXPECT_EQ(efsmi_.cards[0].size(), 1u) << "an instance left on the card with no record";
+    EXPECT_TRUE(efsmi_.has(0, 0));
+    EXPECT_TRUE(d->checkpoint().pending.empty());
+    EXPECT_TRUE(on_disk().pending.empty());
+    EXPECT_FALSE(has_spec("uA"));
+}
+
+// Two new instances after the failed create (someone else's landed too): neither destroyed,
+// the pending entry kept for the next start, and a later successful prepare of the same claim
+// does not drop it.
+TEST_F(DraDrs, AmbiguousFailedCreateKeepsItsPendingEntryAcrossARetry) {
+    efsmi_.fail_after_create = true;
+    efsmi_.another_appears = true;
+    claims_["ns/c1"] = claim("c1", "uA", {"gcu-0-1g-11gb-0"});
+    auto d = make_drs();
+    EXPECT_NE(d->prepare({{"ns", "c1", "uA"}}).at("uA").error, "");
+    EXPECT_EQ(efsmi_.cards[0].size(), 2u);
+    ASSERT_EQ(on_disk().pending.size(), 1u);
+    efsmi_.fail_after_create = false;
+    efsmi_.another_appears = false;
+    ASSERT_EQ(d->prepare({{"ns", "c1", "uA"}}).at("uA").error, "");
+    EXPECT_EQ(efsmi_.cards[0].size(), 3u);
+    const auto cp = on_disk();
+    ASSERT_EQ(cp.pending.size(), 1u) << "the retry dropped an entry it did not write";
+    EXPECT_EQ(cp.pending[0].attempt, 1u);
+    EXPECT_EQ(cp.claims.at("uA").devices[0].created->id, 2u);
+}
+
+// Two claims of one call, one placement each on card 0, the plugin killed (an exception stands
+// in for SIGKILL) right after efsmi made the second claim's instance: the first claim was not
+// recorded by the second's pending save, and the restart destroys both instances.
+TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
+    claims_["ns/a"] = claim("a", "uA", {"gcu-0-1g-11gb-0"});
+    claims_["ns/b"] = claim("b", "uB", {"gcu-0-1g-11gb-1"});
+    auto o = drs_options();
+    int creates = 0;
+    o.drs.create = [&, real = o.drs.create](std::uint32_t c, const inject::device::DrsProfile& p) {
+        auto r = real(c, p);
+        if (++creates == 2) throw std::runtime_error("SIGKILL");
+        return r;
+    };
+    {
+        auto d = make(o);
+        EXPECT_THROW((void)d->prepare({{"ns", "a", "uA"}, {"ns", "b", "uB"}}), std::runtime_error);
+    }
+    ASSERT_EQ(efsmi_.cards[0].size(), 2u);
+    const auto cp = on_disk();
+    EXPECT_TRUE(cp.claims.empty()) << "a claim recorded before its answer";
+    ASSERT_EQ(cp.pending.size(), 2u);
+    auto d = make_drs();
+    d->converge();
+    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_TRUE(on_disk().pending.empty());
+    EXPECT_FALSE(has_spec("uA"));
+}
+
+// Pending entries of one call on one card: the second's `before` holds the first's instance.
+// Both are the plugin's: the groups' `before` sets are intersected, not joined.
+TEST_F(DraDrs, ConvergeIntersectsThePendingEntriesBefore) {
+    edra::Checkpoint cp;
+    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1});
+    cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2});
+    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    efsmi_.make(0, "1g.11gb");
+    efsmi_.make(0, "1g.11gb");
+    efsmi_.make(1, "1g.11gb");  // another card's: not looked at
+    auto d = make_drs();
+    d->converge();
+    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_EQ(efsmi_.cards[1].size(), 1u);
+    EXPECT_TRUE(on_disk().pending.empty());
+}
+
+// A placement whose recorded instance id now holds another profile (ours destroyed behind our
+// back, the id made again): its spec is not rebuilt from that instance, at start or on retry.
+TEST_F(DraDrs, SpecNotRebuiltFromAnIdAnotherInstanceHolds) {
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    {
+        auto d = make_drs();
+        ASSERT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
+    }
+    ASSERT_TRUE(efsmi_.has(0, 0));
+    std::filesystem::remove(spec_path("uP"));
+    efsmi_.cards[0].clear();
+    efsmi_.make(0, "2g.22gb");
+    host_.devices[0].drs_instances = efsmi_.cards[0];  // what discovery finds now
+    auto d = make_drs();
+    d->converge();
+    EXPECT_FALSE(has_spec("uP"));
+    EXPECT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error,
+              "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 instance 0 is now 2g.22gb, not the 1g.11gb "
+              "instance made for it");
+    EXPECT_FALSE(has_spec("uP"));
+}
+
 TEST(DraCheckpoint, RoundTrip) {
     edra::Checkpoint cp;
     cp.claims["u1"] = {
@@ -350,10 +620,15 @@ TEST(DraCheckpoint, RoundTripWithDrsInstances) {
                          "gcu-1-1g-11gb-2",
                          {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
                          edra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
-    cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}});
+    cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}, 7});
     auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, cp);
+    // An entry written before attempts were tagged reads as attempt 0.
+    auto old = edra::parse_checkpoint(
+        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb","before":[1]}]})", "x");
+    ASSERT_TRUE(old) << old.error().what();
+    EXPECT_EQ(old->pending, (std::vector<edra::PendingCreate>{{"u", 0, "1g.11gb", {1}, 0}}));
     auto bad = edra::parse_checkpoint(
         R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})", "cp.json");
     ASSERT_FALSE(bad);

@@ -238,15 +238,23 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
 # start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
 # to it when a thread enters its N-th rename(2) (strace counts each thread's calls: a prepare runs
 # on one gRPC thread, whose renames are the specs' and the checkpoint's, in that order; efsmi
-# runs are processes of their own and count their own).
+# runs are processes of their own and count their own). $DPID is strace's pid, $PLUGIN_PID the
+# plugin's (a shell writes its pid, then execs the plugin): strace detaches on SIGTERM and leaves
+# its tracee running, so teardown stops both.
 start_plugin_killed_at() {
   local n=$1; shift
   requires strace
+  rm -f "$SCRATCH/dra.pid"
+  # shellcheck disable=SC2016  # expands in the inner shell
   strace -f -o /dev/null -e trace=rename -e inject=rename:signal=KILL:when="$n" \
+    sh -c 'echo $$ >"$0"; exec "$@"' "$SCRATCH/dra.pid" \
     "$DRA" --node-name node1 --kubeconfig "$KC" --plugins-registry "$REG" --plugins-dir "$PLUG" \
     --cdi-root "$CDIR" "$@" >>"$SCRATCH/dra.log" 2>&1 3>&- &
   DPID=$!
   on_teardown "stop_pid $DPID"
+  wait_for test -s "$SCRATCH/dra.pid"
+  PLUGIN_PID=$(cat "$SCRATCH/dra.pid")
+  on_teardown "stop_pid $PLUGIN_PID"
   wait_for test -S "$REG/gcu.enflame.com-reg.sock"
 }
 # restart_plugin: the daemon again, after a kill left its sockets behind: ready once its log says
@@ -269,6 +277,8 @@ restart_plugin() {
   [ "$status" -ne 0 ]  # kubelet got no answer
   wait "$DPID" 2>/dev/null || true
   run kill -0 "$DPID"
+  [ "$status" -ne 0 ]
+  run kill -0 "$PLUGIN_PID"
   [ "$status" -ne 0 ]
   # What the kill left: the spec in place, the checkpoint without the claim
   [ -e "$(spec_of uid-a)" ]
@@ -302,7 +312,7 @@ restart_plugin() {
   wait "$DPID" 2>/dev/null || true
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   [ -e "$(spec_of uid-p)" ]
-  [ "$(jq -c '.pending' "$CP")" = '[{"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
+  [ "$(jq -c '.pending' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
   grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
@@ -555,6 +565,26 @@ has_card2_only() {
   [ "$(ls "$CDIR")" = "" ]
 }
 
+@test "DRS: a whole card whose card is split into DRS instances is that claim's error (never handed out whole): no spec; the other card is prepared; the instance stays" {
+  drs_up
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's
+  put_claim ns w uid-w gcu-0
+  put_claim ns ok uid-o gcu-1
+  run prepare v1 ns/w/uid-w ns/ok/uid-o
+  [ "$status" -eq 0 ]
+  err() { jq -r --arg u "$1" '.claims[$u].error' <<<"$output"; }
+  [ "$(err uid-w)" = "claim 'ns/w': card 0 is split into DRS instances (0:1g.11gb:0): not handed out whole" ]
+  [ "$(err uid-o)" = "" ]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-o.yaml" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-o"]' ]
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  # the instance gone, the retry hands the card out
+  "$EFSMI" -i 0 --drs --destroy-instance 0 >/dev/null
+  run prepare v1 ns/w/uid-w
+  [ "$(err uid-w)" = "" ]
+  grep -qE '^ *(- )?path: /dev/gcu0$' "$(spec_of uid-w)"
+}
+
 # slices_now: node1's slices as the server stores them, without what the server made up
 # (resourceVersion, uid, creationTimestamp), by name.
 slices_now() {
@@ -638,6 +668,9 @@ state = "$SCRATCH/ctrd/state"
   address = "$SCRATCH/ctrd/containerd.sock"
 [ttrpc]
   address = "$SCRATCH/ctrd/containerd.sock.ttrpc"
+# (default /opt/containerd, which containerd creates on the host)
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$SCRATCH/ctrd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "localhost/dra-bb:latest"
   enable_cdi = true
@@ -656,6 +689,7 @@ TOML
   CRI_CG=/ectk-dra-$$-$RANDOM
   on_teardown cri_teardown
   wait_for ctr_up
+  [ -d "$SCRATCH/ctrd/opt" ]   # containerd's opt folder is ours, not the host's /opt/containerd
   "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
 }
 ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }

@@ -30,6 +30,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = "$CD/ctrd/containerd.sock"
 [ttrpc]
   address = "$CD/ctrd/containerd.sock.ttrpc"
+# (default /opt/containerd, which containerd creates on the host)
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CD/ctrd/opt"
 EOF
   # The runtime inherits containerd's environment (through containerd-shim-runc-v2).
   ENFLAME_CTK_CONFIG=$CD/config.toml setsid "${PRIVATE_RUN[@]}" containerd --config "$CD/ctrd/config.toml" \
@@ -58,6 +61,7 @@ setup() {
   requires root containerd ctr runc unshare
   setup_scratch
   [ -S "$CD/ctrd/containerd.sock" ] || skip_or_fail "containerd did not start: $(log_errors "$CD/ctrd/containerd.log")"
+  [ -d "$CD/ctrd/opt" ]   # containerd's opt folder is ours, not the host's /opt/containerd
   # the pid teardown_file stops is containerd's own (nothing forked on the way)
   [ "$(readlink "/proc/$CTRD_PID/exe")" = "$(readlink -f "$(command -v containerd)")" ]
   C=(ctr --address "$CD/ctrd/containerd.sock" -n "$CD_NS")
