@@ -243,6 +243,9 @@ state = "$R/state"
   address = "$R/containerd.sock"
 [ttrpc]
   address = "$R/containerd.sock.ttrpc"
+# (default /opt/containerd, which containerd creates on the host)
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$R/opt"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "localhost/pause:ectk"

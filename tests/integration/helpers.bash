@@ -241,9 +241,10 @@ without_time() { sed -E 's/^time="[^"]*" //'; }
 
 # PRIVATE_RUN: prefix a daemon's command line with it to run the daemon in a private mount
 # namespace where /run and /etc/docker are an empty tmpfs (without an /etc/docker to mount on,
-# /etc is an overlay whose writes go to that tmpfs): the fixed paths dockerd and containerd
-# write there (/run/docker, /run/containerd/s, /etc/docker/key.json) never reach the host and
-# vanish with the namespace. Nothing forks: the daemon keeps the pid of the command that was
+# /etc is an overlay whose writes go to that tmpfs) and /opt is an overlay whose writes go there
+# too: the fixed paths dockerd and containerd write (/run/docker, /run/containerd/s,
+# /etc/docker/key.json, and /opt/containerd, which dockerd's own containerd makes and no
+# daemon.json key moves) never reach the host and vanish with the namespace. Nothing forks: the daemon keeps the pid of the command that was
 # started (setsid does not fork either when its caller is not a process group leader).
 # shellcheck disable=SC2016  # "$@" expands in the inner shell
 PRIVATE_RUN=(unshare --mount --propagation private /bin/sh -c '
@@ -251,6 +252,9 @@ PRIVATE_RUN=(unshare --mount --propagation private /bin/sh -c '
   if [ -d /etc/docker ]; then mount -t tmpfs -o mode=755 tmpfs /etc/docker || exit 125
   else mkdir /run/.etc /run/.etc-work &&
     mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+  fi
+  if [ -d /opt ]; then mkdir /run/.opt /run/.opt-work &&
+    mount -t overlay overlay -o lowerdir=/opt,upperdir=/run/.opt,workdir=/run/.opt-work /opt || exit 125
   fi
   exec "$@"' private-run)
 

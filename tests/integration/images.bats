@@ -85,7 +85,8 @@ teardown() { teardown_scratch; }
   local c=$SCRATCH/ctrd
   mkdir -p "$c"
   printf '%s\n' 'version = 2' "root = \"$c/root\"" "state = \"$c/state\"" \
-    'disabled_plugins = ["io.containerd.grpc.v1.cri"]' '[grpc]' "  address = \"$c/sock\"" > "$c/config.toml"
+    'disabled_plugins = ["io.containerd.grpc.v1.cri"]' '[grpc]' "  address = \"$c/sock\"" \
+    '[plugins."io.containerd.internal.v1.opt"]' "  path = \"$c/opt\"" > "$c/config.toml"
   setsid "${PRIVATE_RUN[@]}" containerd --config "$c/config.toml" > "$c/log" 2>&1 < /dev/null &
   local pid=$!
   on_teardown "stop_pid $pid"

@@ -43,6 +43,8 @@ state = "$CD/ctrd/state"
   address = "$CD/ctrd/containerd.sock"
 [ttrpc]
   address = "$CD/ctrd/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CD/ctrd/opt"
 TOML
   in_host cat /etc/containerd/config.toml > "$CD/before.toml"
   on_teardown "cleanup_cgroups"
@@ -66,6 +68,9 @@ start_host() {
     mount -t tmpfs -o mode=755 tmpfs /run || exit 125
     mkdir /run/.etc /run/.etc-work &&
       mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/.etc,workdir=/run/.etc-work /etc || exit 125
+    # dockerd'"'"'s own containerd makes /opt/containerd: its writes stay here too
+    mkdir /run/.opt /run/.opt-work &&
+      mount -t overlay overlay -o lowerdir=/opt,upperdir=/run/.opt,workdir=/run/.opt-work /opt || exit 125
     mount -t tmpfs -o mode=755 tmpfs /usr/local || exit 125
     mount -t tmpfs -o mode=755 tmpfs /mnt || exit 125
     mkdir /mnt/host && mount --rbind / /mnt/host || exit 125
