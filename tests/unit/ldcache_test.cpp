@@ -65,7 +65,8 @@ TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
     for (const std::string format : {"new", "compat"}) {
         RealCache rc(format);
         if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
-        auto entries = parse(testutil::read_file(rc.cache));
+        const std::string bytes = testutil::read_file(rc.cache);
+        auto entries = parse(bytes);
         ASSERT_TRUE(entries) << format << ": " << entries.error().what();
         // `ldconfig -p` prints "N libs found in cache `...'" and one line per entry.
         const auto n = std::stoul(rc.listing);
@@ -91,7 +92,8 @@ TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
 TEST(LdCache, OldFormatOnlyIsUnsupported) {
     RealCache rc("old");
     if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
-    auto entries = parse(testutil::read_file(rc.cache));
+    const std::string bytes = testutil::read_file(rc.cache);
+    auto entries = parse(bytes);
     ASSERT_FALSE(entries);
     EXPECT_EQ(entries.error().code(), Errc::Unsupported);
     EXPECT_EQ(entries.error().what(), "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)");
@@ -135,13 +137,15 @@ constexpr std::uint32_t kStr1 = 48 + 24;  // strings after one entry
 
 TEST(LdCache, HandMadeGoodFile) {
     const std::string strings = std::string("libx.so.1\0/usr/lib/libx.so.1\0", 29);
-    auto e = parse(new_format({{0x0303, kStr1, kStr1 + 10, 0}}, strings));
+    const std::string bytes = new_format({{0x0303, kStr1, kStr1 + 10, 0}}, strings);
+    auto e = parse(bytes);
     ASSERT_TRUE(e) << e.error().what();
     ASSERT_EQ(e->size(), 1u);
     EXPECT_EQ((*e)[0].key, "libx.so.1");
     EXPECT_EQ((*e)[0].value, "/usr/lib/libx.so.1");
     // No entries at all is a valid, empty cache.
-    e = parse(new_format({}, ""));
+    const std::string empty = new_format({}, "");
+    e = parse(empty);
     ASSERT_TRUE(e);
     EXPECT_TRUE(e->empty());
 }
@@ -194,7 +198,8 @@ std::vector<Hostile> hostile_files() {
 // entry (100 entries on one 1 MiB string once cost 200 MiB; on 16 MiB, gigabytes).
 TEST(LdCache, ManyEntriesSharingOneLongStringAreRefused) {
     std::vector<Raw> raws(100, Raw{0x0303, 48 + 100 * 24, 48 + 100 * 24, 0});
-    auto e = parse(new_format(raws, std::string(1u << 20, 'A') + '\0'));
+    const std::string bytes = new_format(raws, std::string(1u << 20, 'A') + '\0');
+    auto e = parse(bytes);
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code(), Errc::InvalidInput);
     EXPECT_EQ(e.error().what(), "ld.so.cache: byte 48: key string is longer than 4095 bytes");
@@ -216,7 +221,8 @@ TEST(LdCache, TheTotalScannedForStringsIsBounded) {
     const std::uint32_t n = (kMaxCacheBytes - 48 - 4096) / 24;
     const std::uint32_t str = 48 + n * 24;
     std::vector<Raw> raws(n, Raw{0x0303, str, str, 0});
-    auto e = parse(new_format(raws, std::string(kMaxStringBytes, 's') + '\0'));
+    const std::string bytes = new_format(raws, std::string(kMaxStringBytes, 's') + '\0');
+    auto e = parse(bytes);
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code(), Errc::InvalidInput);
     const std::size_t stopped = 48 + (kMaxScanBytes / (2 * (kMaxStringBytes + 1))) * 24;

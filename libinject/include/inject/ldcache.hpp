@@ -56,6 +56,8 @@ struct Entry {
 /// truncated or inconsistent file, a string longer than kMaxStringBytes or more than
 /// kMaxScanBytes of strings in all; Unsupported for an old-format-only or other-endian file.
 [[nodiscard]] Result<std::vector<Entry>> parse(std::string_view data);
+/// The entries point into `data`: a temporary would leave them dangling, so it does not compile.
+Result<std::vector<Entry>> parse(std::string&& data) = delete;
 
 /// True when ld.so of this build would use an entry with these flags (libc6 of this
 /// architecture: 0x0303 on x86-64, 0x0a03 on aarch64); false everywhere on other architectures.
