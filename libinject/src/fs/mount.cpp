@@ -185,14 +185,12 @@ Result<void> write_in_root(int root_fd, std::string_view path, std::string_view 
         else rest.remove_prefix(static_cast<std::size_t>(n));
     }
     if (r && ::fchmod(fd.get(), mode & 07777) != 0) r = fail(sys_error("setting the mode of " + where));
-    if (r && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + where));
     if (r && ::renameat(dir.get(), tmp.c_str(), dir.get(), sp.name.c_str()) != 0)
         r = fail(sys_error("renaming into " + where));
     if (!r) {
         ::unlinkat(dir.get(), tmp.c_str(), 0);
         return r;
     }
-    ::fsync(dir.get());
     return ok();
 }
 
