@@ -129,7 +129,6 @@ Result<void> run(const std::string& stage) {
     INJECT_TRY_VOID(env_already_set(request::env_besides_request(edits), bundle.env));
     log::debug("edits from {}{} after {} us", request::edits_source_name(picked.source),
                picked.backend.empty() ? "" : " (" + picked.backend + ")", since(t0));
-    log::debug("edits built after {} us", since(t0));
     const std::string ctx = "injecting into container " + state.id;
     // With libraries, the child that applies the edits also checks the container's ldcache
     // (and writes the conf.d file when ldconfig must run): one process fewer.

@@ -94,15 +94,8 @@ Result<ContainerEdits> legacy_edits(const inject::config::Config& cfg, const Shi
 /// Legacy mode: the nodes the hook will create and the env it cannot set (a DRS instance's
 /// TOPS_VISIBLE_DEVICES). The nodes' allow rules go into config.json, so the runtime programs
 /// the device cgroup itself, on v1 and v2 alike, and the hook has none to add.
-Result<ContainerEdits> legacy_card_edits(const inject::config::Config& cfg, const Request& req,
-                                                          const ShimEnv& env) {
-    const std::string prefix = cfg.runtime.cdi_kind + "=";
-    Request plain = req;
-    plain.cdi_names.clear();
-    std::vector<std::string> names;
-    for (const auto& n : req.cdi_names)
-        if (n.starts_with(prefix)) names.push_back(n);
-    INJECT_TRY(auto edits, inject::request::edits_from_discovery(cfg, plain, names, edits_options(env)));
+Result<ContainerEdits> legacy_card_edits(const inject::config::Config& cfg, const Request& req, const ShimEnv& env) {
+    INJECT_TRY(auto edits, inject::request::edits_from_discovery(cfg, req, edits_options(env)));
     INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));
     ContainerEdits out;
     out.device_nodes = std::move(edits.device_nodes);

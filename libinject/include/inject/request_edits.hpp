@@ -71,12 +71,11 @@ struct RequestEdits {
                                                               const Request& req);
 
 /// Discovery: libefml in process first (sysfs confirms the nodes), efsmi only when libefml does
-/// not answer or `req` (or one of `names`) names a DRS instance; then the spec is generated in
-/// memory and the selected cards plus `names` (CDI names of the configured kind) resolved.
-/// A DRS instance adds TOPS_VISIBLE_DEVICES to the env. `backend` (optional) gets the backend
-/// that answered.
+/// not answer or `req` names a DRS instance; then the spec is generated in memory and the
+/// selected cards plus the request's CDI names of the configured kind resolved (CDI names of
+/// other kinds are not discovery's: they are left out). A DRS instance adds
+/// TOPS_VISIBLE_DEVICES to the env. `backend` (optional) gets the backend that answered.
 [[nodiscard]] Result<cdi::ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req,
-                                                               std::vector<std::string> names,
                                                                const EditsOptions& opts, std::string* backend = nullptr);
 
 /// Auto mode: the spec on disk when it resolves the request and is not stale, else discovery

@@ -116,11 +116,18 @@ Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const confi
     return edits;
 }
 
-Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req,
-                                            std::vector<std::string> names, const EditsOptions& opts,
+Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req, const EditsOptions& opts,
                                             std::string* backend) {
+    // The request's CDI names of our kind resolve against the spec generated below; the cards
+    // are selected from the rest of the request.
+    const std::string prefix = cfg.runtime.cdi_kind + "=";
+    std::vector<std::string> names;
+    for (const auto& n : req.cdi_names)
+        if (n.starts_with(prefix)) names.push_back(n);
+    Request plain = req;
+    plain.cdi_names.clear();
     auto dopts = discover::options_from(cfg);
-    dopts.with_drs = names_drs(req, names);
+    dopts.with_drs = names_drs(plain, names);
     // libefml in-process first: no child process on the hot path; efsmi only as the fallback
     // (and for DRS, which only efsmi reports).
     auto host = dopts.with_drs ? discover::discover(dopts) : discover::discover_with(dopts, discover::Backend::Efml);
@@ -130,17 +137,17 @@ Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Req
     }
     if (!host) return fail(std::move(host).error().context("discovering the cards"));
     if (backend != nullptr) *backend = host->backend;
-    INJECT_TRY(auto sel, select(req, *host));
+    INJECT_TRY(auto sel, select(plain, *host));
     INJECT_TRY(auto gen, cdi::options_from(cfg));
-    gen.capabilities = req.capabilities;
+    gen.capabilities = plain.capabilities;
     gen.names = cdi::NameStrategy::Both;
     gen.ctk_path = opts.ctk_path;
     INJECT_TRY(auto spec, cdi::generate(*host, gen));
-    if (req.mode == Request::Mode::All) names.emplace_back("all");
+    if (plain.mode == Request::Mode::All) names.emplace_back("all");
     for (auto i : sel.card_indices) names.push_back(std::to_string(i));
     for (const auto& d : sel.drs_instances) names.push_back(device::drs_name(d));
     ContainerEdits edits;
-    if (req.mode == Request::Mode::NoCards) edits = spec.edits;
+    if (plain.mode == Request::Mode::NoCards) edits = spec.edits;
     if (!names.empty()) {
         INJECT_TRY(auto more, cdi::resolve(spec, names));
         cdi::merge_edits(edits, more);
@@ -179,9 +186,7 @@ Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req, c
     } else if (stale || on_disk.error().code() == Errc::NotFound) {
         if (stale) log::warn("auto: the CDI spec on disk is stale ({}); discovering the cards instead", *stale);
         else log::debug("auto: {}; discovering the cards", on_disk.error().what());
-        Request plain = ours;
-        plain.cdi_names.clear();
-        INJECT_TRY(out.edits, edits_from_discovery(cfg, plain, ours.cdi_names, opts, &out.backend));
+        INJECT_TRY(out.edits, edits_from_discovery(cfg, ours, opts, &out.backend));
         out.source = EditsSource::Discovery;
     } else {
         return fail(std::move(on_disk).error());
