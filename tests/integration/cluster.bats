@@ -1,0 +1,260 @@
+#!/usr/bin/env bats
+# The one-node Kubernetes of tests/cluster/cluster.sh (v1.32: etcd, kube-apiserver under
+# Node,RBAC, scheduler, controller-manager, kubelet on containerd 1.7 restarted by a supervisor),
+# brought up once for this file in setup_file. Each test acts as a user of it would (kubectl,
+# the harness's restart commands); the last one takes it down and checks that nothing is left:
+# no process, no mount, no cgroup, the host's folders as they were. Without the Kubernetes
+# binaries (ENFLAME_KUBE_BIN) the tests skip with the line saying what to set (fail under CI).
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+CLUSTER=$TOP/tests/cluster/cluster.sh
+# the host folders the cluster's node software writes (bind-mounted from the cluster's folder
+# in its namespace): they must look the same after `down` as before `up`
+HOST_PATHS=(/etc/cdi /run/cdi /var/run/cdi /etc/containerd /var/lib/kubelet /usr/local/enflame
+            /etc/enflame-container-runtime /var/log/pods /var/log/containers /opt)
+
+# host_listing: every host path above, recursively: type, mode, size, mtime and a checksum of
+# each file.
+host_listing() {
+  find "${HOST_PATHS[@]}" 2>/dev/null | sort | while read -r f; do
+    stat -c '%n %F %a %s %Y' "$f"
+    if [ -f "$f" ] && [ -r "$f" ]; then sha256sum "$f"; fi
+  done
+}
+
+setup_file() {
+  CL=$(mktemp -d /tmp/ectk-cluster.XXXXXX)
+  export CL
+  chmod 755 "$CL"
+  host_listing > "$CL/host-before"
+  local t0=$SECONDS
+  "$CLUSTER" up "$CL/c" > "$CL/up.out" 2>&1 3>&- && echo 0 > "$CL/up.status" || echo $? > "$CL/up.status"
+  echo "$((SECONDS - t0))" > "$CL/up.seconds"
+}
+
+teardown_file() {
+  [ -n "${CL:-}" ] || return 0
+  "$CLUSTER" down "$CL/c" >/dev/null 2>&1 3>&- || true
+  rm -rf "$CL"
+}
+
+setup() {
+  setup_scratch
+  local st
+  st=$(cat "$CL/up.status")
+  if [ "$st" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$CL/up.out")"; fi
+  if [[ $BATS_TEST_DESCRIPTION == "bad input"* ]]; then return 0; fi
+  if [ "$st" -ne 0 ]; then
+    echo "cluster.sh up failed: $(cat "$CL/up.out")"
+    return 1
+  fi
+  # shellcheck disable=SC1091
+  . "$CL/c/env"
+}
+
+teardown() { teardown_scratch; }
+
+kc() { "$KUBECTL" --request-timeout 20s "$@"; }
+
+# busybox_pod NAME CMD: a pod running CMD (sh -c) in the harness's busybox image.
+busybox_pod() {
+  kc apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: docker.io/library/busybox:1.36
+    imagePullPolicy: Never
+    command: ["sh", "-c", "$2"]
+EOF
+  on_teardown "kc delete pod $1 --wait=false >/dev/null 2>&1"
+}
+
+# succeeds NAME: pod NAME ran to Succeeded (within 60 s).
+succeeds() {
+  kc wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$1" --timeout=60s ||
+    { kc describe pod "$1"; return 1; }
+}
+
+# container_of NAME: "<container id> <restart count> <phase>" of pod NAME's only container.
+container_of() {
+  kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}'
+}
+
+# exited PID: PID is gone or a zombie (init here reaps orphans late).
+exited() {
+  case $(ps -o stat= -p "$1") in ''|Z*) return 0 ;; esac
+  echo "pid $1 still runs: $(ps -o args= -p "$1")"
+  return 1
+}
+
+node_ready() {
+  [ "$(kc get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+@test "up: the node is Ready and untainted, DRA v1beta1 is served, a busybox pod runs to Succeeded and logs what it printed" {
+  echo "up took $(cat "$CL/up.seconds") s: $(cat "$CL/up.out")" >&3
+  # one line: the time it took
+  [ "$(wc -l < "$CL/up.out")" -eq 1 ]
+  grep -E '^cluster: up in [0-9.]+ s' "$CL/up.out"
+  for v in KUBECONFIG KUBECTL CLUSTER_DIR NODE_NAME APISERVER_PORT NS_PID CTR CONTAINERD_SOCK CONTAINERD_CONFIG CONTAINERD_PID_FILE; do
+    [ -n "${!v}" ] || { echo "env lacks $v"; return 1; }
+  done
+  node_ready
+  [ -z "$(kc get node "$NODE_NAME" -o jsonpath='{.spec.taints}')" ]
+  run kc get --raw /apis/resource.k8s.io/v1beta1
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .groupVersion <<<"$output")" = resource.k8s.io/v1beta1 ]
+  jq -e '.resources[] | select(.name == "resourceclaims")' <<<"$output"
+  # the containerd the env names is the node's: it runs the busybox and pinned pause images
+  run $CTR -n k8s.io images ls -q
+  grep -Fx docker.io/library/busybox:latest <<<"$output"
+  run $CTR -n k8s.io images ls "name==$PAUSE_IMAGE"
+  grep -F io.cri-containerd.pinned=pinned <<<"$output"
+  busybox_pod hello 'echo hello from $(hostname); echo second line'
+  succeeds hello
+  run kc logs hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from hello
+second line" ]
+}
+
+@test "a DaemonSet's pod is scheduled onto the node and becomes Ready (DaemonSet controller and scheduler work)" {
+  kc apply -f - <<'EOF'
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: ds-probe
+spec:
+  selector:
+    matchLabels: {app: ds-probe}
+  template:
+    metadata:
+      labels: {app: ds-probe}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: docker.io/library/busybox:latest
+        imagePullPolicy: Never
+        command: ["sleep", "3600"]
+        readinessProbe:
+          exec: {command: ["true"]}
+          periodSeconds: 1
+EOF
+  on_teardown "kc delete daemonset ds-probe --wait=false >/dev/null 2>&1"
+  kc rollout status daemonset/ds-probe --timeout=60s
+  run kc get pods -l app=ds-probe -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}'
+  [ "$output" = "$NODE_NAME True" ]
+}
+
+@test "restart-kubelet and restart-containerd: a running pod keeps its container, the node stays Ready, new pods still run" {
+  busybox_pod keeper 'sleep 3600'
+  kc wait --for=condition=Ready pod/keeper --timeout=60s
+  local before kubelet_pid ctrd_pid
+  before=$(container_of keeper)
+  [[ $before == "containerd://"*" 0 Running" ]]
+  kubelet_pid=$(cat "$CLUSTER_DIR/pids/kubelet.pid")
+  run "$CLUSTER" restart-kubelet "$CLUSTER_DIR"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$CLUSTER_DIR/pids/kubelet.pid")" != "$kubelet_pid" ]
+  exited "$kubelet_pid"
+  node_ready
+  [ "$(container_of keeper)" = "$before" ]
+
+  ctrd_pid=$(cat "$CONTAINERD_PID_FILE")
+  run "$CLUSTER" restart-containerd "$CLUSTER_DIR"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$CONTAINERD_PID_FILE")" != "$ctrd_pid" ]
+  exited "$ctrd_pid"
+  $CTR version
+  # kubelet works with the new containerd: a new pod runs, the old one kept its container
+  busybox_pod after-restarts 'echo still here'
+  succeeds after-restarts
+  node_ready
+  [ "$(container_of keeper)" = "$before" ]
+  run $CTR -n k8s.io tasks ls
+  local id=${before#containerd://}
+  id=${id%% *}
+  grep -E "^$id +[0-9]+ +RUNNING" <<<"$output"
+}
+
+# started_nothing DIR: no process names DIR in its command line, no pid file under it holds a
+# live process, nothing is mounted under it.
+started_nothing() {
+  local pid f
+  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+    if tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | grep -qE "^$1(/|$)"; then
+      echo "still running: $pid $(tr '\0' ' ' < "/proc/$pid/cmdline")"
+      return 1
+    fi
+  done
+  for f in "$1"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    exited "$(cat "$f")"
+  done
+  [ -z "$(findmnt -rn -o TARGET,SOURCE | grep -F "$1")" ]
+}
+
+@test "bad input: no Kubernetes binaries in ENFLAME_KUBE_BIN: one line naming them and the variable, nothing started" {
+  mkdir "$SCRATCH/empty"
+  ENFLAME_KUBE_BIN=$SCRATCH/empty run -3 "$CLUSTER" up "$SCRATCH/c"
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  [[ $output == "cluster: no kubelet kube-apiserver kube-scheduler kube-controller-manager kubectl in '$SCRATCH/empty': set ENFLAME_KUBE_BIN to "* ]]
+  started_nothing "$SCRATCH/c"
+  # one binary missing is named alone
+  for n in kubelet kube-apiserver kube-scheduler kubectl; do
+    printf '#!/bin/sh\n' > "$SCRATCH/empty/$n"
+    chmod +x "$SCRATCH/empty/$n"
+  done
+  ENFLAME_KUBE_BIN=$SCRATCH/empty run -3 "$CLUSTER" up "$SCRATCH/c"
+  [[ $output == "cluster: no kube-controller-manager in '$SCRATCH/empty': set ENFLAME_KUBE_BIN to "* ]]
+  # a folder that is not empty is refused before anything
+  mkdir -p "$SCRATCH/full" && touch "$SCRATCH/full/x"
+  run -2 "$CLUSTER" up "$SCRATCH/full"
+  [ "$output" = "cluster: '$SCRATCH/full' is not empty (up needs an empty or absent folder)" ]
+}
+
+@test "bad input: the API server's port taken: one line naming the port, nothing started" {
+  # a second cluster's ports (offset), the API server's held by a listener
+  local off=$((20000 + RANDOM % 20000)) port
+  port=$((6443 + off))
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(120)' "$port" 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for sh -c "ss -Htln 'sport = :$port' | grep -q ."
+  CLUSTER_PORT_OFFSET=$off run -1 "$CLUSTER" up "$SCRATCH/c"
+  echo "$output"
+  [ "$output" = "cluster: port $port (kube-apiserver, CLUSTER_APISERVER_PORT) is already in use on this host" ]
+  started_nothing "$SCRATCH/c"
+}
+
+@test "down: every process, mount and cgroup of the cluster gone, the host's folders as before; down again is a no-op" {
+  local cg=$CGROUP_ROOT
+  [ -d "/sys/fs/cgroup/memory$cg" ]
+  run "$CLUSTER" down "$CLUSTER_DIR"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  grep -E '^cluster: down in [0-9.]+ s' <<<"$output"
+  started_nothing "$CLUSTER_DIR"
+  exited "$NS_PID"
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [ ! -e "$h$cg" ] || { echo "left: $h$cg"; return 1; }
+  done
+  host_listing > "$SCRATCH/host-after"
+  diff "$CL/host-before" "$SCRATCH/host-after"
+  run "$CLUSTER" down "$CLUSTER_DIR"
+  [ "$status" -eq 0 ]
+}
