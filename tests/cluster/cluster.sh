@@ -631,9 +631,12 @@ EOF
     --feature-gates DynamicResourceAllocation=true --runtime-config resource.k8s.io/v1beta1=true
 
   # while the API server starts: containerd, and the images in it
-  local i
+  local i n
   for (( i = 0; i < 150; i++ )); do
     ours containerd >/dev/null && containerd_answers && break
+    # its supervisor starts it again at once: three exits are a crash loop
+    n=$(grep -c '^supervisor: containerd exited' "$(log containerd)" 2>/dev/null || true)
+    [ "${n:-0}" -lt 3 ] || fail "containerd exited while starting; log: $(log containerd)"
     sleep 0.2
   done
   containerd_answers || fail "containerd did not become ready in 30s; log: $(log containerd)"

@@ -227,7 +227,8 @@ started_nothing() {
 
 @test "bad input: the API server's port taken: one line naming the port, nothing started" {
   # a second cluster's ports (offset), the API server's held by a listener
-  local off=$((20000 + RANDOM % 20000)) port
+  local off port
+  off=$(offset)
   port=$((6443 + off))
   python3 -c 'import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -238,6 +239,74 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(120)' "$port" 3>
   echo "$output"
   [ "$output" = "cluster: port $port (kube-apiserver, CLUSTER_APISERVER_PORT) is already in use on this host" ]
   started_nothing "$SCRATCH/c"
+}
+
+# offset: CLUSTER_PORT_OFFSET for a second cluster beside the running one.
+offset() { echo $((20000 + RANDOM % 20000)); }
+
+# fake_bins DIR BROKEN: DIR holding links to the real binaries of the cluster in $CL/c (the
+# five Kubernetes ones in DIR/kube, Debian's in DIR/trixie/usr/bin), but BROKEN, a script that
+# fails at once.
+fake_bins() {
+  local d=$1 f
+  [ -f "$CL/c/state" ] || skip "the cluster did not come up"
+  # shellcheck disable=SC1091
+  (. "$CL/c/state"
+   mkdir -p "$d/kube" "$d/trixie/usr/bin"
+   for f in "$KBIN"/*; do ln -s "$f" "$d/kube/"; done
+   for f in "$PREFIX"/usr/bin/*; do ln -s "$f" "$d/trixie/usr/bin/"; done)
+  f=$(find "$d" -name "$2")
+  rm "$f"
+  printf '#!/bin/sh\necho "%s: broken on purpose" >&2\nexit 1\n' "$2" > "$f"
+  chmod +x "$f"
+}
+
+@test "bad input: a kube-apiserver that exits at once: one line naming it and its log, what was started is stopped" {
+  fake_bins "$SCRATCH/bin" kube-apiserver
+  ENFLAME_KUBE_BIN=$SCRATCH/bin/kube BUILD_DIR=$SCRATCH/bin CLUSTER_PORT_OFFSET=$(offset) \
+    run -1 "$CLUSTER" up "$SCRATCH/c"
+  echo "$output"
+  [ "$output" = "cluster: kube-apiserver exited while starting; log: $SCRATCH/c/logs/kube-apiserver.log" ]
+  grep -Fx "kube-apiserver: broken on purpose" "$SCRATCH/c/logs/kube-apiserver.log"
+  started_nothing "$SCRATCH/c"
+  [ -z "$(find /sys/fs/cgroup/*/ -maxdepth 1 -name "ectk-cluster-$(printf %s "$SCRATCH/c" | cksum | cut -d' ' -f1)")" ]
+}
+
+@test "bad input: a containerd that exits at once: one line naming it and its log, what was started is stopped" {
+  fake_bins "$SCRATCH/bin" containerd
+  ENFLAME_KUBE_BIN=$SCRATCH/bin/kube BUILD_DIR=$SCRATCH/bin CLUSTER_PORT_OFFSET=$(offset) \
+    run -1 "$CLUSTER" up "$SCRATCH/c"
+  echo "$output"
+  [ "$output" = "cluster: containerd exited while starting; log: $SCRATCH/c/logs/containerd.log" ]
+  grep -Fx "containerd: broken on purpose" "$SCRATCH/c/logs/containerd.log"
+  started_nothing "$SCRATCH/c"
+}
+
+@test "import: an OCI archive's images land in the node's containerd and a pod runs one; an unreadable archive is one line" {
+  python3 "$TOP/tests/cluster/oci_image.py" "$SCRATCH/probe.tar" --name docker.io/library/ectk-probe:1 \
+    --cmd '["sh", "-c", "echo probe image"]'
+  run "$CLUSTER" import "$CLUSTER_DIR" "$SCRATCH/probe.tar"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run $CTR -n k8s.io images ls -q
+  grep -Fx docker.io/library/ectk-probe:1 <<<"$output"
+  kc apply -f - <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: probe
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: docker.io/library/ectk-probe:1
+    imagePullPolicy: Never
+EOF
+  on_teardown "kc delete pod probe --wait=false >/dev/null 2>&1"
+  succeeds probe
+  [ "$(kc logs probe)" = "probe image" ]
+  run -1 "$CLUSTER" import "$CLUSTER_DIR" "$SCRATCH/nothing.tar"
+  [ "$output" = "cluster: cannot read archive '$SCRATCH/nothing.tar'" ]
 }
 
 @test "down: every process, mount and cgroup of the cluster gone, the host's folders as before; down again is a no-op" {
