@@ -80,6 +80,8 @@ port() {
 
 # --- processes -------------------------------------------------------------------------------
 
+all_pids() { local p; for p in /proc/[0-9]*; do echo "${p#/proc/}"; done; }
+
 # ns_of PID: the mount namespace of PID ("mnt:[...]"), empty when gone.
 ns_of() { readlink "/proc/$1/ns/mnt" 2>/dev/null || true; }
 
@@ -128,8 +130,10 @@ stop_pids() {
 
 # stop NAME...: stop the named daemons (those still ours) together.
 stop() {
-  local n pids=()
-  for n in "$@"; do pids+=($(ours "$n" || true)); done
+  local n pid pids=()
+  for n in "$@"; do
+    if pid=$(ours "$n"); then pids+=("$pid"); fi
+  done
   stop_pids 10 "${pids[@]}"
 }
 
@@ -556,6 +560,7 @@ cmd_up() {
     echo "cluster: '$D' is not empty (up needs an empty or absent folder)" >&2; exit 2
   fi
   local p
+  [[ $D != *[[:space:]]* ]] || { echo "cluster: '$D' has a blank in it: use a folder without" >&2; exit 2; }
   for p in "${OVERLAID[@]}" /run; do
     case $(realpath -m "$D")/ in "$p"/*)
       echo "cluster: '$D' is under $p, which the cluster's namespace covers: use a folder elsewhere (/tmp)" >&2; exit 2 ;;
@@ -581,6 +586,7 @@ cmd_up() {
 
   UP_STARTED=1
   trap 'fail "cluster.sh failed at line $LINENO ($BASH_COMMAND); logs: $D/logs"' ERR
+  trap 'fail "interrupted; logs: $D/logs"' INT TERM
   node_name
   APISERVER_PORT=$(port kube-apiserver)
   CGROUP_ROOT=ectk-cluster-$(printf %s "$D" | cksum | cut -d' ' -f1)
@@ -743,7 +749,7 @@ do_down() {
   local ns pid left=()
   ns=$(cat "$D/ns/mnt" 2>/dev/null || true)
   if [ -n "$ns" ]; then
-    for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+    for pid in $(all_pids); do
       [ "$pid" != "${NS_PID:-}" ] && [ "$(ns_of "$pid")" = "$ns" ] && left+=("$pid")
     done
   fi
@@ -768,7 +774,7 @@ leftovers() {
     mine+="$p "
   done
   LEFT=()
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+  for pid in $(all_pids); do
     [[ $mine == *" $pid "* ]] || ! names_dir "$pid" || LEFT+=("$pid")
   done
 }

@@ -90,6 +90,7 @@ container_of() {
 
 # exited PID: PID is gone or a zombie (init here reaps orphans late).
 exited() {
+  [ -n "$1" ] || return 0
   case $(ps -o stat= -p "$1") in ''|Z*) return 0 ;; esac
   echo "pid $1 still runs: $(ps -o args= -p "$1")"
   return 1
@@ -191,10 +192,10 @@ EOF
 # started_nothing DIR: no process names DIR in its command line, no pid file under it holds a
 # live process, nothing is mounted under it.
 started_nothing() {
-  local pid f
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    if tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | grep -qE "^$1(/|$)"; then
-      echo "still running: $pid $(tr '\0' ' ' < "/proc/$pid/cmdline")"
+  local p f
+  for p in /proc/[0-9]*; do
+    if tr '\0' '\n' 2>/dev/null < "$p/cmdline" | grep -qE "^$1(/|$)"; then
+      echo "still running: ${p#/proc/} $(tr '\0' ' ' 2>/dev/null < "$p/cmdline")"
       return 1
     fi
   done
@@ -307,6 +308,33 @@ EOF
   [ "$(kc logs probe)" = "probe image" ]
   run -1 "$CLUSTER" import "$CLUSTER_DIR" "$SCRATCH/nothing.tar"
   [ "$output" = "cluster: cannot read archive '$SCRATCH/nothing.tar'" ]
+}
+
+@test "namespace: a new namespace where a pod with a service-account token runs (this fork's ConfigMap is there)" {
+  local ns=ectk-probe-$RANDOM
+  run "$CLUSTER" namespace "$CLUSTER_DIR" "$ns"
+  [ "$status" -eq 0 ]
+  on_teardown "kc delete namespace $ns --wait=false >/dev/null 2>&1"
+  kc -n "$ns" get configmap openshift-service-ca.crt
+  # the ServiceAccount "default" comes from the controller-manager, a moment later
+  wait_for kc -n "$ns" get serviceaccount default
+  kc -n "$ns" apply -f - <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: token
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: docker.io/library/busybox:1.36
+    imagePullPolicy: Never
+    command: ["sh", "-c", "ls /var/run/secrets/kubernetes.io/serviceaccount"]
+EOF
+  kc -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded pod/token --timeout=60s
+  run kc -n "$ns" logs token
+  grep -Fx service-ca.crt <<<"$output"
+  grep -Fx token <<<"$output"
 }
 
 @test "down: every process, mount and cgroup of the cluster gone, the host's folders as before; down again is a no-op" {
