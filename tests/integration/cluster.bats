@@ -58,9 +58,12 @@ teardown() { teardown_scratch; }
 
 kc() { "$KUBECTL" --request-timeout 20s "$@"; }
 
-# busybox_pod NAME CMD: a pod running CMD (sh -c) in the harness's busybox image.
-busybox_pod() {
-  kc apply -f - <<EOF
+# pod NAME IMAGE [CMD [NAMESPACE]]: a pod running IMAGE (CMD through sh -c when given) that
+# ends, deleted in teardown.
+pod() {
+  local cmd=
+  [ -z "${3:-}" ] || cmd="    command: [\"sh\", \"-c\", \"$3\"]"
+  kc -n "${4:-default}" apply -f - <<EOF
 apiVersion: v1
 kind: Pod
 metadata:
@@ -70,12 +73,14 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: main
-    image: docker.io/library/busybox:1.36
+    image: $2
     imagePullPolicy: Never
-    command: ["sh", "-c", "$2"]
+$cmd
 EOF
-  on_teardown "kc delete pod $1 --wait=false >/dev/null 2>&1"
+  on_teardown "kc -n ${4:-default} delete pod $1 --wait=false >/dev/null 2>&1"
 }
+
+busybox_pod() { pod "$1" docker.io/library/busybox:1.36 "$2"; }
 
 # succeeds NAME: pod NAME ran to Succeeded (within 60 s).
 succeeds() {
@@ -262,25 +267,25 @@ fake_bins() {
   chmod +x "$f"
 }
 
-@test "bad input: a kube-apiserver that exits at once: one line naming it and its log, what was started is stopped" {
-  fake_bins "$SCRATCH/bin" kube-apiserver
+# up_broken PART: `up` where PART (a binary) fails at once: one line naming PART and its log,
+# and what was started before is stopped.
+up_broken() {
+  fake_bins "$SCRATCH/bin" "$1"
   ENFLAME_KUBE_BIN=$SCRATCH/bin/kube BUILD_DIR=$SCRATCH/bin CLUSTER_PORT_OFFSET=$(offset) \
     run -1 "$CLUSTER" up "$SCRATCH/c"
   echo "$output"
-  [ "$output" = "cluster: kube-apiserver exited while starting; log: $SCRATCH/c/logs/kube-apiserver.log" ]
-  grep -Fx "kube-apiserver: broken on purpose" "$SCRATCH/c/logs/kube-apiserver.log"
+  [ "$output" = "cluster: $1 exited while starting; log: $SCRATCH/c/logs/$1.log" ]
+  grep -Fx "$1: broken on purpose" "$SCRATCH/c/logs/$1.log"
   started_nothing "$SCRATCH/c"
   [ -z "$(find /sys/fs/cgroup/*/ -maxdepth 1 -name "ectk-cluster-$(printf %s "$SCRATCH/c" | cksum | cut -d' ' -f1)")" ]
 }
 
+@test "bad input: a kube-apiserver that exits at once: one line naming it and its log, what was started is stopped" {
+  up_broken kube-apiserver
+}
+
 @test "bad input: a containerd that exits at once: one line naming it and its log, what was started is stopped" {
-  fake_bins "$SCRATCH/bin" containerd
-  ENFLAME_KUBE_BIN=$SCRATCH/bin/kube BUILD_DIR=$SCRATCH/bin CLUSTER_PORT_OFFSET=$(offset) \
-    run -1 "$CLUSTER" up "$SCRATCH/c"
-  echo "$output"
-  [ "$output" = "cluster: containerd exited while starting; log: $SCRATCH/c/logs/containerd.log" ]
-  grep -Fx "containerd: broken on purpose" "$SCRATCH/c/logs/containerd.log"
-  started_nothing "$SCRATCH/c"
+  up_broken containerd
 }
 
 @test "import: an OCI archive's images land in the node's containerd and a pod runs one; an unreadable archive is one line" {
@@ -291,19 +296,7 @@ fake_bins() {
   [ "$status" -eq 0 ]
   run $CTR -n k8s.io images ls -q
   grep -Fx docker.io/library/ectk-probe:1 <<<"$output"
-  kc apply -f - <<'EOF'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: probe
-spec:
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: docker.io/library/ectk-probe:1
-    imagePullPolicy: Never
-EOF
-  on_teardown "kc delete pod probe --wait=false >/dev/null 2>&1"
+  pod probe docker.io/library/ectk-probe:1
   succeeds probe
   [ "$(kc logs probe)" = "probe image" ]
   run -1 "$CLUSTER" import "$CLUSTER_DIR" "$SCRATCH/nothing.tar"
@@ -318,19 +311,7 @@ EOF
   kc -n "$ns" get configmap openshift-service-ca.crt
   # the ServiceAccount "default" comes from the controller-manager, a moment later
   wait_for kc -n "$ns" get serviceaccount default
-  kc -n "$ns" apply -f - <<'EOF'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: token
-spec:
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: docker.io/library/busybox:1.36
-    imagePullPolicy: Never
-    command: ["sh", "-c", "ls /var/run/secrets/kubernetes.io/serviceaccount"]
-EOF
+  pod token docker.io/library/busybox:1.36 "ls /var/run/secrets/kubernetes.io/serviceaccount" "$ns"
   kc -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded pod/token --timeout=60s
   run kc -n "$ns" logs token
   grep -Fx service-ca.crt <<<"$output"
