@@ -334,33 +334,69 @@ state = "/run/containerd"
 EOF
 }
 
-# cni: a no-op network plugin: pods get an empty network namespace with lo up and an invented
-# address (no traffic leaves the host: there is nothing to send it through). containerd also
-# runs "loopback" for lo, the same script.
+# cni: the test cluster's network plugin. Each pod gets a veth pair: eth0 in the pod with an
+# address from POD_NET (a /32), the host's end with a /32 route to it and the gateway address
+# GW (the same on every host end, as Calico does), so kubelet's HTTP probes reach the pod and
+# the pod can answer. The pod gets no default route: it can reach the host, nothing else. While
+# the cluster is up, the whole POD_NET is `unreachable` in the host's routing table, so a packet
+# for a pod that is gone fails here instead of leaving the machine (pod addresses are never
+# sent anywhere but to this machine's own network namespaces). containerd also runs
+# "loopback" for lo, the same script.
+POD_NET=10.88
+GW=169.254.88.1
 cni() {
-  mkdir -p "$D/cni/bin" "$D/cni/conf"
-  cat > "$D/cni/bin/ectk-noop" <<'EOF'
-#!/bin/sh
-# No-op CNI plugin of the test cluster: brings lo up in the pod's network namespace and reports
-# an address derived from the container id (eth0) or 127.0.0.1 (lo); creates no interface.
+  mkdir -p "$D/cni/bin" "$D/cni/conf" "$D/cni/state"
+  cat > "$D/cni/bin/ectk-noop" <<EOF
+#!/bin/bash
+# CNI plugin of the test cluster (tests/cluster/cluster.sh, cni()): lo up; for eth0 a veth pair
+# with a /32 address from $POD_NET.0.0/16 and a host route to it; DEL removes the pair.
+state=$D/cni/state
+EOF
+  cat >> "$D/cni/bin/ectk-noop" <<'EOF'
 cat > /dev/null
+err() { printf '{"cniVersion":"0.4.0","code":999,"msg":"%s"}\n' "$1"; exit 1; }
+host_if() { echo "ectk$(printf %s "$CNI_CONTAINERID" | cksum | cut -d' ' -f1 | cut -c1-9)"; }
 case $CNI_COMMAND in
   VERSION) echo '{"cniVersion":"0.4.0","supportedVersions":["0.3.0","0.3.1","0.4.0"]}' ;;
   ADD)
-    nsenter --net="$CNI_NETNS" ip link set lo up || {
-      echo '{"cniVersion":"0.4.0","code":999,"msg":"cannot bring lo up"}'; exit 1; }
+    nsenter --net="$CNI_NETNS" ip link set lo up || err "cannot bring lo up"
     if [ "$CNI_IFNAME" = lo ]; then ip=127.0.0.1/8; else
-      n=$(printf %s "$CNI_CONTAINERID" | cksum | cut -d' ' -f1)
-      ip=10.88.$((n / 256 % 256)).$((n % 254 + 1))/16
+      exec 9> "$state/lock"; flock 9
+      n=$(cat "$state/next" 2>/dev/null || echo 2)
+      echo $(( n + 1 )) > "$state/next"
+      exec 9>&-
+      ip=__POD_NET__.$(( n / 250 % 250 )).$(( n % 250 + 2 ))
+      h=$(host_if)
+      ip link add "$h" type veth peer name "$CNI_IFNAME" netns "$CNI_NETNS" || err "veth $h"
+      ip addr add __GW__/32 dev "$h" && ip link set "$h" up &&
+        ip route add "$ip/32" dev "$h" src __GW__ || err "host side of $h"
+      nsenter --net="$CNI_NETNS" sh -c "ip addr add $ip/32 dev $CNI_IFNAME && ip link set $CNI_IFNAME up &&
+        ip route add __GW__/32 dev $CNI_IFNAME" || err "pod side of $h"
+      echo "$CNI_CONTAINERID $h $ip" >> "$state/pods"
+      ip=$ip/32
     fi
     printf '{"cniVersion":"0.4.0","interfaces":[{"name":"%s","sandbox":"%s"}],"ips":[{"version":"4","address":"%s","interface":0}]}\n' \
       "$CNI_IFNAME" "$CNI_NETNS" "$ip" ;;
+  DEL)
+    [ "$CNI_IFNAME" = lo ] || ip link del "$(host_if)" 2>/dev/null ;;
 esac
 exit 0
 EOF
+  sed -i "s/__POD_NET__/$POD_NET/; s/__GW__/$GW/g" "$D/cni/bin/ectk-noop"
   chmod 755 "$D/cni/bin/ectk-noop"
   ln -sf ectk-noop "$D/cni/bin/loopback"
   echo '{"cniVersion":"0.4.0","name":"ectk-noop","plugins":[{"type":"ectk-noop"}]}' > "$D/cni/conf/10-ectk-noop.conflist"
+  # a packet for a pod address without its /32 route stops here
+  ip route add unreachable "$POD_NET.0.0/16" 2>/dev/null || true
+}
+
+# cni_down: the veth pairs of pods whose DEL never came, and the unreachable route.
+cni_down() {
+  local id h ip
+  if [ -f "$D/cni/state/pods" ]; then
+    while read -r id h ip; do ip link del "$h" 2>/dev/null || true; done < "$D/cni/state/pods"
+  fi
+  ip route del unreachable "$POD_NET.0.0/16" 2>/dev/null || true
 }
 
 kubelet_config() {
@@ -755,6 +791,7 @@ do_down() {
   fi
   stop_pids 5 "${left[@]}"
   stop namespace etcd
+  cni_down
   local h m
   if [ -n "$CGROUP_ROOT" ]; then
     for h in /sys/fs/cgroup/*/"$CGROUP_ROOT"; do

@@ -161,6 +161,36 @@ EOF
   [ "$output" = "$NODE_NAME True" ]
 }
 
+@test "network: kubelet's HTTP probe reaches a pod through its veth; pod addresses route nowhere but this machine" {
+  kc apply -f - > /dev/null <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: docker.io/library/busybox:1.36
+    imagePullPolicy: Never
+    command: ["sh", "-c", "mkdir /w && echo ok > /w/healthz && exec httpd -f -p 8080 -h /w"]
+    readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
+EOF
+  on_teardown "kc delete pod web --wait=false >/dev/null 2>&1"
+  kc wait --for=condition=Ready pod/web --timeout=60s
+  local ip; ip=$(kc get pod web -o jsonpath='{.status.podIP}')
+  [[ $ip == 10.88.* ]]
+  # the pod's own /32 route through its veth; any other pod address is unreachable here
+  run ip route get "$ip"
+  [[ $output == *" dev ectk"* ]]
+  run ip route show type unreachable
+  [[ $output == *"10.88.0.0/16"* ]]
+  run ip route get 10.88.255.254
+  [ "$status" -ne 0 ]
+  kc delete pod web --wait > /dev/null
+  run ip route get "$ip"
+  [ "$status" -ne 0 ]
+}
+
 @test "restart-kubelet and restart-containerd: a running pod keeps its container, the node stays Ready, new pods still run" {
   busybox_pod keeper 'sleep 3600'
   kc wait --for=condition=Ready pod/keeper --timeout=60s
@@ -333,6 +363,11 @@ up_broken() {
   done
   host_listing > "$SCRATCH/host-after"
   diff "$CL/host-before" "$SCRATCH/host-after"
+  # no veth and no route of the cluster's network left in the host's network namespace
+  run ip -br link
+  [[ $output != *ectk* ]]
+  run ip route show type unreachable
+  [[ $output != *10.88.0.0/16* ]]
   run "$CLUSTER" down "$CLUSTER_DIR"
   [ "$status" -eq 0 ]
 }
