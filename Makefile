@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo bench fuzz clean lint asan images print-images
+.PHONY: all deps configure build test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images
 
 all: build
 
@@ -28,6 +28,15 @@ test: configure
 
 demo: build
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/demo.sh
+
+# The Kubernetes half (needs the Kubernetes binaries: ENFLAME_KUBE_BIN, tests/cluster/README.md):
+# a real one-node cluster, `kubectl apply -k deployments/`, the example pod, then all removed.
+demo-cluster: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/demo-cluster.sh
+
+# The end-to-end suite on that cluster alone (`make test` runs it too, among the bats files).
+e2e: build
+	@BUILD_DIR=$(CURDIR)/$(BUILD) bats --tap tests/integration/e2e.bats
 
 # Benchmarks (bench/README.md): a release build (no tests) of just what bench/ runs, then one
 # table.

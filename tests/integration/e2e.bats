@@ -1,0 +1,311 @@
+#!/usr/bin/env bats
+# End to end on a real one-node Kubernetes (tests/cluster/cluster.sh: etcd, kube-apiserver with
+# Node,RBAC, scheduler, controller-manager, kubelet on containerd 1.7 under a supervisor), each
+# step a user's: `make images`, the archive imported into the node's containerd, then
+# `kubectl apply -k deployments/` as shipped, the shipped examples, faults, and
+# `kubectl delete -k`. The only changes to what deployments/ ships are the harness's own, all
+# in tests/cluster/overlay.sh (the simulated host's folder, the DRA plugin's route to the API
+# server); the node label NFD would set is set here with kubectl.
+# The tests of this file run in order on one cluster (each step builds on the one before, as a
+# user's would); `make e2e` runs this file alone.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+NS=enflame-system
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
+  export E2E; E2E=$(mktemp -d /tmp/ectk-e2e.XXXXXX)
+  chmod 755 "$E2E"
+  # the simulated host: three S60 cards with DRS profiles (an instance of 1g.11gb among them)
+  "$SIM_HOST" example --cards 3 --drs > "$E2E/desc.yaml"
+  "$SIM_HOST" build --desc "$E2E/desc.yaml" --root "$E2E/host" > /dev/null
+  make -s -C "$TOP" images > "$E2E/images.log" 2>&1 ||
+    { echo "make images failed: $(tail -n 3 "$E2E/images.log")" >&2; return 1; }
+  local rc=0
+  "$TOP/tests/cluster/cluster.sh" up "$E2E/cluster" > "$E2E/up.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$E2E/up.log")"; fi  # binaries missing
+  [ "$rc" -eq 0 ] || { tail -n 1 "$E2E/up.log" >&2; return 1; }
+  "$TOP/tests/cluster/cluster.sh" import "$E2E/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  # shellcheck disable=SC1091
+  . "$E2E/cluster/env"
+  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG CONTAINERD_PID_FILE
+  # what containerd's config was before we installed anything
+  in_ns cat "$CONTAINERD_CONFIG" > "$E2E/containerd.before"
+  kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
+  cp -r "$TOP/deployments" "$E2E/deployments"
+  "$TOP/tests/cluster/overlay.sh" "$E2E/dp" "$E2E/deployments" "$E2E/host" "$APISERVER_PORT"
+  "$TOP/tests/cluster/overlay.sh" "$E2E/dra" "$E2E/deployments/overlays/dra-v1beta1" "$E2E/host" "$APISERVER_PORT"
+}
+
+teardown_file() {
+  if [ -n "${E2E:-}" ] && [ -d "$E2E" ]; then
+    "$TOP/tests/cluster/cluster.sh" down "$E2E/cluster" >&3 2>&1 || true
+    rm -rf "$E2E"
+  fi
+}
+
+setup() {
+  [ -f "$E2E/cluster/env" ] || skip "the cluster is not up"
+}
+
+kc() { "$KUBECTL" "$@"; }
+# in_ns CMD...: CMD inside the harness's mount namespace (where containerd and kubelet see the
+# node's /etc/containerd, /run/cdi, /usr/local/enflame ...).
+in_ns() { nsenter -t "$NS_PID" -m -- "$@"; }
+
+# ds_ready: every DaemonSet in $NS rolled out and Ready (one line per DaemonSet on failure).
+ds_ready() {
+  local ds
+  for ds in $(kc -n "$NS" get ds -o name); do
+    kc -n "$NS" rollout status "$ds" --timeout=180s > /dev/null || {
+      kc -n "$NS" get pods -o wide
+      kc -n "$NS" describe "$ds" | tail -n 15
+      return 1
+    }
+  done
+}
+
+# wait_phase POD PHASE [NS]: wait (120 s) until the pod's phase is PHASE.
+wait_phase() {
+  kc -n "${3:-default}" wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=120s > /dev/null || {
+    kc -n "${3:-default}" describe "pod/$1" | tail -n 25
+    return 1
+  }
+}
+
+# cards POD [CONTAINER]: the /dev/gcuN (not gcuctl) the pod's container listed, one a line.
+cards() {
+  kc logs "$1" ${2:+-c "$2"} | grep -oE '/dev/gcu[0-9]+$' | sort
+}
+
+# one_card_pod NAME: a pod asking one enflame.com/gcu that lists its cards and sleeps.
+one_card_pod() {
+  kc apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "ls -l /dev/gcu*; sleep 3600"]
+    resources: {limits: {enflame.com/gcu: 1}}
+YAML
+}
+
+restarts() { kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].restartCount}'; }
+container_id() { kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}'; }
+
+# apply_all OVERLAY: kubectl apply -k, in a namespace made first by the harness (this fork's
+# ServiceAccount admission needs a ConfigMap in every namespace with pods).
+apply_all() {
+  "$TOP/tests/cluster/cluster.sh" namespace "$E2E/cluster" "$NS" > /dev/null
+  run kc apply -k "$1"
+}
+
+@test "e2e: kubectl apply -k deployments/ as shipped: every DaemonSet Ready, the installer wires containerd, 3 cards allocatable" {
+  apply_all "$E2E/dp"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  ds_ready
+  # the installer: runtime enflame and CDI in containerd's config, the spec on the node
+  run in_ns cat "$CONTAINERD_CONFIG"
+  [[ $output == *enflame* ]]
+  run in_ns ls /usr/local/enflame/toolkit
+  [[ $output == *enflame-container-runtime* ]]
+  run in_ns grep -c "name: \"\?[0-9]" /run/cdi/enflame.com-gpu.yaml
+  [ "$status" -eq 0 ]
+  # the device plugin registered every healthy card with kubelet
+  local n=0
+  for _ in $(seq 60); do
+    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
+    [ "$n" = 3 ] && break
+    sleep 1
+  done
+  [ "$n" = 3 ]
+  # the labeler's labels for NFD, and the exporter's scrape on its pod address (as Prometheus)
+  run in_ns cat /etc/kubernetes/node-feature-discovery/features.d/enflame
+  echo "$output"
+  [[ $output == *"enflame.com/gpu.count=3"* ]]
+  local ip; ip=$(kc -n "$NS" get pod -l app.kubernetes.io/name=enflame-gcu-exporter -o jsonpath='{.items[0].status.podIP}')
+  run curl -sf --max-time 5 "http://$ip:9400/metrics"
+  grep -E '^enflame_gcu_count(\{.*\})? 3$' <<<"$output"
+}
+
+@test "e2e: the shipped example pod (no RuntimeClass, plain runc) gets exactly its two cards" {
+  run kc apply -f "$E2E/deployments/device-plugin/example-pod.yaml"
+  [ "$status" -eq 0 ]
+  wait_phase gcu-example Succeeded
+  run cards gcu-example
+  echo "$output"
+  [ "${#lines[@]}" -eq 2 ]
+  [ "${lines[0]}" != "${lines[1]}" ]
+  run kc logs gcu-example
+  [[ $output == *"ENFLAME_VISIBLE_DEVICES="?* ]]
+  kc delete pod gcu-example --wait > /dev/null
+}
+
+@test "e2e: a pod asking more cards than the node has stays Pending with the scheduler's message" {
+  kc apply -f - > /dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: too-many}
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["true"]
+    resources: {limits: {enflame.com/gcu: 4}}
+YAML
+  local msg=
+  for _ in $(seq 30); do
+    msg=$(kc get pod too-many -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')
+    [ -n "$msg" ] && break
+    sleep 1
+  done
+  echo "$msg"
+  [[ $msg == *"Insufficient enflame.com/gcu"* ]]
+  run kc get pod too-many -o jsonpath='{.status.phase}'
+  [ "$output" = Pending ]
+  kc delete pod too-many --wait > /dev/null
+}
+
+@test "e2e: the device plugin's pod deleted: a running pod keeps running, a new pod gets a card once it is back" {
+  one_card_pod keeper
+  wait_phase keeper Running
+  local id; id=$(container_id keeper)
+  kc -n "$NS" delete pod -l app.kubernetes.io/name=enflame-device-plugin --wait > /dev/null
+  ds_ready
+  one_card_pod after-dp
+  wait_phase after-dp Running
+  run cards after-dp
+  [ "${#lines[@]}" -eq 1 ]
+  run kc get pod keeper -o jsonpath='{.status.phase}'
+  [ "$output" = Running ]
+  [ "$(container_id keeper)" = "$id" ]
+  kc delete pod after-dp --wait > /dev/null
+}
+
+@test "e2e: kubelet restarted: the node comes back Ready, the running pod is untouched, new pods get cards" {
+  local id; id=$(container_id keeper)
+  "$TOP/tests/cluster/cluster.sh" restart-kubelet "$E2E/cluster"
+  kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=60s > /dev/null
+  ds_ready
+  one_card_pod after-kubelet
+  wait_phase after-kubelet Running
+  run cards after-kubelet
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$(container_id keeper)" = "$id" ]
+  [ "$(restarts keeper)" = 0 ]
+  kc delete pod after-kubelet --wait > /dev/null
+}
+
+@test "e2e: the installer's pod replaced: it restarts containerd (uninstall, install) while pods run; they keep running" {
+  local id pid0 pid1
+  id=$(container_id keeper)
+  pid0=$(cat "$CONTAINERD_PID_FILE")
+  kc -n "$NS" delete pod -l app.kubernetes.io/name=enflame-toolkit-installer --wait > /dev/null
+  ds_ready
+  pid1=$(cat "$CONTAINERD_PID_FILE")
+  [ "$pid0" != "$pid1" ]
+  run in_ns cat "$CONTAINERD_CONFIG"
+  [[ $output == *enflame* ]]
+  one_card_pod after-installer
+  wait_phase after-installer Running
+  run cards after-installer
+  [ "${#lines[@]}" -eq 1 ]
+  [ "$(container_id keeper)" = "$id" ]
+  [ "$(restarts keeper)" = 0 ]
+  kc delete pod after-installer keeper --wait > /dev/null
+}
+
+# uninstall_all OVERLAY: kubectl delete -k, then nothing of ours on the node.
+uninstall_all() {
+  run kc delete -k "$1" --wait --timeout=180s
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run kc get pods -A --no-headers
+  echo "$output"
+  refute_terminating
+  run in_ns cat "$CONTAINERD_CONFIG"
+  [ "$output" = "$(cat "$E2E/containerd.before")" ]
+  run in_ns ls -A /usr/local/enflame/toolkit
+  [ -z "$output" ]
+  run in_ns test -e /run/cdi/enflame.com-gpu.yaml
+  [ "$status" -ne 0 ]
+}
+
+refute_terminating() {
+  run kc get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}'
+  echo "$output"
+  [[ $output != *" 2"* ]]
+}
+
+@test "e2e: kubectl delete -k deployments/: containerd's config byte-identical, toolkit and CDI spec gone, nothing Terminating" {
+  uninstall_all "$E2E/dp"
+  # containerd was given its old config back and answers
+  kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=60s > /dev/null
+}
+
+@test "e2e: overlays/dra-v1beta1 as shipped: DaemonSets Ready, the node's cards published as ResourceSlices" {
+  apply_all "$E2E/dra"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  ds_ready
+  local n=0
+  for _ in $(seq 30); do
+    n=$(kc get resourceslices -o json | python3 -c 'import json,sys
+print(sum(len(s["spec"].get("devices", [])) for s in json.load(sys.stdin)["items"]))')
+    [ "$n" -ge 3 ] && break
+    sleep 1
+  done
+  [ "$n" -ge 3 ]
+}
+
+# example_runs FILE: apply a shipped DRA example; every container of every pod in it sees
+# exactly one card, a DRS claim's also TOPS_VISIBLE_DEVICES=DRS-...; then delete it.
+example_runs() {
+  local f=$E2E/deployments/dra/examples/v1beta1/$1 pod c
+  run kc apply -f "$f"
+  [ "$status" -eq 0 ]
+  for pod in $(kc get pods -o jsonpath='{.items[*].metadata.name}'); do
+    wait_phase "$pod" Running
+    for c in $(kc get pod "$pod" -o jsonpath='{.spec.containers[*].name}'); do
+      for _ in $(seq 10); do kc logs "$pod" -c "$c" | grep -q gcu && break; sleep 0.5; done
+      run cards "$pod" "$c"
+      echo "$pod/$c: $output"
+      [ "${#lines[@]}" -eq 1 ]
+      if [[ $1 == drs-* ]]; then
+        run kc logs "$pod" -c "$c"
+        [[ $output == *TOPS_VISIBLE_DEVICES=DRS-* ]]
+      fi
+    done
+  done
+  kc delete -f "$f" --grace-period=1 --wait > /dev/null
+}
+
+@test "e2e: DRA: the CEL-selected S60 claim's pod gets exactly one card" {
+  example_runs s60-32gi.yaml
+}
+
+@test "e2e: DRA: a pod from the claim template gets exactly one card" {
+  example_runs claim-template.yaml
+}
+
+@test "e2e: DRA: the DRS 1g.11gb claim's pod gets the parent card and TOPS_VISIBLE_DEVICES" {
+  example_runs drs-1g-11gb.yaml
+}
+
+@test "e2e: DRA: any-gcu and the shared claim (two containers, one card)" {
+  example_runs any-gcu.yaml
+  example_runs shared-claim.yaml
+}
+
+@test "e2e: kubectl delete -k overlays/dra-v1beta1: containerd's config byte-identical, nothing left" {
+  uninstall_all "$E2E/dra"
+  run in_ns sh -c 'ls /run/cdi'
+  [ -z "$output" ]
+}
