@@ -652,6 +652,9 @@ assert "/var/lib/kubelet/device-plugins" in mounts, mounts
 paths = {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
 assert "/var/lib/kubelet/device-plugins" in paths, paths
 assert docs["ConfigMap"]["metadata"]["name"] == ds["volumes"][-1]["configMap"]["name"]
+# the example pod (no RuntimeClass) gets its cards through containerd's CDI; the env for the shim
+env = {e["name"]: e.get("value") for e in ds["containers"][0]["env"]}
+assert env["DEVICE_LIST_STRATEGY"] == "envvar,cdi-cri", env
 print(json.dumps(docs["ConfigMap"]["data"]))
 PY
   jq -r '."config.toml"' "$SCRATCH/cm.json" > "$SCRATCH/cm-config.toml"

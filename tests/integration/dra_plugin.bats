@@ -784,6 +784,9 @@ PY
   python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["config.toml"])' "$d/configmap.yaml" > "$SCRATCH/cm.toml"
   run "$CTK" --config "$SCRATCH/cm.toml" config
   [ "$status" -eq 0 ]
+  # the plugin looks under the pod's /host; the specs it writes name the host's own paths
+  [[ "$output" == *"driver-root = '/host'"* ]]
+  [[ "$output" == *"host-driver-root = '/'"* ]]
 }
 
 @test "cmake --install carries the daemon, its man page and its manifests" {
