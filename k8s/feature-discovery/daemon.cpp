@@ -42,7 +42,8 @@ inject::Result<Setup> load(const DaemonOptions& o) {
     // left out. A file that is there and wrong is still an error.
     auto sharing = k8s::load_plugin_config(o.plugin_config, o.resource_name);
     if (!sharing && sharing.error().code() == inject::Errc::NotFound) {
-        inject::log::info("no device plugin config ({}): no sharing-strategy label", sharing.error().what());
+        inject::log::info("no device plugin config ({}): no sharing-strategy label",
+                          sharing.error().what());
         s.sharing.strategy.clear();
         return s;
     }
