@@ -113,6 +113,20 @@ TEST(Allocate, EveryStrategyCombined) {
     EXPECT_EQ(r->devices(2).host_path(), "/sim/dev/gcuctl");
 }
 
+// A plugin in a pod finds the nodes under its dev-root; kubelet hands the DeviceSpecs to the
+// runtime on the host, so with host-dev-root set they name the host's nodes.
+TEST(Allocate, DeviceSpecsNameTheHostsNodes) {
+    edp::Settings s;
+    s.pass_device_specs = true;
+    s.host_dev_root = "/";
+    auto r = edp::allocate(inv8(), s, {"4"});
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->devices_size(), 2);
+    EXPECT_EQ(r->devices(0).container_path(), "/dev/gcu4");
+    EXPECT_EQ(r->devices(0).host_path(), "/dev/gcu4");  // not /sim/dev/gcu4
+    EXPECT_EQ(r->devices(1).host_path(), "/dev/gcuctl");
+}
+
 TEST(Allocate, CdiOnlyHasNoEnv) {
     edp::Settings s;
     s.lists = {false, true, false};
