@@ -4,7 +4,7 @@
 #include "events.hpp"
 #include "health.hpp"
 #include "service.hpp"
-#include "sharing.hpp"
+#include "k8s/sharing.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
@@ -40,11 +40,12 @@ struct Loaded {
 // The toolkit config, the plugin config, then discovery: what the plugin advertises.
 inject::Result<Loaded> load(const DaemonOptions& o) {
     INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
-    INJECT_TRY(const auto sharing, load_plugin_config(o.plugin_config, o.settings.resource_name));
+    INJECT_TRY(const auto sharing, k8s::load_plugin_config(o.plugin_config, o.settings.resource_name));
     Loaded l;
     l.settings = o.settings;
     l.settings.resource_name = sharing.resource_name;
     l.settings.cdi_kind = cfg.runtime.cdi_kind;
+    l.settings.host_dev_root = cfg.cli.host_dev_root;
     l.discover = inject::discover::options_from(cfg);
     l.discover.with_drs = o.drs;
     auto host = inject::discover::discover(l.discover);
@@ -366,7 +367,7 @@ int run(DaemonOptions o) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;
     };
-    if (auto r = check_resource_name(o.settings.resource_name); !r) return fail_with(r.error());
+    if (auto r = k8s::check_resource_name(o.settings.resource_name); !r) return fail_with(r.error());
     auto our_path = k8s::socket_path(o.kubelet_dir, o.socket_name);
     if (!our_path) return fail_with(our_path.error().context("--kubelet-dir"));
     auto kubelet_path = k8s::socket_path(o.kubelet_dir, o.kubelet_socket);

@@ -31,7 +31,11 @@ inject::Result<bool> health_disabled_by_env() {
 int main(int argc, char** argv) try {
     edp::DaemonOptions o;
     std::string id_strategy = "uuid";
-    std::vector<std::string> list_strategies{"envvar"};
+    // envvar,cdi-cri: the CDI names make a runtime with CDI on (containerd 1.7+ with enable_cdi,
+    // CRI-O) give the cards with plain runc, as the shipped example pod expects; the env is for
+    // our shim and the legacy hook (the spec's ENFLAME_VISIBLE_DEVICES=void stops them adding
+    // the cards a second time where the runtime applied the CDI devices).
+    std::vector<std::string> list_strategies{"envvar", "cdi-cri"};
     std::string interval = "5s";
     bool no_health = false;
     bool no_drs = false;
@@ -56,7 +60,7 @@ int main(int argc, char** argv) try {
         ->envname("DEVICE_ID_STRATEGY")->capture_default_str();
     app.add_option("--device-list-strategy", list_strategies,
                    "how Allocate passes the cards: envvar, cdi-cri, cdi-annotations (repeatable or a comma list)")
-        ->envname("DEVICE_LIST_STRATEGY");
+        ->envname("DEVICE_LIST_STRATEGY")->capture_default_str();
     app.add_flag("--pass-device-specs", o.settings.pass_device_specs,
                  "also return DeviceSpecs for /dev/gcuN and /dev/gcuctl")
         ->envname("PASS_DEVICE_SPECS");

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin.hpp"
 
+#include "inject/fs.hpp"
+#include "k8s/sharing.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -19,30 +22,6 @@ constexpr std::string_view kVisibleEnv = "ENFLAME_VISIBLE_DEVICES";
 constexpr std::string_view kTopsEnv = "TOPS_VISIBLE_DEVICES";
 constexpr std::string_view kAnnotationPrefix = "cdi.k8s.io/enflame-device-plugin_";
 constexpr std::size_t kMaxIdLength = 63;  // kubelet's limit on a device ID
-
-bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-
-// A DNS-1123 subdomain: lowercase labels of [a-z0-9-], not starting or ending with '-'.
-bool dns_subdomain(std::string_view s) {
-    if (s.empty() || s.size() > 253) return false;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t dot = std::min(s.find('.', start), s.size());
-        const auto label = s.substr(start, dot - start);
-        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
-        for (char c : label) {
-            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-        }
-        start = dot + 1;
-    }
-    return true;
-}
-
-// A qualified name's name part: [A-Za-z0-9][-A-Za-z0-9_.]* ending alphanumeric, <= 63.
-bool qualified_name(std::string_view s) {
-    if (s.empty() || s.size() > 63 || !is_alnum(s.front()) || !is_alnum(s.back())) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
 
 // "0000:17:00.0" -> domain * 256 + bus, the distance measure for "nearest PCI bus".
 std::int64_t bus_number(std::string_view bdf) {
@@ -101,24 +80,6 @@ inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::stri
     return out;
 }
 
-inject::Result<void> check_resource_name(std::string_view name) {
-    const auto bad = [&](const std::string& why) {
-        return fail(Errc::InvalidInput, "resource name '" + std::string(name) + "': " + why);
-    };
-    const auto slash = name.find('/');
-    if (slash == std::string_view::npos || name.find('/', slash + 1) != std::string_view::npos)
-        return bad("want <domain>/<name>, e.g. enflame.com/gcu");
-    const auto domain = name.substr(0, slash);
-    if (!dns_subdomain(domain)) return bad("'" + std::string(domain) + "' is not a DNS subdomain");
-    if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") || domain == "k8s.io" ||
-        domain.ends_with(".k8s.io"))
-        return bad("the kubernetes.io and k8s.io domains are reserved");
-    if (domain.starts_with("requests.")) return bad("a domain starting with 'requests.' is reserved");
-    if (!qualified_name(name.substr(slash + 1)))
-        return bad("'" + std::string(name.substr(slash + 1)) + "' is not a valid name (alphanumerics, '-', '_', '.'; at most 63)");
-    return inject::ok();
-}
-
 inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
                                                      std::uint32_t replicas, const std::string& resource,
                                                      const std::string& socket, bool drs) {
@@ -146,7 +107,7 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
     }
     for (auto& [profile, inv] : profiles) {
         Resource r{domain + "/drs-" + profile, "enflame-drs-" + profile + ".sock", std::move(inv)};
-        if (auto ok = check_resource_name(r.name); !ok)
+        if (auto ok = k8s::check_resource_name(r.name); !ok)
             return fail(std::move(ok).error().context("DRS profile '" + profile + "'"));
         out.push_back(std::move(r));
     }
@@ -293,7 +254,7 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
         auto add = [&](const inject::device::DeviceNode& n) {
             auto* spec = r.add_devices();
             spec->set_container_path(n.path);
-            spec->set_host_path(n.host_path);
+            spec->set_host_path(s.host_dev_root.empty() ? n.host_path : inject::fs::join(s.host_dev_root, n.path));
             spec->set_permissions("rw");
         };
         std::set<std::string> seen;  // DRS instances of one card share its node

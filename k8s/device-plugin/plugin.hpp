@@ -31,9 +31,14 @@ struct ListStrategies {
 struct Settings {
     std::string resource_name = "enflame.com/gcu";
     IdStrategy id_strategy = IdStrategy::Uuid;
-    ListStrategies lists{true, false, false};
+    /// Default envvar + cdi-cri: containerd 1.7+ (enable_cdi) and CRI-O resolve the CDI names
+    /// with any runtime, plain runc too; the env serves our shim and the legacy hook.
+    ListStrategies lists{true, true, false};
     bool pass_device_specs = false;
     std::string cdi_kind = "enflame.com/gpu";  ///< from the config's cdi-kind
+    /// The config's host-dev-root: the DeviceSpecs' host paths are the host's (kubelet hands
+    /// them to the runtime on the host); empty = the nodes' paths as discovery found them.
+    std::string host_dev_root;
 };
 
 /// "uuid" or "index".
@@ -41,9 +46,6 @@ struct Settings {
 /// Names from --device-list-strategy (each may also be a comma list): envvar, cdi-cri,
 /// cdi-annotations. At least one.
 [[nodiscard]] inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::string>& names);
-/// Refuses a resource name kubelet would reject: `<domain>/<name>` with a DNS-subdomain
-/// domain outside kubernetes.io and a qualified name.
-[[nodiscard]] inject::Result<void> check_resource_name(std::string_view name);
 
 /// One advertised card.
 struct PluginDevice {

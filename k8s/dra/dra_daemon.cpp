@@ -49,6 +49,8 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
     INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
     if (!o.driver_root.empty()) cfg.cli.driver_root = o.driver_root;
     if (!o.dev_root.empty()) cfg.cli.dev_root = o.dev_root;
+    if (!o.host_driver_root.empty()) cfg.cli.host_driver_root = o.host_driver_root;
+    if (!o.host_dev_root.empty()) cfg.cli.host_dev_root = o.host_dev_root;
     Setup s;
     s.discover = inject::discover::options_from(cfg);
     INJECT_TRY(s.driver.cdi, inject::cdi::options_from(cfg));

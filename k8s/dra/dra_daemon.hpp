@@ -20,6 +20,8 @@ struct DaemonOptions {
     bool config_path_given = false;  ///< a missing explicit file is an error
     std::string driver_root;         ///< overrides the config's driver-root when set
     std::string dev_root;            ///< overrides the config's dev-root when set
+    std::string host_driver_root;    ///< overrides the config's host-driver-root when set
+    std::string host_dev_root;       ///< overrides the config's host-dev-root when set
     std::string node_name;
     std::string plugins_registry = "/var/lib/kubelet/plugins_registry";
     std::string plugins_dir = "/var/lib/kubelet/plugins";

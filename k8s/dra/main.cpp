@@ -56,6 +56,16 @@ int main(int argc, char** argv) try {
         ->envname("DRIVER_ROOT");
     app.add_option("--dev-root", o.dev_root, "where dev/gcu* are found (default: the config's)")
         ->envname("DEV_ROOT");
+    // The per-claim specs are read by the container engine on the host: their paths are the
+    // host's (NVIDIA's DRA driver: --container-driver-root vs --host-driver-root).
+    app.add_option("--host-driver-root", o.host_driver_root,
+                   "driver-root as the host sees it, for the specs' mount paths (default: the "
+                   "config's host-driver-root, else driver-root)")
+        ->envname("HOST_DRIVER_ROOT");
+    app.add_option("--host-dev-root", o.host_dev_root,
+                   "dev-root as the host sees it, for the specs' device paths (default: the "
+                   "config's host-dev-root, else dev-root)")
+        ->envname("HOST_DEV_ROOT");
     app.add_option("--node-name", o.node_name,
                    "this node's name: our ResourceSlice pool (default: $NODE_NAME)");
     app.add_option("--kubeconfig", kubeconfig,

@@ -2,7 +2,7 @@
 #include "daemon.hpp"
 
 #include "labels.hpp"
-#include "sharing.hpp"
+#include "k8s/sharing.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
@@ -34,12 +34,22 @@ struct Setup {
 
 inject::Result<Setup> load(const DaemonOptions& o) {
     INJECT_TRY(const auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
-    INJECT_TRY(const auto sharing, edp::load_plugin_config(o.plugin_config, o.resource_name));
     Setup s;
     s.discover = inject::discover::options_from(cfg);
     s.discover.with_drs = true;
-    s.sharing.replicas = sharing.replicas;
-    s.sharing.strategy = sharing.replicas > 1 ? "time-slicing" : "none";
+    // The device plugin's ConfigMap is not there under the DRA overlay (the DaemonSet mounts it
+    // optional): a label is not worth a crash loop, so without the file the sharing labels are
+    // left out. A file that is there and wrong is still an error.
+    auto sharing = k8s::load_plugin_config(o.plugin_config, o.resource_name);
+    if (!sharing && sharing.error().code() == inject::Errc::NotFound) {
+        inject::log::info("no device plugin config ({}): no sharing-strategy label",
+                          sharing.error().what());
+        s.sharing.strategy.clear();
+        return s;
+    }
+    if (!sharing) return inject::fail(std::move(sharing).error());
+    s.sharing.replicas = sharing->replicas;
+    s.sharing.strategy = sharing->replicas > 1 ? "time-slicing" : "none";
     return s;
 }
 

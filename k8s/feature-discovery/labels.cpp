@@ -93,8 +93,10 @@ Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing)
     add(out, "driver-version.revision", driver.revision);
     add(out, "drs.capable", host.drs_profiles.empty() ? "false" : "true");
     add(out, "drs.profiles", profile_list(host.drs_profiles));
-    add(out, "sharing-strategy", sharing.strategy);
-    add(out, "replicas", std::to_string(sharing.replicas));
+    if (!sharing.strategy.empty()) {
+        add(out, "sharing-strategy", sharing.strategy);
+        add(out, "replicas", std::to_string(sharing.replicas));
+    }
     std::set<std::int32_t> numa;
     for (const auto& d : host.devices) {
         if (d.numa_node >= 0) numa.insert(d.numa_node);

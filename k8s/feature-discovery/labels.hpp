@@ -29,9 +29,10 @@ inline constexpr std::size_t kMaxValueChars = 63;
 /// Labels in the order they are written: full name ("enflame.com/gpu.count") and value.
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-/// What the labels say about sharing (the device plugin's config, sharing.hpp).
+/// What the labels say about sharing (the device plugin's config, k8s/sharing.hpp).
 struct SharingInfo {
-    std::string strategy = "none";  ///< "none" or "time-slicing"
+    std::string strategy = "none";  ///< "none" or "time-slicing"; "" = unknown (no such config):
+                                    ///< the sharing-strategy and replicas labels are left out
     std::uint32_t replicas = 1;
 };
 

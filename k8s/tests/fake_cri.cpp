@@ -2,12 +2,13 @@
 // fake-cri: kubelet's container start through the CRI, for tests (a CRI client, not a runtime):
 //
 //   fake-cri run --socket S --image IMG --log-dir D [--cgroup-parent P] [--cdi-device ID]...
-//                [--timeout-ms N] -- CMD...
+//                [--env K=V]... [--runtime-handler H] [--timeout-ms N] -- CMD...
 //
 // What kubelet does for a pod with one container that was given DRA devices: RunPodSandbox (host
 // network, so no CNI is needed; sandbox logs in D), CreateContainer with the image, the command and
 // the CDI devices in ContainerConfig.CDI_devices (the field kubelet 1.28+ fills from the DRA
-// plugin's cdi_device_ids), StartContainer, then ContainerStatus until it exited. Prints the
+// plugin's cdi_device_ids and from a device plugin's cdi_devices) and the envs a device plugin's
+// Allocate gave, the pod's RuntimeClass handler in RunPodSandbox, StartContainer, then ContainerStatus until it exited. Prints the
 // container's output (its CRI log in D, the stream/tag prefix stripped) on stdout, removes the
 // sandbox (and with it the container) and exits with the container's exit code; a CRI error is
 // "error: <call>: CODE: message" on stderr and exit 125.
@@ -46,8 +47,8 @@ std::string log_text(const std::string& path) {
 }
 
 struct Options {
-    std::string socket, image, log_dir, cgroup_parent;
-    std::vector<std::string> cdi, command;
+    std::string socket, image, log_dir, cgroup_parent, runtime_handler;
+    std::vector<std::string> cdi, envs, command;
     int timeout_ms = 60000;
 };
 
@@ -74,6 +75,7 @@ int run(const Options& o) {
     };
     cri::RunPodSandboxRequest rp;
     *rp.mutable_config() = sandbox_config(o);
+    rp.set_runtime_handler(o.runtime_handler);
     cri::RunPodSandboxResponse pod;
     {
         grpc::ClientContext ctx;
@@ -104,6 +106,11 @@ int run(const Options& o) {
     const std::string log = "c-" + std::to_string(::getpid()) + ".log";  // fresh even in a reused folder
     cfg->set_log_path(log);
     for (const auto& d : o.cdi) cfg->add_cdi_devices()->set_name(d);
+    for (const auto& kv : o.envs) {
+        auto* e = cfg->add_envs();
+        e->set_key(kv.substr(0, kv.find('=')));
+        e->set_value(kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1));
+    }
     cri::CreateContainerResponse created;
     {
         grpc::ClientContext ctx;
@@ -159,6 +166,8 @@ int main(int argc, char** argv) try {
     r->add_option("--image", o.image)->required();
     r->add_option("--log-dir", o.log_dir, "the pod's log folder (absolute)")->required();
     r->add_option("--cdi-device", o.cdi, "a CDI device name (repeatable)");
+    r->add_option("--env", o.envs, "an env K=V of the container (repeatable)");
+    r->add_option("--runtime-handler", o.runtime_handler, "the pod's RuntimeClass handler (default: the runtime's default)");
     r->add_option("--cgroup-parent", o.cgroup_parent, "the pod's cgroup parent (cgroupfs: a path)");
     r->add_option("--timeout-ms", o.timeout_ms);
     // Everything after "--" is the container's command, flags and all: split off before CLI11.

@@ -104,6 +104,19 @@ TEST(MakeLabels, FourS60WithDrsAndSharing) {
     EXPECT_EQ(labels, want);
 }
 
+// No device plugin config (the DRA overlay): the sharing labels are left out, nothing else.
+TEST(MakeLabels, UnknownSharingLeavesTheSharingLabelsOut) {
+    const Host h = s60_host(2);
+    auto known = efd::make_labels(h, {"none", 1});
+    const auto unknown = efd::make_labels(h, {"", 1});
+    const auto removed = std::erase_if(known, [](const auto& l) {
+        return l.first == "enflame.com/gpu.sharing-strategy" ||
+               l.first == "enflame.com/gpu.replicas";
+    });
+    EXPECT_EQ(removed, 2u);
+    EXPECT_EQ(unknown, known);
+}
+
 TEST(MakeLabels, NoCardsIsPresentFalseAndCountZero) {
     Host h;
     h.driver_version = "1.4.3.4";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device plugin's decisions (k8s/device-plugin/plugin.cpp), table-driven.
 #include "plugin.hpp"
+#include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -76,12 +77,16 @@ TEST(Preferred, Table) {
     }
 }
 
-TEST(Allocate, EnvvarByDefault) {
+// The default answers with the CDI names (a runtime with CDI on gives the cards with plain runc:
+// the shipped example pod) and the env (our shim, the legacy hook).
+TEST(Allocate, EnvvarAndCdiCriByDefault) {
     const auto inv = inv8(edp::IdStrategy::Uuid);
     auto r = edp::allocate(inv, edp::Settings{}, {"UUID1", "UUID0"});
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->envs().at("ENFLAME_VISIBLE_DEVICES"), "UUID1,UUID0");
-    EXPECT_EQ(r->cdi_devices_size(), 0);
+    ASSERT_EQ(r->cdi_devices_size(), 2);
+    EXPECT_EQ(r->cdi_devices(0).name(), "enflame.com/gpu=UUID1");
+    EXPECT_EQ(r->cdi_devices(1).name(), "enflame.com/gpu=UUID0");
     EXPECT_EQ(r->annotations_size(), 0);
     EXPECT_EQ(r->devices_size(), 0);
 }
@@ -106,6 +111,20 @@ TEST(Allocate, EveryStrategyCombined) {
     EXPECT_EQ(r->devices(0).permissions(), "rw");
     EXPECT_EQ(r->devices(2).container_path(), "/dev/gcuctl");
     EXPECT_EQ(r->devices(2).host_path(), "/sim/dev/gcuctl");
+}
+
+// A plugin in a pod finds the nodes under its dev-root; kubelet hands the DeviceSpecs to the
+// runtime on the host, so with host-dev-root set they name the host's nodes.
+TEST(Allocate, DeviceSpecsNameTheHostsNodes) {
+    edp::Settings s;
+    s.pass_device_specs = true;
+    s.host_dev_root = "/";
+    auto r = edp::allocate(inv8(), s, {"4"});
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->devices_size(), 2);
+    EXPECT_EQ(r->devices(0).container_path(), "/dev/gcu4");
+    EXPECT_EQ(r->devices(0).host_path(), "/dev/gcu4");  // not /sim/dev/gcu4
+    EXPECT_EQ(r->devices(1).host_path(), "/dev/gcuctl");
 }
 
 TEST(Allocate, CdiOnlyHasNoEnv) {
@@ -166,7 +185,7 @@ TEST(Inventory, Refusals) {
 
 TEST(Flags, ResourceNames) {
     for (const char* good : {"enflame.com/gcu", "enflame.com/gcu.shared", "example.org/drs-1g.11gb", "a/b"}) {
-        EXPECT_TRUE(edp::check_resource_name(good)) << good;
+        EXPECT_TRUE(k8s::check_resource_name(good)) << good;
     }
     const std::pair<const char*, const char*> bad[] = {
         {"gcu", "resource name 'gcu': want <domain>/<name>, e.g. enflame.com/gcu"},
@@ -178,7 +197,7 @@ TEST(Flags, ResourceNames) {
         {"requests.x.io/gcu", "resource name 'requests.x.io/gcu': a domain starting with 'requests.' is reserved"},
     };
     for (const auto& [name, want] : bad) {
-        auto r = edp::check_resource_name(name);
+        auto r = k8s::check_resource_name(name);
         ASSERT_FALSE(r) << name;
         EXPECT_EQ(r.error().what(), want);
     }

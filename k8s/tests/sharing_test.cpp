@@ -2,7 +2,7 @@
 // The plugin config (sharing.timeSlicing) and what time-slicing does to IDs, preferred
 // allocation and Allocate.
 #include "plugin.hpp"
-#include "sharing.hpp"
+#include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ TEST(PluginConfig, Good) {
          1, kRes},
     };
     for (const auto& c : cases) {
-        auto r = edp::parse_plugin_config(c.yaml, "p.yaml", kRes);
+        auto r = k8s::parse_plugin_config(c.yaml, "p.yaml", kRes);
         ASSERT_TRUE(r) << c.name << ": " << r.error().what();
         EXPECT_EQ(r->replicas, c.replicas) << c.name;
         EXPECT_EQ(r->resource_name, c.resource) << c.name;
@@ -56,7 +56,7 @@ TEST(PluginConfig, Bad) {
         {"version: [v1\n", "p.yaml: line 2: end of sequence flow not found"},
     };
     for (const auto& [yaml, want] : cases) {
-        auto r = edp::parse_plugin_config(yaml, "p.yaml", kRes);
+        auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
         ASSERT_FALSE(r) << yaml;
         EXPECT_EQ(r.error().what(), want);
     }

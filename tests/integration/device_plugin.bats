@@ -9,6 +9,7 @@
 # cdi_ns: never the host's /etc/cdi or /var/run/cdi).
 
 load helpers
+load cri
 bats_require_minimum_version 1.5.0   # `run !`
 
 DP=$BUILD_DIR/k8s/device-plugin/enflame-device-plugin
@@ -52,6 +53,8 @@ at_least() { [ "$(count "$2")" -ge "$1" ]; }
 # health ID: the health of ID in the last ListAndWatch message.
 health() { grep '"event":"list"' "$EV" | tail -1 | jq -r --arg id "$1" '.data.devices[] | select(.ID == $id) | .health'; }
 is_health() { [ "$(health "$1")" = "$2" ]; }
+# listed ID: some ListAndWatch message listed device ID.
+listed() { jq -r 'select(.event == "list") | .data.devices[].ID' "$EV" | grep -qx -- "$1"; }
 # registered: plugin and fake kubelet up, the first list received.
 registered() { start_kubelet; start_plugin "$@"; wait_for at_least 1 list; }
 
@@ -211,33 +214,80 @@ within_2s() {
   [ "$status" -eq 0 ]
 }
 
-@test "Allocate: envvar (default), cdi-cri, cdi-annotations, combined with --pass-device-specs" {
+@test "Allocate: envvar,cdi-cri (default), envvar, cdi-cri, cdi-annotations, combined with --pass-device-specs" {
+  # The default: the CDI names (a runtime with CDI on gives the cards with plain runc) and the
+  # env (our shim, the legacy hook).
   registered
   run allocate "$U1,$U3"
   [ "$status" -eq 0 ]
+  [ "$output" = '{"envs":{"ENFLAME_VISIBLE_DEVICES":"TR6Y46010001,TR6Y46010003"},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}' ]
+  stop_pid "$DPID"
+
+  start_plugin --device-list-strategy envvar
+  wait_for at_least 2 list
+  run allocate "$U1,$U3"
   [ "$output" = '{"envs":{"ENFLAME_VISIBLE_DEVICES":"TR6Y46010001,TR6Y46010003"},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[]}' ]
   stop_pid "$DPID"
 
   start_plugin --device-list-strategy cdi-cri
-  wait_for at_least 2 list
+  wait_for at_least 3 list
   run allocate "$U1,$U3"
   [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}' ]
   stop_pid "$DPID"
 
   start_plugin --device-list-strategy cdi-annotations
-  wait_for at_least 3 list
+  wait_for at_least 4 list
   run allocate "$U2"
   [ "$output" = '{"envs":{},"mounts":[],"devices":[],"annotations":{"cdi.k8s.io/enflame-device-plugin_TR6Y46010002":"enflame.com/gpu=TR6Y46010002"},"cdi_devices":[]}' ]
   stop_pid "$DPID"
 
   DEVICE_LIST_STRATEGY=envvar,cdi-cri,cdi-annotations start_plugin --pass-device-specs
-  wait_for at_least 4 list
+  wait_for at_least 5 list
   run allocate "$U0"
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "$U0" ]
   [ "$(echo "$output" | jq -r '.cdi_devices[].name')" = "enflame.com/gpu=$U0" ]
   [ "$(echo "$output" | jq -r '.annotations | keys[]')" = "cdi.k8s.io/enflame-device-plugin_$U0" ]
   [ "$(echo "$output" | jq -c '.devices')" = "[{\"container_path\":\"/dev/gcu0\",\"host_path\":\"$SCRATCH/host/dev/gcu0\",\"permissions\":\"rw\"},{\"container_path\":\"/dev/gcuctl\",\"host_path\":\"$SCRATCH/host/dev/gcuctl\",\"permissions\":\"rw\"}]" ]
+}
+
+# in_spec NAME...: each name is one the spec the installer generates names (`enflame-ctk cdi
+# generate` as `toolkit install` runs it, with its default --device-name-strategy).
+in_spec() {
+  mkdir -p "$SCRATCH/spec"
+  [ -f "$SCRATCH/spec/enflame.com-gpu.yaml" ] ||
+    "$CTK" cdi generate --format yaml --output "$SCRATCH/spec/enflame.com-gpu.yaml"
+  local known n
+  known=" $("$CTK" cdi list --spec-dir "$SCRATCH/spec" | tr '\n' ' ') "
+  for n in "$@"; do
+    [[ $known == *" $n "* ]] || { echo "not in the spec: $n (spec: $known)"; return 1; }
+  done
+}
+
+@test "the default Allocate's CDI names are names in the installer's spec, under either ID strategy and for DRS" {
+  drs_host   # cards 0 and 1 are split into DRS instances: 2 and 3 are whole
+  registered
+  run allocate "$U2,$U3"
+  [ "$status" -eq 0 ]
+  local names; names=$(echo "$output" | jq -r '.cdi_devices[].name')
+  [ "$(echo "$names" | wc -l)" -eq 2 ]
+  in_spec $names
+  stop_pid "$DPID"
+
+  start_plugin --device-id-strategy index
+  wait_for listed 3
+  run allocate "2,3"
+  [ "$status" -eq 0 ]
+  names=$(echo "$output" | jq -r '.cdi_devices[].name')
+  [ "$(echo "$names" | wc -l)" -eq 2 ]
+  [ "$(echo "$output" | jq -r '.envs.ENFLAME_VISIBLE_DEVICES')" = "2,3" ]
+  in_spec $names
+  # a DRS instance: its name in the spec is DRS-<uuid>
+  run "$FK" allocate --socket "$KDIR/enflame-drs-2g.22gb.sock" --ids "$D2"
+  [ "$status" -eq 0 ]
+  names=$(echo "$output" | jq -r '.cdi_devices[].name')
+  [ "$names" = "enflame.com/gpu=$D2" ]
+  in_spec $names
 }
 
 @test "GetPreferredAllocation: must_include first, then its NUMA node; over-asking gets what exists" {
@@ -537,6 +587,46 @@ in_podman() {
   [ "$(echo "$output" | tr '\n' ' ')" = "gcu2 gcu3 gcuctl " ]
 }
 
+# allocation_args IDS: the default Allocate for IDS as kubelet hands it to the runtime: a
+# --cdi-device per cdi_devices name and an --env per env, for in_cri_pod (cri.bash).
+allocation_args() {
+  local out n kv
+  out=$(allocate "$1")
+  ALLOC=()
+  for n in $(echo "$out" | jq -r '.cdi_devices[].name'); do ALLOC+=(--cdi-device "$n"); done
+  for kv in $(echo "$out" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"'); do ALLOC+=(--env "$kv"); done
+}
+# What a pod sees: its /dev/gcu* nodes, any mount point it has twice, its libefml mounts, the env.
+POD_PROBE='ls /dev | grep ^gcu; awk "{print \$5}" /proc/self/mountinfo | sort | uniq -d | sed "s/^/twice: /"; echo libefml=$(grep -c libefml /proc/self/mountinfo); echo env=$ENFLAME_VISIBLE_DEVICES'
+
+@test "containerd 1.7 (CRI, enable_cdi): the default Allocate gives a pod exactly its cards with runc, and with the shim (RuntimeClass enflame) nothing twice" {
+  requires root
+  CDIR=$SCRATCH/cdi
+  mkdir -p "$CDIR"
+  # the spec as the installer writes it
+  "$CTK" cdi generate --format yaml --output "$CDIR/enflame.com-gpu.yaml"
+  cri_setup
+  registered
+  allocation_args "$U1,$U3"
+  [ "${#ALLOC[@]}" -eq 6 ]   # two CDI names and the env
+  # runc, containerd's default runtime: the example pod as shipped
+  run in_cri_pod "${ALLOC[@]}" -- /bin/sh -c "$POD_PROBE"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  local want; want=$(echo "$output" | tr '\n' ' ')
+  # exactly cards 1 and 3, libefml mounted, and the spec's env (void: the shim and the legacy
+  # hook add nothing more)
+  [[ $want =~ ^gcu1\ gcu3\ gcuctl\ libefml=[1-9][0-9]*\ env=void\ $ ]]
+  # our shim after containerd applied the CDI devices: the same, nothing twice
+  run in_cri_pod "${ALLOC[@]}" --runtime-handler enflame -- /bin/sh -c "$POD_PROBE"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "$want" ]
+  # the old default (the env alone) gave the example pod under runc no card
+  run in_cri_pod --env "ENFLAME_VISIBLE_DEVICES=$U1,$U3" -- /bin/sh -c "$POD_PROBE"
+  [ "$(echo "$output" | tr '\n' ' ')" = "libefml=0 env=$U1,$U3 " ]
+}
+
 # --- shipping: man page, manifests, install ---
 
 @test "man page: renders without warnings and names every flag of --help" {
@@ -562,6 +652,9 @@ assert "/var/lib/kubelet/device-plugins" in mounts, mounts
 paths = {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
 assert "/var/lib/kubelet/device-plugins" in paths, paths
 assert docs["ConfigMap"]["metadata"]["name"] == ds["volumes"][-1]["configMap"]["name"]
+# the example pod (no RuntimeClass) gets its cards through containerd's CDI; the env for the shim
+env = {e["name"]: e.get("value") for e in ds["containers"][0]["env"]}
+assert env["DEVICE_LIST_STRATEGY"] == "envvar,cdi-cri", env
 print(json.dumps(docs["ConfigMap"]["data"]))
 PY
   jq -r '."config.toml"' "$SCRATCH/cm.json" > "$SCRATCH/cm-config.toml"

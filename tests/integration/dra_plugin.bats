@@ -9,6 +9,7 @@
 # per-claim specs in a private mount namespace (cdi_ns) where $SCRATCH/ns is /run.
 
 load helpers
+load cri
 bats_require_minimum_version 1.5.0   # `run !`
 
 DRA=$BUILD_DIR/k8s/dra/enflame-dra-plugin
@@ -636,82 +637,6 @@ same_as_golden() {
 
 # --- containerd 1.7 through the CRI, as kubelet starts a pod's container ---
 
-# cri_setup: containerd 1.7 (Debian 13's, unpacked by scripts/fetch-trixie.sh into the build
-# folder) with the CRI plugin, enable_cdi and cdi_spec_dirs = [$CDIR], every folder under
-# $SCRATCH; it runs in a private mount namespace whose /run is a tmpfs (containerd's fixed
-# /run/containerd paths stay there). The busybox image (CMD sleep, also the sandbox image, as no
-# registry is reachable) is built with podman and imported into containerd's k8s.io namespace.
-# Pods get the cgroup parent $CRI_CG, removed at teardown.
-cri_setup() {
-  requires podman unshare
-  [ -x /bin/busybox ] || skip_or_fail "needs /bin/busybox"
-  local tr=$BUILD_DIR/trixie/usr/bin
-  if [ ! -x "$tr/containerd" ]; then
-    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" containerd > "$SCRATCH/fetch.log" 2>&1 ||
-      skip_or_fail "containerd 1.7 from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
-  fi
-  CTR=("$tr/ctr" --address "$SCRATCH/ctrd/containerd.sock" -n k8s.io)
-  busybox_rootfs "$SCRATCH/rootfs"
-  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
-  podman_conf "$SCRATCH/containers.conf"
-  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
-  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change 'CMD ["/bin/sleep", "100000"]' \
-    "$SCRATCH/rootfs.tar" localhost/dra-bb:latest >/dev/null
-  on_teardown 'CONTAINERS_CONF=$SCRATCH/containers.conf podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs rmi -af >/dev/null 2>&1'
-  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/bb.tar" localhost/dra-bb:latest
-  mkdir -p "$SCRATCH/ctrd" "$SCRATCH/pods"
-  cat > "$SCRATCH/ctrd/config.toml" <<TOML
-version = 2
-root = "$SCRATCH/ctrd/root"
-state = "$SCRATCH/ctrd/state"
-[grpc]
-  address = "$SCRATCH/ctrd/containerd.sock"
-[ttrpc]
-  address = "$SCRATCH/ctrd/containerd.sock.ttrpc"
-# (default /opt/containerd, which containerd creates on the host)
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$SCRATCH/ctrd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/dra-bb:latest"
-  enable_cdi = true
-  cdi_spec_dirs = ["$CDIR"]
-  # the sandbox's oom_score_adj -998 needs CAP_SYS_RESOURCE, which this machine's bounding set lacks
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$SCRATCH/cni/bin"
-    conf_dir = "$SCRATCH/cni/conf"
-TOML
-  # shellcheck disable=SC2016  # expands in the namespace's shell
-  setsid unshare --mount --propagation private /bin/sh -c \
-    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
-    ctrd "$tr" "$SCRATCH/ctrd/config.toml" > "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
-  CTRD_PID=$!
-  CRI_CG=/ectk-dra-$$-$RANDOM
-  on_teardown cri_teardown
-  wait_for ctr_up
-  [ -d "$SCRATCH/ctrd/opt" ]   # containerd's opt folder is ours, not the host's /opt/containerd
-  "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
-}
-ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
-cri_teardown() {
-  local id h
-  for id in $("${CTR[@]}" task ls -q 2>/dev/null); do "${CTR[@]}" task kill -s KILL "$id" >/dev/null 2>&1; done
-  for id in $("${CTR[@]}" container ls -q 2>/dev/null); do
-    "${CTR[@]}" task rm -f "$id" >/dev/null 2>&1
-    "${CTR[@]}" container rm "$id" >/dev/null 2>&1
-  done
-  stop_pid "$CTRD_PID"
-  for h in /sys/fs/cgroup/*/; do
-    if [ -d "$h${CRI_CG#/}" ]; then find "$h${CRI_CG#/}" -depth -type d -exec rmdir {} \; 2>/dev/null; fi
-  done
-}
-# in_cri_pod [--cdi-device ID]... -- CMD...: a pod's container through containerd's CRI, as
-# kubelet starts it (fake-cri: RunPodSandbox, CreateContainer with CDI_devices, StartContainer).
-in_cri_pod() {
-  timeout 120 "$BUILD_DIR/k8s/tests/fake-cri" run --socket "$SCRATCH/ctrd/containerd.sock" \
-    --image localhost/dra-bb:latest --log-dir "$SCRATCH/pods" --cgroup-parent "$CRI_CG" "$@"
-}
-
 @test "containerd 1.7 (CRI, enable_cdi): a pod's container given the claim's CDI device as kubelet passes it gets exactly the prepared card, gcuctl, libefml and the env" {
   requires root
   up 3
@@ -729,6 +654,56 @@ in_cri_pod() {
   echo "$output"
   [ "$status" -eq 125 ]
   [[ "$output" == *"error: CreateContainer: "*"unresolvable CDI devices k8s.gcu.enflame.com/claim=uid-1-gcu-2"* ]]
+}
+
+# As the shipped DaemonSet runs it: the plugin in its own mount namespace, where the host's root
+# (here the simulated host, $SCRATCH/host) is mounted at a folder of its own ($SCRATCH/pod/host,
+# the pod's /host) that is an empty folder to everyone else. driver-root and dev-root are that
+# mount, host-driver-root and host-dev-root the same root as the host sees it (the ConfigMap's
+# "/host" and "/"). containerd reads the per-claim spec on the host.
+@test "a plugin in a pod (driver-root is its mount of the host's root): the claim's spec names host paths, and containerd gives the card" {
+  requires root unshare
+  sim_example 3 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"   # for cri.bash's shim runtime only
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  local pod=$SCRATCH/pod/host
+  mkdir -p "$pod"
+  cat > "$SCRATCH/pod.toml" <<TOML
+[enflame-container-cli]
+driver-root = "$pod"
+dev-root = "$pod"
+host-driver-root = "$SCRATCH/host"
+host-dev-root = "$SCRATCH/host"
+TOML
+  start_api
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    pod "$SCRATCH/host" "$pod" "$DRA" --config "$SCRATCH/pod.toml" --node-name node1 --kubeconfig "$KC" \
+    --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR" >>"$SCRATCH/dra.log" 2>&1 3>&- &
+  DPID=$!
+  on_teardown "stop_pid $DPID"
+  wait_for test -S "$REG/gcu.enflame.com-reg.sock"
+  [ -z "$(ls -A "$pod")" ]   # outside the plugin's namespace its mount point is empty
+  prepare_gcu2
+  local spec; spec=$(spec_of uid-1)
+  local paths; paths=$(python3 -c '
+import sys, yaml
+s = yaml.safe_load(open(sys.argv[1]))
+for e in [s.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d in s["devices"]]:
+    for n in e.get("deviceNodes") or []: print(n.get("hostPath") or n["path"])
+    for m in e.get("mounts") or []: print(m["hostPath"])
+    for h in e.get("hooks") or []: print(h["path"])' "$spec")
+  echo "$paths"
+  [ "$(grep -c . <<<"$paths")" -ge 4 ]   # gcu2, gcuctl, efsmi, libefml at least
+  local p
+  for p in $paths; do
+    [[ $p == "$SCRATCH/host/"* ]]
+    [ -e "$p" ]
+  done
+  cri_setup
+  run in_cri_pod --cdi-device "$CLAIM_ID" -- /bin/sh -c "$CARD2_PROBE"
+  has_card2_only
 }
 
 # --- bad input, docs, manifests, install ---
@@ -809,6 +784,9 @@ PY
   python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["config.toml"])' "$d/configmap.yaml" > "$SCRATCH/cm.toml"
   run "$CTK" --config "$SCRATCH/cm.toml" config
   [ "$status" -eq 0 ]
+  # the plugin looks under the pod's /host; the specs it writes name the host's own paths
+  [[ "$output" == *"driver-root = '/host'"* ]]
+  [[ "$output" == *"host-driver-root = '/'"* ]]
 }
 
 @test "cmake --install carries the daemon, its man page and its manifests" {

@@ -262,7 +262,7 @@ PY
 --output $OUT --log-level loud|error: --log-level 'loud': want debug, info, warn or error
 --output $OUT --bogus|error: The following argument was not expected: --bogus (see --help)
 --output $OUT --config $SCRATCH/none.toml|error: *$SCRATCH/none.toml*
---output $OUT --plugin-config $SCRATCH/none.yaml|error: --plugin-config: *$SCRATCH/none.yaml*
+--output $OUT --plugin-config $SCRATCH|error: --plugin-config: *$SCRATCH*
 --output $SCRATCH/nope/enflame|error: --output '$SCRATCH/nope/enflame': folder '$SCRATCH/nope': No such file or directory
 --output $SCRATCH/features.d/|error: --output '$SCRATCH/features.d/': want a file name or -
 EOF
@@ -272,6 +272,27 @@ EOF
   [ "$status" -eq 1 ]
   [ "$output" = "error: $SCRATCH/bad.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got '0'" ]
   [ -z "$(ls -A "$SCRATCH/features.d")" ]
+}
+
+@test "no device plugin config (the DRA overlay): every label but the sharing ones, one log line, keeps labelling; a malformed one is one line" {
+  sim_setup 4
+  start_fd --no-timestamp --sleep-interval 1s --plugin-config "$SCRATCH/none.yaml"
+  wait_for test -s "$OUT"
+  diff -u <(grep -v -e sharing-strategy= -e replicas= "$GOLDEN/s60-4-cards.txt") "$OUT"
+  [ "$(grep -c "no device plugin config" "$LOG")" -eq 1 ]
+  grep -F "$SCRATCH/none.yaml" "$LOG"
+  # still running: a second pass sees a card go
+  sim_example 3 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  wait_for label_is count 3
+  kill -0 "$FPID"
+  "$FD" --oneshot --no-timestamp --output - --plugin-config "$SCRATCH/none.yaml" > "$SCRATCH/once.txt" 2>/dev/null
+  grep -q "^enflame.com/gpu.count=3$" "$SCRATCH/once.txt"
+  run ! grep -q sharing-strategy "$SCRATCH/once.txt"
+  # a file that is there and wrong is still an error
+  printf 'version: v2\n' > "$SCRATCH/bad.yaml"
+  run -1 "$FD" --oneshot --output "$OUT.2" --plugin-config "$SCRATCH/bad.yaml"
+  [ "$output" = "error: $SCRATCH/bad.yaml: line 1: version: want v1, got 'v2'" ]
 }
 
 @test "man page: renders without warnings and names every flag of --help" {
@@ -307,10 +328,21 @@ PY
   EFD_OUTPUT_FILE=$SCRATCH/nope/enflame EFD_ONESHOT=true run "$FD"
   [ "$status" -eq 1 ]
   [ "$output" = "error: --output '$SCRATCH/nope/enflame': folder '$SCRATCH/nope': No such file or directory" ]
+  # the device plugin's ConfigMap absent (the DRA overlay; the volume is optional): labels all
+  # the same but the sharing ones
   EFD_OUTPUT_FILE=$OUT EFD_SLEEP_INTERVAL=1m EFD_ONESHOT=true EFD_NO_TIMESTAMP=true \
-    PLUGIN_CONFIG=$SCRATCH/none.yaml run "$FD"
-  [ "$status" -eq 1 ]
-  [[ "$output" == "error: --plugin-config: "*"$SCRATCH/none.yaml"* ]]
+    PLUGIN_CONFIG=$SCRATCH/none.yaml "$FD" 2>/dev/null
+  diff -u <(grep -v -e sharing-strategy= -e replicas= "$GOLDEN/s60-4-cards.txt") "$OUT"
+  python3 - "$SCRATCH/m.json" <<'PY'
+import json, sys
+docs = json.load(open(sys.argv[1]))
+pod = docs["DaemonSet"]["spec"]["template"]["spec"]
+env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+folder = env["PLUGIN_CONFIG"].rsplit("/", 1)[0]
+mount = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == folder][0]
+vol = [v for v in pod["volumes"] if v["name"] == mount["name"]][0]
+assert vol["configMap"]["name"] == "enflame-device-plugin" and vol["configMap"].get("optional") is True, vol
+PY
   echo 'version: v1' > "$SCRATCH/plugin.yaml"
   EFD_OUTPUT_FILE=$OUT EFD_SLEEP_INTERVAL=1m EFD_ONESHOT=true EFD_NO_TIMESTAMP=true \
     PLUGIN_CONFIG=$SCRATCH/plugin.yaml "$FD" 2>/dev/null

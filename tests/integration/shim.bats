@@ -226,6 +226,35 @@ drs_gives() {
   cmp "$SCRATCH/c/config.json" "$SCRATCH/c.before"
 }
 
+# A pod with RuntimeClass enflame on containerd with CDI on: containerd has applied the cards'
+# CDI edits to config.json (nodes, cgroup rules, mounts, the ldcache hook) before our shim runs.
+# The spec's ENFLAME_VISIBLE_DEVICES=void normally stops the shim there; if the env still names
+# the cards (an engine that applied the devices but kept the env), the shim's edit must leave
+# each node, rule, mount and hook once.
+@test "a config.json that already has the cards' edits: the shim adds nothing twice" {
+  mkdir -p "$SCRATCH/cdi"
+  "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"
+  printf '[enflame-container-runtime]\nspec-dirs = ["%s"]\n' "$SCRATCH/cdi" >> "$SCRATCH/config.toml"
+  shim_bundle "$SCRATCH/b" ENFLAME_VISIBLE_DEVICES=1,3
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "1 3"
+  cp "$SCRATCH/b/config.json" "$SCRATCH/once.json"
+  [ "$(jq '[.hooks.createContainer[]?] | length' "$SCRATCH/once.json")" -ge 1 ]   # the spec's hook is in
+  # the edits are in; the env names the cards again, as it would had the engine kept it
+  bundle_edit "$SCRATCH/b" "c['process']['env']=[e for e in c['process']['env'] if not e.startswith('ENFLAME_VISIBLE_DEVICES=')]+['ENFLAME_VISIBLE_DEVICES=1,3']"
+  shim_run "$SCRATCH/b"
+  [ "$status" -eq 0 ]
+  cards_are "1 3"
+  # the same devices, rules, mounts and hooks as after one edit, each once
+  local q='{d: .linux.devices, r: .linux.resources.devices, m: .mounts, h: .hooks}'
+  [ "$(jq -S "$q" "$SCRATCH/b/config.json")" = "$(jq -S "$q" "$SCRATCH/once.json")" ]
+  [ -z "$(jq -r '.linux.devices[].path' "$SCRATCH/b/config.json" | sort | uniq -d)" ]
+  [ -z "$(jq -r '.mounts[].destination' "$SCRATCH/b/config.json" | sort | uniq -d)" ]
+  [ -z "$(jq -c '.linux.resources.devices[]' "$SCRATCH/b/config.json" | sort | uniq -d)" ]
+  [ -z "$(jq -c '.hooks[][]' "$SCRATCH/b/config.json" | sort | uniq -d)" ]
+}
+
 @test "auto mode prefers a spec on disk that names the device" {
   mkdir -p "$SCRATCH/cdi"
   ENFLAME_CTK_CONFIG=$SCRATCH/config.toml "$CTK" cdi generate --output "$SCRATCH/cdi/enflame.com-gpu.yaml"

@@ -247,6 +247,34 @@ TEST_F(CdiGenerate, SymlinkEscapingTheRootStaysInside) {
     }
 }
 
+// A daemon in a pod sees the host's / at /host (driver-root); containerd reads the spec on the
+// host: every mount and node names the host's path (host-driver-root, host-dev-root), the
+// container side is unchanged.
+TEST_F(CdiGenerate, HostRootsNameTheHostsPaths) {
+    auto mine = cdi::generate(host8(root_, false), options(root_));
+    ASSERT_TRUE(mine) << mine.error().what();
+    auto o = options(root_);
+    o.host_driver_root = "/";
+    o.host_dev_root = "/hostdev";
+    auto s = cdi::generate(host8(root_, false), o);
+    ASSERT_TRUE(s) << s.error().what();
+    ASSERT_EQ(s->edits.mounts.size(), mine->edits.mounts.size());
+    ASSERT_FALSE(s->edits.mounts.empty());
+    for (std::size_t i = 0; i < s->edits.mounts.size(); ++i) {
+        EXPECT_EQ(s->edits.mounts[i].container_path, mine->edits.mounts[i].container_path);
+        // <root>/usr/local/efsmi/... as the pod sees it is /usr/local/efsmi/... on the host
+        EXPECT_EQ(s->edits.mounts[i].host_path, mine->edits.mounts[i].host_path.substr(root_.size()));
+        EXPECT_EQ(s->edits.mounts[i].host_path.rfind("/usr/", 0) == 0 || s->edits.mounts[i].host_path.rfind("/opt/", 0) == 0, true)
+            << s->edits.mounts[i].host_path;
+    }
+    for (const auto& d : s->devices) {
+        for (const auto& n : d.edits.device_nodes) EXPECT_EQ(n.host_path, "/hostdev" + n.path) << d.name;
+    }
+    ASSERT_EQ(s->edits.device_nodes.size(), 1u);
+    EXPECT_EQ(s->edits.device_nodes[0].host_path, "/hostdev/dev/gcuctl");
+    EXPECT_EQ(s->edits.hooks, mine->edits.hooks);  // container paths and the hook's own (host) path
+}
+
 TEST_F(CdiGenerate, EmptyDriverRootGivesNodesOnly) {
     testutil::TempDir empty;
     auto o = options(empty.path());
@@ -304,6 +332,7 @@ TEST(CdiGenerateOptions, FromConfig) {
 cdi-kind = "test.enflame.com/gcu"
 [enflame-container-cli]
 driver-root = "/drv"
+host-driver-root = "/"
 library-search-paths = ["/opt/x"]
 )", "c.toml");
     ASSERT_TRUE(cfg) << cfg.error().what();
@@ -312,6 +341,8 @@ library-search-paths = ["/opt/x"]
     EXPECT_EQ(o->vendor, "test.enflame.com");
     EXPECT_EQ(o->cls, "gcu");
     EXPECT_EQ(o->driver_root, "/drv");
+    EXPECT_EQ(o->host_driver_root, "/");
+    EXPECT_EQ(o->host_dev_root, "");
     EXPECT_EQ(o->library_search_paths, (std::vector<std::string>{"/opt/x"}));
     EXPECT_EQ(*cdi::parse_name_strategy("uuid"), cdi::NameStrategy::Uuid);
     auto bad = cdi::parse_name_strategy("minor");

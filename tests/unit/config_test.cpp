@@ -77,7 +77,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"Syntax", "[enflame-container-cli]\ndriver-root = /x\n",
                   "cfg.toml: line 2: Error while parsing value: could not determine value type"},
         BadConfig{"BadTimeout", "[enflame-container-cli]\nefsmi-timeout-ms = -4\n",
-                  "cfg.toml: line 2: key 'efsmi-timeout-ms' must be a positive integer"}),
+                  "cfg.toml: line 2: key 'efsmi-timeout-ms' must be a positive integer"},
+        BadConfig{"RelativeHostDriverRoot", "[enflame-container-cli]\nhost-driver-root = \"host\"\n",
+                  "cfg.toml: host-driver-root 'host' is not an absolute path"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Config, MissingFileGivesDefaultsOnlyWhenAllowed) {

@@ -47,6 +47,12 @@ struct GenerateOptions {
     unsigned capabilities = kCapUtility | kCapCompute;
     std::string driver_root = "/";  ///< efsmi, libefml, runtime libraries are found under it
     std::string dev_root = "/";     ///< informational: Host already carries host node paths
+    /// driver-root as the host sees it: each mount's hostPath is this root joined with the
+    /// file's path inside driver-root. Empty = the path as this process sees it.
+    std::string host_driver_root;
+    /// dev-root as the host sees it: each device node's hostPath is this root joined with the
+    /// node's path. Empty = the node's host_path as discovery found it.
+    std::string host_dev_root;
     /// Folders (container-style absolute paths, looked up under driver-root) searched for
     /// libefml.so* and the compute libraries.
     std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",

@@ -50,6 +50,12 @@ struct CliSection {
     std::string driver_root = "/";
     /// Where dev/gcu* are looked up.
     std::string dev_root = "/";
+    /// driver-root as the host sees it, for the paths a CDI spec names (read by the container
+    /// engine on the host): a daemon in a pod with the host's / at /host has driver-root
+    /// "/host" and host-driver-root "/". Empty = driver-root (the same view).
+    std::string host_driver_root;
+    /// dev-root as the host sees it (device nodes' hostPath); empty = dev-root.
+    std::string host_dev_root;
     /// ldconfig to run for the container; '@' prefix = a host path.
     std::string ldconfig = "@/sbin/ldconfig";
     /// Device nodes are `/dev/<prefix><minor>` and `/dev/<prefix>ctl`.

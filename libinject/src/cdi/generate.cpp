@@ -26,10 +26,13 @@ const std::vector<std::string> kMountOptions = {"ro", "nosuid", "nodev", "rbind"
 // The hook gets this environment and nothing else (no inherited LD_PRELOAD: CVE-2025-23266).
 const std::vector<std::string> kHookEnv = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
 
-DeviceNode node_edit(const device::DeviceNode& n) {
+// `host_dev_root`: dev-root as the host sees it (empty: the node's host_path is the host's).
+DeviceNode node_edit(const device::DeviceNode& n, const std::string& host_dev_root) {
     DeviceNode d;
     d.path = n.path;
-    d.host_path = n.host_path.empty() ? n.path : n.host_path;
+    d.host_path = !host_dev_root.empty() ? fs::join(host_dev_root, n.path)
+                  : n.host_path.empty()  ? n.path
+                                         : n.host_path;
     d.type = "c";
     d.major = n.major;
     d.minor = n.minor;
@@ -42,11 +45,14 @@ std::string dir_name(const std::string& p) {
     return s == 0 ? "/" : p.substr(0, s);
 }
 
-// Looks up files under the driver root.
+// Looks up files under the driver root. `host_root`: the same root as the host sees it, which
+// the spec's host paths are made from (containerd reads the spec on the host: a daemon in a pod
+// sees the host's /usr/bin/efsmi as /host/usr/bin/efsmi); empty = this process's view.
 class DriverRoot {
 public:
-    static Result<DriverRoot> open(const std::string& root) {
+    static Result<DriverRoot> open(const std::string& root, const std::string& host_root) {
         DriverRoot r;
+        r.host_root_ = host_root;
         auto fd = fs::open_root(root);
         if (!fd) return fail(std::move(fd).error().context("opening driver root '" + root + "'"));
         r.fd_ = std::move(*fd);
@@ -58,7 +64,7 @@ public:
     // The host path a container path resolves to inside the root, and its container-side
     // real path; nullopt when it does not exist or is not a regular file.
     struct Found {
-        std::string host;  // canonical host path
+        std::string host;  // canonical host path (under host_root when that is set)
         std::string real;  // the same file as a path inside the root
     };
     Result<std::optional<Found>> regular_file(const std::string& path) const {
@@ -77,6 +83,7 @@ public:
                 return fail(Errc::Internal, "'" + host + "' is outside the driver root");
             real = real.substr(canonical_.size());
         }
+        if (!host_root_.empty()) host = fs::join(host_root_, real);
         return std::optional<Found>(Found{std::move(host), std::move(real)});
     }
 
@@ -107,6 +114,7 @@ public:
 private:
     fs::UniqueFd fd_;
     std::string canonical_;
+    std::string host_root_;
 };
 
 // Mounts of one file at its own name and, when that name is a symlink, at the real path too.
@@ -141,9 +149,9 @@ Result<void> library_mounts(const DriverRoot& root, const GenerateOptions& opts,
 Result<ContainerEdits> spec_edits(const device::Host& host, const GenerateOptions& opts) {
     ContainerEdits e;
     e.env.push_back("ENFLAME_VISIBLE_DEVICES=void");
-    if (host.control) e.device_nodes.push_back(node_edit(*host.control));
+    if (host.control) e.device_nodes.push_back(node_edit(*host.control, opts.host_dev_root));
 
-    INJECT_TRY(auto root, DriverRoot::open(opts.driver_root));
+    INJECT_TRY(auto root, DriverRoot::open(opts.driver_root, opts.host_driver_root));
     std::vector<Mount> mounts;
     std::vector<std::string> folders;
     if (opts.capabilities & kCapUtility) {
@@ -216,6 +224,8 @@ Result<GenerateOptions> options_from(const config::Config& cfg) {
     o.cls = kind.substr(slash + 1);
     o.driver_root = cfg.cli.driver_root;
     o.dev_root = cfg.cli.dev_root;
+    o.host_driver_root = cfg.cli.host_driver_root;
+    o.host_dev_root = cfg.cli.host_dev_root;
     o.library_search_paths = cfg.cli.library_search_paths;
     o.compute_libraries = cfg.cli.compute_libraries;
     return o;
@@ -241,7 +251,7 @@ Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
 
     for (const auto& d : host.devices) {
         ContainerEdits e;
-        e.device_nodes.push_back(node_edit(d.node));
+        e.device_nodes.push_back(node_edit(d.node, opts.host_dev_root));
         if (by_index) INJECT_TRY_VOID(add(std::to_string(d.index), e));
         if (by_uuid) {
             if (d.uuid.empty())
@@ -254,14 +264,14 @@ Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
             // An instance without a UUID (newer efsmi) is named <card>:<profile>:<id> either way.
             ContainerEdits e;
             e.env.push_back("TOPS_VISIBLE_DEVICES=" + device::drs_address(inst));
-            e.device_nodes.push_back(node_edit(d.node));
+            e.device_nodes.push_back(node_edit(d.node, opts.host_dev_root));
             if (by_index || inst.uuid.empty()) INJECT_TRY_VOID(add(device::drs_name(inst), e));
             if (by_uuid && !inst.uuid.empty()) INJECT_TRY_VOID(add("DRS-" + inst.uuid, e));
         }
     }
     if (opts.all_device) {
         ContainerEdits e;
-        for (const auto& d : host.devices) e.device_nodes.push_back(node_edit(d.node));
+        for (const auto& d : host.devices) e.device_nodes.push_back(node_edit(d.node, opts.host_dev_root));
         INJECT_TRY_VOID(add("all", std::move(e)));
     }
     INJECT_TRY(spec.edits, spec_edits(host, opts));

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 
 namespace inject::config {
 namespace {
@@ -106,6 +107,8 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
     const std::map<std::string, Setter, std::less<>> cli_keys{
         {"driver-root", str(cli.driver_root)},
         {"dev-root", str(cli.dev_root)},
+        {"host-driver-root", str(cli.host_driver_root)},
+        {"host-dev-root", str(cli.host_dev_root)},
         {"ldconfig", str(cli.ldconfig)},
         {"device-prefix", str(cli.device_prefix)},
         {"library-search-paths", strs(cli.library_search_paths)},
@@ -140,6 +143,11 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
     if (cli.device_prefix.empty() || cli.device_prefix.find('/') != std::string::npos)
         return fail(Errc::InvalidInput, std::string(src) + ": device-prefix '" + cli.device_prefix +
                                             "' must be a non-empty file name");
+    for (const auto& [key, dir] : {std::pair<const char*, const std::string*>{"host-driver-root", &cli.host_driver_root},
+                                   {"host-dev-root", &cli.host_dev_root}}) {
+        if (!dir->empty() && dir->front() != '/')
+            return fail(Errc::InvalidInput, std::string(src) + ": " + key + " '" + *dir + "' is not an absolute path");
+    }
     cli.efsmi_timeout_ms = static_cast<std::uint32_t>(timeout);
     return cfg;
 }

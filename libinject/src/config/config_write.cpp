@@ -42,6 +42,8 @@ std::string to_toml(const Config& cfg) {
     o += "\n[enflame-container-cli]\n";
     o += "driver-root = " + quote(cli.driver_root) + "\n";
     o += "dev-root = " + quote(cli.dev_root) + "\n";
+    o += "host-driver-root = " + quote(cli.host_driver_root) + "\n";
+    o += "host-dev-root = " + quote(cli.host_dev_root) + "\n";
     o += "ldconfig = " + quote(cli.ldconfig) + "\n";
     o += "device-prefix = " + quote(cli.device_prefix) + "\n";
     o += "library-search-paths = " + quote_list(cli.library_search_paths) + "\n";

@@ -1,20 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "sharing.hpp"
-
-#include "plugin.hpp"
+#include "k8s/sharing.hpp"
 
 #include "inject/fs.hpp"
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
-namespace edp {
+namespace k8s {
 namespace {
 
 using inject::Errc;
 using inject::fail;
+
+bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// A DNS-1123 subdomain: lowercase labels of [a-z0-9-], not starting or ending with '-'.
+bool dns_subdomain(std::string_view s) {
+    if (s.empty() || s.size() > 253) return false;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const std::size_t dot = std::min(s.find('.', start), s.size());
+        const auto label = s.substr(start, dot - start);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+        for (char c : label) {
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+        }
+        start = dot + 1;
+    }
+    return true;
+}
+
+// A qualified name's name part: [A-Za-z0-9][-A-Za-z0-9_.]* ending alphanumeric, <= 63.
+bool qualified_name(std::string_view s) {
+    if (s.empty() || s.size() > 63 || !is_alnum(s.front()) || !is_alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
 
 // A problem at node `n` (its line) under key path `path`.
 inject::Unexpected bad(std::string_view source, const YAML::Node& n, const std::string& path, const std::string& why) {
@@ -95,6 +118,24 @@ inject::Result<Sharing> parse_root(std::string_view source, const YAML::Node& ro
 
 }  // namespace
 
+inject::Result<void> check_resource_name(std::string_view name) {
+    const auto bad = [&](const std::string& why) {
+        return fail(Errc::InvalidInput, "resource name '" + std::string(name) + "': " + why);
+    };
+    const auto slash = name.find('/');
+    if (slash == std::string_view::npos || name.find('/', slash + 1) != std::string_view::npos)
+        return bad("want <domain>/<name>, e.g. enflame.com/gcu");
+    const auto domain = name.substr(0, slash);
+    if (!dns_subdomain(domain)) return bad("'" + std::string(domain) + "' is not a DNS subdomain");
+    if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") || domain == "k8s.io" ||
+        domain.ends_with(".k8s.io"))
+        return bad("the kubernetes.io and k8s.io domains are reserved");
+    if (domain.starts_with("requests.")) return bad("a domain starting with 'requests.' is reserved");
+    if (!qualified_name(name.substr(slash + 1)))
+        return bad("'" + std::string(name.substr(slash + 1)) + "' is not a valid name (alphanumerics, '-', '_', '.'; at most 63)");
+    return inject::ok();
+}
+
 inject::Result<Sharing> parse_plugin_config(std::string_view text, std::string_view source, const std::string& resource_name) {
     YAML::Node root;
     try {
@@ -112,4 +153,4 @@ inject::Result<Sharing> load_plugin_config(const std::string& path, const std::s
     return parse_plugin_config(*text, path, resource_name);
 }
 
-}  // namespace edp
+}  // namespace k8s

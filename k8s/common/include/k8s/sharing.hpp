@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The plugin's own config file (--plugin-config, PLUGIN_CONFIG): card sharing, in the shape
-// NVIDIA's device plugin users know:
+// The device plugin's own config file (--plugin-config, PLUGIN_CONFIG): card sharing, in the
+// shape NVIDIA's device plugin users know. Here, not in the device plugin, because the labeler
+// reads it too (its sharing-strategy label):
 //
 //   version: v1
 //   sharing:
@@ -22,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-namespace edp {
+namespace k8s {
 
 /// Time-slicing of our resource.
 struct Sharing {
@@ -37,7 +38,13 @@ inline constexpr std::uint32_t kMaxReplicas = 64;
 [[nodiscard]] inject::Result<Sharing> parse_plugin_config(std::string_view text, std::string_view source,
                                                           const std::string& resource_name);
 
-/// Reads and parses `path`; an empty path is no sharing.
+/// Refuses a resource name kubelet would reject: `<domain>/<name>` with a DNS-subdomain
+/// domain outside kubernetes.io and a qualified name.
+[[nodiscard]] inject::Result<void> check_resource_name(std::string_view name);
+
+/// Reads and parses `path`; an empty path is no sharing. A missing file is NotFound
+/// ("--plugin-config: opening '<path>': ..."), which a reader that can do without it (the
+/// labeler) tells apart by the code.
 [[nodiscard]] inject::Result<Sharing> load_plugin_config(const std::string& path, const std::string& resource_name);
 
-}  // namespace edp
+}  // namespace k8s
