@@ -371,6 +371,30 @@ print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile":
   [ "$(in_host ls -A /etc/docker)" = "$files_before" ]   # no backup left either
 }
 
+@test "--engine-config elsewhere: the drop-in goes beside it, containerd started on it reads it, uninstall restores it" {
+  local alt=/etc/alt-containerd
+  in_host mkdir -p "$alt"
+  in_host cp /etc/containerd/config.toml "$alt/config.toml"
+  local files_before; files_before=$(host_files)
+  install_tk --engine-config "$alt/config.toml"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "updated: $R$alt/conf.d/99-enflame.toml"
+  echo "$output" | grep -Fx "updated: $R$alt/config.toml"
+  in_host grep -E "^imports = \[\"$alt/conf.d/99-enflame.toml\"\]" "$alt/config.toml"
+  run ! in_host test -e /etc/containerd/conf.d
+  # containerd started on that config reads the drop-in: its merged config names our runtime
+  run in_host containerd --config "$alt/config.toml" config dump
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F 'BinaryName = "/usr/local/enflame/toolkit/enflame-container-runtime"'
+  status_tk
+  [ "$status" -eq 0 ]
+  uninstall_tk
+  [ "$status" -eq 0 ]
+  in_host cat "$alt/config.toml" | cmp - "$CD/before.toml"
+  [ "$(in_host ls -A "$alt")" = config.toml ]
+  [ "$(host_files)" = "$files_before" ]
+}
+
 # hostile_root LINK: a node root at /mnt/hostile (on the node namespace's tmpfs, seen by the pod)
 # whose /etc/containerd is a symlink to LINK. It has the node's /usr (read-only, with a /usr/local
 # of its own) and /proc, the loader's cache, `/var/run` -> `/run`, and the simulated cards at $CD/host.
