@@ -209,6 +209,12 @@ std::vector<Case> cases() {
              return inject::ok();
          },
          "", {}},
+        {"ReadRefusesFifo", {"run"}, {},
+         [](const Env& e) {
+             EXPECT_EQ(::mkfifo((e.root + "/run/pipe").c_str(), 0600), 0);
+             return as_void_str(inject::fs::read_in_root(e.root_fd, "/run/pipe", 100));
+         },
+         "/run/pipe: not a regular file", {}},
         {"RemoveTheLinkNotItsTarget", {"etc"}, {{"etc/link", "{OUT}/file"}},
          [](const Env& e) { return inject::fs::remove_in_root(e.root_fd, "/etc/link"); },
          "", {},

@@ -93,8 +93,9 @@ struct BindOptions {
 [[nodiscard]] Result<void> atomic_write_in_root(int root_fd, std::string_view path, std::string_view content,
                                                 const AtomicWriteOptions& opts = {});
 
-/// Reads the whole file `path` inside the root; refuses files larger than `max_bytes`
-/// (InvalidInput). NotFound when it does not exist.
+/// Reads the whole file `path` inside the root; refuses files larger than `max_bytes` and
+/// anything but a regular file (InvalidInput: a FIFO would block). NotFound when it does not
+/// exist.
 [[nodiscard]] Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t max_bytes);
 
 /// Removes the file `path` (with `directory`, the empty folder) inside the root: the folder is

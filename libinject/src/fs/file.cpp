@@ -47,7 +47,11 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
 }
 
 Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t max_bytes) {
-    INJECT_TRY(UniqueFd fd, open_in_root(root_fd, path, O_RDONLY));
+    // O_NONBLOCK: a FIFO planted in the root must not hang the reader (no effect on a file)
+    INJECT_TRY(UniqueFd fd, open_in_root(root_fd, path, O_RDONLY | O_NONBLOCK));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat " + std::string(path)));
+    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, std::string(path) + ": not a regular file");
     return read_all(fd.get(), max_bytes, std::string(path));
 }
 
