@@ -153,7 +153,7 @@ uninstall_tk() {
   echo "$output"
 }
 
-status_tk() { run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R" "$@"; }
+status_tk() { run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R"; }
 
 # host_files: a checksum line for every file the installer may touch, and each folder's name.
 host_files() {
