@@ -32,49 +32,41 @@ std::string default_runtime_path() {
 }
 
 /// The file's text, "" if it does not exist.
-inject::Result<std::string> read_or_empty(const std::string& path) {
-    auto t = inject::fs::read_file(path, kMaxBytes);
-    if (!t && t.error().code() == inject::Errc::NotFound) return std::string();
-    if (!t) return inject::fail(std::move(t).error().context("reading '" + path + "'"));
-    return t;
-}
-
-bool exists(const std::string& path) {
-    return ::access(path.c_str(), F_OK) == 0;
+inject::Result<std::string> read_or_empty(const HostRoot& root, const std::string& path) {
+    INJECT_TRY(auto t, root.read(path, kMaxBytes));
+    return t ? std::move(*t) : std::string();
 }
 
 }  // namespace
 
-inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_run) {
+inject::Result<bool> apply_changes(const HostRoot& root, const std::vector<Change>& changes,
+                                   bool dry_run) {
     bool changed = false;
     for (const auto& c : changes) {
+        const auto shown = root.show(c.path);
         if (dry_run) {
-            if (changes.size() > 1)
-                std::cout << "# " << c.path << (c.remove ? " (removed)" : "") << "\n";
+            if (changes.size() > 1) std::cout << "# " << shown << (c.remove ? " (removed)" : "") << "\n";
             if (!c.remove) std::cout << c.content;
             continue;
         }
         if (auto dir = std::filesystem::path(c.path).parent_path(); !c.remove && !dir.empty()) {
-            std::error_code ec;
-            std::filesystem::create_directories(dir, ec);
-            if (ec)
-                return inject::fail(inject::Errc::Io,
-                                    "creating the folder of '" + c.path + "': " + ec.message());
+            std::vector<std::string> created;
+            INJECT_TRY_VOID(root.make_dirs(dir.string(), created));
         }
-        INJECT_TRY(auto outcome, rc::write_file(c.path, c.content, c.remove));
+        INJECT_TRY(auto outcome, rc::write_file(root.fd(), c.path, c.content, c.remove));
         switch (outcome) {
             case rc::WriteOutcome::Unchanged:
-                std::cout << "unchanged: " << c.path << " (nothing to do)\n";
+                std::cout << "unchanged: " << shown << " (nothing to do)\n";
                 break;
             case rc::WriteOutcome::Written:
-                std::cout << "updated: " << c.path << "\n";
+                std::cout << "updated: " << shown << "\n";
                 break;
             case rc::WriteOutcome::Removed:
-                std::cout << "removed: " << c.path << "\n";
+                std::cout << "removed: " << shown << "\n";
                 break;
         }
         changed = changed || outcome != rc::WriteOutcome::Unchanged;
-        if (c.drop_backup) ::unlink(rc::backup_path(c.path).c_str());
+        if (c.drop_backup) INJECT_TRY_VOID(root.remove(rc::backup_path(c.path)));
     }
     return changed;
 }
@@ -83,18 +75,15 @@ namespace {
 
 /// Undoing our edit of a whole file: back to the backup's bytes when nothing else changed, and
 /// removed when we created it (no backup) and only our own skeleton is left.
-inject::Result<Change> undo(const std::string& path, std::string_view now,
+inject::Result<Change> undo(const HostRoot& root, const std::string& path, std::string_view now,
                             std::string_view skeleton,
                             const std::function<inject::Result<std::string>(
                                 std::string_view, std::optional<std::string_view>)>& strip) {
     auto bak_path = rc::backup_path(path);
-    std::optional<std::string> bak;
-    if (exists(bak_path)) {
-        INJECT_TRY(bak, read_or_empty(bak_path));
-    }
+    INJECT_TRY(auto bak, root.read(bak_path, kMaxBytes));
     INJECT_TRY(auto out, strip(now, bak ? std::optional<std::string_view>(*bak) : std::nullopt));
     Change c{path, out};
-    if (!exists(path)) return c;  // nothing to undo: apply() reports "unchanged"
+    if (!root.exists(path)) return c;  // nothing to undo: apply() reports "unchanged"
     if (bak)
         c.drop_backup = (out == *bak);
     else
@@ -104,9 +93,12 @@ inject::Result<Change> undo(const std::string& path, std::string_view now,
 
 }  // namespace
 
-inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
+inject::Result<std::vector<Change>> plan(const RuntimeArgs& a, const HostRoot& root) {
     INJECT_TRY(auto engine, rc::parse_engine(a.engine));
-    std::string config = a.config.empty() ? rc::default_config_path(engine) : a.config;
+    // Absolute: the files are opened in the root, so a relative --config names the file in the
+    // current folder only once it is made absolute here.
+    std::string config = a.config.empty() ? rc::default_config_path(engine)
+                                          : std::filesystem::absolute(a.config).lexically_normal().string();
     std::optional<std::string> drop_in;
     if (engine == rc::Engine::Docker) {
         if (!a.drop_in.empty())
@@ -116,24 +108,20 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     } else if (!a.no_drop_in) {
         // Absolute: containerd resolves a relative import against its config's folder.
         drop_in = a.drop_in.empty()
-                      ? *rc::default_drop_in(engine)
+                      ? *rc::drop_in_for(engine, config)
                       : std::filesystem::absolute(a.drop_in).lexically_normal().string();
     }
-    // Files are read and written under the root; the paths written into them (imports) are
-    // the host's own.
-    const std::string config_file = inject::fs::join(a.root, config);
-    const std::string drop_in_file = drop_in ? inject::fs::join(a.root, *drop_in) : std::string();
-    INJECT_TRY(auto text, read_or_empty(config_file));
+    INJECT_TRY(auto text, read_or_empty(root, config));
     std::vector<Change> changes;
     if (!drop_in) {  // edit the main config in place
         if (!a.uninstall) {
             INJECT_TRY(auto out, rc::configure(engine, text, a.opts, config));
-            changes.push_back({config_file, out});
+            changes.push_back({config, out});
             return changes;
         }
         INJECT_TRY(auto fresh, rc::configure(engine, "", a.opts, config));
         INJECT_TRY(auto skeleton, rc::unconfigure(engine, fresh, a.opts, config));
-        INJECT_TRY(auto c, undo(config_file, text, skeleton, [&](std::string_view now, auto orig) {
+        INJECT_TRY(auto c, undo(root, config, text, skeleton, [&](std::string_view now, auto orig) {
                        return rc::unconfigure(engine, now, a.opts, config, orig);
                    }));
         changes.push_back(std::move(c));
@@ -141,10 +129,10 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     }
     if (engine == rc::Engine::Crio) {
         if (a.uninstall)
-            changes.push_back({drop_in_file, "", true});
+            changes.push_back({*drop_in, "", true});
         else {
             INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config));
-            changes.push_back({drop_in_file, d});
+            changes.push_back({*drop_in, d});
         }
         return changes;
     }
@@ -152,8 +140,8 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     constexpr std::string_view kNewMain = "version = 2\n";
     std::string main = text.empty() ? std::string(kNewMain) : text;
     if (a.uninstall) {
-        changes.push_back({drop_in_file, "", true});
-        INJECT_TRY(auto c, undo(config_file, text, kNewMain, [&](std::string_view now, auto) {
+        changes.push_back({*drop_in, "", true});
+        INJECT_TRY(auto c, undo(root, config, text, kNewMain, [&](std::string_view now, auto) {
                        return rc::remove_import(now, *drop_in, config);
                    }));
         changes.push_back(std::move(c));
@@ -161,8 +149,8 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a) {
     }
     INJECT_TRY(auto d, rc::drop_in(engine, main, a.opts, config));
     INJECT_TRY(auto m, rc::add_import(main, *drop_in, config));
-    changes.push_back({drop_in_file, d});
-    changes.push_back({config_file, m});
+    changes.push_back({*drop_in, d});
+    changes.push_back({config, m});
     return changes;
 }
 
@@ -172,9 +160,11 @@ void run(const RuntimeArgs& a) {
     if (a.opts.cdi_enabled && (a.engine == "crio" || a.engine == "cri-o"))
         std::cerr
             << "note: CRI-O has CDI on by default (1.23 and later); --cdi.enabled adds nothing\n";
-    auto changes = plan(a);
+    auto root = HostRoot::open("/");
+    if (!root) throw Exit{report(root.error())};
+    auto changes = plan(a, *root);
     if (!changes) throw Exit{report(changes.error())};
-    auto changed = apply_changes(*changes, a.dry_run);
+    auto changed = apply_changes(*root, *changes, a.dry_run);
     if (!changed) throw Exit{report(changed.error())};
     if (!*changed) return;
     if (a.engine == "docker" && a.uninstall)
@@ -205,8 +195,8 @@ void add_flags(CLI::App* cmd, RuntimeArgs& a, bool with_uninstall) {
         ->capture_default_str();
     cmd->add_option(
         "--drop-in", a.drop_in,
-        "drop-in file for containerd/crio (default: /etc/containerd/conf.d/99-enflame.toml, "
-        "/etc/crio/crio.conf.d/99-enflame.toml)");
+        "drop-in file for containerd/crio (default: conf.d/99-enflame.toml beside containerd's "
+        "--config, /etc/crio/crio.conf.d/99-enflame.toml)");
     cmd->add_flag("--no-drop-in", a.no_drop_in,
                   "edit the main config in place instead of a drop-in");
     cmd->add_flag("--dry-run", a.dry_run, "print the result on stdout and change nothing");

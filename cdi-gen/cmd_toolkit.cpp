@@ -8,6 +8,7 @@
 // signals the engine only when its config changed. A state file in the toolkit folder records
 // what was done; uninstall undoes exactly that and leaves the engine's config byte-identical.
 #include "context.hpp"
+#include "host_root.hpp"
 #include "runtime_plan.hpp"
 
 #include "inject/fs.hpp"
@@ -15,9 +16,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,70 +65,39 @@ inject::Error input_error(const std::string& what) {
     return inject::Error(inject::Errc::InvalidInput, what);
 }
 
-std::string under(const ToolkitArgs& a, const std::string& host_path) {
-    return inject::fs::join(a.root, host_path);
-}
-
-bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
-
-/// The file's bytes, nullopt when it does not exist.
-inject::Result<std::optional<std::string>> read_optional(const std::string& path, std::size_t max) {
-    auto t = inject::fs::read_file(path, max);
-    if (!t && t.error().code() == inject::Errc::NotFound) return std::optional<std::string>();
-    if (!t) return inject::fail(std::move(t).error().context("reading '" + path + "'"));
-    return std::optional<std::string>(std::move(*t));
-}
-
-inject::Result<void> write_atomic(const std::string& path, std::string_view text, mode_t mode) {
-    inject::fs::AtomicWriteOptions wo;
-    wo.mode = mode;
-    auto r = inject::fs::atomic_write(path, text, wo);
-    if (!r) return inject::fail(std::move(r).error().context("writing '" + path + "'"));
-    return inject::ok();
-}
-
 /// Puts `original` back (nullopt: removes the file).
-inject::Result<void> restore(const std::string& path, const std::optional<std::string>& original) {
-    if (original) return write_atomic(path, *original, 0644);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-        return inject::fail(inject::sys_error("removing '" + path + "'"));
-    return inject::ok();
+inject::Result<void> restore(const HostRoot& h, const std::string& host_path,
+                             const std::optional<std::string>& original) {
+    if (original) return h.write(host_path, *original, 0644);
+    return h.remove(host_path);
 }
 
-/// Creates `dir` (under the root) and its missing parents, recording each folder it created
+/// Creates `host_dir` and its missing parents in the root, recording each folder it created
 /// (host path) so uninstall can remove them again.
-inject::Result<void> make_dirs(const ToolkitArgs& a, const std::string& host_dir, json& created) {
-    std::vector<std::string> missing;
-    for (fsys::path p = host_dir; p.has_relative_path(); p = p.parent_path()) {
-        if (exists(under(a, p.string()))) break;
-        missing.push_back(p.string());
-    }
-    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-        const auto full = under(a, *it);
-        if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST)
-            return inject::fail(inject::sys_error("creating '" + full + "'"));
-        created.push_back(*it);
-    }
-    return inject::ok();
+inject::Result<void> make_dirs(const HostRoot& h, const std::string& host_dir, json& created) {
+    std::vector<std::string> made;
+    auto r = h.make_dirs(host_dir, made);
+    for (auto& d : made) created.push_back(std::move(d));  // recorded even when a later one failed
+    return r;
 }
 
 /// The first of the engine's usual binary paths present under the root ("" if none).
-std::string engine_binary(const ToolkitArgs& a, std::string_view engine) {
+std::string engine_binary(const HostRoot& h, std::string_view engine) {
     const std::string bin = engine == "docker" ? "dockerd" : std::string(engine);
     for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/usr/sbin/", "/bin/"}) {
         const std::string host = dir + bin;
-        if (::access(under(a, host).c_str(), X_OK) == 0) return host;
+        if (h.executable(host)) return host;
     }
     return "";
 }
 
 /// --runtime auto: containerd, else CRI-O, else Docker (the order kubelet's engines are
 /// usually found in; a node with dockerd still runs pods through containerd).
-inject::Result<std::string> pick_engine(const ToolkitArgs& a) {
+inject::Result<std::string> pick_engine(const ToolkitArgs& a, const HostRoot& h) {
     if (a.engine != "auto") {
         INJECT_TRY(auto e, rc::parse_engine(a.engine));
         std::string name(rc::engine_name(e));
-        if (engine_binary(a, name).empty())
+        if (engine_binary(h, name).empty())
             return inject::fail(inject::Errc::NotFound,
                                 "--runtime " + a.engine + ": " + name + " is not installed under '" +
                                     a.root + "' (no usr/bin, usr/local/bin, usr/sbin or bin/" +
@@ -138,7 +105,7 @@ inject::Result<std::string> pick_engine(const ToolkitArgs& a) {
         return name;
     }
     for (const char* e : {"containerd", "crio", "docker"})
-        if (!engine_binary(a, e).empty()) return std::string(e);
+        if (!engine_binary(h, e).empty()) return std::string(e);
     return inject::fail(inject::Errc::NotFound,
                         "--runtime auto: no container engine (containerd, crio, dockerd) is "
                         "installed under '" + a.root + "'");
@@ -214,38 +181,17 @@ std::string last_line(std::string_view out) {
     return std::string(nl == std::string_view::npos ? out : out.substr(nl + 1));
 }
 
-/// The pid listening on a unix socket (SO_PEERCRED); 0 when nothing listens there. Needs the
-/// host's pid namespace (hostPID) to name a host pid.
-pid_t socket_owner(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return 0;
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (path.size() >= sizeof sa.sun_path) {
-        ::close(fd);
-        return 0;
-    }
-    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    pid_t pid = 0;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
-        ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-        pid = cred.pid;
-    ::close(fd);
-    return pid;
-}
-
 /// Makes the engine load its changed config. containerd has no reload (SIGHUP would kill it
 /// uncleanly): it gets SIGTERM, a clean stop its service manager (systemd Restart=always)
 /// follows with a start. dockerd and CRI-O reload their config on SIGHUP.
-void signal_engine(const ToolkitArgs& a, const std::string& engine, const std::string& socket) {
+void signal_engine(const ToolkitArgs& a, const HostRoot& h, const std::string& engine,
+                   const std::string& socket) {
     if (a.restart_mode == "none") {
         std::cout << "note: --restart-mode none: restart " << engine << " to load the change\n";
         return;
     }
-    const std::string path = under(a, socket);
-    const pid_t pid = socket_owner(path);
+    const std::string path = h.show(socket);
+    const pid_t pid = h.socket_owner(socket);
     if (pid <= 0) {
         std::cout << "note: " << engine << " is not running (nothing answers on '" << path
                   << "'): it loads the change when it starts\n";
@@ -262,11 +208,12 @@ void signal_engine(const ToolkitArgs& a, const std::string& engine, const std::s
               << "\n";
 }
 
-RuntimeArgs engine_args(const ToolkitArgs& a, const json& st) {
+RuntimeArgs engine_args(const json& st) {
     RuntimeArgs r;
     r.engine = st.at("engine").get<std::string>();
     r.config = st.at("engine_config").get<std::string>();
-    r.root = a.root;
+    // a state written before the drop-in went beside the engine's config has it at the default
+    r.drop_in = st.value("drop_in", std::string());
     r.opts.runtime_name = st.at("runtime_name").get<std::string>();
     r.opts.runtime_path = st.at("runtime_path").get<std::string>();
     r.opts.set_as_default = st.at("set_as_default").get<bool>();
@@ -275,21 +222,20 @@ RuntimeArgs engine_args(const ToolkitArgs& a, const json& st) {
     return r;
 }
 
-std::string state_path(const ToolkitArgs& a) {
-    return under(a, (fsys::path(a.toolkit_dir) / kStateName).string());
-}
+/// The state file's host path.
+std::string state_path(const ToolkitArgs& a) { return (fsys::path(a.toolkit_dir) / kStateName).string(); }
 
-inject::Result<std::optional<json>> read_state(const ToolkitArgs& a) {
-    INJECT_TRY(auto text, read_optional(state_path(a), kMaxText));
+inject::Result<std::optional<json>> read_state(const ToolkitArgs& a, const HostRoot& h) {
+    INJECT_TRY(auto text, h.read(state_path(a), kMaxText));
     if (!text) return std::optional<json>();
     auto j = json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("engine"))
-        return inject::fail(input_error("'" + state_path(a) + "': not a state file of ours"));
+        return inject::fail(input_error("'" + h.show(state_path(a)) + "': not a state file of ours"));
     return std::optional<json>(std::move(j));
 }
 
-inject::Result<void> write_state(const ToolkitArgs& a, const json& st) {
-    return write_atomic(state_path(a), st.dump(2) + "\n", 0644);
+inject::Result<void> write_state(const ToolkitArgs& a, const HostRoot& h, const json& st) {
+    return h.write(state_path(a), st.dump(2) + "\n", 0644);
 }
 
 std::optional<std::string> opt_string(const json& j) {
@@ -299,20 +245,20 @@ std::optional<std::string> opt_string(const json& j) {
 
 /// Undoes what the state file records, last step first. Every step runs even when one fails;
 /// the first error is returned.
-inject::Result<bool> undo_state(const ToolkitArgs& a, const json& st) {
+inject::Result<bool> undo_state(const ToolkitArgs& a, const HostRoot& h, const json& st) {
     std::optional<inject::Error> first;
     auto keep = [&first](inject::Result<void> r) {
         if (!r && !first) first = std::move(r).error();
     };
     bool engine_changed = false;
     if (st.value("engine_configured", false)) {
-        auto r = engine_args(a, st);
+        auto r = engine_args(st);
         r.uninstall = true;
-        auto changes = plan(r);
+        auto changes = plan(r, h);
         if (!changes) {
             keep(inject::fail(std::move(changes).error()));
         } else {
-            auto changed = apply_changes(*changes, false);
+            auto changed = apply_changes(h, *changes, false);
             if (!changed)
                 keep(inject::fail(std::move(changed).error()));
             else
@@ -322,85 +268,83 @@ inject::Result<bool> undo_state(const ToolkitArgs& a, const json& st) {
     for (const char* key : {"cdi_spec", "toolkit_config"}) {
         if (!st.contains(key)) continue;
         const auto& f = st.at(key);
-        const auto path = under(a, f.at("path").get<std::string>());
-        keep(restore(path, opt_string(f.at("original"))));
-        std::cout << (f.at("original").is_null() ? "removed: " : "restored: ") << path << "\n";
+        const auto path = f.at("path").get<std::string>();
+        keep(restore(h, path, opt_string(f.at("original"))));
+        std::cout << (f.at("original").is_null() ? "removed: " : "restored: ") << h.show(path) << "\n";
     }
-    for (const auto& name : st.value("files", json::array())) {
-        const auto path = under(a, (fsys::path(a.toolkit_dir) / name.get<std::string>()).string());
-        keep(restore(path, std::nullopt));
-    }
-    keep(restore(state_path(a), std::nullopt));
+    for (const auto& name : st.value("files", json::array()))
+        keep(h.remove((fsys::path(a.toolkit_dir) / name.get<std::string>()).string()));
+    keep(h.remove(state_path(a)));
     const auto dirs = st.value("created_dirs", json::array());
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)  // deepest first; only when empty
-        (void)::rmdir(under(a, it->get<std::string>()).c_str());
+        h.remove_dir_if_empty(it->get<std::string>());
     if (first) return inject::fail(std::move(*first));
     return engine_changed;
 }
 
-inject::Result<void> copy_binaries(const ToolkitArgs& a, json& st) {
+inject::Result<void> copy_binaries(const ToolkitArgs& a, const HostRoot& h, json& st) {
     for (const auto& name : kBinaries) {
         const auto src = (fsys::path(a.source_dir) / name).string();
         auto bytes = inject::fs::read_file(src, kMaxBinary);
         if (!bytes) return inject::fail(std::move(bytes).error().context("--source-dir: reading '" + src + "'"));
-        const auto dst = under(a, (fsys::path(a.toolkit_dir) / name).string());
-        INJECT_TRY(auto now, read_optional(dst, kMaxBinary));
+        const auto dst = (fsys::path(a.toolkit_dir) / name).string();
+        INJECT_TRY(auto now, h.read(dst, kMaxBinary));
         if (std::find(st["files"].begin(), st["files"].end(), name) == st["files"].end())
             st["files"].push_back(name);
         if (now && *now == *bytes) {
-            std::cout << "unchanged: " << dst << "\n";
+            std::cout << "unchanged: " << h.show(dst) << "\n";
             continue;
         }
-        INJECT_TRY_VOID(write_atomic(dst, *bytes, 0755));
-        // an existing file keeps its mode in atomic_write: make sure it runs
-        if (::chmod(dst.c_str(), 0755) != 0) return inject::fail(inject::sys_error("chmod '" + dst + "'"));
-        std::cout << "installed: " << dst << "\n";
+        // forced: an existing file would keep its own mode, and this one has to run
+        INJECT_TRY_VOID(h.write(dst, *bytes, 0755, true));
+        std::cout << "installed: " << h.show(dst) << "\n";
     }
     return inject::ok();
 }
 
 /// Writes a file we own while installed: the first install keeps its original bytes in the
 /// state so uninstall puts them back.
-inject::Result<void> own_file(const ToolkitArgs& a, json& st, const char* key,
+inject::Result<void> own_file(const ToolkitArgs& a, const HostRoot& h, json& st, const char* key,
                               const std::string& host_path, const std::string& text) {
-    const auto path = under(a, host_path);
-    INJECT_TRY(auto now, read_optional(path, kMaxText));
+    INJECT_TRY(auto now, h.read(host_path, kMaxText));
     if (!st.contains(key)) {
         st[key] = {{"path", host_path}, {"original", now ? json(*now) : json(nullptr)}};
-        INJECT_TRY_VOID(write_state(a, st));
+        INJECT_TRY_VOID(write_state(a, h, st));
     }
     if (now && *now == text) {
-        std::cout << "unchanged: " << path << "\n";
+        std::cout << "unchanged: " << h.show(host_path) << "\n";
         return inject::ok();
     }
-    INJECT_TRY_VOID(write_atomic(path, text, 0644));
-    std::cout << "updated: " << path << "\n";
+    INJECT_TRY_VOID(h.write(host_path, text, 0644));
+    std::cout << "updated: " << h.show(host_path) << "\n";
     return inject::ok();
 }
 
 /// The spec, from the copied enflame-ctk run chrooted into the host with the toolkit config:
 /// its paths (devices, libraries, the hook) are the host's own.
-inject::Result<void> write_cdi_spec(const ToolkitArgs& a, json& st) {
+inject::Result<void> write_cdi_spec(const ToolkitArgs& a, const HostRoot& h, json& st) {
     const auto host_spec = (fsys::path(a.cdi_dir) / kSpecName).string();
     // generated next to the spec under a name no CDI reader loads, then compared and moved
     const auto host_new = (fsys::path(a.cdi_dir) / ".enflame.com-gpu.yaml.new").string();
     const auto ctk = (fsys::path(a.toolkit_dir) / "enflame-ctk").string();
     INJECT_TRY(auto gen, run_in_root(a.root, {ctk, "--config", kToolkitConfig, "cdi", "generate",
                                               "--format", "yaml", "--output", host_new}));
-    auto text = read_optional(under(a, host_new), kMaxText);
-    (void)restore(under(a, host_new), std::nullopt);
+    // read in the host's root: the file is where the chrooted enflame-ctk wrote it, behind the
+    // host's own links (`/var/run` -> `/run`), not behind the pod's
+    auto text = h.read(host_new, kMaxText);
+    (void)h.remove(host_new);
     if (gen.status != 0)
         return inject::fail(inject::Errc::Io, "generating the CDI spec: " + last_line(gen.output));
     if (!text) return inject::fail(std::move(text).error());
     if (!*text) return inject::fail(inject::Errc::Io, "generating the CDI spec: no output");
-    return own_file(a, st, "cdi_spec", host_spec, **text);
+    return own_file(a, h, st, "cdi_spec", host_spec, **text);
 }
 
 /// The engine's own check of its config after our change; an error names its complaint.
-inject::Result<void> engine_accepts(const ToolkitArgs& a, const std::string& engine,
+inject::Result<void> engine_accepts(const ToolkitArgs& a, const HostRoot& h, const std::string& engine,
                                     const std::string& config) {
     if (engine != "containerd") return inject::ok();  // dockerd/crio: checked by their reload
-    const auto bin = engine_binary(a, engine);
+    const auto bin = engine_binary(h, engine);
     INJECT_TRY(auto r, run_in_root(a.root, {bin, "--config", config, "config", "dump"}));
     if (r.status != 0)
         return inject::fail(input_error("containerd rejects '" + config +
@@ -408,143 +352,162 @@ inject::Result<void> engine_accepts(const ToolkitArgs& a, const std::string& eng
     return inject::ok();
 }
 
-inject::Result<void> configure_engine(const ToolkitArgs& a, json& st, const std::string& socket) {
-    auto r = engine_args(a, st);
-    INJECT_TRY(auto changes, plan(r));
+inject::Result<void> configure_engine(const ToolkitArgs& a, const HostRoot& h, json& st,
+                                      const std::string& socket) {
+    auto r = engine_args(st);
+    INJECT_TRY(auto changes, plan(r, h));
     // What the files hold now, so a change the engine refuses is put back byte for byte.
     std::vector<std::pair<std::string, std::optional<std::string>>> before;
     for (const auto& c : changes) {
-        INJECT_TRY(auto now, read_optional(c.path, kMaxText));
-        INJECT_TRY(auto bak, read_optional(rc::backup_path(c.path), kMaxText));
+        INJECT_TRY(auto now, h.read(c.path, kMaxText));
+        INJECT_TRY(auto bak, h.read(rc::backup_path(c.path), kMaxText));
         before.emplace_back(c.path, std::move(now));
         before.emplace_back(rc::backup_path(c.path), std::move(bak));
     }
     st["engine_configured"] = true;
-    INJECT_TRY_VOID(write_state(a, st));
-    auto changed = apply_changes(changes, false);
+    INJECT_TRY_VOID(write_state(a, h, st));
+    auto changed = apply_changes(h, changes, false);
     inject::Result<void> checked = inject::ok();
     if (!changed)
         checked = inject::fail(std::move(changed).error());
     else if (*changed)
-        checked = engine_accepts(a, r.engine, r.config);
+        checked = engine_accepts(a, h, r.engine, r.config);
     if (!checked) {
-        for (const auto& [path, bytes] : before) (void)restore(path, bytes);
+        for (const auto& [path, bytes] : before) (void)restore(h, path, bytes);
         st["engine_configured"] = false;
-        (void)write_state(a, st);
+        (void)write_state(a, h, st);
         return inject::fail(std::move(checked).error().context("rolled back"));
     }
-    if (*changed) signal_engine(a, r.engine, socket);
+    if (*changed) signal_engine(a, h, r.engine, socket);
     return inject::ok();
 }
 
-inject::Result<void> check_args(const ToolkitArgs& a) {
+/// Checks the flags and opens the host's root: every host path below is resolved in it.
+inject::Result<HostRoot> open_host(const ToolkitArgs& a) {
     std::error_code ec;
     if (!fsys::is_directory(a.root, ec))
         return inject::fail(input_error("--host-root '" + a.root + "': not a folder"));
+    const auto relative = [](const std::string& p) { return p.empty() || p.front() != '/'; };
     for (const auto* p : {&a.toolkit_dir, &a.cdi_dir, &a.driver_root, &a.dev_root})
-        if (p->empty() || p->front() != '/')
+        if (relative(*p)) return inject::fail(input_error("'" + *p + "': host paths must be absolute"));
+    for (const auto* p : {&a.engine_config, &a.engine_socket})  // empty: the engine's usual one
+        if (!p->empty() && relative(*p))
             return inject::fail(input_error("'" + *p + "': host paths must be absolute"));
     if (a.restart_mode != "signal" && a.restart_mode != "none")
         return inject::fail(input_error("--restart-mode '" + a.restart_mode + "': want signal or none"));
-    return inject::ok();
+    auto h = HostRoot::open(a.root);
+    if (!h) return inject::fail(std::move(h).error().context("--host-root"));
+    return h;
+}
+
+/// The state of a first install: what it is about to do, before anything is done.
+inject::Result<json> first_state(const ToolkitArgs& a, const std::string& engine) {
+    INJECT_TRY(auto e, rc::parse_engine(engine));
+    std::vector<std::string> spec_dirs{"/etc/cdi"};
+    if (a.cdi_dir != "/etc/cdi") spec_dirs.push_back(a.cdi_dir);
+    const auto config = a.engine_config.empty() ? rc::default_config_path(e) : a.engine_config;
+    json st = {{"engine", engine},
+               {"engine_config", config},
+               {"runtime_name", a.runtime_name},
+               {"runtime_path", (fsys::path(a.toolkit_dir) / "enflame-container-runtime").string()},
+               {"set_as_default", a.set_as_default},
+               {"cdi_spec_dirs", spec_dirs},
+               {"engine_configured", false},
+               {"files", json::array()},
+               {"created_dirs", json::array()}};
+    if (auto d = rc::drop_in_for(e, config)) st["drop_in"] = *d;
+    return st;
+}
+
+inject::Result<void> install_steps(const ToolkitArgs& a, const HostRoot& h, json& st) {
+    auto& dirs = st["created_dirs"];
+    INJECT_TRY_VOID(make_dirs(h, a.toolkit_dir, dirs));
+    INJECT_TRY_VOID(write_state(a, h, st));  // from here on, uninstall can undo what follows
+    INJECT_TRY_VOID(make_dirs(h, fsys::path(kToolkitConfig).parent_path().string(), dirs));
+    INJECT_TRY_VOID(make_dirs(h, a.cdi_dir, dirs));
+    if (const auto r = engine_args(st); st.at("engine") != "docker") {
+        INJECT_TRY(auto e, rc::parse_engine(r.engine));
+        const auto drop_in = r.drop_in.empty() ? *rc::default_drop_in(e) : r.drop_in;
+        INJECT_TRY_VOID(make_dirs(h, fsys::path(drop_in).parent_path().string(), dirs));
+    }
+    INJECT_TRY_VOID(write_state(a, h, st));
+    INJECT_TRY_VOID(copy_binaries(a, h, st));
+    INJECT_TRY_VOID(write_state(a, h, st));
+    inject::config::Config cfg;
+    cfg.source = kToolkitConfig;
+    cfg.cli.driver_root = a.driver_root;
+    cfg.cli.dev_root = a.dev_root;
+    cfg.runtime.hook_path = (fsys::path(a.toolkit_dir) / "enflame-container-runtime-hook").string();
+    cfg.runtime.spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
+    INJECT_TRY_VOID(own_file(a, h, st, "toolkit_config", kToolkitConfig, inject::config::to_toml(cfg)));
+    INJECT_TRY_VOID(write_cdi_spec(a, h, st));
+    INJECT_TRY_VOID(write_state(a, h, st));
+    const auto engine = st.at("engine").get<std::string>();
+    return configure_engine(a, h, st, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
 }
 
 inject::Result<void> install(const ToolkitArgs& a) {
-    INJECT_TRY_VOID(check_args(a));
-    INJECT_TRY(auto engine, pick_engine(a));
-    INJECT_TRY(auto prev, read_state(a));
+    INJECT_TRY(auto h, open_host(a));
+    INJECT_TRY(auto engine, pick_engine(a, h));
+    INJECT_TRY(auto prev, read_state(a, h));
     if (prev && prev->at("engine") != engine)
         return inject::fail(input_error("installed for " + prev->at("engine").get<std::string>() +
                                         " already: run 'enflame-ctk toolkit uninstall' first"));
-    json st = prev ? *prev : json::object();
-    if (!prev) {
-        INJECT_TRY(auto e, rc::parse_engine(engine));
-        std::vector<std::string> spec_dirs{"/etc/cdi"};
-        if (a.cdi_dir != "/etc/cdi") spec_dirs.push_back(a.cdi_dir);
-        st = {{"engine", engine},
-              {"engine_config", a.engine_config.empty() ? rc::default_config_path(e) : a.engine_config},
-              {"runtime_name", a.runtime_name},
-              {"runtime_path", (fsys::path(a.toolkit_dir) / "enflame-container-runtime").string()},
-              {"set_as_default", a.set_as_default},
-              {"cdi_spec_dirs", spec_dirs},
-              {"engine_configured", false},
-              {"files", json::array()},
-              {"created_dirs", json::array()}};
+    json st;
+    if (prev) {
+        st = *prev;
+    } else {
+        INJECT_TRY(st, first_state(a, engine));
     }
-    const std::string socket = a.engine_socket.empty() ? default_socket(engine) : a.engine_socket;
-    auto steps = [&]() -> inject::Result<void> {
-        auto& dirs = st["created_dirs"];
-        INJECT_TRY_VOID(make_dirs(a, a.toolkit_dir, dirs));
-        INJECT_TRY_VOID(write_state(a, st));  // from here on, uninstall can undo what follows
-        INJECT_TRY_VOID(make_dirs(a, fsys::path(kToolkitConfig).parent_path().string(), dirs));
-        INJECT_TRY_VOID(make_dirs(a, a.cdi_dir, dirs));
-        if (engine != "docker") {
-            INJECT_TRY(auto e, rc::parse_engine(engine));
-            INJECT_TRY_VOID(make_dirs(a, fsys::path(*rc::default_drop_in(e)).parent_path().string(), dirs));
-        }
-        INJECT_TRY_VOID(write_state(a, st));
-        INJECT_TRY_VOID(copy_binaries(a, st));
-        INJECT_TRY_VOID(write_state(a, st));
-        inject::config::Config cfg;
-        cfg.source = kToolkitConfig;
-        cfg.cli.driver_root = a.driver_root;
-        cfg.cli.dev_root = a.dev_root;
-        cfg.runtime.hook_path = (fsys::path(a.toolkit_dir) / "enflame-container-runtime-hook").string();
-        cfg.runtime.spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
-        INJECT_TRY_VOID(own_file(a, st, "toolkit_config", kToolkitConfig, inject::config::to_toml(cfg)));
-        INJECT_TRY_VOID(write_cdi_spec(a, st));
-        INJECT_TRY_VOID(write_state(a, st));
-        return configure_engine(a, st, socket);
-    };
-    auto r = steps();
+    auto r = install_steps(a, h, st);
     if (r) {
-        std::cout << "installed: enflame runtime for " << engine << " (state: " << state_path(a) << ")\n";
+        std::cout << "installed: enflame runtime for " << engine << " (state: " << h.show(state_path(a)) << ")\n";
         return inject::ok();
     }
     // Nothing half-configured: a first install that failed is undone whole; a re-install
     // that failed keeps the earlier, complete one (its engine edit was rolled back above).
-    if (!prev) (void)undo_state(a, st);
+    if (!prev) (void)undo_state(a, h, st);
     return inject::fail(std::move(r).error());
 }
 
 inject::Result<void> uninstall(const ToolkitArgs& a) {
-    INJECT_TRY_VOID(check_args(a));
-    INJECT_TRY(auto st, read_state(a));
+    INJECT_TRY(auto h, open_host(a));
+    INJECT_TRY(auto st, read_state(a, h));
     if (!st) {
-        std::cout << "nothing to undo: no " << state_path(a) << "\n";
+        std::cout << "nothing to undo: no " << h.show(state_path(a)) << "\n";
         return inject::ok();
     }
-    INJECT_TRY(auto engine_changed, undo_state(a, *st));
+    INJECT_TRY(auto engine_changed, undo_state(a, h, *st));
     if (engine_changed) {
         const auto engine = st->at("engine").get<std::string>();
-        signal_engine(a, engine, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
+        signal_engine(a, h, engine, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
         if (engine == "docker")  // a reload applies the keys a file has, and ours are gone
             std::cout << "note: dockerd lists the runtime until it restarts (its SIGHUP reload "
                          "keeps runtimes the file no longer names)\n";
     }
-    std::cout << "uninstalled: " << under(a, a.toolkit_dir) << "\n";
+    std::cout << "uninstalled: " << h.show(a.toolkit_dir) << "\n";
     return inject::ok();
 }
 
 /// Ready when the state is complete, every file it names is there and the engine's config
 /// still holds our runtime (configure would change nothing).
 inject::Result<void> status(const ToolkitArgs& a) {
-    INJECT_TRY_VOID(check_args(a));
-    INJECT_TRY(auto st, read_state(a));
-    if (!st) return inject::fail(inject::Errc::NotFound, "not installed: no " + state_path(a));
+    INJECT_TRY(auto h, open_host(a));
+    INJECT_TRY(auto st, read_state(a, h));
+    if (!st) return inject::fail(inject::Errc::NotFound, "not installed: no " + h.show(state_path(a)));
     if (!st->value("engine_configured", false))
         return inject::fail(inject::Errc::NotFound, "not installed: the engine is not configured yet");
     for (const auto& name : st->at("files"))
-        if (!exists(under(a, (fsys::path(a.toolkit_dir) / name.get<std::string>()).string())))
+        if (!h.exists((fsys::path(a.toolkit_dir) / name.get<std::string>()).string()))
             return inject::fail(inject::Errc::NotFound, "missing: " + name.get<std::string>());
     for (const char* key : {"toolkit_config", "cdi_spec"})
-        if (!st->contains(key) || !exists(under(a, st->at(key).at("path").get<std::string>())))
+        if (!st->contains(key) || !h.exists(st->at(key).at("path").get<std::string>()))
             return inject::fail(inject::Errc::NotFound, std::string("missing: ") + key);
-    INJECT_TRY(auto changes, plan(engine_args(a, *st)));
+    INJECT_TRY(auto changes, plan(engine_args(*st), h));
     for (const auto& c : changes) {
-        INJECT_TRY(auto now, read_optional(c.path, kMaxText));
+        INJECT_TRY(auto now, h.read(c.path, kMaxText));
         if (!now || *now != c.content)
-            return inject::fail(inject::Errc::NotFound, "'" + c.path + "' lacks the enflame runtime");
+            return inject::fail(inject::Errc::NotFound, "'" + h.show(c.path) + "' lacks the enflame runtime");
     }
     std::cout << "installed: " << st->at("engine").get<std::string>() << " uses "
               << st->at("runtime_path").get<std::string>() << "\n";

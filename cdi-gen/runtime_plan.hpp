@@ -5,6 +5,7 @@
 // `enflame-ctk toolkit install|uninstall`: plan() reads the engine's files and returns what
 // to write, apply_changes() writes it.
 
+#include "host_root.hpp"
 #include "inject/result.hpp"
 #include "inject/runtime_config.hpp"
 
@@ -21,12 +22,10 @@ struct RuntimeArgs {
     bool no_drop_in = false;
     bool dry_run = false;
     bool uninstall = false;
-    /// Where the host's root is mounted: files are read and written under it.
-    std::string root = "/";
     inject::runtime_config::Options opts;
 };
 
-/// One file to change (its path under the root): its new content, or removal.
+/// One file to change (its host path, resolved in the root): its new content, or removal.
 struct Change {
     std::string path;
     std::string content;
@@ -34,10 +33,12 @@ struct Change {
     bool drop_backup = false;  ///< the file is back to its first original: the backup is redundant
 };
 
-/// What configure (or, with a.uninstall, unconfigure) writes.
-[[nodiscard]] inject::Result<std::vector<Change>> plan(const RuntimeArgs& a);
+/// What configure (or, with a.uninstall, unconfigure) writes; the files are read inside `root`.
+[[nodiscard]] inject::Result<std::vector<Change>> plan(const RuntimeArgs& a, const HostRoot& root);
 
-/// Writes (or, dry_run, prints) every change, a line each on stdout; true when a file changed.
-[[nodiscard]] inject::Result<bool> apply_changes(const std::vector<Change>& changes, bool dry_run);
+/// Writes (or, dry_run, prints) every change inside `root`, creating missing folders, a line
+/// each on stdout; true when a file changed.
+[[nodiscard]] inject::Result<bool> apply_changes(const HostRoot& root, const std::vector<Change>& changes,
+                                                 bool dry_run);
 
 }  // namespace ctk

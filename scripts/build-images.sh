@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# build-images.sh: `make images`. One OCI image holding every daemon of this build (entrypoint
-# chosen per DaemonSet), named as `make print-images` says, saved with
-# `podman save --format oci-archive` as build/images/enflame-toolkit.oci.tar.
+# build-images.sh: `make images`. One OCI image holding every daemon of the build in $BUILD_DIR
+# (`make images` passes build/release: images carry the release build; the tests pass their own),
+# entrypoint chosen per DaemonSet, named as `make print-images` says, labelled with that build's
+# CMAKE_BUILD_TYPE, saved with `podman save --format oci-archive` as
+# build/images/enflame-toolkit.oci.tar.
 #   - our files: `cmake --install --strip` of $BUILD_DIR into a staging folder;
 #   - their libraries: ldd of every installed binary, mapped to Debian 12 packages (dpkg -S),
 #     unpacked with mmdebstrap --variant=extract (those packages and their dependencies, no
@@ -12,12 +14,14 @@
 # with nothing changed rebuilds nothing. Prints the archive's path and the image size.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$TOP/build/dev}
+BUILD_DIR=${BUILD_DIR:-$TOP/build/release}
 OUT=${IMAGES_DIR:-$TOP/build/images}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mapfile -t NAMES < <(make -s -C "$TOP" print-images)
 VERSION=${NAMES[0]##*:}
 REVISION=$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)
+BUILD_TYPE=${BUILD_TYPE:-unknown}
 # fully qualified, as containerd's CRI normalises the manifests' name: an archive imported with
 # `ctr -n k8s.io images import` then holds the very image kubelet asks for (podman would name an
 # unqualified one localhost/...)
@@ -50,7 +54,7 @@ pkgs=$(for l in $libs; do pkg_of "$l"; done | sort -u)
 pkgs=$(printf "%s\n" $pkgs libc6 | sort -u | tr '\n' ',' | sed 's/,$//')
 
 hash=$( { (cd "$stage" && find . -type f -print0 | sort -z | xargs -0 sha256sum); echo "$pkgs";
-          sha256sum "$0"; echo "$REVISION"; } | sha256sum | cut -c1-16)
+          sha256sum "$0"; echo "$REVISION $BUILD_TYPE"; } | sha256sum | cut -c1-16)
 if [ -f "$ARCHIVE" ] && [ "$(cat "$OUT/enflame-toolkit.hash" 2>/dev/null)" = "$hash" ]; then
   echo "build-images: $ARCHIVE is up to date (content hash $hash)"
   exit 0
@@ -89,6 +93,7 @@ tar -C "$rootfs" -c . | "${PODMAN[@]}" import \
   --change "LABEL org.opencontainers.image.version=$VERSION" \
   --change "LABEL org.opencontainers.image.revision=$REVISION" \
   --change "LABEL io.enflame.content-hash=$hash" \
+  --change "LABEL io.enflame.build-type=$BUILD_TYPE" \
   --change "ENTRYPOINT [\"/usr/bin/enflame-ctk\"]" \
   --change "CMD [\"--help\"]" - "$FULL" > /dev/null
 rm -f "$ARCHIVE.tmp"
@@ -96,4 +101,4 @@ rm -f "$ARCHIVE.tmp"
 mv "$ARCHIVE.tmp" "$ARCHIVE"
 echo "$hash" > "$OUT/enflame-toolkit.hash"
 size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$FULL")
-echo "build-images: $ARCHIVE ($(( size / 1000000 )) MB unpacked, archive $(( $(stat -c %s "$ARCHIVE") / 1000000 )) MB; content hash $hash)"
+echo "build-images: $ARCHIVE ($BUILD_TYPE build, $(( size / 1000000 )) MB unpacked, archive $(( $(stat -c %s "$ARCHIVE") / 1000000 )) MB; content hash $hash)"

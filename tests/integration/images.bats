@@ -40,6 +40,9 @@ teardown() { teardown_scratch; }
   run "${PM[@]}" image inspect --format '{{index .Labels "org.opencontainers.image.version"}} {{index .Labels "org.opencontainers.image.revision"}}' "$IMG"
   [ "$status" -eq 0 ]
   [ "$output" = "${IMG##*:} $(git -C "$TOP" rev-parse --short HEAD)" ]
+  # it says which build it carries: the one in $BUILD_DIR (make images: build/release)
+  run "${PM[@]}" image inspect --format '{{index .Labels "io.enflame.build-type"}}' "$IMG"
+  [ "$output" = "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")" ]
   run "${PM[@]}" image inspect --format '{{.Size}}' "$IMG"
   echo "image size: $output bytes"
   [ "$output" -lt 60000000 ]
@@ -50,6 +53,22 @@ teardown() { teardown_scratch; }
   [ "$status" -eq 0 ]
   echo "$output" | grep -F "is up to date"
   [ "$(stat -c %Y "$IMAGES/enflame-toolkit.oci.tar")" = "$before" ]
+}
+
+@test "make images packs the release build whatever PRESET is, building only the targets the image installs" {
+  run make -s -n -C "$TOP" PRESET=dev images
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F "cmake --build --preset release --target "
+  echo "$output" | grep -F "BUILD_DIR=$TOP/build/release scripts/build-images.sh"
+  refute_grep -F "build/dev"
+  # every binary `cmake --install` puts in the image is built first (install fails otherwise)
+  local t targets
+  targets=$(grep -rhoE --include=CMakeLists.txt --exclude-dir=build 'install\(TARGETS [a-z0-9-]+' "$TOP" | cut -d' ' -f2)
+  [ -n "$targets" ]
+  for t in $targets; do
+    echo "$output" | grep -E -- "--target( [a-z0-9-]+)* $t( |$)"
+  done
 }
 
 @test "every daemon in the image answers --version under podman (its libraries are all there)" {

@@ -4,7 +4,10 @@
 # over the node's containerd). The "host" is a private mount namespace held open by a sleep (HOLDER_PID):
 # /run and /usr/local are empty tmpfs there, /etc an overlay whose writes land in that /run,
 # and the whole of it is bind-mounted again at /mnt/host, the way the DaemonSet mounts the
-# node's root. The installer runs in it with --host-root /mnt/host; containerd runs in it on
+# node's root. That root has the links of a merged-/usr Debian (`/var/run` -> `/run`, `/lib` ->
+# `usr/lib`, ...). The installer runs as the DaemonSet's container does (in_pod): chrooted into a
+# pod root of its own, whose /run is not the node's, with the node's root at /mnt/host, and with
+# --host-root /mnt/host --cdi-dir=/var/run/cdi. containerd runs in the node's namespace on
 # /etc/containerd/config.toml and is restarted by the test (standing in for systemd) after the
 # installer stops it. Nothing reaches the real /etc, /run or /usr/local.
 
@@ -34,6 +37,7 @@ setup() {
     CTRD_BIN=$BUILD_DIR/trixie/usr/bin
   fi
   start_host
+  make_pod_root
   in_host mkdir -p /etc/containerd
   in_host sh -c "cat > /etc/containerd/config.toml" <<TOML
 version = 2
@@ -84,6 +88,28 @@ start_host() {
 # in_host CMD...: run CMD in the simulated host's mount namespace.
 in_host() { nsenter -t "$HOLDER_PID" -m -- "$@"; }
 
+# make_pod_root: the installer container's own root, $CD/pod: /usr, /proc and /dev are the
+# node's (bound in by in_pod), /etc holds only the loader's cache, /run is its own empty folder,
+# and the node's /mnt (with the host root at /mnt/host) is bound in at /mnt.
+make_pod_root() {
+  local p=$CD/pod l
+  mkdir -p "$p"/{usr,proc,dev,etc,run,tmp,mnt} "$p$CD/src"
+  for l in bin lib lib64 sbin; do ln -s "usr/$l" "$p/$l"; done
+  cp /etc/ld.so.cache "$p/etc/"
+}
+
+# in_pod CMD...: run CMD as the installer DaemonSet's container does: in a mount namespace of its
+# own (below the node's), chrooted into $CD/pod. Its /run is not the node's /run.
+in_pod() {
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  nsenter -t "$HOLDER_PID" -m -- unshare --mount --propagation private /bin/sh -c '
+    p=$1 src=$2; shift 2
+    mount --rbind /usr "$p/usr" && mount -o remount,bind,ro "$p/usr" &&
+      mount --rbind /proc "$p/proc" && mount --rbind /dev "$p/dev" &&
+      mount --rbind /mnt "$p/mnt" && mount --bind "$src" "$p$src" || exit 125
+    exec chroot "$p" "$@"' pod "$CD/pod" "$CD/src" "$@"
+}
+
 start_containerd() {
   setsid nsenter -t "$HOLDER_PID" -m -- containerd --config /etc/containerd/config.toml \
     >> "$CD/ctrd/containerd.log" 2>&1 < /dev/null &
@@ -115,16 +141,19 @@ cleanup_cgroups() {
 # gone PID: true once PID has exited (or is a zombie).
 gone() { case $(ps -o stat= -p "$1") in ''|Z*) return 0 ;; esac; return 1; }
 
+# install_tk [ARGS]: install as the shipped DaemonSet does (--cdi-dir=/var/run/cdi), from the pod.
 install_tk() {
-  run in_host "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
-    --driver-root "$CD/host" --dev-root "$CD/host" "$@"
+  run in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
+    --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host" "$@"
   echo "$output"
 }
 
 uninstall_tk() {
-  run in_host "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" "$@"
+  run in_pod "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" "$@"
   echo "$output"
 }
+
+status_tk() { run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R"; }
 
 # host_files: a checksum line for every file the installer may touch, and each folder's name.
 host_files() {
@@ -159,7 +188,7 @@ print(r["runtime_type"], r["options"]["BinaryName"])' <<<"$output"
   echo "$output" | grep -F "hostPath: $CD/host/dev/gcu1"
   echo "$output" | grep -F "path: $TK/enflame-ctk"
   refute_grep -F "$R/"
-  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  status_tk
   [ "$status" -eq 0 ]
   # a container started through containerd with the runtime it now names
   local id; id=$(unique_id inst)
@@ -190,6 +219,15 @@ uninstall_restores() {
 }
 
 @test "install: containerd is stopped once, comes back with our runtime, and a container through it gets a card" {
+  # the host root has a merged-/usr Debian's links, and the pod's /run is not the host's: an
+  # installer that resolved /var/run/cdi from the pod would look into the pod's /run
+  [ "$(in_host readlink "$R/var/run")" = /run ]
+  [ "$(in_host readlink "$R/lib")" = usr/lib ]
+  [ "$(in_host readlink "$R/bin")" = usr/bin ]
+  [ "$(in_host readlink "$R/sbin")" = usr/sbin ]
+  [ "$(in_host readlink "$R/lib64")" = usr/lib64 ]
+  in_host test -e /run/.ready
+  run ! in_pod test -e /run/.ready
   install_gets_card
 
 }
@@ -222,7 +260,7 @@ uninstall_restores() {
   uninstall_tk
   [ "$status" -eq 0 ]
   echo "$output" | grep -F "nothing to undo"
-  run ! in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  run ! in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R"
 }
 
 @test "bad input: an engine that is not installed, a read-only host folder, a config containerd refuses: one line, nothing left" {
@@ -241,7 +279,7 @@ uninstall_restores() {
   in_host sh -c "mount --bind $R/etc/containerd $R/etc/containerd && mount -o remount,bind,ro $R/etc/containerd"
   install_tk
   [ "$status" -ne 0 ]
-  echo "$output" | tail -n 1 | grep -E "^error: .*'$R/etc/containerd/conf.d/99-enflame.toml'.*Read-only file system"
+  echo "$output" | tail -n 1 | grep -E "^error: .*'/etc/containerd/conf.d/99-enflame.toml'.*Read-only file system"
   [ "$(host_files)" = "$files_before" ]
   in_host umount "$R/etc/containerd"
   # a config containerd refuses (a key of the wrong type): the change is rolled back byte for byte
@@ -267,20 +305,20 @@ uninstall_restores() {
   [ "$status" -eq 0 ]
   echo "$output" | grep -F "note: containerd is not running (nothing answers on '$R$CD/ctrd/containerd.sock')"
   refute_grep -F "signalled"
-  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  status_tk
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx "installed: containerd uses $TK/enflame-container-runtime"
   in_host rm /etc/containerd/conf.d/99-enflame.toml
-  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  status_tk
   [ "$status" -ne 0 ]
   [ "$output" = "error: '$R/etc/containerd/conf.d/99-enflame.toml' lacks the enflame runtime" ]
   install_tk
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx "updated: $R/etc/containerd/conf.d/99-enflame.toml"
-  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  status_tk
   [ "$status" -eq 0 ]
   in_host rm "$TK/enflame-container-runtime-hook"
-  run in_host "$CD/src/enflame-ctk" toolkit status --host-root "$R"
+  status_tk
   [ "$status" -ne 0 ]
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
@@ -306,7 +344,7 @@ print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile":
   local D=(/usr/bin/docker -H "unix://$d/docker.sock")
   wait_for "${D[@]}" version
   local files_before; files_before=$(in_host ls -A /etc/docker)
-  run in_host "$CD/src/enflame-ctk" toolkit install --host-root "$R" --runtime docker --engine-socket "$d/docker.sock" \
+  run in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --runtime docker --engine-socket "$d/docker.sock" \
     --driver-root "$CD/host" --dev-root "$CD/host"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -323,7 +361,7 @@ print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile":
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx gcu1
   refute_grep -Fx gcu0
-  run in_host "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$d/docker.sock"
+  run in_pod "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$d/docker.sock"
   echo "$output"
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
@@ -331,4 +369,79 @@ print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile":
   echo "$output" | grep -Fx "note: dockerd lists the runtime until it restarts (its SIGHUP reload keeps runtimes the file no longer names)"
   in_host cat /etc/docker/daemon.json | cmp - "$d/before.json"
   [ "$(in_host ls -A /etc/docker)" = "$files_before" ]   # no backup left either
+}
+
+@test "--engine-config elsewhere: the drop-in goes beside it, containerd started on it reads it, uninstall restores it" {
+  local alt=/etc/alt-containerd
+  in_host mkdir -p "$alt"
+  in_host cp /etc/containerd/config.toml "$alt/config.toml"
+  local files_before; files_before=$(host_files)
+  install_tk --engine-config "$alt/config.toml"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "updated: $R$alt/conf.d/99-enflame.toml"
+  echo "$output" | grep -Fx "updated: $R$alt/config.toml"
+  in_host grep -E "^imports = \[\"$alt/conf.d/99-enflame.toml\"\]" "$alt/config.toml"
+  run ! in_host test -e /etc/containerd/conf.d
+  # containerd started on that config reads the drop-in: its merged config names our runtime
+  run in_host containerd --config "$alt/config.toml" config dump
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -F 'BinaryName = "/usr/local/enflame/toolkit/enflame-container-runtime"'
+  status_tk
+  [ "$status" -eq 0 ]
+  uninstall_tk
+  [ "$status" -eq 0 ]
+  in_host cat "$alt/config.toml" | cmp - "$CD/before.toml"
+  [ "$(in_host ls -A "$alt")" = config.toml ]
+  [ "$(host_files)" = "$files_before" ]
+}
+
+# hostile_root LINK: a node root at /mnt/hostile (on the node namespace's tmpfs, seen by the pod)
+# whose /etc/containerd is a symlink to LINK. It has the node's /usr (read-only, with a /usr/local
+# of its own) and /proc, the loader's cache, `/var/run` -> `/run`, and the simulated cards at $CD/host.
+hostile_root() {
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  in_host sh -c '
+    h=/mnt/hostile; mkdir -p $h/usr $h/proc $h/etc $h/run $h/var "$h$2" || exit 125
+    mount --rbind /usr $h/usr && mount -o remount,bind,ro $h/usr && mount --rbind /proc $h/proc &&
+      mount -t tmpfs -o mode=755 tmpfs $h/usr/local && mount --bind "$2" "$h$2" || exit 125
+    for l in bin lib lib64 sbin; do ln -s usr/$l $h/$l; done
+    ln -s /run $h/var/run && cp /etc/ld.so.cache $h/etc/ && ln -s "$1" $h/etc/containerd' sh "$1" "$CD/host"
+  in_host find /mnt/hostile -xdev | sort > "$CD/hostile.before"
+}
+
+@test "hostile host root: /etc/containerd a link to /../../.. or to a folder outside the root: every write stays inside the root" {
+  local link pod_before host_before
+  pod_before=$(find "$CD/pod" | sort)
+  host_before=$(host_files)
+  for link in /../../.. /mnt/host/etc/containerd; do
+    hostile_root "$link"
+    # the link's target inside the root, where an absolute link leads
+    if [ "$link" != /../../.. ]; then in_host mkdir -p "/mnt/hostile$link"; fi
+    local inside=/mnt/hostile${link#/../../..}
+    run in_pod "$CD/src/enflame-ctk" toolkit install --host-root /mnt/hostile --runtime containerd \
+      --restart-mode none --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # inside the root: containerd's config and our drop-in behind the link, the spec behind /var/run
+    in_host grep -F '/etc/containerd/conf.d/99-enflame.toml' "$inside/config.toml"
+    in_host grep -F 'BinaryName = "/usr/local/enflame/toolkit/enflame-container-runtime"' "$inside/conf.d/99-enflame.toml"
+    in_host test -f /mnt/hostile/run/cdi/enflame.com-gpu.yaml
+    # outside it: nothing, neither in the pod's own root nor in the other host root
+    [ "$(find "$CD/pod" | sort)" = "$pod_before" ]
+    [ "$(host_files)" = "$host_before" ]
+    run in_pod "$CD/src/enflame-ctk" toolkit uninstall --host-root /mnt/hostile
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # the config we created is gone again with our drop-in: the root is as it was
+    if [ "$link" != /../../.. ]; then
+      [ -z "$(in_host find /mnt/hostile/mnt ! -type d)" ]
+      in_host rm -r /mnt/hostile/mnt
+    fi
+    in_host find /mnt/hostile -xdev | sort | diff "$CD/hostile.before" -
+    [ -z "$(in_host find /mnt/hostile/usr/local -mindepth 1)" ]
+    [ "$(find "$CD/pod" | sort)" = "$pod_before" ]
+    [ "$(host_files)" = "$host_before" ]
+    in_host umount -R /mnt/hostile/usr /mnt/hostile/proc "/mnt/hostile$CD/host"
+    in_host rm -rf /mnt/hostile
+  done
 }

@@ -67,6 +67,11 @@ inject::Result<void> as_void(inject::Result<UniqueFd> r) {
     return inject::ok();
 }
 
+inject::Result<void> as_void_str(inject::Result<std::string> r) {
+    if (!r) return inject::fail(std::move(r).error());
+    return inject::ok();
+}
+
 inject::Result<void> bind_host_file(const Env& e, const std::string& target) {
     testutil::write_file(e.root + "/../src.so", "library");
     UniqueFd src(::open((e.root + "/../src.so").c_str(), O_PATH | O_CLOEXEC));
@@ -162,6 +167,60 @@ std::vector<Case> cases() {
          "/etc/ld.so.conf: refusing to replace a symlink", {}},
         {"WriteParentSymlinkToHost", {}, {{"etc", "{OUT}"}},
          [](const Env& e) { return inject::fs::write_in_root(e.root_fd, "/etc/ld.so.conf.d/x.conf", "x"); },
+         "resolving /etc: No such file or directory", {}},
+        // The installer's view of a node's root mounted in its pod: absolute links resolve from
+        // the root, never from the caller's "/".
+        {"AtomicWriteThroughAbsoluteLink", {"run/cdi"}, {{"var/run", "/run"}},
+         [](const Env& e) { return inject::fs::atomic_write_in_root(e.root_fd, "/var/run/cdi/spec.yaml", "spec\n"); },
+         "", {"run/cdi/spec.yaml"},
+         [](const Env& e) { EXPECT_EQ(testutil::read_file(e.root + "/run/cdi/spec.yaml"), "spec\n"); }},
+        {"AtomicWriteThroughDotDotLink", {"etc"}, {{"etc/containerd", "/../../.."}},
+         [](const Env& e) { return inject::fs::atomic_write_in_root(e.root_fd, "/etc/containerd/config.toml", "x"); },
+         "", {"config.toml"}},
+        {"AtomicWriteParentLinkToHost", {}, {{"etc/containerd", "{OUT}"}},
+         [](const Env& e) { return inject::fs::atomic_write_in_root(e.root_fd, "/etc/containerd/config.toml", "x"); },
+         "resolving /etc/containerd: No such file or directory", {}},
+        {"AtomicWriteRefusesSymlink", {"etc"}, {{"etc/config.toml", "{OUT}/file"}},
+         [](const Env& e) { return inject::fs::atomic_write_in_root(e.root_fd, "/etc/config.toml", "x"); },
+         "/etc/config.toml: refusing to replace a symlink", {}},
+        {"AtomicWriteKeepsMode", {"etc"}, {},
+         [](const Env& e) {
+             testutil::write_file(e.root + "/etc/secret.toml", "old");
+             ::chmod((e.root + "/etc/secret.toml").c_str(), 0600);
+             return inject::fs::atomic_write_in_root(e.root_fd, "/etc/secret.toml", "new");
+         },
+         "", {"etc/secret.toml"},
+         [](const Env& e) {
+             struct stat st {};
+             ASSERT_EQ(::stat((e.root + "/etc/secret.toml").c_str(), &st), 0);
+             EXPECT_EQ(st.st_mode & 07777, 0600u);
+             EXPECT_EQ(testutil::read_file(e.root + "/etc/secret.toml"), "new");
+             EXPECT_EQ(stdfs::directory_iterator(e.root + "/etc")->path().filename(), "secret.toml")
+                 << "a temp file was left behind";
+         }},
+        {"ReadThroughLinkToHost", {"etc"}, {{"etc/passwd", "{OUT}/file"}},
+         [](const Env& e) { return as_void_str(inject::fs::read_in_root(e.root_fd, "/etc/passwd", 100)); },
+         "resolving /etc/passwd: No such file or directory", {}},
+        {"ReadThroughDotDotLink", {"run"}, {{"var/run", "../../../../../run"}},
+         [](const Env& e) -> inject::Result<void> {
+             testutil::write_file(e.root + "/run/x", "inside");
+             INJECT_TRY(auto t, inject::fs::read_in_root(e.root_fd, "/var/run/x", 100));
+             if (t != "inside") return inject::fail(inject::Errc::Internal, "read " + t);
+             return inject::ok();
+         },
+         "", {}},
+        {"ReadRefusesFifo", {"run"}, {},
+         [](const Env& e) {
+             EXPECT_EQ(::mkfifo((e.root + "/run/pipe").c_str(), 0600), 0);
+             return as_void_str(inject::fs::read_in_root(e.root_fd, "/run/pipe", 100));
+         },
+         "/run/pipe: not a regular file", {}},
+        {"RemoveTheLinkNotItsTarget", {"etc"}, {{"etc/link", "{OUT}/file"}},
+         [](const Env& e) { return inject::fs::remove_in_root(e.root_fd, "/etc/link"); },
+         "", {},
+         [](const Env& e) { EXPECT_FALSE(stdfs::is_symlink(e.root + "/etc/link")); }},
+        {"RemoveThroughLinkToHost", {}, {{"etc", "{OUT}"}},
+         [](const Env& e) { return inject::fs::remove_in_root(e.root_fd, "/etc/file"); },
          "resolving /etc: No such file or directory", {}},
         {"BindReadOnlyIdempotent", {}, {},
          [](const Env& e) -> inject::Result<void> {

@@ -2,6 +2,7 @@
 // inject::runtime_config: golden files per engine and config version, idempotence, the round
 // trip through unconfigure, bad input with the exact text a user sees, the file writer, and
 // `enflame-ctk config --set`. Set ENFLAME_UPDATE_GOLDEN=1 to rewrite the golden files.
+#include "inject/fs.hpp"
 #include "inject/runtime_config.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
@@ -327,6 +329,38 @@ TEST(RuntimeConfigWrite, NewFileHasNoBackup) {
     ASSERT_TRUE(w);
     EXPECT_EQ(testutil::read_file(path), "version = 2\n");
     EXPECT_NE(::access(rc::backup_path(path).c_str(), F_OK), 0);
+}
+
+TEST(RuntimeConfigWrite, InRootFollowsTheRootsOwnLinks) {
+    // A node's root mounted in a pod: its `/etc/containerd` an absolute link, resolved from the
+    // node's root, and the backup beside the file there.
+    testutil::TempDir dir;
+    const auto root = dir.path() + "/host";
+    std::filesystem::create_directories(root + "/srv/containerd");
+    std::filesystem::create_directories(root + "/etc");
+    std::filesystem::create_symlink("/srv/containerd", root + "/etc/containerd");
+    testutil::write_file(root + "/srv/containerd/config.toml", "version = 2\n");
+    auto fd = inject::fs::open_root(root);
+    ASSERT_TRUE(fd) << fd.error().what();
+    auto w = rc::write_file(fd->get(), "/etc/containerd/config.toml", "version = 3\n");
+    ASSERT_TRUE(w) << w.error().what();
+    EXPECT_EQ(*w, rc::WriteOutcome::Written);
+    EXPECT_EQ(testutil::read_file(root + "/srv/containerd/config.toml"), "version = 3\n");
+    EXPECT_EQ(testutil::read_file(root + "/srv/containerd/config.toml.enflame.bak"), "version = 2\n");
+    w = rc::write_file(fd->get(), "/etc/containerd/config.toml", "", true);
+    ASSERT_TRUE(w) << w.error().what();
+    EXPECT_EQ(*w, rc::WriteOutcome::Removed);
+    EXPECT_TRUE(std::filesystem::is_symlink(root + "/etc/containerd"));
+}
+
+TEST(RuntimeConfigDropIn, BesideContainerdsConfig) {
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Containerd, "/etc/containerd/config.toml"),
+              "/etc/containerd/conf.d/99-enflame.toml");
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Containerd, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"),
+              "/var/lib/rancher/k3s/agent/etc/containerd/conf.d/99-enflame.toml");
+    // CRI-O reads drop-ins from its --config-dir, wherever --config is
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Crio, "/opt/crio/crio.conf"), "/etc/crio/crio.conf.d/99-enflame.toml");
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Docker, "/etc/docker/daemon.json"), std::nullopt);
 }
 
 // ---- enflame-ctk config --set -------------------------------------------------------------

@@ -2,14 +2,16 @@
 #pragma once
 
 /// \file
-/// File operations inside a container rootfs, all on file descriptors: every path is resolved
+/// File operations inside a root (a container's rootfs, or a node's root mounted into the
+/// installer's pod), all on file descriptors: every path is resolved
 /// with open_in_root() (openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, or the checked walk),
 /// every creation is relative to the already-opened parent (mkdirat, mknodat, symlinkat), and
 /// every mount names its target as /proc/self/fd/<n> of the opened target. No path string is
 /// checked and then used (the CVE-2024-0132 / CVE-2025-23359 class).
 ///
-/// `root_fd` is an O_PATH (or O_RDONLY) directory fd of the rootfs (fs::open_root()). Paths are
-/// container paths ("/usr/lib/libefml.so.1"); "." and ".." are clamped at the root.
+/// `root_fd` is an O_PATH (or O_RDONLY) directory fd of the root (fs::open_root()). Paths are
+/// paths as seen inside the root ("/usr/lib/libefml.so.1"); "." and ".." are clamped at the root,
+/// and an absolute symlink resolves from the root, never from the caller's own "/".
 
 #include "inject/fs.hpp"
 #include "inject/result.hpp"
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -80,6 +83,25 @@ struct BindOptions {
 /// fsyncs on a busy disk were about half a millisecond of every hooked start.
 [[nodiscard]] Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content,
                                          mode_t mode = 0644);
+
+/// Replaces `path` inside the root with `content` atomically and, with `opts.durable`, durably:
+/// a temp file created with O_EXCL in the folder opened in the root, fsync, renameat within that
+/// folder, fsync of the folder. The folder must exist (NotFound otherwise: the caller decides
+/// which folders it creates). An existing file keeps its own mode; a new one gets `opts.mode`.
+/// Refuses a symlink or a directory at `path` (InvalidInput). A failure leaves the old file as
+/// it was and no temp file behind. For files that must outlive a crash (a host's engine config).
+[[nodiscard]] Result<void> atomic_write_in_root(int root_fd, std::string_view path, std::string_view content,
+                                                const AtomicWriteOptions& opts = {});
+
+/// Reads the whole file `path` inside the root; refuses files larger than `max_bytes` and
+/// anything but a regular file (InvalidInput: a FIFO would block). NotFound when it does not
+/// exist.
+[[nodiscard]] Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t max_bytes);
+
+/// Removes the file `path` (with `directory`, the empty folder) inside the root: the folder is
+/// opened in the root and the last component removed with unlinkat() on it, so a symlink there
+/// is removed itself, never followed. NotFound when it does not exist.
+[[nodiscard]] Result<void> remove_in_root(int root_fd, std::string_view path, bool directory = false);
 
 /// Splits a container path into its lexically normalised folder and last component
 /// ("/a/./b/../c" -> {"/a", "c"}); ".." is clamped at the root. The name is empty for "/".

@@ -49,6 +49,11 @@ struct Options {
 
 /// The default drop-in file of an engine; nullopt for Docker (daemon.json has none).
 [[nodiscard]] std::optional<std::string> default_drop_in(Engine e);
+/// The drop-in file for the main config `config`: containerd's goes beside it
+/// (`<folder of config>/conf.d/99-enflame.toml`, imported by its absolute path, so a containerd
+/// started with `--config` elsewhere reads it); CRI-O reads drop-ins from its own --config-dir
+/// whatever --config names, so its default stays. nullopt for Docker.
+[[nodiscard]] std::optional<std::string> drop_in_for(Engine e, std::string_view config);
 /// The default main config file of an engine.
 [[nodiscard]] std::string default_config_path(Engine e);
 
@@ -99,6 +104,12 @@ enum class WriteOutcome { Unchanged, Written, Removed };
 /// later, so it holds the first original). `remove` deletes the file instead.
 [[nodiscard]] Result<WriteOutcome> write_file(const std::string& path, std::string_view content,
                                               bool remove = false);
+/// write_file() of `path` inside the root `root_fd` (fs::open_root()): the file, its backup and
+/// their folder are resolved with fs::open_in_root(), so a symlink in a node's root mounted into a
+/// pod (`/var/run` -> `/run`) leads where it leads on the node, and never outside that root. The
+/// folder must exist; the write is durable (fsync of the file and the folder).
+[[nodiscard]] Result<WriteOutcome> write_file(int root_fd, std::string_view path,
+                                              std::string_view content, bool remove = false);
 
 /// The backup path of `path`.
 [[nodiscard]] std::string backup_path(std::string_view path);

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Dispatch by engine, and the one function that writes: backup of the first original, then an
 // atomic replace.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 
 #include "inject/fs.hpp"
+#include "inject/mount.hpp"
 #include "runtime_config_internal.hpp"
 
 namespace inject::runtime_config {
@@ -44,6 +47,12 @@ std::optional<std::string> default_drop_in(Engine e) {
             return "/etc/crio/crio.conf.d/99-enflame.toml";
     }
     return std::nullopt;
+}
+
+std::optional<std::string> drop_in_for(Engine e, std::string_view config) {
+    if (e != Engine::Containerd) return default_drop_in(e);
+    const auto name = std::filesystem::path(*default_drop_in(e)).filename();
+    return (std::filesystem::path(config).parent_path() / "conf.d" / name).lexically_normal().string();
 }
 
 std::string default_config_path(Engine e) {
@@ -89,30 +98,42 @@ std::string backup_path(std::string_view path) {
     return std::string(path) + ".enflame.bak";
 }
 
-Result<WriteOutcome> write_file(const std::string& path, std::string_view content, bool remove) {
-    auto current = fs::read_file(path, kMaxConfigBytes);
+Result<WriteOutcome> write_file(int root_fd, std::string_view path, std::string_view content,
+                                bool remove) {
+    const std::string p(path);
+    auto current = fs::read_in_root(root_fd, p, kMaxConfigBytes);
     bool exists = current.has_value();
     if (!exists && current.error().code() != Errc::NotFound)
-        return fail(std::move(current).error().context("reading " + path));
+        return fail(std::move(current).error().context("reading " + p));
     if (remove) {
         if (!exists) return WriteOutcome::Unchanged;
-        if (::unlink(path.c_str()) != 0) return fail(sys_error("removing '" + path + "'"));
+        INJECT_TRY_CTX(fs::remove_in_root(root_fd, p), "removing '" + p + "'");
         return WriteOutcome::Removed;
     }
     if (exists && *current == content) return WriteOutcome::Unchanged;
     if (exists) {
-        auto bak = backup_path(path);
-        if (::access(bak.c_str(), F_OK) != 0) {
-            if (errno != ENOENT) return fail(sys_error("checking '" + bak + "'"));
+        const auto bak = backup_path(p);
+        auto there = fs::open_in_root(root_fd, bak, O_PATH | O_NOFOLLOW);
+        if (!there && there.error().code() != Errc::NotFound)
+            return fail(std::move(there).error().context("checking '" + bak + "'"));
+        if (!there) {
             // The backup keeps the original's mode: a config may be readable by root only.
             struct stat st {};
             fs::AtomicWriteOptions wo;
-            if (::stat(path.c_str(), &st) == 0) wo.mode = st.st_mode & 07777;
-            INJECT_TRY_CTX(fs::atomic_write(bak, *current, wo), "backing up '" + path + "'");
+            INJECT_TRY(auto orig, fs::open_in_root(root_fd, p, O_PATH));
+            if (::fstat(orig.get(), &st) == 0) wo.mode = st.st_mode & 07777;
+            INJECT_TRY_CTX(fs::atomic_write_in_root(root_fd, bak, *current, wo), "backing up '" + p + "'");
         }
     }
-    INJECT_TRY_CTX(fs::atomic_write(path, content), "writing '" + path + "'");
+    INJECT_TRY_CTX(fs::atomic_write_in_root(root_fd, p, content), "writing '" + p + "'");
     return WriteOutcome::Written;
+}
+
+Result<WriteOutcome> write_file(const std::string& path, std::string_view content, bool remove) {
+    INJECT_TRY(auto root, fs::open_root("/"));
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(path, ec);
+    return write_file(root.get(), ec ? path : abs.string(), content, remove);
 }
 
 }  // namespace inject::runtime_config

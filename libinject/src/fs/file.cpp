@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/fs.hpp"
+#include "inject/mount.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,13 +18,13 @@ void UniqueFd::reset(int fd) noexcept {
     fd_ = fd;
 }
 
-Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return fail(sys_error("opening " + path));
+namespace {
+
+Result<std::string> read_all(int fd, std::size_t max_bytes, const std::string& path) {
     std::string out;
     char buf[65536];
     for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR) continue;
             return fail(sys_error("reading " + path));
@@ -35,6 +36,23 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
         out.append(buf, static_cast<std::size_t>(n));
     }
     return out;
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return fail(sys_error("opening " + path));
+    return read_all(fd.get(), max_bytes, path);
+}
+
+Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t max_bytes) {
+    // O_NONBLOCK: a FIFO planted in the root must not hang the reader (no effect on a file)
+    INJECT_TRY(UniqueFd fd, open_in_root(root_fd, path, O_RDONLY | O_NONBLOCK));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat " + std::string(path)));
+    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, std::string(path) + ": not a regular file");
+    return read_all(fd.get(), max_bytes, std::string(path));
 }
 
 namespace {

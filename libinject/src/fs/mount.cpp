@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <random>
 #include <vector>
 
@@ -154,28 +155,40 @@ Result<void> chmod_in_root(int root_fd, std::string_view path, mode_t mode) {
     return ok();
 }
 
-Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content, mode_t mode) {
-    const auto sp = split_in_root_path(path);
-    if (sp.name.empty()) return fail(Errc::InvalidInput, "'/' is a folder");
-    const std::string where = sp.dir == "/" ? "/" + sp.name : sp.dir + "/" + sp.name;
-    INJECT_TRY(UniqueFd parent, mkdir_in_root(root_fd, sp.dir, 0755));
+namespace {
+
+/// How replace_in_folder() writes.
+struct Replace {
+    mode_t mode = 0644;
+    bool keep_mode = false;  ///< an existing file keeps its own mode
+    bool durable = false;    ///< fsync the file before the rename and the folder after it
+};
+
+/// The common part of write_in_root() and atomic_write_in_root(): `parent` is the folder, already
+/// opened in the root (O_PATH is fine), `name` the last component, `where` the path for messages.
+Result<void> replace_in_folder(int parent, const std::string& name, const std::string& where,
+                               std::string_view content, const Replace& how) {
+    mode_t mode = how.mode & 07777;
     struct stat st {};
-    if (::fstatat(parent.get(), sp.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(st.st_mode)) return fail(Errc::InvalidInput, where + ": refusing to replace a symlink");
         if (S_ISDIR(st.st_mode)) return fail(Errc::InvalidInput, where + ": is a directory");
+        if (how.keep_mode) mode = st.st_mode & 07777;
+    } else if (errno != ENOENT) {
+        return fail(sys_error("checking " + where));
     }
     // O_PATH fds cannot be used for openat() of new files: reopen the folder for real.
-    UniqueFd dir(::openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir.valid()) return fail(sys_error("opening " + sp.dir));
+    UniqueFd dir(::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.valid()) return fail(sys_error("opening the folder of " + where));
     std::random_device rd;
     std::string tmp;
     UniqueFd fd;
     for (int i = 0; i < 16 && !fd.valid(); ++i) {
-        tmp = "." + sp.name + ".tmp" + std::to_string(rd());
+        tmp = "." + name + ".tmp" + std::to_string(rd());
         fd.reset(::openat(dir.get(), tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
-        if (!fd.valid() && errno != EEXIST) return fail(sys_error("creating a temporary file in " + sp.dir));
+        if (!fd.valid() && errno != EEXIST) return fail(sys_error("creating a temporary file for " + where));
     }
-    if (!fd.valid()) return fail(sys_error("creating a temporary file in " + sp.dir));
+    if (!fd.valid()) return fail(sys_error("creating a temporary file for " + where));
     Result<void> r = ok();
     std::string_view rest = content;
     while (r && !rest.empty()) {
@@ -184,13 +197,45 @@ Result<void> write_in_root(int root_fd, std::string_view path, std::string_view 
         if (n < 0) r = fail(sys_error("writing " + where));
         else rest.remove_prefix(static_cast<std::size_t>(n));
     }
-    if (r && ::fchmod(fd.get(), mode & 07777) != 0) r = fail(sys_error("setting the mode of " + where));
-    if (r && ::renameat(dir.get(), tmp.c_str(), dir.get(), sp.name.c_str()) != 0)
+    if (r && ::fchmod(fd.get(), mode) != 0) r = fail(sys_error("setting the mode of " + where));
+    if (r && how.durable && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + where));
+    if (r && ::close(fd.release()) != 0) r = fail(sys_error("closing " + where));
+    if (r && ::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0)
         r = fail(sys_error("renaming into " + where));
     if (!r) {
         ::unlinkat(dir.get(), tmp.c_str(), 0);
         return r;
     }
+    if (how.durable) ::fsync(dir.get());  // the rename is durable only once the folder is
+    return ok();
+}
+
+std::string shown(const SplitPath& sp) { return sp.dir == "/" ? "/" + sp.name : sp.dir + "/" + sp.name; }
+
+}  // namespace
+
+Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content, mode_t mode) {
+    const auto sp = split_in_root_path(path);
+    if (sp.name.empty()) return fail(Errc::InvalidInput, "'/' is a folder");
+    INJECT_TRY(UniqueFd parent, mkdir_in_root(root_fd, sp.dir, 0755));
+    return replace_in_folder(parent.get(), sp.name, shown(sp), content, Replace{mode, false, false});
+}
+
+Result<void> atomic_write_in_root(int root_fd, std::string_view path, std::string_view content,
+                                  const AtomicWriteOptions& opts) {
+    const auto sp = split_in_root_path(path);
+    if (sp.name.empty()) return fail(Errc::InvalidInput, "'/' is a folder");
+    INJECT_TRY(UniqueFd parent, open_in_root(root_fd, sp.dir, O_PATH | O_DIRECTORY));
+    return replace_in_folder(parent.get(), sp.name, shown(sp), content,
+                             Replace{opts.mode, true, opts.durable});
+}
+
+Result<void> remove_in_root(int root_fd, std::string_view path, bool directory) {
+    const auto sp = split_in_root_path(path);
+    if (sp.name.empty()) return fail(Errc::InvalidInput, "cannot remove '/'");
+    INJECT_TRY(UniqueFd parent, open_in_root(root_fd, sp.dir, O_PATH | O_DIRECTORY));
+    if (::unlinkat(parent.get(), sp.name.c_str(), directory ? AT_REMOVEDIR : 0) != 0)
+        return fail(sys_error("removing " + shown(sp)));
     return ok();
 }
 
