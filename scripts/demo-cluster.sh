@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # demo-cluster.sh: `make demo-cluster`, the Kubernetes half of the demo for a newcomer. On a
-# simulated Enflame host (three S60 cards) it starts a real one-node Kubernetes 1.32
+# simulated Enflame host (four S60 cards) it starts a real one-node Kubernetes 1.32
 # (tests/cluster/cluster.sh), builds the image (`make images`) and imports it into the node's
 # containerd, installs the toolkit with `kubectl apply -k deployments/` as shipped (plus the
 # harness's own changes, tests/cluster/overlay.sh), runs the shipped example pod and prints
@@ -32,8 +32,11 @@ cleanup() {
 KUBECTL=
 trap cleanup EXIT
 
-step "a simulated host with 3 S60 cards in $D/host"
-"$SIM_HOST" example --cards 3 --drs > "$D/desc.yaml"
+step "a simulated host with 4 S60 cards in $D/host (card 0 split into two DRS instances)"
+"$SIM_HOST" example --cards 4 --drs | python3 -c 'import sys, yaml
+d = yaml.safe_load(sys.stdin)
+d["drs"]["instances"] = [i for i in d["drs"]["instances"] if i["card"] == 0]
+yaml.safe_dump(d, sys.stdout, sort_keys=False)' > "$D/desc.yaml"
 "$SIM_HOST" build --desc "$D/desc.yaml" --root "$D/host" > /dev/null
 ls -l "$D"/host/dev/gcu*
 

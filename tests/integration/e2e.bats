@@ -18,8 +18,10 @@ setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
   export E2E; E2E=$(mktemp -d /tmp/ectk-e2e.XXXXXX)
   chmod 755 "$E2E"
-  # the simulated host: three S60 cards with DRS profiles (an instance of 1g.11gb among them)
-  "$SIM_HOST" example --cards 3 --drs > "$E2E/desc.yaml"
+  # the simulated host: four S60 cards, card 0 split into two DRS instances of 1g.11gb (the
+  # device plugin serves them as enflame.com/drs-1g.11gb, the DRA plugin as devices of their
+  # own), cards 1-3 whole
+  sim_desc > "$E2E/desc.yaml"
   "$SIM_HOST" build --desc "$E2E/desc.yaml" --root "$E2E/host" > /dev/null
   make -s -C "$TOP" images > "$E2E/images.log" 2>&1 ||
     { echo "make images failed: $(tail -n 3 "$E2E/images.log")" >&2; return 1; }
@@ -51,6 +53,13 @@ setup() {
 }
 
 kc() { "$KUBECTL" "$@"; }
+# sim_desc: the simulated host's description (enflame-sim-host example, DRS instances on card 0 only).
+sim_desc() {
+  "$SIM_HOST" example --cards 4 --drs | python3 -c 'import sys, yaml
+d = yaml.safe_load(sys.stdin)
+d["drs"]["instances"] = [i for i in d["drs"]["instances"] if i["card"] == 0]
+yaml.safe_dump(d, sys.stdout, sort_keys=False)'
+}
 # in_ns CMD...: CMD inside the harness's mount namespace (where containerd and kubelet see the
 # node's /etc/containerd, /run/cdi, /usr/local/enflame ...).
 in_ns() { nsenter -t "$NS_PID" -m -- "$@"; }
@@ -106,7 +115,7 @@ apply_all() {
   run kc apply -k "$1"
 }
 
-@test "e2e: kubectl apply -k deployments/ as shipped: every DaemonSet Ready, the installer wires containerd, 3 cards allocatable" {
+@test "e2e: kubectl apply -k deployments/ as shipped: every DaemonSet Ready, the installer wires containerd, 3 whole cards allocatable" {
   apply_all "$E2E/dp"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -126,13 +135,15 @@ apply_all() {
     sleep 1
   done
   [ "$n" = 3 ]
+  # the split card's two instances as a resource of their own
+  [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-1g\.11gb}')" = 2 ]
   # the labeler's labels for NFD, and the exporter's scrape on its pod address (as Prometheus)
   run in_ns cat /etc/kubernetes/node-feature-discovery/features.d/enflame
   echo "$output"
-  [[ $output == *"enflame.com/gpu.count=3"* ]]
+  [[ $output == *"enflame.com/gpu.count=4"* ]]
   local ip; ip=$(kc -n "$NS" get pod -l app.kubernetes.io/name=enflame-gcu-exporter -o jsonpath='{.items[0].status.podIP}')
   run curl -sf --max-time 5 "http://$ip:9400/metrics"
-  grep -E '^enflame_gcu_count(\{.*\})? 3$' <<<"$output"
+  grep -E '^enflame_gcu_count(\{.*\})? 4$' <<<"$output"
 }
 
 @test "e2e: the shipped example pod (no RuntimeClass, plain runc) gets exactly its two cards" {
@@ -232,10 +243,11 @@ uninstall_all() {
   refute_terminating
   run in_ns cat "$CONTAINERD_CONFIG"
   [ "$output" = "$(cat "$E2E/containerd.before")" ]
-  run in_ns ls -A /usr/local/enflame/toolkit
-  [ -z "$output" ]
-  run in_ns test -e /run/cdi/enflame.com-gpu.yaml
-  [ "$status" -ne 0 ]
+  # the toolkit folder and the CDI spec gone (/usr/local/enflame is the harness's mount point)
+  run in_ns find /usr/local/enflame /run/cdi
+  echo "$output"
+  [[ $output != */toolkit* ]]
+  [[ $output != *enflame.com-gpu.yaml* ]]
 }
 
 refute_terminating() {
@@ -259,10 +271,11 @@ refute_terminating() {
   for _ in $(seq 30); do
     n=$(kc get resourceslices -o json | python3 -c 'import json,sys
 print(sum(len(s["spec"].get("devices", [])) for s in json.load(sys.stdin)["items"]))')
-    [ "$n" -ge 3 ] && break
+    [ "$n" = 5 ] && break
     sleep 1
   done
-  [ "$n" -ge 3 ]
+  # three whole cards and the two DRS instances of card 0
+  [ "$n" = 5 ]
 }
 
 # example_runs FILE: apply a shipped DRA example; every container of every pod in it sees
@@ -306,6 +319,7 @@ example_runs() {
 
 @test "e2e: kubectl delete -k overlays/dra-v1beta1: containerd's config byte-identical, nothing left" {
   uninstall_all "$E2E/dra"
-  run in_ns sh -c 'ls /run/cdi'
+  # no per-claim spec left either
+  run in_ns find /run/cdi -type f
   [ -z "$output" ]
 }
