@@ -55,6 +55,9 @@ step "kubectl apply -k deployments/"
 cp -r "$TOP/deployments" "$D/deployments"
 "$TOP/tests/cluster/overlay.sh" "$D/overlay" "$D/deployments" "$D/host" "$APISERVER_PORT"
 "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite  # what NFD would set
+# the namespace made first: this Kubernetes build's ServiceAccount admission needs a ConfigMap
+# in every namespace with pods (tests/cluster/README.md)
+"$TOP/tests/cluster/cluster.sh" namespace "$D/cluster" enflame-system
 "$KUBECTL" apply -k "$D/overlay"
 for ds in $("$KUBECTL" -n enflame-system get ds -o name); do
   "$KUBECTL" -n enflame-system rollout status "$ds" --timeout=180s
