@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -152,7 +156,121 @@ TEST(ApiClient, WrongTokenIsPermission) {
     auto r = c->list(kSlices);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::Permission);
-    EXPECT_EQ(r.error().what(), "GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized");
+    EXPECT_EQ(r.error().what(),
+              "API server " + fake.url() + ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized");
+}
+
+/// A client whose token comes from a file in `d` (holding "test-token"), re-read every `period`.
+std::unique_ptr<Client> token_file_client(const FakeApiServer& fake, const TempDir& d, std::chrono::milliseconds period) {
+    auto cfg = fake.config();
+    cfg.token_file = d.path() + "/token";
+    std::ofstream(cfg.token_file) << "test-token\n";
+    cfg.token_reload = period;
+    return client(cfg);
+}
+
+/// Kubelet's way of rotating a projected token: the new file is renamed over the old one.
+void rotate_token(const TempDir& d, const std::string& token) {
+    std::ofstream(d.path() + "/token.new") << token << "\n";
+    std::filesystem::rename(d.path() + "/token.new", d.path() + "/token");
+}
+
+TEST(ApiToken, ARotatedTokenFileIsUsedOnceThePeriodHasPassed) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    TempDir d;
+    auto c = token_file_client(fake, d, std::chrono::milliseconds(300));
+    ASSERT_TRUE(c->list(kSlices));
+    fake.control(R"({"tokens": ["test-token", "t2"]})");
+    rotate_token(d, "t2");
+    ASSERT_TRUE(c->list(kSlices));  // within the period: the token we have
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    ASSERT_TRUE(c->list(kSlices));
+    ASSERT_TRUE(c->list(kSlices));
+    EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token", "test-token", "t2", "t2"}));
+}
+
+TEST(ApiToken, A401RereadsTheTokenFileAndRetriesOnceWithTheNewToken) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    TempDir d;
+    auto c = token_file_client(fake, d, std::chrono::hours(1));
+    ASSERT_TRUE(c->list(kSlices));
+    rotate_token(d, "t2");
+    fake.control(R"({"tokens": ["t2"]})");  // the old token has expired
+    auto r = c->list(kSlices);
+    EXPECT_TRUE(r) << r.error().what();
+    EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token", "test-token", "t2"})) << "exactly one retry";
+}
+
+TEST(ApiToken, A401WithAnUnchangedTokenIsTheErrorWithoutALoop) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    TempDir d;
+    auto c = token_file_client(fake, d, std::chrono::hours(1));
+    fake.control(R"({"tokens": ["t2"]})");
+    auto r = c->list(kSlices);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), Errc::Permission);
+    EXPECT_EQ(r.error().what(), "API server " + fake.url() +
+                                    ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized "
+                                    "(the token in '" + d.path() + "/token' has not changed)");
+    EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token"}));
+}
+
+TEST(ApiToken, ClientsOnSeveralThreadsSeeTheRotation) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    TempDir d;
+    auto c = token_file_client(fake, d, std::chrono::hours(1));
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 10; ++i)
+                if (!c->list(kSlices)) ++failed;
+        });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rotate_token(d, "t2");
+    fake.control(R"({"tokens": ["t2"]})");
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(fake.tokens().back(), "t2");
+}
+
+/// One LIST against `fake` answering 429 or 503 with Retry-After once: its result and time.
+std::pair<inject::Result<Json>, std::chrono::milliseconds> list_after(const FakeApiServer& fake, const std::string& control,
+                                                                    std::chrono::milliseconds timeout) {
+    auto cfg = fake.config();
+    cfg.timeout = timeout;
+    auto c = client(cfg);
+    fake.control(control);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = c->list(kSlices);
+    return {std::move(r), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)};
+}
+
+TEST(ApiClient, A429WaitsTheRetryAfterSecondsThenRetriesOnce) {
+    for (const char* control : {R"({"fail_429": 1, "retry_after": 1})", R"({"fail_503": 1, "retry_after": 1})"}) {
+        FakeApiServer fake;
+        ASSERT_TRUE(fake.up());
+        auto [r, ms] = list_after(fake, control, std::chrono::milliseconds(5000));
+        EXPECT_TRUE(r) << control << ": " << r.error().what();
+        EXPECT_GE(ms.count(), 1000) << control << ": the config's backoff is 10 ms";
+        EXPECT_LT(ms.count(), 2500) << control;
+        EXPECT_EQ(fake.tokens().size(), 2U) << control << ": one retry";
+    }
+}
+
+TEST(ApiClient, ARetryAfterPastTheTimeoutIsTheErrorAtOnce) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    auto [r, ms] = list_after(fake, R"({"fail_429": 5, "retry_after": 5})", std::chrono::milliseconds(2000));
+    ASSERT_FALSE(r);
+    EXPECT_LT(ms.count(), 1000);
+    EXPECT_EQ(r.error().what(), "GET /apis/resource.k8s.io/v1/resourceslices: 429 Too Many Requests: fake-apiserver: "
+                                "injected 429 (Retry-After 5 s is past the call's 2000 ms timeout)");
+    EXPECT_EQ(fake.tokens().size(), 1U);
 }
 
 TEST(ApiClient, ClientCertificateFromPemTextAuthenticates) {
@@ -389,6 +507,7 @@ TEST(ApiKubeconfig, TokenFileIsRead) {
         write(d.path() + "/kc", kubeconfig("https://h:6443", "", "    tokenFile: tok\n")));
     ASSERT_TRUE(cfg) << cfg.error().what();
     EXPECT_EQ(cfg->token, "secret");
+    EXPECT_EQ(cfg->token_file, d.path() + "/tok") << "re-read when it rotates";
 }
 
 struct BadKubeconfig {
@@ -426,6 +545,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadKubeconfig{"Exec", kubeconfig("https://h", "", "    exec: {command: aws}\n"),
                       "users[u].user.exec: not supported (use a token or a client certificate)"}),
     [](const auto& i) { return std::string(i.param.name); });
+
+// Like kubectl (client-go): a kubeconfig that names no CA verifies the server against the
+// system's CA store. It is verified, not skipped: the fake's own CA is not in that store.
+TEST(ApiKubeconfig, WithoutACaTheSystemStoreVerifiesTheServer) {
+    FakeApiServer fake;
+    ASSERT_TRUE(fake.up());
+    const std::string path = write(fake.dir() + "/kc.yaml", kubeconfig(fake.url(), "", "    token: test-token\n"));
+    auto cfg = k8s::api::load_kubeconfig(path);
+    ASSERT_TRUE(cfg) << cfg.error().what();
+    EXPECT_TRUE(cfg->ca_file.empty());
+    EXPECT_TRUE(cfg->ca_data.empty());
+    auto c = client(*cfg);
+    auto r = c->list(kSlices);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().what().rfind("GET /apis/resource.k8s.io/v1/resourceslices: TLS: the server's certificate "
+                                     "does not verify against the CA (the system store): SSL certificate problem: ",
+                                     0),
+              0U)
+        << r.error().what();
+    EXPECT_TRUE(fake.tokens().empty()) << "no request reached the server";
+}
 
 TEST(ApiKubeconfig, MissingFileNamesIt) {
     auto cfg = k8s::api::load_kubeconfig("/nonexistent/kc");

@@ -73,7 +73,8 @@ public:
         return c;
     }
 
-    /// Replaces control.json (faults: down, slow_ms, fail_500, conflict_409).
+    /// Replaces control.json (faults: down, slow_ms, fail_500, conflict_409, fail_429/fail_503
+    /// with retry_after, tokens).
     void control(const std::string& json) const {
         const std::string tmp = dir() + "/control.json.t";
         std::ofstream(tmp) << json;
@@ -92,6 +93,14 @@ public:
         std::ifstream in(dir() + "/writes.jsonl");
         for (std::string line; std::getline(in, line);)
             if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+        return out;
+    }
+
+    /// The bearer token of each request so far, in order ("-": none).
+    [[nodiscard]] std::vector<std::string> tokens() const {
+        std::vector<std::string> out;
+        std::ifstream in(dir() + "/tokens.log");
+        for (std::string line; std::getline(in, line);) out.push_back(line);
         return out;
     }
 

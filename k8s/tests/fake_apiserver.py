@@ -31,6 +31,11 @@ Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
   {"slow_ms": 500}    sleep before answering
   {"fail_500": 1}     answer the next N requests with 500 (the count goes down)
   {"conflict_409": 1} answer the next N PUTs with 409 (the count goes down)
+  {"fail_429": 1, "retry_after": 1}  answer the next N requests with 429 and that Retry-After
+  {"fail_503": 1, "retry_after": 1}  the same with 503 Service Unavailable
+  {"tokens": ["t2"]}  accept these bearer tokens instead of --token's (a rotated token)
+Each request's bearer token is appended to <dir>/tokens.log (one line per request, "-" for
+none), so a test counts attempts and sees which token each carried.
 Files it writes: ca.crt/ca.key, server.crt/server.key, client.crt/client.key (a client
 certificate the CA signed), other-ca.crt (a CA that signed nothing here), port (once listening).
 """
@@ -326,18 +331,28 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def fail(self, code, reason, message):
-        self.send_json(code, status(code, reason, message))
+    def fail(self, code, reason, message, headers=None):
+        data = json.dumps(status(code, reason, message)).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
 
     def body(self):
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
         return json.loads(raw) if raw else None
 
-    def authorized(self):
+    def authorized(self, ctl):
+        auth = self.headers.get("Authorization", "")
+        with self.server.log_lock, open(os.path.join(self.server.dir, "tokens.log"), "a") as f:
+            f.write((auth[len("Bearer "):] if auth.startswith("Bearer ") else "-") + "\n")
         if self.server.client_cert_ok and self.connection.getpeercert():
             return True
-        return self.headers.get("Authorization", "") == "Bearer " + self.server.token
+        return auth in ["Bearer " + t for t in (ctl.get("tokens") or [self.server.token])]
 
     def handle_any(self, verb):
         ctl = self.server.control
@@ -354,8 +369,12 @@ class Handler(BaseHTTPRequestHandler):
             body = self.body() if verb in ("POST", "PUT", "PATCH") else None
         except ValueError as e:
             return self.fail(400, "BadRequest", "invalid JSON body: %s" % e)
-        if not self.authorized():
+        if not self.authorized(c):
             return self.fail(401, "Unauthorized", "Unauthorized")
+        for code, reason in ((429, "TooManyRequests"), (503, "ServiceUnavailable")):
+            if ctl.take("fail_%d" % code):
+                return self.fail(code, reason, "fake-apiserver: injected %d" % code,
+                                 {"Retry-After": str(c.get("retry_after", 1))})
         if ctl.take("fail_500"):
             return self.fail(500, "InternalError", "fake-apiserver: injected failure")
         if verb == "PUT" and ctl.take("conflict_409"):
@@ -571,6 +590,7 @@ def main():
     srv.client_cert_ok = not a.no_client_cert
     srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
     srv.store, srv.control = Store(d), Control(d)
+    srv.log_lock = threading.Lock()
     if a.parent_pid:
         def watch_parent():
             while os.getppid() == a.parent_pid:

@@ -4,12 +4,15 @@
 // handle's kept-alive connection and TLS session are reused by the next call) and returns it.
 #include "k8s/apiserver.hpp"
 
+#include "inject/log.hpp"
+
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -25,6 +28,7 @@ namespace {
 struct Response {
     long status = 0;
     std::string body;
+    long retry_after_s = -1;  ///< the Retry-After header in seconds (-1: none)
 };
 
 struct Request {
@@ -71,6 +75,12 @@ Errc status_code(long status) {
 
 bool retryable_status(long status) { return status >= 500 || status == 429; }
 
+/// The wait a 429, or a 503 with Retry-After, asks for (capped); nothing for other answers.
+std::optional<std::chrono::milliseconds> retry_after(const Response& r) {
+    if (r.retry_after_s < 0 || (r.status != 429 && r.status != 503)) return std::nullopt;
+    return std::min<std::chrono::milliseconds>(std::chrono::seconds(r.retry_after_s), kMaxRetryAfter);
+}
+
 /// TLS set-up failures are not transient: retrying them only delays the message.
 bool retryable_transport(CURLcode rc) {
     return rc != CURLE_PEER_FAILED_VERIFICATION && rc != CURLE_SSL_CACERT_BADFILE &&
@@ -93,10 +103,14 @@ void set_blob(CURL* h, CURLoption opt, const std::string& pem) {
 }  // namespace
 
 struct Client::Impl {
+    using Clock = std::chrono::steady_clock;
+
     Config cfg;
-    std::string auth_header;
     std::mutex mu;
     std::vector<CURL*> idle;  ///< handles not in use, each with its kept-alive connection
+    std::mutex token_mu;      ///< guards token and token_read (calls come from several threads)
+    std::string token;
+    Clock::time_point token_read = Clock::now();
 
     ~Impl() {
         for (CURL* h : idle) curl_easy_cleanup(h);
@@ -118,10 +132,40 @@ struct Client::Impl {
         idle.push_back(h);
     }
 
+    /// Re-reads the token file (token_mu held). A file that cannot be read or is empty keeps
+    /// the token we have (kubelet swaps the file atomically; a bad moment passes).
+    void reread_locked() {
+        token_read = Clock::now();
+        auto t = read_token(cfg.token_file, "API server " + cfg.server + ": token");
+        if (!t) {
+            inject::log::warn("{} (keeping the previous token)", t.error().what());
+            return;
+        }
+        if (*t == token) return;
+        token = std::move(*t);
+        inject::log::info("API server {}: the token in '{}' changed: using the new one", cfg.server, cfg.token_file);
+    }
+
+    /// The token to send: a token file is re-read once its period has passed.
+    std::string current_token() {
+        const std::lock_guard lock(token_mu);
+        if (!cfg.token_file.empty() && Clock::now() - token_read >= cfg.token_reload) reread_locked();
+        return token;
+    }
+
+    /// After a 401 with `sent`: re-reads the token file; true when it now holds another token.
+    bool token_renewed(const std::string& sent) {
+        if (cfg.token_file.empty()) return false;
+        const std::lock_guard lock(token_mu);
+        if (token == sent) reread_locked();  // another thread may have renewed it already
+        return token != sent;
+    }
+
     void set_tls(CURL* h) const {
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-        // Only the cluster's CA: the system store must not vouch for an API server.
+        // The cluster's CA alone when one is given; a kubeconfig without one verifies against
+        // the system store, as client-go does (insecure-skip-tls-verify is refused on load).
         if (!cfg.ca_data.empty()) {
             curl_easy_setopt(h, CURLOPT_CAINFO, nullptr);
             curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
@@ -172,45 +216,73 @@ struct Client::Impl {
             return Error(Errc::Io, msg, static_cast<int>(rc));
         }
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+        curl_off_t ra = -1;
+        if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            resp.retry_after_s = static_cast<long>(ra);
         return resp;
     }
 
-    Result<Response> perform(const Request& r) {
+    /// The request with `tok`, retried on 5xx, 429 and transport errors. `made`: attempts made;
+    /// `gave_up`: why a wait the server asked for was not made (empty: it was, or none asked).
+    Result<Response> attempts(CURL* h, const Request& r, const std::string& tok, int& made, std::string& gave_up) {
         curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
         if (r.body) headers = curl_slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
-        if (!auth_header.empty()) headers = curl_slist_append(headers, auth_header.c_str());
-        CURL* h = acquire();
-        if (!h) {
-            curl_slist_free_all(headers);
-            return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": curl_easy_init failed");
-        }
+        if (!tok.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
         Result<Response> res = Error(Errc::Internal, "no attempt made");
+        const auto deadline = Clock::now() + cfg.timeout;
         auto backoff = cfg.backoff;
-        const int attempts = 1 + std::max(0, cfg.retries);
-        int i = 0;
-        for (; i < attempts; ++i) {
-            if (i > 0) {
-                std::this_thread::sleep_for(backoff);
-                backoff *= 2;
-            }
+        const int limit = 1 + std::max(0, cfg.retries);
+        for (made = 0; made < limit;) {
             res = once(h, r, headers);
+            ++made;
             if (res ? !retryable_status(res->status)
                     : !retryable_transport(static_cast<CURLcode>(res.error().sys_errno())))
                 break;
+            if (made == limit) break;
+            auto wait = backoff;
+            backoff *= 2;
+            if (auto asked = res ? retry_after(*res) : std::nullopt) {
+                if (Clock::now() + *asked > deadline) {
+                    gave_up = "Retry-After " + std::to_string(res->retry_after_s) + " s is past the call's " +
+                              std::to_string(cfg.timeout.count()) + " ms timeout";
+                    break;
+                }
+                wait = *asked;
+            }
+            std::this_thread::sleep_for(wait);
         }
-        release(h);
         curl_slist_free_all(headers);
+        return res;
+    }
+
+    Result<Response> perform(const Request& r) {
+        CURL* h = acquire();
+        if (!h) return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": curl_easy_init failed");
+        int made = 0;
+        std::string gave_up;
+        const std::string tok = current_token();
+        Result<Response> res = attempts(h, r, tok, made, gave_up);
+        // A rotated token: the file holds a new one. Retry once with it; an unchanged one is
+        // the answer.
+        const bool renewed = res && res->status == 401 && token_renewed(tok);
+        if (renewed) res = attempts(h, r, current_token(), made, gave_up);
+        release(h);
         const std::string what = std::string(r.verb) + " " + r.path;
         if (!res) {
             std::string msg = what + ": " + res.error().message();
-            if (const int made = std::min(i + 1, attempts); made > 1)
-                msg += " (after " + std::to_string(made) + " attempts)";
+            if (made > 1) msg += " (after " + std::to_string(made) + " attempts)";
             return Error(Errc::Io, msg);
         }
         if (res->status >= 200 && res->status < 300) return res;
         std::string msg = what + ": " + std::to_string(res->status);
         if (auto phrase = reason_phrase(res->status); !phrase.empty()) msg += " " + std::string(phrase);
         if (auto m = server_message(res->body); !m.empty()) msg += ": " + m;
+        if (res->status == 401)
+            msg = "API server " + cfg.server + ": " + msg +
+                  (cfg.token_file.empty() ? std::string()
+                                          : renewed ? " (also with the new token from '" + cfg.token_file + "')"
+                                                    : " (the token in '" + cfg.token_file + "' has not changed)");
+        if (!gave_up.empty()) msg += " (" + gave_up + ")";
         return Error(status_code(res->status), msg);
     }
 
@@ -234,7 +306,7 @@ inject::Result<std::unique_ptr<Client>> Client::create(Config cfg) {
     if (cfg.timeout.count() <= 0)
         return inject::fail(Errc::InvalidInput, "API server timeout: want more than 0 ms");
     auto impl = std::make_unique<Impl>();
-    if (!cfg.token.empty()) impl->auth_header = "Authorization: Bearer " + cfg.token;
+    impl->token = cfg.token;
     impl->cfg = std::move(cfg);
     return std::unique_ptr<Client>(new Client(std::move(impl)));
 }

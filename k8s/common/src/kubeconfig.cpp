@@ -97,9 +97,8 @@ inject::Result<Config> from_kubeconfig(const Kubeconfig& kc) {
         if (user[unsupported]) return kc.bad(uwhere + "." + unsupported, "not supported (use a token or a client certificate)");
     cfg.token = kc.str(user, "token");
     if (const std::string tf = kc.file(kc.str(user, "tokenFile")); cfg.token.empty() && !tf.empty()) {
-        INJECT_TRY(std::string t, read_file(tf, "kubeconfig '" + kc.path + "': " + uwhere + ".tokenFile"));
-        cfg.token = trim(std::move(t));
-        if (cfg.token.empty()) return kc.bad(uwhere + ".tokenFile", "'" + tf + "' is empty");
+        INJECT_TRY(cfg.token, read_token(tf, "kubeconfig '" + kc.path + "': " + uwhere + ".tokenFile"));
+        cfg.token_file = tf;
     }
     cfg.cert_file = kc.file(kc.str(user, "client-certificate"));
     cfg.key_file = kc.file(kc.str(user, "client-key"));
@@ -115,6 +114,13 @@ inject::Result<Config> from_kubeconfig(const Kubeconfig& kc) {
 }
 
 }  // namespace
+
+inject::Result<std::string> read_token(const std::string& path, const std::string& what) {
+    INJECT_TRY(std::string t, read_file(path, what));
+    t = trim(std::move(t));
+    if (t.empty()) return inject::fail(Errc::InvalidInput, what + ": '" + path + "' is empty");
+    return t;
+}
 
 inject::Result<Config> load_kubeconfig(const std::string& path) {
     INJECT_TRY(const std::string text, read_file(path, "kubeconfig"));
@@ -137,9 +143,8 @@ inject::Result<Config> in_cluster_config(const std::string& sa_dir) {
     Config cfg;
     const std::string h = host;
     cfg.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
-    INJECT_TRY(std::string token, read_file(sa_dir + "/token", "in-cluster config: service-account token"));
-    cfg.token = trim(std::move(token));
-    if (cfg.token.empty()) return inject::fail(Errc::InvalidInput, "in-cluster config: '" + sa_dir + "/token' is empty");
+    cfg.token_file = sa_dir + "/token";
+    INJECT_TRY(cfg.token, read_token(cfg.token_file, "in-cluster config: service-account token"));
     cfg.ca_file = sa_dir + "/ca.crt";
     if (!std::filesystem::exists(cfg.ca_file))
         return inject::fail(Errc::NotFound, "in-cluster config: service-account CA '" + cfg.ca_file + "' is missing");

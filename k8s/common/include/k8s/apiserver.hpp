@@ -2,8 +2,12 @@
 #pragma once
 
 // A small Kubernetes API-server client (KUBERNETES.md section 3, "API-server access"): libcurl
-// for HTTP and TLS, nlohmann-json for bodies. TLS is always verified against the configured CA.
-// Every call has a timeout; 5xx and connection errors are retried with backoff. Errors carry
+// for HTTP and TLS, nlohmann-json for bodies. TLS is always verified: against the configured
+// CA, or the system store when none is configured (as client-go does).
+// Every call has a timeout; 5xx and connection errors are retried with backoff, a 429 (or a 503
+// with Retry-After) after the server's Retry-After (at most kMaxRetryAfter, never past the
+// call's timeout). A token from a file (service account, kubeconfig tokenFile) is re-read every
+// kTokenReload and on a 401; a changed token retries the 401'd request once. Errors carry
 // the verb, the path, the HTTP status and the server's message:
 //   "GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c: 404 Not Found:
 //    resourceclaims.resource.k8s.io \"c\" not found"
@@ -24,12 +28,20 @@ namespace k8s::api {
 
 using Json = nlohmann::json;
 
+/// How often a token file is re-read (client-go's file token source: about a minute). Kubelet
+/// rotates projected service-account tokens at 80 % of their life.
+inline constexpr std::chrono::milliseconds kTokenReload{60000};
+/// The longest Retry-After wait honoured; a longer one waits this long.
+inline constexpr std::chrono::milliseconds kMaxRetryAfter{10000};
+
 /// Where the server is and how we prove who we are.
 struct Config {
     std::string server;          ///< "https://10.0.0.1:443"
     std::string ca_file;         ///< PEM file; or:
     std::string ca_data;         ///< PEM text (kubeconfig certificate-authority-data, decoded)
     std::string token;           ///< bearer token (empty: none)
+    std::string token_file;      ///< where `token` came from: re-read (empty: the token is fixed)
+    std::chrono::milliseconds token_reload = kTokenReload;  ///< period of the re-read
     std::string cert_file, key_file;  ///< client certificate (files)
     std::string cert_data, key_data;  ///< client certificate (PEM text, decoded)
     std::chrono::milliseconds timeout{10000};  ///< per attempt
@@ -41,6 +53,10 @@ struct Config {
 /// `ca.crt` under `sa_dir`. Errors name the variable or file that is missing.
 [[nodiscard]] inject::Result<Config> in_cluster_config(
     const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+
+/// A token file's token (trailing newline and blanks trimmed). Errors name `what` and the file;
+/// an empty file is an error.
+[[nodiscard]] inject::Result<std::string> read_token(const std::string& path, const std::string& what);
 
 /// A kubeconfig file: the current context's cluster (server, certificate-authority or
 /// -data) and user (token, token-file, client-certificate(-data), client-key(-data)).
