@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -167,7 +168,12 @@ inject::Result<void> remove_claim_spec(const std::string& cdi_root, const std::s
     return inject::ok();
 }
 
-inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root) {
+namespace {
+
+/// `pick(name)` of every entry in `cdi_root` that gives a non-empty string (sorted; a missing
+/// folder has none).
+inject::Result<std::vector<std::string>> names_in(const std::string& cdi_root,
+                                                  const std::function<std::string(const std::string&)>& pick) {
     std::vector<std::string> out;
     DIR* dir = ::opendir(cdi_root.c_str());
     if (!dir) {
@@ -175,11 +181,32 @@ inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_r
         return fail(inject::sys_error("reading CDI folder '" + cdi_root + "'"));
     }
     while (const dirent* e = ::readdir(dir)) {
-        if (auto uid = claim_uid_of(e->d_name); !uid.empty()) out.push_back(std::move(uid));
+        if (auto v = pick(e->d_name); !v.empty()) out.push_back(std::move(v));
     }
     ::closedir(dir);
     std::sort(out.begin(), out.end());
     return out;
+}
+
+}  // namespace
+
+bool is_temp_spec(const std::string& file_name) {
+    constexpr std::string_view kTemp = ".tmp.";  // inject::fs::atomic_write's, then mkostemp's 6
+    const auto at = file_name.rfind(kTemp);
+    return at != std::string::npos && file_name.size() == at + kTemp.size() + 6 &&
+           !claim_uid_of(file_name.substr(0, at)).empty();
+}
+
+inject::Result<std::vector<std::string>> remove_temp_specs(const std::string& cdi_root) {
+    INJECT_TRY(auto temps, names_in(cdi_root, [](const std::string& n) { return is_temp_spec(n) ? n : std::string(); }));
+    for (const auto& name : temps)
+        if (const std::string path = join(cdi_root, name); ::unlink(path.c_str()) != 0 && errno != ENOENT)
+            return fail(inject::sys_error("removing the temporary CDI spec '" + path + "'"));
+    return temps;
+}
+
+inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root) {
+    return names_in(cdi_root, claim_uid_of);
 }
 
 }  // namespace edra

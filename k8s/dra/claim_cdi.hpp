@@ -29,6 +29,9 @@ inline constexpr std::string_view kCdiClass = "claim";
 [[nodiscard]] std::string spec_file_name(const std::string& claim_uid);
 /// The claim UID a spec file name of ours carries; empty for any other file.
 [[nodiscard]] std::string claim_uid_of(const std::string& file_name);
+/// Whether `file_name` is a temporary file our atomic spec write makes
+/// ("k8s.gcu.enflame.com-claim_<uid>.yaml.tmp.XXXXXX"): one a crash mid-write leaves behind.
+[[nodiscard]] bool is_temp_spec(const std::string& file_name);
 /// "k8s.gcu.enflame.com/claim=<uid>-<device>"
 [[nodiscard]] std::string cdi_device_id(const std::string& claim_uid, const DeviceName& device);
 
@@ -53,6 +56,8 @@ inline constexpr std::string_view kCdiClass = "claim";
 /// Removes the claim's spec file; a missing one is fine.
 [[nodiscard]] inject::Result<void> remove_claim_spec(const std::string& cdi_root,
                                                      const std::string& claim_uid);
+/// Removes the temporary spec files (`is_temp_spec`) in `cdi_root`; their names (sorted).
+[[nodiscard]] inject::Result<std::vector<std::string>> remove_temp_specs(const std::string& cdi_root);
 /// The claim UIDs of our spec files in `cdi_root` (sorted; a missing folder has none).
 [[nodiscard]] inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root);
 

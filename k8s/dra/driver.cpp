@@ -343,6 +343,13 @@ void Driver::converge_pending() {
 void Driver::converge() {
     const std::lock_guard lock(mu_);
     converge_pending();
+    // A crash in the middle of a spec write leaves its temporary file: nothing reads or
+    // removes it otherwise.
+    if (auto temps = remove_temp_specs(o_.cdi_root); !temps)
+        spdlog::error("{}", temps.error().what());
+    else
+        for (const auto& name : *temps)
+            inject::log::info("removed {}/{}: a temporary CDI spec a stopped write left", o_.cdi_root, name);
     auto specs = claim_specs_in(o_.cdi_root);
     if (!specs) {
         spdlog::error("checking CDI specs against the checkpoint: {}", specs.error().what());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <thread>
@@ -285,6 +286,16 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
     ASSERT_TRUE(inject::fs::atomic_write(cdi_ + "/other.yaml", "x"));
     d->converge();
     EXPECT_TRUE(std::filesystem::exists(cdi_ + "/other.yaml"));
+    // A crash in the middle of a spec write leaves atomic_write's temporary file: removed at
+    // start; another program's temporary files stay.
+    const std::string temp = spec_path("uid-k") + ".tmp.Ab3xYz";
+    for (const auto& f : {temp, cdi_ + "/other.yaml.tmp.Ab3xYz", spec_path("uid-k") + ".tmp.long123"})
+        std::ofstream(f) << "half";
+    d->converge();
+    EXPECT_FALSE(std::filesystem::exists(temp));
+    EXPECT_TRUE(std::filesystem::exists(cdi_ + "/other.yaml.tmp.Ab3xYz"));
+    EXPECT_TRUE(std::filesystem::exists(spec_path("uid-k") + ".tmp.long123"));
+    EXPECT_EQ(read(spec_path("uid-k")), kept_bytes);
     // The restarted plugin answers a retried prepare from the checkpoint.
     fetches_ = 0;
     EXPECT_EQ(d->prepare({{"ns", "kept", "uid-k"}}).at("uid-k").devices.size(), 1u);
@@ -641,6 +652,10 @@ TEST(DraCdi, FileNames) {
     EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml"), "abc");
     EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_.yaml"), "");
     EXPECT_EQ(edra::claim_uid_of("enflame.com-gpu.yaml"), "");
+    EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"), "");
+    EXPECT_TRUE(edra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"));
+    EXPECT_FALSE(edra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml"));
+    EXPECT_FALSE(edra::is_temp_spec("enflame.com-gpu.yaml.tmp.Q1w2E3"));
     EXPECT_EQ(edra::cdi_device_id("u", {3, 1}), "k8s.gcu.enflame.com/claim=u-gcu-3-drs-1");
 }
 
