@@ -7,6 +7,7 @@
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace {
 
@@ -99,6 +101,74 @@ TEST(Socket, Refusals) {
 bool readable(int fd, int ms) {
     pollfd p{fd, POLLIN, 0};
     return ::poll(&p, 1, ms) == 1;
+}
+
+// Events lost to a queue overflow: the folder is compared with what it held. A test cannot
+// overflow the queue cheaply, so it feeds the event the kernel sends.
+TEST(Watch, OverflowLooksAtTheFolderAgain) {
+    TempDir d;
+    stale_socket(d.path() + "/kubelet.sock");
+    stale_socket(d.path() + "/ours.sock");
+    auto w = k8s::KubeletWatcher::create(d.path(), "kubelet.sock");
+    ASSERT_TRUE(w) << w.error().what();
+    std::vector<std::string> asked;
+    auto ours_gone = [&](const std::string& name) {
+        asked.push_back(name);
+        return name == "ours.sock";
+    };
+    const std::vector<k8s::KubeletWatcher::Event> overflow{{-1, IN_Q_OVERFLOW, ""}};
+    auto r = w->handle(overflow, ours_gone);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_FALSE(*r) << "nothing changed";
+    EXPECT_TRUE(asked.empty());
+
+    // Our socket removed, its events lost: found by the look.
+    ::unlink((d.path() + "/ours.sock").c_str());
+    r = w->handle(overflow, ours_gone);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(*r);
+    EXPECT_EQ(asked, std::vector<std::string>{"ours.sock"});
+
+    // kubelet.sock made again (another inode), its events lost: a restart.
+    ::unlink((d.path() + "/kubelet.sock").c_str());
+    stale_socket(d.path() + "/kubelet.sock");
+    r = w->handle(overflow, [](const std::string&) { return false; });
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(*r);
+}
+
+// The folder removed and made again (kubelet's state wiped): the watch is made again and
+// sees the new kubelet.sock and what goes on in the new folder.
+TEST(Watch, RemovedFolderIsWatchedAgainWhenItIsBack) {
+    TempDir top;
+    const std::string dir = top.path() + "/device-plugins";
+    std::filesystem::create_directory(dir);
+    stale_socket(dir + "/ours.sock");
+    auto w = k8s::KubeletWatcher::create(dir, "kubelet.sock");
+    ASSERT_TRUE(w) << w.error().what();
+    bool gone = true;
+    auto ours_gone = [&](const std::string& name) { return name == "ours.sock" && gone; };
+
+    std::filesystem::remove_all(dir);
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    auto r = w->restarted(ours_gone);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_FALSE(*r) << "no folder to serve into yet";
+
+    std::filesystem::create_directory(dir);
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    r = w->restarted(ours_gone);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(*r) << "back, without our socket";
+
+    // Watched again: kubelet.sock made in the new folder is a restart.
+    gone = false;
+    stale_socket(dir + "/kubelet.sock");
+    ASSERT_TRUE(readable(w->fd(), 5000));
+    r = w->restarted(ours_gone);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_TRUE(*r);
+    EXPECT_FALSE(readable(w->fd(), 0));
 }
 
 TEST(Watch, KubeletRestart) {
