@@ -218,6 +218,54 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ "$(jq -c '.claims | keys' "$CP")" = '["uid-g"]' ]
 }
 
+@test "a rotated service-account token: the API server refuses the old one (401), the plugin re-reads its token file and the prepare works; a token that did not change is the claim's error" {
+  sim_example 2 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  start_api
+  echo test-token > "$SCRATCH/token"
+  sed -i "s|token: test-token|tokenFile: $SCRATCH/token|" "$KC"
+  start_plugin
+  put_claim ns c1 uid-1 gcu-0
+  put_claim ns c2 uid-2 gcu-1
+  run prepare v1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  wait_for has_slices "gcu-0 gcu-1"   # the publisher is idle until its resync
+  # kubelet rotates the token (a new file renamed over the old); the old one expires
+  echo rotated-token > "$SCRATCH/token.new"
+  mv "$SCRATCH/token.new" "$SCRATCH/token"
+  echo '{"tokens": ["rotated-token"]}' > "$API/control.json"
+  : > "$API/tokens.log"
+  run prepare v1 ns/c2/uid-2
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.claims["uid-2"].error' <<<"$output")" = "" ]
+  [ -e "$(spec_of uid-2)" ]
+  [ "$(paste -sd' ' "$API/tokens.log")" = "test-token rotated-token" ]
+  grep -qF "the token in '$SCRATCH/token' changed" "$SCRATCH/dra.log"
+  # the server refuses this one too, and the file holds no newer one: the 401 is the error
+  echo '{"tokens": ["third-token"]}' > "$API/control.json"
+  put_claim ns c3 uid-3 gcu-1
+  run prepare v1 ns/c3/uid-3
+  [ "$status" -eq 0 ]
+  local e
+  e=$(jq -r '.claims["uid-3"].error' <<<"$output")
+  echo "$e"
+  [[ "$e" == *"API server https://127.0.0.1:$(cat "$API/port"): GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c3: 401 Unauthorized"*"(the token in '$SCRATCH/token' has not changed)"* ]]
+  [ ! -e "$(spec_of uid-3)" ]
+}
+
+@test "a temporary spec file a crash left in the CDI folder is removed at start; another program's is not" {
+  mkdir -p "$CDIR"
+  echo half > "$CDIR/k8s.gcu.enflame.com-claim_uid-9.yaml.tmp.Ab12Cd"
+  echo theirs > "$CDIR/vendor.yaml.tmp.Ab12Cd"
+  up
+  [ ! -e "$CDIR/k8s.gcu.enflame.com-claim_uid-9.yaml.tmp.Ab12Cd" ]
+  [ -e "$CDIR/vendor.yaml.tmp.Ab12Cd" ]
+  grep -qF "removed $CDIR/k8s.gcu.enflame.com-claim_uid-9.yaml.tmp.Ab12Cd" "$SCRATCH/dra.log"
+}
+
 @test "API server down during prepare: a clear per-claim error, no spec; back but slow, the retry prepares" {
   up
   put_claim ns c1 uid-1 gcu-0
