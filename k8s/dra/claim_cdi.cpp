@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -172,8 +172,8 @@ namespace {
 
 /// `pick(name)` of every entry in `cdi_root` that gives a non-empty string (sorted; a missing
 /// folder has none).
-inject::Result<std::vector<std::string>> names_in(const std::string& cdi_root,
-                                                  const std::function<std::string(const std::string&)>& pick) {
+inject::Result<std::vector<std::string>> names_in(
+    const std::string& cdi_root, const std::function<std::string(const std::string&)>& pick) {
     std::vector<std::string> out;
     DIR* dir = ::opendir(cdi_root.c_str());
     if (!dir) {
@@ -198,9 +198,12 @@ bool is_temp_spec(const std::string& file_name) {
 }
 
 inject::Result<std::vector<std::string>> remove_temp_specs(const std::string& cdi_root) {
-    INJECT_TRY(auto temps, names_in(cdi_root, [](const std::string& n) { return is_temp_spec(n) ? n : std::string(); }));
+    INJECT_TRY(auto temps, names_in(cdi_root, [](const std::string& n) {
+                   return is_temp_spec(n) ? n : std::string();
+               }));
     for (const auto& name : temps)
-        if (const std::string path = join(cdi_root, name); ::unlink(path.c_str()) != 0 && errno != ENOENT)
+        if (const std::string path = join(cdi_root, name);
+            ::unlink(path.c_str()) != 0 && errno != ENOENT)
             return fail(inject::sys_error("removing the temporary CDI spec '" + path + "'"));
     return temps;
 }

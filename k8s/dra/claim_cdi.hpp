@@ -57,7 +57,8 @@ inline constexpr std::string_view kCdiClass = "claim";
 [[nodiscard]] inject::Result<void> remove_claim_spec(const std::string& cdi_root,
                                                      const std::string& claim_uid);
 /// Removes the temporary spec files (`is_temp_spec`) in `cdi_root`; their names (sorted).
-[[nodiscard]] inject::Result<std::vector<std::string>> remove_temp_specs(const std::string& cdi_root);
+[[nodiscard]] inject::Result<std::vector<std::string>> remove_temp_specs(
+    const std::string& cdi_root);
 /// The claim UIDs of our spec files in `cdi_root` (sorted; a missing folder has none).
 [[nodiscard]] inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root);
 

@@ -349,7 +349,8 @@ void Driver::converge() {
         spdlog::error("{}", temps.error().what());
     else
         for (const auto& name : *temps)
-            inject::log::info("removed {}/{}: a temporary CDI spec a stopped write left", o_.cdi_root, name);
+            inject::log::info("removed {}/{}: a temporary CDI spec a stopped write left",
+                              o_.cdi_root, name);
     auto specs = claim_specs_in(o_.cdi_root);
     if (!specs) {
         spdlog::error("checking CDI specs against the checkpoint: {}", specs.error().what());

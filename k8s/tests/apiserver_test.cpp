@@ -2,7 +2,6 @@
 // The API-server client against fake_apiserver.py over real TLS: every verb, discovery, the
 // error codes and messages a user sees, retries, timeouts, a CA that does not verify, and the
 // kubeconfig / in-cluster loaders.
-#include "fake_apiserver.hpp"
 #include "k8s/apiserver.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +13,8 @@
 #include <fstream>
 #include <thread>
 #include <vector>
+
+#include "fake_apiserver.hpp"
 
 namespace {
 
@@ -157,11 +158,13 @@ TEST(ApiClient, WrongTokenIsPermission) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::Permission);
     EXPECT_EQ(r.error().what(),
-              "API server " + fake.url() + ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized");
+              "API server " + fake.url() +
+                  ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized");
 }
 
 /// A client whose token comes from a file in `d` (holding "test-token"), re-read every `period`.
-std::unique_ptr<Client> token_file_client(const FakeApiServer& fake, const TempDir& d, std::chrono::milliseconds period) {
+std::unique_ptr<Client> token_file_client(const FakeApiServer& fake, const TempDir& d,
+                                          std::chrono::milliseconds period) {
     auto cfg = fake.config();
     cfg.token_file = d.path() + "/token";
     std::ofstream(cfg.token_file) << "test-token\n";
@@ -200,7 +203,8 @@ TEST(ApiToken, A401RereadsTheTokenFileAndRetriesOnceWithTheNewToken) {
     fake.control(R"({"tokens": ["t2"]})");  // the old token has expired
     auto r = c->list(kSlices);
     EXPECT_TRUE(r) << r.error().what();
-    EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token", "test-token", "t2"})) << "exactly one retry";
+    EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token", "test-token", "t2"}))
+        << "exactly one retry";
 }
 
 TEST(ApiToken, A401WithAnUnchangedTokenIsTheErrorWithoutALoop) {
@@ -212,9 +216,11 @@ TEST(ApiToken, A401WithAnUnchangedTokenIsTheErrorWithoutALoop) {
     auto r = c->list(kSlices);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::Permission);
-    EXPECT_EQ(r.error().what(), "API server " + fake.url() +
-                                    ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized "
-                                    "(the token in '" + d.path() + "/token' has not changed)");
+    EXPECT_EQ(r.error().what(),
+              "API server " + fake.url() +
+                  ": GET /apis/resource.k8s.io/v1/resourceslices: 401 Unauthorized: Unauthorized "
+                  "(the token in '" +
+                  d.path() + "/token' has not changed)");
     EXPECT_EQ(fake.tokens(), (std::vector<std::string>{"test-token"}));
 }
 
@@ -239,19 +245,21 @@ TEST(ApiToken, ClientsOnSeveralThreadsSeeTheRotation) {
 }
 
 /// One LIST against `fake` answering 429 or 503 with Retry-After once: its result and time.
-std::pair<inject::Result<Json>, std::chrono::milliseconds> list_after(const FakeApiServer& fake, const std::string& control,
-                                                                    std::chrono::milliseconds timeout) {
+std::pair<inject::Result<Json>, std::chrono::milliseconds> list_after(
+    const FakeApiServer& fake, const std::string& control, std::chrono::milliseconds timeout) {
     auto cfg = fake.config();
     cfg.timeout = timeout;
     auto c = client(cfg);
     fake.control(control);
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c->list(kSlices);
-    return {std::move(r), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)};
+    return {std::move(r), std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - t0)};
 }
 
 TEST(ApiClient, A429WaitsTheRetryAfterSecondsThenRetriesOnce) {
-    for (const char* control : {R"({"fail_429": 1, "retry_after": 1})", R"({"fail_503": 1, "retry_after": 1})"}) {
+    for (const char* control :
+         {R"({"fail_429": 1, "retry_after": 1})", R"({"fail_503": 1, "retry_after": 1})"}) {
         FakeApiServer fake;
         ASSERT_TRUE(fake.up());
         auto [r, ms] = list_after(fake, control, std::chrono::milliseconds(5000));
@@ -265,11 +273,13 @@ TEST(ApiClient, A429WaitsTheRetryAfterSecondsThenRetriesOnce) {
 TEST(ApiClient, ARetryAfterPastTheTimeoutIsTheErrorAtOnce) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
-    auto [r, ms] = list_after(fake, R"({"fail_429": 5, "retry_after": 5})", std::chrono::milliseconds(2000));
+    auto [r, ms] =
+        list_after(fake, R"({"fail_429": 5, "retry_after": 5})", std::chrono::milliseconds(2000));
     ASSERT_FALSE(r);
     EXPECT_LT(ms.count(), 1000);
-    EXPECT_EQ(r.error().what(), "GET /apis/resource.k8s.io/v1/resourceslices: 429 Too Many Requests: fake-apiserver: "
-                                "injected 429 (Retry-After 5 s is past the call's 2000 ms timeout)");
+    EXPECT_EQ(r.error().what(),
+              "GET /apis/resource.k8s.io/v1/resourceslices: 429 Too Many Requests: fake-apiserver: "
+              "injected 429 (Retry-After 5 s is past the call's 2000 ms timeout)");
     EXPECT_EQ(fake.tokens().size(), 1U);
 }
 
@@ -551,7 +561,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ApiKubeconfig, WithoutACaTheSystemStoreVerifiesTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
-    const std::string path = write(fake.dir() + "/kc.yaml", kubeconfig(fake.url(), "", "    token: test-token\n"));
+    const std::string path =
+        write(fake.dir() + "/kc.yaml", kubeconfig(fake.url(), "", "    token: test-token\n"));
     auto cfg = k8s::api::load_kubeconfig(path);
     ASSERT_TRUE(cfg) << cfg.error().what();
     EXPECT_TRUE(cfg->ca_file.empty());
@@ -559,9 +570,10 @@ TEST(ApiKubeconfig, WithoutACaTheSystemStoreVerifiesTheServer) {
     auto c = client(*cfg);
     auto r = c->list(kSlices);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what().rfind("GET /apis/resource.k8s.io/v1/resourceslices: TLS: the server's certificate "
-                                     "does not verify against the CA (the system store): SSL certificate problem: ",
-                                     0),
+    EXPECT_EQ(r.error().what().rfind(
+                  "GET /apis/resource.k8s.io/v1/resourceslices: TLS: the server's certificate "
+                  "does not verify against the CA (the system store): SSL certificate problem: ",
+                  0),
               0U)
         << r.error().what();
     EXPECT_TRUE(fake.tokens().empty()) << "no request reached the server";

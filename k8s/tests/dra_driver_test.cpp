@@ -289,7 +289,8 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
     // A crash in the middle of a spec write leaves atomic_write's temporary file: removed at
     // start; another program's temporary files stay.
     const std::string temp = spec_path("uid-k") + ".tmp.Ab3xYz";
-    for (const auto& f : {temp, cdi_ + "/other.yaml.tmp.Ab3xYz", spec_path("uid-k") + ".tmp.long123"})
+    for (const auto& f :
+         {temp, cdi_ + "/other.yaml.tmp.Ab3xYz", spec_path("uid-k") + ".tmp.long123"})
         std::ofstream(f) << "half";
     d->converge();
     EXPECT_FALSE(std::filesystem::exists(temp));

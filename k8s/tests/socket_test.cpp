@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // k8s/common: serving on unix sockets, dialing them, and noticing a kubelet restart.
-#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "k8s/socket.hpp"
-#include "k8s/watch.hpp"
-
-#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/inotify.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <vector>
+
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
+#include "k8s/watch.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 

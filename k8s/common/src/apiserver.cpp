@@ -4,8 +4,6 @@
 // handle's kept-alive connection and TLS session are reused by the next call) and returns it.
 #include "k8s/apiserver.hpp"
 
-#include "inject/log.hpp"
-
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -16,6 +14,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "inject/log.hpp"
 
 namespace k8s::api {
 
@@ -78,7 +78,8 @@ bool retryable_status(long status) { return status >= 500 || status == 429; }
 /// The wait a 429, or a 503 with Retry-After, asks for (capped); nothing for other answers.
 std::optional<std::chrono::milliseconds> retry_after(const Response& r) {
     if (r.retry_after_s < 0 || (r.status != 429 && r.status != 503)) return std::nullopt;
-    return std::min<std::chrono::milliseconds>(std::chrono::seconds(r.retry_after_s), kMaxRetryAfter);
+    return std::min<std::chrono::milliseconds>(std::chrono::seconds(r.retry_after_s),
+                                               kMaxRetryAfter);
 }
 
 /// TLS set-up failures are not transient: retrying them only delays the message.
@@ -143,13 +144,15 @@ struct Client::Impl {
         }
         if (*t == token) return;
         token = std::move(*t);
-        inject::log::info("API server {}: the token in '{}' changed: using the new one", cfg.server, cfg.token_file);
+        inject::log::info("API server {}: the token in '{}' changed: using the new one", cfg.server,
+                          cfg.token_file);
     }
 
     /// The token to send: a token file is re-read once its period has passed.
     std::string current_token() {
         const std::lock_guard lock(token_mu);
-        if (!cfg.token_file.empty() && Clock::now() - token_read >= cfg.token_reload) reread_locked();
+        if (!cfg.token_file.empty() && Clock::now() - token_read >= cfg.token_reload)
+            reread_locked();
         return token;
     }
 
@@ -224,10 +227,12 @@ struct Client::Impl {
 
     /// The request with `tok`, retried on 5xx, 429 and transport errors. `made`: attempts made;
     /// `gave_up`: why a wait the server asked for was not made (empty: it was, or none asked).
-    Result<Response> attempts(CURL* h, const Request& r, const std::string& tok, int& made, std::string& gave_up) {
+    Result<Response> attempts(CURL* h, const Request& r, const std::string& tok, int& made,
+                              std::string& gave_up) {
         curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
         if (r.body) headers = curl_slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
-        if (!tok.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
+        if (!tok.empty())
+            headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
         Result<Response> res = Error(Errc::Internal, "no attempt made");
         const auto deadline = Clock::now() + cfg.timeout;
         auto backoff = cfg.backoff;
@@ -243,8 +248,9 @@ struct Client::Impl {
             backoff *= 2;
             if (auto asked = res ? retry_after(*res) : std::nullopt) {
                 if (Clock::now() + *asked > deadline) {
-                    gave_up = "Retry-After " + std::to_string(res->retry_after_s) + " s is past the call's " +
-                              std::to_string(cfg.timeout.count()) + " ms timeout";
+                    gave_up = "Retry-After " + std::to_string(res->retry_after_s) +
+                              " s is past the call's " + std::to_string(cfg.timeout.count()) +
+                              " ms timeout";
                     break;
                 }
                 wait = *asked;
@@ -257,7 +263,8 @@ struct Client::Impl {
 
     Result<Response> perform(const Request& r) {
         CURL* h = acquire();
-        if (!h) return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": curl_easy_init failed");
+        if (!h)
+            return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": curl_easy_init failed");
         int made = 0;
         std::string gave_up;
         const std::string tok = current_token();
@@ -280,8 +287,8 @@ struct Client::Impl {
         if (res->status == 401)
             msg = "API server " + cfg.server + ": " + msg +
                   (cfg.token_file.empty() ? std::string()
-                                          : renewed ? " (also with the new token from '" + cfg.token_file + "')"
-                                                    : " (the token in '" + cfg.token_file + "' has not changed)");
+                   : renewed ? " (also with the new token from '" + cfg.token_file + "')"
+                             : " (the token in '" + cfg.token_file + "' has not changed)");
         if (!gave_up.empty()) msg += " (" + gave_up + ")";
         return Error(status_code(res->status), msg);
     }

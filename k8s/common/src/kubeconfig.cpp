@@ -97,7 +97,8 @@ inject::Result<Config> from_kubeconfig(const Kubeconfig& kc) {
         if (user[unsupported]) return kc.bad(uwhere + "." + unsupported, "not supported (use a token or a client certificate)");
     cfg.token = kc.str(user, "token");
     if (const std::string tf = kc.file(kc.str(user, "tokenFile")); cfg.token.empty() && !tf.empty()) {
-        INJECT_TRY(cfg.token, read_token(tf, "kubeconfig '" + kc.path + "': " + uwhere + ".tokenFile"));
+        INJECT_TRY(cfg.token,
+                   read_token(tf, "kubeconfig '" + kc.path + "': " + uwhere + ".tokenFile"));
         cfg.token_file = tf;
     }
     cfg.cert_file = kc.file(kc.str(user, "client-certificate"));

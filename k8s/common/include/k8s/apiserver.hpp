@@ -56,7 +56,8 @@ struct Config {
 
 /// A token file's token (trailing newline and blanks trimmed). Errors name `what` and the file;
 /// an empty file is an error.
-[[nodiscard]] inject::Result<std::string> read_token(const std::string& path, const std::string& what);
+[[nodiscard]] inject::Result<std::string> read_token(const std::string& path,
+                                                     const std::string& what);
 
 /// A kubeconfig file: the current context's cluster (server, certificate-authority or
 /// -data) and user (token, token-file, client-certificate(-data), client-key(-data)).

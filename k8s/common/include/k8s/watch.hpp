@@ -8,9 +8,6 @@
 /// (events lost) the folder is compared with what it held before, and when the folder itself is
 /// removed its parent is watched until it is back, then the watch is made again.
 
-#include "inject/fs.hpp"
-#include "inject/result.hpp"
-
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,6 +15,9 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "inject/fs.hpp"
+#include "inject/result.hpp"
 
 namespace k8s {
 
@@ -49,13 +49,14 @@ public:
     /// included). An overflow, or the folder back after its removal, compares the folder with
     /// the files it held after the last batch: a name gone or replaced is a removal,
     /// kubelet's socket new or replaced a creation.
-    [[nodiscard]] inject::Result<bool> handle(const std::vector<Event>& events, const OursGone& ours_gone);
+    [[nodiscard]] inject::Result<bool> handle(const std::vector<Event>& events,
+                                              const OursGone& ours_gone);
 
 private:
     KubeletWatcher(inject::fs::UniqueFd fd, std::string dir, std::string kubelet_socket)
         : fd_(std::move(fd)), dir_(std::move(dir)), kubelet_(std::move(kubelet_socket)) {}
 
-    [[nodiscard]] inject::Result<void> arm();          ///< watch dir_ (wd_)
+    [[nodiscard]] inject::Result<void> arm();           ///< watch dir_ (wd_)
     [[nodiscard]] inject::Result<void> wait_for_dir();  ///< watch dir_'s parent until dir_ is back
     /// A file as a rescan tells it from another: inode and change time (ns).
     struct Id {
@@ -68,8 +69,8 @@ private:
     inject::fs::UniqueFd fd_;
     std::string dir_;
     std::string kubelet_;
-    int wd_ = -1;                       ///< the watch on dir_ (-1: the folder is gone)
-    int parent_wd_ = -1;                ///< the watch on its parent while it is gone
+    int wd_ = -1;                     ///< the watch on dir_ (-1: the folder is gone)
+    int parent_wd_ = -1;              ///< the watch on its parent while it is gone
     std::map<std::string, Id> seen_;  ///< dir_'s files after the last batch
 };
 
