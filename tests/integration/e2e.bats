@@ -105,6 +105,23 @@ spec:
 YAML
 }
 
+# gets_one_card NAME: a new pod asking one card runs and lists exactly one; then it is deleted.
+gets_one_card() {
+  one_card_pod "$1"
+  wait_phase "$1" Running
+  run cards "$1"
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  kc delete pod "$1" --wait > /dev/null
+}
+
+# untouched POD ID: POD still runs the container ID, never restarted.
+untouched() {
+  [ "$(kc get pod "$1" -o jsonpath='{.status.phase}')" = Running ]
+  [ "$(container_id "$1")" = "$2" ]
+  [ "$(restarts "$1")" = 0 ]
+}
+
 restarts() { kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].restartCount}'; }
 container_id() { kc get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}'; }
 
@@ -190,14 +207,8 @@ YAML
   local id; id=$(container_id keeper)
   kc -n "$NS" delete pod -l app.kubernetes.io/name=enflame-device-plugin --wait > /dev/null
   ds_ready
-  one_card_pod after-dp
-  wait_phase after-dp Running
-  run cards after-dp
-  [ "${#lines[@]}" -eq 1 ]
-  run kc get pod keeper -o jsonpath='{.status.phase}'
-  [ "$output" = Running ]
-  [ "$(container_id keeper)" = "$id" ]
-  kc delete pod after-dp --wait > /dev/null
+  gets_one_card after-dp
+  untouched keeper "$id"
 }
 
 @test "e2e: kubelet restarted: the node comes back Ready, the running pod is untouched, new pods get cards" {
@@ -205,13 +216,8 @@ YAML
   "$TOP/tests/cluster/cluster.sh" restart-kubelet "$E2E/cluster"
   kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=60s > /dev/null
   ds_ready
-  one_card_pod after-kubelet
-  wait_phase after-kubelet Running
-  run cards after-kubelet
-  [ "${#lines[@]}" -eq 1 ]
-  [ "$(container_id keeper)" = "$id" ]
-  [ "$(restarts keeper)" = 0 ]
-  kc delete pod after-kubelet --wait > /dev/null
+  gets_one_card after-kubelet
+  untouched keeper "$id"
 }
 
 @test "e2e: the installer's pod replaced: it restarts containerd (uninstall, install) while pods run; they keep running" {
@@ -224,13 +230,9 @@ YAML
   [ "$pid0" != "$pid1" ]
   run in_ns cat "$CONTAINERD_CONFIG"
   [[ $output == *enflame* ]]
-  one_card_pod after-installer
-  wait_phase after-installer Running
-  run cards after-installer
-  [ "${#lines[@]}" -eq 1 ]
-  [ "$(container_id keeper)" = "$id" ]
-  [ "$(restarts keeper)" = 0 ]
-  kc delete pod after-installer keeper --wait > /dev/null
+  gets_one_card after-installer
+  untouched keeper "$id"
+  kc delete pod keeper --wait > /dev/null
 }
 
 # uninstall_all OVERLAY: kubectl delete -k, then nothing of ours on the node.
