@@ -211,14 +211,15 @@ TEST(Exposition, OneSeriesPerDrsInstanceNamedAsTheDevicePluginAdvertisesIt) {
     d.host.devices[0].drs_instances = {{0, 1, "1g.11gb"}, {0, 2, "2g.22gb", "a1b2"}};
     auto c = collector(d);
     c->collect();
-    EXPECT_EQ(series(*c->text(), "enflame_gcu_drs_instance_info"),
-              (std::vector<std::string>{
-                  line("enflame_gcu_drs_instance_info",
-                       std::string(kCard0) + R"(,drs_id="0:1g.11gb:1",profile="1g.11gb",instance_id="1")",
-                       "1"),
-                  line("enflame_gcu_drs_instance_info",
-                       std::string(kCard0) + R"(,drs_id="DRS-a1b2",profile="2g.22gb",instance_id="2")",
-                       "1")}));
+    EXPECT_EQ(
+        series(*c->text(), "enflame_gcu_drs_instance_info"),
+        (std::vector<std::string>{
+            line("enflame_gcu_drs_instance_info",
+                 std::string(kCard0) + R"(,drs_id="0:1g.11gb:1",profile="1g.11gb",instance_id="1")",
+                 "1"),
+            line("enflame_gcu_drs_instance_info",
+                 std::string(kCard0) + R"(,drs_id="DRS-a1b2",profile="2g.22gb",instance_id="2")",
+                 "1")}));
 }
 
 TEST(Exposition, AReadingTheLibraryCannotGiveHasNoSeries) {
