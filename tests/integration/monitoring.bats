@@ -26,7 +26,7 @@ teardown() { teardown_scratch; }
 wait_long() { local i; for (( i = 0; i < 300; i++ )); do "$@" && return 0; sleep 0.1; done; echo "timed out waiting for: $*" >&2; return 1; }
 
 # serve VAR LOG URL-PATH CMD...: start CMD (its argument words may hold @PORT@) on a random free
-# loopback port, stored in VAR; up once http://127.0.0.1:PORT/URL-PATH answers. A port in use is
+# loopback port, stored in VAR (its pid in VAR_PID); up once http://127.0.0.1:PORT/URL-PATH answers. A port in use is
 # replaced by another (civetweb and Prometheus cannot bind port 0 and report it).
 serve() {
   local var=$1 log=$2 path=$3 try port pid
@@ -39,6 +39,7 @@ serve() {
        kill -0 "$pid" 2>/dev/null; then
       on_teardown "stop_pid $pid"
       printf -v "$var" %s "$port"
+      printf -v "${var}_PID" %s "$pid"
       return 0
     fi
     stop_pid "$pid"
@@ -193,6 +194,12 @@ assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"' "$MON/operator
   wait_long has 'ALERTS{alertname="EnflameGCUTemperatureCritical",alertstate="pending",minor_number="2"}'
   has 'ALERTS{alertname="EnflameGCUTemperatureHigh",alertstate="pending",minor_number="2"}'
   count_is 3 'ALERTS{alertname=~"EnflameGCU.*"}'
+  # the driver gone: the count falls to 0 and the cards are missing
+  "$SIM_HOST" driver --root "$SCRATCH/host" gone
+  wait_long has 'ALERTS{alertname="EnflameGCUMissing",alertstate="pending",host="'"$NODE"'"}'
+  # the exporter gone: its target is down
+  stop_pid "$EPORT_PID"
+  wait_long has 'ALERTS{alertname="EnflameGCUExporterDown",alertstate="pending",job="enflame-gcu-exporter"}'
 }
 
 @test "rules: the group evaluates over 64 cards in well under a second (Prometheus' evaluationTime)" {
