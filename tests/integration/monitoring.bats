@@ -264,3 +264,51 @@ PY
   serve NPORT2 "$SCRATCH/node-exporter2.log" metrics "$NODE_EXPORTER" "${args[@]}"
   curl -sf "http://127.0.0.1:$NPORT2/metrics" | grep -q '^node_filesystem_avail_bytes{'
 }
+
+@test "NPD: a GCU problem condition in the real Node Problem Detector's problem_gauge raises EnflameGCUNodeProblem; cleared, it goes" {
+  requires prometheus zstd
+  local npd=$BUILD_DIR/npd/node-problem-detector
+  if [ ! -x "$npd" ]; then
+    [ -f "$TOP/../shared/npd/bin/node-problem-detector.zst" ] || skip_or_fail "no ../shared/npd (NPD v0.8.20)"
+    mkdir -p "$BUILD_DIR/npd"
+    zstd -q -d --long=27 -f -o "$npd.tmp" "$TOP/../shared/npd/bin/node-problem-detector.zst"
+    chmod +x "$npd.tmp" && mv "$npd.tmp" "$npd"
+  fi
+  # a stand-in for the GCU plugin (deployments/npd/ ships the real one): a problem while the
+  # flag file exists, as NPD reads a plugin (exit 1, one line)
+  cat > "$SCRATCH/check.sh" <<SH
+#!/bin/sh
+[ -e "$SCRATCH/problem" ] || { echo "all GCUs healthy"; exit 0; }
+echo "GCU 1 unhealthy"; exit 1
+SH
+  chmod +x "$SCRATCH/check.sh"
+  cat > "$SCRATCH/gcu-monitor.json" <<JSON
+{"plugin": "custom", "pluginConfig": {"invoke_interval": "1s", "timeout": "2s"},
+ "source": "gcu-custom-plugin-monitor", "metricsReporting": true,
+ "conditions": [{"type": "GCUUnhealthy", "reason": "GCUsHealthy", "message": "every GCU is healthy"}],
+ "rules": [{"type": "permanent", "condition": "GCUUnhealthy", "reason": "GCUUnhealthy",
+            "path": "$SCRATCH/check.sh", "timeout": "2s"}]}
+JSON
+  serve NPDPORT "$SCRATCH/npd.log" metrics "$npd" --enable-k8s-exporter=false \
+    --config.custom-plugin-monitor="$SCRATCH/gcu-monitor.json" --prometheus-address=127.0.0.1 \
+    --prometheus-port=@PORT@ --hostname-override=node-a
+  cat > "$SCRATCH/prometheus.yml" <<YAML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$MON/enflame-gcu.rules.yaml"]
+scrape_configs:
+  - job_name: enflame-npd
+    static_configs: [{targets: ["127.0.0.1:$NPDPORT"]}]
+YAML
+  serve PPORT "$SCRATCH/prometheus.log" -/ready prometheus --config.file="$SCRATCH/prometheus.yml" \
+    --storage.tsdb.path="$SCRATCH/tsdb" --web.listen-address=127.0.0.1:@PORT@
+  PROM=http://127.0.0.1:$PPORT
+  wait_long has 'problem_gauge{type="GCUUnhealthy"} == 0'
+  local t
+  t=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+  wait_for evaluated_after "$t"
+  count_is 0 'ALERTS{alertname="EnflameGCUNodeProblem"}'
+  touch "$SCRATCH/problem"
+  wait_long has 'ALERTS{alertname="EnflameGCUNodeProblem",alertstate="pending",type="GCUUnhealthy",reason="GCUUnhealthy"}'
+  rm "$SCRATCH/problem"
+  wait_long count_is 0 'ALERTS{alertname="EnflameGCUNodeProblem"}'
+}
