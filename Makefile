@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images
+.PHONY: all deps configure build test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images node-exporter-image print-node-exporter-image
 
 all: build
 
@@ -74,6 +74,12 @@ images: deps
 	@BUILD_DIR=$(CURDIR)/build/release scripts/build-images.sh
 print-images:
 	@for n in $(IMAGE_NAMES); do echo $(IMAGE_REPO)/$$n:$(VERSION); done
+# The system layer (deployments/node-exporter/): Debian's prometheus-node-exporter in an image of
+# its own, build/images/node-exporter.oci.tar (scripts/build-node-exporter-image.sh).
+node-exporter-image: deps
+	@scripts/build-node-exporter-image.sh
+print-node-exporter-image:
+	@echo $(IMAGE_REPO)/node-exporter:$(VERSION)
 
 clean:
 	rm -rf build

@@ -16,7 +16,9 @@ PKGS=(
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
-  prometheus       # promtool checks the exporter's exposition (its daemon is never started)
+  prometheus       # promtool (exposition, rules); monitoring.bats runs its daemon on loopback
+  prometheus-node-exporter  # monitoring.bats scrapes it; make node-exporter-image packs it
+  zstd             # monitoring.bats unpacks ../shared/npd's Node Problem Detector
   openssl          # k8s/tests/fake_apiserver.py makes its CA and certificates with it
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs

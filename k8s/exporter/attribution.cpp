@@ -29,14 +29,13 @@ bool our_resource(std::string_view resource) {
 
 std::optional<std::uint32_t> card_of_device_id(std::string_view id,
                                                const std::vector<CardIdentity>& cards) {
-    if (id.starts_with("DRS-")) {
-        const std::string_view drs = id.substr(4);
-        for (const auto& c : cards) {
-            if (std::find(c.drs_uuids.begin(), c.drs_uuids.end(), drs) != c.drs_uuids.end())
-                return c.index;
+    // A DRS instance: "DRS-<uuid>", or "<card>:<profile>:<instance>" without a UUID.
+    for (const auto& c : cards) {
+        for (const auto& in : c.drs) {
+            if (inject::device::drs_address(in) == id) return c.index;
         }
-        return std::nullopt;
     }
+    if (id.starts_with("DRS-")) return std::nullopt;
     // Time-slicing replicas are "<id>::<n>".
     if (const auto sep = id.rfind("::");
         sep != std::string_view::npos && number(id.substr(sep + 2)))

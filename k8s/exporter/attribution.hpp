@@ -6,7 +6,8 @@
 //   - the device plugin: resources of the enflame.com domain (enflame.com/gcu, a renamed
 //     time-slicing resource, enflame.com/drs-<profile>) whose device IDs are what our plugin
 //     advertises (k8s/device-plugin/plugin.cpp): the card's UUID or index, either with a
-//     replica suffix "::N", or "DRS-<instance uuid>" for a DRS instance;
+//     replica suffix "::N", or a DRS instance's drs_address ("DRS-<instance uuid>", or
+//     "<card>:<profile>:<instance id>" when efsmi gives the instance no UUID);
 //   - DRA: claim resources of the driver gcu.enflame.com whose device is "gcu-<index>" (a card)
 //     or "gcu-<index>-<suffix>" (a DRS slice of card <index>).
 // Anything else (other vendors' resources and drivers, IDs of cards we do not see) is ignored.

@@ -34,7 +34,7 @@ CardIdentity identity(std::uint32_t index, const inject::efml::Sample& s,
     id.uuid = d->uuid.empty() ? s.uuid : d->uuid;
     id.busid = d->pci_bus_id.empty() ? s.pci_bus_id : d->pci_bus_id;
     id.name = d->product.empty() ? s.name : d->product;
-    for (const auto& in : d->drs_instances) id.drs_uuids.push_back(in.uuid);
+    id.drs = d->drs_instances;
     return id;
 }
 
@@ -71,6 +71,7 @@ std::vector<CardReading> Collector::read_cards() {
                               h->backend, *n);
             discovery_failed_ = false;
             host_ = std::move(*h);
+            slots_ = source_->pci_slots();
         } else {
             if (!discovery_failed_)
                 inject::log::warn(
@@ -93,7 +94,12 @@ std::vector<CardReading> Collector::read_cards() {
         }
         if (std::find(unreadable_.begin(), unreadable_.end(), i) != unreadable_.end())
             inject::log::info("card {} answers again", i);
-        cards.push_back({identity(i, *s, host_ ? &*host_ : nullptr), std::move(*s), {}});
+        auto id = identity(i, *s, host_ ? &*host_ : nullptr);
+        // The slot's address is the bus id without its function ("0000:17:00" of "0000:17:00.0").
+        if (const auto it = slots_.find(id.busid.substr(0, id.busid.rfind('.')));
+            it != slots_.end())
+            id.slot = it->second;
+        cards.push_back({std::move(id), std::move(*s), {}});
     }
     unreadable_ = std::move(unreadable);
     return cards;

@@ -5,7 +5,11 @@
 #include "source.hpp"
 
 #include "inject/discover.hpp"
+#include "inject/fs.hpp"
 #include "inject/log.hpp"
+
+#include <filesystem>
+#include <fstream>
 
 namespace exporter {
 namespace {
@@ -37,6 +41,19 @@ public:
 
     inject::Result<inject::device::Host> discover() override {
         return inject::discover::discover(opts_);
+    }
+
+    std::map<std::string, std::string> pci_slots() override {
+        std::map<std::string, std::string> out;
+        std::error_code ec;
+        const std::filesystem::path dir(inject::fs::join(opts_.driver_root, "/sys/bus/pci/slots"));
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+            std::ifstream in(e.path() / "address");
+            std::string address;
+            if (std::getline(in, address) && !address.empty())
+                out.emplace(address, e.path().filename().string());
+        }
+        return out;
     }
 
 private:

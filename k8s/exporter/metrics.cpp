@@ -29,6 +29,11 @@ struct CardGauge {
     Reading read;
 };
 
+// What gcu-exporter writes in power_mode when libefml cannot tell (go-eflib's
+// GetDevicePowerMode on ErrUnSupport). Our libefml binding has no power-mode call (its C name
+// is not public), so the label is kept for dashboards that group by it, with this value.
+constexpr const char* kPowerModeUnknown = "not supported";
+
 // gcu-exporter's names. Units as gcu-exporter documents them: usage in percent, memory_usage
 // as a fraction, power_usage as the percentage of the capability, power in watts, clocks in
 // MHz, temperatures in degrees Celsius. The ECC counts keep gcu-exporter's `_total_count`
@@ -59,16 +64,16 @@ const std::vector<CardGauge>& card_gauges() {
          {},
          [](const S& s) { return as_double(s.memory_total_bytes); }},
         {"enflame_gcu_temperatures",
-         "Temperature in degrees Celsius, by sensor (asic, memory, board).",
-         {{"sensor", "asic"}},
+         "ASIC temperature in degrees Celsius (gcu-exporter's one series per card).",
+         {},
          [](const S& s) { return s.temperature_c; }},
-        {"enflame_gcu_temperatures",
-         "",
-         {{"sensor", "memory"}},
+        {"enflame_gcu_memory_temperature",
+         "Device memory (HBM) temperature in degrees Celsius.",
+         {},
          [](const S& s) { return s.memory_temperature_c; }},
-        {"enflame_gcu_temperatures",
-         "",
-         {{"sensor", "board"}},
+        {"enflame_gcu_board_temperature",
+         "Board temperature in degrees Celsius.",
+         {},
          [](const S& s) { return s.board_temperature_c; }},
         {"enflame_gcu_power_usage",
          "Power draw in percent of the power capability (0-100).",
@@ -87,12 +92,12 @@ const std::vector<CardGauge>& card_gauges() {
          {},
          [](const S& s) { return s.power_capability_w; }},
         {"enflame_gcu_clock",
-         "Clock frequency in MHz, by domain (dtu, hbm).",
-         {{"domain", "dtu"}},
+         "DTU clock in MHz (gcu-exporter's one series per card, with its power_mode label).",
+         {{"power_mode", kPowerModeUnknown}},
          [](const S& s) { return as_double(s.dtu_clock_mhz); }},
-        {"enflame_gcu_clock",
-         "",
-         {{"domain", "hbm"}},
+        {"enflame_gcu_hbm_clock",
+         "Device memory (HBM) clock in MHz.",
+         {},
          [](const S& s) { return as_double(s.hbm_clock_mhz); }},
         {"enflame_gcu_ecc_single_bit_error_total_count",
          "ECC single-bit errors the driver has counted.",
@@ -122,11 +127,15 @@ const std::vector<CardGauge>& card_gauges() {
     return gauges;
 }
 
+// gcu-exporter writes "N/A" for a card whose slot name is empty.
+constexpr const char* kSlotUnknown = "N/A";
+
 Labels card_labels(const std::string& host, const CardIdentity& id) {
     return {{"host", host},
             {"minor_number", id.minor ? std::to_string(*id.minor) : std::string()},
             {"uuid", id.uuid},
             {"busid", id.busid},
+            {"slot", id.slot.empty() ? std::string(kSlotUnknown) : id.slot},
             {"name", id.name}};
 }
 
@@ -153,8 +162,8 @@ ClientMetric gauge(Labels labels, double v) {
     return m;
 }
 
-// Families in a fixed order; a name seen again (another sensor, another domain) adds to the
-// family already there.
+// Families in a fixed order; a name seen again (health's healthmsg) adds to the family already
+// there.
 class Builder {
 public:
     MetricFamily& family(const std::string& name, const std::string& help) {
@@ -218,6 +227,17 @@ std::vector<MetricFamily> families(const Snapshot& s) {
                 gl.insert(gl.end(), g.extra.begin(), g.extra.end());
                 f.metric.push_back(gauge(std::move(gl), *v));
             }
+        }
+    }
+    auto& drs = b.family("enflame_gcu_drs_instance_info",
+                         "Always 1: a DRS instance on the card (drs_id is the device-plugin ID).");
+    for (const auto& c : s.cards) {
+        for (const auto& in : c.id.drs) {
+            Labels l = card_labels(s.host, c.id);
+            l.push_back({"drs_id", inject::device::drs_address(in)});
+            l.push_back({"profile", in.profile});
+            l.push_back({"instance_id", std::to_string(in.instance_id)});
+            drs.metric.push_back(gauge(std::move(l), 1));
         }
     }
     auto& proc =

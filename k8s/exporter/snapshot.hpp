@@ -5,6 +5,7 @@
 // discovery), its readings (from libefml) and the containers that hold it (from kubelet's
 // pod-resources API). Plain data: the collector fills it in, metrics.cpp turns it into text.
 
+#include "inject/device.hpp"
 #include "inject/efml.hpp"
 
 #include <compare>
@@ -26,8 +27,10 @@ struct CardIdentity {
     std::uint32_t index = 0;             ///< the driver's index (libefml, efsmi's DEV ID)
     std::optional<std::uint32_t> minor;  ///< /dev/gcu<minor>; unknown without discovery
     std::string uuid, busid, name;
-    std::vector<std::string>
-        drs_uuids;  ///< DRS instances on this card (device-plugin "DRS-<uuid>")
+    std::string slot;  ///< the kernel's PCI slot name (/sys/bus/pci/slots); empty if none
+    /// The DRS instances on this card (discovery's); the device plugin advertises each by its
+    /// drs_address: "DRS-<uuid>", or "<card>:<profile>:<instance>" when efsmi gives no UUID.
+    std::vector<inject::device::DrsInstance> drs;
 };
 
 /// One card in one collection.

@@ -10,7 +10,9 @@
 #include "inject/result.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 namespace inject::discover {
 struct Options;
@@ -28,6 +30,10 @@ public:
     [[nodiscard]] virtual inject::Result<inject::efml::Sample> sample(std::uint32_t index) = 0;
     /// The cards' identities (minor, UUID, bus id, product, DRS instances).
     [[nodiscard]] virtual inject::Result<inject::device::Host> discover() = 0;
+    /// The host's named PCI slots: "<domain>:<bus>:<device>" (a bus id without its function)
+    /// -> the slot's name, from /sys/bus/pci/slots/<name>/address under driver-root. Empty
+    /// when the host names none (common on virtual machines).
+    [[nodiscard]] virtual std::map<std::string, std::string> pci_slots() { return {}; }
 };
 
 /// libefml (opened under driver-root, reopened after the driver went away) and discovery with

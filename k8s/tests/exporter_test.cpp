@@ -41,6 +41,7 @@ struct FakeDriver {
     inject::device::Host host;
     bool discovery_fails = false;
     int discoveries = 0;
+    std::map<std::string, std::string> slots;  ///< /sys/bus/pci/slots: address -> name
 };
 
 class FakeSource final : public exporter::Source {
@@ -62,6 +63,7 @@ public:
         if (d_.discovery_fails) return inject::fail(inject::Errc::NotFound, "no efsmi");
         return d_.host;
     }
+    std::map<std::string, std::string> pci_slots() override { return d_.slots; }
 
 private:
     FakeDriver& d_;
@@ -111,6 +113,7 @@ FakeDriver two_cards() {
     d.host.driver_version = "1.4.3.4";
     d.host.devices = {card(0, 4), card(1, 7)};
     d.samples = {{0, full_sample(0)}, {1, full_sample(1)}};
+    d.slots = {{"0000:10:00", "PCIE3_GPU"}, {"0000:99:00", "PCIE9"}};  // card 1's slot unnamed
     return d;
 }
 
@@ -123,9 +126,9 @@ std::unique_ptr<Collector> collector(FakeDriver& d, std::string socket = "") {
 }
 
 const char* kCard0 =
-    R"(host="node-a",minor_number="4",uuid="TR6Y46010000",busid="0000:10:00.0",name="S60")";
+    R"(host="node-a",minor_number="4",uuid="TR6Y46010000",busid="0000:10:00.0",slot="PCIE3_GPU",name="S60")";
 const char* kCard1 =
-    R"(host="node-a",minor_number="7",uuid="TR6Y46010001",busid="0000:11:00.0",name="S60")";
+    R"(host="node-a",minor_number="7",uuid="TR6Y46010001",busid="0000:11:00.0",slot="N/A",name="S60")";
 const char* kNobody = R"(pod_name="",pod_namespace="",container_name="")";
 
 // The sample lines of metric `name` in an exposition.
@@ -158,14 +161,14 @@ TEST(Exposition, EveryReadingOfFedSamplesWithGcuExporterNamesAndLabels) {
         {"enflame_gcu_memory_usage", "", "0.25"},
         {"enflame_gcu_memory_used_bytes", "", "12884901888"},
         {"enflame_gcu_memory_total_bytes", "", "51539607552"},
-        {"enflame_gcu_temperatures", R"(,sensor="asic")", "51.5"},
-        {"enflame_gcu_temperatures", R"(,sensor="memory")", "47"},
-        {"enflame_gcu_temperatures", R"(,sensor="board")", "39"},
+        {"enflame_gcu_temperatures", "", "51.5"},
+        {"enflame_gcu_memory_temperature", "", "47"},
+        {"enflame_gcu_board_temperature", "", "39"},
         {"enflame_gcu_power_usage", "", "25"},
         {"enflame_gcu_power_consumption", "", "75"},
         {"enflame_gcu_power_capability", "", "300"},
-        {"enflame_gcu_clock", R"(,domain="dtu")", "1400"},
-        {"enflame_gcu_clock", R"(,domain="hbm")", "1600"},
+        {"enflame_gcu_clock", R"(,power_mode="not supported")", "1400"},
+        {"enflame_gcu_hbm_clock", "", "1600"},
         {"enflame_gcu_health", R"(,healthmsg="Healthy")", "2"},
         {"enflame_gcu_ecc_single_bit_error_total_count", "", "3"},
         {"enflame_gcu_ecc_double_bit_error_total_count", "", "1"},
@@ -203,6 +206,22 @@ TEST(Exposition, EveryReadingOfFedSamplesWithGcuExporterNamesAndLabels) {
     EXPECT_EQ(types, 1);
 }
 
+TEST(Exposition, OneSeriesPerDrsInstanceNamedAsTheDevicePluginAdvertisesIt) {
+    auto d = two_cards();
+    d.host.devices[0].drs_instances = {{0, 1, "1g.11gb"}, {0, 2, "2g.22gb", "a1b2"}};
+    auto c = collector(d);
+    c->collect();
+    EXPECT_EQ(
+        series(*c->text(), "enflame_gcu_drs_instance_info"),
+        (std::vector<std::string>{
+            line("enflame_gcu_drs_instance_info",
+                 std::string(kCard0) + R"(,drs_id="0:1g.11gb:1",profile="1g.11gb",instance_id="1")",
+                 "1"),
+            line("enflame_gcu_drs_instance_info",
+                 std::string(kCard0) + R"(,drs_id="DRS-a1b2",profile="2g.22gb",instance_id="2")",
+                 "1")}));
+}
+
 TEST(Exposition, AReadingTheLibraryCannotGiveHasNoSeries) {
     auto d = two_cards();
     d.samples[0].temperature_c.reset();
@@ -223,13 +242,9 @@ TEST(Exposition, AReadingTheLibraryCannotGiveHasNoSeries) {
             << text;
         EXPECT_EQ(got.size(), 1U) << name;
     }
-    const auto temps = series(text, "enflame_gcu_temperatures");
-    EXPECT_EQ(temps.size(), 5U);  // card 0: memory and board; card 1: all three
-    EXPECT_EQ(std::count_if(temps.begin(), temps.end(),
-                            [](const std::string& l) {
-                                return l.find("sensor=\"asic\"") != std::string::npos;
-                            }),
-              1);
+    // card 0 has no ASIC temperature: no enflame_gcu_temperatures, its other sensors stay
+    EXPECT_EQ(series(text, "enflame_gcu_temperatures").size(), 1U);
+    EXPECT_EQ(series(text, "enflame_gcu_memory_temperature").size(), 2U);
 }
 
 TEST(Health, TwoHealthyOneUnhealthyZeroUnknown) {
@@ -312,7 +327,7 @@ TEST(Collector, WithoutDiscoveryCardsAreLabelledFromLibefmlWithoutAMinor) {
         line(
             "enflame_gcu_usage",
             std::string(
-                R"(host="node-a",minor_number="",uuid="EFML-U0",busid="0000:90:00.0",name="Enflame S60",)") +
+                R"(host="node-a",minor_number="",uuid="EFML-U0",busid="0000:90:00.0",slot="N/A",name="Enflame S60",)") +
                 kNobody,
             "42"));
 }
@@ -328,7 +343,8 @@ std::vector<CardIdentity> ids() {
         c.uuid = "TR6Y4601000" + std::to_string(i);
         out.push_back(c);
     }
-    out[3].drs_uuids = {"a1b2-0", "a1b2-1"};
+    out[3].drs = {{3, 0, "1g.11gb", "a1b2-0"}, {3, 1, "1g.11gb", "a1b2-1"}};
+    out[2].drs = {{2, 0, "1g.11gb"}, {2, 1, "1g.11gb"}};  // efsmi gave these no UUID
     return out;
 }
 
@@ -346,6 +362,9 @@ TEST(Attribution, DevicePluginIds) {
         {"index-replica", "0::15", 0U},
         {"drs-instance", "DRS-a1b2-1", 3U},
         {"unknown-drs", "DRS-zzzz", std::nullopt},
+        {"drs-without-uuid", "2:1g.11gb:1", 2U},
+        {"drs-without-uuid-unknown-instance", "2:1g.11gb:7", std::nullopt},
+        {"drs-without-uuid-another-card", "3:1g.11gb:1", std::nullopt},
         {"unknown-uuid", "TR6Y46019999", std::nullopt},
         {"index-out-of-range", "7", std::nullopt},
         {"replica-suffix-not-a-number", "TR6Y46010002::x", std::nullopt},

@@ -75,11 +75,13 @@ start_pod_resources() {
 
 scrape() { curl -sf "http://127.0.0.1:$PORT/metrics"; }
 
-# series NAME [FIXED-STRING...]: the sample lines of NAME containing every FIXED-STRING.
+# series NAME [FIXED-STRING...]: the sample lines of NAME containing every FIXED-STRING; fails
+# when the scrape does (a dead exporter has no series, but that is no answer).
 series() {
   local name=$1 out
   shift
-  out=$(scrape | grep -E "^$name[{ ]") || return 0
+  out=$(scrape) || { echo "scrape of 127.0.0.1:$PORT failed" >&2; return 1; }
+  out=$(grep -E "^$name[{ ]" <<<"$out") || return 0
   local f
   for f in "$@"; do out=$(grep -F -- "$f" <<<"$out") || return 0; done
   echo "$out"
@@ -94,7 +96,7 @@ value() {
 }
 
 is() { [ "$(value "${@:2}")" = "$1" ]; }
-no_series() { [ -z "$(series "$@")" ]; }
+no_series() { local s; s=$(series "$@") || return 1; [ -z "$s" ]; }
 
 # card N: the fixed labels of card N of the simulated host, as the exporter writes them.
 card() {
@@ -102,13 +104,29 @@ card() {
   minor=$(card_field "$SCRATCH/desc.yaml" "$1" minor)
   uuid=$(card_field "$SCRATCH/desc.yaml" "$1" uuid)
   bus=$(card_field "$SCRATCH/desc.yaml" "$1" bus_id)
-  echo "host=\"node-a\",minor_number=\"$minor\",uuid=\"$uuid\",busid=\"$bus\",name=\"S60\""
+  echo "host=\"node-a\",minor_number=\"$minor\",uuid=\"$uuid\",busid=\"$bus\",slot=\"$(slot_of "$bus")\",name=\"S60\""
+}
+
+# slot_of BUS-ID: the name of the PCI slot (the simulated host's /sys/bus/pci/slots/NAME/address)
+# at BUS-ID's address, or N/A.
+slot_of() {
+  local f
+  for f in "$SCRATCH"/host/sys/bus/pci/slots/*/address; do
+    [ -f "$f" ] && [ "$(cat "$f")" = "${1%.*}" ] && { basename "$(dirname "$f")"; return 0; }
+  done
+  echo N/A
 }
 
 nobody='pod_name="",pod_namespace="",container_name=""'
 
 @test "metrics: every card with gcu-exporter's names and labels, HELP and TYPE; promtool objects only to the kept _count names" {
   host
+  # card 1 sits in a slot the kernel names (as ACPI or pciehp do); the others in none
+  local bus1
+  bus1=$(card_field "$SCRATCH/desc.yaml" 1 bus_id)
+  mkdir -p "$SCRATCH/host/sys/bus/pci/slots/PCIE3_GPU" "$SCRATCH/host/sys/bus/pci/slots/7"
+  echo "${bus1%.*}" > "$SCRATCH/host/sys/bus/pci/slots/PCIE3_GPU/address"
+  echo "0000:ff:1f" > "$SCRATCH/host/sys/bus/pci/slots/7/address"
   start_exporter
   scrape > "$SCRATCH/metrics"
   [ "$(value enflame_gcu_count)" = 4 ]
@@ -121,15 +139,23 @@ nobody='pod_name="",pod_namespace="",container_name=""'
     grep -qF "enflame_gcu_memory_total_bytes{$(card $n),$nobody} 45063602176" "$SCRATCH/metrics"
   done
   grep -qF "minor_number=\"7\",uuid=\"$U3\"" "$SCRATCH/metrics"
+  # slot on every card series: the slot's name for card 1, N/A for the others (gcu-exporter's
+  # value for an empty slot); not one series without it
+  grep -qF "busid=\"$bus1\",slot=\"PCIE3_GPU\"" "$SCRATCH/metrics"
+  [ "$(grep -c 'slot="PCIE3_GPU"' "$SCRATCH/metrics")" -eq "$(grep -c "uuid=\"$U1\"" "$SCRATCH/metrics")" ]
+  [ "$(grep -E '^enflame_gcu_[a-z_]+\{.*uuid=' "$SCRATCH/metrics" | grep -vc 'slot="')" -eq 0 ]
   for name in usage memory_usage memory_used_bytes memory_total_bytes temperatures power_usage \
               power_consumption power_capability clock health ecc_single_bit_error_total_count \
-              ecc_double_bit_error_total_count pcie_link_width count info exporter_up; do
+              ecc_double_bit_error_total_count pcie_link_width count info exporter_up \
+              memory_temperature board_temperature hbm_clock; do
     grep -q "^# HELP enflame_gcu_$name " "$SCRATCH/metrics" || { echo "no HELP for $name"; false; }
     grep -qx "# TYPE enflame_gcu_$name gauge" "$SCRATCH/metrics" || { echo "no TYPE for $name"; false; }
     grep -q "^enflame_gcu_$name{" "$SCRATCH/metrics" || { echo "no series of $name"; false; }
   done
-  [ "$(grep -c '^enflame_gcu_temperatures{' "$SCRATCH/metrics")" -eq 12 ]   # asic, memory, board
-  [ "$(grep -c '^enflame_gcu_clock{' "$SCRATCH/metrics")" -eq 8 ]           # dtu, hbm
+  # gcu-exporter's one temperature (the ASIC) and one clock (the DTU, with power_mode) per card
+  [ "$(grep -c '^enflame_gcu_temperatures{' "$SCRATCH/metrics")" -eq 4 ]
+  [ "$(grep -c '^enflame_gcu_clock{.*,power_mode="not supported"} ' "$SCRATCH/metrics")" -eq 4 ]
+  [ "$(grep -c '^enflame_gcu_clock{' "$SCRATCH/metrics")" -eq 4 ]
   run promtool check metrics < "$SCRATCH/metrics"
   [ "$(sort <<<"$output")" = "$(printf '%s\n' \
     'enflame_gcu_count non-histogram and non-summary metrics should not have "_count" suffix' \
@@ -151,14 +177,14 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   wait_for is 73.5 enflame_gcu_usage "{$c2}"
   [ "$(value enflame_gcu_memory_used_bytes "{$c2}")" = 2147483648 ]
   [ "$(value enflame_gcu_memory_usage "{$c2}")" = "$(python3 -c 'print(2048 / 42976)')" ]
-  [ "$(value enflame_gcu_temperatures "{$c2,sensor=\"asic\"}")" = 61 ]
-  [ "$(value enflame_gcu_temperatures "{$c2,sensor=\"memory\"}")" = 55 ]
-  [ "$(value enflame_gcu_temperatures "{$c2,sensor=\"board\"}")" = 44 ]
+  [ "$(value enflame_gcu_temperatures "{$c2}")" = 61 ]
+  [ "$(value enflame_gcu_memory_temperature "{$c2}")" = 55 ]
+  [ "$(value enflame_gcu_board_temperature "{$c2}")" = 44 ]
   [ "$(value enflame_gcu_power_consumption "{$c2}")" = 150 ]
   [ "$(value enflame_gcu_power_capability "{$c2}")" = 375 ]
   [ "$(value enflame_gcu_power_usage "{$c2}")" = 40 ]
-  [ "$(value enflame_gcu_clock "{$c2,domain=\"dtu\"}")" = 1300 ]
-  [ "$(value enflame_gcu_clock "{$c2,domain=\"hbm\"}")" = 6400 ]
+  [ "$(value enflame_gcu_clock "{$c2,power_mode=\"not supported\"}")" = 1300 ]
+  [ "$(value enflame_gcu_hbm_clock "{$c2}")" = 6400 ]
   [ "$(value enflame_gcu_ecc_single_bit_error_total_count "{$c2}")" = 7 ]
   [ "$(value enflame_gcu_ecc_double_bit_error_total_count "{$c2}")" = 2 ]
   [ "$(value enflame_gcu_pcie_link_width "{$c2}")" = 4 ]
@@ -168,7 +194,7 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   [ "$(series enflame_gcu_process_memory_used_bytes | wc -l)" -eq 1 ]
   # the other cards kept the simulator's defaults
   [ "$(value enflame_gcu_usage "{$(card 1),$nobody}")" = 0 ]
-  [ "$(value enflame_gcu_temperatures "{$(card 1),$nobody,sensor=\"asic\"}")" = 35 ]
+  [ "$(value enflame_gcu_temperatures "{$(card 1),$nobody}")" = 35 ]
   # and a second change shows too (the library stays loaded; values are read every pass)
   "$SIM_HOST" telemetry --root "$SCRATCH/host" --card 2 usage=12 ecc_single_bit=8
   wait_for is 12 enflame_gcu_usage "{$c2}"
@@ -201,14 +227,14 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   [ "$(series enflame_gcu_usage "{$(card 3),pod_name=\"dra\",pod_namespace=\"batch\",container_name=\"job\"}" | wc -l)" -eq 1 ]
   # one series per card: each card has exactly its holder, the foreign pod holds nothing
   [ "$(series enflame_gcu_usage | wc -l)" -eq 4 ]
-  [ -z "$(series enflame_gcu_usage 'pod_name="cuda"')" ]
-  [ -z "$(series enflame_gcu_usage "$nobody")" ]
+  no_series enflame_gcu_usage 'pod_name="cuda"'
+  no_series enflame_gcu_usage "$nobody"
   # the pod goes: its card keeps one unlabelled series; a new DRA slice claim holds card 0 too
   pods "$(jq -nc --arg u0 "$U0" '{pod_resources: [
     {name: "train", namespace: "ml", containers: [{name: "worker",
       devices: [{resource_name: "enflame.com/gcu", device_ids: [($u0 + "::0")]}]}]},
     {name: "slice-dra", namespace: "batch", containers: [{name: "job",
-      dynamic_resources: [{claim_resources: [{driver_name: "gcu.enflame.com", device_name: "gcu-0-1g.11gb-1"}]}]}]}]}')"
+      dynamic_resources: [{claim_resources: [{driver_name: "gcu.enflame.com", device_name: "gcu-0-1g-11gb-1"}]}]}]}]}')"
   wait_for no_series enflame_gcu_usage 'pod_name="dra"'
   [ "$(series enflame_gcu_usage "{$(card 3),$nobody}" | wc -l)" -eq 1 ]
   [ "$(series enflame_gcu_usage "$(card 0)" | wc -l)" -eq 2 ]
@@ -216,6 +242,27 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   # per-card gauges follow the holders; the card-wide ones do not multiply
   [ "$(series enflame_gcu_health "$(card 0)" | wc -l)" -eq 2 ]
   [ "$(value enflame_gcu_count)" = 4 ]
+}
+
+@test "attribution: a DRS instance efsmi lists without a UUID is held through the ID the device plugin advertises (<card>:<profile>:<instance>)" {
+  host --drs
+  printf 'faults:\n  drs_instance_layout: placement\n' >> "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  pods "$(jq -nc '{pod_resources: [
+    {name: "slice", namespace: "ml", containers: [{name: "main",
+      devices: [{resource_name: "enflame.com/drs-1g.11gb", device_ids: ["0:1g.11gb:1"]}]}]},
+    {name: "ghost", namespace: "ml", containers: [{name: "main",
+      devices: [{resource_name: "enflame.com/drs-1g.11gb", device_ids: ["1:1g.11gb:3"]}]}]}]}')"
+  start_pod_resources
+  start_exporter
+  # discovery saw the instances without a UUID: they are named <card>:<profile>:<instance>
+  [ "$(value enflame_gcu_drs_instance_info 'drs_id="0:1g.11gb:1"' 'profile="1g.11gb"' 'instance_id="1"')" = 1 ]
+  no_series enflame_gcu_drs_instance_info 'drs_id="DRS-'
+  [ "$(series enflame_gcu_drs_instance_info | wc -l)" -eq 3 ]
+  [ "$(series enflame_gcu_usage "{$(card 0),pod_name=\"slice\",pod_namespace=\"ml\",container_name=\"main\"}" | wc -l)" -eq 1 ]
+  # an instance that does not exist holds nothing
+  no_series enflame_gcu_usage 'pod_name="ghost"'
+  [ "$(series enflame_gcu_usage | wc -l)" -eq 4 ]
 }
 
 @test "attribution: no kubelet socket means unlabelled series and one log line, not one per collection" {
@@ -294,8 +341,8 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   [ "$(series enflame_gcu_usage | wc -l)" -eq 3 ]
   [ "$(series enflame_gcu_usage "{$(card 2),$nobody}" | wc -l)" -eq 1 ]
   [[ "$(card 2)" == *'uuid="TR6Y46019999"'* ]]
-  [ -z "$(series enflame_gcu_usage "$U2")" ]
-  [ -z "$(series enflame_gcu_usage "$U3")" ]
+  no_series enflame_gcu_usage "$U2"
+  no_series enflame_gcu_usage "$U3"
 }
 
 @test "http: /healthz ok, unknown paths 404, SIGTERM exits 0" {
@@ -311,6 +358,10 @@ nobody='pod_name="",pod_namespace="",container_name=""'
   wait "$EPID" || rc=$?
   [ "$rc" -eq 0 ]
   grep -q 'signal 15: stopping' "$LOG"
+  # a dead exporter is no answer: the helpers fail rather than report no series
+  run ! series enflame_gcu_usage
+  run ! no_series enflame_gcu_usage 'pod_name="nobody"'
+
 }
 
 @test "bad input: one-line errors naming the flag or file, exit 1, nothing served" {
@@ -363,7 +414,7 @@ import json, sys, yaml
 d = sys.argv[1]
 k = yaml.safe_load(open(d + "/kustomization.yaml"))
 docs = {}
-for r in k["resources"] + ["servicemonitor.yaml"]:
+for r in k["resources"] + ["../monitoring/operator/servicemonitor-exporter.yaml"]:
     doc = yaml.safe_load(open(d + "/" + r))
     docs[doc["kind"]] = doc
 ds = docs["DaemonSet"]["spec"]["template"]["spec"]
@@ -401,7 +452,8 @@ PY
   [ "$status" -eq 0 ]
   local f
   for f in bin/enflame-gcu-exporter share/man/man8/enflame-gcu-exporter.8 \
-           share/doc/enflame-container-toolkit/deployments/exporter/{kustomization,configmap,daemonset,service,servicemonitor}.yaml; do
+           share/doc/enflame-container-toolkit/deployments/exporter/{kustomization,configmap,daemonset,service}.yaml \
+           share/doc/enflame-container-toolkit/deployments/monitoring/operator/servicemonitor-exporter.yaml; do
     [ -s "$SCRATCH/stage/usr/$f" ] || { echo "missing $f"; false; }
   done
   [[ "$("$SCRATCH/stage/usr/bin/enflame-gcu-exporter" --version)" == "enflame-gcu-exporter "* ]]
