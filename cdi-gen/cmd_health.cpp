@@ -7,7 +7,10 @@
 // (NPD would kill it at its own timeout and report only "Timeout when running plugin").
 #include "context.hpp"
 
+#include "inject/fs.hpp"
 #include "inject/health.hpp"
+
+#include <link.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -24,6 +27,7 @@ namespace health = inject::health;
 
 struct HealthArgs {
     std::string check;
+    std::string install_dir;
     std::string driver_root, dev_root;
     std::vector<std::string> spec_dirs;
     std::string state_dir = "/var/lib/enflame/health";
@@ -55,7 +59,44 @@ int say(health::Code code, const std::string& line) {
     return static_cast<int>(code);
 }
 
+// --install DIR: this binary as DIR/enflame-ctk, every shared library it runs with in DIR/lib,
+// and its ELF interpreter as DIR/ld.so. NPD's image (upstream's, not ours) lacks our
+// libraries, so NPD runs `DIR/ld.so --library-path DIR/lib DIR/enflame-ctk health CHECK`: the
+// copy needs nothing from the image it lands in. Run by the DaemonSet's init container from
+// our image (which has no shell or cp) into an emptyDir both containers mount.
+int install(const std::string& dir) {
+    std::vector<std::string> libs;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+            if (name.starts_with("/")) static_cast<std::vector<std::string>*>(data)->push_back(name);
+            return 0;
+        },
+        &libs);
+    std::error_code ec;
+    std::filesystem::create_directories(dir + "/lib", ec);
+    if (ec) return report(inject::Error(inject::Errc::Io, "creating '" + dir + "/lib': " + ec.message()));
+    auto copy = [](const std::string& from, const std::string& to) -> inject::Result<void> {
+        INJECT_TRY(auto bytes, inject::fs::read_file(from, 512u << 20));
+        return inject::fs::atomic_write(to, bytes, {.mode = 0755});
+    };
+    std::string interp;
+    for (const auto& l : libs) {
+        if (l.find("/ld-linux") != std::string::npos || l.find("/ld64") != std::string::npos) interp = l;
+        auto r = copy(l, dir + "/lib/" + std::filesystem::path(l).filename().string());
+        if (!r) return report(r.error());
+    }
+    if (interp.empty()) return report(inject::Error(inject::Errc::NotFound, "no ELF interpreter among the loaded objects"));
+    for (const auto& [from, to] : {std::pair{std::string("/proc/self/exe"), dir + "/enflame-ctk"}, {interp, dir + "/ld.so"}})
+        if (auto r = copy(from, to); !r) return report(r.error());
+    std::cout << "installed " << dir << "/enflame-ctk with " << libs.size() << " libraries; run it as " << dir
+              << "/ld.so --library-path " << dir << "/lib " << dir << "/enflame-ctk health CHECK\n";
+    return 0;
+}
+
 int run(Context& ctx, const HealthArgs& a) {
+    if (!a.install_dir.empty()) return install(a.install_dir);
+    if (a.check.empty()) return say(health::Code::Unknown, "no check named: want one of the checks in --help");
     auto o = options(ctx, a);
     if (!o) return say(health::Code::Unknown, o.error().what());
     struct Shared {
@@ -90,7 +131,9 @@ void register_health(CLI::App& app, Context& ctx) {
     for (const auto& n : health::check_names()) names += (names.empty() ? "" : ", ") + std::string(n);
     auto* cmd = app.add_subcommand("health", "one GCU health check for Node Problem Detector: one line on stdout; "
                                              "exit 0 ok, 1 problem, 2 unknown");
-    cmd->add_option("check", a->check, "the check: " + names)->required();
+    cmd->add_option("check", a->check, "the check: " + names);
+    cmd->add_option("--install", a->install_dir,
+                    "copy this binary, its libraries and its ELF interpreter into DIR (for NPD's image) and exit");
     cmd->add_option("--driver-root", a->driver_root, "where sys/, efsmi and libefml are (default: config)");
     cmd->add_option("--dev-root", a->dev_root, "where dev/gcu* are (default: config)");
     cmd->add_option("--spec-dir", a->spec_dirs, "cdi: CDI spec dir (repeatable; default: config spec-dirs)");
