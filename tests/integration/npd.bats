@@ -7,6 +7,7 @@
 # over temperature sets problem_gauge{type=...} to 1 within one interval, and back to 0.
 
 load helpers
+load npd
 bats_require_minimum_version 1.5.0
 
 INTERVAL=2
@@ -20,7 +21,7 @@ setup() {
   printf 'faults: {}\n' >> "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
   SIMDIR=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
-  full_links
+  full_links "$SCRATCH/host" 8
   write_config "$SCRATCH/config.toml" "$SCRATCH/host"
   printf '[enflame-container-runtime]\nspec-dirs = ["%s"]\n' "$SCRATCH/cdi" >> "$SCRATCH/config.toml"
   mkdir -p "$SCRATCH/cdi"
@@ -30,38 +31,9 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-# npd_binary: the unpacked NPD under $BUILD_DIR/npd (unpacked and checked on first use).
-npd_binary() {
-  local zst=${NPD_ZST:-$TOP/../shared/npd/bin/node-problem-detector.zst} out=$BUILD_DIR/npd/node-problem-detector
-  if [ ! -x "$out" ]; then
-    [ -f "$zst" ] || { echo "$zst is missing"; return 1; }
-    mkdir -p "$BUILD_DIR/npd"
-    zstd -q -f -d --long=27 -o "$out.tmp" "$zst" &&
-      (cd "$(dirname "$zst")" && sed 's|node-problem-detector$|'"$out.tmp"'|' SHA256SUMS | sha256sum -c --quiet) &&
-      chmod 755 "$out.tmp" && mv "$out.tmp" "$out" || { echo "unpacking $zst failed"; return 1; }
-  fi
-  echo "$out"
-}
-
-# full_links: every card at its maximum PCIe link (the simulator's default is a degraded one).
-full_links() {
-  local i
-  for i in $(seq 0 7); do "$SIM_HOST" telemetry --root "$SCRATCH/host" --card "$i" pcie_link_width=16 pcie_link_speed=5; done
-}
-
-# monitor_config OUT: the shipped custom-plugin monitor, paths into $SCRATCH, interval $INTERVAL.
-monitor_config() {
-  python3 - "$TOP/deployments/npd/enflame-gcu-monitor.json" "$1" "$SCRATCH" "$INTERVAL" <<'PY'
-import json, sys
-src, out, scratch, interval = sys.argv[1:]
-m = json.load(open(src))
-m["pluginConfig"]["invoke_interval"] = interval + "s"
-fix = lambda s: s.replace("/opt/enflame", scratch + "/plugin").replace("/config/enflame-ctk.toml", scratch + "/config.toml")
-for r in m["rules"]:
-    r["path"] = fix(r["path"])
-    r["args"] = [fix(a) for a in r["args"]] + ["--state-dir", scratch + "/state"]
-json.dump(m, open(out, "w"), indent=1)
-PY
+# monitor: the shipped custom-plugin monitor into $SCRATCH/mon.json, paths into $SCRATCH.
+monitor() {
+  monitor_config "$SCRATCH/mon.json" "$INTERVAL" "$SCRATCH/plugin" "$SCRATCH/config.toml" "$SCRATCH/state"
 }
 
 # start_npd ARGS...: NPD on a free loopback port ($PORT), no API server, stopped in teardown.
@@ -99,7 +71,7 @@ gauge_is() {
 WITHIN=$((INTERVAL + 1))
 
 @test "npd: the shipped monitor on a healthy host: every GCU condition 0, the plugin runs" {
-  monitor_config "$SCRATCH/mon.json"
+  monitor
   start_npd --config.custom-plugin-monitor="$SCRATCH/mon.json"
   sleep $((INTERVAL + 1))
   local t
@@ -111,7 +83,7 @@ WITHIN=$((INTERVAL + 1))
 }
 
 @test "npd: a card turned unhealthy sets GCUUnhealthy within one interval, and clears" {
-  monitor_config "$SCRATCH/mon.json"
+  monitor
   start_npd --config.custom-plugin-monitor="$SCRATCH/mon.json"
   gauge_is GCUUnhealthy 0 "$WITHIN"
   echo 5 > "$SIMDIR/enflame-sim-unhealthy"
@@ -122,7 +94,7 @@ WITHIN=$((INTERVAL + 1))
 }
 
 @test "npd: a card removed sets GCUMissing within one interval, and clears when it is back" {
-  monitor_config "$SCRATCH/mon.json"
+  monitor
   start_npd --config.custom-plugin-monitor="$SCRATCH/mon.json"
   gauge_is GCUMissing 0 "$WITHIN"
   sleep "$INTERVAL"   # the devices check has recorded the 8 cards
@@ -131,12 +103,12 @@ WITHIN=$((INTERVAL + 1))
   gauge_is GCUMissing 1 "$WITHIN"
   grep -F 'GCU 0000:17:00.0 is gone from the PCI bus' "$SCRATCH/npd.log"
   sim_host "$SCRATCH/desc8.yaml" "$SCRATCH/host" >/dev/null
-  full_links
+  full_links "$SCRATCH/host" 8
   gauge_is GCUMissing 0 "$WITHIN"
 }
 
 @test "npd: a card over temperature sets GCUOverTemperature within one interval, and clears" {
-  monitor_config "$SCRATCH/mon.json"
+  monitor
   start_npd --config.custom-plugin-monitor="$SCRATCH/mon.json"
   gauge_is GCUOverTemperature 0 "$WITHIN"
   "$SIM_HOST" telemetry --root "$SCRATCH/host" --card 6 temperature=96
