@@ -5,11 +5,6 @@
 // this file gathers the options and keeps a hung libefml from hanging the call: the check
 // runs on a thread, and when it overruns --timeout-ms the process says so and leaves with 2
 // (NPD would kill it at its own timeout and report only "Timeout when running plugin").
-#include "context.hpp"
-
-#include "inject/fs.hpp"
-#include "inject/health.hpp"
-
 #include <link.h>
 
 #include <condition_variable>
@@ -19,6 +14,10 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include "context.hpp"
+#include "inject/fs.hpp"
+#include "inject/health.hpp"
 
 namespace ctk {
 namespace {
@@ -69,34 +68,43 @@ int install(const std::string& dir) {
     ::dl_iterate_phdr(
         [](dl_phdr_info* info, std::size_t, void* data) {
             const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-            if (name.starts_with("/")) static_cast<std::vector<std::string>*>(data)->push_back(name);
+            if (name.starts_with("/"))
+                static_cast<std::vector<std::string>*>(data)->push_back(name);
             return 0;
         },
         &libs);
     std::error_code ec;
     std::filesystem::create_directories(dir + "/lib", ec);
-    if (ec) return report(inject::Error(inject::Errc::Io, "creating '" + dir + "/lib': " + ec.message()));
+    if (ec)
+        return report(
+            inject::Error(inject::Errc::Io, "creating '" + dir + "/lib': " + ec.message()));
     auto copy = [](const std::string& from, const std::string& to) -> inject::Result<void> {
         INJECT_TRY(auto bytes, inject::fs::read_file(from, 512u << 20));
         return inject::fs::atomic_write(to, bytes, {.mode = 0755});
     };
     std::string interp;
     for (const auto& l : libs) {
-        if (l.find("/ld-linux") != std::string::npos || l.find("/ld64") != std::string::npos) interp = l;
+        if (l.find("/ld-linux") != std::string::npos || l.find("/ld64") != std::string::npos)
+            interp = l;
         auto r = copy(l, dir + "/lib/" + std::filesystem::path(l).filename().string());
         if (!r) return report(r.error());
     }
-    if (interp.empty()) return report(inject::Error(inject::Errc::NotFound, "no ELF interpreter among the loaded objects"));
-    for (const auto& [from, to] : {std::pair{std::string("/proc/self/exe"), dir + "/enflame-ctk"}, {interp, dir + "/ld.so"}})
+    if (interp.empty())
+        return report(
+            inject::Error(inject::Errc::NotFound, "no ELF interpreter among the loaded objects"));
+    for (const auto& [from, to] :
+         {std::pair{std::string("/proc/self/exe"), dir + "/enflame-ctk"}, {interp, dir + "/ld.so"}})
         if (auto r = copy(from, to); !r) return report(r.error());
-    std::cout << "installed " << dir << "/enflame-ctk with " << libs.size() << " libraries; run it as " << dir
-              << "/ld.so --library-path " << dir << "/lib " << dir << "/enflame-ctk health CHECK\n";
+    std::cout << "installed " << dir << "/enflame-ctk with " << libs.size()
+              << " libraries; run it as " << dir << "/ld.so --library-path " << dir << "/lib "
+              << dir << "/enflame-ctk health CHECK\n";
     return 0;
 }
 
 int run(Context& ctx, const HealthArgs& a) {
     if (!a.install_dir.empty()) return install(a.install_dir);
-    if (a.check.empty()) return say(health::Code::Unknown, "no check named: want one of the checks in --help");
+    if (a.check.empty())
+        return say(health::Code::Unknown, "no check named: want one of the checks in --help");
     auto o = options(ctx, a);
     if (!o) return say(health::Code::Unknown, o.error().what());
     struct Shared {
@@ -112,10 +120,11 @@ int run(Context& ctx, const HealthArgs& a) {
         sh->cv.notify_one();
     });
     std::unique_lock lock(sh->mu);
-    if (!sh->cv.wait_for(lock, std::chrono::milliseconds(a.timeout_ms), [&] { return sh->result.has_value(); })) {
+    if (!sh->cv.wait_for(lock, std::chrono::milliseconds(a.timeout_ms),
+                         [&] { return sh->result.has_value(); })) {
         // The worker is stuck inside libefml: leave without unwinding (no join, no dlclose).
-        say(health::Code::Unknown,
-            "check '" + a.check + "' timed out after " + std::to_string(a.timeout_ms) + " ms (libefml hung?)");
+        say(health::Code::Unknown, "check '" + a.check + "' timed out after " +
+                                       std::to_string(a.timeout_ms) + " ms (libefml hung?)");
         std::_Exit(static_cast<int>(health::Code::Unknown));
     }
     lock.unlock();
@@ -128,22 +137,31 @@ int run(Context& ctx, const HealthArgs& a) {
 void register_health(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<HealthArgs>();
     std::string names;
-    for (const auto& n : health::check_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    auto* cmd = app.add_subcommand("health", "one GCU health check for Node Problem Detector: one line on stdout; "
-                                             "exit 0 ok, 1 problem, 2 unknown");
+    for (const auto& n : health::check_names())
+        names += (names.empty() ? "" : ", ") + std::string(n);
+    auto* cmd =
+        app.add_subcommand("health",
+                           "one GCU health check for Node Problem Detector: one line on stdout; "
+                           "exit 0 ok, 1 problem, 2 unknown");
     cmd->add_option("check", a->check, "the check: " + names);
     cmd->add_option("--install", a->install_dir,
-                    "copy this binary, its libraries and its ELF interpreter into DIR (for NPD's image) and exit");
-    cmd->add_option("--driver-root", a->driver_root, "where sys/, efsmi and libefml are (default: config)");
+                    "copy this binary, its libraries and its ELF interpreter into DIR (for NPD's "
+                    "image) and exit");
+    cmd->add_option("--driver-root", a->driver_root,
+                    "where sys/, efsmi and libefml are (default: config)");
     cmd->add_option("--dev-root", a->dev_root, "where dev/gcu* are (default: config)");
-    cmd->add_option("--spec-dir", a->spec_dirs, "cdi: CDI spec dir (repeatable; default: config spec-dirs)");
-    cmd->add_option("--state-dir", a->state_dir, "devices, ecc: where the last values are kept")->capture_default_str();
+    cmd->add_option("--spec-dir", a->spec_dirs,
+                    "cdi: CDI spec dir (repeatable; default: config spec-dirs)");
+    cmd->add_option("--state-dir", a->state_dir, "devices, ecc: where the last values are kept")
+        ->capture_default_str();
     cmd->add_option("--driver-version", a->driver_versions,
                     "driver: a known good driver version (repeatable; default: any)");
     cmd->add_option("--max-temperature", a->max_temperature, "temperature: the limit in Celsius")
         ->capture_default_str();
-    cmd->add_flag("--no-link-speed", a->no_link_speed, "pcie: compare the link width only, not the speed");
-    cmd->add_option("--ecc-hold", a->ecc_hold_s, "ecc: seconds a rise stays a problem")->capture_default_str();
+    cmd->add_flag("--no-link-speed", a->no_link_speed,
+                  "pcie: compare the link width only, not the speed");
+    cmd->add_option("--ecc-hold", a->ecc_hold_s, "ecc: seconds a rise stays a problem")
+        ->capture_default_str();
     cmd->add_option("--timeout-ms", a->timeout_ms, "give up (exit 2) when the check takes longer")
         ->capture_default_str();
     cmd->callback([&ctx, a] { throw Exit{run(ctx, *a)}; });

@@ -4,13 +4,14 @@
 // devices: a card gone from the bus, a card the driver left unbound). The host builder makes
 // device nodes with mknod, so the simulator tests need root; without it they skip.
 #include "inject/health.hpp"
-#include "inject/process.hpp"
-#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+
+#include "inject/process.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -31,7 +32,8 @@ TEST(HealthFitLine, Table) {
         {"Eighty", a79 + "b", std::string(76, 'a') + "..."},
         {"FirstLineOnly", "one\ntwo", "one"},
         // "é" is two bytes at 75-76: the cut steps back to a whole character
-        {"NotMidUtf8", std::string(75, 'x') + "\xc3\xa9" + std::string(10, 'y'), std::string(75, 'x') + "..."},
+        {"NotMidUtf8", std::string(75, 'x') + "\xc3\xa9" + std::string(10, 'y'),
+         std::string(75, 'x') + "..."},
     };
     for (const auto& c : cases) {
         const auto got = fit_line(c.in);
@@ -44,7 +46,8 @@ TEST(Health, UnknownCheckNamesTheChecks) {
     auto r = run("thermal", Options{});
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(),
-              "unknown check 'thermal': want one of driver, devices, health, ecc, temperature, pcie, cdi");
+              "unknown check 'thermal': want one of driver, devices, health, ecc, temperature, "
+              "pcie, cdi");
 }
 
 const std::string kSimHost = std::string(ENFLAME_BINARY_DIR) + "/sim/enflame-sim-host";

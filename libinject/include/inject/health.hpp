@@ -9,14 +9,14 @@
 /// process; none runs efsmi. The ones that compare with an earlier run (ecc, devices) keep
 /// their last values in Options::state_dir.
 
-#include "inject/config.hpp"
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/config.hpp"
+#include "inject/result.hpp"
 
 namespace inject::health {
 
@@ -31,12 +31,12 @@ struct Verdict {
 
 /// What the checks need; the library reads no environment and picks no file itself.
 struct Options {
-    config::Config cfg;                      ///< driver-root, dev-root, device prefix, spec dirs
-    std::string state_dir;                   ///< where ecc and devices keep their last values
+    config::Config cfg;                        ///< driver-root, dev-root, device prefix, spec dirs
+    std::string state_dir;                     ///< where ecc and devices keep their last values
     std::vector<std::string> driver_versions;  ///< the versions known good; empty = any
-    double max_temperature_c = 85.0;         ///< temperature: a card above this is a problem
-    bool link_speed = true;                  ///< pcie: compare the speed too (not only the width)
-    std::chrono::seconds ecc_hold{3600};     ///< ecc: stays a problem this long after a rise
+    double max_temperature_c = 85.0;           ///< temperature: a card above this is a problem
+    bool link_speed = true;                    ///< pcie: compare the speed too (not only the width)
+    std::chrono::seconds ecc_hold{3600};       ///< ecc: stays a problem this long after a rise
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
 };
 

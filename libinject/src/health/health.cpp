@@ -5,11 +5,6 @@
 // libefml in process. The state folder keeps what a check must compare with its last run.
 #include "inject/health.hpp"
 
-#include "inject/discover.hpp"
-#include "inject/doctor.hpp"
-#include "inject/efml.hpp"
-#include "inject/fs.hpp"
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,6 +14,11 @@
 #include <map>
 #include <memory>
 #include <sstream>
+
+#include "inject/discover.hpp"
+#include "inject/doctor.hpp"
+#include "inject/efml.hpp"
+#include "inject/fs.hpp"
 
 namespace inject::health {
 namespace {
@@ -30,13 +30,20 @@ std::string trimmed(std::string s) {
     return s;
 }
 
-Verdict fine(std::string line) { return {Code::Ok, std::move(line)}; }
-Verdict problem(std::string line) { return {Code::Problem, std::move(line)}; }
-Verdict unknown(std::string line) { return {Code::Unknown, std::move(line)}; }
+Verdict fine(std::string line) {
+    return {Code::Ok, std::move(line)};
+}
+Verdict problem(std::string line) {
+    return {Code::Problem, std::move(line)};
+}
+Verdict unknown(std::string line) {
+    return {Code::Unknown, std::move(line)};
+}
 
 // "GCU 2 (0000:12:00.0)", or "GCU 2" when the bus id is unknown.
 std::string card_name(const efml::Sample& s) {
-    return "GCU " + std::to_string(s.index) + (s.pci_bus_id.empty() ? "" : " (" + s.pci_bus_id + ")");
+    return "GCU " + std::to_string(s.index) +
+           (s.pci_bus_id.empty() ? "" : " (" + s.pci_bus_id + ")");
 }
 
 // The first finding, and how many more there are.
@@ -75,10 +82,12 @@ Verdict check_driver(const Options& opts) {
         return problem("enflame driver " + version + " is not a known version (" + known.front() +
                        (known.size() > 1 ? ", ..." : "") + ")");
     auto lib = open_library(opts);
-    if (!lib && lib.error().code() == Errc::NotFound) return fine("enflame driver " + version + " loaded (no libefml)");
+    if (!lib && lib.error().code() == Errc::NotFound)
+        return fine("enflame driver " + version + " loaded (no libefml)");
     if (!lib) return problem("enflame driver " + version + " loaded but " + lib.error().what());
     auto n = (*lib)->count();
-    if (!n) return problem("enflame driver " + version + " loaded but libefml: " + n.error().what());
+    if (!n)
+        return problem("enflame driver " + version + " loaded but libefml: " + n.error().what());
     return fine("enflame driver " + version + " loaded, " + std::to_string(*n) + " cards");
 }
 
@@ -88,13 +97,14 @@ std::map<std::string, bool> pci_cards(const Options& opts) {
     std::map<std::string, bool> out;
     const std::string base = fs::join(opts.cfg.cli.driver_root, "/sys/bus/pci/devices");
     std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator(base, ec); !ec && it != std::filesystem::directory_iterator();
-         it.increment(ec)) {
+    for (auto it = std::filesystem::directory_iterator(base, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
         const auto dir = it->path().string();
         auto vendor = fs::read_file(dir + "/vendor", 64);
         if (!vendor || trimmed(*vendor) != "0x1e36") continue;
         struct stat st {};
-        const bool bound = ::stat((dir + "/enflame").c_str(), &st) == 0 || ::stat((dir + "/zixiao").c_str(), &st) == 0;
+        const bool bound = ::stat((dir + "/enflame").c_str(), &st) == 0 ||
+                           ::stat((dir + "/zixiao").c_str(), &st) == 0;
         out[it->path().filename().string()] = bound;
     }
     return out;
@@ -103,7 +113,8 @@ std::map<std::string, bool> pci_cards(const Options& opts) {
 Result<void> ensure_dir(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return fail(Errc::Io, "creating state folder '" + dir + "': " + ec.message(), ec.value());
+    if (ec)
+        return fail(Errc::Io, "creating state folder '" + dir + "': " + ec.message(), ec.value());
     return inject::ok();
 }
 
@@ -118,7 +129,8 @@ std::vector<std::string> read_state(const std::string& path) {
     return out;
 }
 
-Result<void> write_state(const Options& opts, const std::string& name, const std::vector<std::string>& lines) {
+Result<void> write_state(const Options& opts, const std::string& name,
+                         const std::vector<std::string>& lines) {
     INJECT_TRY_VOID(ensure_dir(opts.state_dir));
     std::string text;
     for (const auto& l : lines) text += l + "\n";
@@ -134,7 +146,8 @@ Verdict check_devices(const Options& opts) {
         std::string seen = c.seen;
         // the node's host path as the host knows it (dev-root is where the container sees it)
         if (opts.cfg.cli.dev_root != "/")
-            for (auto p = seen.find(opts.cfg.cli.dev_root); p != std::string::npos; p = seen.find(opts.cfg.cli.dev_root))
+            for (auto p = seen.find(opts.cfg.cli.dev_root); p != std::string::npos;
+                 p = seen.find(opts.cfg.cli.dev_root))
                 seen.erase(p, opts.cfg.cli.dev_root.size());
         found.push_back("GCU " + seen);
     }
@@ -154,7 +167,8 @@ Verdict check_devices(const Options& opts) {
         }
     if (changed)
         if (auto w = write_state(opts, state, seen); !w) return unknown(w.error().what());
-    return first_of(found, "all " + std::to_string(now.size()) + " GCUs present with their device nodes");
+    return first_of(found,
+                    "all " + std::to_string(now.size()) + " GCUs present with their device nodes");
 }
 
 Verdict check_health(const Options& opts) {
@@ -209,9 +223,12 @@ Verdict check_pcie(const Options& opts) {
         const bool slow = opts.link_speed && s.pcie_link_speed && s.pcie_max_link_speed &&
                           *s.pcie_link_speed < *s.pcie_max_link_speed;
         if (!narrow && !slow) continue;
-        auto gen = [](const std::optional<int>& g) { return g ? "Gen" + std::to_string(*g) + " " : std::string(); };
-        found.push_back(card_name(s) + " PCIe " + gen(s.pcie_link_speed) + "x" + std::to_string(*s.pcie_link_width) +
-                        ", max " + gen(s.pcie_max_link_speed) + "x" + std::to_string(*s.pcie_max_link_width));
+        auto gen = [](const std::optional<int>& g) {
+            return g ? "Gen" + std::to_string(*g) + " " : std::string();
+        };
+        found.push_back(card_name(s) + " PCIe " + gen(s.pcie_link_speed) + "x" +
+                        std::to_string(*s.pcie_link_width) + ", max " + gen(s.pcie_max_link_speed) +
+                        "x" + std::to_string(*s.pcie_max_link_width));
     }
     if (!any && !all->empty()) return unknown("libefml reports no PCIe link");
     return first_of(found, "all " + std::to_string(all->size()) + " GCUs at full PCIe link");
@@ -235,7 +252,8 @@ Verdict check_ecc(const Options& opts) {
         EccState e;
         if (in >> key >> e.count >> e.rise >> e.before) last[key] = e;
     }
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(opts.now.time_since_epoch()).count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(opts.now.time_since_epoch()).count();
     std::vector<std::string> found;
     bool any = false, changed = false;
     for (const auto& s : *all) {
@@ -256,8 +274,8 @@ Verdict check_ecc(const Options& opts) {
             changed = true;
         }
         if (e.rise != 0 && now - e.rise < opts.ecc_hold.count())
-            found.push_back(card_name(s) + " ECC double-bit errors rose " + std::to_string(e.before) + " -> " +
-                            std::to_string(e.count));
+            found.push_back(card_name(s) + " ECC double-bit errors rose " +
+                            std::to_string(e.before) + " -> " + std::to_string(e.count));
     }
     if (changed) {
         std::vector<std::string> lines;
@@ -282,15 +300,17 @@ Verdict check_cdi(const Options& opts) {
         if (auto p = seen.find(" (containers started"); p != std::string::npos) seen.erase(p);
         found.push_back("CDI " + seen);
     }
-    return first_of(found, compared ? "the CDI specs match the host" : "no " + opts.cfg.runtime.cdi_kind + " CDI spec to compare");
+    return first_of(found, compared ? "the CDI specs match the host"
+                                    : "no " + opts.cfg.runtime.cdi_kind + " CDI spec to compare");
 }
 
 using CheckFn = Verdict (*)(const Options&);
 
 const std::vector<std::pair<std::string_view, CheckFn>>& checks() {
     static const std::vector<std::pair<std::string_view, CheckFn>> c{
-        {"driver", check_driver}, {"devices", check_devices}, {"health", check_health}, {"ecc", check_ecc},
-        {"temperature", check_temperature}, {"pcie", check_pcie}, {"cdi", check_cdi}};
+        {"driver", check_driver}, {"devices", check_devices},         {"health", check_health},
+        {"ecc", check_ecc},       {"temperature", check_temperature}, {"pcie", check_pcie},
+        {"cdi", check_cdi}};
     return c;
 }
 
@@ -314,14 +334,16 @@ Result<Verdict> run(std::string_view name, const Options& opts) {
     }
     std::string all;
     for (const auto& n : check_names()) all += (all.empty() ? "" : ", ") + std::string(n);
-    return fail(Errc::InvalidInput, "unknown check '" + std::string(name) + "': want one of " + all);
+    return fail(Errc::InvalidInput,
+                "unknown check '" + std::string(name) + "': want one of " + all);
 }
 
 std::string fit_line(std::string_view s, std::size_t max) {
     s = s.substr(0, s.find('\n'));
     if (s.size() <= max) return std::string(s);
     std::size_t cut = max >= 3 ? max - 3 : 0;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0u) == 0x80u) --cut;  // not mid-sequence
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0u) == 0x80u)
+        --cut;  // not mid-sequence
     return std::string(s.substr(0, cut)) + (max >= 3 ? "..." : "");
 }
 
