@@ -134,15 +134,30 @@ check() {
   [ "$status" -eq 0 ]
 }
 
-@test "health: a check takes well under 50 ms (median of 11, 4 cards)" {
-  local i s e t=()
-  for i in $(seq 11); do
-    s=$(date +%s%N)
-    "$CTK" health --state-dir "$SCRATCH/state" temperature >/dev/null
-    e=$(date +%s%N)
-    t+=($(( (e - s) / 1000 )))
-  done
-  median=$(printf '%s\n' "${t[@]}" | sort -n | sed -n 6p)
-  echo "median ${median} us"
-  [ "$median" -lt 50000 ]
+@test "health: a check costs well under 50 ms of CPU (median of 11 runs of each, 4 cards)" {
+  # CPU time (user + sys of the check and anything it starts), not wall time: on the shared
+  # 2-core machine under a load of 10 the wall time is mostly waiting for a core (CPU 5-7 ms,
+  # wall 25-50 ms then; 10-20 ms wall on an idle machine).
+  run python3 - "$CTK" "$SCRATCH/state" <<'PY'
+import os, resource, statistics, subprocess, sys, time
+ctk, state = sys.argv[1:]
+for check in ["driver", "devices", "health", "ecc", "temperature", "pcie", "cdi"]:
+    cpu, wall = [], []
+    for _ in range(11):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([ctk, "health", "--state-dir", state, check], stdout=subprocess.DEVNULL)
+        wall.append((time.perf_counter() - t0) * 1000)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000)
+    print(f"{check} {statistics.median(cpu):.1f} {statistics.median(wall):.1f}")
+PY
+  echo "check cpu_ms wall_ms"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${#lines[@]}" -eq 7 ]
+  local check cpu wall
+  while read -r check cpu wall; do
+    (( ${cpu%.*} < 50 ))
+  done <<<"$output"
 }
