@@ -105,6 +105,7 @@ int copy_out(const std::string& s, char* buf, std::size_t len = kBufSize) {
 
 // The state check every call but EfmlInit makes (g_mu held).
 int state() {
+    if (!g_desc_dir.empty()) sim::efml_stall(g_desc_dir);
     if (!g_desc_dir.empty() && sim::driver_gone(g_desc_dir)) return kDriverNotLoaded;
     return g_host ? kOk : kUninit;
 }
@@ -130,6 +131,7 @@ int init() {
         const auto self = self_path();
         if (!self) return kError;
         g_desc_dir = self->parent_path().parent_path().string();
+        sim::efml_stall(g_desc_dir);
         if (sim::driver_gone(g_desc_dir)) return kDriverNotLoaded;
         if (g_host) return kOk;
         sim::Host h = sim::load_host(g_desc_dir + "/" + std::string(sim::kDescFile), self->string());

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 namespace sim {
 namespace {
@@ -243,6 +245,12 @@ std::vector<SimEvent> read_events(const std::string& dir) {
 bool driver_gone(const std::string& dir) {
     struct stat st {};
     return ::stat(path_in(dir, kDriverGoneFile).c_str(), &st) == 0;
+}
+
+void efml_stall(const std::string& dir) {
+    std::ifstream in(path_in(dir, kEfmlStallFile));
+    long ms = 0;
+    if (in >> ms && ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace sim

@@ -20,6 +20,9 @@ namespace sim {
 inline constexpr std::string_view kTelemetryFile = "enflame-sim-telemetry.json";
 inline constexpr std::string_view kEventsFile = "enflame-sim-events.jsonl";
 inline constexpr std::string_view kDriverGoneFile = "enflame-sim-driver-gone";
+/// A number of milliseconds every libefml call (EfmlInit included) waits before it answers: a
+/// hung library, for the callers' timeouts.
+inline constexpr std::string_view kEfmlStallFile = "enflame-sim-efml-stall-ms";
 
 /// One card's readings. Defaults: what the efsmi fixture shows.
 struct Telemetry {
@@ -64,5 +67,8 @@ struct SimEvent {
 
 /// Whether the driver-gone switch is on in `dir`.
 [[nodiscard]] bool driver_gone(const std::string& dir);
+
+/// Waits as long as the stall switch in `dir` says (no file: not at all).
+void efml_stall(const std::string& dir);
 
 }  // namespace sim

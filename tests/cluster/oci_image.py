@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""oci_image.py OUT --name NAME [--name NAME...] [--entrypoint JSON] [--cmd JSON]
+"""oci_image.py OUT --name NAME [--name NAME...] [--entrypoint JSON] [--cmd JSON] [--file SRC:DEST...]
 
 Writes OUT, an OCI image layout as a tar (oci-layout, index.json, blobs) holding one image
 whose single layer is a static busybox with its applet links, for `ctr images import`. Every
 --name becomes an index entry (annotations io.containerd.image.name and
 org.opencontainers.image.ref.name), so one import creates all the names. Byte-for-byte
-reproducible: no timestamps, root-owned entries, sorted applets.
+reproducible: no timestamps, root-owned entries, sorted applets. --file adds a host file at DEST
+(relative to /, mode kept): a stand-in for an upstream image, e.g. NPD's binary.
 """
 import argparse
 import hashlib
@@ -29,7 +30,7 @@ def entry(name, kind=tarfile.REGTYPE, mode=0o644, size=0, link=""):
     return t
 
 
-def layer(busybox):
+def layer(busybox, files=()):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for d, mode in ROOT_DIRS.items():
@@ -44,6 +45,10 @@ def layer(busybox):
         for f, text in FILES.items():
             raw = text.encode()
             tar.addfile(entry(f, size=len(raw)), io.BytesIO(raw))
+        for spec in files:
+            src, dest = spec.split(":", 1)
+            data = open(src, "rb").read()
+            tar.addfile(entry(dest.lstrip("/"), mode=os.stat(src).st_mode & 0o7777, size=len(data)), io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -54,6 +59,7 @@ def main():
     p.add_argument("--busybox", default="/bin/busybox")
     p.add_argument("--entrypoint", type=json.loads)
     p.add_argument("--cmd", type=json.loads, default=["sh"])
+    p.add_argument("--file", action="append", default=[])
     a = p.parse_args()
 
     blobs = {}
@@ -63,7 +69,7 @@ def main():
         blobs[digest] = data
         return {"mediaType": media, "digest": digest, "size": len(data)}
 
-    lay = layer(a.busybox)
+    lay = layer(a.busybox, a.file)
     config = {"architecture": "amd64", "os": "linux",
               "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
                          "Cmd": a.cmd, "WorkingDir": "/"},

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""check_manifests.py RENDERED.yaml IMAGES.txt [--deviceclass-version V] [--deviceclasses FILE]
+"""check_manifests.py RENDERED.yaml IMAGES.txt [--deviceclass-version V] [--deviceclasses FILE] [--add-on]
 
 Checks every object `kubectl kustomize` rendered: its kind is served by the apiVersion it
 names, it has the fields that kind requires, and what it references exists: ServiceAccounts,
 ConfigMaps (and their keys), ClusterRoles, the DaemonSets a Service selects, images (each one
-`make print-images` lists). Prints one line per problem; exit 1 if any."""
+`make print-images` lists, or an upstream one pinned to a version: UPSTREAM_REGISTRIES).
+--add-on: a folder applied beside deployments/ (npd/), so without the Namespace object. Prints one line per problem; exit 1 if any."""
 import sys
 import yaml
 
@@ -24,7 +25,19 @@ BOOTSTRAP = {"enflame-feature-discovery"}
 # daemons whose readiness is probed (the installer: toolkit status; the exporter: /healthz)
 PROBED = {"enflame-toolkit-installer", "enflame-gcu-exporter"}
 
+# roles the API server creates itself (bootstrap policy)
+BUILTIN_ROLES = {"system:node-problem-detector"}
+# upstream images a folder may run, pinned to a release tag (never :latest or untagged)
+UPSTREAM_REGISTRIES = ("registry.k8s.io/",)
+
 problems = []
+
+
+def image_ok(image, images):
+    if image in images:
+        return True
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    return image.startswith(UPSTREAM_REGISTRIES) and tag.startswith("v") and tag[1:2].isdigit()
 
 
 def bad(obj, what):
@@ -68,7 +81,7 @@ def main():
         if o["kind"] not in NAMESPACED and ns is not None:
             bad(o, "cluster-scoped object with a namespace")
 
-    if names.get("Namespace") != {NS}:
+    if "--add-on" not in args and names.get("Namespace") != {NS}:
         problems.append(f"Namespace objects {names.get('Namespace')}, want exactly {NS}")
 
     for o in by_kind.get("RuntimeClass", []):
@@ -102,8 +115,8 @@ def main():
             for item in (cm or {}).get("items", []):
                 if cm.get("name") in configmaps and item["key"] not in configmaps[cm["name"]]:
                     bad(o, f"volume {v['name']}: ConfigMap {cm['name']} has no key {item['key']}")
-        for c in need(o, "spec.template.spec.containers") or []:
-            if c.get("image") not in images:
+        for c in (need(o, "spec.template.spec.containers") or []) + pod.get("initContainers", []):
+            if not image_ok(c.get("image"), images):
                 bad(o, f"container {c.get('name')}: image {c.get('image')} is not one `make images` builds")
             res = c.get("resources", {})
             if "memory" not in res.get("requests", {}) or "memory" not in res.get("limits", {}):
@@ -124,7 +137,7 @@ def main():
 
     for o in by_kind.get("ClusterRoleBinding", []) + by_kind.get("RoleBinding", []):
         ref = need(o, "roleRef") or {}
-        if ref.get("name") not in names.get(ref.get("kind"), set()):
+        if ref.get("name") not in names.get(ref.get("kind"), set()) | BUILTIN_ROLES:
             bad(o, f"roleRef {ref.get('kind')}/{ref.get('name')}: no such object")
         for s in need(o, "subjects") or []:
             if s.get("kind") == "ServiceAccount" and (

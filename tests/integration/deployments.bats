@@ -138,3 +138,65 @@ PY
   [ "$status" -eq 0 ]
   [ "$installed" = "$output" ]
 }
+
+@test "npd/: NPD with the GCU monitors renders valid; every rule runs a health check enflame-ctk has, from the init container's copy" {
+  render npd --add-on
+  run objects
+  echo "$output" | grep -Fx "DaemonSet/enflame-npd"
+  echo "$output" | grep -Fx "ClusterRoleBinding/enflame-npd"
+  refute_grep -F "Namespace/"
+  # the default install leaves NPD out (deployments/kustomization.yaml, npd/kustomization.yaml)
+  render .
+  run objects
+  refute_grep -F "enflame-npd"
+  render npd --add-on
+  python3 - "$SCRATCH/r.yaml" > "$SCRATCH/npd" <<'PY'
+import json, sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+ds = next(o for o in objs if o["kind"] == "DaemonSet")
+pod = ds["spec"]["template"]["spec"]
+assert ds["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "enflame-npd"
+npd = pod["containers"][0]
+assert [p["name"] for p in npd["ports"]] == ["metrics"], npd["ports"]
+port = npd["ports"][0]["containerPort"]
+assert f"--prometheus-port={port}" in npd["command"] and "--prometheus-address=0.0.0.0" in npd["command"]
+init = pod["initContainers"][0]
+assert init["command"][:3] == ["/usr/bin/enflame-ctk", "health", "--install"], init["command"]
+plugin_dir = init["command"][3]
+mounts = {m["mountPath"]: m["name"] for m in npd["volumeMounts"]}
+assert mounts[plugin_dir] == next(m["name"] for m in init["volumeMounts"] if m["mountPath"] == plugin_dir)
+binding = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
+assert binding["roleRef"]["name"] == "system:node-problem-detector"
+cm = next(o for o in objs if o["kind"] == "ConfigMap")["data"]
+for flag in npd["command"]:
+    if flag.startswith("--config."):
+        for f in flag.split("=", 1)[1].split(","):
+            assert f.startswith("/config/") and f[len("/config/"):] in cm, f
+mon = json.loads(cm["enflame-gcu-monitor.json"])
+assert mon["pluginConfig"]["invoke_interval"] == "30s"
+conds = {c["type"] for c in mon["conditions"]}
+assert {"GCUUnhealthy", "GCUDriverProblem", "GCUMissing"} <= conds, conds
+for r in mon["rules"]:
+    assert r["type"] == "permanent" and r["condition"] in conds, r
+    assert r["path"] == plugin_dir + "/ld.so", r["path"]
+    a = r["args"]
+    assert a[:3] == ["--library-path", plugin_dir + "/lib", plugin_dir + "/enflame-ctk"], a
+    assert a[3] == "--config" and a[4].startswith("/config/") and a[4][len("/config/"):] in cm, a
+    print(" ".join(a[5:]))
+assert len({r["condition"] for r in mon["rules"]}) == len(mon["rules"])   # one rule per condition
+kern = json.loads(cm["enflame-kernel-monitor.json"])
+assert kern["plugin"] == "kmsg"
+kconds = {c["type"] for c in kern["conditions"]}
+assert all(r["condition"] in kconds for r in kern["rules"] if r["type"] == "permanent")
+PY
+  cat "$SCRATCH/npd"
+  [ "$(wc -l < "$SCRATCH/npd")" -ge 7 ]
+  local help; help=$("$CTK" health --help)
+  local check flag
+  while read -r _ check flags; do
+    [[ $help == *"the check: "*"$check"* ]] || { echo "enflame-ctk health has no check $check"; return 1; }
+    for flag in $(grep -oE -- '--[a-z-]+' <<<"$flags"); do
+      [[ $help == *"$flag"* ]] || { echo "enflame-ctk health has no $flag"; return 1; }
+    done
+  done < "$SCRATCH/npd"
+}
