@@ -5,6 +5,8 @@
 #   - the simulated Enflame host lives in SIM_ROOT (a folder on the host) instead of at /: the
 #     daemons' driver-root/dev-root become /host$SIM_ROOT (the host's / is mounted at /host in
 #     their pods) and the installer is told --driver-root/--dev-root $SIM_ROOT (host paths);
+#     the exporter, which mounts no host root (the runtime gives it the cards), gets SIM_ROOT
+#     mounted read-only at that same /host$SIM_ROOT, the simulated sysfs being there only;
 #   - there is no kube-proxy and no DNS on the test node: the one daemon that talks to the API
 #     server (the DRA plugin) runs with hostNetwork and the API server's loopback address.
 # The node label NFD would set (enflame.com/gpu.present=true) is set with kubectl by the caller.
@@ -50,6 +52,14 @@ YAML
       - op: add
         path: /spec/template/spec/containers/0/command/-
         value: --dev-root=$sim
+  - target: {kind: DaemonSet, name: enflame-gcu-exporter}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/volumes/-
+        value: {name: sim-host, hostPath: {path: "$sim", type: Directory}}
+      - op: add
+        path: /spec/template/spec/containers/0/volumeMounts/-
+        value: {name: sim-host, mountPath: "/host$sim", readOnly: true}
   - target: {kind: DaemonSet, name: enflame-dra-plugin}
     patch: |-
       - op: add

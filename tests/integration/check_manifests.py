@@ -4,8 +4,13 @@
 Checks every object `kubectl kustomize` rendered: its kind is served by the apiVersion it
 names, it has the fields that kind requires, and what it references exists: ServiceAccounts,
 ConfigMaps (and their keys), ClusterRoles, the DaemonSets a Service selects, images (each one
-`make print-images` lists, or an upstream one pinned to a version: UPSTREAM_REGISTRIES).
---add-on: a folder applied beside deployments/ (npd/), so without the Namespace object. Prints one line per problem; exit 1 if any."""
+`make print-images` lists); and least privilege, daemon by daemon: who may run privileged or
+mount the host's root, how far host paths reach, that no pod gets a service-account token it
+never uses, that RBAC grants no verb the daemons do not call, and that the ResourceSlice
+writes are held to the writer's own node by a ValidatingAdmissionPolicy. Prints one line per
+problem; exit 1 if any.
+--add-on: a folder applied beside deployments/ (npd/), so without the Namespace object; its
+images may also be upstream ones pinned to a release (UPSTREAM_REGISTRIES)."""
 import sys
 import yaml
 
@@ -17,6 +22,8 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("resource.k8s.io/v1", "DeviceClass"), ("resource.k8s.io/v1beta1", "DeviceClass"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 }
 NS = "enflame-system"
 GPU_LABEL = ("enflame.com/gpu.present", "true")
@@ -29,6 +36,34 @@ PROBED = {"enflame-toolkit-installer", "enflame-gcu-exporter"}
 BUILTIN_ROLES = {"system:node-problem-detector"}
 # upstream images a folder may run, pinned to a release tag (never :latest or untagged)
 UPSTREAM_REGISTRIES = ("registry.k8s.io/",)
+# Least privilege. Only these daemons may run privileged, each for the reason its manifest
+# gives in a comment (deployments.bats checks the comment): the installer writes the host's
+# /etc and signals the engine; the plugins and the labeler open every card's device node, present
+# and future, and cannot get them from the runtime (they run before or beside it). Everyone
+# else (the exporter: the runtime hands it the cards) runs unprivileged.
+# (npd/, an add-on: NPD reads /dev/kmsg and its GCU checks open every card, as upstream's own
+# NPD DaemonSet runs privileged.)
+PRIVILEGED = {"enflame-toolkit-installer", "enflame-device-plugin", "enflame-feature-discovery",
+              "enflame-dra-plugin", "enflame-npd"}
+# who may mount the host's / (read-only), and who may write it
+HOST_ROOT = PRIVILEGED
+HOST_ROOT_RW = {"enflame-toolkit-installer"}
+# host folders shared with other software: never mounted whole (other drivers' and CSI
+# sockets, every pod's volumes)
+SHARED_DIRS = {"/var/lib/kubelet", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pods",
+               "/run", "/var/run", "/etc", "/var/lib"}
+KUBELET_PLUGINS = "/var/lib/kubelet/plugins/"
+DRIVER = "gcu.enflame.com"
+# RBAC: the verbs the daemons call, per (apiGroup, resource), as an upper bound: a role may
+# grant fewer, never more, and nothing else (the DRA plugin GETs the claim kubelet names, lists
+# its node's slices by fieldSelector and watches them, re-reads one on a conflict, creates,
+# updates and deletes them; it GETs its Node for the slices' owner). No wildcard anywhere.
+VERBS = {
+    ("resource.k8s.io", "resourceclaims"): {"get"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
+    ("", "nodes"): {"get"},
+}
+NODE_EXTRA = "authentication.kubernetes.io/node-name"
 
 problems = []
 
@@ -52,6 +87,105 @@ def need(obj, path):
             return None
         cur = cur[key]
     return cur
+
+
+def pod_of(ds):
+    return ds.get("spec", {}).get("template", {}).get("spec", {}) or {}
+
+
+def check_privilege(by_kind):
+    """privileged, host root and host path scope, per daemon."""
+    for o in by_kind.get("DaemonSet", []):
+        name, pod = o["metadata"]["name"], pod_of(o)
+        host = {v["name"]: v["hostPath"]["path"].rstrip("/") or "/"
+                for v in pod.get("volumes", []) if "hostPath" in v}
+        for c in pod.get("containers", []) + pod.get("initContainers", []):
+            sc = c.get("securityContext") or {}
+            if sc.get("privileged") and name not in PRIVILEGED:
+                bad(o, f"container {c['name']}: privileged, which this daemon does not need")
+            if name not in PRIVILEGED and sc.get("allowPrivilegeEscalation") is not False:
+                bad(o, f"container {c['name']}: unprivileged daemon without allowPrivilegeEscalation: false")
+            for m in c.get("volumeMounts", []):
+                path = host.get(m["name"])
+                if path is None:
+                    continue
+                ro = bool(m.get("readOnly"))
+                if path == "/":
+                    if name not in HOST_ROOT:
+                        bad(o, f"mounts the host's / ({m['mountPath']}), which this daemon does not need")
+                    elif not ro and name not in HOST_ROOT_RW:
+                        bad(o, f"mounts the host's / writable at {m['mountPath']}")
+                elif path in SHARED_DIRS:
+                    bad(o, f"mounts all of the host's {path}: only the folder it needs")
+                elif path.startswith(KUBELET_PLUGINS) and path != KUBELET_PLUGINS + DRIVER:
+                    bad(o, f"mounts {path}: another driver's plugin folder")
+                elif name not in PRIVILEGED and not ro:
+                    bad(o, f"unprivileged daemon mounts the host's {path} writable")
+
+
+def bound_accounts(by_kind):
+    """ServiceAccount names some (Cluster)RoleBinding gives a role."""
+    return {s.get("name") for b in by_kind.get("ClusterRoleBinding", []) + by_kind.get("RoleBinding", [])
+            for s in b.get("subjects", []) or [] if s.get("kind") == "ServiceAccount"}
+
+
+def check_rbac(by_kind):
+    """token automount, RBAC breadth, the node-scoped admission policy."""
+    bound = bound_accounts(by_kind)
+    for o in by_kind.get("DaemonSet", []):
+        pod = pod_of(o)
+        sa = pod.get("serviceAccountName") or "default"
+        automount = pod.get("automountServiceAccountToken")
+        if sa not in bound and automount is not False:
+            bad(o, f"service account {sa} has no role, but the pod mounts its token: "
+                   "automountServiceAccountToken: false")
+        if sa in bound and automount is False:
+            bad(o, f"service account {sa} has a role, but the pod mounts no token to use it")
+    writers = {}
+    for o in by_kind.get("ClusterRole", []) + by_kind.get("Role", []):
+        for r in o.get("rules", []) or []:
+            verbs = set(r.get("verbs", []))
+            for g in r.get("apiGroups", []):
+                for res in r.get("resources", []):
+                    if "*" in (g, res) or "*" in verbs:
+                        bad(o, f"wildcard in a rule ({g!r}, {res!r}, {sorted(verbs)})")
+                        continue
+                    allowed = VERBS.get((g, res))
+                    if allowed is None:
+                        bad(o, f"grants {res} ({g or 'core'}), which no daemon uses")
+                    elif verbs - allowed:
+                        bad(o, f"grants {sorted(verbs - allowed)} on {res}, which no daemon calls")
+                    if res == "resourceslices" and verbs & {"create", "update", "delete"}:
+                        writers[o["metadata"]["name"]] = o
+    for role in writers.values():
+        for b in by_kind.get("ClusterRoleBinding", []) + by_kind.get("RoleBinding", []):
+            if b.get("roleRef", {}).get("name") != role["metadata"]["name"]:
+                continue
+            for s in b.get("subjects", []) or []:
+                if not node_scoped(by_kind, s.get("name", "")):
+                    bad(role, f"lets {s.get('name')} write ResourceSlices of every node: no "
+                              "ValidatingAdmissionPolicy (with a Deny binding) holds it to its own node")
+
+
+def node_scoped(by_kind, account):
+    """Whether a ValidatingAdmissionPolicy bound with Deny matches ResourceSlice writes by
+    `account` and compares the object's node with the requester's."""
+    denied = {b.get("spec", {}).get("policyName") for b in by_kind.get("ValidatingAdmissionPolicyBinding", [])
+              if "Deny" in (b.get("spec", {}).get("validationActions") or [])}
+    for p in by_kind.get("ValidatingAdmissionPolicy", []):
+        spec = p.get("spec", {})
+        if p["metadata"]["name"] not in denied:
+            continue
+        ops = set()
+        for r in spec.get("matchConstraints", {}).get("resourceRules", []):
+            if "resourceslices" in r.get("resources", []) and "resource.k8s.io" in r.get("apiGroups", []):
+                ops |= set(r.get("operations", []))
+        who = " ".join(c.get("expression", "") for c in spec.get("matchConditions", []))
+        text = " ".join(str(x.get("expression", "")) for x in spec.get("variables", []) + spec.get("validations", []))
+        if ({"CREATE", "UPDATE", "DELETE"} <= ops or "*" in ops) and account in who \
+                and NODE_EXTRA in text and "nodeName" in text and spec.get("failurePolicy", "Fail") == "Fail":
+            return True
+    return False
 
 
 def main():
@@ -146,6 +280,9 @@ def main():
 
     for o in by_kind.get("ClusterRole", []) + by_kind.get("Role", []):
         need(o, "rules")
+
+    check_privilege(by_kind)
+    check_rbac(by_kind)
 
     dcs = by_kind.get("DeviceClass", [])
     for o in dcs:

@@ -200,3 +200,45 @@ PY
     done
   done < "$SCRATCH/npd"
 }
+
+@test "least privilege: every privileged container says why on the line above; what check_manifests.py refuses" {
+  # each `privileged: true` in the tree sits under a comment giving its reason
+  local f n
+  for f in $(grep -rl --include='*.yaml' 'privileged: true' "$TOP/deployments"); do
+    n=$(awk '/privileged: true/ && prev !~ /^[[:space:]]*#/ { print FILENAME ":" FNR } { prev = $0 }' "$f")
+    [ -z "$n" ] || { echo "no reason given above: $n"; return 1; }
+  done
+  # the checker itself: each mutation of the shipped DRA overlay is one problem it names
+  render overlays/dra-v1beta1
+  local rendered=$SCRATCH/r.yaml
+  mutate() {  # mutate NAME PYTHON: $SCRATCH/m-NAME.yaml is the render with PYTHON applied to `o`
+    python3 - "$rendered" "$SCRATCH/m-$1.yaml" "$2" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+ds = lambda n: next(o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == n)
+role = next(o for o in objs if o["kind"] == "ClusterRole")
+exec(sys.argv[3])
+yaml.safe_dump_all(objs, open(sys.argv[2], "w"))
+PY
+  }
+  refused() {  # refused NAME TEXT: check_manifests.py fails on m-NAME.yaml naming TEXT
+    run python3 "$BATS_TEST_DIRNAME/check_manifests.py" "$SCRATCH/m-$1.yaml" "$SCRATCH/images.txt"
+    echo "$1: $output"
+    [ "$status" -eq 1 ]
+    [[ $output == *"$2"* ]]
+  }
+  mutate exporter-privileged 'ds("enflame-gcu-exporter")["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": True}'
+  refused exporter-privileged "DaemonSet/enflame-gcu-exporter: container enflame-gcu-exporter: privileged"
+  mutate exporter-root 'p = ds("enflame-gcu-exporter")["spec"]["template"]["spec"]; p["volumes"].append({"name": "h", "hostPath": {"path": "/"}}); p["containers"][0]["volumeMounts"].append({"name": "h", "mountPath": "/host", "readOnly": True})'
+  refused exporter-root "DaemonSet/enflame-gcu-exporter: mounts the host's / (/host)"
+  mutate labeler-token 'del ds("enflame-feature-discovery")["spec"]["template"]["spec"]["automountServiceAccountToken"]'
+  refused labeler-token "DaemonSet/enflame-feature-discovery: service account default has no role, but the pod mounts its token"
+  mutate dra-plugins 'p = ds("enflame-dra-plugin")["spec"]["template"]["spec"]; next(v for v in p["volumes"] if v["name"] == "plugin-dir")["hostPath"]["path"] = "/var/lib/kubelet/plugins"'
+  refused dra-plugins "DaemonSet/enflame-dra-plugin: mounts all of the host's /var/lib/kubelet/plugins"
+  mutate claims-list 'next(r for r in role["rules"] if "resourceclaims" in r["resources"])["verbs"] += ["list", "watch"]'
+  refused claims-list "ClusterRole/enflame-dra-plugin: grants ['list', 'watch'] on resourceclaims"
+  mutate slices-patch 'next(r for r in role["rules"] if "resourceslices" in r["resources"])["verbs"] += ["patch"]'
+  refused slices-patch "ClusterRole/enflame-dra-plugin: grants ['patch'] on resourceslices"
+  mutate no-policy 'objs[:] = [o for o in objs if o["kind"] != "ValidatingAdmissionPolicyBinding"]'
+  refused no-policy "ClusterRole/enflame-dra-plugin: lets enflame-dra-plugin write ResourceSlices of every node"
+}

@@ -531,6 +531,45 @@ has_card2_only() {
   has_card2_only
 }
 
+# The runtime libraries moved to /opt/tops/lib, outside ld.so's default folders (Enflame's
+# TopsRider installs there): only the update-ldcache hook makes them findable by name.
+@test "CTK_PATH as the shipped DaemonSet sets it: the claim's spec runs enflame-ctk's update-ldcache hook, and the container's ld.so.cache indexes /opt/tops/lib" {
+  requires root
+  # the shipped DaemonSet passes where the installer puts enflame-ctk
+  run python3 -c 'import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"][0]
+print({e["name"]: e.get("value") for e in c["env"]}.get("CTK_PATH"))' "$TOP/deployments/dra/daemonset.yaml"
+  [ "$status" -eq 0 ]
+  [ "$output" = /usr/local/enflame/toolkit/enflame-ctk ]
+  sim_example 3 > "$SCRATCH/desc.yaml"
+  sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
+  mkdir -p "$SCRATCH/host/opt/tops/lib"
+  mv "$SCRATCH"/host/usr/lib/libtopsrt.so* "$SCRATCH/host/opt/tops/lib/"
+  write_config "$SCRATCH/config.toml" "$SCRATCH/host"
+  export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
+  start_api
+  # this host has no installer: the same variable, naming the build's enflame-ctk
+  CTK_PATH=$CTK start_plugin
+  pm_setup
+  prepare_gcu2
+  run python3 -c 'import sys, yaml
+s = yaml.safe_load(open(sys.argv[1]))
+for h in (s.get("containerEdits") or {}).get("hooks") or []: print(h["hookName"], h["path"], " ".join(h["args"]))' "$(spec_of uid-1)"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == "createContainer $CTK enflame-ctk hook update-ldcache "*"--folder /opt/tops/lib"* ]]
+  on_teardown '"${PM[@]}" rm -f ldc >/dev/null 2>&1'
+  run "${PM[@]}" run --name ldc --device "$CLAIM_ID" localhost/dra-bb sh -c 'ls /opt/tops/lib; cat /etc/ld.so.conf.d/*'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *libtopsrt.so.2.1.0* ]]
+  "${PM[@]}" cp ldc:/etc/ld.so.cache "$SCRATCH/ld.so.cache"
+  run /sbin/ldconfig -p -C "$SCRATCH/ld.so.cache"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *" => /opt/tops/lib/"* ]]
+}
+
 @test "podman: a DRS instance claim gives the parent card and TOPS_VISIBLE_DEVICES=DRS-<uuid>" {
   requires root
   up 2 --drs
@@ -785,7 +824,9 @@ for e in [s.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d 
   man_covers_flags "$TOP/man/enflame-dra-plugin.8" "$DRA"
 }
 
-@test "deployments: DaemonSet folders and NODE_NAME, RBAC verbs, DeviceClasses in v1 and v1beta1, examples in both" {
+# The RBAC and privilege of the manifests are checked as properties by check_manifests.py
+# (deployments.bats) and on the real cluster by cluster_rbac.bats; here what the daemon needs.
+@test "deployments: DaemonSet folders and NODE_NAME, its own plugin folder only, DeviceClasses in v1 and v1beta1, examples in both" {
   requires python3 kubectl
   local d=$TOP/deployments/dra
   kubectl kustomize "$d" > "$SCRATCH/all.yaml"
@@ -797,17 +838,17 @@ by = {(x["kind"], x["metadata"]["name"]): x for x in docs}
 ds = by[("DaemonSet", "enflame-dra-plugin")]["spec"]["template"]["spec"]
 c = ds["containers"][0]
 mounts = {m["mountPath"] for m in c["volumeMounts"]}
-for p in ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi"):
+hostpaths = {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
+for p in ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins/gcu.enflame.com", "/var/run/cdi"):
     assert p in mounts, (p, mounts)
-    assert p in {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}, p
+    assert p in hostpaths, p
+# the daemon's default --plugins-dir is the parent: its own folder is the one mounted
+assert "/var/lib/kubelet/plugins" not in mounts | hostpaths, (mounts, hostpaths)
 env = {e["name"]: e for e in c["env"]}
 assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 assert ds["serviceAccountName"] == "enflame-dra-plugin"
 assert ("ServiceAccount", "enflame-dra-plugin") in by
-rules = {r["resources"][0]: set(r["verbs"]) for r in by[("ClusterRole", "enflame-dra-plugin")]["rules"]}
-assert rules["resourceslices"] == {"get", "list", "watch", "create", "update", "patch", "delete"}, rules
-assert rules["resourceclaims"] == {"get", "list", "watch"}, rules
-assert rules["nodes"] == {"get"}, rules
+assert ("ClusterRole", "enflame-dra-plugin") in by
 for v in ("v1", "v1beta1"):
     classes = {x["metadata"]["name"]: x for x in yaml.safe_load_all(open(f"{d}/deviceclasses-{v}.yaml"))}
     assert set(classes) == {"gcu.enflame.com", "enflame.com", "drs.gcu.enflame.com"}, classes

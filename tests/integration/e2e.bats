@@ -281,7 +281,9 @@ print(sum(len(s["spec"].get("devices", [])) for s in json.load(sys.stdin)["items
 }
 
 # example_runs FILE: apply a shipped DRA example; every container of every pod in it sees
-# exactly one card, a DRS claim's also TOPS_VISIBLE_DEVICES=DRS-...; then delete it.
+# exactly one card, a DRS claim's also TOPS_VISIBLE_DEVICES=DRS-...; every per-claim spec runs
+# the installer's enflame-ctk as its update-ldcache hook (the DaemonSet's CTK_PATH), which
+# containerd ran for the pod to start; then delete it.
 example_runs() {
   local f=$E2E/deployments/dra/examples/v1beta1/$1 pod c
   run kc apply -f "$f"
@@ -299,6 +301,10 @@ example_runs() {
       fi
     done
   done
+  run in_ns sh -c 'grep -H -c /usr/local/enflame/toolkit/enflame-ctk /run/cdi/k8s.gcu.enflame.com-claim_*.yaml'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output != *:0* ]]
   kc delete -f "$f" --grace-period=1 --wait > /dev/null
 }
 

@@ -441,7 +441,7 @@ PY
   [ "$status" -eq 0 ]
   # the DaemonSet's args drive the real exporter (with this test's port and socket)
   host
-  sed -i "s|driver-root = \"/host\"|driver-root = \"$SCRATCH/host\"|; s|dev-root = \"/\"|dev-root = \"$SCRATCH/host\"|" "$SCRATCH/cm-config.toml"
+  sed -i "s|driver-root = \"/\"|driver-root = \"$SCRATCH/host\"|; s|dev-root = \"/\"|dev-root = \"$SCRATCH/host\"|" "$SCRATCH/cm-config.toml"
   ENFLAME_CTK_CONFIG=$SCRATCH/cm-config.toml start_exporter
   [ "$(value enflame_gcu_count)" = 4 ]
 }
