@@ -38,6 +38,16 @@ devices:
     deviceNodes:
     - path: /dev/gcu0
       hostPath: /dev/null
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: /dev/gcu0
+      hostPath: /dev/null
+    - path: /dev/gcu1
+      hostPath: /dev/full
+      fileMode: 432
+      uid: 5
+      gid: 6
 containerEdits:
   env:
   - ENFLAME_VISIBLE_DEVICES=void
@@ -149,6 +159,8 @@ const std::vector<Form> kForms = {
     {"Void", {"ENFLAME_VISIBLE_DEVICES=void"}, {}},
     {"Nothing", {}, {}},
 };
+
+void PrintTo(const Form& f, std::ostream* os) { *os << f.name; }
 
 class NriAdjustForm : public testing::TestWithParam<Form> {};
 
