@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace enri {
@@ -75,6 +76,10 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
     if (req.service() != kPluginService)
         return reply(fd, m.stream, nullptr, kUnimplemented, "service " + req.service() + " is not served here");
     if (method == "CreateContainer") {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto us = [&] {
+            return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+        };
         api::CreateContainerRequest in;
         if (!in.ParseFromString(req.payload())) return reply(fd, m.stream, nullptr, kInvalidArgument, "bad CreateContainerRequest");
         const auto& c = in.container();
@@ -82,13 +87,20 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
         if (!d) {
             const std::string why = "enflame-nri-plugin: container " + c.name() + " (pod " + in.pod().namespace_() + "/" +
                                     in.pod().name() + "): " + d.error().what();
-            inject::log::warn("refused: {}", why);
+            inject::log::warn("refused ({} us): {}", us(), why);
             return reply(fd, m.stream, nullptr, code_of(d.error().code()), why);
         }
-        if (d->asked) inject::log::info("container {} (pod {}/{}): {}", c.name(), in.pod().namespace_(), in.pod().name(), d->summary);
         api::CreateContainerResponse out;
         if (d->asked) *out.mutable_adjust() = std::move(d->adjust);
-        return reply(fd, m.stream, &out);
+        INJECT_TRY_VOID(reply(fd, m.stream, &out));
+        // Timed from the request's arrival to the reply written: the plugin's share of a create.
+        if (d->asked)
+            inject::log::info("container {} (pod {}/{}): {} ({} us)", c.name(), in.pod().namespace_(), in.pod().name(),
+                              d->summary, us());
+        else
+            inject::log::debug("container {} (pod {}/{}): no request ({} us)", c.name(), in.pod().namespace_(),
+                               in.pod().name(), us());
+        return inject::ok();
     }
     if (method == "Configure") {
         api::ConfigureRequest in;

@@ -43,16 +43,9 @@ TOML
   restart_containerd
 }
 
-# restart_containerd: stop containerd by PID and start it again as cri_setup did (its NRI socket
-# is removed and made anew).
+# restart_containerd: containerd stopped and started again (its NRI socket is removed and made anew).
 restart_containerd() {
-  stop_pid "$CTRD_PID"
-  # shellcheck disable=SC2016  # expands in the namespace's shell
-  setsid unshare --mount --propagation private /bin/sh -c \
-    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
-    ctrd "$BUILD_DIR/trixie/usr/bin" "$SCRATCH/ctrd/config.toml" >> "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
-  CTRD_PID=$!
-  wait_for ctr_up
+  cri_restart
   wait_for test -S "$NRI_SOCK"
 }
 
