@@ -156,3 +156,7 @@ only_cards() {
   run in_cri_pod --env ENFLAME_VISIBLE_DEVICES=1 -- /bin/sh -c "$PROBE"
   only_cards 1
 }
+
+@test "nri: the man page renders and names every flag" {
+  man_covers_flags "$TOP/man/enflame-nri-plugin.8" "$NRI"
+}
