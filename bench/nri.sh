@@ -11,6 +11,7 @@
 #   none      containerd B, nothing asked
 # Prints median and p25-p75 per call and variant, then the differences that matter, and the load
 # average before and after (a busy machine spreads every number).
+# NRI=... and BENCH_SHIM=... take the plugin and the shim from another build (build/release).
 # Needs root, podman, BUILD_DIR with enflame-nri-plugin, nri-bench, fake-cri's prerequisites,
 # enflame-container-runtime, enflame-ctk, enflame-sim-host, and containerd 1.7 in
 # $BUILD_DIR/trixie (scripts/fetch-trixie.sh).
@@ -25,7 +26,9 @@ skip_or_fail() { skip "$@"; }
 # shellcheck source=../tests/integration/cri.bash
 . "$BATS_TEST_DIRNAME/cri.bash"
 [ "$(id -u)" -eq 0 ] || skip "needs root"
-NRI=$BUILD_DIR/k8s/nri/enflame-nri-plugin
+# NRI and SHIM may name other builds' binaries (an optimised plugin and shim with the dev tree's tools)
+NRI=${NRI:-$BUILD_DIR/k8s/nri/enflame-nri-plugin}
+SHIM=${BENCH_SHIM:-$SHIM}
 BENCH=$BUILD_DIR/k8s/nri/nri-bench
 for b in "$NRI" "$BENCH" "$SHIM" "$CTK" "$SIM_HOST" "$BUILD_DIR/trixie/usr/bin/containerd"; do
   [ -x "$b" ] || { echo "nri bench: no $b (build it first)" >&2; exit 1; }

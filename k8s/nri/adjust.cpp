@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "adjust.hpp"
 
-#include "inject/oci.hpp"
-
 #include <map>
+
+#include "inject/oci.hpp"
 
 namespace enri {
 namespace {
@@ -25,8 +25,10 @@ api::Hook* add_hook(api::Hooks& hooks, const std::string& stage) {
 template <typename T, typename Add>
 T* entry_for(std::map<std::string, T*>& seen, const std::string& key, Add add) {
     auto [it, fresh] = seen.emplace(key, nullptr);
-    if (fresh) it->second = add();
-    else it->second->Clear();
+    if (fresh)
+        it->second = add();
+    else
+        it->second->Clear();
     return it->second;
 }
 
@@ -67,7 +69,9 @@ inject::Result<api::ContainerAdjustment> to_adjustment(const inject::cdi::Contai
     }
     for (const auto& h : edits.hooks) {
         api::Hook* o = add_hook(*a.mutable_hooks(), h.hook_name);
-        if (o == nullptr) return fail(Errc::Unsupported, "hook " + h.path + ": unknown stage '" + h.hook_name + "'");
+        if (o == nullptr)
+            return fail(Errc::Unsupported,
+                        "hook " + h.path + ": unknown stage '" + h.hook_name + "'");
         o->set_path(h.path);
         for (const auto& s : h.args) o->add_args(s);
         for (const auto& s : h.env) o->add_env(s);
@@ -79,7 +83,8 @@ inject::Result<api::ContainerAdjustment> to_adjustment(const inject::cdi::Contai
 inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Container& c,
                                 const inject::request::EditsOptions& opts) {
     const std::vector<std::string> env(c.env().begin(), c.env().end());
-    const std::map<std::string, std::string> annotations(c.annotations().begin(), c.annotations().end());
+    const std::map<std::string, std::string> annotations(c.annotations().begin(),
+                                                         c.annotations().end());
     INJECT_TRY(auto req, inject::request::request_of(cfg, env, annotations, /*privileged=*/false));
     Decision out;
     if (req.empty()) {
@@ -99,8 +104,9 @@ inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Co
     }
     INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));
     INJECT_TRY(out.adjust, to_adjustment(edits));
-    out.summary = req.source + ": " + std::to_string(edits.device_nodes.size()) + " device nodes, " +
-                  std::to_string(edits.mounts.size()) + " mounts, " + std::to_string(edits.hooks.size()) + " hooks";
+    out.summary = req.source + ": " + std::to_string(edits.device_nodes.size()) +
+                  " device nodes, " + std::to_string(edits.mounts.size()) + " mounts, " +
+                  std::to_string(edits.hooks.size()) + " hooks";
     return out;
 }
 

@@ -6,13 +6,13 @@
 // functions as the shim's, turned into an NRI adjustment (device nodes with the host's numbers,
 // whose cgroup allow rules the runtime adds; mounts; env; hooks).
 
+#include <string>
+
 #include "inject/cdi.hpp"
 #include "inject/config.hpp"
 #include "inject/request_edits.hpp"
 #include "inject/result.hpp"
 #include "nri/proto/nri.pb.h"
-
-#include <string>
 
 namespace enri {
 
@@ -28,12 +28,14 @@ struct Decision {
 /// The adjustment for `c`. NRI shows no capabilities, so every container counts as unprivileged:
 /// with accept-envvar-when-unprivileged = false only annotations are read. An error names the
 /// device or entry that cannot be given; the runtime then fails the container's creation.
-[[nodiscard]] inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Container& c,
+[[nodiscard]] inject::Result<Decision> decide(const inject::config::Config& cfg,
+                                              const api::Container& c,
                                               const inject::request::EditsOptions& opts);
 
 /// Edits as an adjustment: one entry per device path, mount destination and env key (NRI counts
 /// a second claim on a key, even by the same plugin, as a conflict; the last one wins, as in
 /// oci::apply). Unsupported for edits NRI cannot express (additionalGids, an unknown hook stage).
-[[nodiscard]] inject::Result<api::ContainerAdjustment> to_adjustment(const inject::cdi::ContainerEdits& edits);
+[[nodiscard]] inject::Result<api::ContainerAdjustment> to_adjustment(
+    const inject::cdi::ContainerEdits& edits);
 
 }  // namespace enri

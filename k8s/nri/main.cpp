@@ -5,17 +5,16 @@
 // the runtime restarts. Pre-launched from the runtime's plugin folder (e.g. /opt/nri/plugins/
 // 10-enflame): NRI_PLUGIN_SOCKET is the connected fd, NRI_PLUGIN_NAME/NRI_PLUGIN_IDX our
 // identity; the process exits when that connection closes.
-#include "plugin.hpp"
-
-#include "k8s/daemon_cli.hpp"
-#include "k8s/daemon_setup.hpp"
-
 #include <poll.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <thread>
-#include <unistd.h>
+
+#include "k8s/daemon_cli.hpp"
+#include "k8s/daemon_setup.hpp"
+#include "plugin.hpp"
 
 namespace {
 
@@ -45,20 +44,28 @@ int main(int argc, char** argv) try {
     std::string config_path, log_level = "info", socket = "/var/run/nri/nri.sock", ctk = "auto";
     bool config_given = false;
     double retry_s = 1.0;
-    CLI::App app{"enflame-nri-plugin: give containers their Enflame GCUs through NRI, with no runtime wrapper",
-                 "enflame-nri-plugin"};
+    CLI::App app{
+        "enflame-nri-plugin: give containers their Enflame GCUs through NRI, with no runtime "
+        "wrapper",
+        "enflame-nri-plugin"};
     k8s::add_common_flags(app, "enflame-nri-plugin", config_path, config_given);
-    app.add_option("--socket", socket, "the runtime's NRI socket")->envname("NRI_SOCKET")->capture_default_str();
+    app.add_option("--socket", socket, "the runtime's NRI socket")
+        ->envname("NRI_SOCKET")
+        ->capture_default_str();
     app.add_option("--plugin-name", o.name, "our NRI plugin name")->capture_default_str();
-    app.add_option("--plugin-index", o.idx, "our NRI index: two digits, plugins run in ascending order")
+    app.add_option("--plugin-index", o.idx,
+                   "our NRI index: two digits, plugins run in ascending order")
         ->capture_default_str();
-    app.add_option("--ctk-path", ctk,
-                   "enflame-ctk as the host sees it, the ldcache hook of edits built from discovery "
-                   "('auto': beside this binary; '' for none)")
+    app.add_option(
+           "--ctk-path", ctk,
+           "enflame-ctk as the host sees it, the ldcache hook of edits built from discovery "
+           "('auto': beside this binary; '' for none)")
         ->capture_default_str();
-    app.add_option("--retry-interval", retry_s, "seconds between connection attempts")->capture_default_str();
+    app.add_option("--retry-interval", retry_s, "seconds between connection attempts")
+        ->capture_default_str();
     app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
-    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-nri-plugin", log_level)) return *code;
+    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-nri-plugin", log_level))
+        return *code;
     if (auto r = enri::check_identity(o); !r) return k8s::exit_error(r.error());
     auto cfg = inject::config::load_file(config_path, !config_given);
     if (!cfg) return k8s::exit_error(cfg.error());
@@ -84,15 +91,18 @@ int main(int argc, char** argv) try {
             said_waiting = false;
             spdlog::info("connected to {}", socket);
             auto r = enri::serve(conn.get(), o, sig->get());
-            if (!r) spdlog::warn("{}", r.error().what());
-            else spdlog::info("connection to {} closed", socket);
+            if (!r)
+                spdlog::warn("{}", r.error().what());
+            else
+                spdlog::info("connection to {} closed", socket);
         } else if (!said_waiting) {
             spdlog::info("waiting for the runtime: {}", fd.error().what());
             said_waiting = true;
         }
         signalfd_siginfo si{};
         pollfd p{sig->get(), POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(retry_s * 1000)) > 0 && ::read(sig->get(), &si, sizeof(si)) > 0) {
+        if (::poll(&p, 1, static_cast<int>(retry_s * 1000)) > 0 &&
+            ::read(sig->get(), &si, sizeof(si)) > 0) {
             spdlog::info("stopping on signal {}", si.ssi_signo);
             return 0;
         }

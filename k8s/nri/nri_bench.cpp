@@ -69,13 +69,15 @@ void round(Variant& v, int n, const std::string& image, bool keep) {
     for (const auto& [k, val] : v.ann) (*cfg->mutable_annotations())[k] = val;
     cri::CreateContainerResponse created;
     auto* s = v.stub.get();
-    const double c = timed([s](auto* ctx, auto& q, auto* r) { return s->CreateContainer(ctx, q, r); }, cr, created,
-                           v.label + ": CreateContainer");
+    const double c =
+        timed([s](auto* ctx, auto& q, auto* r) { return s->CreateContainer(ctx, q, r); }, cr,
+              created, v.label + ": CreateContainer");
     cri::StartContainerRequest sr;
     sr.set_container_id(created.container_id());
     cri::StartContainerResponse sresp;
-    const double st = timed([s](auto* ctx, auto& q, auto* r) { return s->StartContainer(ctx, q, r); }, sr, sresp,
-                            v.label + ": StartContainer");
+    const double st =
+        timed([s](auto* ctx, auto& q, auto* r) { return s->StartContainer(ctx, q, r); }, sr, sresp,
+              v.label + ": StartContainer");
     for (int i = 0; i < 2000; ++i) {
         grpc::ClientContext ctx;
         cri::ContainerStatusRequest q;
@@ -88,8 +90,9 @@ void round(Variant& v, int n, const std::string& image, bool keep) {
     cri::RemoveContainerRequest rr;
     rr.set_container_id(created.container_id());
     cri::RemoveContainerResponse rresp;
-    const double rm = timed([s](auto* ctx, auto& q, auto* r) { return s->RemoveContainer(ctx, q, r); }, rr, rresp,
-                            v.label + ": RemoveContainer");
+    const double rm =
+        timed([s](auto* ctx, auto& q, auto* r) { return s->RemoveContainer(ctx, q, r); }, rr, rresp,
+              v.label + ": RemoveContainer");
     if (keep) {
         v.create.push_back(c);
         v.start.push_back(st);
@@ -148,10 +151,14 @@ int main(int argc, char** argv) {
             v.stub = cri::RuntimeService::NewStub(*ch);
             v.pod.mutable_metadata()->set_name("bench-" + v.label);
             v.pod.mutable_metadata()->set_namespace_("default");
-            v.pod.mutable_metadata()->set_uid("bench-" + v.label + "-" + std::to_string(::getpid()));
+            v.pod.mutable_metadata()->set_uid("bench-" + v.label + "-" +
+                                              std::to_string(::getpid()));
             v.pod.set_log_directory(log_dir);
             v.pod.mutable_linux()->set_cgroup_parent(cgroup_parent);
-            v.pod.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(cri::NODE);
+            v.pod.mutable_linux()
+                ->mutable_security_context()
+                ->mutable_namespace_options()
+                ->set_network(cri::NODE);
             cri::RunPodSandboxRequest rp;
             *rp.mutable_config() = v.pod;
             rp.set_runtime_handler(v.handler);
@@ -177,9 +184,10 @@ int main(int argc, char** argv) {
     for (auto& v : vs) {
         remove_pod(v);
         std::cout << "{\"variant\":\"" << v.label << "\",\"rounds\":" << v.create.size();
-        for (const auto& [name, xs] : {std::pair{"create", &v.create}, {"start", &v.start}, {"remove", &v.remove}})
-            std::cout << ",\"" << name << "\":[" << pct(*xs, 0.5) << "," << pct(*xs, 0.25) << "," << pct(*xs, 0.75)
-                      << "]";
+        for (const auto& [name, xs] :
+             {std::pair{"create", &v.create}, {"start", &v.start}, {"remove", &v.remove}})
+            std::cout << ",\"" << name << "\":[" << pct(*xs, 0.5) << "," << pct(*xs, 0.25) << ","
+                      << pct(*xs, 0.75) << "]";
         std::cout << "}\n";
     }
     return 0;

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin.hpp"
 
-#include "adjust.hpp"
-#include "inject/log.hpp"
-#include "nri/proto/ttrpc.pb.h"
-#include "wire.hpp"
-
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,6 +9,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+
+#include "adjust.hpp"
+#include "inject/log.hpp"
+#include "nri/proto/ttrpc.pb.h"
+#include "wire.hpp"
 
 namespace enri {
 namespace {
@@ -44,12 +44,14 @@ inject::Result<void> write_all(int fd, std::string_view bytes) {
 inject::Result<void> send_msg(int fd, std::uint32_t conn, std::uint32_t stream, std::uint8_t type,
                               const google::protobuf::MessageLite& m) {
     std::string body;
-    if (!m.SerializeToString(&body)) return fail(Errc::Internal, "protobuf: serializing a message failed");
+    if (!m.SerializeToString(&body))
+        return fail(Errc::Internal, "protobuf: serializing a message failed");
     INJECT_TRY(auto frames, encode(conn, stream, type, body));
     return write_all(fd, frames);
 }
 
-inject::Result<void> reply(int fd, std::uint32_t stream, const google::protobuf::MessageLite* payload, int code = 0,
+inject::Result<void> reply(int fd, std::uint32_t stream,
+                           const google::protobuf::MessageLite* payload, int code = 0,
                            const std::string& message = {}) {
     ::ttrpc::Response r;
     r.mutable_status()->set_code(code);
@@ -61,9 +63,12 @@ inject::Result<void> reply(int fd, std::uint32_t stream, const google::protobuf:
 
 int code_of(Errc e) {
     switch (e) {
-    case Errc::InvalidInput: return kInvalidArgument;
-    case Errc::NotFound: return kNotFound;
-    default: return kUnknown;
+        case Errc::InvalidInput:
+            return kInvalidArgument;
+        case Errc::NotFound:
+            return kNotFound;
+        default:
+            return kUnknown;
     }
 }
 
@@ -71,22 +76,28 @@ int code_of(Errc e) {
 inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bool& closing) {
     ::ttrpc::Request req;
     if (!req.ParseFromString(m.body))
-        return fail(Errc::InvalidInput, "NRI socket: a request on stream " + std::to_string(m.stream) + " is not a ttrpc Request");
+        return fail(Errc::InvalidInput, "NRI socket: a request on stream " +
+                                            std::to_string(m.stream) + " is not a ttrpc Request");
     const std::string& method = req.method();
     if (req.service() != kPluginService)
-        return reply(fd, m.stream, nullptr, kUnimplemented, "service " + req.service() + " is not served here");
+        return reply(fd, m.stream, nullptr, kUnimplemented,
+                     "service " + req.service() + " is not served here");
     if (method == "CreateContainer") {
         const auto t0 = std::chrono::steady_clock::now();
         const auto us = [&] {
-            return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+            return std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - t0)
+                .count();
         };
         api::CreateContainerRequest in;
-        if (!in.ParseFromString(req.payload())) return reply(fd, m.stream, nullptr, kInvalidArgument, "bad CreateContainerRequest");
+        if (!in.ParseFromString(req.payload()))
+            return reply(fd, m.stream, nullptr, kInvalidArgument, "bad CreateContainerRequest");
         const auto& c = in.container();
         auto d = decide(o.cfg, c, o.edits);
         if (!d) {
-            const std::string why = "enflame-nri-plugin: container " + c.name() + " (pod " + in.pod().namespace_() + "/" +
-                                    in.pod().name() + "): " + d.error().what();
+            const std::string why = "enflame-nri-plugin: container " + c.name() + " (pod " +
+                                    in.pod().namespace_() + "/" + in.pod().name() +
+                                    "): " + d.error().what();
             inject::log::warn("refused ({} us): {}", us(), why);
             return reply(fd, m.stream, nullptr, code_of(d.error().code()), why);
         }
@@ -95,16 +106,17 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
         INJECT_TRY_VOID(reply(fd, m.stream, &out));
         // Timed from the request's arrival to the reply written: the plugin's share of a create.
         if (d->asked)
-            inject::log::info("container {} (pod {}/{}): {} ({} us)", c.name(), in.pod().namespace_(), in.pod().name(),
-                              d->summary, us());
+            inject::log::info("container {} (pod {}/{}): {} ({} us)", c.name(),
+                              in.pod().namespace_(), in.pod().name(), d->summary, us());
         else
-            inject::log::debug("container {} (pod {}/{}): no request ({} us)", c.name(), in.pod().namespace_(),
-                               in.pod().name(), us());
+            inject::log::debug("container {} (pod {}/{}): no request ({} us)", c.name(),
+                               in.pod().namespace_(), in.pod().name(), us());
         return inject::ok();
     }
     if (method == "Configure") {
         api::ConfigureRequest in;
-        if (!in.ParseFromString(req.payload())) return reply(fd, m.stream, nullptr, kInvalidArgument, "bad ConfigureRequest");
+        if (!in.ParseFromString(req.payload()))
+            return reply(fd, m.stream, nullptr, kInvalidArgument, "bad ConfigureRequest");
         inject::log::info("configured by {} {}", in.runtime_name(), in.runtime_version());
         api::ConfigureResponse out;
         out.set_events(kCreateContainerEvent);
@@ -112,7 +124,8 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
     }
     if (method == "Synchronize") {
         api::SynchronizeRequest in;
-        if (!in.ParseFromString(req.payload())) return reply(fd, m.stream, nullptr, kInvalidArgument, "bad SynchronizeRequest");
+        if (!in.ParseFromString(req.payload()))
+            return reply(fd, m.stream, nullptr, kInvalidArgument, "bad SynchronizeRequest");
         api::SynchronizeResponse out;
         out.set_more(in.more());
         return reply(fd, m.stream, &out);
@@ -128,9 +141,12 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
 }  // namespace
 
 inject::Result<void> check_identity(const PluginOptions& o) {
-    if (o.name.empty() || o.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-") !=
-                              std::string::npos)
-        return fail(Errc::InvalidInput, "plugin name '" + o.name + "': want letters, digits and _.+-");
+    if (o.name.empty() ||
+        o.name.find_first_not_of(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-") !=
+            std::string::npos)
+        return fail(Errc::InvalidInput,
+                    "plugin name '" + o.name + "': want letters, digits and _.+-");
     if (o.idx.size() != 2 || !std::isdigit(static_cast<unsigned char>(o.idx[0])) ||
         !std::isdigit(static_cast<unsigned char>(o.idx[1])))
         return fail(Errc::InvalidInput, "plugin index '" + o.idx + "': want two digits (00-99)");
@@ -141,7 +157,8 @@ inject::Result<int> connect_socket(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path))
-        return fail(Errc::InvalidInput, "NRI socket '" + path + "': longer than a unix socket path can be");
+        return fail(Errc::InvalidInput,
+                    "NRI socket '" + path + "': longer than a unix socket path can be");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return fail(inject::sys_error("socket"));
@@ -182,26 +199,34 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
         }
         if (n == 0) {
             INJECT_TRY_VOID(demux.finish());
-            if (!registered) return fail(Errc::Io, "NRI socket: the runtime closed the connection before registration finished");
+            if (!registered)
+                return fail(
+                    Errc::Io,
+                    "NRI socket: the runtime closed the connection before registration finished");
             return inject::ok();
         }
         msgs.clear();
-        INJECT_TRY_VOID(demux.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)), msgs));
+        INJECT_TRY_VOID(
+            demux.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)), msgs));
         for (const auto& m : msgs) {
             if (m.conn == kRuntimeConn && m.type == kResponse) {
                 ::ttrpc::Response r;
                 if (!r.ParseFromString(m.body) || m.stream != 1)
-                    return fail(Errc::InvalidInput, "NRI socket: an unexpected response on stream " + std::to_string(m.stream));
+                    return fail(
+                        Errc::InvalidInput,
+                        "NRI socket: an unexpected response on stream " + std::to_string(m.stream));
                 if (r.status().code() != 0)
-                    return fail(Errc::Permission, "the runtime refused registration as " + o.idx + "-" + o.name + ": " +
-                                                      r.status().message());
+                    return fail(Errc::Permission, "the runtime refused registration as " + o.idx +
+                                                      "-" + o.name + ": " + r.status().message());
                 registered = true;
                 inject::log::info("registered as {}-{}", o.idx, o.name);
             } else if (m.conn == kPluginConn && m.type == kRequest) {
                 INJECT_TRY_VOID(handle(fd, m, o, closing));
             } else {
-                return fail(Errc::InvalidInput, "NRI socket: a " + std::string(m.type == kRequest ? "request" : "response") +
-                                                    " on connection " + std::to_string(m.conn) + ", which carries none");
+                return fail(
+                    Errc::InvalidInput,
+                    "NRI socket: a " + std::string(m.type == kRequest ? "request" : "response") +
+                        " on connection " + std::to_string(m.conn) + ", which carries none");
             }
         }
     }

@@ -4,11 +4,11 @@
 // Configure (we take CreateContainer only), Synchronize (echoed, O(1)) and CreateContainer
 // calls on connection 1, answered inline in arrival order.
 
+#include <string>
+
 #include "inject/config.hpp"
 #include "inject/request_edits.hpp"
 #include "inject/result.hpp"
-
-#include <string>
 
 namespace enri {
 

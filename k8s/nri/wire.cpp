@@ -15,16 +15,20 @@ void put32(std::string& s, std::uint32_t v) {
 }
 
 std::uint32_t get32(std::string_view s, std::size_t at) {
-    const auto b = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + i])); };
+    const auto b = [&](std::size_t i) {
+        return static_cast<std::uint32_t>(static_cast<unsigned char>(s[at + i]));
+    };
     return b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
 }
 
 }  // namespace
 
-inject::Result<std::string> encode(std::uint32_t conn, std::uint32_t stream, std::uint8_t type, std::string_view body) {
+inject::Result<std::string> encode(std::uint32_t conn, std::uint32_t stream, std::uint8_t type,
+                                   std::string_view body) {
     if (body.size() > kMaxMessage)
-        return fail(Errc::InvalidInput, "ttrpc message of " + std::to_string(body.size()) + " bytes is over the " +
-                                            std::to_string(kMaxMessage) + "-byte limit");
+        return fail(Errc::InvalidInput, "ttrpc message of " + std::to_string(body.size()) +
+                                            " bytes is over the " + std::to_string(kMaxMessage) +
+                                            "-byte limit");
     std::string msg;
     msg.reserve(kTtrpcHeader + body.size());
     put32(msg, static_cast<std::uint32_t>(body.size()));
@@ -50,11 +54,13 @@ inject::Result<void> Demux::feed(std::string_view bytes, std::vector<Message>& o
         const std::uint32_t conn = get32(trunk_, at);
         const std::uint32_t len = get32(trunk_, at + 4);
         if (conn != kPluginConn && conn != kRuntimeConn)
-            return fail(Errc::InvalidInput, "NRI socket: a frame on unknown connection " + std::to_string(conn) +
-                                                " (want 1 or 2): not an NRI runtime, or out of step");
+            return fail(Errc::InvalidInput,
+                        "NRI socket: a frame on unknown connection " + std::to_string(conn) +
+                            " (want 1 or 2): not an NRI runtime, or out of step");
         if (len > kMaxFrame)
-            return fail(Errc::InvalidInput, "NRI socket: a frame of " + std::to_string(len) + " bytes on connection " +
-                                                std::to_string(conn) + " is over the " + std::to_string(kMaxFrame) +
+            return fail(Errc::InvalidInput, "NRI socket: a frame of " + std::to_string(len) +
+                                                " bytes on connection " + std::to_string(conn) +
+                                                " is over the " + std::to_string(kMaxFrame) +
                                                 "-byte limit");
         if (trunk_.size() - at - kMuxHeader < len) break;
         conn_[conn].append(trunk_, at + kMuxHeader, len);
@@ -71,14 +77,16 @@ inject::Result<void> Demux::take_messages(std::uint32_t conn, std::vector<Messag
     while (buf.size() - at >= kTtrpcHeader) {
         const std::uint32_t len = get32(buf, at);
         if (len > kMaxMessage)
-            return fail(Errc::InvalidInput, "NRI socket: a ttrpc message of " + std::to_string(len) +
-                                                " bytes on connection " + std::to_string(conn) + " is over the " +
+            return fail(Errc::InvalidInput, "NRI socket: a ttrpc message of " +
+                                                std::to_string(len) + " bytes on connection " +
+                                                std::to_string(conn) + " is over the " +
                                                 std::to_string(kMaxMessage) + "-byte limit");
         const auto type = static_cast<std::uint8_t>(buf[at + 8]);
         if (type != kRequest && type != kResponse)
-            return fail(Errc::InvalidInput, "NRI socket: ttrpc message type " + std::to_string(type) +
-                                                " on connection " + std::to_string(conn) +
-                                                " (want 1 request or 2 response: NRI streams nothing)");
+            return fail(Errc::InvalidInput,
+                        "NRI socket: ttrpc message type " + std::to_string(type) +
+                            " on connection " + std::to_string(conn) +
+                            " (want 1 request or 2 response: NRI streams nothing)");
         if (buf.size() - at - kTtrpcHeader < len) break;
         Message m;
         m.conn = conn;
@@ -95,13 +103,15 @@ inject::Result<void> Demux::take_messages(std::uint32_t conn, std::vector<Messag
 
 inject::Result<void> Demux::finish() const {
     if (!trunk_.empty())
-        return fail(Errc::InvalidInput, "NRI socket closed inside a frame (" + std::to_string(trunk_.size()) +
+        return fail(Errc::InvalidInput, "NRI socket closed inside a frame (" +
+                                            std::to_string(trunk_.size()) +
                                             " bytes of it arrived)");
     for (const auto& [conn, buf] : conn_)
         if (!buf.empty())
-            return fail(Errc::InvalidInput, "NRI socket closed inside a ttrpc message on connection " +
-                                                std::to_string(conn) + " (" + std::to_string(buf.size()) +
-                                                " bytes of it arrived)");
+            return fail(Errc::InvalidInput,
+                        "NRI socket closed inside a ttrpc message on connection " +
+                            std::to_string(conn) + " (" + std::to_string(buf.size()) +
+                            " bytes of it arrived)");
     return inject::ok();
 }
 

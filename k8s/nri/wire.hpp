@@ -6,13 +6,13 @@
 // runtime calling us (service Plugin), connection 2 us calling the runtime (service Runtime).
 // Pure functions and a parser: no socket here (plugin.cpp owns it).
 
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace enri {
 
@@ -42,8 +42,8 @@ struct Message {
 
 /// The mux frames carrying one ttrpc message on `conn`: header and body cut into frames of at
 /// most kMaxSendFrame payload bytes. InvalidInput when the body is over kMaxMessage.
-[[nodiscard]] inject::Result<std::string> encode(std::uint32_t conn, std::uint32_t stream, std::uint8_t type,
-                                                 std::string_view body);
+[[nodiscard]] inject::Result<std::string> encode(std::uint32_t conn, std::uint32_t stream,
+                                                 std::uint8_t type, std::string_view body);
 
 /// Reassembles messages from the trunk's bytes, in any cut: feed() what read() returned, then
 /// take the complete messages. Errors are final (the trunk is out of step): a frame or message

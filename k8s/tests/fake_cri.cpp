@@ -2,7 +2,8 @@
 // fake-cri: kubelet's container start through the CRI, for tests (a CRI client, not a runtime):
 //
 //   fake-cri run --socket S --image IMG --log-dir D [--cgroup-parent P] [--cdi-device ID]...
-//                [--env K=V]... [--annotation K=V]... [--runtime-handler H] [--timeout-ms N] -- CMD...
+//                [--env K=V]... [--annotation K=V]... [--runtime-handler H] [--timeout-ms N]
+//                -- CMD...
 //
 // What kubelet does for a pod with one container that was given DRA devices: RunPodSandbox (host
 // network, so no CNI is needed; sandbox logs in D), CreateContainer with the image, the command and

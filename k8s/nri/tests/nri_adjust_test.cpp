@@ -3,13 +3,14 @@
 // the shim's own create path (shim::prepare_bundle on a bundle), the actual side the plugin's
 // adjustment applied to the same spec as the runtime applies it (device nodes replaced by path,
 // mounts by destination, env by key, hooks appended; the runtime adds each device's allow rule).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
 #include "adjust.hpp"
 #include "create.hpp"
 #include "inject/oci.hpp"
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -66,8 +67,10 @@ containerEdits:
     timeout: 5
 )";
 
-json spec_with(const std::vector<std::string>& env, const std::map<std::string, std::string>& annotations) {
-    json s = json::parse(R"({"ociVersion":"1.0.2-dev","process":{"args":["sh"],"env":["PATH=/bin","TOPS_CARD=x"],
+json spec_with(const std::vector<std::string>& env,
+               const std::map<std::string, std::string>& annotations) {
+    json s = json::parse(
+        R"({"ociVersion":"1.0.2-dev","process":{"args":["sh"],"env":["PATH=/bin","TOPS_CARD=x"],
         "cwd":"/"},"root":{"path":"rootfs"},"mounts":[{"destination":"/proc","type":"proc","source":"proc"}],
         "linux":{"namespaces":[{"type":"pid"}]}})");
     for (const auto& e : env) s["process"]["env"].push_back(e);
@@ -92,10 +95,15 @@ inject::cdi::ContainerEdits edits_of(const enri::api::ContainerAdjustment& a) {
         e.device_nodes.push_back(n);
     }
     for (const auto& m : a.mounts())
-        e.mounts.push_back({m.source(), m.destination(), m.type(), {m.options().begin(), m.options().end()}});
+        e.mounts.push_back(
+            {m.source(), m.destination(), m.type(), {m.options().begin(), m.options().end()}});
     const auto hooks = [&](const auto& list, const char* stage) {
         for (const auto& h : list) {
-            inject::cdi::Hook o{stage, h.path(), {h.args().begin(), h.args().end()}, {h.env().begin(), h.env().end()}, {}};
+            inject::cdi::Hook o{stage,
+                                h.path(),
+                                {h.args().begin(), h.args().end()},
+                                {h.env().begin(), h.env().end()},
+                                {}};
             if (h.has_timeout()) o.timeout = static_cast<int>(h.timeout().value());
             e.hooks.push_back(o);
         }
@@ -131,7 +139,8 @@ struct Fixture {
         c.set_name("c");
         for (const auto& e : spec["process"]["env"]) c.add_env(e.get<std::string>());
         if (spec.contains("annotations"))
-            for (const auto& [k, v] : spec["annotations"].items()) (*c.mutable_annotations())[k] = v.get<std::string>();
+            for (const auto& [k, v] : spec["annotations"].items())
+                (*c.mutable_annotations())[k] = v.get<std::string>();
         INJECT_TRY(auto d, enri::decide(cfg, c, {}));
         if (d.asked) INJECT_TRY_VOID(inject::oci::apply(spec, edits_of(d.adjust)));
         return spec;
@@ -154,13 +163,17 @@ const std::vector<Form> kForms = {
     {"None", {"ENFLAME_VISIBLE_DEVICES=none"}, {}},
     {"CdiNameInEnv", {"ENFLAME_VISIBLE_DEVICES=enflame.com/gpu=1"}, {}},
     {"Annotation", {}, {{"cdi.k8s.io/x", "enflame.com/gpu=TR6Y46010302"}}},
-    {"DevicePluginAllocate", {"ENFLAME_VISIBLE_DEVICES=1"}, {{"cdi.k8s.io/enflame-device-plugin_abc", "enflame.com/gpu=1"}}},
+    {"DevicePluginAllocate",
+     {"ENFLAME_VISIBLE_DEVICES=1"},
+     {{"cdi.k8s.io/enflame-device-plugin_abc", "enflame.com/gpu=1"}}},
     {"UtilityOnly", {"ENFLAME_VISIBLE_DEVICES=0", "ENFLAME_DRIVER_CAPABILITIES=utility"}, {}},
     {"Void", {"ENFLAME_VISIBLE_DEVICES=void"}, {}},
     {"Nothing", {}, {}},
 };
 
-void PrintTo(const Form& f, std::ostream* os) { *os << f.name; }
+void PrintTo(const Form& f, std::ostream* os) {
+    *os << f.name;
+}
 
 class NriAdjustForm : public testing::TestWithParam<Form> {};
 
@@ -215,7 +228,8 @@ TEST(NriAdjust, UnprivilegedEnvIgnoredWhenConfiguredAnnotationsStillRead) {
     EXPECT_TRUE(d->asked);
     EXPECT_EQ(d->adjust.linux().devices().size(), 2);
     // and the shim agrees on both
-    for (const auto& ann : std::vector<std::map<std::string, std::string>>{{}, {{"cdi.k8s.io/x", "enflame.com/gpu=1"}}}) {
+    for (const auto& ann : std::vector<std::map<std::string, std::string>>{
+             {}, {{"cdi.k8s.io/x", "enflame.com/gpu=1"}}}) {
         const json spec = spec_with({"ENFLAME_VISIBLE_DEVICES=0"}, ann);
         auto want = f.shim_side(spec);
         auto got = f.nri_side(spec);
@@ -231,7 +245,8 @@ TEST(NriAdjust, UnsatisfiableRequestIsAnErrorNamingTheDevice) {
     c.add_env("ENFLAME_VISIBLE_DEVICES=5");
     auto d = enri::decide(f.cfg, c, {});
     ASSERT_FALSE(d);
-    EXPECT_NE(std::string(d.error().what()).find("'enflame.com/gpu=5'"), std::string::npos) << d.error().what();
+    EXPECT_NE(std::string(d.error().what()).find("'enflame.com/gpu=5'"), std::string::npos)
+        << d.error().what();
     c.set_env(0, "ENFLAME_VISIBLE_DEVICES=x1");
     d = enri::decide(f.cfg, c, {});
     ASSERT_FALSE(d);
@@ -243,7 +258,8 @@ TEST(NriAdjust, SupplementaryGroupsCannotBeExpressedAndAreRefused) {
     e.additional_gids = {44};
     auto a = enri::to_adjustment(e);
     ASSERT_FALSE(a);
-    EXPECT_EQ(a.error().what(), std::string("the edits add supplementary groups, which NRI cannot set"));
+    EXPECT_EQ(a.error().what(),
+              std::string("the edits add supplementary groups, which NRI cannot set"));
 }
 
 }  // namespace
