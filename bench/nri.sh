@@ -3,12 +3,15 @@
 # test. Two private containerd 1.7 (Debian 13's, as tests/integration/cri.bash runs it), the
 # same simulated 8-card host and the same generated CDI spec; CRI calls timed by nri-bench in
 # interleaved rounds of random order (default 100 rounds after 5 warm-up), one card asked:
-#   nri       containerd A, NRI on, our plugin connected: ENFLAME_VISIBLE_DEVICES=0, runc
-#   cdi       containerd B, NRI off, its own CDI (enable_cdi): the annotation naming the same
-#             card, runc: containerd alone on the same final spec
+#   nri       containerd A (NRI on, our plugin connected, its own CDI on too): ENFLAME_VISIBLE_DEVICES=0
+#   cdi       containerd A: the cdi.k8s.io annotation naming the same card, which containerd's own
+#             CDI applies before NRI (the plugin is still asked and finds nothing to do): the same
+#             final spec without the plugin's work
+#   none      containerd A, nothing asked
+#   cdi-b     containerd B (NRI off, CDI on): the annotation
 #   shim      containerd B, runtime handler `enflame` (our shim), ENFLAME_VISIBLE_DEVICES=0
-#   nri-none  containerd A, nothing asked (the plugin still answers CreateContainer)
-#   none      containerd B, nothing asked
+#   none-b    containerd B, nothing asked
+# All on runc. A - B differences mix NRI's own cost in containerd with two daemons' differences.
 # Prints median and p25-p75 per call and variant, then the differences that matter, and the load
 # average before and after (a busy machine spreads every number).
 # NRI=... and BENCH_SHIM=... take the plugin and the shim from another build (build/release).
@@ -63,12 +66,11 @@ side_save() { side_cmds[$1]=$(printf '%q ' "${_TEARDOWN_CMDS[@]}"); side_pid[$1]
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 SCRATCH=$base/host && mkdir -p "$SCRATCH" && sim_setup 8
-mkdir -p "$base/cdi" "$base/empty"
+mkdir -p "$base/cdi"
 "$CTK" cdi generate --output "$base/cdi/enflame.com-gpu.yaml" >/dev/null
 printf '[enflame-container-runtime]\nspec-dirs = ["%s"]\n' "$base/cdi" >> "$ENFLAME_CTK_CONFIG"
 
-side a "$base/empty"
-sed -i 's/^  enable_cdi = true$/  enable_cdi = false/' "$SCRATCH/ctrd/config.toml"
+side a "$base/cdi"
 printf '[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n  disable_connections = false\n  socket_path = "%s"\n  plugin_path = "%s"\n' \
   "$base/a/nri.sock" "$base/a/plugins" >> "$SCRATCH/ctrd/config.toml"
 mkdir -p "$base/a/plugins"
@@ -87,10 +89,11 @@ sa=$base/a/ctrd/containerd.sock sb=$base/b/ctrd/containerd.sock
 "$BENCH" --image localhost/dra-bb:latest --log-dir "$base/logs" --cgroup-parent "${side_cg[a]}" \
   --rounds "$rounds" --warmup 5 \
   --variant "nri,$sa,,env:ENFLAME_VISIBLE_DEVICES=0" \
-  --variant "cdi,$sb,,ann:cdi.k8s.io/bench=enflame.com/gpu=0" \
+  --variant "cdi,$sa,,ann:cdi.k8s.io/bench=enflame.com/gpu=0" \
+  --variant "none,$sa,," \
+  --variant "cdi-b,$sb,,ann:cdi.k8s.io/bench=enflame.com/gpu=0" \
   --variant "shim,$sb,enflame,env:ENFLAME_VISIBLE_DEVICES=0" \
-  --variant "nri-none,$sa,," \
-  --variant "none,$sb,," > "$base/out.jsonl"
+  --variant "none-b,$sb,," > "$base/out.jsonl"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 python3 - "$base/out.jsonl" "$load_before" "$load_after" "$base/a/nri.log" <<'PY'
 import json, re, statistics, sys
@@ -100,7 +103,7 @@ print(f"{'variant':10} {'create':>22} {'start':>22} {'remove':>22}")
 for v, r in rows.items():
     print(f"{v:10} " + " ".join(f"{r[c][0]:8.2f} ({r[c][1]:5.2f}-{r[c][2]:5.2f})" for c in ("create", "start", "remove")))
 d = lambda a, b, c: rows[a][c][0] - rows[b][c][0]
-for a, b in (("nri", "cdi"), ("shim", "cdi"), ("nri-none", "none")):
+for a, b in (("nri", "cdi"), ("cdi", "none"), ("shim", "cdi-b"), ("cdi-b", "none-b"), ("none", "none-b")):
     print(f"{a} - {b}: create {d(a, b, 'create'):+.2f} ms, start {d(a, b, 'start'):+.2f} ms, remove {d(a, b, 'remove'):+.2f} ms")
 own = {"asked": [], "no request": []}
 for m in re.finditer(r"(device nodes|no request)[^\n]*\((\d+) us\)", open(sys.argv[4]).read()):

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "adjust.hpp"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <map>
 
 #include "inject/oci.hpp"
@@ -32,7 +36,46 @@ T* entry_for(std::map<std::string, T*>& seen, const std::string& key, Add add) {
     return it->second;
 }
 
+void stamp_of(const std::string& path, std::string& out) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        out += path + ":-;";
+        return;
+    }
+    out += path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
+}
+
+/// What identifies the spec dirs' content: every dir and every file in it (the registry reads
+/// the *.yaml, *.yml and *.json ones; the others are cheap to include).
+std::string dirs_stamp(const std::vector<std::string>& dirs) {
+    std::string out;
+    for (const auto& d : dirs) {
+        stamp_of(d, out);
+        DIR* dir = ::opendir(d.c_str());
+        if (dir == nullptr) continue;
+        std::vector<std::string> names;
+        while (const dirent* e = ::readdir(dir))
+            if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+        ::closedir(dir);
+        std::sort(names.begin(), names.end());
+        for (const auto& n : names) stamp_of(d + "/" + n, out);
+    }
+    return out;
+}
+
 }  // namespace
+
+inject::Result<const inject::cdi::Registry*> SpecCache::get(const inject::config::Config& cfg) {
+    std::string stamp = dirs_stamp(cfg.runtime.spec_dirs);
+    if (!reg_ || stamp != stamp_) {
+        reg_.reset();
+        INJECT_TRY(auto reg, inject::request::load_registry(cfg));
+        reg_ = std::move(reg);
+        stamp_ = std::move(stamp);
+    }
+    return &*reg_;
+}
 
 inject::Result<api::ContainerAdjustment> to_adjustment(const inject::cdi::ContainerEdits& edits) {
     if (!edits.additional_gids.empty())
@@ -81,7 +124,7 @@ inject::Result<api::ContainerAdjustment> to_adjustment(const inject::cdi::Contai
 }
 
 inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Container& c,
-                                const inject::request::EditsOptions& opts) {
+                                const inject::request::EditsOptions& opts, SpecCache& specs) {
     const std::vector<std::string> env(c.env().begin(), c.env().end());
     const std::map<std::string, std::string> annotations(c.annotations().begin(),
                                                          c.annotations().end());
@@ -93,13 +136,13 @@ inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Co
     }
     out.asked = true;
     inject::cdi::ContainerEdits edits;
+    INJECT_TRY(const auto* reg, specs.get(cfg));
     if (cfg.runtime.mode == inject::config::Mode::Cdi) {
-        INJECT_TRY(auto reg, inject::request::load_registry(cfg));
-        INJECT_TRY(edits, inject::request::edits_from_registry(reg, cfg, req));
+        INJECT_TRY(edits, inject::request::edits_from_registry(*reg, cfg, req));
     } else {
         // Legacy mode's prestart hook is the shim's way; with NRI the runtime applies the
         // edits itself, so legacy is served as auto.
-        INJECT_TRY(auto r, inject::request::auto_edits(cfg, req, opts));
+        INJECT_TRY(auto r, inject::request::auto_edits(cfg, req, opts, *reg));
         edits = std::move(r.edits);
     }
     INJECT_TRY_VOID(inject::oci::fill_device_numbers(edits));

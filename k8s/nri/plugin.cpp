@@ -73,7 +73,8 @@ int code_of(Errc e) {
 }
 
 /// One request of the runtime's, answered. `closing` is set by Shutdown.
-inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bool& closing) {
+inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, SpecCache& specs,
+                            bool& closing) {
     ::ttrpc::Request req;
     if (!req.ParseFromString(m.body))
         return fail(Errc::InvalidInput, "NRI socket: a request on stream " +
@@ -93,7 +94,7 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, bo
         if (!in.ParseFromString(req.payload()))
             return reply(fd, m.stream, nullptr, kInvalidArgument, "bad CreateContainerRequest");
         const auto& c = in.container();
-        auto d = decide(o.cfg, c, o.edits);
+        auto d = decide(o.cfg, c, o.edits, specs);
         if (!d) {
             const std::string why = "enflame-nri-plugin: container " + c.name() + " (pod " +
                                     in.pod().namespace_() + "/" + in.pod().name() +
@@ -182,6 +183,7 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
         INJECT_TRY_VOID(send_msg(fd, kRuntimeConn, 1, kRequest, r));
     }
     Demux demux;
+    SpecCache specs;
     std::vector<Message> msgs;
     std::string buf(64 * 1024, '\0');
     bool registered = false, closing = false;
@@ -221,7 +223,7 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
                 registered = true;
                 inject::log::info("registered as {}-{}", o.idx, o.name);
             } else if (m.conn == kPluginConn && m.type == kRequest) {
-                INJECT_TRY_VOID(handle(fd, m, o, closing));
+                INJECT_TRY_VOID(handle(fd, m, o, specs, closing));
             } else {
                 return fail(
                     Errc::InvalidInput,

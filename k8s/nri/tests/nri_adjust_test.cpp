@@ -4,7 +4,9 @@
 // adjustment applied to the same spec as the runtime applies it (device nodes replaced by path,
 // mounts by destination, env by key, hooks appended; the runtime adds each device's allow rule).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "adjust.hpp"
@@ -122,6 +124,7 @@ struct Fixture {
     inject::config::Config cfg;
     shim::ShimEnv env{"", "", "/usr/bin:/bin"};
     shim::RuncLog log;
+    enri::SpecCache specs;
     Fixture() {
         testutil::write_file(dir / "cdi/enflame.com-gpu.yaml", kSpec);
         cfg.runtime.mode = inject::config::Mode::Cdi;
@@ -141,7 +144,7 @@ struct Fixture {
         if (spec.contains("annotations"))
             for (const auto& [k, v] : spec["annotations"].items())
                 (*c.mutable_annotations())[k] = v.get<std::string>();
-        INJECT_TRY(auto d, enri::decide(cfg, c, {}));
+        INJECT_TRY(auto d, enri::decide(cfg, c, {}, specs));
         if (d.asked) INJECT_TRY_VOID(inject::oci::apply(spec, edits_of(d.adjust)));
         return spec;
     }
@@ -195,7 +198,7 @@ TEST(NriAdjust, CardsAreRealNodesWithHostNumbersAndOneEntryPerKey) {
     Fixture f;
     enri::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=0,1");
-    auto d = enri::decide(f.cfg, c, {});
+    auto d = enri::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d) << d.error().what();
     ASSERT_TRUE(d->asked);
     const auto& devs = d->adjust.linux().devices();
@@ -218,12 +221,12 @@ TEST(NriAdjust, UnprivilegedEnvIgnoredWhenConfiguredAnnotationsStillRead) {
     f.cfg.runtime.accept_envvar_when_unprivileged = false;
     enri::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=0");
-    auto d = enri::decide(f.cfg, c, {});
+    auto d = enri::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d);
     EXPECT_FALSE(d->asked);
     EXPECT_FALSE(d->adjust.has_linux());
     (*c.mutable_annotations())["cdi.k8s.io/x"] = "enflame.com/gpu=1";
-    d = enri::decide(f.cfg, c, {});
+    d = enri::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d);
     EXPECT_TRUE(d->asked);
     EXPECT_EQ(d->adjust.linux().devices().size(), 2);
@@ -243,14 +246,44 @@ TEST(NriAdjust, UnsatisfiableRequestIsAnErrorNamingTheDevice) {
     Fixture f;
     enri::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=5");
-    auto d = enri::decide(f.cfg, c, {});
+    auto d = enri::decide(f.cfg, c, {}, f.specs);
     ASSERT_FALSE(d);
     EXPECT_NE(std::string(d.error().what()).find("'enflame.com/gpu=5'"), std::string::npos)
         << d.error().what();
     c.set_env(0, "ENFLAME_VISIBLE_DEVICES=x1");
-    d = enri::decide(f.cfg, c, {});
+    d = enri::decide(f.cfg, c, {}, f.specs);
     ASSERT_FALSE(d);
     EXPECT_NE(std::string(d.error().what()).find("'x1'"), std::string::npos) << d.error().what();
+}
+
+TEST(NriAdjust, SpecsAreReadAgainWhenTheyChangeOnly) {
+    Fixture f;
+    enri::api::Container c;
+    c.add_env("ENFLAME_VISIBLE_DEVICES=0");
+    auto first = f.specs.get(f.cfg);
+    ASSERT_TRUE(first);
+    auto again = f.specs.get(f.cfg);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*first, *again);
+    EXPECT_EQ((*again)->specs().size(), 1u);
+    // replaced as enflame-ctk writes it (a new file renamed over the old): card 0 is now /dev/zero
+    std::string spec = kSpec;
+    spec.replace(spec.find("hostPath: /dev/null"), 19, "hostPath: /dev/zero");
+    testutil::write_file(f.dir / "cdi/new.tmp", spec);
+    ASSERT_EQ(
+        ::rename((f.dir / "cdi/new.tmp").c_str(), (f.dir / "cdi/enflame.com-gpu.yaml").c_str()), 0);
+    auto d = enri::decide(f.cfg, c, {}, f.specs);
+    ASSERT_TRUE(d) << d.error().what();
+    bool zero = false;
+    for (const auto& n : d->adjust.linux().devices())
+        if (n.path() == "/dev/gcu0") zero = n.minor() == 5;
+    EXPECT_TRUE(zero);
+    // removed: the card is unknown
+    ASSERT_EQ(::unlink((f.dir / "cdi/enflame.com-gpu.yaml").c_str()), 0);
+    d = enri::decide(f.cfg, c, {}, f.specs);
+    ASSERT_FALSE(d);
+    EXPECT_NE(std::string(d.error().what()).find("enflame.com/gpu"), std::string::npos)
+        << d.error().what();
 }
 
 TEST(NriAdjust, SupplementaryGroupsCannotBeExpressedAndAreRefused) {
