@@ -24,9 +24,9 @@ rounds=${1:-100}
 BATS_TEST_DIRNAME=$(cd "$(dirname "$0")/../tests/integration" && pwd)
 skip() { echo "nri bench: skipped ($*)"; exit 0; }
 skip_or_fail() { skip "$@"; }
-# shellcheck source=../tests/integration/helpers.bash
+# shellcheck source=tests/integration/helpers.bash
 . "$BATS_TEST_DIRNAME/helpers.bash"
-# shellcheck source=../tests/integration/cri.bash
+# shellcheck source=tests/integration/cri.bash
 . "$BATS_TEST_DIRNAME/cri.bash"
 [ "$(id -u)" -eq 0 ] || skip "needs root"
 # NRI and SHIM may name other builds' binaries (an optimised plugin and shim with the dev tree's tools)
@@ -45,6 +45,7 @@ cleanup() {
   local s i
   for s in "${side_done[@]}"; do
     SCRATCH=$base/$s CTRD_PID=${side_pid[$s]} CRI_CG=${side_cg[$s]}
+    # shellcheck disable=SC2034  # read by cri_teardown
     CTR=("$BUILD_DIR/trixie/usr/bin/ctr" --address "$SCRATCH/ctrd/containerd.sock" -n k8s.io)
     eval "_TEARDOWN_CMDS=(${side_cmds[$s]})"
     for (( i=${#_TEARDOWN_CMDS[@]}-1; i>=0; i-- )); do eval "${_TEARDOWN_CMDS[$i]}" || true; done
@@ -56,6 +57,7 @@ trap "exit 130" INT TERM
 
 # side NAME CDIR: containerd under $base/NAME with cri_setup (its CDI spec folder CDIR).
 side() {
+  # shellcheck disable=SC2034  # CDIR is read by cri_setup
   SCRATCH=$base/$1 CDIR=$2
   mkdir -p "$SCRATCH"
   _TEARDOWN_CMDS=()

@@ -49,11 +49,11 @@ restart_containerd() {
   wait_for test -S "$NRI_SOCK"
 }
 
-# start_nri [args]: the plugin, external, on $NRI_SOCK; waits until containerd has it.
+# start_nri: the plugin, external, on $NRI_SOCK; waits until containerd has it.
 start_nri() {
   local n
   n=$(grep -c 'registered as' "$SCRATCH/nri.log" 2>/dev/null || true)
-  "$NRI" --socket "$NRI_SOCK" --retry-interval 0.2 "$@" >>"$SCRATCH/nri.log" 2>&1 3>&- &
+  "$NRI" --socket "$NRI_SOCK" --retry-interval 0.2 >>"$SCRATCH/nri.log" 2>&1 3>&- &
   NRI_PID=$!
   on_teardown "stop_pid $NRI_PID"
   wait_for registered_more_than "${n:-0}"
