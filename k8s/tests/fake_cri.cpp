@@ -2,7 +2,8 @@
 // fake-cri: kubelet's container start through the CRI, for tests (a CRI client, not a runtime):
 //
 //   fake-cri run --socket S --image IMG --log-dir D [--cgroup-parent P] [--cdi-device ID]...
-//                [--env K=V]... [--runtime-handler H] [--timeout-ms N] -- CMD...
+//                [--env K=V]... [--annotation K=V]... [--runtime-handler H] [--timeout-ms N]
+//                -- CMD...
 //
 // What kubelet does for a pod with one container that was given DRA devices: RunPodSandbox (host
 // network, so no CNI is needed; sandbox logs in D), CreateContainer with the image, the command and
@@ -48,7 +49,7 @@ std::string log_text(const std::string& path) {
 
 struct Options {
     std::string socket, image, log_dir, cgroup_parent, runtime_handler;
-    std::vector<std::string> cdi, envs, command;
+    std::vector<std::string> cdi, envs, annotations, command;
     int timeout_ms = 60000;
 };
 
@@ -111,6 +112,9 @@ int run(const Options& o) {
         e->set_key(kv.substr(0, kv.find('=')));
         e->set_value(kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1));
     }
+    for (const auto& kv : o.annotations)
+        (*cfg->mutable_annotations())[kv.substr(0, kv.find('='))] =
+            kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1);
     cri::CreateContainerResponse created;
     {
         grpc::ClientContext ctx;
@@ -167,6 +171,7 @@ int main(int argc, char** argv) try {
     r->add_option("--log-dir", o.log_dir, "the pod's log folder (absolute)")->required();
     r->add_option("--cdi-device", o.cdi, "a CDI device name (repeatable)");
     r->add_option("--env", o.envs, "an env K=V of the container (repeatable)");
+    r->add_option("--annotation", o.annotations, "an annotation K=V of the container (repeatable)");
     r->add_option("--runtime-handler", o.runtime_handler, "the pod's RuntimeClass handler (default: the runtime's default)");
     r->add_option("--cgroup-parent", o.cgroup_parent, "the pod's cgroup parent (cgroupfs: a path)");
     r->add_option("--timeout-ms", o.timeout_ms);

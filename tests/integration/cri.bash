@@ -55,11 +55,7 @@ state = "$SCRATCH/ctrd/state"
     bin_dir = "$SCRATCH/cni/bin"
     conf_dir = "$SCRATCH/cni/conf"
 TOML
-  # shellcheck disable=SC2016  # expands in the namespace's shell
-  setsid unshare --mount --propagation private /bin/sh -c \
-    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
-    ctrd "$tr" "$SCRATCH/ctrd/config.toml" > "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
-  CTRD_PID=$!
+  cri_start
   CRI_CG=/ectk-dra-$$-$RANDOM
   on_teardown cri_teardown
   wait_for ctr_up
@@ -67,6 +63,20 @@ TOML
   "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
 }
 ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
+# cri_start: containerd on $SCRATCH/ctrd/config.toml in its private mount namespace ($CTRD_PID).
+cri_start() {
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  setsid unshare --mount --propagation private /bin/sh -c \
+    'mount -t tmpfs -o mode=755 tmpfs /run || exit 125; PATH=$1:$PATH exec containerd --config "$2"' \
+    ctrd "$BUILD_DIR/trixie/usr/bin" "$SCRATCH/ctrd/config.toml" >> "$SCRATCH/ctrd/containerd.log" 2>&1 < /dev/null &
+  CTRD_PID=$!
+}
+# cri_restart: containerd stopped by PID and started again on the same (possibly edited) config.
+cri_restart() {
+  stop_pid "$CTRD_PID"
+  cri_start
+  wait_for ctr_up
+}
 cri_teardown() {
   local id h
   for id in $("${CTR[@]}" task ls -q 2>/dev/null); do "${CTR[@]}" task kill -s KILL "$id" >/dev/null 2>&1; done

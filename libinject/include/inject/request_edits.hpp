@@ -84,5 +84,9 @@ struct RequestEdits {
 /// Other errors of the spec dirs are returned.
 [[nodiscard]] Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
                                               const EditsOptions& opts);
+/// The same on spec dirs already loaded into `reg` (a long-running caller, enflame-nri-plugin,
+/// keeps it while the dirs do not change).
+[[nodiscard]] Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
+                                              const EditsOptions& opts, const cdi::Registry& reg);
 
 }  // namespace inject::request

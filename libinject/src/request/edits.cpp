@@ -164,6 +164,12 @@ Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Req
 }
 
 Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req, const EditsOptions& opts) {
+    INJECT_TRY(auto reg, load_registry(cfg));
+    return auto_edits(cfg, req, opts, reg);
+}
+
+Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
+                                const EditsOptions& opts, const cdi::Registry& reg) {
     // CDI names of other kinds can only come from the spec dirs.
     const std::string prefix = cfg.runtime.cdi_kind + "=";
     std::vector<std::string> foreign;
@@ -174,7 +180,6 @@ Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req, c
         return fail(Errc::InvalidInput, req.source + ": CDI device '" + foreign.front() + "' is not of kind " +
                                             cfg.runtime.cdi_kind + ": other kinds are not injected");
 
-    INJECT_TRY(auto reg, load_registry(cfg));
     auto on_disk = edits_from_registry(reg, cfg, ours);
     RequestEdits out;
     std::optional<std::string> stale;
