@@ -48,6 +48,9 @@ std::string Publisher::field_selector() const {
 
 inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, PublishStats& st) {
     const std::string path = collection() + "/" + name_of(slice);
+    // Held until the answer's resourceVersion is remembered: the watch thread, which may see
+    // the echo first, waits in own_write() instead of taking it for someone else's change.
+    const std::lock_guard lock(own_mu_);
     inject::Result<Json> r = Json();
     if (existing) {
         Json obj = slice;
@@ -65,7 +68,7 @@ inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, P
         });
     }
     if (!r) return inject::fail(std::move(r).error());
-    if ((*r).contains("metadata")) remember("rv:" + (*r)["metadata"].value("resourceVersion", ""));
+    if ((*r).contains("metadata")) remember_locked("rv:" + (*r)["metadata"].value("resourceVersion", ""));
     ++(existing ? st.updated : st.created);
     return std::move(*r);
 }
@@ -159,6 +162,10 @@ inject::Result<int> Publisher::remove_all() {
 
 void Publisher::remember(const std::string& key) {
     const std::lock_guard lock(own_mu_);
+    remember_locked(key);
+}
+
+void Publisher::remember_locked(const std::string& key) {
     // Echoes that never came (a watch that was down) must not pile up.
     if (own_.size() > 4096) own_.clear();
     own_.insert(key);

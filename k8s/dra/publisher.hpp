@@ -63,6 +63,7 @@ public:
 
 private:
     void remember(const std::string& key);
+    void remember_locked(const std::string& key);  ///< own_mu_ held
     [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
     [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
 
