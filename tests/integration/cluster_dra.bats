@@ -12,6 +12,7 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 DRIVER=gcu.enflame.com
+NS=enflame-system
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
@@ -32,9 +33,12 @@ setup_file() {
   "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
   cp -r "$TOP/deployments" "$CD/deployments"
   "$TOP/tests/cluster/overlay.sh" "$CD/dra" "$CD/deployments/overlays/dra-v1beta1" "$CD/host" "$APISERVER_PORT"
+  # the namespace made first by the harness (this fork's ServiceAccount admission needs a
+  # ConfigMap in every namespace with pods), as e2e.bats does
+  "$TOP/tests/cluster/cluster.sh" namespace "$CD/cluster" "$NS" > /dev/null
   "$KUBECTL" apply -k "$CD/dra" > "$CD/apply.log" 2>&1 || { tail -n 3 "$CD/apply.log" >&2; return 1; }
-  "$KUBECTL" -n kube-system rollout status ds/enflame-dra-plugin --timeout=180s > /dev/null || {
-    "$KUBECTL" -n kube-system describe ds/enflame-dra-plugin | tail -n 15 >&2
+  "$KUBECTL" -n "$NS" rollout status ds/enflame-dra-plugin --timeout=180s > /dev/null || {
+    "$KUBECTL" -n "$NS" describe ds/enflame-dra-plugin | tail -n 15 >&2
     return 1
   }
 }
@@ -102,7 +106,7 @@ worst_gap() {
   [ "$status" -eq 0 ]
   jq -e '.items | length >= 1' <<<"$output"
   # the plugin logged its watch and no watch error (RBAC allows it, the selector is served)
-  run kc -n kube-system logs ds/enflame-dra-plugin
+  run kc -n "$NS" logs ds/enflame-dra-plugin
   [[ $output != *"ResourceSlice watch:"* ]]
 }
 
