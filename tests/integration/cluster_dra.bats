@@ -121,10 +121,11 @@ worst_gap() {
   sleep 2  # the last wipe may land after Ready; its re-publish within 2 s
   wait_for has_devices
   gaps
-  # kubelet's startup wipe deleted them each time (otherwise this test shows nothing)
+  # kubelet's startup wipe deleted them (a kubelet stopped again before its background wipe
+  # ran deletes nothing, so not necessarily 5 times; without any this test shows nothing)
   n=$(gaps | wc -l)
   echo "deletions seen: $n"
-  [ "$n" -ge 5 ]
+  [ "$n" -ge 1 ]
   run worst_gap
   echo "worst time from deletion to back: $output s"
   [ "$status" -eq 0 ]
