@@ -34,8 +34,8 @@ edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra
         auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
         // Someone else deleted or changed one of our slices (kubelet's startup wipe may land
         // after the publish its registration asked for): publish again at once.
-        auto watch = std::make_shared<edra::SliceWatch>(client, *publisher, [loop] { loop->trigger(); },
-                                                        edra::SliceWatch::Options{});
+        auto watch = std::make_shared<edra::SliceWatch>(
+            client, *publisher, [loop] { loop->trigger(); }, edra::SliceWatch::Options{});
         // Each part holds the publisher too: the loop refers to it until the loop is gone.
         return edra::Companion{[loop, watch, publisher] {
                                    loop->start();

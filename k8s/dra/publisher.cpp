@@ -68,7 +68,8 @@ inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, P
         });
     }
     if (!r) return inject::fail(std::move(r).error());
-    if ((*r).contains("metadata")) remember_locked("rv:" + (*r)["metadata"].value("resourceVersion", ""));
+    if ((*r).contains("metadata"))
+        remember_locked("rv:" + (*r)["metadata"].value("resourceVersion", ""));
     ++(existing ? st.updated : st.created);
     return std::move(*r);
 }
@@ -173,14 +174,18 @@ void Publisher::remember_locked(const std::string& key) {
 
 bool Publisher::own_write(const std::string& type, const Json& object) {
     const Json meta = object.value("metadata", Json::object());
-    const std::string key = type == "DELETED" ? "del:" + meta.value("name", "") : "rv:" + meta.value("resourceVersion", "");
+    const std::string key = type == "DELETED" ? "del:" + meta.value("name", "")
+                                              : "rv:" + meta.value("resourceVersion", "");
     const std::lock_guard lock(own_mu_);
     return own_.erase(key) > 0;
 }
 
-SliceWatch::SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher, std::function<void()> changed,
-                       Options opts)
-    : client_(std::move(client)), publisher_(publisher), changed_(std::move(changed)), opts_(opts) {}
+SliceWatch::SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher,
+                       std::function<void()> changed, Options opts)
+    : client_(std::move(client)),
+      publisher_(publisher),
+      changed_(std::move(changed)),
+      opts_(opts) {}
 
 SliceWatch::~SliceWatch() {
     try {
@@ -219,12 +224,16 @@ bool SliceWatch::on_event(const k8s::api::WatchEvent& ev) {
         inject::log::warn("ResourceSlice watch: {}", ev.object.value("message", ev.object.dump()));
         return false;
     }
-    const Json meta = ev.object.is_object() ? ev.object.value("metadata", Json::object()) : Json::object();
+    const Json meta =
+        ev.object.is_object() ? ev.object.value("metadata", Json::object()) : Json::object();
     if (meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
         rv_ = meta["resourceVersion"].get<std::string>();
     if (ev.type == "BOOKMARK" || publisher_.own_write(ev.type, ev.object)) return true;
-    inject::log::info("ResourceSlice '{}' {} by someone else: publishing again", meta.value("name", "?"),
-                      ev.type == "DELETED" ? "deleted" : ev.type == "ADDED" ? "created" : "changed");
+    inject::log::info("ResourceSlice '{}' {} by someone else: publishing again",
+                      meta.value("name", "?"),
+                      ev.type == "DELETED" ? "deleted"
+                      : ev.type == "ADDED" ? "created"
+                                           : "changed");
     changed_();
     return true;
 }
@@ -264,13 +273,15 @@ void SliceWatch::run() {
             stop_);
         if (stop_) return;
         if (relist_ || (!r && k8s::api::gone(r.error()))) {
-            inject::log::info("ResourceSlice watch: resourceVersion {} is too old: listing again", rv_);
+            inject::log::info("ResourceSlice watch: resourceVersion {} is too old: listing again",
+                              rv_);
             relist_ = true;
             continue;
         }
         // A stream that ends at once with nothing in it counts as a failure (no busy loop).
         if (got_event) backoff = opts_.retry;
-        const bool worked = got_event || std::chrono::steady_clock::now() - began > std::chrono::seconds(1);
+        const bool worked =
+            got_event || std::chrono::steady_clock::now() - began > std::chrono::seconds(1);
         if (r && worked) {
             backoff = opts_.retry;
             continue;

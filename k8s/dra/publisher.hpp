@@ -8,9 +8,6 @@
 // pools' worth of devices offered. Kubelet deletes a node's slices when it starts: the next
 // publish() puts them back. remove_all() is for a clean shutdown.
 
-#include "k8s/apiserver.hpp"
-#include "slices.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +17,9 @@
 #include <set>
 #include <string>
 #include <thread>
+
+#include "k8s/apiserver.hpp"
+#include "slices.hpp"
 
 namespace edra {
 
@@ -89,8 +89,8 @@ public:
         std::chrono::milliseconds retry{500};  ///< first backoff after a failure
         int timeout_seconds = 300;             ///< the server rotates the stream this often
     };
-    SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher, std::function<void()> changed,
-               Options opts);
+    SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher,
+               std::function<void()> changed, Options opts);
     ~SliceWatch();
     SliceWatch(const SliceWatch&) = delete;
     SliceWatch& operator=(const SliceWatch&) = delete;
@@ -108,7 +108,7 @@ private:
     Publisher& publisher_;
     std::function<void()> changed_;
     Options opts_;
-    std::string rv_;    ///< where the next watch starts (empty: list first)
+    std::string rv_;  ///< where the next watch starts (empty: list first)
     bool relist_ = false;
     std::atomic<bool> stop_{false};
     std::mutex mu_;

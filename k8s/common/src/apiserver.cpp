@@ -298,10 +298,10 @@ struct Client::Impl {
         CURL* h = nullptr;
         const std::function<bool(const WatchEvent&)>* on_event = nullptr;
         const std::atomic<bool>* stop = nullptr;
-        std::string buf;    ///< bytes of a line not yet complete
-        std::string error;  ///< the body of a non-2xx answer
-        std::string bad;    ///< a line that was not a watch event
-        bool ended = false; ///< on_event said stop
+        std::string buf;     ///< bytes of a line not yet complete
+        std::string error;   ///< the body of a non-2xx answer
+        std::string bad;     ///< a line that was not a watch event
+        bool ended = false;  ///< on_event said stop
     };
 
     static size_t on_stream(char* ptr, size_t size, size_t n, void* user) {
@@ -339,11 +339,15 @@ struct Client::Impl {
     Result<void> watch(const std::string& path, const WatchOptions& w,
                        const std::function<bool(const WatchEvent&)>& on_event,
                        const std::atomic<bool>& stop) {
-        std::string q = "watch=1&allowWatchBookmarks=" + std::string(w.bookmarks ? "true" : "false") +
-                        "&timeoutSeconds=" + std::to_string(w.timeout_seconds);
-        if (!w.resource_version.empty()) q += "&resourceVersion=" + query_escape(nullptr, w.resource_version);
-        if (!w.label_selector.empty()) q += "&labelSelector=" + query_escape(nullptr, w.label_selector);
-        if (!w.field_selector.empty()) q += "&fieldSelector=" + query_escape(nullptr, w.field_selector);
+        std::string q =
+            "watch=1&allowWatchBookmarks=" + std::string(w.bookmarks ? "true" : "false") +
+            "&timeoutSeconds=" + std::to_string(w.timeout_seconds);
+        if (!w.resource_version.empty())
+            q += "&resourceVersion=" + query_escape(nullptr, w.resource_version);
+        if (!w.label_selector.empty())
+            q += "&labelSelector=" + query_escape(nullptr, w.label_selector);
+        if (!w.field_selector.empty())
+            q += "&fieldSelector=" + query_escape(nullptr, w.field_selector);
         const std::string what = "GET " + path + "?" + q;
         CURL* h = curl_easy_init();
         if (!h) return Error(Errc::Io, what + ": curl_easy_init failed");
@@ -353,7 +357,8 @@ struct Client::Impl {
         s.stop = &stop;
         const std::string tok = current_token();
         curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-        if (!tok.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
+        if (!tok.empty())
+            headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
         std::array<char, CURL_ERROR_SIZE> errbuf{};
         const std::string url = cfg.server + path + "?" + q;
         curl_easy_setopt(h, CURLOPT_URL, url.c_str());

@@ -14,16 +14,15 @@
 // Error codes: 404 -> Errc::NotFound, 409 -> Errc::Conflict, 401/403 -> Errc::Permission,
 // other 4xx -> Errc::InvalidInput, 5xx and transport failures (after the retries) -> Errc::Io.
 
-#include "inject/result.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "inject/result.hpp"
 
 namespace k8s::api {
 
