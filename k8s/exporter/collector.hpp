@@ -8,6 +8,10 @@
 // card that cannot be read (its series go), discovery failing (labels from libefml alone),
 // kubelet absent (attribution off).
 
+#include "attribution.hpp"
+#include "snapshot.hpp"
+#include "source.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,10 +20,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-
-#include "attribution.hpp"
-#include "snapshot.hpp"
-#include "source.hpp"
 
 namespace exporter {
 

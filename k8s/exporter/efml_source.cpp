@@ -2,9 +2,10 @@
 // The real Source: libefml for readings, discovery for names. libefml is opened on first use
 // and dropped when it stops answering, so a driver that was unloaded and loaded again is met
 // with a fresh EfmlInit (the old handle may not survive a real reload).
+#include "source.hpp"
+
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
-#include "source.hpp"
 
 namespace exporter {
 namespace {

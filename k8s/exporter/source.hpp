@@ -5,12 +5,12 @@
 // source (efml_source.cpp) asks libefml for readings and discovery for names; unit tests feed
 // their own samples.
 
-#include <cstdint>
-#include <memory>
-
 #include "inject/device.hpp"
 #include "inject/efml.hpp"
 #include "inject/result.hpp"
+
+#include <cstdint>
+#include <memory>
 
 namespace inject::discover {
 struct Options;
