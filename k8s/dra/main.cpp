@@ -24,18 +24,28 @@ edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::str
 }
 
 // The ResourceSlice publisher beside the sockets: publishes at start, again when kubelet
-// restarted (it deletes the node's slices) and every `resync`; removes the slices on a clean
-// stop.
+// restarted (it deletes the node's slices), when the watch sees someone else delete or change
+// one of ours, and every `resync`; removes the slices on a clean stop.
 edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra::SliceOptions opts,
                                   std::chrono::milliseconds resync) {
     return [client = std::move(client), opts = std::move(opts), resync](edra::Discoverer discover) {
         auto publisher = std::make_shared<edra::Publisher>(client, opts);
         // The loop logs each publish itself.
         auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
+        // Someone else deleted or changed one of our slices (kubelet's startup wipe may land
+        // after the publish its registration asked for): publish again at once.
+        auto watch = std::make_shared<edra::SliceWatch>(
+            client, *publisher, [loop] { loop->trigger(); }, edra::SliceWatch::Options{});
         // Each part holds the publisher too: the loop refers to it until the loop is gone.
-        return edra::Companion{[loop, publisher] { loop->start(); },
+        return edra::Companion{[loop, watch, publisher] {
+                                   loop->start();
+                                   watch->start();
+                               },
                                [loop, publisher] { loop->trigger(); },
-                               [loop, publisher] { loop->stop(true); }};
+                               [loop, watch, publisher] {
+                                   watch->stop();
+                                   loop->stop(true);
+                               }};
     };
 }
 

@@ -48,6 +48,9 @@ std::string Publisher::field_selector() const {
 
 inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, PublishStats& st) {
     const std::string path = collection() + "/" + name_of(slice);
+    // Held until the answer's resourceVersion is remembered: the watch thread, which may see
+    // the echo first, waits in own_write() instead of taking it for someone else's change.
+    const std::lock_guard lock(own_mu_);
     inject::Result<Json> r = Json();
     if (existing) {
         Json obj = slice;
@@ -65,6 +68,8 @@ inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, P
         });
     }
     if (!r) return inject::fail(std::move(r).error());
+    if ((*r).contains("metadata"))
+        remember_locked("rv:" + (*r)["metadata"].value("resourceVersion", ""));
     ++(existing ? st.updated : st.created);
     return std::move(*r);
 }
@@ -135,6 +140,7 @@ inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& ho
     }
     // Only now: the new generation is complete, so the scheduler already ignores these.
     for (const auto& [name, obj] : existing) {
+        remember("del:" + name);
         auto r = client_->remove(collection() + "/" + name);
         if (!r) return inject::fail(std::move(r).error().context("deleting stale ResourceSlice '" + name + "'"));
         ++st.deleted;
@@ -147,11 +153,141 @@ inject::Result<int> Publisher::remove_all() {
     if (!listed) return inject::fail(std::move(listed).error().context("listing this node's ResourceSlices"));
     int n = 0;
     for (const auto& item : (*listed)["items"]) {
+        remember("del:" + name_of(item));
         INJECT_TRY_CTX(client_->remove(collection() + "/" + name_of(item)),
                        "deleting ResourceSlice '" + name_of(item) + "'");
         ++n;
     }
     return n;
+}
+
+void Publisher::remember(const std::string& key) {
+    const std::lock_guard lock(own_mu_);
+    remember_locked(key);
+}
+
+void Publisher::remember_locked(const std::string& key) {
+    // Echoes that never came (a watch that was down) must not pile up.
+    if (own_.size() > 4096) own_.clear();
+    own_.insert(key);
+}
+
+bool Publisher::own_write(const std::string& type, const Json& object) {
+    const Json meta = object.value("metadata", Json::object());
+    const std::string key = type == "DELETED" ? "del:" + meta.value("name", "")
+                                              : "rv:" + meta.value("resourceVersion", "");
+    const std::lock_guard lock(own_mu_);
+    return own_.erase(key) > 0;
+}
+
+SliceWatch::SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher,
+                       std::function<void()> changed, Options opts)
+    : client_(std::move(client)),
+      publisher_(publisher),
+      changed_(std::move(changed)),
+      opts_(opts) {}
+
+SliceWatch::~SliceWatch() {
+    try {
+        stop();
+    } catch (const std::exception& e) {
+        inject::log::warn("stopping the ResourceSlice watch: {}", e.what());
+    }
+}
+
+void SliceWatch::start() {
+    if (thread_.joinable()) return;
+    stop_ = false;
+    thread_ = std::thread([this] { run(); });
+}
+
+void SliceWatch::stop() {
+    {
+        const std::lock_guard lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+bool SliceWatch::pause(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu_);
+    return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+bool SliceWatch::on_event(const k8s::api::WatchEvent& ev) {
+    if (k8s::api::gone(ev)) {
+        relist_ = true;
+        return false;
+    }
+    if (ev.type == "ERROR") {
+        inject::log::warn("ResourceSlice watch: {}", ev.object.value("message", ev.object.dump()));
+        return false;
+    }
+    const Json meta =
+        ev.object.is_object() ? ev.object.value("metadata", Json::object()) : Json::object();
+    if (meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
+        rv_ = meta["resourceVersion"].get<std::string>();
+    if (ev.type == "BOOKMARK" || publisher_.own_write(ev.type, ev.object)) return true;
+    inject::log::info("ResourceSlice '{}' {} by someone else: publishing again",
+                      meta.value("name", "?"),
+                      ev.type == "DELETED" ? "deleted"
+                      : ev.type == "ADDED" ? "created"
+                                           : "changed");
+    changed_();
+    return true;
+}
+
+void SliceWatch::run() {
+    auto backoff = opts_.retry;
+    const auto fail = [&](const inject::Error& e) {
+        inject::log::warn("ResourceSlice watch: {} (again in {} ms)", e.what(), backoff.count());
+        const bool go_on = pause(backoff);
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
+        return go_on;
+    };
+    while (!stop_) {
+        if (rv_.empty() || relist_) {
+            auto listed = client_->list(publisher_.collection(), "", publisher_.field_selector());
+            if (!listed) {
+                if (!fail(listed.error().context("listing this node's ResourceSlices"))) return;
+                continue;
+            }
+            rv_ = (*listed)["metadata"].value("resourceVersion", "");
+            // Changes between the old stream and this list were not seen: reconcile once.
+            if (relist_) changed_();
+            relist_ = false;
+        }
+        k8s::api::WatchOptions w;
+        w.field_selector = publisher_.field_selector();
+        w.resource_version = rv_;
+        w.timeout_seconds = opts_.timeout_seconds;
+        bool got_event = false;
+        const auto began = std::chrono::steady_clock::now();
+        auto r = client_->watch(
+            publisher_.collection(), w,
+            [&](const k8s::api::WatchEvent& ev) {
+                got_event = got_event || ev.type != "ERROR";
+                return on_event(ev);
+            },
+            stop_);
+        if (stop_) return;
+        if (relist_ || (!r && k8s::api::gone(r.error()))) {
+            inject::log::info("ResourceSlice watch: resourceVersion {} is too old: listing again",
+                              rv_);
+            relist_ = true;
+            continue;
+        }
+        // A stream that ends at once with nothing in it counts as a failure (no busy loop).
+        if (got_event) backoff = opts_.retry;
+        const bool worked =
+            got_event || std::chrono::steady_clock::now() - began > std::chrono::seconds(1);
+        if (r && worked) {
+            backoff = opts_.retry;
+            continue;
+        }
+        if (!fail(r ? inject::Error(Errc::Io, "the stream ended at once") : r.error())) return;
+    }
 }
 
 PublisherLoop::PublisherLoop(Publisher& publisher, Discover discover, std::chrono::milliseconds resync,

@@ -8,15 +8,18 @@
 // pools' worth of devices offered. Kubelet deletes a node's slices when it starts: the next
 // publish() puts them back. remove_all() is for a clean shutdown.
 
-#include "k8s/apiserver.hpp"
-#include "slices.hpp"
-
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
+
+#include "k8s/apiserver.hpp"
+#include "slices.hpp"
 
 namespace edra {
 
@@ -53,7 +56,14 @@ public:
     /// "spec.nodeName=<node>,spec.driver=<driver>".
     [[nodiscard]] std::string field_selector() const;
 
+    /// True when a watch event (`type`, `object`) is the echo of one of our own writes: a
+    /// create or update whose answer carried that resourceVersion, or a delete of that name.
+    /// Each echo is recognised once. Thread-safe (the watch runs on its own thread).
+    [[nodiscard]] bool own_write(const std::string& type, const Json& object);
+
 private:
+    void remember(const std::string& key);
+    void remember_locked(const std::string& key);  ///< own_mu_ held
     [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
     [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
 
@@ -62,6 +72,48 @@ private:
     bool auto_ = false;     ///< opts_.drs came from DrsMode::Auto and may still fall back
     bool dropped_ = false;  ///< the last reconcile saw the server drop our counter sets
     std::int64_t generation_ = 0;  ///< the highest generation we wrote
+    std::mutex own_mu_;
+    std::set<std::string> own_;  ///< "rv:<resourceVersion>" written, "del:<name>" deleted
+};
+
+/// Watches this node's slices of our driver (`fieldSelector` spec.nodeName and spec.driver):
+/// LIST for a resourceVersion, then WATCH from it with bookmarks and a server-side timeout,
+/// following the resourceVersion of each event and bookmark. A change that is not the echo of
+/// the publisher's own write (kubelet's startup wipe, `kubectl delete resourceslice`, an edit)
+/// calls `changed` at once. 410 Gone lists again; a dropped stream reconnects from the last
+/// resourceVersion after a backoff (`retry`, doubling up to 30 s, reset by a stream that
+/// worked). Between events the thread sleeps in the stream's poll: no CPU while idle.
+class SliceWatch {
+public:
+    struct Options {
+        std::chrono::milliseconds retry{500};  ///< first backoff after a failure
+        int timeout_seconds = 300;             ///< the server rotates the stream this often
+    };
+    SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher,
+               std::function<void()> changed, Options opts);
+    ~SliceWatch();
+    SliceWatch(const SliceWatch&) = delete;
+    SliceWatch& operator=(const SliceWatch&) = delete;
+
+    void start();
+    /// Ends the stream (within a second) and joins the thread.
+    void stop();
+
+private:
+    void run();
+    [[nodiscard]] bool pause(std::chrono::milliseconds d);  ///< false when stopped meanwhile
+    bool on_event(const k8s::api::WatchEvent& ev);
+
+    std::shared_ptr<k8s::api::Client> client_;
+    Publisher& publisher_;
+    std::function<void()> changed_;
+    Options opts_;
+    std::string rv_;  ///< where the next watch starts (empty: list first)
+    bool relist_ = false;
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::thread thread_;
 };
 
 /// Runs publish() on a thread: at start, whenever trigger() is called (the plugin registered

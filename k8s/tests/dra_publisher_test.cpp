@@ -2,13 +2,14 @@
 // The ResourceSlice publisher against fake_apiserver.py: from empty, after kubelet deleted the
 // slices, on a card set or health change, with a conflict in the way, remove_all, and the
 // background loop. The fake's write log is what the API server saw, in order.
-#include "dra_hosts.hpp"
-#include "fake_apiserver.hpp"
-#include "publisher.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <sstream>
+
+#include "dra_hosts.hpp"
+#include "fake_apiserver.hpp"
+#include "publisher.hpp"
 
 namespace {
 
@@ -333,6 +334,142 @@ TEST(DraPublisherLoop, RetriesAfterAFailureUntilItWorks) {
     EXPECT_EQ(failures.load(), 2);
     loop.stop(false);
     EXPECT_EQ(env.ours().size(), 1U) << "stop(false) leaves them (the plugin restarts in place)";
+}
+
+// The watch on this node's slices, with the publisher loop it triggers (resync is an hour, so
+// only the watch can bring a slice back).
+struct Watched {
+    explicit Watched(Env& env, std::uint32_t cards = 2)
+        : env(env),
+          p(env.publisher()),
+          loop(
+              p,
+              [cards]() -> inject::Result<inject::device::Host> { return s60_host(cards, false); },
+              std::chrono::hours(1), std::chrono::milliseconds(10),
+              [this](const inject::Result<PublishStats>&) { ++runs; }),
+          watch(
+              env.client, p, [this] { loop.trigger(); },
+              edra::SliceWatch::Options{std::chrono::milliseconds(20), 300}) {
+        loop.start();
+        watch.start();
+    }
+    ~Watched() {
+        watch.stop();
+        loop.stop(false);
+    }
+    /// The query of each watch request so far.
+    [[nodiscard]] std::vector<Json> watches() const {
+        std::vector<Json> out;
+        std::istringstream in(env.fake.read("watches.jsonl"));
+        for (std::string line; std::getline(in, line);)
+            if (!line.empty()) out.push_back(Json::parse(line));
+        return out;
+    }
+    /// A slice of another node: the store's resourceVersion moves, our watch sees nothing.
+    void other_node_write(const std::string& name) const {
+        const Json s = {
+            {"metadata", {{"name", name}}},
+            {"spec",
+             {{"driver", "gcu.enflame.com"},
+              {"nodeName", "node-b"},
+              {"pool", {{"name", "node-b"}, {"generation", 1}, {"resourceSliceCount", 1}}}}}};
+        ASSERT_TRUE(env.client->create(env.collection(), s));
+    }
+    [[nodiscard]] std::string store_rv() const {
+        auto l = env.client->list(env.collection());
+        return l ? (*l)["metadata"].value("resourceVersion", "") : "";
+    }
+
+    Env& env;
+    Publisher p;
+    std::atomic<int> runs{0};
+    edra::PublisherLoop loop;
+    edra::SliceWatch watch;
+};
+
+constexpr const char* kSlice0 = "/node-a-gcu.enflame.com-0";
+
+TEST(DraSliceWatch, ExternalDeleteIsPublishedAgainAndOwnWritesAreQuiet) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    Watched w(env);
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && !w.watches().empty(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(w.runs.load(), 1) << "the echoes of our own writes publish nothing";
+    const auto before = env.fake.writes().size();
+    ASSERT_TRUE(env.client->remove(env.collection() + kSlice0));
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2; })) << "back without a resync";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(w.runs.load(), 2) << "one publish for the delete, none for its own echoes";
+    EXPECT_EQ(env.writes(before), (std::vector<std::string>{"DELETE node-a-gcu.enflame.com-0",
+                                                            "POST node-a-gcu.enflame.com-0"}));
+}
+
+TEST(DraSliceWatch, ExternalEditIsPutBack) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    Watched w(env);
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && !w.watches().empty(); }));
+    ASSERT_TRUE(env.client->patch_json(
+        env.collection() + kSlice0, Json::parse(R"([{"op":"remove","path":"/spec/devices/1"}])")));
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.runs.load() == 2; }));
+}
+
+TEST(DraSliceWatch, GoneListsAgainFromTheNewResourceVersion) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    Watched w(env);
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.watches().size() == 1; }));
+    w.other_node_write("other-1");
+    const std::string now = w.store_rv();
+    env.fake.control(R"({"watch_gone": 1, "drop_watch": 1})");
+    ASSERT_TRUE(eventually([&] { return w.watches().size() >= 3; }));
+    const auto q = w.watches();
+    EXPECT_NE(q[1].value("resourceVersion", ""), now)
+        << "the reconnect resumes where the stream was";
+    EXPECT_EQ(q[2].value("resourceVersion", ""), now)
+        << "after 410 it lists again and watches from there";
+    ASSERT_TRUE(eventually([&] { return w.runs.load() == 2; }))
+        << "and reconciles what it may have missed";
+    ASSERT_TRUE(env.client->remove(env.collection() + kSlice0));
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.runs.load() == 3; }));
+}
+
+TEST(DraSliceWatch, BookmarkAdvancesTheResourceVersion) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    Watched w(env);
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.watches().size() == 1; }));
+    EXPECT_EQ(w.watches()[0].value("allowWatchBookmarks", ""), "true");
+    EXPECT_EQ(w.watches()[0].value("timeoutSeconds", ""), "300");
+    EXPECT_EQ(w.watches()[0].value("fieldSelector", ""),
+              "spec.nodeName=node-a,spec.driver=gcu.enflame.com");
+    w.other_node_write("other-1");
+    w.other_node_write("other-2");
+    const std::string now = w.store_rv();
+    env.fake.control(R"({"bookmark_ms": 50})");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    env.fake.control(R"({"drop_watch": 1})");
+    ASSERT_TRUE(eventually([&] { return w.watches().size() >= 2; }));
+    EXPECT_EQ(w.watches()[1].value("resourceVersion", ""), now) << "resumed at the bookmark";
+    EXPECT_EQ(w.runs.load(), 1) << "a bookmark is no change";
+}
+
+TEST(DraSliceWatch, DroppedStreamReconnectsAndStillSeesDeletes) {
+    Env env;
+    ASSERT_TRUE(env.client);
+    Watched w(env);
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.watches().size() == 1; }));
+    env.fake.control(R"({"drop_watch": 1})");
+    ASSERT_TRUE(eventually([&] { return w.watches().size() == 2; }));
+    ASSERT_TRUE(env.client->remove(env.collection() + kSlice0));
+    ASSERT_TRUE(eventually([&] { return env.offered().size() == 2 && w.runs.load() == 2; }));
+    env.fake.control(R"({"down": true, "drop_watch": 1})");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto while_down = w.watches().size();
+    env.fake.control(R"({})");
+    ASSERT_TRUE(eventually([&] { return w.watches().size() > while_down; }))
+        << "back after the server is";
 }
 
 }  // namespace

@@ -11,6 +11,9 @@ and serves what the DRA plugin uses, the way a real API server answers:
                                                  from <dir>/claims/<ns>/<name>.json
   GET  /apis/resource.k8s.io/<v>/resourceslices  list; labelSelector (a=b,c!=d,e),
                                                  fieldSelector spec.nodeName= / spec.driver=
+                                                 ?watch=1: a chunked stream of the events after
+                                                 resourceVersion (ADDED/MODIFIED/DELETED), ended
+                                                 after timeoutSeconds; BOOKMARKs when allowed
   POST /apis/resource.k8s.io/<v>/resourceslices  create (409 AlreadyExists, 422 Invalid)
   GET / PUT / PATCH / DELETE .../resourceslices/<name>
                                                  PUT with a stale resourceVersion: 409;
@@ -34,6 +37,12 @@ Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
   {"fail_429": 1, "retry_after": 1}  answer the next N requests with 429 and that Retry-After
   {"fail_503": 1, "retry_after": 1}  the same with 503 Service Unavailable
   {"tokens": ["t2"]}  accept these bearer tokens instead of --token's (a rotated token)
+  {"watch_gone": 1}   answer the next N watches with an ERROR event 410 Expired (as a real
+                      server does for a compacted resourceVersion)
+  {"drop_watch": 1}   cut the next N open watch streams without ending the chunked body
+  {"bookmark_ms": 200} send a BOOKMARK with the current resourceVersion this often
+Each watch request's query is appended to <dir>/watches.jsonl (the resourceVersion it asked
+for: the test sees where a reconnect resumed).
 Each request's bearer token is appended to <dir>/tokens.log (one line per request, "-" for
 none), so a test counts attempts and sees which token each carried.
 Files it writes: ca.crt/ca.key, server.crt/server.key, client.crt/client.key (a client
@@ -91,6 +100,8 @@ class Store:
 
     def __init__(self, d):
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.events = []  # (rv as int, type, object) of every change, for watches
         self.slices = {}
         self.rv = 100
         self.dir = d
@@ -99,6 +110,11 @@ class Store:
     def next_rv(self):
         self.rv += 1
         return str(self.rv)
+
+    def event(self, kind, obj):
+        """A change watches see (the lock held)."""
+        self.events.append((int(obj["metadata"]["resourceVersion"]), kind, copy.deepcopy(obj)))
+        self.changed.notify_all()
 
     def record(self, verb, path, body):
         self.log.write(json.dumps({"verb": verb, "path": path, "body": body},
@@ -439,8 +455,57 @@ class Handler(BaseHTTPRequestHandler):
     def not_found(self, name):
         self.fail(404, "NotFound", 'resourceslices.%s "%s" not found' % (GROUP, name))
 
+    def chunk(self, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, version, query):
+        """A watch: the events after resourceVersion that match the selectors, as they come."""
+        st, ctl = self.server.store, self.server.control
+        with self.server.log_lock, open(os.path.join(self.server.dir, "watches.jsonl"), "a") as f:
+            f.write(json.dumps(query, sort_keys=True) + "\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        if ctl.take("watch_gone"):
+            self.chunk({"type": "ERROR", "object": status(410, "Expired",
+                                                          "too old resource version")})
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        deadline = time.time() + int(query.get("timeoutSeconds", "1800"))
+        bookmarks = query.get("allowWatchBookmarks") == "true"
+        since = int(query.get("resourceVersion") or 0)
+        last_bookmark = time.time()
+        while time.time() < deadline:
+            with st.lock:
+                st.changed.wait(0.05)
+                todo = [(rv, kind, obj) for rv, kind, obj in st.events if rv > since]
+                now_rv = st.rv
+            for rv, kind, obj in todo:
+                since = rv
+                if label_match(obj["metadata"].get("labels") or {},
+                               query.get("labelSelector", "")) and \
+                        field_match(obj, query.get("fieldSelector", "")):
+                    self.chunk({"type": kind, "object": self.as_version(obj, version)})
+            c = ctl.read()
+            every = int(c.get("bookmark_ms") or 0)
+            if bookmarks and every and (time.time() - last_bookmark) * 1000 >= every:
+                last_bookmark = time.time()
+                self.chunk({"type": "BOOKMARK", "object": {
+                    "kind": "ResourceSlice", "apiVersion": GROUP + "/" + version,
+                    "metadata": {"resourceVersion": str(now_rv)}}})
+            if c.get("drop_watch") and ctl.take("drop_watch"):
+                self.connection.shutdown(2)
+                return
+        self.wfile.write(b"0\r\n\r\n")
+
     def slices(self, verb, version, path, name, query, body):
         st = self.server.store
+        if name is None and verb == "GET" and query.get("watch") in ("1", "true"):
+            return self.watch(version, query)
         with st.lock:
             if name is None and verb == "GET":
                 try:
@@ -468,6 +533,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self.not_found(name)
                 del st.slices[name]
                 st.record(verb, path, None)
+                gone = copy.deepcopy(cur)
+                gone["metadata"]["resourceVersion"] = st.next_rv()
+                st.event("DELETED", gone)
                 return self.send_json(200, status(200, "", "") | {"status": "Success"})
             if not cur:
                 return self.not_found(name)
@@ -507,6 +575,7 @@ class Handler(BaseHTTPRequestHandler):
         obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
         obj["kind"] = "ResourceSlice"
         st.slices[meta["name"]] = obj
+        st.event("ADDED", obj)
         self.send_json(201, self.as_version(obj, version))
 
     def conflict(self, name):
@@ -526,6 +595,7 @@ class Handler(BaseHTTPRequestHandler):
         obj["metadata"].update(uid=cur["metadata"]["uid"], resourceVersion=st.next_rv(),
                                generation=cur["metadata"].get("generation", 1) + 1)
         st.slices[name] = obj
+        st.event("MODIFIED", obj)
         self.send_json(200, self.as_version(obj, version))
 
     def replace(self, st, version, path, name, cur, body):

@@ -293,6 +293,113 @@ struct Client::Impl {
         return Error(status_code(res->status), msg);
     }
 
+    /// The state of one watch stream, shared with curl's callbacks.
+    struct Stream {
+        CURL* h = nullptr;
+        const std::function<bool(const WatchEvent&)>* on_event = nullptr;
+        const std::atomic<bool>* stop = nullptr;
+        std::string buf;     ///< bytes of a line not yet complete
+        std::string error;   ///< the body of a non-2xx answer
+        std::string bad;     ///< a line that was not a watch event
+        bool ended = false;  ///< on_event said stop
+    };
+
+    static size_t on_stream(char* ptr, size_t size, size_t n, void* user) {
+        auto& s = *static_cast<Stream*>(user);
+        long status = 0;
+        curl_easy_getinfo(s.h, CURLINFO_RESPONSE_CODE, &status);
+        if (status < 200 || status >= 300) {
+            if (s.error.size() < 4096) s.error.append(ptr, size * n);
+            return size * n;
+        }
+        s.buf.append(ptr, size * n);
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = s.buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+            const std::string_view line(s.buf.data() + start, nl - start);
+            if (line.find_first_not_of(" \r") == std::string_view::npos) continue;
+            Json j = Json::parse(line, nullptr, false);
+            if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+                s.bad = std::string(line.substr(0, 80));
+                return 0;
+            }
+            WatchEvent ev{j["type"].get<std::string>(), std::move(j["object"])};
+            if (!(*s.on_event)(ev)) {
+                s.ended = true;
+                return 0;
+            }
+        }
+        s.buf.erase(0, start);
+        return size * n;
+    }
+
+    static int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+        return static_cast<Stream*>(user)->stop->load() ? 1 : 0;
+    }
+
+    Result<void> watch(const std::string& path, const WatchOptions& w,
+                       const std::function<bool(const WatchEvent&)>& on_event,
+                       const std::atomic<bool>& stop) {
+        std::string q =
+            "watch=1&allowWatchBookmarks=" + std::string(w.bookmarks ? "true" : "false") +
+            "&timeoutSeconds=" + std::to_string(w.timeout_seconds);
+        if (!w.resource_version.empty())
+            q += "&resourceVersion=" + query_escape(nullptr, w.resource_version);
+        if (!w.label_selector.empty())
+            q += "&labelSelector=" + query_escape(nullptr, w.label_selector);
+        if (!w.field_selector.empty())
+            q += "&fieldSelector=" + query_escape(nullptr, w.field_selector);
+        const std::string what = "GET " + path + "?" + q;
+        CURL* h = curl_easy_init();
+        if (!h) return Error(Errc::Io, what + ": curl_easy_init failed");
+        Stream s;
+        s.h = h;
+        s.on_event = &on_event;
+        s.stop = &stop;
+        const std::string tok = current_token();
+        curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+        if (!tok.empty())
+            headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
+        std::array<char, CURL_ERROR_SIZE> errbuf{};
+        const std::string url = cfg.server + path + "?" + q;
+        curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg.timeout.count()));
+        // The server ends the stream at timeoutSeconds; this is for one that does not.
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(w.timeout_seconds * 1000L + cfg.timeout.count()));
+        curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+        curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf.data());
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &s);
+        set_tls(h);
+        const CURLcode rc = curl_easy_perform(h);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(h);
+        if (rc == CURLE_ABORTED_BY_CALLBACK || s.ended) return inject::ok();
+        if (!s.bad.empty()) return Error(Errc::Io, what + ": not a watch event: " + s.bad);
+        if (rc != CURLE_OK) {
+            std::string msg = curl_easy_strerror(rc);
+            if (errbuf[0] != '\0') msg += std::string(": ") + errbuf.data();
+            return Error(Errc::Io, what + ": " + msg);
+        }
+        if (status >= 200 && status < 300) return inject::ok();
+        std::string msg = what + ": " + std::to_string(status);
+        if (auto phrase = reason_phrase(status); !phrase.empty()) msg += " " + std::string(phrase);
+        if (auto m = server_message(s.error); !m.empty()) msg += ": " + m;
+        if (status == 401) token_renewed(tok);  // the next watch carries a rotated token
+        return Error(status_code(status), msg);
+    }
+
     Result<Json> call(const Request& r) {
         INJECT_TRY(Response resp, perform(r));
         if (resp.body.empty()) return Json::object();
@@ -368,6 +475,20 @@ inject::Result<Json> Client::update_with_retry(const std::string& path,
         auto r = update(path, obj);
         if (r || r.error().code() != Errc::Conflict || i + 1 >= attempts) return r;
     }
+}
+
+inject::Result<void> Client::watch(const std::string& path, const WatchOptions& opts,
+                                   const std::function<bool(const WatchEvent&)>& on_event,
+                                   const std::atomic<bool>& stop) {
+    return impl_->watch(path, opts, on_event, stop);
+}
+
+bool gone(const inject::Error& e) {
+    return e.code() == Errc::InvalidInput && e.message().find(": 410 Gone") != std::string::npos;
+}
+
+bool gone(const WatchEvent& ev) {
+    return ev.type == "ERROR" && ev.object.is_object() && ev.object.value("code", 0) == 410;
 }
 
 inject::Result<std::string> Client::resource_api_version() {

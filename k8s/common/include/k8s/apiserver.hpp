@@ -14,15 +14,15 @@
 // Error codes: 404 -> Errc::NotFound, 409 -> Errc::Conflict, 401/403 -> Errc::Permission,
 // other 4xx -> Errc::InvalidInput, 5xx and transport failures (after the retries) -> Errc::Io.
 
-#include "inject/result.hpp"
-
-#include <nlohmann/json.hpp>
-
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "inject/result.hpp"
 
 namespace k8s::api {
 
@@ -64,6 +64,21 @@ struct Config {
 /// Errors name the file and the field.
 [[nodiscard]] inject::Result<Config> load_kubeconfig(const std::string& path);
 
+/// One event of a watch stream: "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (then
+/// `object` is a Status, e.g. code 410 when the resourceVersion is too old).
+struct WatchEvent {
+    std::string type;
+    Json object;
+};
+
+/// What a watch asks for (`GET <path>?watch=1&...`).
+struct WatchOptions {
+    std::string label_selector, field_selector;  ///< empty: left out
+    std::string resource_version;                ///< from the LIST (or the last event / bookmark)
+    bool bookmarks = true;                       ///< allowWatchBookmarks
+    int timeout_seconds = 300;                   ///< the server ends the stream after this
+};
+
 class Client {
 public:
     [[nodiscard]] static inject::Result<std::unique_ptr<Client>> create(Config cfg);
@@ -86,6 +101,16 @@ public:
     [[nodiscard]] inject::Result<Json> update_with_retry(const std::string& path,
                                                          const std::function<bool(Json&)>& mutate);
 
+    /// A watch stream: each event goes to `on_event` as it arrives (returning false ends the
+    /// stream). Returns when the server ends the stream (its timeoutSeconds), `on_event` says
+    /// stop, or `stop` becomes true (checked at least once a second): all three are success.
+    /// An HTTP error is an error as for the other calls (410 Gone: Errc::InvalidInput with
+    /// "410" in it; see gone()); a dropped connection is Errc::Io. No retries: the caller
+    /// lists again or reconnects. TCP keep-alive notices a dead peer on an idle stream.
+    [[nodiscard]] inject::Result<void> watch(const std::string& path, const WatchOptions& opts,
+                                             const std::function<bool(const WatchEvent&)>& on_event,
+                                             const std::atomic<bool>& stop);
+
     /// API discovery (`GET /apis/resource.k8s.io`): "v1" when the server offers it, else
     /// "v1beta1", else NotFound / Unsupported.
     [[nodiscard]] inject::Result<std::string> resource_api_version();
@@ -99,5 +124,10 @@ private:
     explicit Client(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };
+
+/// True for a watch's "410 Gone"/"Expired" (an HTTP 410 or an ERROR event's Status 410): the
+/// resourceVersion is too old, list again.
+[[nodiscard]] bool gone(const inject::Error& e);
+[[nodiscard]] bool gone(const WatchEvent& ev);
 
 }  // namespace k8s::api
