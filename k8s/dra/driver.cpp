@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <set>
+#include <thread>
 
 #include "claim_cdi.hpp"
 #include "slices.hpp"
@@ -66,6 +68,17 @@ const inject::device::DrsProfile* profile_of(const inject::device::Host& host, c
     for (const auto& p : host.drs_profiles)
         if (placement_name(n.index, p.name, n.placement->k) == n.str()) return &p;
     return nullptr;
+}
+
+// A fetched claim, checked, with the answer it will get (no files).
+inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref, const std::string& driver) {
+    INJECT_TRY(const auto results, allocated_devices(obj, ref, driver));
+    PreparedClaim pc{ref.ns, ref.name, {}};
+    for (const auto& a : results) {
+        INJECT_TRY(auto n, parse_device_name(a.device));
+        pc.devices.push_back({{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
+    }
+    return pc;
 }
 
 inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index) {
@@ -382,20 +395,64 @@ void Driver::converge() {
     }
 }
 
-inject::Result<PreparedClaim> Driver::fetch(const ClaimRef& ref) const {
-    auto obj = claims_(ref.ns, ref.name);
-    if (!obj)
-        return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
-    INJECT_TRY(const auto results, allocated_devices(*obj, ref, o_.driver_name));
-    PreparedClaim pc{ref.ns, ref.name, {}};
-    for (const auto& a : results) {
-        INJECT_TRY(auto n, parse_device_name(a.device));
-        pc.devices.push_back({{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
+
+std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
+    const std::vector<const ClaimRef*>& refs, std::chrono::steady_clock::time_point until) const {
+    // One thread per claim, each with its own copy of what it needs: a fetch still running at
+    // `until` is left to finish on its own (detached) and its answer dropped.
+    struct Slot {
+        std::mutex m;
+        std::condition_variable cv;
+        std::optional<inject::Result<Json>> got;
+    };
+    std::vector<std::pair<std::shared_ptr<Slot>, std::thread>> running;
+    for (const auto* ref : refs) {
+        auto slot = std::make_shared<Slot>();
+        running.emplace_back(slot, std::thread([slot, source = claims_, ns = ref->ns, name = ref->name] {
+                                 auto r = source(ns, name);
+                                 const std::lock_guard lock(slot->m);
+                                 slot->got.emplace(std::move(r));
+                                 slot->cv.notify_all();
+                             }));
     }
-    return pc;
+    std::map<std::string, inject::Result<PreparedClaim>> out;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+        auto& [slot, thread] = running[i];
+        const auto& ref = *refs[i];
+        std::unique_lock lock(slot->m);
+        if (!slot->cv.wait_until(lock, until, [&] { return slot->got.has_value(); })) {
+            lock.unlock();
+            thread.detach();
+            out.emplace(ref.uid, fail(Errc::Io, "claim '" + ref.text() +
+                                                    "': fetching it: no answer from the API server in time "
+                                                    "(before kubelet's deadline)"));
+            continue;
+        }
+        auto obj = std::move(*slot->got);
+        lock.unlock();
+        thread.join();
+        out.emplace(ref.uid, [&]() -> inject::Result<PreparedClaim> {
+            if (!obj) return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
+            return prepared_from(*obj, ref, o_.driver_name);
+        }());
+    }
+    return out;
 }
 
-std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims) {
+std::string Driver::unwanted(const std::string& uid, std::chrono::steady_clock::time_point start,
+                             const CallLimits& call) {
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(unprepared_, [&](const auto& t) { return now - t.second > kTombstoneLife; });
+    if (const auto t = unprepared_.find(uid); t != unprepared_.end() && t->second >= start)
+        return "unprepared while this prepare was running: not prepared";
+    if (now >= call.deadline || (call.cancelled && call.cancelled()))
+        return "the call was cancelled or its deadline passed before the claim was prepared: not prepared";
+    return {};
+}
+
+std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims, const CallLimits& call) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     // The API server is asked without holding the lock, so a slow one delays only the claims
     // that wait for it, not another pod's prepare or an unprepare.
     std::vector<const ClaimRef*> unknown;
@@ -405,10 +462,11 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             if (!cp_.claims.contains(ref.uid)) unknown.push_back(&ref);
         }
     }
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = Clock::now();
-    std::map<std::string, inject::Result<PreparedClaim>> fetched;
-    for (const auto* ref : unknown) fetched.emplace(ref->uid, fetch(*ref));
+    // Answered a little before kubelet gives up, so it sees which claim was late.
+    const auto until = call.deadline == Clock::time_point::max()
+                           ? t0 + kFetchBudget
+                           : std::min(t0 + kFetchBudget, call.deadline - std::chrono::milliseconds(100));
+    auto fetched = fetch_all(unknown, until);
     const auto t1 = Clock::now();
 
     const std::lock_guard lock(mu_);
@@ -437,9 +495,16 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             answer.devices = it->second.devices;
             continue;
         }
-        // Unprepared by a concurrent call since we looked: ask again (rare).
-        auto f = fetched.find(ref.uid);
-        if (f == fetched.end()) f = fetched.emplace(ref.uid, fetch(ref)).first;
+        if (const auto why = unwanted(ref.uid, t0, call); !why.empty()) {
+            answer.error = "claim '" + ref.text() + "': " + why;
+            inject::log::warn("prepare: {}", answer.error);
+            continue;
+        }
+        const auto f = fetched.find(ref.uid);
+        if (f == fetched.end()) {  // in the checkpoint when we looked, unprepared since: unwanted()
+            answer.error = "claim '" + ref.text() + "': unprepared while this prepare was running: not prepared";
+            continue;
+        }
         auto& pc = f->second;
         if (!pc) {
             answer.error = pc.error().what();
@@ -505,8 +570,11 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
     const std::lock_guard lock(mu_);
     std::map<std::string, std::string> out;
     std::map<std::string, PreparedClaim> removed;
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(unprepared_, [&](const auto& t) { return now - t.second > kTombstoneLife; });
     for (const auto& ref : claims) {
         out[ref.uid];
+        unprepared_[ref.uid] = now;  // a prepare of it still fetching must not commit (unwanted())
         if (auto it = cp_.claims.find(ref.uid); it != cp_.claims.end()) {
             // Instances first: a claim whose instance could not go stays, and kubelet retries;
             // the ones that went are no longer recorded (saved now), so the retry never

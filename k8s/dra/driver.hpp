@@ -9,6 +9,10 @@
 //   prepare:   spec file, then checkpoint, then the answer. Killed after the spec: a spec with
 //              no checkpoint entry, which kubelet never saw answered; it retries the prepare.
 //   unprepare: checkpoint, then spec file. Killed in between: the same leftover.
+// A prepare fetches its claims without the lock; it commits (instance, spec, checkpoint) under
+// the lock only when its call is still wanted: not cancelled, not past its deadline, and no
+// unprepare of that claim came in since the call started (kubelet unprepares claims whose
+// prepare it gave up on). Else nothing of that claim is made, and its answer says why.
 // On start (converge()): a spec with no checkpoint entry is removed (the retry writes it
 // again); a checkpointed claim whose spec is missing gets it written again from the
 // checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
@@ -43,6 +47,7 @@
 // instance we cannot tell we made. Instances that existed before (made by an administrator)
 // are never destroyed.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -81,6 +86,21 @@ struct DriverOptions {
     DrsOps drs;
 };
 
+/// What a NodePrepareResources call allows: kubelet's deadline (its gRPC call times out after
+/// 45 s) and whether it still waits for the answer. Nothing is committed (instance, spec,
+/// checkpoint) for a call that is cancelled or past its deadline.
+struct CallLimits {
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    std::function<bool()> cancelled;  ///< empty: never
+};
+
+/// The longest a prepare waits for the API server, also when the call has no deadline: under
+/// kubelet's 45 s, so the answer (an error for a claim still unfetched) reaches it.
+inline constexpr std::chrono::milliseconds kFetchBudget{40000};
+/// How long an unprepared claim is remembered: a prepare of it that started before the
+/// unprepare and is still fetching (at most kFetchBudget) is refused, not committed.
+inline constexpr std::chrono::milliseconds kTombstoneLife{300000};
+
 /// One claim's answer: its devices, or one error line.
 struct ClaimAnswer {
     std::vector<PreparedDevice> devices;
@@ -99,7 +119,10 @@ public:
     void converge();
 
     /// NodePrepareResources: every claim answered, keyed by UID.
-    [[nodiscard]] std::map<std::string, ClaimAnswer> prepare(const std::vector<ClaimRef>& claims);
+    /// The claims not prepared yet are fetched in parallel, for at most kFetchBudget or until
+    /// shortly before the call's deadline; a claim unprepared while this call ran is refused.
+    [[nodiscard]] std::map<std::string, ClaimAnswer> prepare(const std::vector<ClaimRef>& claims,
+                                                             const CallLimits& call = {});
     /// NodeUnprepareResources: UID -> error ("" = done). Unknown claims succeed.
     [[nodiscard]] std::map<std::string, std::string> unprepare(const std::vector<ClaimRef>& claims);
 
@@ -115,8 +138,12 @@ private:
           host_(std::move(host)),
           cp_(std::move(cp)) {}
 
-    /// The claim from the API server, checked, with the answer it will get (no files).
-    inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
+    /// The claims `refs` fetched in parallel, each answered by `until` (else its error says so).
+    std::map<std::string, inject::Result<PreparedClaim>> fetch_all(const std::vector<const ClaimRef*>& refs,
+                                                                   std::chrono::steady_clock::time_point until) const;
+    /// Why a claim of a call started at `start` must not be committed now ("" = it may).
+    std::string unwanted(const std::string& uid, std::chrono::steady_clock::time_point start,
+                         const CallLimits& call);
     inject::Result<bool> write_spec(const std::string& uid, const std::vector<DeviceName>& devices,
                                     const std::map<std::string, CreatedInstance>& made,
                                     bool only_if_changed = false);
@@ -159,6 +186,8 @@ private:
     inject::device::Host host_;
     Checkpoint cp_;
     std::uint64_t next_attempt_ = 1;  ///< the next prepare attempt's tag (PendingCreate::attempt)
+    /// Claims unprepared in the last kTombstoneLife, with when (see unwanted()).
+    std::map<std::string, std::chrono::steady_clock::time_point> unprepared_;
 };
 
 }  // namespace edra

@@ -284,6 +284,88 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   [ -e "$(spec_of uid-1)" ]
 }
 
+# nothing_of CLAIM: no spec, no checkpoint entry or pending entry, no DRS instance on any card.
+nothing_of() {
+  [ ! -e "$(spec_of "$1")" ]
+  if [ -e "$CP" ]; then
+    jq -e --arg u "$1" '(.claims | has($u) | not) and ([.pending[]? | select(.claim == $u)] == [])' "$CP"
+  fi
+  [ "$(drs_list)" = "" ]
+}
+# requests: how many requests the API server answered (or refused) so far.
+requests() { wc -l < "$API/tokens.log"; }
+requests_more_than() { [ "$(requests)" -gt "$1" ]; }
+# slices_json: node1's ResourceSlices as the scheduler reads them (devices and counters).
+slices_json() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -cS '[.items[].spec] | sort_by(.pool.name)'
+}
+
+@test "a prepare that outlives kubelet's deadline (an API server slower than it), or whose kubelet went away, commits nothing: no spec, no checkpoint entry, no DRS instance; the advertised counters unchanged" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  local slices
+  slices=$(slices_json)
+  jq -e 'length > 0' <<<"$slices"
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  local before
+  before=$(requests)
+  echo '{"slow_ms": 2500}' > "$API/control.json"
+  # kubelet's deadline, 1 s here (45 s in kubelet): the answer, if one comes in time, is an error
+  run "$FDK" prepare --socket "$SOCK" --version v1 --timeout-ms 1000 --claim=ns/p/uid-p
+  echo "$output"
+  if [ "$status" -eq 0 ]; then
+    jq -e '.claims["uid-p"].error | contains("no answer from the API server in time")' <<<"$output"
+  else
+    [[ "$output" == *DEADLINE_EXCEEDED* ]]
+  fi
+  # the fetch the plugin gave up on is answered 2.5 s after it began (the server logs it then)
+  wait_for requests_more_than "$before"
+  sleep 0.5
+  nothing_of uid-p
+  # kubelet gone mid-call (restarted): the fetch comes back in time, but the call is cancelled
+  before=$(requests)
+  timeout -s KILL 0.5 "$FDK" prepare --socket "$SOCK" --version v1 --claim=ns/p/uid-p || true
+  wait_for requests_more_than "$before"
+  wait_for grep -qF "claim 'ns/p': the call was cancelled or its deadline passed before the claim was prepared: not prepared" "$SCRATCH/dra.log"
+  nothing_of uid-p
+  echo '{}' > "$API/control.json"
+  [ "$(slices_json)" = "$slices" ]
+  # kubelet's retry with time to spare prepares it
+  run prepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+}
+
+@test "an unprepare while the prepare still fetches its claim: the late prepare is refused and leaves nothing; a prepare after the unprepare works" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  local slices
+  slices=$(slices_json)
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  echo '{"slow_ms": 3000}' > "$API/control.json"
+  "$FDK" prepare --socket "$SOCK" --version v1 --claim=ns/p/uid-p >"$SCRATCH/late.json" 2>&1 3>&- &
+  local late=$!
+  sleep 0.5
+  # kubelet gave up on the pod: it unprepares the claim (unknown to the plugin yet: done at once)
+  run unprepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  wait "$late"
+  cat "$SCRATCH/late.json"
+  nothing_of uid-p
+  jq -e ".claims[\"uid-p\"].error == \"claim 'ns/p': unprepared while this prepare was running: not prepared\"" "$SCRATCH/late.json"
+  echo '{}' > "$API/control.json"
+  [ "$(slices_json)" = "$slices" ]
+  # the claim prepared again later (a new pod sharing it) is not refused
+  run prepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ -e "$(spec_of uid-p)" ]
+}
+
 # start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
 # to it when a thread enters its N-th rename(2) (strace counts each thread's calls: a prepare runs
 # on one gRPC thread, whose renames are the specs' and the checkpoint's, in that order; efsmi
