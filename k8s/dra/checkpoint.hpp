@@ -17,6 +17,8 @@
 // told apart or taken back stays for the next start). A plugin killed in between finds the entry at start and destroys
 // the instance of that profile that is new since then and that no claim records (driver.hpp).
 // Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
+// Each save keeps the file it replaces as checkpoint.json.prev; a corrupt checkpoint.json (a disk
+// fault, a hand edit) is moved to checkpoint.json.corrupt and the plugin starts from .prev.
 
 #include <cstdint>
 #include <map>
@@ -81,7 +83,22 @@ struct Checkpoint {
                                                           const std::string& source);
 /// Reads `path`; a missing file is an empty checkpoint.
 [[nodiscard]] inject::Result<Checkpoint> load_checkpoint(const std::string& path);
-/// Replaces `path` atomically (mode 0600).
+/// Replaces `path` atomically (mode 0600); the file it replaces becomes `<path>.prev` (a hard
+/// link, swapped in atomically: one good copy exists at every moment).
 [[nodiscard]] inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp);
+
+/// A checkpoint as the plugin starts with it.
+struct LoadedCheckpoint {
+    Checkpoint cp;
+    /// Empty: `path` read as it is (or there was none). Else the one line to log: `path` was
+    /// unreadable or corrupt (kept as `<path>.corrupt`) and `cp` is `<path>.prev`, or, when that
+    /// is bad too, empty.
+    std::string problem;
+    bool lost = false;  ///< both were bad: `cp` is empty though claims may be prepared
+};
+/// Reads `path`, falling back to `<path>.prev` when `path` is corrupt, unreadable or missing
+/// while `<path>.prev` exists (a crash right after a fallback). Never an error: both bad is
+/// `lost` (the plugin starts without the claims; their CDI specs stay, an unprepare removes each).
+[[nodiscard]] LoadedCheckpoint load_checkpoint_or_previous(const std::string& path);
 
 }  // namespace edra

@@ -91,7 +91,12 @@ inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index)
 
 inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSource claims,
                                                        Discoverer discover) {
-    INJECT_TRY(auto cp, load_checkpoint(o.checkpoint_path));
+    auto loaded = load_checkpoint_or_previous(o.checkpoint_path);
+    if (loaded.lost)
+        spdlog::error("{}", loaded.problem);
+    else if (!loaded.problem.empty())
+        spdlog::warn("{}", loaded.problem);
+    auto cp = std::move(loaded.cp);
     auto host = discover();
     if (!host) return fail(std::move(host).error().context("discovering Enflame cards"));
     std::uint64_t attempt = 0;  // past every attempt an entry kept from before names
@@ -99,6 +104,7 @@ inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSou
     auto d = std::unique_ptr<Driver>(new Driver(std::move(o), std::move(claims), std::move(discover),
                                                 std::move(*host), std::move(cp)));
     d->next_attempt_ = attempt + 1;
+    d->keep_unknown_specs_ = !loaded.problem.empty();
     return d;
 }
 
@@ -371,6 +377,13 @@ void Driver::converge() {
     }
     for (const auto& uid : *specs) {
         if (cp_.claims.contains(uid)) continue;
+        if (keep_unknown_specs_) {
+            // The checkpoint is an older one (or none): this claim may well be prepared, and
+            // its running containers need the spec. kubelet's unprepare removes it.
+            inject::log::info("kept CDI spec of claim {}: not in the checkpoint, which was restored from an older one",
+                              uid);
+            continue;
+        }
         // Written by a prepare that never answered (we were stopped before the checkpoint):
         // kubelet retries that prepare, which writes it again.
         if (auto r = remove_claim_spec(o_.cdi_root, uid); !r)

@@ -14,7 +14,7 @@
 // unprepare of that claim came in since the call started (kubelet unprepares claims whose
 // prepare it gave up on). Else nothing of that claim is made, and its answer says why.
 // On start (converge()): a spec with no checkpoint entry is removed (the retry writes it
-// again); a checkpointed claim whose spec is missing gets it written again from the
+// again; kept when the checkpoint was restored from checkpoint.json.prev or lost); a checkpointed claim whose spec is missing gets it written again from the
 // checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
 // re-writes a missing spec.
 //
@@ -109,8 +109,8 @@ struct ClaimAnswer {
 
 class Driver {
 public:
-    /// Loads the checkpoint (an unreadable one is an error: we would forget prepared claims)
-    /// and discovers the cards.
+    /// Loads the checkpoint (a corrupt one falls back to the previous one, logged: see
+    /// load_checkpoint_or_previous) and discovers the cards.
     [[nodiscard]] static inject::Result<std::unique_ptr<Driver>> create(DriverOptions o,
                                                                         ClaimSource claims,
                                                                         Discoverer discover);
@@ -186,6 +186,9 @@ private:
     inject::device::Host host_;
     Checkpoint cp_;
     std::uint64_t next_attempt_ = 1;  ///< the next prepare attempt's tag (PendingCreate::attempt)
+    /// The checkpoint was not read as saved (load_checkpoint_or_previous): converge() keeps the
+    /// specs it does not list.
+    bool keep_unknown_specs_ = false;
     /// Claims unprepared in the last kTombstoneLife, with when (see unwanted()).
     std::map<std::string, std::chrono::steady_clock::time_point> unprepared_;
 };

@@ -303,15 +303,62 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
     EXPECT_EQ(fetches_, 0);
 }
 
-TEST_F(DraDriver, BadCheckpointIsAnErrorNamingTheFile) {
-    const auto path = tmp_.path() + "/checkpoint.json";
-    ASSERT_TRUE(
-        inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
-    auto o = options();
-    auto d = edra::Driver::create(o, nullptr,
-                                  [this] { return inject::Result<inject::device::Host>(host_); });
-    ASSERT_FALSE(d);
-    EXPECT_EQ(d.error().what().rfind("checkpoint '" + path + "': ", 0), 0u) << d.error().what();
+TEST_F(DraDriver, ACorruptCheckpointFallsBackToThePreviousOneAndKeepsTheSpecs) {
+    claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
+    claims_["ns/b"] = claim("b", "uid-b", {"gcu-1"});
+    const auto path = options().checkpoint_path;
+    {
+        auto d = make();
+        ASSERT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+        ASSERT_EQ(d->prepare({{"ns", "b", "uid-b"}}).at("uid-b").error, "");
+    }
+    // Each save kept the file it replaced.
+    ASSERT_EQ(edra::load_checkpoint(path + ".prev")->claims.size(), 1u);
+    const auto bad = read(path).substr(0, 30);
+    ASSERT_TRUE(inject::fs::atomic_write(path, bad));
+    auto loaded = edra::load_checkpoint_or_previous(path);
+    EXPECT_FALSE(loaded.lost);
+    EXPECT_EQ(loaded.problem.rfind("checkpoint '" + path + "': ", 0), 0u) << loaded.problem;
+    EXPECT_TRUE(loaded.problem.ends_with("(kept as '" + path + ".corrupt'); using the previous one, '" + path +
+                                         ".prev'"))
+        << loaded.problem;
+    EXPECT_EQ(read(path + ".corrupt"), bad);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    // A restart now (a crash right after the fallback) starts from .prev again.
+    auto d = make();
+    d->converge();
+    EXPECT_EQ(d->checkpoint().claims.size(), 1u);
+    EXPECT_TRUE(d->checkpoint().claims.contains("uid-a"));
+    // uid-b's spec stays (its containers may run): kubelet's unprepare removes it.
+    EXPECT_TRUE(has_spec("uid-b"));
+    EXPECT_EQ(d->unprepare({{"ns", "b", "uid-b"}}).at("uid-b"), "");
+    EXPECT_FALSE(has_spec("uid-b"));
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uid-a"}}).at("uid-a"), "");
+    EXPECT_FALSE(has_spec("uid-a"));
+    EXPECT_TRUE(d->checkpoint().claims.empty());
+}
+
+TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
+    claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
+    const auto path = options().checkpoint_path;
+    {
+        auto d = make();
+        ASSERT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+    }
+    ASSERT_TRUE(inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
+    ASSERT_TRUE(inject::fs::atomic_write(path + ".prev", "{"));
+    auto loaded = edra::load_checkpoint_or_previous(path);
+    EXPECT_TRUE(loaded.lost);
+    EXPECT_TRUE(loaded.problem.ends_with(": starting without prepared claims")) << loaded.problem;
+    EXPECT_NE(loaded.problem.find("the previous one is bad too: checkpoint '" + path + ".prev': "), std::string::npos)
+        << loaded.problem;
+    auto d = make();
+    d->converge();
+    EXPECT_TRUE(d->checkpoint().claims.empty());
+    EXPECT_TRUE(has_spec("uid-a"));
+    // A new prepare works and is remembered.
+    EXPECT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+    EXPECT_TRUE(edra::load_checkpoint(path)->claims.contains("uid-a"));
 }
 
 TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
