@@ -188,7 +188,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   run prepare v1beta1 ns1/c1/uid-1
   [ "$status" -eq 0 ]
   [ "$(jq -c '[.claims["uid-1"].devices[].cdi_device_ids[0]]' <<<"$output")" = '["k8s.gcu.enflame.com/claim=uid-1-gcu-0","k8s.gcu.enflame.com/claim=uid-1-gcu-1"]' ]
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
 }
 
 @test "faults: uid mismatch, not allocated, other driver, unknown claim, a card not here, an opaque config of an unknown kind: one error each, the good claim prepared, nothing left behind" {
@@ -231,7 +231,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   put_claim ns c2 uid-2 gcu-1
   run prepare v1 ns/c1/uid-1
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   wait_for has_slices "gcu-0 gcu-1"   # the publisher is idle until its resync
   # kubelet rotates the token (a new file renamed over the old); the old one expires
   echo rotated-token > "$SCRATCH/token.new"
@@ -240,7 +240,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   : > "$API/tokens.log"
   run prepare v1 ns/c2/uid-2
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-2"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-2"].error == ""' <<<"$output"
   [ -e "$(spec_of uid-2)" ]
   [ "$(paste -sd' ' "$API/tokens.log")" = "test-token rotated-token" ]
   grep -qF "the token in '$SCRATCH/token' changed" "$SCRATCH/dra.log"
@@ -280,7 +280,8 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   # slow (but within the client's timeout): prepared
   echo '{"slow_ms": 400}' > "$API/control.json"
   run prepare v1 ns/c1/uid-1
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   [ -e "$(spec_of uid-1)" ]
 }
 
@@ -495,7 +496,7 @@ restart_plugin() {
   # kubelet retries the prepare it never got an answer to
   run prepare v1 ns/a/uid-a
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
   [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-a.yaml" ]
   [ "$(jq -c '.claims | keys' "$CP")" = '["uid-a"]' ]
   run "$CTK" cdi validate "$(spec_of uid-a)"
@@ -525,7 +526,8 @@ restart_plugin() {
   [ "$(drs_list)" = "0:1g.11gb:0" ]
   [ "$(jq -c '.pending' "$CP")" = null ]
   run prepare v1 ns/p/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   [ "$(jq -r '.claims["uid-p"].devices[0].createdInstance.id' "$CP")" = 1 ]
   run unprepare v1 ns/p/uid-p
@@ -549,7 +551,8 @@ restart_plugin() {
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   # the retry makes its own, and its unprepare takes only that one back
   run prepare v1 ns/p/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1 0:1g.11gb:2" ]
   unprepare v1 ns/p/uid-p >/dev/null
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
@@ -559,7 +562,8 @@ restart_plugin() {
   up
   put_claim ns a uid-a gcu-0
   run prepare v1 ns/a/uid-a
-  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
   local sum
   sum=$(sha256sum < "$(spec_of uid-a)")
   stop_pid "$DPID"
@@ -582,7 +586,8 @@ restart_plugin() {
   [ "$(jq -r .version <<<"$output")" = v1 ]
   put_claim ns c1 uid-1 gcu-0
   run prepare v1 ns/c1/uid-1
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
 }
 
@@ -694,7 +699,8 @@ has_card2_only() {
   pm_setup
   put_claim ns d1 uid-d gcu-0-drs-1
   run prepare v1 ns/d1/uid-d
-  [ "$(jq -r '.claims["uid-d"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-d"].error == ""' <<<"$output"
   run in_claim k8s.gcu.enflame.com/claim=uid-d-gcu-0-drs-1 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -832,7 +838,8 @@ same_as_golden() {
   pm_setup
   put_claim ns p1 uid-p gcu-0-1g-11gb-3
   run prepare v1 ns/p1/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   run in_claim k8s.gcu.enflame.com/claim=uid-p-gcu-0-1g-11gb-3 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
   echo "$output"
   [ "$status" -eq 0 ]
