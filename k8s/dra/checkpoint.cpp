@@ -43,10 +43,16 @@ Checkpoint from_json(const Json& j) {
         }
         cp.claims.emplace(uid, std::move(pc));
     }
-    for (const auto& p : j.value("pending", Json::array()))
-        cp.pending.push_back({p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
-                              p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>(),
-                              p.value("attempt", std::uint64_t{0})});
+    for (const auto& p : j.value("pending", Json::array())) {
+        PendingCreate pc{p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
+                         p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>(),
+                         p.value("attempt", std::uint64_t{0}), std::nullopt, {}};
+        if (const auto m = p.find("made"); m != p.end()) {
+            pc.made = m->at("id").get<std::uint32_t>();
+            pc.made_uuid = m->at("uuid").get<std::string>();
+        }
+        cp.pending.push_back(std::move(pc));
+    }
     return cp;
 }
 
@@ -68,8 +74,11 @@ std::string to_text(const Checkpoint& cp) {
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
     }
     Json out = {{"version", kVersion}, {"claims", std::move(claims)}};
-    for (const auto& p : cp.pending)
-        out["pending"].push_back({{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}, {"attempt", p.attempt}});
+    for (const auto& p : cp.pending) {
+        Json e = {{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}, {"attempt", p.attempt}};
+        if (p.made) e["made"] = {{"id", *p.made}, {"uuid", p.made_uuid}};
+        out["pending"].push_back(std::move(e));
+    }
     return out.dump(1) + "\n";
 }
 

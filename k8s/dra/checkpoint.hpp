@@ -58,6 +58,10 @@ struct PendingCreate {
     std::string profile;
     std::vector<std::uint32_t> before;
     std::uint64_t attempt = 0;
+    /// The instance efsmi made for it (saved right after the create): the only one a start
+    /// destroys for this entry. Unset: efsmi had not answered, nothing is destroyed.
+    std::optional<std::uint32_t> made;
+    std::string made_uuid;  ///< its UUID where efsmi prints one
     bool operator==(const PendingCreate&) const = default;
 };
 

@@ -56,9 +56,11 @@ std::string instance_list(const std::vector<inject::device::DrsInstance>& list) 
 
 // Drops one pending entry of that prepare attempt for (card, profile) (all entries alike).
 void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid, std::uint64_t attempt,
-                      std::uint32_t card, const std::string& profile) {
+                      std::uint32_t card, const std::string& profile,
+                      std::optional<std::uint32_t> made = std::nullopt) {
     const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
-        return p.claim_uid == uid && p.attempt == attempt && p.card == card && p.profile == profile;
+        return p.claim_uid == uid && p.attempt == attempt && p.card == card && p.profile == profile &&
+               p.made == made;
     });
     if (it != pending.end()) pending.erase(it);
 }
@@ -221,7 +223,8 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         for (const auto& in : *list) before[w.card].push_back(in.instance_id);
         before[w.card];  // a card without instances has an empty list
     }
-    for (const auto& w : wants) cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card], attempt});
+    for (const auto& w : wants)
+        cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
         std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
         return fail(std::move(r).error());
@@ -243,6 +246,24 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
             return fail(std::move(in).error().context("device '" + w.dev->device + "'"));
         }
         w.dev->created = CreatedInstance{w.card, in->instance_id, in->profile, in->uuid};
+        // Its id, durable before anything else: a start after a crash destroys that one only.
+        const auto entry = std::find_if(cp_.pending.begin(), cp_.pending.end(), [&](const PendingCreate& p) {
+            return p.claim_uid == uid && p.attempt == attempt && p.card == w.card && p.profile == w.profile->name &&
+                   !p.made;
+        });
+        if (entry != cp_.pending.end()) {
+            entry->made = in->instance_id;
+            entry->made_uuid = in->uuid;
+        }
+        if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
+            card_of(host_, w.card)->drs_instances.push_back(*in);
+            undo_instances(uid, attempt, pc);
+            for (std::size_t j = i + 1; j < wants.size(); ++j)
+                drop_pending_one(cp_.pending, uid, attempt, wants[j].card, wants[j].profile->name);
+            if (auto again = save_checkpoint(o_.checkpoint_path, cp_); !again)
+                spdlog::error("prepare: {}", again.error().what());
+            return fail(std::move(r).error().context("device '" + w.dev->device + "'"));
+        }
         inject::log::info("claim {}: made DRS instance {} for device {}", uid, inject::device::drs_name(*in), w.dev->device);
         // The spec is written from host_: it knows the instance now, without a rediscovery.
         card_of(host_, w.card)->drs_instances.push_back(std::move(*in));
@@ -262,7 +283,7 @@ void Driver::undo_instances(const std::string& uid, std::uint64_t attempt, Prepa
         }
         if (auto* card = card_of(host_, c.card))
             std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
-        drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile);
+        drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile, c.id);
     }
 }
 
@@ -315,47 +336,48 @@ void Driver::converge_pending() {
         spdlog::error("the checkpoint lists DRS instances being made, but this plugin cannot list or destroy them");
         return;
     }
-    // By card and profile: how many were being made, and the ids the card had before all of
-    // them (the intersection: an instance one entry saw may be what an earlier entry made).
-    std::map<std::pair<std::uint32_t, std::string>, std::pair<std::size_t, std::set<std::uint32_t>>> groups;
+    // Only the id an entry records is destroyed: an instance that is new since the entry but
+    // not recorded may be an administrator's (made while we were stopped).
+    std::vector<PendingCreate> kept;
+    std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> lists;
     for (const auto& p : cp_.pending) {
-        auto& g = groups[{p.card, p.profile}];
-        const std::set<std::uint32_t> ids(p.before.begin(), p.before.end());
-        if (g.first++ == 0) {
-            g.second = ids;
-        } else {
-            std::erase_if(g.second, [&](std::uint32_t id) { return !ids.contains(id); });
-        }
-    }
-    bool all_done = true;
-    for (const auto& [key, g] : groups) {
-        const auto& [card, profile] = key;
-        auto list = o_.drs.list(card);
-        if (!list) {
-            spdlog::error("checking DRS instances a stopped prepare may have made: {}", list.error().what());
-            all_done = false;
+        if (!p.made) {
+            inject::log::warn("claim {}: a prepare was stopped before efsmi answered its create of a {} DRS instance "
+                              "on card {}: nothing destroyed (an instance it may have made cannot be told from an "
+                              "administrator's)",
+                              p.claim_uid, p.profile, p.card);
             continue;
         }
-        const auto ours = unrecorded_new(*list, card, profile, g.second);
-        if (ours.size() > g.first) {
-            spdlog::warn("card {}: {} new {} DRS instances, but only {} were being made by us: none destroyed (cannot "
-                         "tell ours)", card, ours.size(), profile, g.first);
-            continue;
-        }
-        for (const auto id : ours) {
-            if (auto r = o_.drs.destroy(card, id); !r) {
-                spdlog::error("{}", r.error().what());
-                all_done = false;
+        if (!lists.contains(p.card)) {
+            auto list = o_.drs.list(p.card);
+            if (!list) {
+                spdlog::error("checking DRS instances a stopped prepare may have made: {}", list.error().what());
+                kept.push_back(p);
                 continue;
             }
-            inject::log::info("destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished", id,
-                              profile, card);
-            if (auto* c = card_of(host_, card))
-                std::erase_if(c->drs_instances, [&](const auto& in) { return in.instance_id == id; });
+            lists[p.card] = std::move(*list);
         }
+        const auto& list = lists[p.card];
+        const CreatedInstance c{p.card, *p.made, p.profile, p.made_uuid};
+        const auto it = std::find_if(list.begin(), list.end(), [&](const auto& in) { return in.instance_id == c.id; });
+        if (it == list.end()) continue;  // gone already (taken back before the save that would say so)
+        if (it->profile != c.profile || (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid) ||
+            recorded_by_other("", c)) {
+            inject::log::warn("card {}: instance {} is {} {} now, not the {} {} a stopped prepare made: left alone",
+                              p.card, c.id, it->profile, it->uuid, c.profile, c.uuid);
+            continue;
+        }
+        if (auto r = o_.drs.destroy(p.card, c.id); !r) {
+            spdlog::error("{}", r.error().what());
+            kept.push_back(p);
+            continue;
+        }
+        inject::log::info("destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished", c.id,
+                          c.profile, p.card);
+        if (auto* card = card_of(host_, p.card))
+            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
     }
-    if (!all_done) return;  // kept: the next start looks again
-    cp_.pending.clear();
+    cp_.pending = std::move(kept);  // kept: the next start looks again
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
 }
 

@@ -39,13 +39,12 @@
 // of that id must still have that profile (and UUID), else the spec is refused.
 // A whole card (`gcu-<n>`) whose card holds DRS instances (efsmi asked at prepare, on a node
 // with DRS profiles) is that claim's error: a split card is never handed out whole.
-// Killed after the create but before the checkpoint that records it: at start the pending
-// entries' card is listed, and an instance of that profile that is in none of the entries'
-// ids (their intersection) and that no claim records is one we made: destroyed (kubelet's
-// retry makes a new one). Only when there are more such instances than pending entries
-// (someone else made one meanwhile) is nothing destroyed, and it is logged: we never destroy an
-// instance we cannot tell we made. Instances that existed before (made by an administrator)
-// are never destroyed.
+// Each pending entry records the id efsmi made for it, saved right after the create. At start
+// an entry's recorded instance is destroyed when the card still has that id with that profile
+// (and UUID, where efsmi prints one) and no claim records it; an entry without an id (killed
+// before efsmi answered, or before that save) destroys nothing and is logged: an instance new
+// since then may be an administrator's. Instances that existed before (made by an
+// administrator) are never destroyed.
 
 #include <chrono>
 #include <functional>

@@ -584,8 +584,10 @@ TEST_F(DraDrs, AmbiguousFailedCreateKeepsItsPendingEntryAcrossARetry) {
 }
 
 // Two claims of one call, one placement each on card 0, the plugin killed (an exception stands
-// in for SIGKILL) right after efsmi made the second claim's instance: the first claim was not
-// recorded by the second's pending save, and the restart destroys both instances.
+// in for SIGKILL) right after efsmi made the second claim's instance, before its id was saved:
+// the first claim was not recorded by the second's pending save, and the restart destroys the
+// first's instance (its entry has the id); the second's cannot be told from an administrator's
+// and stays (logged).
 TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
     claims_["ns/a"] = claim("a", "uA", {"gcu-0-1g-11gb-0"});
     claims_["ns/b"] = claim("b", "uB", {"gcu-0-1g-11gb-1"});
@@ -604,27 +606,45 @@ TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
     const auto cp = on_disk();
     EXPECT_TRUE(cp.claims.empty()) << "a claim recorded before its answer";
     ASSERT_EQ(cp.pending.size(), 2u);
+    EXPECT_EQ(cp.pending[0].made, std::optional<std::uint32_t>(0));
+    EXPECT_EQ(cp.pending[1].made, std::nullopt);
     auto d = make_drs();
     d->converge();
-    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_FALSE(efsmi_.has(0, 0));
+    EXPECT_TRUE(efsmi_.has(0, 1));
     EXPECT_TRUE(on_disk().pending.empty());
     EXPECT_FALSE(has_spec("uA"));
 }
 
-// Pending entries of one call on one card: the second's `before` holds the first's instance.
-// Both are the plugin's: the groups' `before` sets are intersected, not joined.
-TEST_F(DraDrs, ConvergeIntersectsThePendingEntriesBefore) {
+// Pending entries of one call on one card, each with the id efsmi made for it, and an
+// administrator's instance of that profile made before the crash: only the recorded ids go.
+TEST_F(DraDrs, ConvergeDestroysOnlyTheRecordedIds) {
     edra::Checkpoint cp;
-    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1});
-    cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2});
+    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, 0u, ""});
+    cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2, 1u, ""});
     ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
     efsmi_.make(0, "1g.11gb");
     efsmi_.make(0, "1g.11gb");
+    efsmi_.make(0, "1g.11gb");  // an administrator's, id 2: new since the entries, not ours
     efsmi_.make(1, "1g.11gb");  // another card's: not looked at
     auto d = make_drs();
     d->converge();
-    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_EQ(efsmi_.cards[0].size(), 1u);
+    EXPECT_TRUE(efsmi_.has(0, 2));
     EXPECT_EQ(efsmi_.cards[1].size(), 1u);
+    EXPECT_TRUE(on_disk().pending.empty());
+}
+
+// An entry written, then the plugin killed before efsmi answered; an administrator makes an
+// instance of that profile before the restart: it survives (the entry records no id).
+TEST_F(DraDrs, AnAdministratorsInstanceMadeAfterAPendingEntrySurvives) {
+    edra::Checkpoint cp;
+    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, std::nullopt, ""});
+    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    efsmi_.make(0, "1g.11gb");
+    auto d = make_drs();
+    d->converge();
+    EXPECT_TRUE(efsmi_.has(0, 0));
     EXPECT_TRUE(on_disk().pending.empty());
 }
 

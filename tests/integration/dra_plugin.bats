@@ -511,15 +511,16 @@ restart_plugin() {
   drs_up
   stop_pid "$DPID"
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's instance: never ours
-  # renames of the prepare's thread: 1 the checkpoint's pending entry, 2 the spec, 3 the checkpoint
-  start_plugin_killed_at 3
+  # renames of the prepare's thread: 1 the checkpoint's pending entry (the first save: no .prev
+  # yet), 2-3 the entry's instance id (.prev, then the file), 4 the spec, 5-6 the checkpoint
+  start_plugin_killed_at 6
   put_claim ns p uid-p gcu-0-1g-11gb-1
   run prepare v1 ns/p/uid-p
   [ "$status" -ne 0 ]
   wait "$DPID" 2>/dev/null || true
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   [ -e "$(spec_of uid-p)" ]
-  [ "$(jq -c '.pending' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
+  [ "$(jq -c '[.pending[] | del(.made.uuid)]' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","made":{"id":1},"profile":"1g.11gb"}]' ]
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
   grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
@@ -535,10 +536,10 @@ restart_plugin() {
   [ "$(ls "$CDIR")" = "" ]
 }
 
-@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin cannot tell which is its own and destroys neither" {
+@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin destroys only the id it recorded" {
   drs_up
   stop_pid "$DPID"
-  start_plugin_killed_at 3
+  start_plugin_killed_at 6
   put_claim ns p uid-p gcu-0-1g-11gb-1
   run prepare v1 ns/p/uid-p
   [ "$status" -ne 0 ]
@@ -547,15 +548,29 @@ restart_plugin() {
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's, meanwhile
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
-  grep -F "card 0: 2 new 1g.11gb DRS instances, but only 1 were being made by us: none destroyed" "$SCRATCH/dra.log"
-  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  grep -F "destroyed DRS instance 0 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:1" ]
   # the retry makes its own, and its unprepare takes only that one back
   run prepare v1 ns/p/uid-p
   [ "$status" -eq 0 ]
   jq -e '.claims["uid-p"].error == ""' <<<"$output"
-  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1 0:1g.11gb:2" ]
-  unprepare v1 ns/p/uid-p >/dev/null
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  unprepare v1 ns/p/uid-p >/dev/null
+  [ "$(drs_list)" = "0:1g.11gb:1" ]
+}
+
+@test "stopped after the pending entry but before efsmi's create; an administrator makes an instance of that profile before the restart: it survives" {
+  drs_up
+  stop_pid "$DPID"
+  # What a kill between the entry's save and efsmi's create leaves (no system call in between
+  # that strace can count for the prepare's thread alone): the entry, no instance, no spec.
+  echo '{"version": 1, "claims": {}, "pending": [{"claim": "uid-p", "card": 0, "profile": "1g.11gb", "before": [], "attempt": 1}]}' > "$CP"
+  [ "$(drs_list)" = "" ]
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's
+  restart_plugin
+  wait_for grep -qF "claim uid-p: a prepare was stopped before efsmi answered its create of a 1g.11gb DRS instance on card 0: nothing destroyed" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  jq -e '.pending == null' "$CP"
 }
 
 @test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
