@@ -44,9 +44,13 @@ Checkpoint from_json(const Json& j) {
         cp.claims.emplace(uid, std::move(pc));
     }
     for (const auto& p : j.value("pending", Json::array())) {
-        PendingCreate pc{p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
-                         p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>(),
-                         p.value("attempt", std::uint64_t{0}), std::nullopt, {}};
+        PendingCreate pc{p.at("claim").get<std::string>(),
+                         p.at("card").get<std::uint32_t>(),
+                         p.at("profile").get<std::string>(),
+                         p.at("before").get<std::vector<std::uint32_t>>(),
+                         p.value("attempt", std::uint64_t{0}),
+                         std::nullopt,
+                         {}};
         if (const auto m = p.find("made"); m != p.end()) {
             pc.made = m->at("id").get<std::uint32_t>();
             pc.made_uuid = m->at("uuid").get<std::string>();
@@ -75,7 +79,11 @@ std::string to_text(const Checkpoint& cp) {
     }
     Json out = {{"version", kVersion}, {"claims", std::move(claims)}};
     for (const auto& p : cp.pending) {
-        Json e = {{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}, {"attempt", p.attempt}};
+        Json e = {{"claim", p.claim_uid},
+                  {"card", p.card},
+                  {"profile", p.profile},
+                  {"before", p.before},
+                  {"attempt", p.attempt}};
         if (p.made) e["made"] = {{"id", *p.made}, {"uuid", p.made_uuid}};
         out["pending"].push_back(std::move(e));
     }
@@ -128,16 +136,21 @@ LoadedCheckpoint load_checkpoint_or_previous(const std::string& path) {
         if (cur) return {std::move(*cur), {}, false};
         why = cur.error().what();
         // Kept for a look, and out of the way: the next save must not make it the .prev.
-        if (::rename(path.c_str(), (path + ".corrupt").c_str()) == 0) why += " (kept as '" + path + ".corrupt')";
+        if (::rename(path.c_str(), (path + ".corrupt").c_str()) == 0)
+            why += " (kept as '" + path + ".corrupt')";
     } else if (!have_prev) {
         return {};
     } else {
         why = "checkpoint '" + path + "': missing while '" + prev + "' is there";
     }
-    if (!have_prev) return {{}, why + "; no previous checkpoint: starting without prepared claims", true};
+    if (!have_prev)
+        return {{}, why + "; no previous checkpoint: starting without prepared claims", true};
     auto old = load_checkpoint(prev);
     if (!old)
-        return {{}, why + "; the previous one is bad too: " + old.error().what() + ": starting without prepared claims", true};
+        return {{},
+                why + "; the previous one is bad too: " + old.error().what() +
+                    ": starting without prepared claims",
+                true};
     return {std::move(*old), why + "; using the previous one, '" + prev + "'", false};
 }
 

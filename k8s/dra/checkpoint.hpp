@@ -14,8 +14,9 @@
 // "pending" lists the instances being made right now: written (durably) before efsmi is asked
 // to create one, with the card's instance ids at that moment and the prepare attempt, and
 // cleared with the checkpoint that records the claim (an entry whose instance could not be
-// told apart or taken back stays for the next start). A plugin killed in between finds the entry at start and destroys
-// the instance of that profile that is new since then and that no claim records (driver.hpp).
+// told apart or taken back stays for the next start). The entry records the id efsmi made
+// ("made": {"id", "uuid"}), saved right after the create; a plugin killed in between finds the
+// entry at start and destroys that id only (driver.hpp).
 // Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
 // Each save keeps the file it replaces as checkpoint.json.prev; a corrupt checkpoint.json (a disk
 // fault, a hand edit) is moved to checkpoint.json.corrupt and the plugin starts from .prev.

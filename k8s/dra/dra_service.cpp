@@ -23,8 +23,9 @@ CallLimits limits(grpc::ServerContext* ctx) {
     const auto now = std::chrono::system_clock::now();
     // No deadline is gpr_inf_future: a time far past anything reachable.
     if (deadline < now + std::chrono::hours(24 * 365))
-        l.deadline = std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - now);
+        l.deadline =
+            std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - now);
     l.cancelled = [ctx] { return ctx->IsCancelled(); };
     return l;
 }

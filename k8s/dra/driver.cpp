@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "claim_cdi.hpp"
-#include "slices.hpp"
 #include "inject/log.hpp"
+#include "slices.hpp"
 
 namespace edra {
 
@@ -55,12 +55,12 @@ std::string instance_list(const std::vector<inject::device::DrsInstance>& list) 
 }
 
 // Drops one pending entry of that prepare attempt for (card, profile) (all entries alike).
-void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid, std::uint64_t attempt,
-                      std::uint32_t card, const std::string& profile,
+void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid,
+                      std::uint64_t attempt, std::uint32_t card, const std::string& profile,
                       std::optional<std::uint32_t> made = std::nullopt) {
     const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
-        return p.claim_uid == uid && p.attempt == attempt && p.card == card && p.profile == profile &&
-               p.made == made;
+        return p.claim_uid == uid && p.attempt == attempt && p.card == card &&
+               p.profile == profile && p.made == made;
     });
     if (it != pending.end()) pending.erase(it);
 }
@@ -73,12 +73,14 @@ const inject::device::DrsProfile* profile_of(const inject::device::Host& host, c
 }
 
 // A fetched claim, checked, with the answer it will get (no files).
-inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref, const std::string& driver) {
+inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref,
+                                            const std::string& driver) {
     INJECT_TRY(const auto results, allocated_devices(obj, ref, driver));
     PreparedClaim pc{ref.ns, ref.name, {}};
     for (const auto& a : results) {
         INJECT_TRY(auto n, parse_device_name(a.device));
-        pc.devices.push_back({{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
+        pc.devices.push_back(
+            {{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
     }
     return pc;
 }
@@ -224,7 +226,8 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         before[w.card];  // a card without instances has an empty list
     }
     for (const auto& w : wants)
-        cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
+        cp_.pending.push_back(
+            {uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
         std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
         return fail(std::move(r).error());
@@ -247,10 +250,11 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         }
         w.dev->created = CreatedInstance{w.card, in->instance_id, in->profile, in->uuid};
         // Its id, durable before anything else: a start after a crash destroys that one only.
-        const auto entry = std::find_if(cp_.pending.begin(), cp_.pending.end(), [&](const PendingCreate& p) {
-            return p.claim_uid == uid && p.attempt == attempt && p.card == w.card && p.profile == w.profile->name &&
-                   !p.made;
-        });
+        const auto entry =
+            std::find_if(cp_.pending.begin(), cp_.pending.end(), [&](const PendingCreate& p) {
+                return p.claim_uid == uid && p.attempt == attempt && p.card == w.card &&
+                       p.profile == w.profile->name && !p.made;
+            });
         if (entry != cp_.pending.end()) {
             entry->made = in->instance_id;
             entry->made_uuid = in->uuid;
@@ -342,16 +346,20 @@ void Driver::converge_pending() {
     std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> lists;
     for (const auto& p : cp_.pending) {
         if (!p.made) {
-            inject::log::warn("claim {}: a prepare was stopped before efsmi answered its create of a {} DRS instance "
-                              "on card {}: nothing destroyed (an instance it may have made cannot be told from an "
-                              "administrator's)",
-                              p.claim_uid, p.profile, p.card);
+            inject::log::warn(
+                "claim {}: a prepare was stopped before efsmi answered its create of a {} DRS "
+                "instance "
+                "on card {}: nothing destroyed (an instance it may have made cannot be told from "
+                "an "
+                "administrator's)",
+                p.claim_uid, p.profile, p.card);
             continue;
         }
         if (!lists.contains(p.card)) {
             auto list = o_.drs.list(p.card);
             if (!list) {
-                spdlog::error("checking DRS instances a stopped prepare may have made: {}", list.error().what());
+                spdlog::error("checking DRS instances a stopped prepare may have made: {}",
+                              list.error().what());
                 kept.push_back(p);
                 continue;
             }
@@ -359,12 +367,17 @@ void Driver::converge_pending() {
         }
         const auto& list = lists[p.card];
         const CreatedInstance c{p.card, *p.made, p.profile, p.made_uuid};
-        const auto it = std::find_if(list.begin(), list.end(), [&](const auto& in) { return in.instance_id == c.id; });
-        if (it == list.end()) continue;  // gone already (taken back before the save that would say so)
-        if (it->profile != c.profile || (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid) ||
+        const auto it = std::find_if(list.begin(), list.end(),
+                                     [&](const auto& in) { return in.instance_id == c.id; });
+        if (it == list.end())
+            continue;  // gone already (taken back before the save that would say so)
+        if (it->profile != c.profile ||
+            (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid) ||
             recorded_by_other("", c)) {
-            inject::log::warn("card {}: instance {} is {} {} now, not the {} {} a stopped prepare made: left alone",
-                              p.card, c.id, it->profile, it->uuid, c.profile, c.uuid);
+            inject::log::warn(
+                "card {}: instance {} is {} {} now, not the {} {} a stopped prepare made: left "
+                "alone",
+                p.card, c.id, it->profile, it->uuid, c.profile, c.uuid);
             continue;
         }
         if (auto r = o_.drs.destroy(p.card, c.id); !r) {
@@ -372,10 +385,12 @@ void Driver::converge_pending() {
             kept.push_back(p);
             continue;
         }
-        inject::log::info("destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished", c.id,
-                          c.profile, p.card);
+        inject::log::info(
+            "destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished",
+            c.id, c.profile, p.card);
         if (auto* card = card_of(host_, p.card))
-            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
+            std::erase_if(card->drs_instances,
+                          [&](const auto& in) { return in.instance_id == c.id; });
     }
     cp_.pending = std::move(kept);  // kept: the next start looks again
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
@@ -402,8 +417,10 @@ void Driver::converge() {
         if (keep_unknown_specs_) {
             // The checkpoint is an older one (or none): this claim may well be prepared, and
             // its running containers need the spec. kubelet's unprepare removes it.
-            inject::log::info("kept CDI spec of claim {}: not in the checkpoint, which was restored from an older one",
-                              uid);
+            inject::log::info(
+                "kept CDI spec of claim {}: not in the checkpoint, which was restored from an "
+                "older one",
+                uid);
             continue;
         }
         // Written by a prepare that never answered (we were stopped before the checkpoint):
@@ -430,7 +447,6 @@ void Driver::converge() {
     }
 }
 
-
 std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
     const std::vector<const ClaimRef*>& refs, std::chrono::steady_clock::time_point until) const {
     // One thread per claim, each with its own copy of what it needs: a fetch still running at
@@ -443,7 +459,8 @@ std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
     std::vector<std::pair<std::shared_ptr<Slot>, std::thread>> running;
     for (const auto* ref : refs) {
         auto slot = std::make_shared<Slot>();
-        running.emplace_back(slot, std::thread([slot, source = claims_, ns = ref->ns, name = ref->name] {
+        running.emplace_back(slot,
+                             std::thread([slot, source = claims_, ns = ref->ns, name = ref->name] {
                                  auto r = source(ns, name);
                                  const std::lock_guard lock(slot->m);
                                  slot->got.emplace(std::move(r));
@@ -458,16 +475,19 @@ std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
         if (!slot->cv.wait_until(lock, until, [&] { return slot->got.has_value(); })) {
             lock.unlock();
             thread.detach();
-            out.emplace(ref.uid, fail(Errc::Io, "claim '" + ref.text() +
-                                                    "': fetching it: no answer from the API server in time "
-                                                    "(before kubelet's deadline)"));
+            out.emplace(ref.uid,
+                        fail(Errc::Io, "claim '" + ref.text() +
+                                           "': fetching it: no answer from the API server in time "
+                                           "(before kubelet's deadline)"));
             continue;
         }
         auto obj = std::move(*slot->got);
         lock.unlock();
         thread.join();
         out.emplace(ref.uid, [&]() -> inject::Result<PreparedClaim> {
-            if (!obj) return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
+            if (!obj)
+                return fail(
+                    std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
             return prepared_from(*obj, ref, o_.driver_name);
         }());
     }
@@ -481,11 +501,13 @@ std::string Driver::unwanted(const std::string& uid, std::chrono::steady_clock::
     if (const auto t = unprepared_.find(uid); t != unprepared_.end() && t->second >= start)
         return "unprepared while this prepare was running: not prepared";
     if (now >= call.deadline || (call.cancelled && call.cancelled()))
-        return "the call was cancelled or its deadline passed before the claim was prepared: not prepared";
+        return "the call was cancelled or its deadline passed before the claim was prepared: not "
+               "prepared";
     return {};
 }
 
-std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims, const CallLimits& call) {
+std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims,
+                                                   const CallLimits& call) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     // The API server is asked without holding the lock, so a slow one delays only the claims
@@ -498,9 +520,10 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
         }
     }
     // Answered a little before kubelet gives up, so it sees which claim was late.
-    const auto until = call.deadline == Clock::time_point::max()
-                           ? t0 + kFetchBudget
-                           : std::min(t0 + kFetchBudget, call.deadline - std::chrono::milliseconds(100));
+    const auto until =
+        call.deadline == Clock::time_point::max()
+            ? t0 + kFetchBudget
+            : std::min(t0 + kFetchBudget, call.deadline - std::chrono::milliseconds(100));
     auto fetched = fetch_all(unknown, until);
     const auto t1 = Clock::now();
 
@@ -537,7 +560,8 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
         }
         const auto f = fetched.find(ref.uid);
         if (f == fetched.end()) {  // in the checkpoint when we looked, unprepared since: unwanted()
-            answer.error = "claim '" + ref.text() + "': unprepared while this prepare was running: not prepared";
+            answer.error = "claim '" + ref.text() +
+                           "': unprepared while this prepare was running: not prepared";
             continue;
         }
         auto& pc = f->second;

@@ -14,9 +14,9 @@
 // unprepare of that claim came in since the call started (kubelet unprepares claims whose
 // prepare it gave up on). Else nothing of that claim is made, and its answer says why.
 // On start (converge()): a spec with no checkpoint entry is removed (the retry writes it
-// again; kept when the checkpoint was restored from checkpoint.json.prev or lost); a checkpointed claim whose spec is missing gets it written again from the
-// checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
-// re-writes a missing spec.
+// again; kept when the checkpoint was restored from checkpoint.json.prev or lost); a checkpointed
+// claim whose spec is missing gets it written again from the checkpoint. A prepare of a
+// checkpointed claim answers from the checkpoint (no API call) and re-writes a missing spec.
 //
 // DRS placements (`gcu-<n>-<profile>-<k>`, published as partitionable devices) have no
 // instance until a prepare makes one:
@@ -138,8 +138,9 @@ private:
           cp_(std::move(cp)) {}
 
     /// The claims `refs` fetched in parallel, each answered by `until` (else its error says so).
-    std::map<std::string, inject::Result<PreparedClaim>> fetch_all(const std::vector<const ClaimRef*>& refs,
-                                                                   std::chrono::steady_clock::time_point until) const;
+    std::map<std::string, inject::Result<PreparedClaim>> fetch_all(
+        const std::vector<const ClaimRef*>& refs,
+        std::chrono::steady_clock::time_point until) const;
     /// Why a claim of a call started at `start` must not be committed now ("" = it may).
     std::string unwanted(const std::string& uid, std::chrono::steady_clock::time_point start,
                          const CallLimits& call);

@@ -30,7 +30,9 @@ public:
             if (!version_.empty()) return version_;
         }
         auto v = client_->resource_api_version();
-        if (!v) return inject::fail(std::move(v).error().context("asking the API server for resource.k8s.io"));
+        if (!v)
+            return inject::fail(
+                std::move(v).error().context("asking the API server for resource.k8s.io"));
         const std::lock_guard lock(mu_);
         if (version_.empty()) inject::log::info("API server offers resource.k8s.io/{}", *v);
         version_ = *v;
@@ -44,11 +46,13 @@ private:
 };
 
 // ResourceClaims from the API server, in the resource.k8s.io version it offers.
-edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::shared_ptr<ApiVersion> version) {
+edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
+                              std::shared_ptr<ApiVersion> version) {
     return [client = std::move(client), version = std::move(version)](
                const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
         INJECT_TRY(const auto v, version->get());
-        return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" + name);
+        return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" +
+                           name);
     };
 }
 
@@ -56,8 +60,9 @@ edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::sha
 // restarted (it deletes the node's slices) and every `resync`; removes the slices on a clean
 // stop. It starts once the API server has told the version (asked again after 1 s, doubling
 // up to 30 s, and at once when kubelet registers the plugin).
-edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, std::shared_ptr<ApiVersion> version,
-                                  edra::SliceOptions opts, std::chrono::milliseconds resync) {
+edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
+                                  std::shared_ptr<ApiVersion> version, edra::SliceOptions opts,
+                                  std::chrono::milliseconds resync) {
     return [client = std::move(client), version = std::move(version), opts = std::move(opts),
             resync](edra::Discoverer discover) {
         struct State {
@@ -82,15 +87,19 @@ edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, std:
                         o.api_version = *v;
                         st->publisher = std::make_shared<edra::Publisher>(client, o);
                         // The loop logs each publish itself.
-                        st->loop = std::make_shared<edra::PublisherLoop>(*st->publisher, discover, resync);
+                        st->loop =
+                            std::make_shared<edra::PublisherLoop>(*st->publisher, discover, resync);
                         st->loop->start();
-                        if (logged) inject::log::info("API server reachable: publishing ResourceSlices");
+                        if (logged)
+                            inject::log::info("API server reachable: publishing ResourceSlices");
                         return;
                     }
                     if (!logged)
-                        spdlog::error("{}: ResourceSlices not published yet; asking again in the background (prepared "
-                                      "claims and unprepare are served meanwhile)",
-                                      v.error().what());
+                        spdlog::error(
+                            "{}: ResourceSlices not published yet; asking again in the background "
+                            "(prepared "
+                            "claims and unprepare are served meanwhile)",
+                            v.error().what());
                     logged = true;
                     st->cv.wait_for(lock, wait, [&] { return st->stopping || st->ask_now; });
                     if (st->stopping) return;

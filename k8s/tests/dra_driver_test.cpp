@@ -319,8 +319,8 @@ TEST_F(DraDriver, ACorruptCheckpointFallsBackToThePreviousOneAndKeepsTheSpecs) {
     auto loaded = edra::load_checkpoint_or_previous(path);
     EXPECT_FALSE(loaded.lost);
     EXPECT_EQ(loaded.problem.rfind("checkpoint '" + path + "': ", 0), 0u) << loaded.problem;
-    EXPECT_TRUE(loaded.problem.ends_with("(kept as '" + path + ".corrupt'); using the previous one, '" + path +
-                                         ".prev'"))
+    EXPECT_TRUE(loaded.problem.ends_with("(kept as '" + path +
+                                         ".corrupt'); using the previous one, '" + path + ".prev'"))
         << loaded.problem;
     EXPECT_EQ(read(path + ".corrupt"), bad);
     EXPECT_FALSE(std::filesystem::exists(path));
@@ -345,12 +345,14 @@ TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
         auto d = make();
         ASSERT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
     }
-    ASSERT_TRUE(inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
+    ASSERT_TRUE(
+        inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
     ASSERT_TRUE(inject::fs::atomic_write(path + ".prev", "{"));
     auto loaded = edra::load_checkpoint_or_previous(path);
     EXPECT_TRUE(loaded.lost);
     EXPECT_TRUE(loaded.problem.ends_with(": starting without prepared claims")) << loaded.problem;
-    EXPECT_NE(loaded.problem.find("the previous one is bad too: checkpoint '" + path + ".prev': "), std::string::npos)
+    EXPECT_NE(loaded.problem.find("the previous one is bad too: checkpoint '" + path + ".prev': "),
+              std::string::npos)
         << loaded.problem;
     auto d = make();
     d->converge();

@@ -129,7 +129,8 @@ bool fill(const std::vector<std::string>& claims, google::protobuf::RepeatedPtrF
 
 // One call per repeat; the last answer printed, timings on stderr.
 template <class Stub, class PrepReq, class PrepResp, class UnprepReq, class UnprepResp>
-int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat, bool cycle, int timeout_ms) {
+int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat, bool cycle,
+         int timeout_ms) {
     PrepReq preq;
     UnprepReq ureq;
     if (!fill(claims, preq.mutable_claims()) || !fill(claims, ureq.mutable_claims()))
@@ -199,12 +200,14 @@ int main(int argc, char** argv) try {
         auto stub = drav1::DRAPlugin::NewStub(*ch);
         return call<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest,
                     drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
-                    drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle, timeout_ms);
+                    drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle,
+                                                           timeout_ms);
     }
     auto stub = drav1beta1::DRAPlugin::NewStub(*ch);
     return call<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
                 drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
-                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle, timeout_ms);
+                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle,
+                                                            timeout_ms);
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

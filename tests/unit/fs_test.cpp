@@ -78,11 +78,12 @@ TEST(AtomicWrite, TempTarget) {
         const char* file;
         const char* target;
     };
-    for (const auto& c : std::initializer_list<Case>{{"temp", "a.yaml.tmp.Ab3xYz", "a.yaml"},
-                                                     {"plain", "a.yaml", ""},
-                                                     {"random part too long", "a.yaml.tmp.Ab3xYz1", ""},
-                                                     {"random part too short", "a.yaml.tmp.Ab3", ""},
-                                                     {"no target", ".tmp.Ab3xYz", ""}})
+    for (const auto& c :
+         std::initializer_list<Case>{{"temp", "a.yaml.tmp.Ab3xYz", "a.yaml"},
+                                     {"plain", "a.yaml", ""},
+                                     {"random part too long", "a.yaml.tmp.Ab3xYz1", ""},
+                                     {"random part too short", "a.yaml.tmp.Ab3", ""},
+                                     {"no target", ".tmp.Ab3xYz", ""}})
         EXPECT_EQ(inject::fs::atomic_temp_target(c.file), c.target) << c.name;
     EXPECT_EQ(inject::fs::atomic_temp_template("/d/a.yaml"), "/d/a.yaml.tmp.XXXXXX");
     EXPECT_EQ(inject::fs::atomic_temp_template("/d/a.yaml", true), "/d/.a.yaml.tmp.XXXXXX");

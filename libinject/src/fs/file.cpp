@@ -116,7 +116,8 @@ std::string atomic_temp_template(const std::string& path, bool hidden) {
 
 std::string atomic_temp_target(std::string_view file_name) {
     const auto at = file_name.rfind(kTempInfix);
-    if (at == std::string_view::npos || at == 0 || file_name.size() != at + kTempInfix.size() + kTempRandom)
+    if (at == std::string_view::npos || at == 0 ||
+        file_name.size() != at + kTempInfix.size() + kTempRandom)
         return {};
     return std::string(file_name.substr(0, at));
 }
