@@ -197,6 +197,19 @@ bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card,
     return true;
 }
 
+inject::Result<void> Driver::held_whole(std::uint32_t card, const std::string& device) const {
+    // The scheduler may allocate both for one window (partitions published before their
+    // counters were dropped): the card's holder keeps it.
+    const std::string whole = "gcu-" + std::to_string(card);
+    for (const auto& [uid, c] : cp_.claims)
+        for (const auto& d : c.devices)
+            if (d.device == whole)
+                return fail(Errc::Conflict, "device '" + device + "': card " + std::to_string(card) +
+                                                " is prepared whole for claim '" + c.ns + "/" + c.name +
+                                                "': no DRS instance made on it");
+    return inject::ok();
+}
+
 inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc) {
     struct Want {
         PreparedDevice* dev;
@@ -211,6 +224,7 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
             return fail(Errc::NotFound, "device '" + d.device + "' is not on this node");
         const auto* p = profile_of(host_, n);
         if (!p) return fail(Errc::NotFound, "device '" + d.device + "': no DRS profile of this node has that name");
+        if (auto r = held_whole(n.index, d.device); !r) return r;
         wants.push_back({&d, n.index, p});
     }
     if (wants.empty()) return inject::ok();

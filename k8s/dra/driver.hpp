@@ -154,6 +154,9 @@ private:
     /// A whole card of `pc` on a card split into DRS instances (asked of efsmi now, when this
     /// node has DRS profiles): an error, the card is not handed out whole.
     inject::Result<void> check_whole_cards(const PreparedClaim& pc);
+    /// A placement `device` on `card` while a checkpointed claim holds the card whole: Conflict
+    /// naming the card and that claim.
+    inject::Result<void> held_whole(std::uint32_t card, const std::string& device) const;
     /// Makes the instances of `pc`'s placements (pending entries of `attempt` first, see
     /// above), recording each in its device and in host_. On error nothing of it is left
     /// (destroyed, pending dropped and saved), except an instance that could not be taken

@@ -539,6 +539,23 @@ TEST_F(DraDrs, WholeCardSplitIntoInstancesIsThatClaimsError) {
     EXPECT_EQ(d2->prepare({{"ns", "x", "uX"}}).at("uX").error, "claim 'ns/x': device 'gcu-1': efsmi: timed out");
 }
 
+// A placement on a card a checkpointed claim holds whole (both allocated while partitions were
+// published without counters): refused, naming the card and the holder; no instance made.
+TEST_F(DraDrs, PlacementOnACardHeldWholeIsRefused) {
+    claims_["ns/w"] = claim("w", "uW", {"gcu-0"});
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    claims_["ns/q"] = claim("q", "uQ", {"gcu-1-1g-11gb-0"});
+    auto d = make_drs();
+    ASSERT_EQ(d->prepare({{"ns", "w", "uW"}}).at("uW").error, "");
+    const auto out = d->prepare({{"ns", "p", "uP"}, {"ns", "q", "uQ"}});
+    EXPECT_EQ(out.at("uP").error, "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 is prepared whole for claim "
+                                  "'ns/w': no DRS instance made on it");
+    EXPECT_FALSE(has_spec("uP"));
+    EXPECT_TRUE(efsmi_.cards[0].empty());
+    EXPECT_EQ(out.at("uQ").error, "");
+    EXPECT_EQ(efsmi_.cards[1].size(), 1u);
+}
+
 // Without DRS profiles no card can be split: a whole card's prepare asks efsmi nothing.
 TEST_F(DraDrs, WholeCardOnAHostWithoutDrsAsksEfsmiNothing) {
     host_.drs_profiles.clear();
