@@ -363,6 +363,65 @@ TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
     EXPECT_TRUE(edra::load_checkpoint(path)->claims.contains("uid-a"));
 }
 
+// kubelet gives up on a prepare whose claim fetch hangs and unprepares the claim; the fetch
+// then returns: the late prepare commits nothing. A prepare after the unprepare is not refused.
+TEST_F(DraDriver, APrepareThatOutlivesItsUnprepareCommitsNothing) {
+    claims_["ns/c"] = claim("c", "uid-c", {"gcu-0"});
+    std::promise<void> release, asked;
+    auto released = release.get_future().share();
+    std::atomic<bool> hold{true};
+    auto d = edra::Driver::create(
+        options(),
+        [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
+            if (hold.exchange(false)) {
+                asked.set_value();
+                released.wait();
+            }
+            return claims_.at(ns + "/" + name);
+        },
+        [this] { return inject::Result<inject::device::Host>(host_); });
+    ASSERT_TRUE(d);
+    auto late = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "c", "uid-c"}}); });
+    asked.get_future().wait();
+    EXPECT_EQ((*d)->unprepare({{"ns", "c", "uid-c"}}).at("uid-c"), "");
+    release.set_value();
+    EXPECT_EQ(late.get().at("uid-c").error,
+              "claim 'ns/c': unprepared while this prepare was running: not prepared");
+    EXPECT_FALSE(has_spec("uid-c"));
+    EXPECT_TRUE((*d)->checkpoint().claims.empty());
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}).at("uid-c").error, "");
+    EXPECT_TRUE(has_spec("uid-c"));
+}
+
+// A call past its deadline gets an answer before it (the claim not fetched in time), one
+// cancelled while its claim was fetched commits nothing.
+TEST_F(DraDriver, DeadlineAndCancellationCommitNothing) {
+    claims_["ns/c"] = claim("c", "uid-c", {"gcu-0"});
+    auto d = edra::Driver::create(
+        options(),
+        [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            return claims_.at(ns + "/" + name);
+        },
+        [this] { return inject::Result<inject::device::Host>(host_); });
+    ASSERT_TRUE(d);
+    edra::CallLimits limits;
+    limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, limits).at("uid-c").error,
+              "claim 'ns/c': fetching it: no answer from the API server in time (before kubelet's deadline)");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+    edra::CallLimits cancelled;
+    cancelled.cancelled = [] { return true; };
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, cancelled).at("uid-c").error,
+              "claim 'ns/c': the call was cancelled or its deadline passed before the claim was prepared: not "
+              "prepared");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first fetch ends too
+    EXPECT_FALSE(has_spec("uid-c"));
+    EXPECT_TRUE((*d)->checkpoint().claims.empty());
+    EXPECT_FALSE(std::filesystem::exists(options().checkpoint_path));
+}
+
 TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
     claims_["ns/fast"] = claim("fast", "uid-f", {"gcu-0"});
     std::promise<void> release;
