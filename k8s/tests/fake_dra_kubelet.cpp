@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // fake-dra-kubelet: kubelet's side of DRA, for tests (KUBERNETES.md sections 3 and 6).
 //
-//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--known v1,v1beta1] [--wait-ms
+//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--kubelet-minor 34] [--wait-ms
 //   N]
 //       What kubelet's plugin watcher does with D/<name>-reg.sock: waits for it (up to
 //       --wait-ms), dials it, calls GetInfo, checks the answer as kubelet does (type DRAPlugin,
-//       the name, an absolute endpoint that is a socket, a supported version kubelet knows:
-//       --known lists kubelet's, in its order of preference), then NotifyRegistrationStatus
+//       the name, an absolute endpoint that is a socket, a supported version the kubelet of
+//       --kubelet-minor knows, in its order of preference), then NotifyRegistrationStatus
 //       (registered, or not with the reason). Prints {"info":..,"version":..} as JSON; a
 //       refusal is "error: ..." on stderr and exit 1.
 //   fake-dra-kubelet prepare   --socket S --version v1|v1beta1 --claim ns/name/uid... [--repeat N]
@@ -179,7 +179,10 @@ int main(int argc, char** argv) try {
     auto* reg = app.add_subcommand("register", "register the plugin whose socket is in --registry");
     reg->add_option("--registry", registry)->required();
     reg->add_option("--name", name);
-    reg->add_option("--known", known, "the DRAPlugin versions kubelet knows, comma separated");
+    int kubelet_minor = 34;
+    reg->add_option("--kubelet-minor", kubelet_minor,
+                    "the kubelet played (1.N): 1.34+ knows DRAPlugin v1 and v1beta1, 1.32-1.33 v1beta1, "
+                    "1.31 v1alpha4");
     reg->add_option("--wait-ms", wait_ms, "how long to wait for the registration socket");
     for (const char* cmd : {"prepare", "unprepare"}) {
         auto* c = app.add_subcommand(cmd);
@@ -191,7 +194,12 @@ int main(int argc, char** argv) try {
         if (std::string(cmd) == "prepare") c->add_flag("--unprepare-between", cycle);
     }
     CLI11_PARSE(app, argc, argv);
-    if (reg->parsed()) return do_register(registry, name, known, wait_ms);
+    // What each kubelet's DRA plugin manager knows (upstream pkg/kubelet/cm/dra: v1 services
+    // from 1.34, v1beta1 from 1.32, v1alpha4 in 1.31), in its order of preference.
+    if (reg->parsed()) {
+        known = kubelet_minor >= 34 ? "v1,v1beta1" : kubelet_minor >= 32 ? "v1beta1" : "v1alpha4";
+        return do_register(registry, name, known, wait_ms);
+    }
 
     auto ch = k8s::dial_unix(socket, std::chrono::milliseconds(5000));
     if (!ch) return error(ch.error().what());

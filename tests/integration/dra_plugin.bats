@@ -132,19 +132,29 @@ prepare() { local v=$1; shift; "$FDK" prepare --socket "$SOCK" --version "$v" "$
 unprepare() { local v=$1; shift; "$FDK" unprepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
 spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
 
-@test "registration: GetInfo through the plugin watcher; kubelet 1.34 takes v1, 1.32 v1beta1; sockets 0600" {
+@test "registration: GetInfo through the plugin watcher; a kubelet 1.34 (v1, v1beta1) and 1.32 (v1beta1 only) register the plugin and prepare through it; 1.31 is refused; sockets 0600" {
   up
-  run "$FDK" register --registry "$REG"
+  put_claim ns c1 uid-1 gcu-0
+  run "$FDK" register --registry "$REG" --kubelet-minor 34
   [ "$status" -eq 0 ]
-  [ "$output" = "{\"info\":{\"type\":\"DRAPlugin\",\"name\":\"gcu.enflame.com\",\"endpoint\":\"$SOCK\",\"supported_versions\":[\"v1.DRAPlugin\",\"v1beta1.DRAPlugin\"]},\"version\":\"v1\"}" ]
-  run "$FDK" register --registry "$REG" --known v1beta1
+  jq -e --arg s "$SOCK" '.info == {type: "DRAPlugin", name: "gcu.enflame.com", endpoint: $s, supported_versions: ["v1.DRAPlugin", "v1beta1.DRAPlugin"]}' <<<"$output"
+  wait_for grep -qF "kubelet registered gcu.enflame.com (endpoint $SOCK)" "$SCRATCH/dra.log"
+  run prepare v1 ns/c1/uid-1
   [ "$status" -eq 0 ]
-  [ "$(jq -r .version <<<"$output")" = v1beta1 ]
-  run "$FDK" register --registry "$REG" --known v1alpha4
+  jq -e '.claims["uid-1"].error == "" and .claims["uid-1"].devices[0].device_name == "gcu-0"' <<<"$output"
+  run unprepare v1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  # kubelet 1.32 knows only v1beta1: the plugin registers with it and serves that service
+  run "$FDK" register --registry "$REG" --kubelet-minor 32
+  [ "$status" -eq 0 ]
+  wait_for test "$(grep -cF "kubelet registered gcu.enflame.com" "$SCRATCH/dra.log")" -eq 2
+  run prepare v1beta1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == "" and .claims["uid-1"].devices[0].device_name == "gcu-0"' <<<"$output"
+  # kubelet 1.31 (v1alpha4): not a version the plugin serves; the plugin is told and says so
+  run "$FDK" register --registry "$REG" --kubelet-minor 31
   [ "$status" -eq 1 ]
-  [ "$output" = "error: none of the supported versions is one kubelet knows (v1alpha4)" ]
-  grep -F "kubelet registered gcu.enflame.com (endpoint $SOCK)" "$SCRATCH/dra.log"
-  grep -F "kubelet did not register gcu.enflame.com: none of the supported versions" "$SCRATCH/dra.log"
+  wait_for grep -qF "kubelet did not register gcu.enflame.com: none of the supported versions" "$SCRATCH/dra.log"
   [ "$(stat -c %a "$SOCK")" = 600 ]
   [ "$(stat -c %a "$REG/gcu.enflame.com-reg.sock")" = 600 ]
 }
