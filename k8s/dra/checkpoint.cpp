@@ -2,6 +2,7 @@
 #include "checkpoint.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -42,10 +43,20 @@ Checkpoint from_json(const Json& j) {
         }
         cp.claims.emplace(uid, std::move(pc));
     }
-    for (const auto& p : j.value("pending", Json::array()))
-        cp.pending.push_back({p.at("claim").get<std::string>(), p.at("card").get<std::uint32_t>(),
-                              p.at("profile").get<std::string>(), p.at("before").get<std::vector<std::uint32_t>>(),
-                              p.value("attempt", std::uint64_t{0})});
+    for (const auto& p : j.value("pending", Json::array())) {
+        PendingCreate pc{p.at("claim").get<std::string>(),
+                         p.at("card").get<std::uint32_t>(),
+                         p.at("profile").get<std::string>(),
+                         p.at("before").get<std::vector<std::uint32_t>>(),
+                         p.value("attempt", std::uint64_t{0}),
+                         std::nullopt,
+                         {}};
+        if (const auto m = p.find("made"); m != p.end()) {
+            pc.made = m->at("id").get<std::uint32_t>();
+            pc.made_uuid = m->at("uuid").get<std::string>();
+        }
+        cp.pending.push_back(std::move(pc));
+    }
     return cp;
 }
 
@@ -67,8 +78,15 @@ std::string to_text(const Checkpoint& cp) {
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
     }
     Json out = {{"version", kVersion}, {"claims", std::move(claims)}};
-    for (const auto& p : cp.pending)
-        out["pending"].push_back({{"claim", p.claim_uid}, {"card", p.card}, {"profile", p.profile}, {"before", p.before}, {"attempt", p.attempt}});
+    for (const auto& p : cp.pending) {
+        Json e = {{"claim", p.claim_uid},
+                  {"card", p.card},
+                  {"profile", p.profile},
+                  {"before", p.before},
+                  {"attempt", p.attempt}};
+        if (p.made) e["made"] = {{"id", *p.made}, {"uuid", p.made_uuid}};
+        out["pending"].push_back(std::move(e));
+    }
     return out.dump(1) + "\n";
 }
 
@@ -88,11 +106,52 @@ inject::Result<Checkpoint> load_checkpoint(const std::string& path) {
 }
 
 inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp) {
+    // The current file becomes .prev: a link under a temporary name renamed over the old .prev,
+    // so a crash anywhere leaves a good checkpoint.json or a good .prev. No current file (the
+    // first save, or after a fallback moved a corrupt one away): .prev stays as it is.
+    const std::string prev = path + ".prev", link_tmp = prev + ".tmp";
+    (void)::unlink(link_tmp.c_str());  // a crash between link and rename left it
+    if (::link(path.c_str(), link_tmp.c_str()) == 0) {
+        if (::rename(link_tmp.c_str(), prev.c_str()) != 0) (void)::unlink(link_tmp.c_str());
+    }
     inject::fs::AtomicWriteOptions o;
     o.mode = 0600;
     if (auto r = inject::fs::atomic_write(path, to_text(cp), o); !r)
         return fail(std::move(r).error().context("writing checkpoint '" + path + "'"));
     return inject::ok();
+}
+
+}  // namespace edra
+
+namespace edra {
+
+LoadedCheckpoint load_checkpoint_or_previous(const std::string& path) {
+    struct stat st {};
+    const std::string prev = path + ".prev";
+    const bool have_prev = ::lstat(prev.c_str(), &st) == 0;
+    const bool have_cur = ::lstat(path.c_str(), &st) == 0;
+    std::string why;
+    if (have_cur) {
+        auto cur = load_checkpoint(path);
+        if (cur) return {std::move(*cur), {}, false};
+        why = cur.error().what();
+        // Kept for a look, and out of the way: the next save must not make it the .prev.
+        if (::rename(path.c_str(), (path + ".corrupt").c_str()) == 0)
+            why += " (kept as '" + path + ".corrupt')";
+    } else if (!have_prev) {
+        return {};
+    } else {
+        why = "checkpoint '" + path + "': missing while '" + prev + "' is there";
+    }
+    if (!have_prev)
+        return {{}, why + "; no previous checkpoint: starting without prepared claims", true};
+    auto old = load_checkpoint(prev);
+    if (!old)
+        return {{},
+                why + "; the previous one is bad too: " + old.error().what() +
+                    ": starting without prepared claims",
+                true};
+    return {std::move(*old), why + "; using the previous one, '" + prev + "'", false};
 }
 
 }  // namespace edra

@@ -14,9 +14,12 @@
 // "pending" lists the instances being made right now: written (durably) before efsmi is asked
 // to create one, with the card's instance ids at that moment and the prepare attempt, and
 // cleared with the checkpoint that records the claim (an entry whose instance could not be
-// told apart or taken back stays for the next start). A plugin killed in between finds the entry at start and destroys
-// the instance of that profile that is new since then and that no claim records (driver.hpp).
+// told apart or taken back stays for the next start). The entry records the id efsmi made
+// ("made": {"id", "uuid"}), saved right after the create; a plugin killed in between finds the
+// entry at start and destroys that id only (driver.hpp).
 // Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
+// Each save keeps the file it replaces as checkpoint.json.prev; a corrupt checkpoint.json (a disk
+// fault, a hand edit) is moved to checkpoint.json.corrupt and the plugin starts from .prev.
 
 #include <cstdint>
 #include <map>
@@ -56,6 +59,10 @@ struct PendingCreate {
     std::string profile;
     std::vector<std::uint32_t> before;
     std::uint64_t attempt = 0;
+    /// The instance efsmi made for it (saved right after the create): the only one a start
+    /// destroys for this entry. Unset: efsmi had not answered, nothing is destroyed.
+    std::optional<std::uint32_t> made;
+    std::string made_uuid;  ///< its UUID where efsmi prints one
     bool operator==(const PendingCreate&) const = default;
 };
 
@@ -81,7 +88,22 @@ struct Checkpoint {
                                                           const std::string& source);
 /// Reads `path`; a missing file is an empty checkpoint.
 [[nodiscard]] inject::Result<Checkpoint> load_checkpoint(const std::string& path);
-/// Replaces `path` atomically (mode 0600).
+/// Replaces `path` atomically (mode 0600); the file it replaces becomes `<path>.prev` (a hard
+/// link, swapped in atomically: one good copy exists at every moment).
 [[nodiscard]] inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp);
+
+/// A checkpoint as the plugin starts with it.
+struct LoadedCheckpoint {
+    Checkpoint cp;
+    /// Empty: `path` read as it is (or there was none). Else the one line to log: `path` was
+    /// unreadable or corrupt (kept as `<path>.corrupt`) and `cp` is `<path>.prev`, or, when that
+    /// is bad too, empty.
+    std::string problem;
+    bool lost = false;  ///< both were bad: `cp` is empty though claims may be prepared
+};
+/// Reads `path`, falling back to `<path>.prev` when `path` is corrupt, unreadable or missing
+/// while `<path>.prev` exists (a crash right after a fallback). Never an error: both bad is
+/// `lost` (the plugin starts without the claims; their CDI specs stay, an unprepare removes each).
+[[nodiscard]] LoadedCheckpoint load_checkpoint_or_previous(const std::string& path);
 
 }  // namespace edra

@@ -191,10 +191,8 @@ inject::Result<std::vector<std::string>> names_in(
 }  // namespace
 
 bool is_temp_spec(const std::string& file_name) {
-    constexpr std::string_view kTemp = ".tmp.";  // inject::fs::atomic_write's, then mkostemp's 6
-    const auto at = file_name.rfind(kTemp);
-    return at != std::string::npos && file_name.size() == at + kTemp.size() + 6 &&
-           !claim_uid_of(file_name.substr(0, at)).empty();
+    const auto target = inject::fs::atomic_temp_target(file_name);
+    return !target.empty() && !claim_uid_of(target).empty();
 }
 
 inject::Result<std::vector<std::string>> remove_temp_specs(const std::string& cdi_root) {

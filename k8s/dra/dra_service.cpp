@@ -15,9 +15,24 @@ std::vector<ClaimRef> refs(const Req& req) {
     return out;
 }
 
+// kubelet's deadline (45 s) and its cancellation, as the driver checks them before committing.
+CallLimits limits(grpc::ServerContext* ctx) {
+    CallLimits l;
+    if (!ctx) return l;
+    const auto deadline = ctx->deadline();
+    const auto now = std::chrono::system_clock::now();
+    // No deadline is gpr_inf_future: a time far past anything reachable.
+    if (deadline < now + std::chrono::hours(24 * 365))
+        l.deadline =
+            std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - now);
+    l.cancelled = [ctx] { return ctx->IsCancelled(); };
+    return l;
+}
+
 template <class Req, class Resp>
-grpc::Status prepare(Driver& d, const Req& req, Resp* out) {
-    for (auto& [uid, answer] : d.prepare(refs(req))) {
+grpc::Status prepare(Driver& d, grpc::ServerContext* ctx, const Req& req, Resp* out) {
+    for (auto& [uid, answer] : d.prepare(refs(req), limits(ctx))) {
         auto& r = (*out->mutable_claims())[uid];
         r.set_error(answer.error);
         for (const auto& dev : answer.devices) {
@@ -68,20 +83,20 @@ grpc::Status Registration::NotifyRegistrationStatus(
     return grpc::Status::OK;
 }
 
-grpc::Status DraV1::NodePrepareResources(grpc::ServerContext*,
+grpc::Status DraV1::NodePrepareResources(grpc::ServerContext* ctx,
                                          const drav1::NodePrepareResourcesRequest* req,
                                          drav1::NodePrepareResourcesResponse* out) {
-    return prepare(d_, *req, out);
+    return prepare(d_, ctx, *req, out);
 }
 grpc::Status DraV1::NodeUnprepareResources(grpc::ServerContext*,
                                            const drav1::NodeUnprepareResourcesRequest* req,
                                            drav1::NodeUnprepareResourcesResponse* out) {
     return unprepare(d_, *req, out);
 }
-grpc::Status DraV1beta1::NodePrepareResources(grpc::ServerContext*,
+grpc::Status DraV1beta1::NodePrepareResources(grpc::ServerContext* ctx,
                                               const drav1beta1::NodePrepareResourcesRequest* req,
                                               drav1beta1::NodePrepareResourcesResponse* out) {
-    return prepare(d_, *req, out);
+    return prepare(d_, ctx, *req, out);
 }
 grpc::Status DraV1beta1::NodeUnprepareResources(
     grpc::ServerContext*, const drav1beta1::NodeUnprepareResourcesRequest* req,

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <set>
+#include <thread>
 
 #include "claim_cdi.hpp"
-#include "slices.hpp"
 #include "inject/log.hpp"
+#include "slices.hpp"
 
 namespace edra {
 
@@ -53,10 +55,12 @@ std::string instance_list(const std::vector<inject::device::DrsInstance>& list) 
 }
 
 // Drops one pending entry of that prepare attempt for (card, profile) (all entries alike).
-void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid, std::uint64_t attempt,
-                      std::uint32_t card, const std::string& profile) {
+void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& uid,
+                      std::uint64_t attempt, std::uint32_t card, const std::string& profile,
+                      std::optional<std::uint32_t> made = std::nullopt) {
     const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
-        return p.claim_uid == uid && p.attempt == attempt && p.card == card && p.profile == profile;
+        return p.claim_uid == uid && p.attempt == attempt && p.card == card &&
+               p.profile == profile && p.made == made;
     });
     if (it != pending.end()) pending.erase(it);
 }
@@ -66,6 +70,19 @@ const inject::device::DrsProfile* profile_of(const inject::device::Host& host, c
     for (const auto& p : host.drs_profiles)
         if (placement_name(n.index, p.name, n.placement->k) == n.str()) return &p;
     return nullptr;
+}
+
+// A fetched claim, checked, with the answer it will get (no files).
+inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref,
+                                            const std::string& driver) {
+    INJECT_TRY(const auto results, allocated_devices(obj, ref, driver));
+    PreparedClaim pc{ref.ns, ref.name, {}};
+    for (const auto& a : results) {
+        INJECT_TRY(auto n, parse_device_name(a.device));
+        pc.devices.push_back(
+            {{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
+    }
+    return pc;
 }
 
 inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index) {
@@ -78,7 +95,12 @@ inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index)
 
 inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSource claims,
                                                        Discoverer discover) {
-    INJECT_TRY(auto cp, load_checkpoint(o.checkpoint_path));
+    auto loaded = load_checkpoint_or_previous(o.checkpoint_path);
+    if (loaded.lost)
+        spdlog::error("{}", loaded.problem);
+    else if (!loaded.problem.empty())
+        spdlog::warn("{}", loaded.problem);
+    auto cp = std::move(loaded.cp);
     auto host = discover();
     if (!host) return fail(std::move(host).error().context("discovering Enflame cards"));
     std::uint64_t attempt = 0;  // past every attempt an entry kept from before names
@@ -86,6 +108,7 @@ inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSou
     auto d = std::unique_ptr<Driver>(new Driver(std::move(o), std::move(claims), std::move(discover),
                                                 std::move(*host), std::move(cp)));
     d->next_attempt_ = attempt + 1;
+    d->keep_unknown_specs_ = !loaded.problem.empty();
     return d;
 }
 
@@ -174,6 +197,19 @@ bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card,
     return true;
 }
 
+inject::Result<void> Driver::held_whole(std::uint32_t card, const std::string& device) const {
+    // The scheduler may allocate both for one window (partitions published before their
+    // counters were dropped): the card's holder keeps it.
+    const std::string whole = "gcu-" + std::to_string(card);
+    for (const auto& [uid, c] : cp_.claims)
+        for (const auto& d : c.devices)
+            if (d.device == whole)
+                return fail(Errc::Conflict, "device '" + device + "': card " + std::to_string(card) +
+                                                " is prepared whole for claim '" + c.ns + "/" + c.name +
+                                                "': no DRS instance made on it");
+    return inject::ok();
+}
+
 inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc) {
     struct Want {
         PreparedDevice* dev;
@@ -188,6 +224,7 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
             return fail(Errc::NotFound, "device '" + d.device + "' is not on this node");
         const auto* p = profile_of(host_, n);
         if (!p) return fail(Errc::NotFound, "device '" + d.device + "': no DRS profile of this node has that name");
+        if (auto r = held_whole(n.index, d.device); !r) return r;
         wants.push_back({&d, n.index, p});
     }
     if (wants.empty()) return inject::ok();
@@ -202,7 +239,9 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         for (const auto& in : *list) before[w.card].push_back(in.instance_id);
         before[w.card];  // a card without instances has an empty list
     }
-    for (const auto& w : wants) cp_.pending.push_back({uid, w.card, w.profile->name, before[w.card], attempt});
+    for (const auto& w : wants)
+        cp_.pending.push_back(
+            {uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
         std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
         return fail(std::move(r).error());
@@ -224,6 +263,25 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
             return fail(std::move(in).error().context("device '" + w.dev->device + "'"));
         }
         w.dev->created = CreatedInstance{w.card, in->instance_id, in->profile, in->uuid};
+        // Its id, durable before anything else: a start after a crash destroys that one only.
+        const auto entry =
+            std::find_if(cp_.pending.begin(), cp_.pending.end(), [&](const PendingCreate& p) {
+                return p.claim_uid == uid && p.attempt == attempt && p.card == w.card &&
+                       p.profile == w.profile->name && !p.made;
+            });
+        if (entry != cp_.pending.end()) {
+            entry->made = in->instance_id;
+            entry->made_uuid = in->uuid;
+        }
+        if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
+            card_of(host_, w.card)->drs_instances.push_back(*in);
+            undo_instances(uid, attempt, pc);
+            for (std::size_t j = i + 1; j < wants.size(); ++j)
+                drop_pending_one(cp_.pending, uid, attempt, wants[j].card, wants[j].profile->name);
+            if (auto again = save_checkpoint(o_.checkpoint_path, cp_); !again)
+                spdlog::error("prepare: {}", again.error().what());
+            return fail(std::move(r).error().context("device '" + w.dev->device + "'"));
+        }
         inject::log::info("claim {}: made DRS instance {} for device {}", uid, inject::device::drs_name(*in), w.dev->device);
         // The spec is written from host_: it knows the instance now, without a rediscovery.
         card_of(host_, w.card)->drs_instances.push_back(std::move(*in));
@@ -243,7 +301,7 @@ void Driver::undo_instances(const std::string& uid, std::uint64_t attempt, Prepa
         }
         if (auto* card = card_of(host_, c.card))
             std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
-        drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile);
+        drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile, c.id);
     }
 }
 
@@ -296,47 +354,59 @@ void Driver::converge_pending() {
         spdlog::error("the checkpoint lists DRS instances being made, but this plugin cannot list or destroy them");
         return;
     }
-    // By card and profile: how many were being made, and the ids the card had before all of
-    // them (the intersection: an instance one entry saw may be what an earlier entry made).
-    std::map<std::pair<std::uint32_t, std::string>, std::pair<std::size_t, std::set<std::uint32_t>>> groups;
+    // Only the id an entry records is destroyed: an instance that is new since the entry but
+    // not recorded may be an administrator's (made while we were stopped).
+    std::vector<PendingCreate> kept;
+    std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> lists;
     for (const auto& p : cp_.pending) {
-        auto& g = groups[{p.card, p.profile}];
-        const std::set<std::uint32_t> ids(p.before.begin(), p.before.end());
-        if (g.first++ == 0) {
-            g.second = ids;
-        } else {
-            std::erase_if(g.second, [&](std::uint32_t id) { return !ids.contains(id); });
-        }
-    }
-    bool all_done = true;
-    for (const auto& [key, g] : groups) {
-        const auto& [card, profile] = key;
-        auto list = o_.drs.list(card);
-        if (!list) {
-            spdlog::error("checking DRS instances a stopped prepare may have made: {}", list.error().what());
-            all_done = false;
+        if (!p.made) {
+            inject::log::warn(
+                "claim {}: a prepare was stopped before efsmi answered its create of a {} DRS "
+                "instance "
+                "on card {}: nothing destroyed (an instance it may have made cannot be told from "
+                "an "
+                "administrator's)",
+                p.claim_uid, p.profile, p.card);
             continue;
         }
-        const auto ours = unrecorded_new(*list, card, profile, g.second);
-        if (ours.size() > g.first) {
-            spdlog::warn("card {}: {} new {} DRS instances, but only {} were being made by us: none destroyed (cannot "
-                         "tell ours)", card, ours.size(), profile, g.first);
-            continue;
-        }
-        for (const auto id : ours) {
-            if (auto r = o_.drs.destroy(card, id); !r) {
-                spdlog::error("{}", r.error().what());
-                all_done = false;
+        if (!lists.contains(p.card)) {
+            auto list = o_.drs.list(p.card);
+            if (!list) {
+                spdlog::error("checking DRS instances a stopped prepare may have made: {}",
+                              list.error().what());
+                kept.push_back(p);
                 continue;
             }
-            inject::log::info("destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished", id,
-                              profile, card);
-            if (auto* c = card_of(host_, card))
-                std::erase_if(c->drs_instances, [&](const auto& in) { return in.instance_id == id; });
+            lists[p.card] = std::move(*list);
         }
+        const auto& list = lists[p.card];
+        const CreatedInstance c{p.card, *p.made, p.profile, p.made_uuid};
+        const auto it = std::find_if(list.begin(), list.end(),
+                                     [&](const auto& in) { return in.instance_id == c.id; });
+        if (it == list.end())
+            continue;  // gone already (taken back before the save that would say so)
+        if (it->profile != c.profile ||
+            (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid) ||
+            recorded_by_other("", c)) {
+            inject::log::warn(
+                "card {}: instance {} is {} {} now, not the {} {} a stopped prepare made: left "
+                "alone",
+                p.card, c.id, it->profile, it->uuid, c.profile, c.uuid);
+            continue;
+        }
+        if (auto r = o_.drs.destroy(p.card, c.id); !r) {
+            spdlog::error("{}", r.error().what());
+            kept.push_back(p);
+            continue;
+        }
+        inject::log::info(
+            "destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished",
+            c.id, c.profile, p.card);
+        if (auto* card = card_of(host_, p.card))
+            std::erase_if(card->drs_instances,
+                          [&](const auto& in) { return in.instance_id == c.id; });
     }
-    if (!all_done) return;  // kept: the next start looks again
-    cp_.pending.clear();
+    cp_.pending = std::move(kept);  // kept: the next start looks again
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
 }
 
@@ -358,6 +428,15 @@ void Driver::converge() {
     }
     for (const auto& uid : *specs) {
         if (cp_.claims.contains(uid)) continue;
+        if (keep_unknown_specs_) {
+            // The checkpoint is an older one (or none): this claim may well be prepared, and
+            // its running containers need the spec. kubelet's unprepare removes it.
+            inject::log::info(
+                "kept CDI spec of claim {}: not in the checkpoint, which was restored from an "
+                "older one",
+                uid);
+            continue;
+        }
         // Written by a prepare that never answered (we were stopped before the checkpoint):
         // kubelet retries that prepare, which writes it again.
         if (auto r = remove_claim_spec(o_.cdi_root, uid); !r)
@@ -382,20 +461,69 @@ void Driver::converge() {
     }
 }
 
-inject::Result<PreparedClaim> Driver::fetch(const ClaimRef& ref) const {
-    auto obj = claims_(ref.ns, ref.name);
-    if (!obj)
-        return fail(std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
-    INJECT_TRY(const auto results, allocated_devices(*obj, ref, o_.driver_name));
-    PreparedClaim pc{ref.ns, ref.name, {}};
-    for (const auto& a : results) {
-        INJECT_TRY(auto n, parse_device_name(a.device));
-        pc.devices.push_back({{a.request}, a.pool, a.device, {cdi_device_id(ref.uid, n)}, std::nullopt});
+std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
+    const std::vector<const ClaimRef*>& refs, std::chrono::steady_clock::time_point until) const {
+    // One thread per claim, each with its own copy of what it needs: a fetch still running at
+    // `until` is left to finish on its own (detached) and its answer dropped.
+    struct Slot {
+        std::mutex m;
+        std::condition_variable cv;
+        std::optional<inject::Result<Json>> got;
+    };
+    std::vector<std::pair<std::shared_ptr<Slot>, std::thread>> running;
+    for (const auto* ref : refs) {
+        auto slot = std::make_shared<Slot>();
+        running.emplace_back(slot,
+                             std::thread([slot, source = claims_, ns = ref->ns, name = ref->name] {
+                                 auto r = source(ns, name);
+                                 const std::lock_guard lock(slot->m);
+                                 slot->got.emplace(std::move(r));
+                                 slot->cv.notify_all();
+                             }));
     }
-    return pc;
+    std::map<std::string, inject::Result<PreparedClaim>> out;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+        auto& [slot, thread] = running[i];
+        const auto& ref = *refs[i];
+        std::unique_lock lock(slot->m);
+        if (!slot->cv.wait_until(lock, until, [&] { return slot->got.has_value(); })) {
+            lock.unlock();
+            thread.detach();
+            out.emplace(ref.uid,
+                        fail(Errc::Io, "claim '" + ref.text() +
+                                           "': fetching it: no answer from the API server in time "
+                                           "(before kubelet's deadline)"));
+            continue;
+        }
+        auto obj = std::move(*slot->got);
+        lock.unlock();
+        thread.join();
+        out.emplace(ref.uid, [&]() -> inject::Result<PreparedClaim> {
+            if (!obj)
+                return fail(
+                    std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
+            return prepared_from(*obj, ref, o_.driver_name);
+        }());
+    }
+    return out;
 }
 
-std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims) {
+std::string Driver::unwanted(const std::string& uid, std::chrono::steady_clock::time_point start,
+                             const CallLimits& call) {
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(unprepared_, [&](const auto& t) { return now - t.second > kTombstoneLife; });
+    if (const auto t = unprepared_.find(uid); t != unprepared_.end() && t->second >= start)
+        return "unprepared while this prepare was running: not prepared";
+    if (now >= call.deadline || (call.cancelled && call.cancelled()))
+        return "the call was cancelled or its deadline passed before the claim was prepared: not "
+               "prepared";
+    return {};
+}
+
+std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& claims,
+                                                   const CallLimits& call) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     // The API server is asked without holding the lock, so a slow one delays only the claims
     // that wait for it, not another pod's prepare or an unprepare.
     std::vector<const ClaimRef*> unknown;
@@ -405,10 +533,12 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             if (!cp_.claims.contains(ref.uid)) unknown.push_back(&ref);
         }
     }
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = Clock::now();
-    std::map<std::string, inject::Result<PreparedClaim>> fetched;
-    for (const auto* ref : unknown) fetched.emplace(ref->uid, fetch(*ref));
+    // Answered a little before kubelet gives up, so it sees which claim was late.
+    const auto until =
+        call.deadline == Clock::time_point::max()
+            ? t0 + kFetchBudget
+            : std::min(t0 + kFetchBudget, call.deadline - std::chrono::milliseconds(100));
+    auto fetched = fetch_all(unknown, until);
     const auto t1 = Clock::now();
 
     const std::lock_guard lock(mu_);
@@ -437,9 +567,17 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
             answer.devices = it->second.devices;
             continue;
         }
-        // Unprepared by a concurrent call since we looked: ask again (rare).
-        auto f = fetched.find(ref.uid);
-        if (f == fetched.end()) f = fetched.emplace(ref.uid, fetch(ref)).first;
+        if (const auto why = unwanted(ref.uid, t0, call); !why.empty()) {
+            answer.error = "claim '" + ref.text() + "': " + why;
+            inject::log::warn("prepare: {}", answer.error);
+            continue;
+        }
+        const auto f = fetched.find(ref.uid);
+        if (f == fetched.end()) {  // in the checkpoint when we looked, unprepared since: unwanted()
+            answer.error = "claim '" + ref.text() +
+                           "': unprepared while this prepare was running: not prepared";
+            continue;
+        }
         auto& pc = f->second;
         if (!pc) {
             answer.error = pc.error().what();
@@ -505,8 +643,11 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
     const std::lock_guard lock(mu_);
     std::map<std::string, std::string> out;
     std::map<std::string, PreparedClaim> removed;
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(unprepared_, [&](const auto& t) { return now - t.second > kTombstoneLife; });
     for (const auto& ref : claims) {
         out[ref.uid];
+        unprepared_[ref.uid] = now;  // a prepare of it still fetching must not commit (unwanted())
         if (auto it = cp_.claims.find(ref.uid); it != cp_.claims.end()) {
             // Instances first: a claim whose instance could not go stays, and kubelet retries;
             // the ones that went are no longer recorded (saved now), so the retry never

@@ -9,10 +9,14 @@
 //   prepare:   spec file, then checkpoint, then the answer. Killed after the spec: a spec with
 //              no checkpoint entry, which kubelet never saw answered; it retries the prepare.
 //   unprepare: checkpoint, then spec file. Killed in between: the same leftover.
+// A prepare fetches its claims without the lock; it commits (instance, spec, checkpoint) under
+// the lock only when its call is still wanted: not cancelled, not past its deadline, and no
+// unprepare of that claim came in since the call started (kubelet unprepares claims whose
+// prepare it gave up on). Else nothing of that claim is made, and its answer says why.
 // On start (converge()): a spec with no checkpoint entry is removed (the retry writes it
-// again); a checkpointed claim whose spec is missing gets it written again from the
-// checkpoint. A prepare of a checkpointed claim answers from the checkpoint (no API call) and
-// re-writes a missing spec.
+// again; kept when the checkpoint was restored from checkpoint.json.prev or lost); a checkpointed
+// claim whose spec is missing gets it written again from the checkpoint. A prepare of a
+// checkpointed claim answers from the checkpoint (no API call) and re-writes a missing spec.
 //
 // DRS placements (`gcu-<n>-<profile>-<k>`, published as partitionable devices) have no
 // instance until a prepare makes one:
@@ -35,14 +39,14 @@
 // of that id must still have that profile (and UUID), else the spec is refused.
 // A whole card (`gcu-<n>`) whose card holds DRS instances (efsmi asked at prepare, on a node
 // with DRS profiles) is that claim's error: a split card is never handed out whole.
-// Killed after the create but before the checkpoint that records it: at start the pending
-// entries' card is listed, and an instance of that profile that is in none of the entries'
-// ids (their intersection) and that no claim records is one we made: destroyed (kubelet's
-// retry makes a new one). Only when there are more such instances than pending entries
-// (someone else made one meanwhile) is nothing destroyed, and it is logged: we never destroy an
-// instance we cannot tell we made. Instances that existed before (made by an administrator)
-// are never destroyed.
+// Each pending entry records the id efsmi made for it, saved right after the create. At start
+// an entry's recorded instance is destroyed when the card still has that id with that profile
+// (and UUID, where efsmi prints one) and no claim records it; an entry without an id (killed
+// before efsmi answered, or before that save) destroys nothing and is logged: an instance new
+// since then may be an administrator's. Instances that existed before (made by an
+// administrator) are never destroyed.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -81,6 +85,21 @@ struct DriverOptions {
     DrsOps drs;
 };
 
+/// What a NodePrepareResources call allows: kubelet's deadline (its gRPC call times out after
+/// 45 s) and whether it still waits for the answer. Nothing is committed (instance, spec,
+/// checkpoint) for a call that is cancelled or past its deadline.
+struct CallLimits {
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    std::function<bool()> cancelled;  ///< empty: never
+};
+
+/// The longest a prepare waits for the API server, also when the call has no deadline: under
+/// kubelet's 45 s, so the answer (an error for a claim still unfetched) reaches it.
+inline constexpr std::chrono::milliseconds kFetchBudget{40000};
+/// How long an unprepared claim is remembered: a prepare of it that started before the
+/// unprepare and is still fetching (at most kFetchBudget) is refused, not committed.
+inline constexpr std::chrono::milliseconds kTombstoneLife{300000};
+
 /// One claim's answer: its devices, or one error line.
 struct ClaimAnswer {
     std::vector<PreparedDevice> devices;
@@ -89,8 +108,8 @@ struct ClaimAnswer {
 
 class Driver {
 public:
-    /// Loads the checkpoint (an unreadable one is an error: we would forget prepared claims)
-    /// and discovers the cards.
+    /// Loads the checkpoint (a corrupt one falls back to the previous one, logged: see
+    /// load_checkpoint_or_previous) and discovers the cards.
     [[nodiscard]] static inject::Result<std::unique_ptr<Driver>> create(DriverOptions o,
                                                                         ClaimSource claims,
                                                                         Discoverer discover);
@@ -99,7 +118,10 @@ public:
     void converge();
 
     /// NodePrepareResources: every claim answered, keyed by UID.
-    [[nodiscard]] std::map<std::string, ClaimAnswer> prepare(const std::vector<ClaimRef>& claims);
+    /// The claims not prepared yet are fetched in parallel, for at most kFetchBudget or until
+    /// shortly before the call's deadline; a claim unprepared while this call ran is refused.
+    [[nodiscard]] std::map<std::string, ClaimAnswer> prepare(const std::vector<ClaimRef>& claims,
+                                                             const CallLimits& call = {});
     /// NodeUnprepareResources: UID -> error ("" = done). Unknown claims succeed.
     [[nodiscard]] std::map<std::string, std::string> unprepare(const std::vector<ClaimRef>& claims);
 
@@ -115,8 +137,13 @@ private:
           host_(std::move(host)),
           cp_(std::move(cp)) {}
 
-    /// The claim from the API server, checked, with the answer it will get (no files).
-    inject::Result<PreparedClaim> fetch(const ClaimRef& ref) const;
+    /// The claims `refs` fetched in parallel, each answered by `until` (else its error says so).
+    std::map<std::string, inject::Result<PreparedClaim>> fetch_all(
+        const std::vector<const ClaimRef*>& refs,
+        std::chrono::steady_clock::time_point until) const;
+    /// Why a claim of a call started at `start` must not be committed now ("" = it may).
+    std::string unwanted(const std::string& uid, std::chrono::steady_clock::time_point start,
+                         const CallLimits& call);
     inject::Result<bool> write_spec(const std::string& uid, const std::vector<DeviceName>& devices,
                                     const std::map<std::string, CreatedInstance>& made,
                                     bool only_if_changed = false);
@@ -127,6 +154,9 @@ private:
     /// A whole card of `pc` on a card split into DRS instances (asked of efsmi now, when this
     /// node has DRS profiles): an error, the card is not handed out whole.
     inject::Result<void> check_whole_cards(const PreparedClaim& pc);
+    /// A placement `device` on `card` while a checkpointed claim holds the card whole: Conflict
+    /// naming the card and that claim.
+    inject::Result<void> held_whole(std::uint32_t card, const std::string& device) const;
     /// Makes the instances of `pc`'s placements (pending entries of `attempt` first, see
     /// above), recording each in its device and in host_. On error nothing of it is left
     /// (destroyed, pending dropped and saved), except an instance that could not be taken
@@ -159,6 +189,11 @@ private:
     inject::device::Host host_;
     Checkpoint cp_;
     std::uint64_t next_attempt_ = 1;  ///< the next prepare attempt's tag (PendingCreate::attempt)
+    /// The checkpoint was not read as saved (load_checkpoint_or_previous): converge() keeps the
+    /// specs it does not list.
+    bool keep_unknown_specs_ = false;
+    /// Claims unprepared in the last kTombstoneLife, with when (see unwanted()).
+    std::map<std::string, std::chrono::steady_clock::time_point> unprepared_;
 };
 
 }  // namespace edra

@@ -3,8 +3,11 @@
 // (KUBERNETES.md section 3). This file parses flags (each also readable from an environment
 // variable), sets up logging and the API-server client, and hands over to the daemon.
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "dra_daemon.hpp"
 #include "inject/log.hpp"
@@ -14,38 +17,125 @@
 
 namespace {
 
+// resource.k8s.io's version on the API server, asked until it answers: the plugin starts
+// without the API server (a node reboot while the control plane is down too) and serves
+// NodeUnprepare and checkpointed claims meanwhile.
+class ApiVersion {
+public:
+    explicit ApiVersion(std::shared_ptr<k8s::api::Client> client) : client_(std::move(client)) {}
+    /// The version, asking the server when it is not known yet.
+    inject::Result<std::string> get() {
+        {
+            const std::lock_guard lock(mu_);
+            if (!version_.empty()) return version_;
+        }
+        auto v = client_->resource_api_version();
+        if (!v)
+            return inject::fail(
+                std::move(v).error().context("asking the API server for resource.k8s.io"));
+        const std::lock_guard lock(mu_);
+        if (version_.empty()) inject::log::info("API server offers resource.k8s.io/{}", *v);
+        version_ = *v;
+        return version_;
+    }
+
+private:
+    std::shared_ptr<k8s::api::Client> client_;
+    std::mutex mu_;
+    std::string version_;
+};
+
 // ResourceClaims from the API server, in the resource.k8s.io version it offers.
-edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client, std::string version) {
+edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
+                              std::shared_ptr<ApiVersion> version) {
     return [client = std::move(client), version = std::move(version)](
                const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
-        return client->get("/apis/resource.k8s.io/" + version + "/namespaces/" + ns +
-                           "/resourceclaims/" + name);
+        INJECT_TRY(const auto v, version->get());
+        return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" +
+                           name);
     };
 }
 
 // The ResourceSlice publisher beside the sockets: publishes at start, again when kubelet
 // restarted (it deletes the node's slices), when the watch sees someone else delete or change
-// one of ours, and every `resync`; removes the slices on a clean stop.
-edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client, edra::SliceOptions opts,
+// one of ours, and every `resync`; removes the slices on a clean stop. It starts once the API server has told the version (asked again after 1 s, doubling
+// up to 30 s, and at once when kubelet registers the plugin).
+edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
+                                  std::shared_ptr<ApiVersion> version, edra::SliceOptions opts,
                                   std::chrono::milliseconds resync) {
-    return [client = std::move(client), opts = std::move(opts), resync](edra::Discoverer discover) {
-        auto publisher = std::make_shared<edra::Publisher>(client, opts);
-        // The loop logs each publish itself.
-        auto loop = std::make_shared<edra::PublisherLoop>(*publisher, std::move(discover), resync);
-        // Someone else deleted or changed one of our slices (kubelet's startup wipe may land
-        // after the publish its registration asked for): publish again at once.
-        auto watch = std::make_shared<edra::SliceWatch>(
-            client, *publisher, [loop] { loop->trigger(); }, edra::SliceWatch::Options{});
-        // Each part holds the publisher too: the loop refers to it until the loop is gone.
-        return edra::Companion{[loop, watch, publisher] {
-                                   loop->start();
-                                   watch->start();
-                               },
-                               [loop, publisher] { loop->trigger(); },
-                               [loop, watch, publisher] {
-                                   watch->stop();
-                                   loop->stop(true);
-                               }};
+    return [client = std::move(client), version = std::move(version), opts = std::move(opts),
+            resync](edra::Discoverer discover) {
+        struct State {
+            std::mutex mu;
+            std::condition_variable cv;
+            bool stopping = false;
+            bool ask_now = false;  // kubelet registered us: ask at once, not after the backoff
+            std::shared_ptr<edra::Publisher> publisher;
+            std::shared_ptr<edra::PublisherLoop> loop;  // set once the version is known
+            std::shared_ptr<edra::SliceWatch> watch;    // with the loop
+            std::thread waiter;
+        };
+        auto st = std::make_shared<State>();
+        auto start = [st, client, version, opts, resync, discover] {
+            st->waiter = std::thread([st, client, version, opts, resync, discover] {
+                auto wait = std::chrono::milliseconds(1000);
+                for (bool logged = false;;) {
+                    auto v = version->get();
+                    std::unique_lock lock(st->mu);
+                    if (st->stopping) return;
+                    if (v) {
+                        auto o = opts;
+                        o.api_version = *v;
+                        st->publisher = std::make_shared<edra::Publisher>(client, o);
+                        // The loop logs each publish itself.
+                        st->loop =
+                            std::make_shared<edra::PublisherLoop>(*st->publisher, discover, resync);
+                        st->loop->start();
+                        // Someone else deleted or changed one of our slices (kubelet's startup
+                        // wipe may land after the publish its registration asked for): publish
+                        // again at once.
+                        st->watch = std::make_shared<edra::SliceWatch>(
+                            client, *st->publisher, [loop = st->loop] { loop->trigger(); },
+                            edra::SliceWatch::Options{});
+                        st->watch->start();
+                        if (logged)
+                            inject::log::info("API server reachable: publishing ResourceSlices");
+                        return;
+                    }
+                    if (!logged)
+                        spdlog::error(
+                            "{}: ResourceSlices not published yet; asking again in the background "
+                            "(prepared "
+                            "claims and unprepare are served meanwhile)",
+                            v.error().what());
+                    logged = true;
+                    st->cv.wait_for(lock, wait, [&] { return st->stopping || st->ask_now; });
+                    if (st->stopping) return;
+                    st->ask_now = false;
+                    wait = std::min(wait * 2, std::chrono::milliseconds(30000));
+                }
+            });
+        };
+        auto trigger = [st] {
+            const std::lock_guard lock(st->mu);
+            if (st->loop) {
+                st->loop->trigger();
+            } else {
+                st->ask_now = true;
+                st->cv.notify_all();
+            }
+        };
+        auto stop = [st] {
+            {
+                const std::lock_guard lock(st->mu);
+                st->stopping = true;
+            }
+            st->cv.notify_all();
+            if (st->waiter.joinable()) st->waiter.join();
+            if (st->watch) st->watch->stop();
+            if (st->loop) st->loop->stop(true);
+        };
+        return edra::Companion{start, trigger, stop};
     };
 }
 
@@ -119,20 +209,17 @@ int main(int argc, char** argv) try {
     auto client = k8s::api::Client::create(std::move(*cfg));
     if (!client) return fail(client.error());
     std::shared_ptr<k8s::api::Client> shared(std::move(*client));
-    // The version decides the claims' path and the slices' shape; without an answer the
-    // plugin cannot do either (the DaemonSet restarts it).
-    auto version = shared->resource_api_version();
-    if (!version) return fail(version.error().context("asking the API server for resource.k8s.io"));
-    inject::log::debug("API server offers resource.k8s.io/{}", *version);
+    // The version decides the claims' path and the slices' shape. Asked once the sockets
+    // serve, and until the server answers: the plugin serves its checkpointed claims without it.
+    auto version = std::make_shared<ApiVersion>(shared);
     edra::SliceOptions slices;
     slices.node_name = o.node_name;
-    slices.api_version = *version;
     // DRS profiles as partitionable devices where the server takes counters (a prepare makes
     // the instance), else the instances that exist as plain devices. With counters the slices
     // do not change when a prepare makes or removes an instance: the scheduler counts them.
     slices.drs = edra::DrsMode::Auto;
-    return edra::run(o, claims_from(shared, *version),
-                     publisher_for(shared, slices, std::chrono::seconds(resync_s)));
+    return edra::run(o, claims_from(shared, version),
+                     publisher_for(shared, version, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

@@ -58,10 +58,13 @@ done
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "plugin side: median $(grep -o '[0-9]* us asking' "$T/dra.log" | cut -d' ' -f1 | median) us asking the API server," \
   "$(grep -o '[0-9]* us specs' "$T/dra.log" | cut -d' ' -f1 | median) us writing spec and checkpoint"
+# The last timed prepare left card 3 prepared whole: a placement on it would be refused.
+"$FDK" unprepare --socket "$sock" --claim ns/c1/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a11 >/dev/null
 for _ in 1 2 3; do
   "$FDK" prepare --socket "$sock" --claim ns/c2/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a12 --repeat 100 --unprepare-between 2>&1 >/dev/null |
     sed 's/^prepare:/prepare (DRS placement, efsmi create):/'
 done
+"$FDK" unprepare --socket "$sock" --claim ns/c2/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a12 >/dev/null
 "$FDK" prepare --socket "$sock" --claim ns/c1/0d6f1c1e-8f6a-4d38-9d59-5b0b6f6c2a11 --repeat 300 2>&1 >/dev/null |
   sed 's/^prepare:/prepare (retry, from the checkpoint):/'
 echo "rss: $(awk '/VmRSS/ {print $2, $3}' "/proc/$DRA_PID/status")"

@@ -303,15 +303,123 @@ TEST_F(DraDriver, RestartConvergesSpecsWithTheCheckpoint) {
     EXPECT_EQ(fetches_, 0);
 }
 
-TEST_F(DraDriver, BadCheckpointIsAnErrorNamingTheFile) {
-    const auto path = tmp_.path() + "/checkpoint.json";
+TEST_F(DraDriver, ACorruptCheckpointFallsBackToThePreviousOneAndKeepsTheSpecs) {
+    claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
+    claims_["ns/b"] = claim("b", "uid-b", {"gcu-1"});
+    const auto path = options().checkpoint_path;
+    {
+        auto d = make();
+        ASSERT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+        ASSERT_EQ(d->prepare({{"ns", "b", "uid-b"}}).at("uid-b").error, "");
+    }
+    // Each save kept the file it replaced.
+    ASSERT_EQ(edra::load_checkpoint(path + ".prev")->claims.size(), 1u);
+    const auto bad = read(path).substr(0, 30);
+    ASSERT_TRUE(inject::fs::atomic_write(path, bad));
+    auto loaded = edra::load_checkpoint_or_previous(path);
+    EXPECT_FALSE(loaded.lost);
+    EXPECT_EQ(loaded.problem.rfind("checkpoint '" + path + "': ", 0), 0u) << loaded.problem;
+    EXPECT_TRUE(loaded.problem.ends_with("(kept as '" + path +
+                                         ".corrupt'); using the previous one, '" + path + ".prev'"))
+        << loaded.problem;
+    EXPECT_EQ(read(path + ".corrupt"), bad);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    // A restart now (a crash right after the fallback) starts from .prev again.
+    auto d = make();
+    d->converge();
+    EXPECT_EQ(d->checkpoint().claims.size(), 1u);
+    EXPECT_TRUE(d->checkpoint().claims.contains("uid-a"));
+    // uid-b's spec stays (its containers may run): kubelet's unprepare removes it.
+    EXPECT_TRUE(has_spec("uid-b"));
+    EXPECT_EQ(d->unprepare({{"ns", "b", "uid-b"}}).at("uid-b"), "");
+    EXPECT_FALSE(has_spec("uid-b"));
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uid-a"}}).at("uid-a"), "");
+    EXPECT_FALSE(has_spec("uid-a"));
+    EXPECT_TRUE(d->checkpoint().claims.empty());
+}
+
+TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
+    claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
+    const auto path = options().checkpoint_path;
+    {
+        auto d = make();
+        ASSERT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+    }
     ASSERT_TRUE(
         inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
-    auto o = options();
-    auto d = edra::Driver::create(o, nullptr,
-                                  [this] { return inject::Result<inject::device::Host>(host_); });
-    ASSERT_FALSE(d);
-    EXPECT_EQ(d.error().what().rfind("checkpoint '" + path + "': ", 0), 0u) << d.error().what();
+    ASSERT_TRUE(inject::fs::atomic_write(path + ".prev", "{"));
+    auto loaded = edra::load_checkpoint_or_previous(path);
+    EXPECT_TRUE(loaded.lost);
+    EXPECT_TRUE(loaded.problem.ends_with(": starting without prepared claims")) << loaded.problem;
+    EXPECT_NE(loaded.problem.find("the previous one is bad too: checkpoint '" + path + ".prev': "),
+              std::string::npos)
+        << loaded.problem;
+    auto d = make();
+    d->converge();
+    EXPECT_TRUE(d->checkpoint().claims.empty());
+    EXPECT_TRUE(has_spec("uid-a"));
+    // A new prepare works and is remembered.
+    EXPECT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
+    EXPECT_TRUE(edra::load_checkpoint(path)->claims.contains("uid-a"));
+}
+
+// kubelet gives up on a prepare whose claim fetch hangs and unprepares the claim; the fetch
+// then returns: the late prepare commits nothing. A prepare after the unprepare is not refused.
+TEST_F(DraDriver, APrepareThatOutlivesItsUnprepareCommitsNothing) {
+    claims_["ns/c"] = claim("c", "uid-c", {"gcu-0"});
+    std::promise<void> release, asked;
+    auto released = release.get_future().share();
+    std::atomic<bool> hold{true};
+    auto d = edra::Driver::create(
+        options(),
+        [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
+            if (hold.exchange(false)) {
+                asked.set_value();
+                released.wait();
+            }
+            return claims_.at(ns + "/" + name);
+        },
+        [this] { return inject::Result<inject::device::Host>(host_); });
+    ASSERT_TRUE(d);
+    auto late = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "c", "uid-c"}}); });
+    asked.get_future().wait();
+    EXPECT_EQ((*d)->unprepare({{"ns", "c", "uid-c"}}).at("uid-c"), "");
+    release.set_value();
+    EXPECT_EQ(late.get().at("uid-c").error,
+              "claim 'ns/c': unprepared while this prepare was running: not prepared");
+    EXPECT_FALSE(has_spec("uid-c"));
+    EXPECT_TRUE((*d)->checkpoint().claims.empty());
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}).at("uid-c").error, "");
+    EXPECT_TRUE(has_spec("uid-c"));
+}
+
+// A call past its deadline gets an answer before it (the claim not fetched in time), one
+// cancelled while its claim was fetched commits nothing.
+TEST_F(DraDriver, DeadlineAndCancellationCommitNothing) {
+    claims_["ns/c"] = claim("c", "uid-c", {"gcu-0"});
+    auto d = edra::Driver::create(
+        options(),
+        [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            return claims_.at(ns + "/" + name);
+        },
+        [this] { return inject::Result<inject::device::Host>(host_); });
+    ASSERT_TRUE(d);
+    edra::CallLimits limits;
+    limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, limits).at("uid-c").error,
+              "claim 'ns/c': fetching it: no answer from the API server in time (before kubelet's deadline)");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+    edra::CallLimits cancelled;
+    cancelled.cancelled = [] { return true; };
+    EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, cancelled).at("uid-c").error,
+              "claim 'ns/c': the call was cancelled or its deadline passed before the claim was prepared: not "
+              "prepared");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first fetch ends too
+    EXPECT_FALSE(has_spec("uid-c"));
+    EXPECT_TRUE((*d)->checkpoint().claims.empty());
+    EXPECT_FALSE(std::filesystem::exists(options().checkpoint_path));
 }
 
 TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
@@ -490,6 +598,23 @@ TEST_F(DraDrs, WholeCardSplitIntoInstancesIsThatClaimsError) {
     EXPECT_EQ(d2->prepare({{"ns", "x", "uX"}}).at("uX").error, "claim 'ns/x': device 'gcu-1': efsmi: timed out");
 }
 
+// A placement on a card a checkpointed claim holds whole (both allocated while partitions were
+// published without counters): refused, naming the card and the holder; no instance made.
+TEST_F(DraDrs, PlacementOnACardHeldWholeIsRefused) {
+    claims_["ns/w"] = claim("w", "uW", {"gcu-0"});
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    claims_["ns/q"] = claim("q", "uQ", {"gcu-1-1g-11gb-0"});
+    auto d = make_drs();
+    ASSERT_EQ(d->prepare({{"ns", "w", "uW"}}).at("uW").error, "");
+    const auto out = d->prepare({{"ns", "p", "uP"}, {"ns", "q", "uQ"}});
+    EXPECT_EQ(out.at("uP").error, "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 is prepared whole for claim "
+                                  "'ns/w': no DRS instance made on it");
+    EXPECT_FALSE(has_spec("uP"));
+    EXPECT_TRUE(efsmi_.cards[0].empty());
+    EXPECT_EQ(out.at("uQ").error, "");
+    EXPECT_EQ(efsmi_.cards[1].size(), 1u);
+}
+
 // Without DRS profiles no card can be split: a whole card's prepare asks efsmi nothing.
 TEST_F(DraDrs, WholeCardOnAHostWithoutDrsAsksEfsmiNothing) {
     host_.drs_profiles.clear();
@@ -537,8 +662,10 @@ TEST_F(DraDrs, AmbiguousFailedCreateKeepsItsPendingEntryAcrossARetry) {
 }
 
 // Two claims of one call, one placement each on card 0, the plugin killed (an exception stands
-// in for SIGKILL) right after efsmi made the second claim's instance: the first claim was not
-// recorded by the second's pending save, and the restart destroys both instances.
+// in for SIGKILL) right after efsmi made the second claim's instance, before its id was saved:
+// the first claim was not recorded by the second's pending save, and the restart destroys the
+// first's instance (its entry has the id); the second's cannot be told from an administrator's
+// and stays (logged).
 TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
     claims_["ns/a"] = claim("a", "uA", {"gcu-0-1g-11gb-0"});
     claims_["ns/b"] = claim("b", "uB", {"gcu-0-1g-11gb-1"});
@@ -557,27 +684,45 @@ TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
     const auto cp = on_disk();
     EXPECT_TRUE(cp.claims.empty()) << "a claim recorded before its answer";
     ASSERT_EQ(cp.pending.size(), 2u);
+    EXPECT_EQ(cp.pending[0].made, std::optional<std::uint32_t>(0));
+    EXPECT_EQ(cp.pending[1].made, std::nullopt);
     auto d = make_drs();
     d->converge();
-    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_FALSE(efsmi_.has(0, 0));
+    EXPECT_TRUE(efsmi_.has(0, 1));
     EXPECT_TRUE(on_disk().pending.empty());
     EXPECT_FALSE(has_spec("uA"));
 }
 
-// Pending entries of one call on one card: the second's `before` holds the first's instance.
-// Both are the plugin's: the groups' `before` sets are intersected, not joined.
-TEST_F(DraDrs, ConvergeIntersectsThePendingEntriesBefore) {
+// Pending entries of one call on one card, each with the id efsmi made for it, and an
+// administrator's instance of that profile made before the crash: only the recorded ids go.
+TEST_F(DraDrs, ConvergeDestroysOnlyTheRecordedIds) {
     edra::Checkpoint cp;
-    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1});
-    cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2});
+    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, 0u, ""});
+    cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2, 1u, ""});
     ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
     efsmi_.make(0, "1g.11gb");
     efsmi_.make(0, "1g.11gb");
+    efsmi_.make(0, "1g.11gb");  // an administrator's, id 2: new since the entries, not ours
     efsmi_.make(1, "1g.11gb");  // another card's: not looked at
     auto d = make_drs();
     d->converge();
-    EXPECT_TRUE(efsmi_.cards[0].empty()) << efsmi_.cards[0].size() << " left";
+    EXPECT_EQ(efsmi_.cards[0].size(), 1u);
+    EXPECT_TRUE(efsmi_.has(0, 2));
     EXPECT_EQ(efsmi_.cards[1].size(), 1u);
+    EXPECT_TRUE(on_disk().pending.empty());
+}
+
+// An entry written, then the plugin killed before efsmi answered; an administrator makes an
+// instance of that profile before the restart: it survives (the entry records no id).
+TEST_F(DraDrs, AnAdministratorsInstanceMadeAfterAPendingEntrySurvives) {
+    edra::Checkpoint cp;
+    cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, std::nullopt, ""});
+    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    efsmi_.make(0, "1g.11gb");
+    auto d = make_drs();
+    d->converge();
+    EXPECT_TRUE(efsmi_.has(0, 0));
     EXPECT_TRUE(on_disk().pending.empty());
 }
 

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // fake-dra-kubelet: kubelet's side of DRA, for tests (KUBERNETES.md sections 3 and 6).
 //
-//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--known v1,v1beta1] [--wait-ms
+//   fake-dra-kubelet register --registry D --name gcu.enflame.com [--kubelet-minor 34] [--wait-ms
 //   N]
 //       What kubelet's plugin watcher does with D/<name>-reg.sock: waits for it (up to
 //       --wait-ms), dials it, calls GetInfo, checks the answer as kubelet does (type DRAPlugin,
-//       the name, an absolute endpoint that is a socket, a supported version kubelet knows:
-//       --known lists kubelet's, in its order of preference), then NotifyRegistrationStatus
+//       the name, an absolute endpoint that is a socket, a supported version the kubelet of
+//       --kubelet-minor knows, in its order of preference), then NotifyRegistrationStatus
 //       (registered, or not with the reason). Prints {"info":..,"version":..} as JSON; a
 //       refusal is "error: ..." on stderr and exit 1.
 //   fake-dra-kubelet prepare   --socket S --version v1|v1beta1 --claim ns/name/uid... [--repeat N]
 //   fake-dra-kubelet unprepare --socket S --version v1|v1beta1 --claim ns/name/uid...
+//       [--timeout-ms N] (the call's deadline, kubelet's 45 s by default)
 //       One NodePrepareResources / NodeUnprepareResources call with the claims, the answer as
 //       JSON on stdout; a gRPC error is "error: CODE: message" on stderr and exit 1. --repeat N
 //       measures the call (kubelet side) and prints "prepare: n=N median_us=.. p90_us=..
@@ -128,7 +129,8 @@ bool fill(const std::vector<std::string>& claims, google::protobuf::RepeatedPtrF
 
 // One call per repeat; the last answer printed, timings on stderr.
 template <class Stub, class PrepReq, class PrepResp, class UnprepReq, class UnprepResp>
-int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat, bool cycle) {
+int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int repeat, bool cycle,
+         int timeout_ms) {
     PrepReq preq;
     UnprepReq ureq;
     if (!fill(claims, preq.mutable_claims()) || !fill(claims, ureq.mutable_claims()))
@@ -139,7 +141,7 @@ int call(Stub& stub, bool prepare, const std::vector<std::string>& claims, int r
     std::vector<double> us;
     for (int i = 0; i < std::max(1, repeat); ++i) {
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
         const auto t0 = std::chrono::steady_clock::now();
         st = prepare ? stub.NodePrepareResources(&ctx, preq, &presp)
                      : stub.NodeUnprepareResources(&ctx, ureq, &uresp);
@@ -172,12 +174,15 @@ int main(int argc, char** argv) try {
     app.require_subcommand(1);
     std::string registry, name = "gcu.enflame.com", known = "v1,v1beta1", socket, version = "v1";
     std::vector<std::string> claims;
-    int wait_ms = 5000, repeat = 1;
+    int wait_ms = 5000, repeat = 1, timeout_ms = 45000;
     bool cycle = false;
     auto* reg = app.add_subcommand("register", "register the plugin whose socket is in --registry");
     reg->add_option("--registry", registry)->required();
     reg->add_option("--name", name);
-    reg->add_option("--known", known, "the DRAPlugin versions kubelet knows, comma separated");
+    int kubelet_minor = 34;
+    reg->add_option("--kubelet-minor", kubelet_minor,
+                    "the kubelet played (1.N): 1.34+ knows DRAPlugin v1 and v1beta1, 1.32-1.33 v1beta1, "
+                    "1.31 v1alpha4");
     reg->add_option("--wait-ms", wait_ms, "how long to wait for the registration socket");
     for (const char* cmd : {"prepare", "unprepare"}) {
         auto* c = app.add_subcommand(cmd);
@@ -185,10 +190,16 @@ int main(int argc, char** argv) try {
         c->add_option("--version", version)->check(CLI::IsMember({"v1", "v1beta1"}));
         c->add_option("--claim", claims, "namespace/name/uid (repeatable)")->required();
         c->add_option("--repeat", repeat);
+        c->add_option("--timeout-ms", timeout_ms, "the call's deadline (kubelet's: 45 s)");
         if (std::string(cmd) == "prepare") c->add_flag("--unprepare-between", cycle);
     }
     CLI11_PARSE(app, argc, argv);
-    if (reg->parsed()) return do_register(registry, name, known, wait_ms);
+    // What each kubelet's DRA plugin manager knows (upstream pkg/kubelet/cm/dra: v1 services
+    // from 1.34, v1beta1 from 1.32, v1alpha4 in 1.31), in its order of preference.
+    if (reg->parsed()) {
+        known = kubelet_minor >= 34 ? "v1,v1beta1" : kubelet_minor >= 32 ? "v1beta1" : "v1alpha4";
+        return do_register(registry, name, known, wait_ms);
+    }
 
     auto ch = k8s::dial_unix(socket, std::chrono::milliseconds(5000));
     if (!ch) return error(ch.error().what());
@@ -197,12 +208,14 @@ int main(int argc, char** argv) try {
         auto stub = drav1::DRAPlugin::NewStub(*ch);
         return call<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest,
                     drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
-                    drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle);
+                    drav1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle,
+                                                           timeout_ms);
     }
     auto stub = drav1beta1::DRAPlugin::NewStub(*ch);
     return call<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
                 drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
-                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle);
+                drav1beta1::NodeUnprepareResourcesResponse>(*stub, prepare, claims, repeat, cycle,
+                                                            timeout_ms);
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

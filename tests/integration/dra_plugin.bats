@@ -132,19 +132,29 @@ prepare() { local v=$1; shift; "$FDK" prepare --socket "$SOCK" --version "$v" "$
 unprepare() { local v=$1; shift; "$FDK" unprepare --socket "$SOCK" --version "$v" "${@/#/--claim=}"; }
 spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
 
-@test "registration: GetInfo through the plugin watcher; kubelet 1.34 takes v1, 1.32 v1beta1; sockets 0600" {
+@test "registration: GetInfo through the plugin watcher; a kubelet 1.34 (v1, v1beta1) and 1.32 (v1beta1 only) register the plugin and prepare through it; 1.31 is refused; sockets 0600" {
   up
-  run "$FDK" register --registry "$REG"
+  put_claim ns c1 uid-1 gcu-0
+  run "$FDK" register --registry "$REG" --kubelet-minor 34
   [ "$status" -eq 0 ]
-  [ "$output" = "{\"info\":{\"type\":\"DRAPlugin\",\"name\":\"gcu.enflame.com\",\"endpoint\":\"$SOCK\",\"supported_versions\":[\"v1.DRAPlugin\",\"v1beta1.DRAPlugin\"]},\"version\":\"v1\"}" ]
-  run "$FDK" register --registry "$REG" --known v1beta1
+  jq -e --arg s "$SOCK" '.info == {type: "DRAPlugin", name: "gcu.enflame.com", endpoint: $s, supported_versions: ["v1.DRAPlugin", "v1beta1.DRAPlugin"]}' <<<"$output"
+  wait_for grep -qF "kubelet registered gcu.enflame.com (endpoint $SOCK)" "$SCRATCH/dra.log"
+  run prepare v1 ns/c1/uid-1
   [ "$status" -eq 0 ]
-  [ "$(jq -r .version <<<"$output")" = v1beta1 ]
-  run "$FDK" register --registry "$REG" --known v1alpha4
+  jq -e '.claims["uid-1"].error == "" and .claims["uid-1"].devices[0].device_name == "gcu-0"' <<<"$output"
+  run unprepare v1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  # kubelet 1.32 knows only v1beta1: the plugin registers with it and serves that service
+  run "$FDK" register --registry "$REG" --kubelet-minor 32
+  [ "$status" -eq 0 ]
+  wait_for test "$(grep -cF "kubelet registered gcu.enflame.com" "$SCRATCH/dra.log")" -eq 2
+  run prepare v1beta1 ns/c1/uid-1
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == "" and .claims["uid-1"].devices[0].device_name == "gcu-0"' <<<"$output"
+  # kubelet 1.31 (v1alpha4): not a version the plugin serves; the plugin is told and says so
+  run "$FDK" register --registry "$REG" --kubelet-minor 31
   [ "$status" -eq 1 ]
-  [ "$output" = "error: none of the supported versions is one kubelet knows (v1alpha4)" ]
-  grep -F "kubelet registered gcu.enflame.com (endpoint $SOCK)" "$SCRATCH/dra.log"
-  grep -F "kubelet did not register gcu.enflame.com: none of the supported versions" "$SCRATCH/dra.log"
+  wait_for grep -qF "kubelet did not register gcu.enflame.com: none of the supported versions" "$SCRATCH/dra.log"
   [ "$(stat -c %a "$SOCK")" = 600 ]
   [ "$(stat -c %a "$REG/gcu.enflame.com-reg.sock")" = 600 ]
 }
@@ -188,7 +198,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   run prepare v1beta1 ns1/c1/uid-1
   [ "$status" -eq 0 ]
   [ "$(jq -c '[.claims["uid-1"].devices[].cdi_device_ids[0]]' <<<"$output")" = '["k8s.gcu.enflame.com/claim=uid-1-gcu-0","k8s.gcu.enflame.com/claim=uid-1-gcu-1"]' ]
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
 }
 
 @test "faults: uid mismatch, not allocated, other driver, unknown claim, a card not here, an opaque config of an unknown kind: one error each, the good claim prepared, nothing left behind" {
@@ -231,7 +241,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   put_claim ns c2 uid-2 gcu-1
   run prepare v1 ns/c1/uid-1
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   wait_for has_slices "gcu-0 gcu-1"   # the publisher is idle until its resync
   # kubelet rotates the token (a new file renamed over the old); the old one expires
   echo rotated-token > "$SCRATCH/token.new"
@@ -240,7 +250,7 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   : > "$API/tokens.log"
   run prepare v1 ns/c2/uid-2
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-2"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-2"].error == ""' <<<"$output"
   [ -e "$(spec_of uid-2)" ]
   [ "$(paste -sd' ' "$API/tokens.log")" = "test-token rotated-token" ]
   grep -qF "the token in '$SCRATCH/token' changed" "$SCRATCH/dra.log"
@@ -280,8 +290,166 @@ spec_of() { echo "$CDIR/k8s.gcu.enflame.com-claim_$1.yaml"; }
   # slow (but within the client's timeout): prepared
   echo '{"slow_ms": 400}' > "$API/control.json"
   run prepare v1 ns/c1/uid-1
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   [ -e "$(spec_of uid-1)" ]
+}
+
+# nothing_of CLAIM: no spec, no checkpoint entry or pending entry, no DRS instance on any card.
+nothing_of() {
+  [ ! -e "$(spec_of "$1")" ]
+  if [ -e "$CP" ]; then
+    jq -e --arg u "$1" '(.claims | has($u) | not) and ([.pending[]? | select(.claim == $u)] == [])' "$CP"
+  fi
+  [ "$(drs_list)" = "" ]
+}
+# requests: how many requests the API server answered (or refused) so far.
+requests() { wc -l < "$API/tokens.log"; }
+requests_more_than() { [ "$(requests)" -gt "$1" ]; }
+# slices_json: node1's ResourceSlices as the scheduler reads them (devices and counters).
+slices_json() {
+  api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=node1,spec.driver=gcu.enflame.com" |
+    jq -cS '[.items[].spec] | sort_by(.pool.name)'
+}
+
+@test "a prepare that outlives kubelet's deadline (an API server slower than it), or whose kubelet went away, commits nothing: no spec, no checkpoint entry, no DRS instance; the advertised counters unchanged" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  local slices
+  slices=$(slices_json)
+  jq -e 'length > 0' <<<"$slices"
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  local before
+  before=$(requests)
+  echo '{"slow_ms": 2500}' > "$API/control.json"
+  # kubelet's deadline, 1 s here (45 s in kubelet): the answer, if one comes in time, is an error
+  run "$FDK" prepare --socket "$SOCK" --version v1 --timeout-ms 1000 --claim=ns/p/uid-p
+  echo "$output"
+  if [ "$status" -eq 0 ]; then
+    jq -e '.claims["uid-p"].error | contains("no answer from the API server in time")' <<<"$output"
+  else
+    [[ "$output" == *DEADLINE_EXCEEDED* ]]
+  fi
+  # the fetch the plugin gave up on is answered 2.5 s after it began (the server logs it then)
+  wait_for requests_more_than "$before"
+  sleep 0.5
+  nothing_of uid-p
+  # kubelet gone mid-call (restarted): the fetch comes back in time, but the call is cancelled
+  before=$(requests)
+  timeout -s KILL 0.5 "$FDK" prepare --socket "$SOCK" --version v1 --claim=ns/p/uid-p || true
+  wait_for requests_more_than "$before"
+  wait_for grep -qF "claim 'ns/p': the call was cancelled or its deadline passed before the claim was prepared: not prepared" "$SCRATCH/dra.log"
+  nothing_of uid-p
+  echo '{}' > "$API/control.json"
+  [ "$(slices_json)" = "$slices" ]
+  # kubelet's retry with time to spare prepares it
+  run prepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+}
+
+@test "an unprepare while the prepare still fetches its claim: the late prepare is refused and leaves nothing; a prepare after the unprepare works" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  local slices
+  slices=$(slices_json)
+  put_claim ns p uid-p gcu-0-1g-11gb-1
+  echo '{"slow_ms": 3000}' > "$API/control.json"
+  "$FDK" prepare --socket "$SOCK" --version v1 --claim=ns/p/uid-p >"$SCRATCH/late.json" 2>&1 3>&- &
+  local late=$!
+  sleep 0.5
+  # kubelet gave up on the pod: it unprepares the claim (unknown to the plugin yet: done at once)
+  run unprepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  wait "$late"
+  cat "$SCRATCH/late.json"
+  nothing_of uid-p
+  jq -e ".claims[\"uid-p\"].error == \"claim 'ns/p': unprepared while this prepare was running: not prepared\"" "$SCRATCH/late.json"
+  echo '{}' > "$API/control.json"
+  [ "$(slices_json)" = "$slices" ]
+  # the claim prepared again later (a new pod sharing it) is not refused
+  run prepare v1 ns/p/uid-p
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  [ -e "$(spec_of uid-p)" ]
+}
+
+@test "started while the API server is down: converges from the checkpoint, serves unprepare and checkpointed claims, a new claim is its error; slices published once the server answers" {
+  up
+  put_claim ns a uid-a gcu-0
+  put_claim ns b uid-b gcu-1
+  run prepare v1 ns/a/uid-a ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == "" and .claims["uid-b"].error == ""' <<<"$output"
+  stop_pid "$DPID"
+  rm "$(spec_of uid-a)"   # a tmpfs CDI folder after a reboot
+  echo '{"down": true}' > "$API/control.json"
+  start_plugin
+  wait_for test -e "$(spec_of uid-a)"
+  wait_for grep -qF "ResourceSlices not published yet; asking again in the background" "$SCRATCH/dra.log"
+  run prepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == "" and .claims["uid-a"].devices[0].device_name == "gcu-0"' <<<"$output"
+  run unprepare v1 ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-b"].error == ""' <<<"$output"
+  [ ! -e "$(spec_of uid-b)" ]
+  jq -e '.claims | keys == ["uid-a"]' "$CP"
+  put_claim ns c uid-c gcu-1
+  run prepare v1 ns/c/uid-c
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-c"].error | startswith("claim '"'"'ns/c'"'"': fetching it: asking the API server for resource.k8s.io: ")' <<<"$output"
+  [ ! -e "$(spec_of uid-c)" ]
+  # the server is back; kubelet registering the plugin has it asked at once
+  echo '{}' > "$API/control.json"
+  run "$FDK" register --registry "$REG"
+  [ "$status" -eq 0 ]
+  wait_for has_slices "gcu-0 gcu-1"
+  run prepare v1 ns/c/uid-c
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-c"].error == ""' <<<"$output"
+}
+
+@test "a corrupt checkpoint: the plugin starts from the previous one (one line naming the file and why), keeps the specs it does not list; both bad: one line, starts without claims" {
+  up
+  put_claim ns a uid-a gcu-0
+  put_claim ns b uid-b gcu-1
+  run prepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  run prepare v1 ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims | keys == ["uid-a", "uid-b"]' "$CP"
+  jq -e '.claims | keys == ["uid-a"]' "$CP.prev"
+  stop_pid "$DPID"
+  head -c 40 "$CP" > "$CP.cut" && mv "$CP.cut" "$CP"   # a disk fault
+  start_plugin
+  wait_for grep -qF "checkpoint '$CP': " "$SCRATCH/dra.log"
+  [ "$(grep -cF "using the previous one, '$CP.prev'" "$SCRATCH/dra.log")" -eq 1 ]
+  [ -e "$CP.corrupt" ]
+  # a's is served from the checkpoint; b's spec stays for its containers until kubelet unprepares
+  run prepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
+  [ -e "$(spec_of uid-b)" ]
+  run unprepare v1 ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-b"].error == ""' <<<"$output"
+  [ ! -e "$(spec_of uid-b)" ]
+  # both bad
+  stop_pid "$DPID"
+  echo '{' > "$CP"
+  echo '{' > "$CP.prev"
+  start_plugin
+  wait_for grep -qF "the previous one is bad too: checkpoint '$CP.prev': " "$SCRATCH/dra.log"
+  grep -F ": starting without prepared claims" "$SCRATCH/dra.log"
+  [ -e "$(spec_of uid-a)" ]
+  run prepare v1 ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-b"].error == ""' <<<"$output"
+  jq -e '.claims | keys == ["uid-b"]' "$CP"
 }
 
 # start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
@@ -338,7 +506,7 @@ restart_plugin() {
   # kubelet retries the prepare it never got an answer to
   run prepare v1 ns/a/uid-a
   [ "$status" -eq 0 ]
-  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
   [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-a.yaml" ]
   [ "$(jq -c '.claims | keys' "$CP")" = '["uid-a"]' ]
   run "$CTK" cdi validate "$(spec_of uid-a)"
@@ -353,22 +521,24 @@ restart_plugin() {
   drs_up
   stop_pid "$DPID"
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's instance: never ours
-  # renames of the prepare's thread: 1 the checkpoint's pending entry, 2 the spec, 3 the checkpoint
-  start_plugin_killed_at 3
+  # renames of the prepare's thread: 1 the checkpoint's pending entry (the first save: no .prev
+  # yet), 2-3 the entry's instance id (.prev, then the file), 4 the spec, 5-6 the checkpoint
+  start_plugin_killed_at 6
   put_claim ns p uid-p gcu-0-1g-11gb-1
   run prepare v1 ns/p/uid-p
   [ "$status" -ne 0 ]
   wait "$DPID" 2>/dev/null || true
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   [ -e "$(spec_of uid-p)" ]
-  [ "$(jq -c '.pending' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","profile":"1g.11gb"}]' ]
+  [ "$(jq -c '[.pending[] | del(.made.uuid)]' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","made":{"id":1},"profile":"1g.11gb"}]' ]
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
   grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
   [ "$(drs_list)" = "0:1g.11gb:0" ]
   [ "$(jq -c '.pending' "$CP")" = null ]
   run prepare v1 ns/p/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
   [ "$(jq -r '.claims["uid-p"].devices[0].createdInstance.id' "$CP")" = 1 ]
   run unprepare v1 ns/p/uid-p
@@ -376,10 +546,10 @@ restart_plugin() {
   [ "$(ls "$CDIR")" = "" ]
 }
 
-@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin cannot tell which is its own and destroys neither" {
+@test "killed after efsmi made a placement's instance, and someone else made one of that profile before the restart: the plugin destroys only the id it recorded" {
   drs_up
   stop_pid "$DPID"
-  start_plugin_killed_at 3
+  start_plugin_killed_at 6
   put_claim ns p uid-p gcu-0-1g-11gb-1
   run prepare v1 ns/p/uid-p
   [ "$status" -ne 0 ]
@@ -388,21 +558,37 @@ restart_plugin() {
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's, meanwhile
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
-  grep -F "card 0: 2 new 1g.11gb DRS instances, but only 1 were being made by us: none destroyed" "$SCRATCH/dra.log"
-  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  grep -F "destroyed DRS instance 0 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  [ "$(drs_list)" = "0:1g.11gb:1" ]
   # the retry makes its own, and its unprepare takes only that one back
   run prepare v1 ns/p/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
-  [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1 0:1g.11gb:2" ]
-  unprepare v1 ns/p/uid-p >/dev/null
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   [ "$(drs_list)" = "0:1g.11gb:0 0:1g.11gb:1" ]
+  unprepare v1 ns/p/uid-p >/dev/null
+  [ "$(drs_list)" = "0:1g.11gb:1" ]
+}
+
+@test "stopped after the pending entry but before efsmi's create; an administrator makes an instance of that profile before the restart: it survives" {
+  drs_up
+  stop_pid "$DPID"
+  # What a kill between the entry's save and efsmi's create leaves (no system call in between
+  # that strace can count for the prepare's thread alone): the entry, no instance, no spec.
+  echo '{"version": 1, "claims": {}, "pending": [{"claim": "uid-p", "card": 0, "profile": "1g.11gb", "before": [], "attempt": 1}]}' > "$CP"
+  [ "$(drs_list)" = "" ]
+  "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's
+  restart_plugin   # converged before its registration socket is up
+  [ "$(drs_list)" = "0:1g.11gb:0" ]
+  jq -e '.pending == null' "$CP"
+  grep -F "claim uid-p: a prepare was stopped before efsmi answered its create of a 1g.11gb DRS instance on card 0: nothing destroyed" "$SCRATCH/dra.log"
 }
 
 @test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
   up
   put_claim ns a uid-a gcu-0
   run prepare v1 ns/a/uid-a
-  [ "$(jq -r '.claims["uid-a"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
   local sum
   sum=$(sha256sum < "$(spec_of uid-a)")
   stop_pid "$DPID"
@@ -425,7 +611,8 @@ restart_plugin() {
   [ "$(jq -r .version <<<"$output")" = v1 ]
   put_claim ns c1 uid-1 gcu-0
   run prepare v1 ns/c1/uid-1
-  [ "$(jq -r '.claims["uid-1"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-1"].error == ""' <<<"$output"
   grep -F "was removed (kubelet restarted?): serving it again" "$SCRATCH/dra.log"
 }
 
@@ -600,7 +787,8 @@ for h in (s.get("containerEdits") or {}).get("hooks") or []: print(h["hookName"]
   pm_setup
   put_claim ns d1 uid-d gcu-0-drs-1
   run prepare v1 ns/d1/uid-d
-  [ "$(jq -r '.claims["uid-d"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-d"].error == ""' <<<"$output"
   run in_claim k8s.gcu.enflame.com/claim=uid-d-gcu-0-drs-1 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -738,7 +926,8 @@ same_as_golden() {
   pm_setup
   put_claim ns p1 uid-p gcu-0-1g-11gb-3
   run prepare v1 ns/p1/uid-p
-  [ "$(jq -r '.claims["uid-p"].error' <<<"$output")" = "" ]
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
   run in_claim k8s.gcu.enflame.com/claim=uid-p-gcu-0-1g-11gb-3 "$DEVLIST; echo TOPS=\$TOPS_VISIBLE_DEVICES"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -819,7 +1008,7 @@ for e in [s.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d 
 
 # --- bad input, docs, manifests, install ---
 
-@test "bad input: no node name, a kubeconfig that is not there, a config that is not there, no API server: one line, exit 1, nothing served" {
+@test "bad input: no node name, a kubeconfig that is not there, a config that is not there: one line, exit 1, nothing served" {
   sim_setup 1
   run env -u NODE_NAME "$DRA" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
   [ "$status" -eq 1 ]
@@ -833,13 +1022,6 @@ for e in [s.get("containerEdits") or {}] + [d.get("containerEdits") or {} for d 
   [ "$status" -eq 1 ]
   [ "${#lines[@]}" -eq 1 ]
   [[ "$output" == "error: "*"$SCRATCH/none.toml"* ]]
-  [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
-  # an API server that does not answer at start
-  sed "s|server: https://127.0.0.1:[0-9]*|server: https://127.0.0.1:1|" "$KC" > "$SCRATCH/kc-nowhere"
-  run "$DRA" --node-name n --kubeconfig "$SCRATCH/kc-nowhere" --plugins-registry "$REG" --plugins-dir "$PLUG" --cdi-root "$CDIR"
-  [ "$status" -eq 1 ]
-  [ "${#lines[@]}" -eq 1 ]
-  [[ "$output" == "error: asking the API server for resource.k8s.io: GET /apis/resource.k8s.io: "* ]]
   [ ! -e "$REG/gcu.enflame.com-reg.sock" ]
 }
 

@@ -66,8 +66,27 @@ TEST(AtomicWrite, TempNameIsADotFileOnlyWhenAsked) {
     ASSERT_EQ(names.size(), 1u);
     EXPECT_TRUE(names[0].starts_with(".enflame.tmp.")) << names[0];
     EXPECT_EQ(testutil::read_file(p), "a=2\n");
+    // The name a crash would leave is recognised, and names its target.
+    EXPECT_EQ(inject::fs::atomic_temp_target(names[0].substr(1)), "enflame");
     EXPECT_EQ(std::distance(stdfs::directory_iterator(d.path()), stdfs::directory_iterator{}), 1)
         << "no temp file left";
+}
+
+TEST(AtomicWrite, TempTarget) {
+    struct Case {
+        const char* name;
+        const char* file;
+        const char* target;
+    };
+    for (const auto& c :
+         std::initializer_list<Case>{{"temp", "a.yaml.tmp.Ab3xYz", "a.yaml"},
+                                     {"plain", "a.yaml", ""},
+                                     {"random part too long", "a.yaml.tmp.Ab3xYz1", ""},
+                                     {"random part too short", "a.yaml.tmp.Ab3", ""},
+                                     {"no target", ".tmp.Ab3xYz", ""}})
+        EXPECT_EQ(inject::fs::atomic_temp_target(c.file), c.target) << c.name;
+    EXPECT_EQ(inject::fs::atomic_temp_template("/d/a.yaml"), "/d/a.yaml.tmp.XXXXXX");
+    EXPECT_EQ(inject::fs::atomic_temp_template("/d/a.yaml", true), "/d/.a.yaml.tmp.XXXXXX");
 }
 
 // Not durable (the shim's config.json): the old file goes by a name exchange, not a rename

@@ -67,6 +67,13 @@ struct AtomicWriteOptions {
 [[nodiscard]] Result<void> atomic_write(const std::string& path, std::string_view content,
                                         const AtomicWriteOptions& opts = {});
 
+/// The mkostemp template atomic_write() names its temp file by, for `path`:
+/// `<path>.tmp.XXXXXX`, or `<dir>/.<name>.tmp.XXXXXX` with `hidden`.
+[[nodiscard]] std::string atomic_temp_template(const std::string& path, bool hidden = false);
+/// When `file_name` (no folder) is a temp file atomic_write() makes (not hidden): the name of
+/// the file it was to replace; else empty. A crash mid-write leaves one behind.
+[[nodiscard]] std::string atomic_temp_target(std::string_view file_name);
+
 /// Joins `root` and the absolute `path` as strings ("/" root returns `path`). Only for host
 /// paths under a trusted root (driver-root, dev-root) that are then resolved with
 /// resolve_in_root(); never for a container rootfs.

@@ -100,6 +100,28 @@ std::string dir_of(const std::string& path) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kTempInfix = ".tmp.";
+constexpr std::size_t kTempRandom = 6;  // mkostemp's XXXXXX
+}  // namespace
+
+std::string atomic_temp_template(const std::string& path, bool hidden) {
+    std::string tmp = path + std::string(kTempInfix) + std::string(kTempRandom, 'X');
+    if (hidden) {
+        const auto slash = path.rfind('/');
+        tmp.insert(slash == std::string::npos ? 0 : slash + 1, ".");
+    }
+    return tmp;
+}
+
+std::string atomic_temp_target(std::string_view file_name) {
+    const auto at = file_name.rfind(kTempInfix);
+    if (at == std::string_view::npos || at == 0 ||
+        file_name.size() != at + kTempInfix.size() + kTempRandom)
+        return {};
+    return std::string(file_name.substr(0, at));
+}
+
 Result<void> atomic_write(const std::string& path, std::string_view content,
                           const AtomicWriteOptions& opts) {
     mode_t mode = opts.mode;
@@ -114,11 +136,7 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
         return fail(sys_error("checking " + path));
     }
     const std::string dir = dir_of(path);
-    std::string tmp = path + ".tmp.XXXXXX";
-    if (opts.hidden_temp) {
-        const auto slash = path.rfind('/');
-        tmp.insert(slash == std::string::npos ? 0 : slash + 1, ".");
-    }
+    std::string tmp = atomic_temp_template(path, opts.hidden_temp);
     std::vector<char> tmpl(tmp.begin(), tmp.end());
     tmpl.push_back('\0');
     UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
