@@ -171,6 +171,10 @@ void Daemon::adopt(Loaded& l) {
                                              const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
         return h->allocate_cards(inv, s, req, out);
     });
+    eps_[0].state->set_preferrer([h = hami_](const Inventory& inv, const v1beta1::PreferredAllocationRequest& req,
+                                             v1beta1::PreferredAllocationResponse* out) {
+        return h->preferred_cards(inv, req, out);
+    });
     eps_[1].state->set_allocator([h = hami_, cards](const Inventory&, const Settings& s,
                                                     const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
         return h->allocate_drs(cards->inventory(), s, req, out);

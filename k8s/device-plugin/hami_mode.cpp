@@ -162,6 +162,31 @@ grpc::Status Mode::allocate_cards(const Inventory& cards, const Settings& s, con
     return grpc::Status::OK;
 }
 
+grpc::Status Mode::preferred_cards(const Inventory& cards, const v1beta1::PreferredAllocationRequest& req,
+                                   v1beta1::PreferredAllocationResponse* out) {
+    const std::lock_guard lock(mu_);
+    auto pods = pods_on_node();
+    for (const auto& c : req.container_requests()) {
+        const std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
+        const std::vector<std::string> must(c.must_include_deviceids().begin(), c.must_include_deviceids().end());
+        const auto size = static_cast<std::size_t>(std::max(0, c.allocation_size()));
+        std::vector<std::string> ids;
+        if (pods) {
+            const auto p = pick_cards(*pods, d_.node, size);
+            if (p.decision) {
+                for (auto i : p.decision->containers[p.container]) {
+                    const auto* dev = whole(cards, i);
+                    if (dev && std::find(avail.begin(), avail.end(), dev->id) != avail.end()) ids.push_back(dev->id);
+                }
+            }
+        }
+        if (ids.size() != size || !must.empty()) ids = preferred(cards, avail, must, size);
+        auto* r = out->add_container_responses();
+        for (auto& id : ids) r->add_deviceids(std::move(id));
+    }
+    return grpc::Status::OK;
+}
+
 inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const Inventory& cards, const Settings& s,
                                                                            std::size_t n_ids) {
     INJECT_TRY(auto pods, pods_on_node());

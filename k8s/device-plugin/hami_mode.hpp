@@ -44,6 +44,11 @@ public:
     /// Allocate for `enflame.com/gcu` (whole cards, inventory `cards`).
     grpc::Status allocate_cards(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
                                 v1beta1::AllocateResponse* out);
+    /// GetPreferredAllocation for `enflame.com/gcu`: the cards HAMi chose for the pod Allocate
+    /// will serve next, so kubelet's own count of the cards agrees with HAMi's; the plugin's
+    /// usual preference when no pod HAMi bound waits.
+    grpc::Status preferred_cards(const Inventory& cards, const v1beta1::PreferredAllocationRequest& req,
+                                 v1beta1::PreferredAllocationResponse* out);
     /// Allocate for `enflame.com/drs-gcu` (slices; `cards` is the whole cards' inventory).
     grpc::Status allocate_drs(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
                               v1beta1::AllocateResponse* out);

@@ -39,6 +39,16 @@ State::Allocator State::allocator() const {
     return allocator_;
 }
 
+void State::set_preferrer(Preferrer p) {
+    const std::lock_guard lock(mu_);
+    preferrer_ = std::move(p);
+}
+
+State::Preferrer State::preferrer() const {
+    const std::lock_guard lock(mu_);
+    return preferrer_;
+}
+
 Settings State::settings() const {
     const std::lock_guard lock(mu_);
     return settings_;
@@ -99,6 +109,7 @@ grpc::Status Service::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empt
 grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
                                              v1beta1::PreferredAllocationResponse* out) {
     const Inventory inv = state_->inventory();
+    if (const auto hook = state_->preferrer()) return hook(inv, *req, out);
     for (const auto& c : req->container_requests()) {
         if (c.allocation_size() < 0)
             return {grpc::StatusCode::INVALID_ARGUMENT, "allocation_size " + std::to_string(c.allocation_size()) + " is negative"};

@@ -35,6 +35,11 @@ public:
                                                  v1beta1::AllocateResponse*)>;
     void set_allocator(Allocator a);
     [[nodiscard]] Allocator allocator() const;
+    /// GetPreferredAllocation's answer when set (HAMi mode: the cards HAMi chose).
+    using Preferrer = std::function<grpc::Status(const Inventory&, const v1beta1::PreferredAllocationRequest&,
+                                                 v1beta1::PreferredAllocationResponse*)>;
+    void set_preferrer(Preferrer p);
+    [[nodiscard]] Preferrer preferrer() const;
 
     [[nodiscard]] Settings settings() const;
     [[nodiscard]] Inventory inventory() const;
@@ -52,6 +57,7 @@ private:
     std::uint64_t epoch_ = 0;
     std::size_t waiting_ = 0;
     Allocator allocator_;
+    Preferrer preferrer_;
 };
 
 /// kubelet's DevicePlugin service for one epoch of `state`.
