@@ -4,9 +4,8 @@
 # (the annotations its Enflame backend writes, then pods/binding) comes from
 # tests/cluster/hami-scheduler.sh; kubelet, our plugin (from `make images`), containerd and the
 # simulated efsmi do the rest for real. Pods name a schedulerName nobody serves, as HAMi's
-# webhook makes them, so only the stand-in binds them. One cluster for the file; run it under
-# the cluster lock:
-#   flock /work/cluster.lock env BUILD_DIR=$PWD/build/dev bats tests/integration/hami.bats
+# webhook makes them, so only the stand-in binds them. One cluster for the file, tests in order:
+#   BUILD_DIR=$PWD/build/dev bats tests/integration/hami.bats
 
 load helpers
 bats_require_minimum_version 1.5.0
