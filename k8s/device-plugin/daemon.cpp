@@ -54,8 +54,9 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
     if (o.scheduler == "hami") {
         // HAMi counts whole cards and slices; it decides which card a pod gets.
-        INJECT_TRY(l.resources, hami::make_resources(*host, l.settings.id_strategy, l.settings.resource_name,
-                                                     o.socket_name, o.drs_resource));
+        INJECT_TRY(l.resources,
+                   hami::make_resources(*host, l.settings.id_strategy, l.settings.resource_name,
+                                        o.socket_name, o.drs_resource));
     } else {
         INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas,
                                                l.settings.resource_name, o.socket_name, o.drs));
@@ -168,15 +169,18 @@ void Daemon::adopt(Loaded& l) {
     // Allocate gives the card HAMi chose, from the whole cards' inventory.
     auto cards = eps_[0].state;
     eps_[0].state->set_allocator([h = hami_](const Inventory& inv, const Settings& s,
-                                             const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
+                                             const v1beta1::AllocateRequest& req,
+                                             v1beta1::AllocateResponse* out) {
         return h->allocate_cards(inv, s, req, out);
     });
-    eps_[0].state->set_preferrer([h = hami_](const Inventory& inv, const v1beta1::PreferredAllocationRequest& req,
+    eps_[0].state->set_preferrer([h = hami_](const Inventory& inv,
+                                             const v1beta1::PreferredAllocationRequest& req,
                                              v1beta1::PreferredAllocationResponse* out) {
         return h->preferred_cards(inv, req, out);
     });
     eps_[1].state->set_allocator([h = hami_, cards](const Inventory&, const Settings& s,
-                                                    const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
+                                                    const v1beta1::AllocateRequest& req,
+                                                    v1beta1::AllocateResponse* out) {
         return h->allocate_drs(cards->inventory(), s, req, out);
     });
 }
@@ -388,11 +392,14 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
 
 // HAMi mode's API client (token reload, retries) and efsmi's DRS commands, as the DRA driver
 // runs them.
-inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o, const inject::discover::Options& disc) {
+inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
+                                                       const inject::discover::Options& disc) {
     if (o.node_name.empty())
         return inject::fail(inject::Errc::InvalidInput,
-                            "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from the pod's spec.nodeName)");
-    auto cfg = o.kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(o.kubeconfig);
+                            "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "
+                            "the pod's spec.nodeName)");
+    auto cfg = o.kubeconfig.empty() ? k8s::api::in_cluster_config()
+                                    : k8s::api::load_kubeconfig(o.kubeconfig);
     if (!cfg) return inject::fail(std::move(cfg).error().context("--scheduler=hami"));
     INJECT_TRY(auto client, k8s::api::Client::create(std::move(*cfg)));
     hami::Deps deps;
@@ -402,7 +409,9 @@ inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o, c
     deps.create = [disc](std::uint32_t card, const inject::device::DrsProfile& p) {
         return inject::drs::create_instance(disc, card, p);
     };
-    deps.destroy = [disc](std::uint32_t card, std::uint32_t id) { return inject::drs::destroy_instance(disc, card, id); };
+    deps.destroy = [disc](std::uint32_t card, std::uint32_t id) {
+        return inject::drs::destroy_instance(disc, card, id);
+    };
     INJECT_TRY(auto m, hami::Mode::create(std::move(deps)));
     return std::shared_ptr<hami::Mode>(std::move(m));
 }

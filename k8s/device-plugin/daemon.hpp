@@ -28,7 +28,8 @@ struct DaemonOptions {
     std::string node_name;   ///< HAMi mode: this node (pods by spec.nodeName, the annotations)
     std::string kubeconfig;  ///< HAMi mode: empty = the in-cluster service account
     std::string drs_resource = "enflame.com/drs-gcu";  ///< HAMi mode: the slices' resource
-    std::chrono::milliseconds sweep_interval{2000};      ///< HAMi mode: pods gone -> instances destroyed
+    std::chrono::milliseconds sweep_interval{
+        2000};  ///< HAMi mode: pods gone -> instances destroyed
     std::chrono::milliseconds health_interval{5000};
 };
 

@@ -13,7 +13,8 @@ using inject::fail;
 namespace {
 
 const Json* annotations(const Json& pod) {
-    if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object()) return nullptr;
+    if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object())
+        return nullptr;
     const auto& m = pod["metadata"];
     if (!m.contains("annotations") || !m["annotations"].is_object()) return nullptr;
     return &m["annotations"];
@@ -38,15 +39,18 @@ bool parse_number(std::string_view s, T& out) {
 }
 
 inject::Error bad(const char* key, const std::string& value, const std::string& want) {
-    return inject::Error(Errc::InvalidInput, "annotation " + std::string(key) + " '" + value + "': " + want);
+    return inject::Error(Errc::InvalidInput,
+                         "annotation " + std::string(key) + " '" + value + "': " + want);
 }
 
 // A pod that has ended holds nothing and waits for nothing.
 bool finished(const Json& pod) {
     if (!pod.contains("status") || !pod["status"].is_object()) return false;
     const auto& st = pod["status"];
-    const std::string phase = st.contains("phase") && st["phase"].is_string() ? st["phase"].get<std::string>() : "";
-    return phase == "Succeeded" || phase == "Failed" || pod["metadata"].contains("deletionTimestamp");
+    const std::string phase =
+        st.contains("phase") && st["phase"].is_string() ? st["phase"].get<std::string>() : "";
+    return phase == "Succeeded" || phase == "Failed" ||
+           pod["metadata"].contains("deletionTimestamp");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -75,19 +79,24 @@ inject::Result<DrsDecision> parse_drs_decision(const Json& pod) {
     d.name = meta(pod, "name");
     d.uid = meta(pod, "uid");
     const auto time = annotation(pod, kAssignedTime);
-    if (!time) return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
+    if (!time)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
     if (!parse_number(*time, d.assigned_time) || d.assigned_time < 0)
         return fail(bad(kAssignedTime, *time, "want Unix nanoseconds"));
     const auto index = annotation(pod, kAssignedIndex);
-    if (!index) return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedIndex + ": missing");
-    if (!parse_number(*index, d.index)) return fail(bad(kAssignedIndex, *index, "want a card index"));
+    if (!index)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedIndex + ": missing");
+    if (!parse_number(*index, d.index))
+        return fail(bad(kAssignedIndex, *index, "want a card index"));
     if (const auto minor = annotation(pod, kAssignedMinor)) {
         std::uint32_t m = 0;
-        if (!parse_number(*minor, m)) return fail(bad(kAssignedMinor, *minor, "want a device minor"));
+        if (!parse_number(*minor, m))
+            return fail(bad(kAssignedMinor, *minor, "want a device minor"));
         d.minor = m;
     }
     const auto raw = annotation(pod, kContainers);
-    if (!raw) return fail(Errc::InvalidInput, std::string("annotation ") + kContainers + ": missing");
+    if (!raw)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kContainers + ": missing");
     const Json j = Json::parse(*raw, nullptr, false);
     if (!j.is_object() || j.empty())
         return fail(bad(kContainers, raw->substr(0, 80), "want a JSON object of containers"));
@@ -96,15 +105,18 @@ inject::Result<DrsDecision> parse_drs_decision(const Json& pod) {
         dc.name = name;
         if (!c.is_object() || !c.contains("request") || !c["request"].is_number_integer() ||
             c["request"].get<std::int64_t>() <= 0 || c["request"].get<std::int64_t>() > 1024)
-            return fail(bad(kContainers, raw->substr(0, 80), "container '" + name + "': want a request of 1 or more slices"));
+            return fail(bad(kContainers, raw->substr(0, 80),
+                            "container '" + name + "': want a request of 1 or more slices"));
         dc.request = c["request"].get<std::uint32_t>();
-        dc.allocated = c.contains("allocated") && c["allocated"].is_boolean() && c["allocated"].get<bool>();
+        dc.allocated =
+            c.contains("allocated") && c["allocated"].is_boolean() && c["allocated"].get<bool>();
         dc.profile_id = string_field(c, "profileID");
         dc.profile_name = string_field(c, "profileName");
         dc.instance_id = string_field(c, "instanceID");
         dc.instance_uuid = string_field(c, "instanceUUID");
         if (dc.profile_id.empty() && dc.profile_name.empty())
-            return fail(bad(kContainers, raw->substr(0, 80), "container '" + name + "': no profileID or profileName"));
+            return fail(bad(kContainers, raw->substr(0, 80),
+                            "container '" + name + "': no profileID or profileName"));
         d.containers.push_back(std::move(dc));
     }
     return d;
@@ -134,7 +146,9 @@ inject::Result<CardDecision> parse_card_decision(const Json& pod, const std::str
     if (const auto t = annotation(pod, kBindTime); t && !parse_number(*t, d.bind_time))
         return fail(bad(kBindTime, *t, "want Unix seconds"));
     const auto raw = annotation(pod, kCardsToAllocate);
-    if (!raw) return fail(Errc::InvalidInput, std::string("annotation ") + kCardsToAllocate + ": missing");
+    if (!raw)
+        return fail(Errc::InvalidInput,
+                    std::string("annotation ") + kCardsToAllocate + ": missing");
     auto ctrs = split(*raw, ';');
     if (!ctrs.empty() && ctrs.back().empty()) ctrs.pop_back();  // every container ends in ';'
     const std::string prefix = node + "-GCU-";
@@ -174,7 +188,8 @@ Pick<D> pick(const Json& pods, Parse parse, Fits fits, std::int64_t D::*time) {
         auto d = parse(pod);
         if (!d) {
             if (d.error().code() != Errc::NotFound)
-                out.broken.push_back({meta(pod, "namespace"), meta(pod, "name"), meta(pod, "uid"), d.error().what()});
+                out.broken.push_back({meta(pod, "namespace"), meta(pod, "name"), meta(pod, "uid"),
+                                      d.error().what()});
             continue;
         }
         auto c = fits(*d);
@@ -225,7 +240,8 @@ Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::si
 std::uint32_t profile_slices(const std::string& name) {
     const auto g = name.find("g.");
     std::uint32_t n = 0;
-    if (g == std::string::npos || !name.ends_with("gb") || !parse_number(std::string_view(name).substr(0, g), n))
+    if (g == std::string::npos || !name.ends_with("gb") ||
+        !parse_number(std::string_view(name).substr(0, g), n))
         return 0;
     return n;
 }
@@ -236,7 +252,8 @@ std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profile
     return best;
 }
 
-NodeAnnotations node_annotations(const inject::device::Host& host, const std::vector<OwnInstance>& ours) {
+NodeAnnotations node_annotations(const inject::device::Host& host,
+                                 const std::vector<OwnInstance>& ours) {
     NodeAnnotations out;
     out.cards = host.devices.size();
     const std::uint32_t slices = card_slices(host.drs_profiles);
@@ -256,7 +273,9 @@ NodeAnnotations node_annotations(const inject::device::Host& host, const std::ve
         // HAMi refuses the whole node for a card of capacity 0: a full card is left out.
         if (taken >= slices) continue;
         const std::uint32_t cap = slices - taken;
-        devices.push_back({{"index", std::to_string(c.index)}, {"minor", std::to_string(c.minor)}, {"capacity", cap}});
+        devices.push_back({{"index", std::to_string(c.index)},
+                           {"minor", std::to_string(c.minor)},
+                           {"capacity", cap}});
         shared[std::to_string(c.minor)] = cap;
     }
     out.drs_capacity = Json{{"devices", devices}, {"profiles", profiles}}.dump();
@@ -264,7 +283,8 @@ NodeAnnotations node_annotations(const inject::device::Host& host, const std::ve
     return out;
 }
 
-inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
+inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                     IdStrategy strategy,
                                                      const std::string& cards_resource,
                                                      const std::string& cards_socket,
                                                      const std::string& drs_resource) {

@@ -25,11 +25,12 @@ namespace edp::hami {
 using Json = nlohmann::json;
 
 // Pod annotations (HAMi pkg/device/enflame, gcushare).
-inline constexpr const char* kAssigned = "enflame.com/gcu-assigned";            ///< "false" until done
-inline constexpr const char* kAssignedTime = "enflame.com/gcu-assigned-time";   ///< UnixNano
-inline constexpr const char* kAssignedIndex = "enflame.com/gcu-assigned-index"; ///< the card
-inline constexpr const char* kAssignedMinor = "enflame.com/gcu-assigned-minor"; ///< /dev/gcu<minor>
-inline constexpr const char* kContainers = "assigned-containers";               ///< JSON per container
+inline constexpr const char* kAssigned = "enflame.com/gcu-assigned";  ///< "false" until done
+inline constexpr const char* kAssignedTime = "enflame.com/gcu-assigned-time";    ///< UnixNano
+inline constexpr const char* kAssignedIndex = "enflame.com/gcu-assigned-index";  ///< the card
+inline constexpr const char* kAssignedMinor =
+    "enflame.com/gcu-assigned-minor";                              ///< /dev/gcu<minor>
+inline constexpr const char* kContainers = "assigned-containers";  ///< JSON per container
 inline constexpr const char* kCardsToAllocate = "hami.io/enflame-gcu-devices-to-allocate";
 inline constexpr const char* kBindPhase = "hami.io/bind-phase";  ///< allocating, success, failed
 inline constexpr const char* kBindTime = "hami.io/bind-time";    ///< Unix seconds
@@ -77,7 +78,8 @@ struct CardDecision {
 
 /// The decision in `pod` for `node`. A device of another node or of another shape is an error
 /// naming it.
-[[nodiscard]] inject::Result<CardDecision> parse_card_decision(const Json& pod, const std::string& node);
+[[nodiscard]] inject::Result<CardDecision> parse_card_decision(const Json& pod,
+                                                               const std::string& node);
 /// The to-allocate annotation for `d` (what HAMi's EncodePodSingleDevice writes).
 [[nodiscard]] std::string encode_cards(const CardDecision& d, const std::string& node);
 
@@ -96,7 +98,8 @@ struct Pick {
     std::vector<Broken> broken;
 };
 [[nodiscard]] Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request);
-[[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::size_t request);
+[[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node,
+                                            std::size_t request);
 
 /// Slices of a card offering `profiles`: the largest `<g> * max_instances` of its
 /// `<g>g.<m>gb` profiles (S60: 4); 0 when none has that shape.
@@ -107,7 +110,8 @@ struct Pick {
 /// The node annotations HAMi's backend parses, for `host` with `profiles`: the capacity of a
 /// card is its slices less the slices of instances not in `ours` (made by someone else).
 struct NodeAnnotations {
-    std::string drs_capacity;     ///< {"devices":[{"index":"0","minor":"0","capacity":4}],"profiles":{...}}
+    std::string
+        drs_capacity;  ///< {"devices":[{"index":"0","minor":"0","capacity":4}],"profiles":{...}}
     std::string shared_capacity;  ///< {"0":4,...} (minor -> slices)
     std::size_t cards = 0;
 };
@@ -121,9 +125,8 @@ struct OwnInstance {
 /// `cards_socket`) and `drs_resource` (on `enflame-drs-gcu.sock`): per card with DRS profiles,
 /// card_slices() device IDs `<minor>-<slice>`. kubelet hands Allocate as many IDs as the
 /// container asks slices; which ones does not matter (HAMi chose the card).
-[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
-                                                                   const std::string& cards_resource,
-                                                                   const std::string& cards_socket,
-                                                                   const std::string& drs_resource);
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(
+    const inject::device::Host& host, IdStrategy strategy, const std::string& cards_resource,
+    const std::string& cards_socket, const std::string& drs_resource);
 
 }  // namespace edp::hami

@@ -31,7 +31,9 @@ std::string rfc3339_now() {
 }
 
 grpc::Status to_status(const inject::Error& e) {
-    return {e.code() == Errc::NotFound ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+    return {e.code() == Errc::NotFound ? grpc::StatusCode::NOT_FOUND
+                                       : grpc::StatusCode::FAILED_PRECONDITION,
+            e.what()};
 }
 
 const inject::device::Device* card_of(const inject::device::Host& h, std::uint32_t index) {
@@ -47,7 +49,8 @@ const PluginDevice* whole(const Inventory& inv, std::uint32_t index) {
 }
 
 // gcushare answers ENFLAME_VISIBLE_DEVICES=<minor> (HAMi's pods expect it), not our card IDs.
-void minors_env(v1beta1::ContainerAllocateResponse& r, const Settings& s, const std::vector<std::uint32_t>& minors) {
+void minors_env(v1beta1::ContainerAllocateResponse& r, const Settings& s,
+                const std::vector<std::uint32_t>& minors) {
     if (!s.lists.envvar) return;
     std::string v;
     for (auto m : minors) v += (v.empty() ? "" : ",") + std::to_string(m);
@@ -72,7 +75,8 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
                 continue;
             }
             m->own_.push_back({d->uid, d->ns, d->name, d->index, id});
-            inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name, id, d->index);
+            inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name,
+                              id, d->index);
         }
     }
     m->sweep(true);
@@ -87,28 +91,34 @@ inject::Result<Json> Mode::pods_on_node() {
 
 // The pod cannot have what HAMi chose: say why on the pod (annotation and Warning event), so
 // `kubectl describe` shows it and no later Allocate takes the decision again.
-void Mode::report(const std::string& ns, const std::string& name, const std::string& uid, const std::string& why,
-                  bool card_protocol) {
+void Mode::report(const std::string& ns, const std::string& name, const std::string& uid,
+                  const std::string& why, bool card_protocol) {
     inject::log::warn("hami: pod {}/{}: {}", ns, name, why);
     Json ann{{kError, why}};
     if (card_protocol) ann[kBindPhase] = "failed";
-    if (auto r = d_.api->patch_merge(pod_path(ns, name), Json{{"metadata", {{"annotations", ann}}}}); !r)
+    if (auto r =
+            d_.api->patch_merge(pod_path(ns, name), Json{{"metadata", {{"annotations", ann}}}});
+        !r)
         inject::log::warn("hami: marking pod {}/{} failed: {}", ns, name, r.error().what());
-    const Json ev{{"metadata", {{"generateName", name + "."}, {"namespace", ns}}},
-                  {"involvedObject", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
-                  {"reason", "EnflameAllocateFailed"},
-                  {"message", why},
-                  {"type", "Warning"},
-                  {"source", {{"component", "enflame-device-plugin"}, {"host", d_.node}}},
-                  {"firstTimestamp", rfc3339_now()},
-                  {"lastTimestamp", rfc3339_now()},
-                  {"count", 1}};
+    const Json ev{
+        {"metadata", {{"generateName", name + "."}, {"namespace", ns}}},
+        {"involvedObject",
+         {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
+        {"reason", "EnflameAllocateFailed"},
+        {"message", why},
+        {"type", "Warning"},
+        {"source", {{"component", "enflame-device-plugin"}, {"host", d_.node}}},
+        {"firstTimestamp", rfc3339_now()},
+        {"lastTimestamp", rfc3339_now()},
+        {"count", 1}};
     if (auto r = d_.api->create("/api/v1/namespaces/" + ns + "/events", ev); !r)
         inject::log::warn("hami: event for pod {}/{}: {}", ns, name, r.error().what());
 }
 
-inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(const Inventory& cards, const Settings& s,
-                                                                            std::size_t n_ids, bool& served) {
+inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(const Inventory& cards,
+                                                                            const Settings& s,
+                                                                            std::size_t n_ids,
+                                                                            bool& served) {
     served = false;
     INJECT_TRY(auto pods, pods_on_node());
     auto p = pick_cards(pods, d_.node, n_ids);
@@ -121,8 +131,9 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(cons
     for (auto i : d.containers[p.container]) {
         const auto* dev = whole(cards, i);
         if (!dev || !dev->healthy) {
-            const std::string why = "card " + std::to_string(i) + " that HAMi chose (" + d_.node + "-GCU-" +
-                                    std::to_string(i) + ") is " + (dev ? "unhealthy" : "not on this node");
+            const std::string why = "card " + std::to_string(i) + " that HAMi chose (" + d_.node +
+                                    "-GCU-" + std::to_string(i) + ") is " +
+                                    (dev ? "unhealthy" : "not on this node");
             report(d.ns, d.name, d.uid, why, true);
             return fail(Errc::NotFound, "pod " + d.ns + "/" + d.name + ": " + why);
         }
@@ -132,22 +143,28 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(cons
     INJECT_TRY(auto r, allocate(cards, s, ids));
     minors_env(r, s, minors);
     d.containers[p.container].clear();
-    const bool done = std::all_of(d.containers.begin(), d.containers.end(), [](const auto& c) { return c.empty(); });
+    const bool done = std::all_of(d.containers.begin(), d.containers.end(),
+                                  [](const auto& c) { return c.empty(); });
     Json ann{{kCardsToAllocate, encode_cards(d, d_.node)}};
     if (done) ann[kBindPhase] = "success";
-    if (auto w = d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}}); !w)
-        return fail(std::move(w).error().context("pod " + d.ns + "/" + d.name + ": recording the allocation"));
+    if (auto w =
+            d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
+        !w)
+        return fail(std::move(w).error().context("pod " + d.ns + "/" + d.name +
+                                                 ": recording the allocation"));
     inject::log::info("hami: pod {}/{} container {}: cards {}", d.ns, d.name, p.container,
                       (*r.mutable_envs())[std::string(kVisibleEnv)]);
     return r;
 }
 
-grpc::Status Mode::allocate_cards(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
+grpc::Status Mode::allocate_cards(const Inventory& cards, const Settings& s,
+                                  const v1beta1::AllocateRequest& req,
                                   v1beta1::AllocateResponse* out) {
     const std::lock_guard lock(mu_);
     for (const auto& c : req.container_requests()) {
         bool served = false;
-        auto r = one_card_container(cards, s, static_cast<std::size_t>(c.devices_ids_size()), served);
+        auto r =
+            one_card_container(cards, s, static_cast<std::size_t>(c.devices_ids_size()), served);
         if (!r && !served && r.error().code() == Errc::NotFound) {
             // A pod HAMi did not schedule: kubelet's choice, as without HAMi.
             const std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
@@ -162,13 +179,16 @@ grpc::Status Mode::allocate_cards(const Inventory& cards, const Settings& s, con
     return grpc::Status::OK;
 }
 
-grpc::Status Mode::preferred_cards(const Inventory& cards, const v1beta1::PreferredAllocationRequest& req,
+grpc::Status Mode::preferred_cards(const Inventory& cards,
+                                   const v1beta1::PreferredAllocationRequest& req,
                                    v1beta1::PreferredAllocationResponse* out) {
     const std::lock_guard lock(mu_);
     auto pods = pods_on_node();
     for (const auto& c : req.container_requests()) {
-        const std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
-        const std::vector<std::string> must(c.must_include_deviceids().begin(), c.must_include_deviceids().end());
+        const std::vector<std::string> avail(c.available_deviceids().begin(),
+                                             c.available_deviceids().end());
+        const std::vector<std::string> must(c.must_include_deviceids().begin(),
+                                            c.must_include_deviceids().end());
         const auto size = static_cast<std::size_t>(std::max(0, c.allocation_size()));
         std::vector<std::string> ids;
         if (pods) {
@@ -176,7 +196,8 @@ grpc::Status Mode::preferred_cards(const Inventory& cards, const v1beta1::Prefer
             if (p.decision) {
                 for (auto i : p.decision->containers[p.container]) {
                     const auto* dev = whole(cards, i);
-                    if (dev && std::find(avail.begin(), avail.end(), dev->id) != avail.end()) ids.push_back(dev->id);
+                    if (dev && std::find(avail.begin(), avail.end(), dev->id) != avail.end())
+                        ids.push_back(dev->id);
                 }
             }
         }
@@ -187,14 +208,16 @@ grpc::Status Mode::preferred_cards(const Inventory& cards, const v1beta1::Prefer
     return grpc::Status::OK;
 }
 
-inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const Inventory& cards, const Settings& s,
+inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const Inventory& cards,
+                                                                           const Settings& s,
                                                                            std::size_t n_ids) {
     INJECT_TRY(auto pods, pods_on_node());
     auto p = pick_drs(pods, n_ids);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
     if (!p.decision)
-        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " + std::to_string(n_ids) +
-                                        " DRS slices (HAMi's " + kAssigned + "=false)");
+        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " +
+                                        std::to_string(n_ids) + " DRS slices (HAMi's " + kAssigned +
+                                        "=false)");
     auto& d = *p.decision;
     auto& c = d.containers[p.container];
     const std::string who = "pod " + d.ns + "/" + d.name + " container " + c.name;
@@ -206,11 +229,15 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     if (!host) return failed("discovering the cards: " + std::string(host.error().what()));
     const auto* card = card_of(*host, d.index);
     const auto* dev = whole(cards, d.index);
-    if (!card || !dev) return failed("card " + std::to_string(d.index) + " that HAMi chose is not on this node");
-    if (!dev->healthy) return failed("card " + std::to_string(d.index) + " that HAMi chose is unhealthy");
-    const auto prof = std::find_if(host->drs_profiles.begin(), host->drs_profiles.end(), [&](const auto& pr) {
-        return c.profile_name.empty() ? std::to_string(pr.id) == c.profile_id : pr.name == c.profile_name;
-    });
+    if (!card || !dev)
+        return failed("card " + std::to_string(d.index) + " that HAMi chose is not on this node");
+    if (!dev->healthy)
+        return failed("card " + std::to_string(d.index) + " that HAMi chose is unhealthy");
+    const auto prof =
+        std::find_if(host->drs_profiles.begin(), host->drs_profiles.end(), [&](const auto& pr) {
+            return c.profile_name.empty() ? std::to_string(pr.id) == c.profile_id
+                                          : pr.name == c.profile_name;
+        });
     if (prof == host->drs_profiles.end())
         return failed("DRS profile '" + (c.profile_name.empty() ? c.profile_id : c.profile_name) +
                       "' that HAMi chose is not offered by card " + std::to_string(d.index));
@@ -219,7 +246,8 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     const std::string name = inject::device::drs_address(*in);
     auto undo = [&](inject::Error e) {
         if (auto x = d_.destroy(d.index, in->instance_id); !x)
-            inject::log::warn("hami: destroying DRS instance {} of card {}: {}", in->instance_id, d.index, x.error().what());
+            inject::log::warn("hami: destroying DRS instance {} of card {}: {}", in->instance_id,
+                              d.index, x.error().what());
         return failed(e.what());
     };
     auto r = allocate(cards, s, {dev->id});
@@ -229,18 +257,23 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     c.allocated = true;
     c.instance_id = std::to_string(in->instance_id);
     c.instance_uuid = in->uuid;
-    const bool done = std::all_of(d.containers.begin(), d.containers.end(), [](const auto& x) { return x.allocated; });
+    const bool done = std::all_of(d.containers.begin(), d.containers.end(),
+                                  [](const auto& x) { return x.allocated; });
     Json ann{{kContainers, containers_json(d).dump()}};
     if (done) ann[kAssigned] = "true";
-    if (auto w = d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}}); !w)
+    if (auto w =
+            d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
+        !w)
         return undo(std::move(w).error().context("recording the allocation"));
     own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id});
-    inject::log::info("hami: {}: card {} DRS instance {} ({}, profile {})", who, d.index, in->instance_id, name, prof->name);
+    inject::log::info("hami: {}: card {} DRS instance {} ({}, profile {})", who, d.index,
+                      in->instance_id, name, prof->name);
     if (auto h = d_.discover()) publish(*h);
     return std::move(*r);
 }
 
-grpc::Status Mode::allocate_drs(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
+grpc::Status Mode::allocate_drs(const Inventory& cards, const Settings& s,
+                                const v1beta1::AllocateRequest& req,
                                 v1beta1::AllocateResponse* out) {
     const std::lock_guard lock(mu_);
     for (const auto& c : req.container_requests()) {
@@ -273,12 +306,14 @@ void Mode::sweep(bool rediscover) {
                 if (live != items.end()) return false;
                 auto r = d_.destroy(o.card, o.instance_id);
                 if (!r) {
-                    inject::log::warn("hami: pod {}/{} is gone; destroying its DRS instance {} of card {}: {}", o.ns,
-                                      o.pod, o.instance_id, o.card, r.error().what());
+                    inject::log::warn(
+                        "hami: pod {}/{} is gone; destroying its DRS instance {} of card {}: {}",
+                        o.ns, o.pod, o.instance_id, o.card, r.error().what());
                     return false;
                 }
-                inject::log::info("hami: pod {}/{} is gone: destroyed its DRS instance {} of card {}", o.ns, o.pod,
-                                  o.instance_id, o.card);
+                inject::log::info(
+                    "hami: pod {}/{} is gone: destroyed its DRS instance {} of card {}", o.ns,
+                    o.pod, o.instance_id, o.card);
                 changed = true;
                 return true;
             });
@@ -300,17 +335,21 @@ void Mode::publish(const inject::device::Host& host) {
     const std::string key = a.drs_capacity + a.shared_capacity + std::to_string(a.cards);
     if (key == published_) return;
     const std::string path = "/api/v1/nodes/" + d_.node;
-    auto r = d_.api->patch_merge(path, Json{{"metadata", {{"annotations", {{kDrsCapacity, a.drs_capacity},
-                                                                             {kSharedCapacity, a.shared_capacity}}}}}});
-    if (r) r = d_.api->patch_merge(path + "/status",
-                                   Json{{"status", {{"capacity", {{kCountResource, std::to_string(a.cards)}}}}}});
+    auto r = d_.api->patch_merge(
+        path, Json{{"metadata",
+                    {{"annotations",
+                      {{kDrsCapacity, a.drs_capacity}, {kSharedCapacity, a.shared_capacity}}}}}});
+    if (r)
+        r = d_.api->patch_merge(
+            path + "/status",
+            Json{{"status", {{"capacity", {{kCountResource, std::to_string(a.cards)}}}}}});
     if (!r) {
         inject::log::warn("hami: publishing node {}'s annotations: {}", d_.node, r.error().what());
         return;
     }
     published_ = key;
-    inject::log::info("hami: node {}: {}={} {}={}", d_.node, kDrsCapacity, a.drs_capacity, kSharedCapacity,
-                      a.shared_capacity);
+    inject::log::info("hami: node {}: {}={} {}={}", d_.node, kDrsCapacity, a.drs_capacity,
+                      kSharedCapacity, a.shared_capacity);
 }
 
 }  // namespace edp::hami

@@ -32,7 +32,9 @@ struct Deps {
     std::shared_ptr<k8s::api::Client> api;
     std::string node;
     std::function<inject::Result<inject::device::Host>()> discover;
-    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t, const inject::device::DrsProfile&)> create;
+    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t,
+                                                              const inject::device::DrsProfile&)>
+        create;
     std::function<inject::Result<void>(std::uint32_t, std::uint32_t)> destroy;
 };
 
@@ -42,16 +44,18 @@ public:
     [[nodiscard]] static inject::Result<std::unique_ptr<Mode>> create(Deps deps);
 
     /// Allocate for `enflame.com/gcu` (whole cards, inventory `cards`).
-    grpc::Status allocate_cards(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
+    grpc::Status allocate_cards(const Inventory& cards, const Settings& s,
+                                const v1beta1::AllocateRequest& req,
                                 v1beta1::AllocateResponse* out);
     /// GetPreferredAllocation for `enflame.com/gcu`: the cards HAMi chose for the pod Allocate
     /// will serve next, so kubelet's own count of the cards agrees with HAMi's; the plugin's
     /// usual preference when no pod HAMi bound waits.
-    grpc::Status preferred_cards(const Inventory& cards, const v1beta1::PreferredAllocationRequest& req,
+    grpc::Status preferred_cards(const Inventory& cards,
+                                 const v1beta1::PreferredAllocationRequest& req,
                                  v1beta1::PreferredAllocationResponse* out);
     /// Allocate for `enflame.com/drs-gcu` (slices; `cards` is the whole cards' inventory).
-    grpc::Status allocate_drs(const Inventory& cards, const Settings& s, const v1beta1::AllocateRequest& req,
-                              v1beta1::AllocateResponse* out);
+    grpc::Status allocate_drs(const Inventory& cards, const Settings& s,
+                              const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out);
     /// Destroys the instances of pods that are gone or ended; re-publishes the node
     /// annotations when `rediscover` or anything changed.
     void sweep(bool rediscover);
@@ -63,12 +67,15 @@ private:
     };
     explicit Mode(Deps d) : d_(std::move(d)) {}
     inject::Result<Json> pods_on_node();
-    inject::Result<v1beta1::ContainerAllocateResponse> one_card_container(const Inventory& cards, const Settings& s,
-                                                                          std::size_t n_ids, bool& served);
-    inject::Result<v1beta1::ContainerAllocateResponse> one_drs_container(const Inventory& cards, const Settings& s,
+    inject::Result<v1beta1::ContainerAllocateResponse> one_card_container(const Inventory& cards,
+                                                                          const Settings& s,
+                                                                          std::size_t n_ids,
+                                                                          bool& served);
+    inject::Result<v1beta1::ContainerAllocateResponse> one_drs_container(const Inventory& cards,
+                                                                         const Settings& s,
                                                                          std::size_t n_ids);
-    void report(const std::string& ns, const std::string& name, const std::string& uid, const std::string& why,
-                bool card_protocol);
+    void report(const std::string& ns, const std::string& name, const std::string& uid,
+                const std::string& why, bool card_protocol);
     void publish(const inject::device::Host& host);
 
     Deps d_;

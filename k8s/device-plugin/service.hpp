@@ -31,13 +31,15 @@ public:
     std::uint64_t next_epoch();
 
     /// Allocate's answer when set (HAMi mode): given this state's inventory and settings.
-    using Allocator = std::function<grpc::Status(const Inventory&, const Settings&, const v1beta1::AllocateRequest&,
-                                                 v1beta1::AllocateResponse*)>;
+    using Allocator =
+        std::function<grpc::Status(const Inventory&, const Settings&,
+                                   const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*)>;
     void set_allocator(Allocator a);
     [[nodiscard]] Allocator allocator() const;
     /// GetPreferredAllocation's answer when set (HAMi mode: the cards HAMi chose).
-    using Preferrer = std::function<grpc::Status(const Inventory&, const v1beta1::PreferredAllocationRequest&,
-                                                 v1beta1::PreferredAllocationResponse*)>;
+    using Preferrer =
+        std::function<grpc::Status(const Inventory&, const v1beta1::PreferredAllocationRequest&,
+                                   v1beta1::PreferredAllocationResponse*)>;
     void set_preferrer(Preferrer p);
     [[nodiscard]] Preferrer preferrer() const;
 

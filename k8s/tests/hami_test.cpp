@@ -15,23 +15,25 @@ using edp::hami::Json;
 // A pod as HAMi v2.10's Enflame backend leaves it after Bind (DRS, one container).
 Json drs_pod(const std::string& name, const std::string& time, const std::string& containers,
              const std::string& index = "1") {
-    return Json{{"metadata",
-                 {{"namespace", "default"},
-                  {"name", name},
-                  {"uid", "uid-" + name},
-                  {"annotations",
-                   {{"enflame.com/gcu-assigned", "false"},
-                    {"enflame.com/gcu-assigned-time", time},
-                    {"enflame.com/gcu-assigned-index", index},
-                    {"enflame.com/gcu-assigned-id", index},
-                    {"enflame.com/gcu-assigned-minor", index},
-                    {"enflame.com/gcu-request-size", "1"},
-                    {"hami.io/enflame-vgpu-devices-allocated", "n-enflame-drs-1,Enflame,11264,25:;"},
-                    {"assigned-containers", containers}}}}},
-                {"status", {{"phase", "Pending"}}}};
+    return Json{
+        {"metadata",
+         {{"namespace", "default"},
+          {"name", name},
+          {"uid", "uid-" + name},
+          {"annotations",
+           {{"enflame.com/gcu-assigned", "false"},
+            {"enflame.com/gcu-assigned-time", time},
+            {"enflame.com/gcu-assigned-index", index},
+            {"enflame.com/gcu-assigned-id", index},
+            {"enflame.com/gcu-assigned-minor", index},
+            {"enflame.com/gcu-request-size", "1"},
+            {"hami.io/enflame-vgpu-devices-allocated", "n-enflame-drs-1,Enflame,11264,25:;"},
+            {"assigned-containers", containers}}}}},
+        {"status", {{"phase", "Pending"}}}};
 }
 
-const std::string kOne = R"({"main":{"allocated":false,"request":1,"profileID":"0","profileName":"1g.11gb"}})";
+const std::string kOne =
+    R"({"main":{"allocated":false,"request":1,"profileID":"0","profileName":"1g.11gb"}})";
 
 TEST(HamiDrs, ReadsWhatHamiWrites) {
     auto d = edp::hami::parse_drs_decision(drs_pod("p", "1764633600000000000", kOne));
@@ -56,22 +58,28 @@ TEST(HamiDrs, GarbageIsAClearError) {
     Json no_time = drs_pod("p", "1", kOne);
     no_time["metadata"]["annotations"].erase("enflame.com/gcu-assigned-time");
     const Case cases[] = {
-        {"TimeNotANumber", drs_pod("p", "yesterday", kOne), "annotation enflame.com/gcu-assigned-time 'yesterday': want Unix nanoseconds"},
+        {"TimeNotANumber", drs_pod("p", "yesterday", kOne),
+         "annotation enflame.com/gcu-assigned-time 'yesterday': want Unix nanoseconds"},
         {"TimeMissing", no_time, "annotation enflame.com/gcu-assigned-time: missing"},
-        {"IndexNegative", drs_pod("p", "1", kOne, "-1"), "annotation enflame.com/gcu-assigned-index '-1': want a card index"},
-        {"ContainersNotJson", drs_pod("p", "1", "{main"), "annotation assigned-containers '{main': want a JSON object of containers"},
-        {"ContainersEmpty", drs_pod("p", "1", "{}"), "annotation assigned-containers '{}': want a JSON object of containers"},
+        {"IndexNegative", drs_pod("p", "1", kOne, "-1"),
+         "annotation enflame.com/gcu-assigned-index '-1': want a card index"},
+        {"ContainersNotJson", drs_pod("p", "1", "{main"),
+         "annotation assigned-containers '{main': want a JSON object of containers"},
+        {"ContainersEmpty", drs_pod("p", "1", "{}"),
+         "annotation assigned-containers '{}': want a JSON object of containers"},
         {"RequestZero", drs_pod("p", "1", R"({"main":{"request":0,"profileName":"1g.11gb"}})"),
          "container 'main': want a request of 1 or more slices"},
         {"RequestString", drs_pod("p", "1", R"({"main":{"request":"1","profileName":"1g.11gb"}})"),
          "container 'main': want a request of 1 or more slices"},
-        {"NoProfile", drs_pod("p", "1", R"({"main":{"request":1}})"), "container 'main': no profileID or profileName"},
+        {"NoProfile", drs_pod("p", "1", R"({"main":{"request":1}})"),
+         "container 'main': no profileID or profileName"},
     };
     for (const auto& c : cases) {
         auto d = edp::hami::parse_drs_decision(c.pod);
         ASSERT_FALSE(d) << c.name;
         EXPECT_EQ(d.error().code(), inject::Errc::InvalidInput) << c.name;
-        EXPECT_NE(std::string(d.error().what()).find(c.want), std::string::npos) << c.name << ": " << d.error().what();
+        EXPECT_NE(std::string(d.error().what()).find(c.want), std::string::npos)
+            << c.name << ": " << d.error().what();
     }
 }
 
@@ -79,7 +87,8 @@ TEST(HamiDrs, PicksTheOldestWaitingPodWhoseContainerAsksThatMany) {
     Json pods{{"items", Json::array()}};
     pods["items"].push_back(drs_pod("newer", "300", kOne));
     pods["items"].push_back(drs_pod("older", "200", kOne));
-    pods["items"].push_back(drs_pod("two-slices", "100", R"({"main":{"request":2,"profileName":"2g.22gb"}})"));
+    pods["items"].push_back(
+        drs_pod("two-slices", "100", R"({"main":{"request":2,"profileName":"2g.22gb"}})"));
     auto done = drs_pod("done", "50", kOne);
     done["metadata"]["annotations"]["enflame.com/gcu-assigned"] = "true";
     pods["items"].push_back(done);
@@ -114,7 +123,8 @@ Json card_pod(const std::string& name, const std::string& bind_time, const std::
 }
 
 TEST(HamiCards, ReadsWhatHamiWritesAndWritesItBack) {
-    const std::string raw = ";n-GCU-2,GCU,100,100:n-GCU-3,GCU,100,100:;";  // an init container without cards
+    const std::string raw =
+        ";n-GCU-2,GCU,100,100:n-GCU-3,GCU,100,100:;";  // an init container without cards
     auto d = edp::hami::parse_card_decision(card_pod("p", "10", raw), "n");
     ASSERT_TRUE(d) << d.error().what();
     ASSERT_EQ(d->containers.size(), 2u);
@@ -125,7 +135,8 @@ TEST(HamiCards, ReadsWhatHamiWritesAndWritesItBack) {
 
 TEST(HamiCards, GarbageIsAClearError) {
     const std::pair<std::string, std::string> cases[] = {
-        {"other-GCU-1,GCU,100,100:;", "'other-GCU-1,GCU,100,100': want n-GCU-<i>,GCU,<mem>,<cores>"},
+        {"other-GCU-1,GCU,100,100:;",
+         "'other-GCU-1,GCU,100,100': want n-GCU-<i>,GCU,<mem>,<cores>"},
         {"n-GCU-x,GCU,100,100:;", "'n-GCU-x,GCU,100,100'"},
         {"n-GCU-1,NVIDIA,100,100:;", "'n-GCU-1,NVIDIA,100,100'"},
         {"n-GCU-1:;", "'n-GCU-1'"},
@@ -133,13 +144,15 @@ TEST(HamiCards, GarbageIsAClearError) {
     for (const auto& [raw, want] : cases) {
         auto d = edp::hami::parse_card_decision(card_pod("p", "10", raw), "n");
         ASSERT_FALSE(d) << raw;
-        EXPECT_NE(std::string(d.error().what()).find("annotation hami.io/enflame-gcu-devices-to-allocate " + want),
+        EXPECT_NE(std::string(d.error().what())
+                      .find("annotation hami.io/enflame-gcu-devices-to-allocate " + want),
                   std::string::npos)
             << d.error().what();
     }
     auto t = edp::hami::parse_card_decision(card_pod("p", "soon", "n-GCU-1,GCU,100,100:;"), "n");
     ASSERT_FALSE(t);
-    EXPECT_NE(std::string(t.error().what()).find("annotation hami.io/bind-time 'soon': want Unix seconds"),
+    EXPECT_NE(std::string(t.error().what())
+                  .find("annotation hami.io/bind-time 'soon': want Unix seconds"),
               std::string::npos);
 }
 
@@ -172,9 +185,10 @@ TEST(HamiNode, AnnotationsAsHamiParsesThem) {
     h.devices[2].drs_instances = {{2, 0, "2g.22gb"}, {2, 1, "2g.22gb"}};
     EXPECT_EQ(edp::hami::card_slices(h.drs_profiles), 4u);
     const auto a = edp::hami::node_annotations(h, {{0, 1}});
-    EXPECT_EQ(a.drs_capacity,
-              R"({"devices":[{"capacity":3,"index":"0","minor":"10"},{"capacity":4,"index":"1","minor":"11"}],)"
-              R"("profiles":{"1g.11gb":"0","2g.22gb":"1"}})");
+    EXPECT_EQ(
+        a.drs_capacity,
+        R"({"devices":[{"capacity":3,"index":"0","minor":"10"},{"capacity":4,"index":"1","minor":"11"}],)"
+        R"("profiles":{"1g.11gb":"0","2g.22gb":"1"}})");
     EXPECT_EQ(a.shared_capacity, R"({"10":3,"11":4})");
     EXPECT_EQ(a.cards, 3u);
 }
@@ -189,8 +203,8 @@ TEST(HamiResources, WholeCardsAndOneSliceIdPerSlice) {
         h.devices.push_back(d);
     }
     h.drs_profiles = {{"1g.11gb", 0, 4, 0, 0}};
-    auto r = edp::hami::make_resources(h, edp::IdStrategy::Uuid, "enflame.com/gcu", "enflame-gcu.sock",
-                                       "enflame.com/drs-gcu");
+    auto r = edp::hami::make_resources(h, edp::IdStrategy::Uuid, "enflame.com/gcu",
+                                       "enflame-gcu.sock", "enflame.com/drs-gcu");
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     EXPECT_EQ((*r)[0].inventory.devices.size(), 2u);
