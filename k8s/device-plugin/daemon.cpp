@@ -2,12 +2,14 @@
 #include "daemon.hpp"
 
 #include "events.hpp"
+#include "hami_mode.hpp"
 #include "health.hpp"
 #include "service.hpp"
 #include "k8s/sharing.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
+#include "inject/drs.hpp"
 #include "inject/log.hpp"
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
@@ -50,8 +52,15 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     l.discover.with_drs = o.drs;
     auto host = inject::discover::discover(l.discover);
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
-    INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas, l.settings.resource_name,
-                                           o.socket_name, o.drs));
+    if (o.scheduler == "hami") {
+        // HAMi counts whole cards and slices; it decides which card a pod gets.
+        INJECT_TRY(l.resources,
+                   hami::make_resources(*host, l.settings.id_strategy, l.settings.resource_name,
+                                        o.socket_name, o.drs_resource));
+    } else {
+        INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas,
+                                               l.settings.resource_name, o.socket_name, o.drs));
+    }
     for (auto& r : l.resources) {
         // A DRS profile's socket name is longer than ours, which run() checked already.
         if (auto p = k8s::socket_path(o.kubelet_dir, r.socket); !p) return inject::fail(std::move(p).error());
@@ -110,8 +119,11 @@ FileId file_id(const std::string& path) {
 
 class Daemon {
 public:
-    Daemon(DaemonOptions o, Loaded l, std::string kubelet_path)
-        : o_(std::move(o)), discover_(std::move(l.discover)), kubelet_path_(std::move(kubelet_path)) {
+    Daemon(DaemonOptions o, Loaded l, std::string kubelet_path, std::shared_ptr<hami::Mode> hami)
+        : o_(std::move(o)),
+          discover_(std::move(l.discover)),
+          kubelet_path_(std::move(kubelet_path)),
+          hami_(std::move(hami)) {
         adopt(l);
     }
     ~Daemon() { stop_all(); }
@@ -136,6 +148,7 @@ private:
     std::string kubelet_path_;
     std::vector<Endpoint> eps_;
     EventHolds holds_;  ///< cards driver events hold Unhealthy
+    std::shared_ptr<hami::Mode> hami_;  ///< HAMi mode (null: off)
 };
 
 // Endpoints for the loaded resources (none serving yet).
@@ -151,6 +164,25 @@ void Daemon::adopt(Loaded& l) {
         e.state = std::make_shared<State>(std::move(s), std::move(r.inventory));
         eps_.push_back(std::move(e));
     }
+    if (!hami_ || eps_.size() != 2) return;
+    // HAMi mode: the whole cards first, the slices second (hami::make_resources); a slice's
+    // Allocate gives the card HAMi chose, from the whole cards' inventory.
+    auto cards = eps_[0].state;
+    eps_[0].state->set_allocator([h = hami_](const Inventory& inv, const Settings& s,
+                                             const v1beta1::AllocateRequest& req,
+                                             v1beta1::AllocateResponse* out) {
+        return h->allocate_cards(inv, s, req, out);
+    });
+    eps_[0].state->set_preferrer([h = hami_](const Inventory& inv,
+                                             const v1beta1::PreferredAllocationRequest& req,
+                                             v1beta1::PreferredAllocationResponse* out) {
+        return h->preferred_cards(inv, req, out);
+    });
+    eps_[1].state->set_allocator([h = hami_, cards](const Inventory&, const Settings& s,
+                                                    const v1beta1::AllocateRequest& req,
+                                                    v1beta1::AllocateResponse* out) {
+        return h->allocate_drs(cards->inventory(), s, req, out);
+    });
 }
 
 inject::Result<void> Daemon::serve(Endpoint& e) {
@@ -294,8 +326,19 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
         else spdlog::error("health: {}; periodic checks only", w.error().what());
     }
     auto next_health = Clock::now() + o_.health_interval;
+    auto next_sweep = Clock::now() + o_.sweep_interval;
+    int sweeps = 0;
     for (;;) {
         auto wake = o_.health_checks ? next_health : Clock::now() + std::chrono::hours(1);
+        if (hami_) {
+            if (Clock::now() >= next_sweep) {
+                // Every 15th sweep (30 s by default, as HAMi's own plugins re-register) looks
+                // at the cards again for the node annotations.
+                hami_->sweep(++sweeps % 15 == 0);
+                next_sweep = Clock::now() + o_.sweep_interval;
+            }
+            wake = std::min(wake, next_sweep);
+        }
         for (auto& e : eps_) {
             if (!e.registered && Clock::now() >= e.next_register) try_register(e);
             if (!e.registered) wake = std::min(wake, e.next_register);
@@ -347,6 +390,32 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
     }
 }
 
+// HAMi mode's API client (token reload, retries) and efsmi's DRS commands, as the DRA driver
+// runs them.
+inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
+                                                       const inject::discover::Options& disc) {
+    if (o.node_name.empty())
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "
+                            "the pod's spec.nodeName)");
+    auto cfg = o.kubeconfig.empty() ? k8s::api::in_cluster_config()
+                                    : k8s::api::load_kubeconfig(o.kubeconfig);
+    if (!cfg) return inject::fail(std::move(cfg).error().context("--scheduler=hami"));
+    INJECT_TRY(auto client, k8s::api::Client::create(std::move(*cfg)));
+    hami::Deps deps;
+    deps.api = std::shared_ptr<k8s::api::Client>(std::move(client));
+    deps.node = o.node_name;
+    deps.discover = [disc] { return inject::discover::discover(disc); };
+    deps.create = [disc](std::uint32_t card, const inject::device::DrsProfile& p) {
+        return inject::drs::create_instance(disc, card, p);
+    };
+    deps.destroy = [disc](std::uint32_t card, std::uint32_t id) {
+        return inject::drs::destroy_instance(disc, card, id);
+    };
+    INJECT_TRY(auto m, hami::Mode::create(std::move(deps)));
+    return std::shared_ptr<hami::Mode>(std::move(m));
+}
+
 }  // namespace
 
 int run(DaemonOptions o) {
@@ -378,7 +447,13 @@ int run(DaemonOptions o) {
         inject::log::warn("no Enflame cards found: advertising none");
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
-    Daemon d(std::move(o), std::move(*loaded), std::move(*kubelet_path));
+    std::shared_ptr<hami::Mode> hami;
+    if (o.scheduler == "hami") {
+        auto h = start_hami(o, loaded->discover);
+        if (!h) return fail_with(h.error());
+        hami = std::move(*h);
+    }
+    Daemon d(std::move(o), std::move(*loaded), std::move(*kubelet_path), std::move(hami));
     return d.loop(sig_fd.get(), *watcher);
 }
 

@@ -23,6 +23,13 @@ struct DaemonOptions {
     std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
     bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
     bool health_checks = true;
+    /// "hami": HAMi's scheduler decides (hami_mode.hpp); empty: kubelet's choice, as always.
+    std::string scheduler;
+    std::string node_name;   ///< HAMi mode: this node (pods by spec.nodeName, the annotations)
+    std::string kubeconfig;  ///< HAMi mode: empty = the in-cluster service account
+    std::string drs_resource = "enflame.com/drs-gcu";  ///< HAMi mode: the slices' resource
+    std::chrono::milliseconds sweep_interval{
+        2000};  ///< HAMi mode: pods gone -> instances destroyed
     std::chrono::milliseconds health_interval{5000};
 };
 

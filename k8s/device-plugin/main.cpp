@@ -68,6 +68,21 @@ int main(int argc, char** argv) try {
         ->envname("HEALTH_INTERVAL")->capture_default_str();
     app.add_flag("--disable-health-checks", no_health,
                  "no health checks: every card stays Healthy (also DP_DISABLE_HEALTHCHECKS=all)");
+    app.add_option("--scheduler", o.scheduler,
+                   "who picks the card: empty (kubelet) or hami (HAMi's scheduler: its pod "
+                   "annotations decide; "
+                   "resources enflame.com/gcu and enflame.com/drs-gcu)")
+        ->envname("SCHEDULER")
+        ->check(CLI::IsMember({"", "hami"}));
+    o.node_name = std::getenv("NODE_NAME") ? std::getenv("NODE_NAME") : "";
+    app.add_option("--node-name", o.node_name, "HAMi mode: this node's name (default: $NODE_NAME)");
+    app.add_option("--kubeconfig", o.kubeconfig,
+                   "HAMi mode: kubeconfig file (default: in-cluster service account)")
+        ->envname("KUBECONFIG");
+    app.add_option("--drs-resource-name", o.drs_resource,
+                   "HAMi mode: the DRS slices' resource (HAMi's resourceNameDRSGCU)")
+        ->envname("DRS_RESOURCE_NAME")
+        ->capture_default_str();
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
     const auto fail = k8s::exit_error;

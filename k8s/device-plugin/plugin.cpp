@@ -42,6 +42,7 @@ PluginDevice from_card(const inject::device::Device& c) {
     PluginDevice d;
     d.uuid = c.uuid;
     d.index = c.index;
+    d.minor = c.minor;
     d.pci_bus_id = c.pci_bus_id;
     d.numa_node = c.numa_node;
     d.healthy = c.healthy.value_or(true);

@@ -55,6 +55,7 @@ struct PluginDevice {
     bool drs = false;     ///< a DRS instance (card_id = cdi_name = DRS-<uuid>, or <card>:<profile>:<id> without a UUID)
     std::string uuid;     ///< the card's UUID (a DRS instance: its parent card's)
     std::uint32_t index = 0;
+    std::uint32_t minor = 0;  ///< N of /dev/gcuN (gcushare's ENFLAME_VISIBLE_DEVICES)
     std::string pci_bus_id;
     std::int32_t numa_node = -1;
     bool healthy = true;

@@ -29,6 +29,26 @@ std::uint64_t State::next_epoch() {
     return e;
 }
 
+void State::set_allocator(Allocator a) {
+    const std::lock_guard lock(mu_);
+    allocator_ = std::move(a);
+}
+
+State::Allocator State::allocator() const {
+    const std::lock_guard lock(mu_);
+    return allocator_;
+}
+
+void State::set_preferrer(Preferrer p) {
+    const std::lock_guard lock(mu_);
+    preferrer_ = std::move(p);
+}
+
+State::Preferrer State::preferrer() const {
+    const std::lock_guard lock(mu_);
+    return preferrer_;
+}
+
 Settings State::settings() const {
     const std::lock_guard lock(mu_);
     return settings_;
@@ -89,6 +109,7 @@ grpc::Status Service::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empt
 grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
                                              v1beta1::PreferredAllocationResponse* out) {
     const Inventory inv = state_->inventory();
+    if (const auto hook = state_->preferrer()) return hook(inv, *req, out);
     for (const auto& c : req->container_requests()) {
         if (c.allocation_size() < 0)
             return {grpc::StatusCode::INVALID_ARGUMENT, "allocation_size " + std::to_string(c.allocation_size()) + " is negative"};
@@ -104,6 +125,7 @@ grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1
 grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req, v1beta1::AllocateResponse* out) {
     const Inventory inv = state_->inventory();
     const Settings s = state_->settings();
+    if (const auto hook = state_->allocator()) return hook(inv, s, *req, out);
     for (const auto& c : req->container_requests()) {
         const std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
         auto r = allocate(inv, s, ids);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -29,6 +30,19 @@ public:
     /// Starts a new epoch: streams of older epochs end.
     std::uint64_t next_epoch();
 
+    /// Allocate's answer when set (HAMi mode): given this state's inventory and settings.
+    using Allocator =
+        std::function<grpc::Status(const Inventory&, const Settings&,
+                                   const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*)>;
+    void set_allocator(Allocator a);
+    [[nodiscard]] Allocator allocator() const;
+    /// GetPreferredAllocation's answer when set (HAMi mode: the cards HAMi chose).
+    using Preferrer =
+        std::function<grpc::Status(const Inventory&, const v1beta1::PreferredAllocationRequest&,
+                                   v1beta1::PreferredAllocationResponse*)>;
+    void set_preferrer(Preferrer p);
+    [[nodiscard]] Preferrer preferrer() const;
+
     [[nodiscard]] Settings settings() const;
     [[nodiscard]] Inventory inventory() const;
     /// How many ListAndWatch streams are blocked waiting for a change (a seam for tests, which
@@ -44,6 +58,8 @@ private:
     std::uint64_t generation_ = 0;
     std::uint64_t epoch_ = 0;
     std::size_t waiting_ = 0;
+    Allocator allocator_;
+    Preferrer preferrer_;
 };
 
 /// kubelet's DevicePlugin service for one epoch of `state`.

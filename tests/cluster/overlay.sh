@@ -7,8 +7,12 @@
 #     their pods) and the installer is told --driver-root/--dev-root $SIM_ROOT (host paths);
 #     the exporter, which mounts no host root (the runtime gives it the cards), gets SIM_ROOT
 #     mounted read-only at that same /host$SIM_ROOT, the simulated sysfs being there only;
-#   - there is no kube-proxy and no DNS on the test node: the one daemon that talks to the API
-#     server (the DRA plugin) runs with hostNetwork and the API server's loopback address.
+#   - there is no kube-proxy and no DNS on the test node: the daemons that talk to the API
+#     server (the DRA plugin; the device plugin where BASE gives it a ServiceAccount, as
+#     overlays/hami does) run with hostNetwork and the API server's loopback address;
+#   - HAMi mode makes DRS instances through efsmi: the simulated efsmi keeps them in a state
+#     file beside its binary (the real one in the driver), so that folder is mounted writable
+#     over the read-only /host in the device plugin's pod.
 # The node label NFD would set (enflame.com/gpu.present=true) is set with kubectl by the caller.
 # Everything else (images, RBAC, volumes, probes, the containerd config and socket the
 # installer finds at their usual paths inside the harness's mount namespace) is as shipped.
@@ -72,4 +76,25 @@ YAML
         path: /spec/template/spec/containers/0/env/-
         value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}
 YAML
+  if grep -qs "name: enflame-device-plugin" "$base/serviceaccount.yaml"; then
+    cat <<YAML
+  - target: {kind: DaemonSet, name: enflame-device-plugin}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/hostNetwork
+        value: true
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}
+      - op: add
+        path: /spec/template/spec/volumes/-
+        value: {name: sim-efsmi, hostPath: {path: $sim/usr/local/efsmi}}
+      - op: add
+        path: /spec/template/spec/containers/0/volumeMounts/-
+        value: {name: sim-efsmi, mountPath: /host$sim/usr/local/efsmi}
+YAML
+  fi
 } > "$out/kustomization.yaml"

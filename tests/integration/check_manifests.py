@@ -46,7 +46,9 @@ UPSTREAM_REGISTRIES = ("registry.k8s.io/",)
 PRIVILEGED = {"enflame-toolkit-installer", "enflame-device-plugin", "enflame-feature-discovery",
               "enflame-dra-plugin", "enflame-npd"}
 # who may mount the host's / (read-only), and who may write it
-HOST_ROOT = PRIVILEGED
+# (the NRI plugin, unprivileged, reads the host's / to find the driver's libraries whose host
+# paths its adjustment names; the runtime, not the plugin, mounts them)
+HOST_ROOT = PRIVILEGED | {"enflame-nri-plugin"}
 HOST_ROOT_RW = {"enflame-toolkit-installer"}
 # host folders shared with other software: never mounted whole (other drivers' and CSI
 # sockets, every pod's volumes)
@@ -57,11 +59,16 @@ DRIVER = "gcu.enflame.com"
 # RBAC: the verbs the daemons call, per (apiGroup, resource), as an upper bound: a role may
 # grant fewer, never more, and nothing else (the DRA plugin GETs the claim kubelet names, lists
 # its node's slices by fieldSelector and watches them, re-reads one on a conflict, creates,
-# updates and deletes them; it GETs its Node for the slices' owner). No wildcard anywhere.
+# updates and deletes them; it GETs its Node for the slices' owner; the device plugin in HAMi
+# mode, overlays/hami, lists its node's pods and patches HAMi's annotations on them, annotates
+# its Node and sets its capacity, and posts an event when an allocation fails). No wildcard.
 VERBS = {
     ("resource.k8s.io", "resourceclaims"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
-    ("", "nodes"): {"get"},
+    ("", "nodes"): {"get", "patch"},
+    ("", "nodes/status"): {"patch"},
+    ("", "pods"): {"list", "patch"},
+    ("", "events"): {"create"},
 }
 NODE_EXTRA = "authentication.kubernetes.io/node-name"
 

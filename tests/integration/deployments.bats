@@ -242,3 +242,18 @@ PY
   mutate no-policy 'objs[:] = [o for o in objs if o["kind"] != "ValidatingAdmissionPolicyBinding"]'
   refused no-policy "ClusterRole/enflame-dra-plugin: lets enflame-dra-plugin write ResourceSlices of every node"
 }
+
+@test "overlays/hami and overlays/nri render valid under the least-privilege checks; HAMi's device plugin alone gets a token" {
+  render overlays/hami
+  python3 - "$SCRATCH/r.yaml" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+ds = next(o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "enflame-device-plugin")
+pod = ds["spec"]["template"]["spec"]
+assert pod["serviceAccountName"] == "enflame-device-plugin", pod.get("serviceAccountName")
+assert pod["automountServiceAccountToken"] is True, "HAMi mode calls the API server: it needs its token"
+env = {e["name"]: e for e in pod["containers"][0]["env"]}
+assert env["SCHEDULER"]["value"] == "hami", env
+PY
+  render overlays/nri
+}

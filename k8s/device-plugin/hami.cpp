@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "hami.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace edp::hami {
+
+using inject::Errc;
+using inject::fail;
+
+namespace {
+
+const Json* annotations(const Json& pod) {
+    if (!pod.is_object() || !pod.contains("metadata") || !pod["metadata"].is_object())
+        return nullptr;
+    const auto& m = pod["metadata"];
+    if (!m.contains("annotations") || !m["annotations"].is_object()) return nullptr;
+    return &m["annotations"];
+}
+
+std::optional<std::string> annotation(const Json& pod, const char* key) {
+    const Json* a = annotations(pod);
+    if (!a || !a->contains(key) || !(*a)[key].is_string()) return std::nullopt;
+    return (*a)[key].get<std::string>();
+}
+
+std::string meta(const Json& pod, const char* key) {
+    if (!pod.is_object() || !pod.contains("metadata")) return {};
+    const auto& m = pod["metadata"];
+    return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+}
+
+template <class T>
+bool parse_number(std::string_view s, T& out) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && p == s.data() + s.size() && !s.empty();
+}
+
+inject::Error bad(const char* key, const std::string& value, const std::string& want) {
+    return inject::Error(Errc::InvalidInput,
+                         "annotation " + std::string(key) + " '" + value + "': " + want);
+}
+
+// A pod that has ended holds nothing and waits for nothing.
+bool finished(const Json& pod) {
+    if (!pod.contains("status") || !pod["status"].is_object()) return false;
+    const auto& st = pod["status"];
+    const std::string phase =
+        st.contains("phase") && st["phase"].is_string() ? st["phase"].get<std::string>() : "";
+    return phase == "Succeeded" || phase == "Failed" ||
+           pod["metadata"].contains("deletionTimestamp");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        const auto at = s.find(sep, start);
+        out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+        if (at == std::string::npos) return out;
+        start = at + 1;
+    }
+}
+
+std::string string_field(const Json& o, const char* key) {
+    if (!o.contains(key)) return {};
+    if (o[key].is_string()) return o[key].get<std::string>();
+    if (o[key].is_number_integer()) return std::to_string(o[key].get<std::int64_t>());
+    return {};
+}
+
+}  // namespace
+
+inject::Result<DrsDecision> parse_drs_decision(const Json& pod) {
+    DrsDecision d;
+    d.ns = meta(pod, "namespace");
+    d.name = meta(pod, "name");
+    d.uid = meta(pod, "uid");
+    const auto time = annotation(pod, kAssignedTime);
+    if (!time)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
+    if (!parse_number(*time, d.assigned_time) || d.assigned_time < 0)
+        return fail(bad(kAssignedTime, *time, "want Unix nanoseconds"));
+    const auto index = annotation(pod, kAssignedIndex);
+    if (!index)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedIndex + ": missing");
+    if (!parse_number(*index, d.index))
+        return fail(bad(kAssignedIndex, *index, "want a card index"));
+    if (const auto minor = annotation(pod, kAssignedMinor)) {
+        std::uint32_t m = 0;
+        if (!parse_number(*minor, m))
+            return fail(bad(kAssignedMinor, *minor, "want a device minor"));
+        d.minor = m;
+    }
+    const auto raw = annotation(pod, kContainers);
+    if (!raw)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kContainers + ": missing");
+    const Json j = Json::parse(*raw, nullptr, false);
+    if (!j.is_object() || j.empty())
+        return fail(bad(kContainers, raw->substr(0, 80), "want a JSON object of containers"));
+    for (const auto& [name, c] : j.items()) {
+        DrsContainer dc;
+        dc.name = name;
+        if (!c.is_object() || !c.contains("request") || !c["request"].is_number_integer() ||
+            c["request"].get<std::int64_t>() <= 0 || c["request"].get<std::int64_t>() > 1024)
+            return fail(bad(kContainers, raw->substr(0, 80),
+                            "container '" + name + "': want a request of 1 or more slices"));
+        dc.request = c["request"].get<std::uint32_t>();
+        dc.allocated =
+            c.contains("allocated") && c["allocated"].is_boolean() && c["allocated"].get<bool>();
+        dc.profile_id = string_field(c, "profileID");
+        dc.profile_name = string_field(c, "profileName");
+        dc.instance_id = string_field(c, "instanceID");
+        dc.instance_uuid = string_field(c, "instanceUUID");
+        if (dc.profile_id.empty() && dc.profile_name.empty())
+            return fail(bad(kContainers, raw->substr(0, 80),
+                            "container '" + name + "': no profileID or profileName"));
+        d.containers.push_back(std::move(dc));
+    }
+    return d;
+}
+
+Json containers_json(const DrsDecision& d) {
+    Json j = Json::object();
+    for (const auto& c : d.containers) {
+        Json o{{"allocated", c.allocated}, {"request", c.request}};
+        if (!c.profile_id.empty()) o["profileID"] = c.profile_id;
+        if (!c.profile_name.empty()) o["profileName"] = c.profile_name;
+        if (!c.instance_id.empty()) {
+            o["kubeletAllocated"] = true;
+            o["instanceID"] = c.instance_id;
+            o["instanceUUID"] = c.instance_uuid;
+        }
+        j[c.name] = std::move(o);
+    }
+    return j;
+}
+
+inject::Result<CardDecision> parse_card_decision(const Json& pod, const std::string& node) {
+    CardDecision d;
+    d.ns = meta(pod, "namespace");
+    d.name = meta(pod, "name");
+    d.uid = meta(pod, "uid");
+    if (const auto t = annotation(pod, kBindTime); t && !parse_number(*t, d.bind_time))
+        return fail(bad(kBindTime, *t, "want Unix seconds"));
+    const auto raw = annotation(pod, kCardsToAllocate);
+    if (!raw)
+        return fail(Errc::InvalidInput,
+                    std::string("annotation ") + kCardsToAllocate + ": missing");
+    auto ctrs = split(*raw, ';');
+    if (!ctrs.empty() && ctrs.back().empty()) ctrs.pop_back();  // every container ends in ';'
+    const std::string prefix = node + "-GCU-";
+    for (const auto& ctr : ctrs) {
+        std::vector<std::uint32_t> cards;
+        for (const auto& dev : split(ctr, ':')) {
+            if (dev.empty()) continue;
+            const auto f = split(dev, ',');
+            std::uint32_t i = 0;
+            if (f.size() < 4 || f[1] != "GCU" || !f[0].starts_with(prefix) ||
+                !parse_number(std::string_view(f[0]).substr(prefix.size()), i))
+                return fail(bad(kCardsToAllocate, dev, "want " + prefix + "<i>,GCU,<mem>,<cores>"));
+            cards.push_back(i);
+        }
+        d.containers.push_back(std::move(cards));
+    }
+    return d;
+}
+
+std::string encode_cards(const CardDecision& d, const std::string& node) {
+    std::string s;
+    for (const auto& c : d.containers) {
+        for (auto i : c) s += node + "-GCU-" + std::to_string(i) + ",GCU,100,100:";
+        s += ';';
+    }
+    return s;
+}
+
+namespace {
+
+template <class D, class Parse, class Fits>
+Pick<D> pick(const Json& pods, Parse parse, Fits fits, std::int64_t D::*time) {
+    Pick<D> out;
+    if (!pods.is_object() || !pods.contains("items") || !pods["items"].is_array()) return out;
+    for (const auto& pod : pods["items"]) {
+        if (finished(pod)) continue;
+        auto d = parse(pod);
+        if (!d) {
+            if (d.error().code() != Errc::NotFound)
+                out.broken.push_back({meta(pod, "namespace"), meta(pod, "name"), meta(pod, "uid"),
+                                      d.error().what()});
+            continue;
+        }
+        auto c = fits(*d);
+        if (!c) continue;
+        if (!out.decision || (*d).*time < (*out.decision).*time) {
+            out.decision = std::move(*d);
+            out.container = *c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request) {
+    auto parse = [](const Json& pod) -> inject::Result<DrsDecision> {
+        const auto a = annotation(pod, kAssigned);
+        if (a != "false" || annotation(pod, kError)) return fail(Errc::NotFound, "not waiting");
+        return parse_drs_decision(pod);
+    };
+    auto fits = [&](const DrsDecision& d) -> std::optional<std::size_t> {
+        for (std::size_t i = 0; i < d.containers.size(); ++i)
+            if (!d.containers[i].allocated && d.containers[i].request == request) return i;
+        return std::nullopt;
+    };
+    return pick<DrsDecision>(pods, parse, fits, &DrsDecision::assigned_time);
+}
+
+Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::size_t request) {
+    auto parse = [&](const Json& pod) -> inject::Result<CardDecision> {
+        if (annotation(pod, kBindPhase) != "allocating" || !annotation(pod, kCardsToAllocate) ||
+            annotation(pod, kError))
+            return fail(Errc::NotFound, "not waiting");
+        return parse_card_decision(pod, node);
+    };
+    auto fits = [&](const CardDecision& d) -> std::optional<std::size_t> {
+        // HAMi's order: the first container not served yet is the one kubelet asks for.
+        for (std::size_t i = 0; i < d.containers.size(); ++i) {
+            if (d.containers[i].empty()) continue;
+            if (d.containers[i].size() == request) return i;
+            return std::nullopt;
+        }
+        return std::nullopt;
+    };
+    return pick<CardDecision>(pods, parse, fits, &CardDecision::bind_time);
+}
+
+std::uint32_t profile_slices(const std::string& name) {
+    const auto g = name.find("g.");
+    std::uint32_t n = 0;
+    if (g == std::string::npos || !name.ends_with("gb") ||
+        !parse_number(std::string_view(name).substr(0, g), n))
+        return 0;
+    return n;
+}
+
+std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profiles) {
+    std::uint32_t best = 0;
+    for (const auto& p : profiles) best = std::max(best, profile_slices(p.name) * p.max_instances);
+    return best;
+}
+
+NodeAnnotations node_annotations(const inject::device::Host& host,
+                                 const std::vector<OwnInstance>& ours) {
+    NodeAnnotations out;
+    out.cards = host.devices.size();
+    const std::uint32_t slices = card_slices(host.drs_profiles);
+    Json devices = Json::array(), shared = Json::object(), profiles = Json::object();
+    for (const auto& p : host.drs_profiles) {
+        if (profile_slices(p.name) > 0) profiles[p.name] = std::to_string(p.id);
+    }
+    for (const auto& c : host.devices) {
+        if (slices == 0) break;
+        std::uint32_t taken = 0;
+        for (const auto& in : c.drs_instances) {
+            const bool own = std::any_of(ours.begin(), ours.end(), [&](const OwnInstance& o) {
+                return o.card == c.index && o.instance_id == in.instance_id;
+            });
+            if (!own) taken += profile_slices(in.profile);
+        }
+        // HAMi refuses the whole node for a card of capacity 0: a full card is left out.
+        if (taken >= slices) continue;
+        const std::uint32_t cap = slices - taken;
+        devices.push_back({{"index", std::to_string(c.index)},
+                           {"minor", std::to_string(c.minor)},
+                           {"capacity", cap}});
+        shared[std::to_string(c.minor)] = cap;
+    }
+    out.drs_capacity = Json{{"devices", devices}, {"profiles", profiles}}.dump();
+    out.shared_capacity = shared.dump();
+    return out;
+}
+
+inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                     IdStrategy strategy,
+                                                     const std::string& cards_resource,
+                                                     const std::string& cards_socket,
+                                                     const std::string& drs_resource) {
+    std::vector<Resource> out;
+    INJECT_TRY(auto cards, make_inventory(host, strategy, 1));
+    Inventory slices;
+    slices.control = host.control;
+    const std::uint32_t n = card_slices(host.drs_profiles);
+    for (const auto& d : cards.devices) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            PluginDevice s = d;
+            s.id = std::to_string(d.minor) + "-" + std::to_string(i);
+            slices.devices.push_back(std::move(s));
+        }
+    }
+    out.push_back({cards_resource, cards_socket, std::move(cards)});
+    out.push_back({drs_resource, "enflame-drs-gcu.sock", std::move(slices)});
+    return out;
+}
+
+}  // namespace edp::hami

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// HAMi mode (--scheduler=hami), the pure half: what HAMi's Enflame backend (v2.10) writes on a
+// pod and reads from a node, as data. HAMi's scheduler extender picks the card (whole cards:
+// `hami.io/enflame-gcu-devices-to-allocate`; DRS: `enflame.com/gcu-assigned-*` and
+// `assigned-containers`), the device plugin on the node finds that pod in Allocate and honours
+// the decision (gcushare's protocol; ../shared/facts/hami.md). No API calls, no efsmi here:
+// hami_mode.cpp does those.
+
+#include "plugin.hpp"
+
+#include "inject/device.hpp"
+#include "inject/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edp::hami {
+
+using Json = nlohmann::json;
+
+// Pod annotations (HAMi pkg/device/enflame, gcushare).
+inline constexpr const char* kAssigned = "enflame.com/gcu-assigned";  ///< "false" until done
+inline constexpr const char* kAssignedTime = "enflame.com/gcu-assigned-time";    ///< UnixNano
+inline constexpr const char* kAssignedIndex = "enflame.com/gcu-assigned-index";  ///< the card
+inline constexpr const char* kAssignedMinor =
+    "enflame.com/gcu-assigned-minor";                              ///< /dev/gcu<minor>
+inline constexpr const char* kContainers = "assigned-containers";  ///< JSON per container
+inline constexpr const char* kCardsToAllocate = "hami.io/enflame-gcu-devices-to-allocate";
+inline constexpr const char* kBindPhase = "hami.io/bind-phase";  ///< allocating, success, failed
+inline constexpr const char* kBindTime = "hami.io/bind-time";    ///< Unix seconds
+/// Ours: why the plugin could not honour HAMi's decision (the pod's Allocate failed).
+inline constexpr const char* kError = "enflame.com/gcu-allocate-error";
+// Node annotations.
+inline constexpr const char* kDrsCapacity = "enflame.com/gcu-drs-capacity";
+inline constexpr const char* kSharedCapacity = "enflame.com/gcu-shared-capacity";
+/// Node status capacity: the number of cards (gcushare, HAMi <= 2.9).
+inline constexpr const char* kCountResource = "enflame.com/gcu-count";
+
+/// One container's part of a DRS decision (an entry of `assigned-containers`).
+struct DrsContainer {
+    std::string name;
+    bool allocated = false;
+    std::uint32_t request = 0;  ///< slices = the device IDs kubelet hands us
+    std::string profile_id, profile_name;
+    std::string instance_id, instance_uuid;  ///< ours, once made
+};
+
+/// HAMi's DRS decision for one pod.
+struct DrsDecision {
+    std::string ns, name, uid;
+    std::int64_t assigned_time = 0;
+    std::uint32_t index = 0;  ///< the card (efsmi's DEV ID)
+    std::optional<std::uint32_t> minor;
+    std::vector<DrsContainer> containers;  ///< sorted by name
+};
+
+/// The decision in `pod` (a Pod object). Errors name the annotation and the value:
+/// "annotation enflame.com/gcu-assigned-index '-1': want a card index".
+[[nodiscard]] inject::Result<DrsDecision> parse_drs_decision(const Json& pod);
+/// `assigned-containers` for `d`, as HAMi wrote it plus what we add (kubeletAllocated,
+/// instanceID, instanceUUID).
+[[nodiscard]] Json containers_json(const DrsDecision& d);
+
+/// HAMi's whole-card decision for one pod: per container (in HAMi's order, init containers
+/// first) the card ordinals `<node>-GCU-<i>` it chose; an empty entry is a container with none
+/// or one already served.
+struct CardDecision {
+    std::string ns, name, uid;
+    std::int64_t bind_time = 0;
+    std::vector<std::vector<std::uint32_t>> containers;
+};
+
+/// The decision in `pod` for `node`. A device of another node or of another shape is an error
+/// naming it.
+[[nodiscard]] inject::Result<CardDecision> parse_card_decision(const Json& pod,
+                                                               const std::string& node);
+/// The to-allocate annotation for `d` (what HAMi's EncodePodSingleDevice writes).
+[[nodiscard]] std::string encode_cards(const CardDecision& d, const std::string& node);
+
+/// Why a pod HAMi assigned could not be used (its annotations do not parse).
+struct Broken {
+    std::string ns, name, uid, why;
+};
+
+/// The pod Allocate serves: among the pods on the node that wait for us, the oldest whose
+/// next unserved container asks `request` devices. Pods whose annotations do not parse are
+/// in `broken` (and skipped).
+template <class D>
+struct Pick {
+    std::optional<D> decision;
+    std::size_t container = 0;  ///< index into decision->containers
+    std::vector<Broken> broken;
+};
+[[nodiscard]] Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request);
+[[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node,
+                                            std::size_t request);
+
+/// Slices of a card offering `profiles`: the largest `<g> * max_instances` of its
+/// `<g>g.<m>gb` profiles (S60: 4); 0 when none has that shape.
+[[nodiscard]] std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profiles);
+/// `<g>` of a profile named `<g>g.<m>gb` (0 otherwise).
+[[nodiscard]] std::uint32_t profile_slices(const std::string& name);
+
+/// The node annotations HAMi's backend parses, for `host` with `profiles`: the capacity of a
+/// card is its slices less the slices of instances not in `ours` (made by someone else).
+struct NodeAnnotations {
+    std::string
+        drs_capacity;  ///< {"devices":[{"index":"0","minor":"0","capacity":4}],"profiles":{...}}
+    std::string shared_capacity;  ///< {"0":4,...} (minor -> slices)
+    std::size_t cards = 0;
+};
+struct OwnInstance {
+    std::uint32_t card = 0, instance_id = 0;
+};
+[[nodiscard]] NodeAnnotations node_annotations(const inject::device::Host& host,
+                                               const std::vector<OwnInstance>& ours);
+
+/// The resources HAMi's Enflame backend counts: `cards_resource` (every card whole, on
+/// `cards_socket`) and `drs_resource` (on `enflame-drs-gcu.sock`): per card with DRS profiles,
+/// card_slices() device IDs `<minor>-<slice>`. kubelet hands Allocate as many IDs as the
+/// container asks slices; which ones does not matter (HAMi chose the card).
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(
+    const inject::device::Host& host, IdStrategy strategy, const std::string& cards_resource,
+    const std::string& cards_socket, const std::string& drs_resource);
+
+}  // namespace edp::hami

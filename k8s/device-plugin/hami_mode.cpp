@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "hami_mode.hpp"
+
+#include "inject/log.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+namespace edp::hami {
+
+using inject::Errc;
+using inject::fail;
+
+namespace {
+
+constexpr std::string_view kVisibleEnv = "ENFLAME_VISIBLE_DEVICES";
+constexpr std::string_view kTopsEnv = "TOPS_VISIBLE_DEVICES";
+
+std::string pod_path(const std::string& ns, const std::string& name) {
+    return "/api/v1/namespaces/" + ns + "/pods/" + name;
+}
+
+std::string rfc3339_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+grpc::Status to_status(const inject::Error& e) {
+    return {e.code() == Errc::NotFound ? grpc::StatusCode::NOT_FOUND
+                                       : grpc::StatusCode::FAILED_PRECONDITION,
+            e.what()};
+}
+
+const inject::device::Device* card_of(const inject::device::Host& h, std::uint32_t index) {
+    for (const auto& c : h.devices)
+        if (c.index == index) return &c;
+    return nullptr;
+}
+
+const PluginDevice* whole(const Inventory& inv, std::uint32_t index) {
+    for (const auto& d : inv.devices)
+        if (!d.drs && d.index == index) return &d;
+    return nullptr;
+}
+
+// gcushare answers ENFLAME_VISIBLE_DEVICES=<minor> (HAMi's pods expect it), not our card IDs.
+void minors_env(v1beta1::ContainerAllocateResponse& r, const Settings& s,
+                const std::vector<std::uint32_t>& minors) {
+    if (!s.lists.envvar) return;
+    std::string v;
+    for (auto m : minors) v += (v.empty() ? "" : ",") + std::to_string(m);
+    (*r.mutable_envs())[std::string(kVisibleEnv)] = v;
+}
+
+}  // namespace
+
+inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
+    std::unique_ptr<Mode> m(new Mode(std::move(deps)));
+    INJECT_TRY(auto pods, m->pods_on_node());
+    // The instances live pods hold (made by us before a restart): theirs until the pod goes.
+    for (const auto& pod : pods["items"]) {
+        auto d = parse_drs_decision(pod);
+        if (!d) continue;
+        for (const auto& c : d->containers) {
+            std::uint32_t id = 0;
+            if (c.instance_id.empty()) continue;
+            try {
+                id = static_cast<std::uint32_t>(std::stoul(c.instance_id));
+            } catch (const std::exception&) {
+                continue;
+            }
+            m->own_.push_back({d->uid, d->ns, d->name, d->index, id});
+            inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name,
+                              id, d->index);
+        }
+    }
+    m->sweep(true);
+    return m;
+}
+
+inject::Result<Json> Mode::pods_on_node() {
+    INJECT_TRY(auto pods, d_.api->list("/api/v1/pods", {}, "spec.nodeName=" + d_.node));
+    if (!pods.contains("items") || !pods["items"].is_array()) pods["items"] = Json::array();
+    return pods;
+}
+
+// The pod cannot have what HAMi chose: say why on the pod (annotation and Warning event), so
+// `kubectl describe` shows it and no later Allocate takes the decision again.
+void Mode::report(const std::string& ns, const std::string& name, const std::string& uid,
+                  const std::string& why, bool card_protocol) {
+    inject::log::warn("hami: pod {}/{}: {}", ns, name, why);
+    Json ann{{kError, why}};
+    if (card_protocol) ann[kBindPhase] = "failed";
+    if (auto r =
+            d_.api->patch_merge(pod_path(ns, name), Json{{"metadata", {{"annotations", ann}}}});
+        !r)
+        inject::log::warn("hami: marking pod {}/{} failed: {}", ns, name, r.error().what());
+    const Json ev{
+        {"metadata", {{"generateName", name + "."}, {"namespace", ns}}},
+        {"involvedObject",
+         {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
+        {"reason", "EnflameAllocateFailed"},
+        {"message", why},
+        {"type", "Warning"},
+        {"source", {{"component", "enflame-device-plugin"}, {"host", d_.node}}},
+        {"firstTimestamp", rfc3339_now()},
+        {"lastTimestamp", rfc3339_now()},
+        {"count", 1}};
+    if (auto r = d_.api->create("/api/v1/namespaces/" + ns + "/events", ev); !r)
+        inject::log::warn("hami: event for pod {}/{}: {}", ns, name, r.error().what());
+}
+
+inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(const Inventory& cards,
+                                                                            const Settings& s,
+                                                                            std::size_t n_ids,
+                                                                            bool& served) {
+    served = false;
+    INJECT_TRY(auto pods, pods_on_node());
+    auto p = pick_cards(pods, d_.node, n_ids);
+    for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, true);
+    if (!p.decision) return fail(Errc::NotFound, "no pod HAMi bound waits");
+    served = true;
+    auto& d = *p.decision;
+    std::vector<std::string> ids;
+    std::vector<std::uint32_t> minors;
+    for (auto i : d.containers[p.container]) {
+        const auto* dev = whole(cards, i);
+        if (!dev || !dev->healthy) {
+            const std::string why = "card " + std::to_string(i) + " that HAMi chose (" + d_.node +
+                                    "-GCU-" + std::to_string(i) + ") is " +
+                                    (dev ? "unhealthy" : "not on this node");
+            report(d.ns, d.name, d.uid, why, true);
+            return fail(Errc::NotFound, "pod " + d.ns + "/" + d.name + ": " + why);
+        }
+        ids.push_back(dev->id);
+        minors.push_back(dev->minor);
+    }
+    INJECT_TRY(auto r, allocate(cards, s, ids));
+    minors_env(r, s, minors);
+    d.containers[p.container].clear();
+    const bool done = std::all_of(d.containers.begin(), d.containers.end(),
+                                  [](const auto& c) { return c.empty(); });
+    Json ann{{kCardsToAllocate, encode_cards(d, d_.node)}};
+    if (done) ann[kBindPhase] = "success";
+    if (auto w =
+            d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
+        !w)
+        return fail(std::move(w).error().context("pod " + d.ns + "/" + d.name +
+                                                 ": recording the allocation"));
+    inject::log::info("hami: pod {}/{} container {}: cards {}", d.ns, d.name, p.container,
+                      (*r.mutable_envs())[std::string(kVisibleEnv)]);
+    return r;
+}
+
+grpc::Status Mode::allocate_cards(const Inventory& cards, const Settings& s,
+                                  const v1beta1::AllocateRequest& req,
+                                  v1beta1::AllocateResponse* out) {
+    const std::lock_guard lock(mu_);
+    for (const auto& c : req.container_requests()) {
+        bool served = false;
+        auto r =
+            one_card_container(cards, s, static_cast<std::size_t>(c.devices_ids_size()), served);
+        if (!r && !served && r.error().code() == Errc::NotFound) {
+            // A pod HAMi did not schedule: kubelet's choice, as without HAMi.
+            const std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
+            r = allocate(cards, s, ids);
+        }
+        if (!r) {
+            inject::log::warn("Allocate refused: {}", r.error().what());
+            return to_status(r.error());
+        }
+        *out->add_container_responses() = std::move(*r);
+    }
+    return grpc::Status::OK;
+}
+
+grpc::Status Mode::preferred_cards(const Inventory& cards,
+                                   const v1beta1::PreferredAllocationRequest& req,
+                                   v1beta1::PreferredAllocationResponse* out) {
+    const std::lock_guard lock(mu_);
+    auto pods = pods_on_node();
+    for (const auto& c : req.container_requests()) {
+        const std::vector<std::string> avail(c.available_deviceids().begin(),
+                                             c.available_deviceids().end());
+        const std::vector<std::string> must(c.must_include_deviceids().begin(),
+                                            c.must_include_deviceids().end());
+        const auto size = static_cast<std::size_t>(std::max(0, c.allocation_size()));
+        std::vector<std::string> ids;
+        if (pods) {
+            const auto p = pick_cards(*pods, d_.node, size);
+            if (p.decision) {
+                for (auto i : p.decision->containers[p.container]) {
+                    const auto* dev = whole(cards, i);
+                    if (dev && std::find(avail.begin(), avail.end(), dev->id) != avail.end())
+                        ids.push_back(dev->id);
+                }
+            }
+        }
+        if (ids.size() != size || !must.empty()) ids = preferred(cards, avail, must, size);
+        auto* r = out->add_container_responses();
+        for (auto& id : ids) r->add_deviceids(std::move(id));
+    }
+    return grpc::Status::OK;
+}
+
+inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const Inventory& cards,
+                                                                           const Settings& s,
+                                                                           std::size_t n_ids) {
+    INJECT_TRY(auto pods, pods_on_node());
+    auto p = pick_drs(pods, n_ids);
+    for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
+    if (!p.decision)
+        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " +
+                                        std::to_string(n_ids) + " DRS slices (HAMi's " + kAssigned +
+                                        "=false)");
+    auto& d = *p.decision;
+    auto& c = d.containers[p.container];
+    const std::string who = "pod " + d.ns + "/" + d.name + " container " + c.name;
+    auto failed = [&](const std::string& why) {
+        report(d.ns, d.name, d.uid, why, false);
+        return inject::Error(Errc::NotFound, who + ": " + why);
+    };
+    auto host = d_.discover();
+    if (!host) return failed("discovering the cards: " + std::string(host.error().what()));
+    const auto* card = card_of(*host, d.index);
+    const auto* dev = whole(cards, d.index);
+    if (!card || !dev)
+        return failed("card " + std::to_string(d.index) + " that HAMi chose is not on this node");
+    if (!dev->healthy)
+        return failed("card " + std::to_string(d.index) + " that HAMi chose is unhealthy");
+    const auto prof =
+        std::find_if(host->drs_profiles.begin(), host->drs_profiles.end(), [&](const auto& pr) {
+            return c.profile_name.empty() ? std::to_string(pr.id) == c.profile_id
+                                          : pr.name == c.profile_name;
+        });
+    if (prof == host->drs_profiles.end())
+        return failed("DRS profile '" + (c.profile_name.empty() ? c.profile_id : c.profile_name) +
+                      "' that HAMi chose is not offered by card " + std::to_string(d.index));
+    auto in = d_.create(d.index, *prof);
+    if (!in) return failed(in.error().what());
+    const std::string name = inject::device::drs_address(*in);
+    auto undo = [&](inject::Error e) {
+        if (auto x = d_.destroy(d.index, in->instance_id); !x)
+            inject::log::warn("hami: destroying DRS instance {} of card {}: {}", in->instance_id,
+                              d.index, x.error().what());
+        return failed(e.what());
+    };
+    auto r = allocate(cards, s, {dev->id});
+    if (!r) return undo(std::move(r).error());
+    minors_env(*r, s, {d.minor.value_or(card->minor)});
+    (*r->mutable_envs())[std::string(kTopsEnv)] = name;
+    c.allocated = true;
+    c.instance_id = std::to_string(in->instance_id);
+    c.instance_uuid = in->uuid;
+    const bool done = std::all_of(d.containers.begin(), d.containers.end(),
+                                  [](const auto& x) { return x.allocated; });
+    Json ann{{kContainers, containers_json(d).dump()}};
+    if (done) ann[kAssigned] = "true";
+    if (auto w =
+            d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
+        !w)
+        return undo(std::move(w).error().context("recording the allocation"));
+    own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id});
+    inject::log::info("hami: {}: card {} DRS instance {} ({}, profile {})", who, d.index,
+                      in->instance_id, name, prof->name);
+    if (auto h = d_.discover()) publish(*h);
+    return std::move(*r);
+}
+
+grpc::Status Mode::allocate_drs(const Inventory& cards, const Settings& s,
+                                const v1beta1::AllocateRequest& req,
+                                v1beta1::AllocateResponse* out) {
+    const std::lock_guard lock(mu_);
+    for (const auto& c : req.container_requests()) {
+        auto r = one_drs_container(cards, s, static_cast<std::size_t>(c.devices_ids_size()));
+        if (!r) {
+            inject::log::warn("Allocate refused: {}", r.error().what());
+            return to_status(r.error());
+        }
+        *out->add_container_responses() = std::move(*r);
+    }
+    return grpc::Status::OK;
+}
+
+void Mode::sweep(bool rediscover) {
+    const std::lock_guard lock(mu_);
+    bool changed = false;
+    if (!own_.empty()) {
+        auto pods = pods_on_node();
+        if (!pods) {
+            inject::log::warn("hami: listing the pods on {}: {}", d_.node, pods.error().what());
+        } else {
+            std::erase_if(own_, [&](const Own& o) {
+                const auto& items = (*pods)["items"];
+                const auto live = std::find_if(items.begin(), items.end(), [&](const Json& p) {
+                    const auto& m = p["metadata"];
+                    if (!m.contains("uid") || m["uid"] != o.uid) return false;
+                    const auto phase = p.contains("status") ? p["status"].value("phase", "") : "";
+                    return phase != "Succeeded" && phase != "Failed";
+                });
+                if (live != items.end()) return false;
+                auto r = d_.destroy(o.card, o.instance_id);
+                if (!r) {
+                    inject::log::warn(
+                        "hami: pod {}/{} is gone; destroying its DRS instance {} of card {}: {}",
+                        o.ns, o.pod, o.instance_id, o.card, r.error().what());
+                    return false;
+                }
+                inject::log::info(
+                    "hami: pod {}/{} is gone: destroyed its DRS instance {} of card {}", o.ns,
+                    o.pod, o.instance_id, o.card);
+                changed = true;
+                return true;
+            });
+        }
+    }
+    if (!changed && !rediscover) return;
+    auto host = d_.discover();
+    if (!host) {
+        inject::log::warn("hami: discovering the cards: {}", host.error().what());
+        return;
+    }
+    publish(*host);
+}
+
+void Mode::publish(const inject::device::Host& host) {
+    std::vector<OwnInstance> ours;
+    for (const auto& o : own_) ours.push_back({o.card, o.instance_id});
+    const auto a = node_annotations(host, ours);
+    const std::string key = a.drs_capacity + a.shared_capacity + std::to_string(a.cards);
+    if (key == published_) return;
+    const std::string path = "/api/v1/nodes/" + d_.node;
+    auto r = d_.api->patch_merge(
+        path, Json{{"metadata",
+                    {{"annotations",
+                      {{kDrsCapacity, a.drs_capacity}, {kSharedCapacity, a.shared_capacity}}}}}});
+    if (r)
+        r = d_.api->patch_merge(
+            path + "/status",
+            Json{{"status", {{"capacity", {{kCountResource, std::to_string(a.cards)}}}}}});
+    if (!r) {
+        inject::log::warn("hami: publishing node {}'s annotations: {}", d_.node, r.error().what());
+        return;
+    }
+    published_ = key;
+    inject::log::info("hami: node {}: {}={} {}={}", d_.node, kDrsCapacity, a.drs_capacity,
+                      kSharedCapacity, a.shared_capacity);
+}
+
+}  // namespace edp::hami

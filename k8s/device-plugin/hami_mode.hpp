@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// HAMi mode (--scheduler=hami), the effectful half: Allocate finds the pod HAMi bound to this
+// node (pods on the node by fieldSelector spec.nodeName), honours its decision (the card; for
+// DRS an instance of the chosen profile made through efsmi), writes the completion
+// annotations, or on failure the reason (annotation enflame.com/gcu-allocate-error and a
+// Warning event) and leaves no instance. The instances it made are remembered (in memory, and
+// rebuilt at start from the pods' assigned-containers) and destroyed by a periodic pod sweep
+// once their pod is gone or has ended. The node annotations HAMi parses are written at start,
+// after every instance made or destroyed, and when re-discovery sees another picture.
+
+#include "hami.hpp"
+#include "plugin.hpp"
+
+#include "inject/discover.hpp"
+#include "k8s/apiserver.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.pb.h"
+
+#include <grpcpp/support/status.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace edp::hami {
+
+/// What HAMi mode talks to; functions so tests could stand in (the bats tests use the real ones).
+struct Deps {
+    std::shared_ptr<k8s::api::Client> api;
+    std::string node;
+    std::function<inject::Result<inject::device::Host>()> discover;
+    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t,
+                                                              const inject::device::DrsProfile&)>
+        create;
+    std::function<inject::Result<void>(std::uint32_t, std::uint32_t)> destroy;
+};
+
+class Mode {
+public:
+    /// Remembers the instances live pods on the node hold and publishes the node annotations.
+    [[nodiscard]] static inject::Result<std::unique_ptr<Mode>> create(Deps deps);
+
+    /// Allocate for `enflame.com/gcu` (whole cards, inventory `cards`).
+    grpc::Status allocate_cards(const Inventory& cards, const Settings& s,
+                                const v1beta1::AllocateRequest& req,
+                                v1beta1::AllocateResponse* out);
+    /// GetPreferredAllocation for `enflame.com/gcu`: the cards HAMi chose for the pod Allocate
+    /// will serve next, so kubelet's own count of the cards agrees with HAMi's; the plugin's
+    /// usual preference when no pod HAMi bound waits.
+    grpc::Status preferred_cards(const Inventory& cards,
+                                 const v1beta1::PreferredAllocationRequest& req,
+                                 v1beta1::PreferredAllocationResponse* out);
+    /// Allocate for `enflame.com/drs-gcu` (slices; `cards` is the whole cards' inventory).
+    grpc::Status allocate_drs(const Inventory& cards, const Settings& s,
+                              const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out);
+    /// Destroys the instances of pods that are gone or ended; re-publishes the node
+    /// annotations when `rediscover` or anything changed.
+    void sweep(bool rediscover);
+
+private:
+    struct Own {
+        std::string uid, ns, pod;
+        std::uint32_t card = 0, instance_id = 0;
+    };
+    explicit Mode(Deps d) : d_(std::move(d)) {}
+    inject::Result<Json> pods_on_node();
+    inject::Result<v1beta1::ContainerAllocateResponse> one_card_container(const Inventory& cards,
+                                                                          const Settings& s,
+                                                                          std::size_t n_ids,
+                                                                          bool& served);
+    inject::Result<v1beta1::ContainerAllocateResponse> one_drs_container(const Inventory& cards,
+                                                                         const Settings& s,
+                                                                         std::size_t n_ids);
+    void report(const std::string& ns, const std::string& name, const std::string& uid,
+                const std::string& why, bool card_protocol);
+    void publish(const inject::device::Host& host);
+
+    Deps d_;
+    std::mutex mu_;  ///< one Allocate or sweep at a time
+    std::vector<Own> own_;
+    std::string published_;  ///< the last node annotations written
+};
+
+}  // namespace edp::hami

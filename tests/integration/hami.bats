@@ -1,0 +1,242 @@
+#!/usr/bin/env bats
+# HAMi mode of enflame-device-plugin (deployments/overlays/hami) on the real one-node cluster
+# (tests/cluster/cluster.sh). HAMi's scheduler cannot be built or pulled here: its decision
+# (the annotations its Enflame backend writes, then pods/binding) comes from
+# tests/cluster/hami-scheduler.sh; kubelet, our plugin (from `make images`), containerd and the
+# simulated efsmi do the rest for real. Pods name a schedulerName nobody serves, as HAMi's
+# webhook makes them, so only the stand-in binds them. One cluster for the file, tests in order:
+#   BUILD_DIR=$PWD/build/dev bats tests/integration/hami.bats
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+NS=enflame-system
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
+  [ -x "$SIM_HOST" ] || skip_or_fail "enflame-sim-host not built in $BUILD_DIR"
+  export HM; HM=$(mktemp -d /tmp/ectk-hami.XXXXXX)
+  chmod 755 "$HM"
+  # four S60 cards with DRS on and no instance yet: HAMi's pods make them
+  "$SIM_HOST" example --cards 4 --drs | python3 -c 'import sys, yaml
+d = yaml.safe_load(sys.stdin)
+d["drs"]["instances"] = []
+yaml.safe_dump(d, sys.stdout, sort_keys=False)' > "$HM/desc.yaml"
+  "$SIM_HOST" build --desc "$HM/desc.yaml" --root "$HM/host" > /dev/null
+  make -s -C "$TOP" images > "$HM/images.log" 2>&1 ||
+    { echo "make images failed: $(tail -n 3 "$HM/images.log")" >&2; return 1; }
+  local rc=0
+  "$TOP/tests/cluster/cluster.sh" up "$HM/cluster" > "$HM/up.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$HM/up.log")"; fi  # binaries missing
+  [ "$rc" -eq 0 ] || { tail -n 1 "$HM/up.log" >&2; return 1; }
+  "$TOP/tests/cluster/cluster.sh" import "$HM/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  # shellcheck disable=SC1091
+  . "$HM/cluster/env"
+  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT
+  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
+  cp -r "$TOP/deployments" "$HM/deployments"
+  "$TOP/tests/cluster/overlay.sh" "$HM/hami" "$HM/deployments/overlays/hami" "$HM/host" "$APISERVER_PORT"
+  "$TOP/tests/cluster/cluster.sh" namespace "$HM/cluster" "$NS" > /dev/null
+  "$KUBECTL" apply -k "$HM/hami" > "$HM/apply.log" 2>&1 || { cat "$HM/apply.log" >&2; return 1; }
+}
+
+teardown_file() {
+  if [ -n "${HM:-}" ] && [ -d "$HM" ]; then
+    "$TOP/tests/cluster/cluster.sh" down "$HM/cluster" >&3 2>&1 || true
+    rm -rf "$HM"
+  fi
+}
+
+setup() {
+  [ -f "$HM/cluster/env" ] || skip "the cluster is not up"
+}
+
+kc() { "$KUBECTL" "$@"; }
+sched() { KUBECTL=$KUBECTL "$TOP/tests/cluster/hami-scheduler.sh" "$@"; }
+# instances: the simulated host's DRS instances, one "card profile id uuid" line each, as efsmi lists them
+instances() {
+  "$HM/host/usr/local/efsmi/efsmi-1.4.3.4/efsmi" --drs --list-instance |
+    awk -F'|' '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, ""); print $2, $3, $4, $5 }'
+}
+
+ds_ready() {
+  local ds
+  for ds in $(kc -n "$NS" get ds -o name); do
+    kc -n "$NS" rollout status "$ds" --timeout=180s > /dev/null || {
+      kc -n "$NS" get pods -o wide
+      kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=20 || true
+      return 1
+    }
+  done
+}
+
+wait_phase() {
+  kc wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=120s > /dev/null || {
+    kc describe "pod/$1" | tail -n 25
+    kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=20 || true
+    return 1
+  }
+}
+
+# hami_pod NAME RESOURCE N: a pod HAMi's webhook would have given to HAMi's scheduler; it
+# prints its env and cards, then sleeps.
+hami_pod() {
+  kc apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  schedulerName: hami-scheduler
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "env; ls -l /dev/gcu*; sleep 3600"]
+    resources: {limits: {$2: $3}}
+YAML
+}
+
+# cards POD: the /dev/gcuN (not gcuctl) the pod lists, one a line
+cards() {
+  local out
+  for _ in $(seq 20); do out=$(kc logs "$1" 2>/dev/null | grep -oE '/dev/gcu[0-9]+$' | sort) && [ -n "$out" ] && break; sleep 0.5; done
+  echo "$out"
+}
+
+annotation() { kc get pod "$1" -o json | jq -r --arg k "$2" '.metadata.annotations[$k] // ""'; }
+
+# until_empty CMD...: wait (30 s) until CMD prints nothing
+until_empty() {
+  for _ in $(seq 60); do [ -z "$("$@")" ] && return 0; sleep 0.5; done
+  "$@"
+  return 1
+}
+
+@test "hami: overlays/hami as shipped: enflame.com/gcu 4, enflame.com/drs-gcu 16 slices, the node annotations HAMi parses" {
+  ds_ready
+  local n=
+  for _ in $(seq 60); do
+    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-gcu}')
+    [ "$n" = 16 ] && break
+    sleep 1
+  done
+  [ "$n" = 16 ]
+  [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')" = 4 ]
+  [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.capacity.enflame\.com/gcu-count}')" = 4 ]
+  run kc get node "$NODE_NAME" -o json
+  [ "$status" -eq 0 ]
+  # what HAMi's GetNodeDevices reads: every card with its 4 slices, the <g>g.<m>gb profiles
+  jq -e '.metadata.annotations["enflame.com/gcu-drs-capacity"] | fromjson
+         | (.devices | length == 4) and (.devices | all(.capacity == 4)) and (.devices[2] == {"index":"2","minor":"2","capacity":4})
+           and (.profiles == {"1g.11gb":"0","2g.22gb":"1"})' <<<"$output"
+  jq -e '.metadata.annotations["enflame.com/gcu-shared-capacity"] | fromjson | . == {"0":4,"1":4,"2":4,"3":4}' <<<"$output"
+}
+
+@test "hami: whole card: the pod gets exactly the card HAMi chose (card 2), bind-phase success" {
+  hami_pod whole enflame.com/gcu 1
+  sched card default whole "$NODE_NAME" 2
+  wait_phase whole Running
+  run cards whole
+  echo "$output"
+  [ "$output" = /dev/gcu2 ]
+  [ "$(annotation whole hami.io/bind-phase)" = success ]
+  [ "$(annotation whole hami.io/enflame-gcu-devices-to-allocate)" = ";" ]
+  kc delete pod whole --wait > /dev/null
+}
+
+@test "hami: DRS 1g.11gb on card 1: an instance made, the pod sees card 1 and TOPS_VISIBLE_DEVICES, destroyed when the pod goes" {
+  [ -z "$(instances)" ]
+  hami_pod slice enflame.com/drs-gcu 1
+  sched drs default slice "$NODE_NAME" 1 1 0 1g.11gb
+  wait_phase slice Running
+  run cards slice
+  [ "$output" = /dev/gcu1 ]
+  run instances
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  local uuid; uuid=$(awk '{print $NF}' <<<"${lines[0]}")
+  [[ ${lines[0]} == *1g.11gb* ]]
+  run kc logs slice
+  [[ $output == *"TOPS_VISIBLE_DEVICES=DRS-${uuid#DRS-}"* ]]
+  [ "$(annotation slice enflame.com/gcu-assigned)" = true ]
+  annotation slice assigned-containers | jq -e --arg u "${uuid#DRS-}" '.main.allocated == true and .main.kubeletAllocated == true and (.main.instanceUUID | endswith($u))'
+  # HAMi counts the slices it gave from its pods: an instance we made for it leaves the card's
+  # published capacity as it was
+  kc get node "$NODE_NAME" -o json | jq -e '.metadata.annotations["enflame.com/gcu-drs-capacity"] | fromjson | .devices[1].capacity == 4'
+  kc delete pod slice --wait > /dev/null
+  until_empty instances
+}
+
+@test "hami: two pods racing for the node: both run, each on one of the two cards HAMi chose, none twice" {
+  hami_pod race-a enflame.com/gcu 1
+  hami_pod race-b enflame.com/gcu 1
+  sched card default race-a "$NODE_NAME" 0 &
+  sched card default race-b "$NODE_NAME" 3
+  wait
+  wait_phase race-a Running
+  wait_phase race-b Running
+  local a b; a=$(cards race-a) b=$(cards race-b)
+  echo "race-a: $a, race-b: $b"
+  [ "$(printf '%s\n%s\n' "$a" "$b" | sort | tr '\n' ' ')" = "/dev/gcu0 /dev/gcu3 " ]
+  [ "$(annotation race-a hami.io/bind-phase)" = success ]
+  [ "$(annotation race-b hami.io/bind-phase)" = success ]
+  kc delete pod race-a race-b --wait > /dev/null
+}
+
+@test "hami: a decision naming a card the node does not have: the pod fails saying why, an event, no instance left" {
+  hami_pod gone enflame.com/drs-gcu 1
+  sched drs default gone "$NODE_NAME" 7 7 0 1g.11gb
+  wait_phase gone Failed
+  run annotation gone enflame.com/gcu-allocate-error
+  echo "$output"
+  [[ $output == *"card 7 that HAMi chose is not on this node"* ]]
+  run kc get events --field-selector involvedObject.name=gone,reason=EnflameAllocateFailed -o jsonpath='{.items[*].message}'
+  [[ $output == *"card 7"* ]]
+  [ -z "$(instances)" ]
+  kc delete pod gone --wait > /dev/null
+}
+
+@test "hami: the plugin restarted between HAMi's decision and the bind: the pod gets its card and slice; a running pod's instance is still destroyed" {
+  hami_pod before enflame.com/drs-gcu 1
+  sched drs default before "$NODE_NAME" 0 0 0 1g.11gb
+  wait_phase before Running
+  hami_pod after enflame.com/drs-gcu 2
+  NO_BIND=1 sched drs default after "$NODE_NAME" 3 3 1 2g.22gb
+  kc -n "$NS" delete pod -l app.kubernetes.io/name=enflame-device-plugin --wait > /dev/null
+  ds_ready
+  sched bind default after "$NODE_NAME"
+  wait_phase after Running
+  run cards after
+  [ "$output" = /dev/gcu3 ]
+  run instances
+  echo "$output"
+  [ "${#lines[@]}" -eq 2 ]
+  # the new plugin took over the instance the old one made for `before`
+  kc delete pod before --wait > /dev/null
+  for _ in $(seq 60); do [ "$(instances | wc -l)" -eq 1 ] && break; sleep 0.5; done
+  run instances
+  [ "${#lines[@]}" -eq 1 ]
+  [[ ${lines[0]} == *2g.22gb* ]]
+  kc delete pod after --wait > /dev/null
+  until_empty instances
+}
+
+@test "hami: a pod HAMi did not schedule asking enflame.com/gcu is served as without HAMi" {
+  kc apply -f - > /dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: plain}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "ls -l /dev/gcu*; sleep 3600"]
+    resources: {limits: {enflame.com/gcu: 1}}
+YAML
+  wait_phase plain Running
+  run cards plain
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  kc delete pod plain --wait > /dev/null
+}
