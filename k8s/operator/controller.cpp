@@ -2,13 +2,13 @@
 // Informers, the work queue, the Lease and the GpuResource reconciler (controller.hpp).
 #include "controller.hpp"
 
-#include "inject/log.hpp"
-
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <random>
 #include <thread>
+
+#include "inject/log.hpp"
 
 namespace op {
 
@@ -24,11 +24,14 @@ const std::string kCrs = "/apis/enflame.com/v1/gpuresources";
 std::string str(const Json& j, const char* f) {
     return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
 }
-std::string rv_of(const Json& obj) { return str(obj.value("metadata", Json::object()), "resourceVersion"); }
+std::string rv_of(const Json& obj) {
+    return str(obj.value("metadata", Json::object()), "resourceVersion");
+}
 
 /// RFC 3339 with microseconds, UTC (a Lease's MicroTime; conditions take it too).
 std::string micro_time(std::chrono::system_clock::time_point t) {
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
     const std::time_t s = static_cast<std::time_t>(us / 1000000);
     std::tm tm{};
     gmtime_r(&s, &tm);
@@ -43,10 +46,15 @@ std::string micro_time(std::chrono::system_clock::time_point t) {
 
 // --- Informer --------------------------------------------------------------------------------
 
-Informer::Informer(k8s::api::Client& client, std::string collection, std::string api_version, std::string kind,
-                   std::string label_selector, std::function<void(const Json&)> on_change)
-    : client_(client), collection_(std::move(collection)), api_version_(std::move(api_version)),
-      kind_(std::move(kind)), selector_(std::move(label_selector)), on_change_(std::move(on_change)) {}
+Informer::Informer(k8s::api::Client& client, std::string collection, std::string api_version,
+                   std::string kind, std::string label_selector,
+                   std::function<void(const Json&)> on_change)
+    : client_(client),
+      collection_(std::move(collection)),
+      api_version_(std::move(api_version)),
+      kind_(std::move(kind)),
+      selector_(std::move(label_selector)),
+      on_change_(std::move(on_change)) {}
 
 std::optional<Json> Informer::get(const std::string& key) const {
     const std::lock_guard lock(mu_);
@@ -116,7 +124,8 @@ inject::Result<void> Informer::watch(std::string& rv) {
             return true;
         },
         std::chrono::seconds(timeout + 30)));
-    if (gone) return inject::fail(Errc::Conflict, "watch " + collection_ + ": 410 Gone: listing again");
+    if (gone)
+        return inject::fail(Errc::Conflict, "watch " + collection_ + ": 410 Gone: listing again");
     return inject::ok();
 }
 
@@ -125,12 +134,14 @@ void Informer::run() {
     for (;;) {
         auto rv = relist();
         if (!rv) {
-            // a kind the server does not serve (yet): look again now and then, quietly
+            // a kind the server does not serve (DRA's before it is on): look again every 5 min,
+            // quietly
             if (rv.error().code() == Errc::NotFound)
                 inject::log::debug("{}", rv.error().what());
             else
                 inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
-            std::this_thread::sleep_for(rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(30000) : backoff);
+            std::this_thread::sleep_for(
+                rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(300000) : backoff);
             backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
             continue;
         }
@@ -174,8 +185,9 @@ void WorkQueue::add_rate_limited(const std::string& key) {
         const std::lock_guard lock(mu_);
         n = failures_[key]++;
     }
-    add_after(key, std::min<std::chrono::milliseconds>(std::chrono::milliseconds(100) * (1LL << std::min(n, 10)),
-                                                     std::chrono::milliseconds(30000)));
+    add_after(key, std::min<std::chrono::milliseconds>(
+                       std::chrono::milliseconds(100) * (1LL << std::min(n, 10)),
+                       std::chrono::milliseconds(30000)));
 }
 
 void WorkQueue::forget(const std::string& key) {
@@ -221,8 +233,8 @@ void WorkQueue::done(const std::string& key) {
 namespace {
 
 /// One try: take the Lease when it is free or expired, renew it when ours. True when ours.
-inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o, std::string& seen_record,
-                               Clock::time_point& seen_at) {
+inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o,
+                               std::string& seen_record, Clock::time_point& seen_at) {
     const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases";
     const std::string now = micro_time(std::chrono::system_clock::now());
     auto cur = c.get(coll + "/" + o.name);
@@ -262,7 +274,8 @@ inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o, std:
     if (!r && r.error().code() == Errc::Conflict) return false;
     if (!r) return inject::fail(std::move(r).error());
     if (holder != o.identity)
-        inject::log::info("leader election: {}/{} acquired by {} (was '{}')", o.ns, o.name, o.identity, holder);
+        inject::log::info("leader election: {}/{} acquired by {} (was '{}')", o.ns, o.name,
+                          o.identity, holder);
     return true;
 }
 
@@ -291,7 +304,9 @@ inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
             }
             if (!r) inject::log::warn("leader election: renewing: {}", r.error().what());
             if ((r && !*r) || Clock::now() - last_ok > o.renew_deadline) {
-                inject::log::warn("leader election: lost lease {}/{}: exiting so another replica leads", o.ns, o.name);
+                inject::log::warn(
+                    "leader election: lost lease {}/{}: exiting so another replica leads", o.ns,
+                    o.name);
                 std::_Exit(1);
             }
         }
@@ -318,7 +333,8 @@ inject::Result<void> Controller::run() {
     if (auto v = client_.resource_api_version()) dra_version_ = *v;
     // Every kind any component can apply: render with everything on.
     Json all = Json::object();
-    for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver", "exporter", "npd", "nodeExporter"})
+    for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
+                          "exporter", "npd", "nodeExporter"})
         all[c]["enabled"] = true;
     INJECT_TRY(auto objs, render(o_.manifests, all, dra_version_));
     crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
@@ -326,10 +342,9 @@ inject::Result<void> Controller::run() {
     for (const auto& ob : objs) {
         const std::string id = str(ob.obj, "apiVersion") + "/" + str(ob.obj, "kind");
         if (owned_.count(id)) continue;
-        owned_[id] = std::make_unique<Informer>(client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"),
-                                                str(ob.obj, "kind"),
-                                                std::string(kManagedBy) + "=" + kManagerName,
-                                                [this](const Json&) { enqueue_all(); });
+        owned_[id] = std::make_unique<Informer>(
+            client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
+            std::string(kManagedBy) + "=" + kManagerName, [this](const Json&) { enqueue_all(); });
     }
     std::vector<std::thread> threads;
     threads.emplace_back([this] { crs_->run(); });
@@ -378,42 +393,52 @@ bool owned_by(const Json& obj, const std::string& uid) {
     return false;
 }
 
-Json condition(const Json& old_conds, const std::string& type, bool status, const std::string& reason,
-               const std::string& message, long long gen) {
+Json condition(const Json& old_conds, const std::string& type, bool status,
+               const std::string& reason, const std::string& message, long long gen) {
     const std::string s = status ? "True" : "False";
     std::string since = micro_time(std::chrono::system_clock::now()).substr(0, 19) + "Z";
     for (const auto& c : old_conds)
         if (str(c, "type") == type && str(c, "status") == s) since = str(c, "lastTransitionTime");
-    return {{"type", type}, {"status", s}, {"reason", reason}, {"message", message},
-            {"lastTransitionTime", since}, {"observedGeneration", gen}};
+    return {{"type", type},
+            {"status", s},
+            {"reason", reason},
+            {"message", message},
+            {"lastTransitionTime", since},
+            {"observedGeneration", gen}};
 }
 
 }  // namespace
 
-Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs, const std::string& error) const {
+Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
+                              const std::string& error) const {
     std::map<std::string, Json> comps;
     for (const auto& o : objs) {
         if (o.component == "base") continue;
         Json& c = comps[o.component];
-        if (c.is_null()) c = {{"name", o.component}, {"ready", true}, {"objects", Json::array()},
-                              {"desired", 0}, {"readyPods", 0}, {"updated", 0}, {"message", "applied"}};
+        if (c.is_null())
+            c = {{"name", o.component}, {"ready", true}, {"objects", Json::array()}, {"desired", 0},
+                 {"readyPods", 0},      {"updated", 0},  {"message", "applied"}};
         c["objects"].push_back(key_of(o.obj));
         if (str(o.obj, "kind") != "DaemonSet") continue;
         const auto l = live(o.obj);
         const Json st = l ? l->value("status", Json::object()) : Json::object();
-        const long long want = st.value("desiredNumberScheduled", 0LL), ready = st.value("numberReady", 0LL),
-                        upd = st.value("updatedNumberScheduled", 0LL), avail = st.value("numberAvailable", 0LL);
+        const long long want = st.value("desiredNumberScheduled", 0LL),
+                        ready = st.value("numberReady", 0LL),
+                        upd = st.value("updatedNumberScheduled", 0LL),
+                        avail = st.value("numberAvailable", 0LL);
         c["desired"] = c["desired"].get<long long>() + want;
         c["readyPods"] = c["readyPods"].get<long long>() + ready;
         c["updated"] = c["updated"].get<long long>() + upd;
-        const bool current = l && st.value("observedGeneration", 0LL) >= (*l)["metadata"].value("generation", 0LL);
+        const bool current =
+            l && st.value("observedGeneration", 0LL) >= (*l)["metadata"].value("generation", 0LL);
         const std::string name = str(o.obj["metadata"], "name");
         if (!l || !current || want == 0 || upd < want || avail < want) {
             c["ready"] = false;
-            c["message"] = !l ? "DaemonSet " + name + " not created yet"
+            c["message"] = !l          ? "DaemonSet " + name + " not created yet"
                            : want == 0 ? "DaemonSet " + name + ": no node selected"
                                        : "DaemonSet " + name + ": " + std::to_string(avail) + "/" +
-                                             std::to_string(want) + " available, " + std::to_string(upd) + " updated";
+                                             std::to_string(want) + " available, " +
+                                             std::to_string(upd) + " updated";
         } else if (c["ready"].get<bool>()) {
             c["message"] = std::to_string(ready) + "/" + std::to_string(want) + " pods ready";
         }
@@ -424,30 +449,34 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs, c
     std::string not_ready;
     for (auto& [name, c] : comps) {
         ++n;
-        if (c["ready"].get<bool>()) ++ready;
-        else not_ready += (not_ready.empty() ? "" : ", ") + name;
+        if (c["ready"].get<bool>())
+            ++ready;
+        else
+            not_ready += (not_ready.empty() ? "" : ", ") + name;
         if (c["updated"] < c["desired"]) progressing = true;
         list.push_back(c);
     }
     const long long gen = cr["metadata"].value("generation", 0LL);
     const Json old = cr.value("status", Json::object()).value("conditions", Json::array());
     const bool all = ready == n && error.empty();
-    return {{"state", all ? "ready" : "notReady"},
-            {"readyResource", std::to_string(ready) + "/" + std::to_string(n)},
-            {"observedGeneration", gen},
-            {"components", list},
-            {"conditions",
-             {condition(old, "Ready", all, all ? "AllComponentsReady" : "ComponentsNotReady",
-                        all ? "every enabled component is ready" : "not ready: " + not_ready, gen),
-              condition(old, "Progressing", progressing, progressing ? "RollingOut" : "Stable",
-                        progressing ? "pods are being updated" : "no rollout in progress", gen),
-              condition(old, "Degraded", !error.empty(), error.empty() ? "Reconciled" : "ApplyFailed",
-                        error.empty() ? "every object applied" : error, gen)}}};
+    return {
+        {"state", all ? "ready" : "notReady"},
+        {"readyResource", std::to_string(ready) + "/" + std::to_string(n)},
+        {"observedGeneration", gen},
+        {"components", list},
+        {"conditions",
+         {condition(old, "Ready", all, all ? "AllComponentsReady" : "ComponentsNotReady",
+                    all ? "every enabled component is ready" : "not ready: " + not_ready, gen),
+          condition(old, "Progressing", progressing, progressing ? "RollingOut" : "Stable",
+                    progressing ? "pods are being updated" : "no rollout in progress", gen),
+          condition(old, "Degraded", !error.empty(), error.empty() ? "Reconciled" : "ApplyFailed",
+                    error.empty() ? "every object applied" : error, gen)}}};
 }
 
 inject::Result<void> Controller::write_status(const Json& cr, Json status, int& writes) {
     if (cr.value("status", Json::object()) == status) return inject::ok();
-    INJECT_TRY(Json r, client_.patch_merge(path_of(cr) + "/status", {{"status", std::move(status)}}));
+    INJECT_TRY(Json r,
+               client_.patch_merge(path_of(cr) + "/status", {{"status", std::move(status)}}));
     (void)r;
     ++writes;
     return inject::ok();
@@ -457,8 +486,9 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
     const std::string uid = str(cr["metadata"], "uid");
     // In order: what hands out cards, then the toolkit (its pods' preStop uninstalls it from
     // the node), then everything else through the garbage collector.
-    for (const std::set<std::string>& stage : {std::set<std::string>{"enflame-device-plugin", "enflame-dra-plugin"},
-                                              std::set<std::string>{"enflame-toolkit-installer"}}) {
+    for (const std::set<std::string>& stage :
+         {std::set<std::string>{"enflame-device-plugin", "enflame-dra-plugin"},
+          std::set<std::string>{"enflame-toolkit-installer"}}) {
         bool waiting = false;
         const auto it = owned_.find("apps/v1/DaemonSet");
         if (it == owned_.end()) break;
@@ -468,18 +498,22 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
             if (ds["metadata"].contains("deletionTimestamp")) continue;
             INJECT_TRY_VOID(client_.remove(path_of(ds) + "?propagationPolicy=Foreground"));
             ++writes;
-            inject::log::info("GpuResource {} deleted: removing {}", str(cr["metadata"], "name"), key_of(ds));
+            inject::log::info("GpuResource {} deleted: removing {}", str(cr["metadata"], "name"),
+                              key_of(ds));
         }
         if (waiting) return inject::ok();  // the DaemonSet's watch events bring us back
     }
     Json fins = Json::array();
     for (const auto& f : cr["metadata"].value("finalizers", Json::array()))
         if (f != kFinalizer) fins.push_back(f);
-    INJECT_TRY(Json r, client_.patch_merge(path_of(cr), {{"metadata", {{"finalizers", fins}, {"resourceVersion", rv_of(cr)}}}}));
+    INJECT_TRY(Json r, client_.patch_merge(
+                           path_of(cr),
+                           {{"metadata", {{"finalizers", fins}, {"resourceVersion", rv_of(cr)}}}}));
     (void)r;
     ++writes;
-    inject::log::info("GpuResource {}: plugins and toolkit removed; the garbage collector removes the rest",
-                      str(cr["metadata"], "name"));
+    inject::log::info(
+        "GpuResource {}: plugins and toolkit removed; the garbage collector removes the rest",
+        str(cr["metadata"], "name"));
     return inject::ok();
 }
 
@@ -491,22 +525,26 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     cr["apiVersion"] = kGroupVersion;
     int writes = 0;
     auto finish = [&](const char* what) {
-        inject::log::info("reconciled GpuResource {} ({}): {} writes, {} ms", name, what, writes,
-                          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+        inject::log::info(
+            "reconciled GpuResource {} ({}): {} writes, {} ms", name, what, writes,
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
     };
     if (cr["metadata"].contains("deletionTimestamp")) {
         const auto fins = cr["metadata"].value("finalizers", Json::array());
-        if (std::find(fins.begin(), fins.end(), kFinalizer) != fins.end()) INJECT_TRY_VOID(remove_stack(cr, writes));
+        if (std::find(fins.begin(), fins.end(), kFinalizer) != fins.end())
+            INJECT_TRY_VOID(remove_stack(cr, writes));
         finish("deleting");
         return inject::ok();
     }
     if (!is_active(cr, crs_->items())) {
         const long long gen = cr["metadata"].value("generation", 0LL);
-        Json st = {{"state", "ignored"},
-                   {"observedGeneration", gen},
-                   {"conditions",
-                    {condition(cr.value("status", Json::object()).value("conditions", Json::array()), "Ready", false,
-                               "Ignored", "another GpuResource is older and in effect; this one is ignored", gen)}}};
+        Json st = {
+            {"state", "ignored"},
+            {"observedGeneration", gen},
+            {"conditions",
+             {condition(cr.value("status", Json::object()).value("conditions", Json::array()),
+                        "Ready", false, "Ignored",
+                        "another GpuResource is older and in effect; this one is ignored", gen)}}};
         INJECT_TRY_VOID(write_status(cr, st, writes));
         finish("ignored");
         return inject::ok();
@@ -515,7 +553,10 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     if (std::find(fins.begin(), fins.end(), kFinalizer) == fins.end()) {
         Json f = fins;
         f.push_back(kFinalizer);
-        INJECT_TRY(Json r, client_.patch_merge(path_of(cr), {{"metadata", {{"finalizers", f}, {"resourceVersion", rv_of(cr)}}}}));
+        INJECT_TRY(
+            Json r,
+            client_.patch_merge(
+                path_of(cr), {{"metadata", {{"finalizers", f}, {"resourceVersion", rv_of(cr)}}}}));
         (void)r;
         ++writes;
     }
@@ -544,7 +585,9 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     // What a component no longer on (or a manifest no longer in the tree) left behind.
     for (const auto& [_, inf] : owned_)
         for (const auto& l : inf->items()) {
-            if (!owned_by(l, uid) || want.count(key_of(l)) || l["metadata"].contains("deletionTimestamp")) continue;
+            if (!owned_by(l, uid) || want.count(key_of(l)) ||
+                l["metadata"].contains("deletionTimestamp"))
+                continue;
             INJECT_TRY_VOID(client_.remove(path_of(l)));
             ++writes;
             inject::log::info("removed {}: its component is off", key_of(l));

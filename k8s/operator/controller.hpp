@@ -7,10 +7,6 @@
 /// a rate-limited work queue of keys (a key is never processed twice at once), leader election
 /// on a coordination.k8s.io Lease, and the GpuResource reconciler.
 
-#include "render.hpp"
-
-#include "k8s/apiserver.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "k8s/apiserver.hpp"
+#include "render.hpp"
+
 namespace op {
 
 /// One kind's objects as the server last told us, kept current by a watch.
@@ -32,8 +31,9 @@ public:
     /// `collection` is the REST collection ("/apis/apps/v1/daemonsets"); `kind` and
     /// `api_version` are set on each cached object (list items lack them); `on_change` is called
     /// (from the informer's thread) for each object that changed, or was removed.
-    Informer(k8s::api::Client& client, std::string collection, std::string api_version, std::string kind,
-             std::string label_selector, std::function<void(const Json&)> on_change);
+    Informer(k8s::api::Client& client, std::string collection, std::string api_version,
+             std::string kind, std::string label_selector,
+             std::function<void(const Json&)> on_change);
     /// List and watch until the process ends (run it on its own thread).
     void run();
     [[nodiscard]] bool synced() const { return synced_.load(); }
@@ -104,7 +104,8 @@ private:
     [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, int& writes);
     [[nodiscard]] std::optional<Json> live(const Json& obj) const;
     [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, int& writes);
-    [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs, const std::string& error) const;
+    [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
+                                    const std::string& error) const;
     void enqueue_all();
 
     k8s::api::Client& client_;

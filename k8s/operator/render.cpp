@@ -24,24 +24,37 @@ namespace {
 /// Kinds kustomize treats as cluster-scoped (its built-in schema): no namespace set on them.
 /// DeviceClass is not among them, which is why overlays/dra removes the namespace kustomize
 /// gives it; it is cluster-scoped for the API server all the same (path_of).
-const std::set<std::string> kClusterScoped{
-    "Namespace", "RuntimeClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-    "PriorityClass", "StorageClass", "PersistentVolume", "Node", "APIService", "CSIDriver",
-    "IngressClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"};
+const std::set<std::string> kClusterScoped{"Namespace",
+                                           "RuntimeClass",
+                                           "ClusterRole",
+                                           "ClusterRoleBinding",
+                                           "CustomResourceDefinition",
+                                           "PriorityClass",
+                                           "StorageClass",
+                                           "PersistentVolume",
+                                           "Node",
+                                           "APIService",
+                                           "CSIDriver",
+                                           "IngressClass",
+                                           "ValidatingWebhookConfiguration",
+                                           "MutatingWebhookConfiguration"};
 const std::set<std::string> kServerClusterScoped{"DeviceClass", "GpuResource"};
 
 /// deployments/ folder -> the GpuResource field that switches its objects.
-const std::map<std::string, std::string> kComponentOf{
-    {"installer", "toolkit"},         {"feature-discovery", "featureDiscovery"},
-    {"device-plugin", "devicePlugin"}, {"dra", "draDriver"},
-    {"exporter", "exporter"},          {"npd", "npd"},
-    {"nfd", "nfd"},                    {"node-exporter", "nodeExporter"},
-    {"monitoring", "nodeExporter"}};
+const std::map<std::string, std::string> kComponentOf{{"installer", "toolkit"},
+                                                      {"feature-discovery", "featureDiscovery"},
+                                                      {"device-plugin", "devicePlugin"},
+                                                      {"dra", "draDriver"},
+                                                      {"exporter", "exporter"},
+                                                      {"npd", "npd"},
+                                                      {"nfd", "nfd"},
+                                                      {"node-exporter", "nodeExporter"},
+                                                      {"monitoring", "nodeExporter"}};
 
 /// The CRD's defaults for `enabled` (a spec read from a file has none filled in).
 const std::map<std::string, bool> kEnabledByDefault{
-    {"toolkit", true},  {"featureDiscovery", true}, {"nfd", false},  {"devicePlugin", true},
-    {"draDriver", false}, {"exporter", true},       {"npd", false}, {"nodeExporter", false}};
+    {"toolkit", true},    {"featureDiscovery", true}, {"nfd", false}, {"devicePlugin", true},
+    {"draDriver", false}, {"exporter", true},         {"npd", false}, {"nodeExporter", false}};
 
 Json scalar(const YAML::Node& n) {
     const std::string& v = n.Scalar();
@@ -49,7 +62,8 @@ Json scalar(const YAML::Node& n) {
     if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL") return nullptr;
     if (v == "true" || v == "True" || v == "TRUE") return true;
     if (v == "false" || v == "False" || v == "FALSE") return false;
-    static const std::regex kInt("^[-+]?[0-9]+$"), kFloat("^[-+]?([0-9]*\\.[0-9]+|[0-9]+\\.[0-9]*)([eE][-+]?[0-9]+)?$");
+    static const std::regex kInt("^[-+]?[0-9]+$"),
+        kFloat("^[-+]?([0-9]*\\.[0-9]+|[0-9]+\\.[0-9]*)([eE][-+]?[0-9]+)?$");
     if (std::regex_match(v, kInt)) {
         try {
             return std::stoll(v);
@@ -63,20 +77,20 @@ Json scalar(const YAML::Node& n) {
 
 Json to_json(const YAML::Node& n) {
     switch (n.Type()) {
-    case YAML::NodeType::Map: {
-        Json o = Json::object();
-        for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-        return o;
-    }
-    case YAML::NodeType::Sequence: {
-        Json a = Json::array();
-        for (const auto& e : n) a.push_back(to_json(e));
-        return a;
-    }
-    case YAML::NodeType::Scalar:
-        return scalar(n);
-    default:
-        return nullptr;
+        case YAML::NodeType::Map: {
+            Json o = Json::object();
+            for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
+            return o;
+        }
+        case YAML::NodeType::Sequence: {
+            Json a = Json::array();
+            for (const auto& e : n) a.push_back(to_json(e));
+            return a;
+        }
+        case YAML::NodeType::Scalar:
+            return scalar(n);
+        default:
+            return nullptr;
     }
 }
 
@@ -98,7 +112,8 @@ std::string version_of(const std::string& api_version) {
 }
 
 std::string str(const Json& j, const char* field) {
-    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : "";
+    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
+                                                                      : "";
 }
 
 bool target_matches(const Json& target, const Json& obj) {
@@ -112,28 +127,33 @@ bool target_matches(const Json& target, const Json& obj) {
            is("namespace", str(obj["metadata"], "namespace"));
 }
 
-inject::Result<void> apply_patches(const Json& patches, const fs::path& kfile, std::vector<Object>& objs) {
+inject::Result<void> apply_patches(const Json& patches, const fs::path& kfile,
+                                   std::vector<Object>& objs) {
     for (const auto& p : patches) {
         Json ops;
         if (p.contains("patch") && p["patch"].is_string()) {
-            INJECT_TRY(auto docs, parse_yaml_stream(p["patch"].get<std::string>(), kfile.string() + ": patches"));
+            INJECT_TRY(auto docs, parse_yaml_stream(p["patch"].get<std::string>(),
+                                                    kfile.string() + ": patches"));
             if (!docs.empty()) ops = docs[0];
         } else if (p.contains("path") && p["path"].is_string()) {
-            INJECT_TRY(std::string text, read_text(kfile.parent_path() / p["path"].get<std::string>()));
+            INJECT_TRY(std::string text,
+                       read_text(kfile.parent_path() / p["path"].get<std::string>()));
             INJECT_TRY(auto docs, parse_yaml_stream(text, p["path"].get<std::string>()));
             if (!docs.empty()) ops = docs[0];
         }
         if (!ops.is_array())
-            return inject::fail(Errc::Unsupported, kfile.string() +
-                                                       ": patches: only JSON 6902 patches (a list of ops) are "
-                                                       "supported by the operator's renderer");
+            return inject::fail(Errc::Unsupported,
+                                kfile.string() +
+                                    ": patches: only JSON 6902 patches (a list of ops) are "
+                                    "supported by the operator's renderer");
         const Json target = p.value("target", Json::object());
         for (auto& o : objs) {
             if (!target_matches(target, o.obj)) continue;
             try {
                 o.obj = o.obj.patch(ops);
             } catch (const nlohmann::json::exception& e) {
-                return inject::fail(Errc::InvalidInput, kfile.string() + ": patch on " + key_of(o.obj) + ": " + e.what());
+                return inject::fail(Errc::InvalidInput, kfile.string() + ": patch on " +
+                                                            key_of(o.obj) + ": " + e.what());
             }
         }
     }
@@ -155,7 +175,8 @@ struct ImageRef {
     std::string name, tag, digest;
     static ImageRef parse(std::string s) {
         ImageRef r;
-        if (auto at = s.find('@'); at != std::string::npos) r.digest = s.substr(at + 1), s.resize(at);
+        if (auto at = s.find('@'); at != std::string::npos)
+            r.digest = s.substr(at + 1), s.resize(at);
         const auto colon = s.rfind(':');
         if (colon != std::string::npos && s.find('/', colon) == std::string::npos)
             r.tag = s.substr(colon + 1), s.resize(colon);
@@ -202,12 +223,14 @@ inject::Result<std::vector<Object>> load_dir(const fs::path& dir) {
     INJECT_TRY(std::string text, read_text(kfile));
     INJECT_TRY(auto docs, parse_yaml_stream(text, kfile.string()));
     const Json k = docs.empty() ? Json::object() : docs[0];
-    static const std::set<std::string> kKnown{"apiVersion", "kind", "resources", "namespace", "images", "patches"};
+    static const std::set<std::string> kKnown{"apiVersion", "kind",   "resources",
+                                              "namespace",  "images", "patches"};
     for (const auto& [field, _] : k.items())
         if (!kKnown.count(field))
-            return inject::fail(Errc::Unsupported, kfile.string() + ": '" + field +
-                                                       "' is not supported by the operator's renderer "
-                                                       "(resources, namespace, images, patches are)");
+            return inject::fail(Errc::Unsupported,
+                                kfile.string() + ": '" + field +
+                                    "' is not supported by the operator's renderer "
+                                    "(resources, namespace, images, patches are)");
     const std::string folder = dir.filename().string();
     const auto comp = kComponentOf.find(folder);
     const std::string component = comp == kComponentOf.end() ? "base" : comp->second;
@@ -240,7 +263,8 @@ bool enabled(const Json& spec, const std::string& component) {
 }
 
 void set_image(Json& c, const Json& cs) {
-    const std::string repo = str(cs, "repository"), image = str(cs, "image"), version = str(cs, "version");
+    const std::string repo = str(cs, "repository"), image = str(cs, "image"),
+                      version = str(cs, "version");
     if (repo.empty() && image.empty() && version.empty()) return;
     ImageRef ref = ImageRef::parse(str(c, "image"));
     const auto slash = ref.name.rfind('/');
@@ -261,8 +285,9 @@ void set_image(Json& c, const Json& cs) {
 void merge_env(Json& c, const Json& env) {
     if (!c.contains("env")) c["env"] = Json::array();
     for (const auto& e : env) {
-        auto it = std::find_if(c["env"].begin(), c["env"].end(),
-                               [&](const Json& have) { return str(have, "name") == str(e, "name"); });
+        auto it = std::find_if(c["env"].begin(), c["env"].end(), [&](const Json& have) {
+            return str(have, "name") == str(e, "name");
+        });
         if (it != c["env"].end())
             *it = e;
         else
@@ -287,7 +312,8 @@ void customize_pods(Json& obj, const Json& cs, const Json& ds) {
     }
     if (cs.contains("imagePullSecrets") && !cs["imagePullSecrets"].empty()) {
         ps["imagePullSecrets"] = Json::array();
-        for (const auto& s : cs["imagePullSecrets"]) ps["imagePullSecrets"].push_back({{"name", s}});
+        for (const auto& s : cs["imagePullSecrets"])
+            ps["imagePullSecrets"].push_back({{"name", s}});
     }
     if (cs.contains("nodeSelector"))
         for (const auto& [k, v] : cs["nodeSelector"].items()) ps["nodeSelector"][k] = v;
@@ -304,8 +330,9 @@ void customize_pods(Json& obj, const Json& cs, const Json& ds) {
     if (str(ds, "updateStrategy") == "OnDelete") {
         obj["spec"]["updateStrategy"] = {{"type", "OnDelete"}};
     } else if (ds.contains("maxUnavailable") && ds["maxUnavailable"] != 1) {
-        obj["spec"]["updateStrategy"] = {{"type", "RollingUpdate"},
-                                         {"rollingUpdate", {{"maxUnavailable", ds["maxUnavailable"]}}}};
+        obj["spec"]["updateStrategy"] = {
+            {"type", "RollingUpdate"},
+            {"rollingUpdate", {{"maxUnavailable", ds["maxUnavailable"]}}}};
     }
 }
 
@@ -329,9 +356,10 @@ void customize_host_paths(Object& o, const Json& spec) {
     const std::string root = hp.value("driverRoot", "/");
     const std::string kubelet = hp.value("kubeletRoot", "/var/lib/kubelet");
     const std::string kind = str(o.obj, "kind");
-    if (root != "/" && kind == "ConfigMap" && o.obj.contains("data") && o.obj["data"].contains("config.toml"))
-        o.obj["data"]["config.toml"] =
-            retarget_config(o.obj["data"]["config.toml"].get<std::string>(), root, o.component == "draDriver");
+    if (root != "/" && kind == "ConfigMap" && o.obj.contains("data") &&
+        o.obj["data"].contains("config.toml"))
+        o.obj["data"]["config.toml"] = retarget_config(
+            o.obj["data"]["config.toml"].get<std::string>(), root, o.component == "draDriver");
     if (kind != "DaemonSet") return;
     Json& ps = o.obj["spec"]["template"]["spec"];
     if (root != "/" && o.component == "toolkit")
@@ -355,7 +383,8 @@ void customize_toolkit(Object& o, const Json& tk) {
 
 }  // namespace
 
-inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text, const std::string& what) {
+inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
+                                                    const std::string& what) {
     std::vector<Json> out;
     try {
         for (const auto& doc : YAML::LoadAll(text)) {
@@ -363,19 +392,22 @@ inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text, con
             if (!j.is_null()) out.push_back(std::move(j));
         }
     } catch (const YAML::Exception& e) {
-        return inject::fail(Errc::InvalidInput, "'" + what + "': line " + std::to_string(e.mark.line + 1) +
-                                                    ": " + e.msg);
+        return inject::fail(Errc::InvalidInput, "'" + what + "': line " +
+                                                    std::to_string(e.mark.line + 1) + ": " + e.msg);
     }
     return out;
 }
 
-inject::Result<std::vector<Object>> kustomize(const std::string& dir) { return load_dir(fs::path(dir)); }
+inject::Result<std::vector<Object>> kustomize(const std::string& dir) {
+    return load_dir(fs::path(dir));
+}
 
 inject::Result<std::vector<Object>> render(const std::string& manifests, const Json& spec,
                                            const std::string& dra_version) {
     INJECT_TRY(auto objs, kustomize(manifests));
     if (enabled(spec, "draDriver")) {
-        INJECT_TRY(auto dra, kustomize(manifests + "/overlays/" + (dra_version == "v1beta1" ? "dra-v1beta1" : "dra")));
+        INJECT_TRY(auto dra, kustomize(manifests + "/overlays/" +
+                                       (dra_version == "v1beta1" ? "dra-v1beta1" : "dra")));
         std::set<std::string> have;
         for (const auto& o : objs) have.insert(key_of(o.obj));
         for (auto& o : dra)
@@ -402,7 +434,8 @@ std::string key_of(const Json& obj) {
 
 std::string plural_of(const std::string& kind) {
     std::string p = kind;
-    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(p.begin(), p.end(), p.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (p.back() == 's') return p + "es";
     if (p.back() == 'y') return p.substr(0, p.size() - 1) + "ies";
     return p + "s";
@@ -413,7 +446,8 @@ std::string path_of(const Json& obj, bool collection) {
     const std::string kind = str(obj, "kind");
     std::string p = group_of(av).empty() ? "/api/" + av : "/apis/" + av;
     const std::string ns = str(obj.value("metadata", Json::object()), "namespace");
-    if (!ns.empty() && !collection && !kClusterScoped.count(kind) && !kServerClusterScoped.count(kind))
+    if (!ns.empty() && !collection && !kClusterScoped.count(kind) &&
+        !kServerClusterScoped.count(kind))
         p += "/namespaces/" + ns;
     p += "/" + plural_of(kind);
     if (!collection) p += "/" + str(obj["metadata"], "name");

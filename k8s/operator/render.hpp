@@ -8,12 +8,11 @@
 /// kustomization is refused by name, so a new feature cannot slip by unrendered.
 /// `render()` then fills in a GpuResource's spec.
 
-#include "inject/result.hpp"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace op {
 

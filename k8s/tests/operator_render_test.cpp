@@ -3,12 +3,12 @@
 // land where a user would look for them, disabled components are left out, and a
 // kustomization feature the renderer does not have is refused by name (never silently
 // rendered differently from kubectl kustomize; operator.bats compares the two).
-#include "render.hpp"
-#include "temp_dir.hpp"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
+
+#include "render.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -29,23 +29,28 @@ std::vector<op::Object> render(const Json& spec, const std::string& dra = "v1") 
 }
 
 TEST(OperatorRender, ImageFromRepositoryImageVersion) {
-    auto objs = render({{"devicePlugin", {{"repository", "registry.example.com/enflame"}, {"version", "9.9"}}}});
+    auto objs = render(
+        {{"devicePlugin", {{"repository", "registry.example.com/enflame"}, {"version", "9.9"}}}});
     const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-device-plugin");
     ASSERT_TRUE(ds);
-    EXPECT_EQ((*ds)["spec"]["template"]["spec"]["containers"][0]["image"], "registry.example.com/enflame/enflame-toolkit:9.9");
+    EXPECT_EQ((*ds)["spec"]["template"]["spec"]["containers"][0]["image"],
+              "registry.example.com/enflame/enflame-toolkit:9.9");
     // another component keeps the tree's image
     const Json* fd = find(objs, "DaemonSet/enflame-system/enflame-feature-discovery");
     ASSERT_TRUE(fd);
-    EXPECT_EQ((*fd)["spec"]["template"]["spec"]["containers"][0]["image"], "enflame-container-toolkit/enflame-toolkit:0.1.0");
+    EXPECT_EQ((*fd)["spec"]["template"]["spec"]["containers"][0]["image"],
+              "enflame-container-toolkit/enflame-toolkit:0.1.0");
 }
 
 TEST(OperatorRender, EnvArgsNodeSelectorTolerationsPriority) {
-    const Json spec = {{"featureDiscovery",
-                        {{"env", {{{"name", "EFD_SLEEP_INTERVAL"}, {"value", "5s"}}, {{"name", "NEW"}, {"value", "1"}}}},
-                         {"args", {"--oneshot"}},
-                         {"nodeSelector", {{"pool", "gcu"}}},
-                         {"priorityClassName", "mine"}}},
-                       {"daemonsets", {{"tolerations", {{{"key", "k"}, {"operator", "Exists"}}}}}}};
+    const Json spec = {
+        {"featureDiscovery",
+         {{"env",
+           {{{"name", "EFD_SLEEP_INTERVAL"}, {"value", "5s"}}, {{"name", "NEW"}, {"value", "1"}}}},
+          {"args", {"--oneshot"}},
+          {"nodeSelector", {{"pool", "gcu"}}},
+          {"priorityClassName", "mine"}}},
+        {"daemonsets", {{"tolerations", {{{"key", "k"}, {"operator", "Exists"}}}}}}};
     auto objs = render(spec);
     const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-feature-discovery");
     ASSERT_TRUE(ds);
@@ -66,7 +71,8 @@ TEST(OperatorRender, EnvArgsNodeSelectorTolerationsPriority) {
 }
 
 TEST(OperatorRender, DisabledComponentLeftOutBaseKept) {
-    auto objs = render({{"exporter", {{"enabled", false}}}, {"devicePlugin", {{"enabled", false}}}});
+    auto objs =
+        render({{"exporter", {{"enabled", false}}}, {"devicePlugin", {{"enabled", false}}}});
     EXPECT_FALSE(find(objs, "DaemonSet/enflame-system/enflame-gcu-exporter"));
     EXPECT_FALSE(find(objs, "Service/enflame-system/enflame-gcu-exporter"));
     EXPECT_FALSE(find(objs, "ConfigMap/enflame-system/enflame-device-plugin"));
@@ -82,7 +88,8 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     ASSERT_TRUE(dc);
     EXPECT_EQ((*dc)["apiVersion"], "resource.k8s.io/v1beta1");
     EXPECT_FALSE((*dc)["metadata"].contains("namespace"));
-    EXPECT_EQ(op::path_of(*dc), "/apis/resource.k8s.io/v1beta1/deviceclasses/" + (*dc)["metadata"]["name"].get<std::string>());
+    EXPECT_EQ(op::path_of(*dc), "/apis/resource.k8s.io/v1beta1/deviceclasses/" +
+                                    (*dc)["metadata"]["name"].get<std::string>());
     const Json* crb = find(objs, "ClusterRoleBinding//enflame-dra-plugin");
     ASSERT_TRUE(crb);
     EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");
@@ -105,16 +112,20 @@ TEST(OperatorRender, DriverRootReachesInstallerAndConfigs) {
 
 TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {
     for (const auto& o : render(Json::object()))
-        EXPECT_EQ(o.obj["metadata"]["labels"][op::kManagedBy], op::kManagerName) << op::key_of(o.obj);
+        EXPECT_EQ(o.obj["metadata"]["labels"][op::kManagedBy], op::kManagerName)
+            << op::key_of(o.obj);
 }
 
 TEST(OperatorKustomize, UnsupportedFieldRefusedNamingFileAndField) {
     k8s_test::TempDir d;
-    std::ofstream(d.path() + "/kustomization.yaml") << "resources: []\nconfigMapGenerator:\n- name: x\n";
+    std::ofstream(d.path() + "/kustomization.yaml")
+        << "resources: []\nconfigMapGenerator:\n- name: x\n";
     auto r = op::kustomize(d.path());
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().message(), d.path() + "/kustomization.yaml: 'configMapGenerator' is not supported by the "
-                                              "operator's renderer (resources, namespace, images, patches are)");
+    EXPECT_EQ(r.error().message(),
+              d.path() +
+                  "/kustomization.yaml: 'configMapGenerator' is not supported by the "
+                  "operator's renderer (resources, namespace, images, patches are)");
 }
 
 TEST(OperatorContains, Table) {

@@ -72,7 +72,8 @@ size_t on_header(char* ptr, size_t size, size_t n, void* user) {
     if (h.rfind("HTTP/", 0) == 0) {
         const auto sp = h.find(' ');
         if (sp != std::string_view::npos)
-            *static_cast<long*>(user) = std::strtol(std::string(h.substr(sp + 1, 3)).c_str(), nullptr, 10);
+            *static_cast<long*>(user) =
+                std::strtol(std::string(h.substr(sp + 1, 3)).c_str(), nullptr, 10);
     }
     return size * n;
 }
@@ -401,8 +402,9 @@ inject::Result<Json> Client::patch_json(const std::string& path, const Json& ops
 inject::Result<Json> Client::apply(const std::string& path, const Json& body,
                                    const std::string& field_manager) {
     const std::string s = body.dump();
-    return impl_->call({"PATCH", path + "?fieldManager=" + query_escape(nullptr, field_manager) + "&force=true",
-                        &s, "application/apply-patch+yaml"});
+    return impl_->call(
+        {"PATCH", path + "?fieldManager=" + query_escape(nullptr, field_manager) + "&force=true",
+         &s, "application/apply-patch+yaml"});
 }
 
 inject::Result<void> Client::watch(const std::string& path,
@@ -437,11 +439,12 @@ inject::Result<void> Client::watch(const std::string& path,
     if (sink.stopped) return inject::ok();
     if (rc == CURLE_OPERATION_TIMEDOUT && status == 200) return inject::ok();
     if (rc != CURLE_OK)
-        return inject::fail(Errc::Io, "GET " + path + ": " + curl_easy_strerror(rc) +
-                                          (errbuf[0] ? std::string(": ") + errbuf.data() : std::string()));
+        return inject::fail(Errc::Io,
+                            "GET " + path + ": " + curl_easy_strerror(rc) +
+                                (errbuf[0] ? std::string(": ") + errbuf.data() : std::string()));
     if (status != 200)
-        return inject::fail(status_code(status), "GET " + path + ": " + std::to_string(status) + ": " +
-                                                     server_message(sink.buf));
+        return inject::fail(status_code(status), "GET " + path + ": " + std::to_string(status) +
+                                                     ": " + server_message(sink.buf));
     return inject::ok();
 }
 
