@@ -76,7 +76,8 @@ inject::Result<std::string> Informer::relist() {
     for (auto o : list.value("items", Json::array())) {
         o["kind"] = kind_;
         o["apiVersion"] = api_version_;
-        fresh[key_of(o)] = std::move(o);
+        const std::string key = key_of(o);  // json's operator= takes its argument by value:
+        fresh[key] = std::move(o);           // o is moved from before the left side runs
     }
     std::vector<Json> changed;
     {
