@@ -35,6 +35,9 @@ stage=$work/stage
 DESTDIR=$stage cmake --install "$BUILD_DIR" --prefix /usr --strip > /dev/null
 # only what the daemons run: binaries, the toolkit config; no docs, man pages, units, completion
 rm -rf "${stage:?}/usr/share" "${stage:?}/usr/lib/systemd"
+# the operator renders the stack from the same kustomize tree users apply (one source of truth)
+mkdir -p "$stage/usr/share/enflame"
+cp -r "$TOP/deployments" "$stage/usr/share/enflame/manifests"
 [ -n "$(ls "$stage/usr/bin")" ] || { echo "build-images: nothing installed from $BUILD_DIR" >&2; exit 1; }
 
 # pkg_of LIB: the Debian package holding LIB (usrmerge: /lib and /usr/lib both tried).

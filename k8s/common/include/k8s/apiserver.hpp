@@ -96,6 +96,18 @@ public:
     [[nodiscard]] inject::Result<void> remove(const std::string& path);                    ///< DELETE (404 is ok)
     [[nodiscard]] inject::Result<Json> patch_merge(const std::string& path, const Json& patch);
     [[nodiscard]] inject::Result<Json> patch_json(const std::string& path, const Json& ops);
+    /// Server-side apply: PATCH `path` (the object's own path) with `body` as
+    /// application/apply-patch+yaml (JSON is YAML), `fieldManager=field_manager&force=true`:
+    /// the fields in `body` become ours even when another manager set them.
+    [[nodiscard]] inject::Result<Json> apply(const std::string& path, const Json& body,
+                                             const std::string& field_manager);
+    /// A watch (`path` carries the query: `?watch=1&resourceVersion=...`): calls `on_event` with
+    /// each event object ({"type","object"}) as it arrives, until the server ends the stream
+    /// (its timeoutSeconds), `on_event` returns false, or `timeout` passes. No retries: the
+    /// caller lists again or resumes from the last resourceVersion.
+    [[nodiscard]] inject::Result<void> watch(const std::string& path,
+                                             const std::function<bool(const Json&)>& on_event,
+                                             std::chrono::milliseconds timeout);
     /// GET `path`, apply `mutate` to the object, PUT it back; on 409 re-read and try again
     /// (up to `retries` times). `mutate` returning false means nothing to change (no PUT).
     [[nodiscard]] inject::Result<Json> update_with_retry(const std::string& path,

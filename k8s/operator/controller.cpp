@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: Apache-2.0
+// Informers, the work queue, the Lease and the GpuResource reconciler (controller.hpp).
+#include "controller.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <thread>
+
+#include "inject/log.hpp"
+
+namespace op {
+
+using inject::Errc;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kFinalizer = "enflame.com/gpu-operator";
+constexpr const char* kGroupVersion = "enflame.com/v1";
+const std::string kCrs = "/apis/enflame.com/v1/gpuresources";
+
+std::string str(const Json& j, const char* f) {
+    return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
+}
+std::string rv_of(const Json& obj) {
+    return str(obj.value("metadata", Json::object()), "resourceVersion");
+}
+
+/// RFC 3339 with microseconds, UTC (a Lease's MicroTime; conditions take it too).
+std::string micro_time(std::chrono::system_clock::time_point t) {
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    const std::time_t s = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    gmtime_r(&s, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[64];
+    std::snprintf(out, sizeof out, "%s.%06lldZ", buf, static_cast<long long>(us % 1000000));
+    return out;
+}
+
+}  // namespace
+
+// --- Informer --------------------------------------------------------------------------------
+
+Informer::Informer(k8s::api::Client& client, std::string collection, std::string api_version,
+                   std::string kind, std::string label_selector,
+                   std::function<void(const Json&)> on_change)
+    : client_(client),
+      collection_(std::move(collection)),
+      api_version_(std::move(api_version)),
+      kind_(std::move(kind)),
+      selector_(std::move(label_selector)),
+      on_change_(std::move(on_change)) {}
+
+std::optional<Json> Informer::get(const std::string& key) const {
+    const std::lock_guard lock(mu_);
+    const auto it = objs_.find(key);
+    if (it == objs_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::vector<Json> Informer::items() const {
+    const std::lock_guard lock(mu_);
+    std::vector<Json> out;
+    for (const auto& [_, o] : objs_) out.push_back(o);
+    return out;
+}
+
+inject::Result<std::string> Informer::relist() {
+    INJECT_TRY(Json list, client_.list(collection_, selector_));
+    std::map<std::string, Json> fresh;
+    for (auto o : list.value("items", Json::array())) {
+        o["kind"] = kind_;
+        o["apiVersion"] = api_version_;
+        const std::string key = key_of(o);  // json's operator= takes its argument by value:
+        fresh[key] = std::move(o);           // o is moved from before the left side runs
+    }
+    std::vector<Json> changed;
+    {
+        const std::lock_guard lock(mu_);
+        for (const auto& [k, o] : objs_)
+            if (!fresh.count(k)) changed.push_back(o);  // removed while we did not watch
+        for (const auto& [k, o] : fresh)
+            if (!objs_.count(k) || rv_of(objs_[k]) != rv_of(o)) changed.push_back(o);
+        objs_ = std::move(fresh);
+    }
+    synced_ = true;
+    for (const auto& o : changed) on_change_(o);
+    return rv_of(list);
+}
+
+inject::Result<void> Informer::watch(std::string& rv) {
+    static thread_local std::mt19937 rng{std::random_device{}()};
+    const int timeout = std::uniform_int_distribution<int>(300, 600)(rng);  // client-go's 5-10 min
+    std::string path = collection_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv +
+                       "&timeoutSeconds=" + std::to_string(timeout);
+    if (!selector_.empty()) path += "&labelSelector=" + selector_;
+    bool gone = false;
+    INJECT_TRY_VOID(client_.watch(
+        path,
+        [&](const Json& ev) {
+            const std::string type = str(ev, "type");
+            Json o = ev.value("object", Json::object());
+            if (type == "ERROR") {
+                gone = o.value("code", 0) == 410;
+                if (!gone) inject::log::warn("watch {}: {}", collection_, str(o, "message"));
+                return false;
+            }
+            rv = rv_of(o);
+            if (type == "BOOKMARK") return true;
+            o["kind"] = kind_;
+            o["apiVersion"] = api_version_;
+            {
+                const std::lock_guard lock(mu_);
+                if (type == "DELETED")
+                    objs_.erase(key_of(o));
+                else
+                    objs_[key_of(o)] = o;
+            }
+            on_change_(o);
+            return true;
+        },
+        std::chrono::seconds(timeout + 30)));
+    if (gone)
+        return inject::fail(Errc::Conflict, "watch " + collection_ + ": 410 Gone: listing again");
+    return inject::ok();
+}
+
+void Informer::run() {
+    std::chrono::milliseconds backoff{500};
+    for (;;) {
+        auto rv = relist();
+        if (!rv) {
+            // a kind the server does not serve (DRA's before it is on): look again every 5 min,
+            // quietly
+            if (rv.error().code() == Errc::NotFound)
+                inject::log::debug("{}", rv.error().what());
+            else
+                inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
+            std::this_thread::sleep_for(
+                rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(300000) : backoff);
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+            continue;
+        }
+        backoff = std::chrono::milliseconds(500);
+        std::string at = *rv;
+        for (;;) {
+            auto w = watch(at);
+            if (!w) {
+                inject::log::info("{}", w.error().what());
+                if (w.error().code() != Errc::Conflict) std::this_thread::sleep_for(backoff);
+                break;  // relist (410) or resume after a transport error by listing again
+            }
+            // the server ended the watch (its timeout): resume from the last resourceVersion
+        }
+    }
+}
+
+// --- WorkQueue -------------------------------------------------------------------------------
+
+void WorkQueue::add(const std::string& key) {
+    {
+        const std::lock_guard lock(mu_);
+        if (!dirty_.insert(key).second) return;
+        if (processing_.count(key)) return;  // done() queues it again
+        queue_.push_back(key);
+    }
+    cv_.notify_one();
+}
+
+void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay) {
+    {
+        const std::lock_guard lock(mu_);
+        delayed_.emplace(Clock::now() + delay, key);
+    }
+    cv_.notify_one();
+}
+
+void WorkQueue::add_rate_limited(const std::string& key) {
+    int n;
+    {
+        const std::lock_guard lock(mu_);
+        n = failures_[key]++;
+    }
+    add_after(key, std::min<std::chrono::milliseconds>(
+                       std::chrono::milliseconds(100) * (1LL << std::min(n, 10)),
+                       std::chrono::milliseconds(30000)));
+}
+
+void WorkQueue::forget(const std::string& key) {
+    const std::lock_guard lock(mu_);
+    failures_.erase(key);
+}
+
+std::string WorkQueue::get() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        const auto now = Clock::now();
+        while (!delayed_.empty() && delayed_.begin()->first <= now) {
+            const std::string k = delayed_.begin()->second;
+            delayed_.erase(delayed_.begin());
+            if (dirty_.insert(k).second && !processing_.count(k)) queue_.push_back(k);
+        }
+        if (!queue_.empty()) {
+            std::string k = queue_.front();
+            queue_.pop_front();
+            dirty_.erase(k);
+            processing_.insert(k);
+            return k;
+        }
+        if (delayed_.empty())
+            cv_.wait(lock);
+        else
+            cv_.wait_until(lock, delayed_.begin()->first);
+    }
+}
+
+void WorkQueue::done(const std::string& key) {
+    {
+        const std::lock_guard lock(mu_);
+        processing_.erase(key);
+        if (!dirty_.count(key)) return;
+        queue_.push_back(key);
+    }
+    cv_.notify_one();
+}
+
+// --- Leader election -------------------------------------------------------------------------
+
+namespace {
+
+/// One try: take the Lease when it is free or expired, renew it when ours. True when ours.
+inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o,
+                               std::string& seen_record, Clock::time_point& seen_at) {
+    const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases";
+    const std::string now = micro_time(std::chrono::system_clock::now());
+    auto cur = c.get(coll + "/" + o.name);
+    if (!cur && cur.error().code() == Errc::NotFound) {
+        Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                      {"kind", "Lease"},
+                      {"metadata", {{"name", o.name}, {"namespace", o.ns}}},
+                      {"spec",
+                       {{"holderIdentity", o.identity},
+                        {"leaseDurationSeconds", o.lease_duration.count()},
+                        {"acquireTime", now},
+                        {"renewTime", now},
+                        {"leaseTransitions", 0}}}};
+        auto r = c.create(coll, lease);
+        if (!r && r.error().code() == Errc::Conflict) return false;
+        if (!r) return inject::fail(std::move(r).error());
+        return true;
+    }
+    if (!cur) return inject::fail(std::move(cur).error());
+    Json lease = *cur;
+    Json& spec = lease["spec"];
+    const std::string holder = str(spec, "holderIdentity");
+    // Expiry by our own clock: when the record last changed as we saw it (client-go does the
+    // same: clocks of two nodes are never compared).
+    const std::string record = holder + "|" + str(spec, "renewTime");
+    if (record != seen_record) seen_record = record, seen_at = Clock::now();
+    const bool expired = Clock::now() - seen_at > o.lease_duration;
+    if (holder != o.identity && !holder.empty() && !expired) return false;
+    if (holder != o.identity) {
+        spec["acquireTime"] = now;
+        spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+        spec["holderIdentity"] = o.identity;
+        spec["leaseDurationSeconds"] = o.lease_duration.count();
+    }
+    spec["renewTime"] = now;
+    auto r = c.update(coll + "/" + o.name, lease);  // carries resourceVersion: a race is a 409
+    if (!r && r.error().code() == Errc::Conflict) return false;
+    if (!r) return inject::fail(std::move(r).error());
+    if (holder != o.identity)
+        inject::log::info("leader election: {}/{} acquired by {} (was '{}')", o.ns, o.name,
+                          o.identity, holder);
+    return true;
+}
+
+}  // namespace
+
+inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
+    std::string seen;
+    Clock::time_point seen_at = Clock::now();
+    inject::log::info("leader election: waiting for lease {}/{} as {}", o.ns, o.name, o.identity);
+    for (;;) {
+        auto r = try_lease(client, o, seen, seen_at);
+        if (r && *r) break;
+        if (!r) inject::log::warn("leader election: {}", r.error().what());
+        std::this_thread::sleep_for(o.retry_period);
+    }
+    std::thread([&client, o] {
+        std::string s;
+        Clock::time_point at = Clock::now();
+        auto last_ok = Clock::now();
+        for (;;) {
+            std::this_thread::sleep_for(o.retry_period);
+            auto r = try_lease(client, o, s, at);
+            if (r && *r) {
+                last_ok = Clock::now();
+                continue;
+            }
+            if (!r) inject::log::warn("leader election: renewing: {}", r.error().what());
+            if ((r && !*r) || Clock::now() - last_ok > o.renew_deadline) {
+                inject::log::warn(
+                    "leader election: lost lease {}/{}: exiting so another replica leads", o.ns,
+                    o.name);
+                std::_Exit(1);
+            }
+        }
+    }).detach();
+    return inject::ok();
+}
+
+// --- Controller ------------------------------------------------------------------------------
+
+Controller::Controller(k8s::api::Client& client, Options o) : client_(client), o_(std::move(o)) {}
+
+void Controller::enqueue_all() {
+    if (!crs_) return;
+    for (const auto& cr : crs_->items()) queue_.add(str(cr["metadata"], "name"));
+}
+
+std::optional<Json> Controller::live(const Json& obj) const {
+    const auto it = owned_.find(str(obj, "apiVersion") + "/" + str(obj, "kind"));
+    if (it == owned_.end()) return std::nullopt;
+    return it->second->get(key_of(obj));
+}
+
+inject::Result<void> Controller::run() {
+    if (auto v = client_.resource_api_version()) dra_version_ = *v;
+    // Every kind any component can apply: render with everything on.
+    Json all = Json::object();
+    for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
+                          "exporter", "npd", "nodeExporter"})
+        all[c]["enabled"] = true;
+    INJECT_TRY(auto objs, render(o_.manifests, all, dra_version_));
+    crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
+                                      [this](const Json&) { enqueue_all(); });
+    for (const auto& ob : objs) {
+        const std::string id = str(ob.obj, "apiVersion") + "/" + str(ob.obj, "kind");
+        if (owned_.count(id)) continue;
+        owned_[id] = std::make_unique<Informer>(
+            client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
+            std::string(kManagedBy) + "=" + kManagerName, [this](const Json&) { enqueue_all(); });
+    }
+    std::vector<std::thread> threads;
+    threads.emplace_back([this] { crs_->run(); });
+    for (auto& [_, inf] : owned_) threads.emplace_back([p = inf.get()] { p->run(); });
+    for (auto& t : threads) t.detach();
+    while (!crs_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    inject::log::info("watching GpuResources and {} kinds it applies; reconciling", owned_.size());
+    enqueue_all();
+    for (;;) {
+        const std::string key = queue_.get();
+        auto r = reconcile(key);
+        if (r) {
+            queue_.forget(key);
+        } else {
+            inject::log::warn("reconciling GpuResource {}: {}", key, r.error().what());
+            queue_.add_rate_limited(key);
+        }
+        queue_.done(key);
+    }
+}
+
+namespace {
+
+/// The oldest GpuResource (name breaks a tie) is the one in effect.
+bool is_active(const Json& cr, const std::vector<Json>& all) {
+    auto order = [](const Json& c) {
+        return std::make_pair(str(c["metadata"], "creationTimestamp"), str(c["metadata"], "name"));
+    };
+    return std::none_of(all.begin(), all.end(), [&](const Json& o) {
+        return !o["metadata"].contains("deletionTimestamp") && order(o) < order(cr);
+    });
+}
+
+Json owner_ref(const Json& cr) {
+    return Json::array({{{"apiVersion", kGroupVersion},
+                         {"kind", "GpuResource"},
+                         {"name", str(cr["metadata"], "name")},
+                         {"uid", str(cr["metadata"], "uid")},
+                         {"controller", true},
+                         {"blockOwnerDeletion", true}}});
+}
+
+bool owned_by(const Json& obj, const std::string& uid) {
+    for (const auto& r : obj["metadata"].value("ownerReferences", Json::array()))
+        if (str(r, "uid") == uid && r.value("controller", false)) return true;
+    return false;
+}
+
+Json condition(const Json& old_conds, const std::string& type, bool status,
+               const std::string& reason, const std::string& message, long long gen) {
+    const std::string s = status ? "True" : "False";
+    std::string since = micro_time(std::chrono::system_clock::now()).substr(0, 19) + "Z";
+    for (const auto& c : old_conds)
+        if (str(c, "type") == type && str(c, "status") == s) since = str(c, "lastTransitionTime");
+    return {{"type", type},
+            {"status", s},
+            {"reason", reason},
+            {"message", message},
+            {"lastTransitionTime", since},
+            {"observedGeneration", gen}};
+}
+
+}  // namespace
+
+Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
+                              const std::string& error) const {
+    std::map<std::string, Json> comps;
+    for (const auto& o : objs) {
+        if (o.component == "base") continue;
+        Json& c = comps[o.component];
+        if (c.is_null())
+            c = {{"name", o.component}, {"ready", true}, {"objects", Json::array()}, {"desired", 0},
+                 {"readyPods", 0},      {"updated", 0},  {"message", "applied"}};
+        c["objects"].push_back(key_of(o.obj));
+        if (str(o.obj, "kind") != "DaemonSet") continue;
+        const auto l = live(o.obj);
+        const Json st = l ? l->value("status", Json::object()) : Json::object();
+        const long long want = st.value("desiredNumberScheduled", 0LL),
+                        ready = st.value("numberReady", 0LL),
+                        upd = st.value("updatedNumberScheduled", 0LL),
+                        avail = st.value("numberAvailable", 0LL);
+        c["desired"] = c["desired"].get<long long>() + want;
+        c["readyPods"] = c["readyPods"].get<long long>() + ready;
+        c["updated"] = c["updated"].get<long long>() + upd;
+        const bool current =
+            l && st.value("observedGeneration", 0LL) >= (*l)["metadata"].value("generation", 0LL);
+        const std::string name = str(o.obj["metadata"], "name");
+        if (!l || !current || want == 0 || upd < want || avail < want) {
+            c["ready"] = false;
+            c["message"] = !l          ? "DaemonSet " + name + " not created yet"
+                           : want == 0 ? "DaemonSet " + name + ": no node selected"
+                                       : "DaemonSet " + name + ": " + std::to_string(avail) + "/" +
+                                             std::to_string(want) + " available, " +
+                                             std::to_string(upd) + " updated";
+        } else if (c["ready"].get<bool>()) {
+            c["message"] = std::to_string(ready) + "/" + std::to_string(want) + " pods ready";
+        }
+    }
+    Json list = Json::array();
+    int n = 0, ready = 0;
+    bool progressing = false;
+    std::string not_ready;
+    for (auto& [name, c] : comps) {
+        ++n;
+        if (c["ready"].get<bool>())
+            ++ready;
+        else
+            not_ready += (not_ready.empty() ? "" : ", ") + name;
+        if (c["updated"] < c["desired"]) progressing = true;
+        list.push_back(c);
+    }
+    const long long gen = cr["metadata"].value("generation", 0LL);
+    const Json old = cr.value("status", Json::object()).value("conditions", Json::array());
+    const bool all = ready == n && error.empty();
+    return {
+        {"state", all ? "ready" : "notReady"},
+        {"readyResource", std::to_string(ready) + "/" + std::to_string(n)},
+        {"observedGeneration", gen},
+        {"components", list},
+        {"conditions",
+         {condition(old, "Ready", all, all ? "AllComponentsReady" : "ComponentsNotReady",
+                    all ? "every enabled component is ready" : "not ready: " + not_ready, gen),
+          condition(old, "Progressing", progressing, progressing ? "RollingOut" : "Stable",
+                    progressing ? "pods are being updated" : "no rollout in progress", gen),
+          condition(old, "Degraded", !error.empty(), error.empty() ? "Reconciled" : "ApplyFailed",
+                    error.empty() ? "every object applied" : error, gen)}}};
+}
+
+inject::Result<void> Controller::write_status(const Json& cr, Json status, int& writes) {
+    if (cr.value("status", Json::object()) == status) return inject::ok();
+    INJECT_TRY(Json r,
+               client_.patch_merge(path_of(cr) + "/status", {{"status", std::move(status)}}));
+    (void)r;
+    ++writes;
+    return inject::ok();
+}
+
+inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
+    const std::string uid = str(cr["metadata"], "uid");
+    // In order: what hands out cards, then the toolkit (its pods' preStop uninstalls it from
+    // the node), then everything else through the garbage collector.
+    for (const std::set<std::string>& stage :
+         {std::set<std::string>{"enflame-device-plugin", "enflame-dra-plugin"},
+          std::set<std::string>{"enflame-toolkit-installer"}}) {
+        bool waiting = false;
+        const auto it = owned_.find("apps/v1/DaemonSet");
+        if (it == owned_.end()) break;
+        for (const auto& ds : it->second->items()) {
+            if (!owned_by(ds, uid) || !stage.count(str(ds["metadata"], "name"))) continue;
+            waiting = true;
+            if (ds["metadata"].contains("deletionTimestamp")) continue;
+            INJECT_TRY_VOID(client_.remove(path_of(ds) + "?propagationPolicy=Foreground"));
+            ++writes;
+            inject::log::info("GpuResource {} deleted: removing {}", str(cr["metadata"], "name"),
+                              key_of(ds));
+        }
+        if (waiting) return inject::ok();  // the DaemonSet's watch events bring us back
+    }
+    Json fins = Json::array();
+    for (const auto& f : cr["metadata"].value("finalizers", Json::array()))
+        if (f != kFinalizer) fins.push_back(f);
+    INJECT_TRY(Json r, client_.patch_merge(
+                           path_of(cr),
+                           {{"metadata", {{"finalizers", fins}, {"resourceVersion", rv_of(cr)}}}}));
+    (void)r;
+    ++writes;
+    inject::log::info(
+        "GpuResource {}: plugins and toolkit removed; the garbage collector removes the rest",
+        str(cr["metadata"], "name"));
+    return inject::ok();
+}
+
+inject::Result<void> Controller::reconcile(const std::string& name) {
+    const auto t0 = Clock::now();
+    auto found = crs_->get("GpuResource//" + name);
+    if (!found) return inject::ok();
+    Json cr = *found;
+    cr["apiVersion"] = kGroupVersion;
+    int writes = 0;
+    auto finish = [&](const char* what) {
+        inject::log::info(
+            "reconciled GpuResource {} ({}): {} writes, {} ms", name, what, writes,
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+    };
+    if (cr["metadata"].contains("deletionTimestamp")) {
+        const auto fins = cr["metadata"].value("finalizers", Json::array());
+        if (std::find(fins.begin(), fins.end(), kFinalizer) != fins.end())
+            INJECT_TRY_VOID(remove_stack(cr, writes));
+        finish("deleting");
+        return inject::ok();
+    }
+    if (!is_active(cr, crs_->items())) {
+        const long long gen = cr["metadata"].value("generation", 0LL);
+        Json st = {
+            {"state", "ignored"},
+            {"observedGeneration", gen},
+            {"conditions",
+             {condition(cr.value("status", Json::object()).value("conditions", Json::array()),
+                        "Ready", false, "Ignored",
+                        "another GpuResource is older and in effect; this one is ignored", gen)}}};
+        INJECT_TRY_VOID(write_status(cr, st, writes));
+        finish("ignored");
+        return inject::ok();
+    }
+    const auto fins = cr["metadata"].value("finalizers", Json::array());
+    if (std::find(fins.begin(), fins.end(), kFinalizer) == fins.end()) {
+        Json f = fins;
+        f.push_back(kFinalizer);
+        INJECT_TRY(
+            Json r,
+            client_.patch_merge(
+                path_of(cr), {{"metadata", {{"finalizers", f}, {"resourceVersion", rv_of(cr)}}}}));
+        (void)r;
+        ++writes;
+    }
+    const Json spec = cr.value("spec", Json::object());
+    std::string dra = dra_version_;
+    if (spec.contains("draDriver") && str(spec["draDriver"], "apiVersion") != "" &&
+        str(spec["draDriver"], "apiVersion") != "auto")
+        dra = str(spec["draDriver"], "apiVersion");
+    INJECT_TRY(auto objs, render(o_.manifests, spec, dra));
+    std::string error;
+    std::set<std::string> want;
+    const std::string uid = str(cr["metadata"], "uid");
+    for (auto& o : objs) {
+        o.obj["metadata"]["ownerReferences"] = owner_ref(cr);
+        want.insert(key_of(o.obj));
+        const auto l = live(o.obj);
+        if (l && contains(*l, o.obj)) continue;
+        auto r = client_.apply(path_of(o.obj), o.obj, kManagerName);
+        ++writes;
+        if (!r) {
+            error = r.error().what();
+            continue;
+        }
+        inject::log::info("applied {}{}", key_of(o.obj), l ? " (it had drifted)" : "");
+    }
+    // What a component no longer on (or a manifest no longer in the tree) left behind.
+    for (const auto& [_, inf] : owned_)
+        for (const auto& l : inf->items()) {
+            if (!owned_by(l, uid) || want.count(key_of(l)) ||
+                l["metadata"].contains("deletionTimestamp"))
+                continue;
+            INJECT_TRY_VOID(client_.remove(path_of(l)));
+            ++writes;
+            inject::log::info("removed {}: its component is off", key_of(l));
+        }
+    INJECT_TRY_VOID(write_status(cr, stack_status(cr, objs, error), writes));
+    finish("active");
+    if (!error.empty()) return inject::fail(Errc::Io, error);
+    return inject::ok();
+}
+
+}  // namespace op

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The controller machinery client-go gives Go operators, over k8s/common's API client:
+/// informers (list, then watch from the list's resourceVersion with bookmarks; relist on 410),
+/// a rate-limited work queue of keys (a key is never processed twice at once), leader election
+/// on a coordination.k8s.io Lease, and the GpuResource reconciler.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "k8s/apiserver.hpp"
+#include "render.hpp"
+
+namespace op {
+
+/// One kind's objects as the server last told us, kept current by a watch.
+class Informer {
+public:
+    /// `collection` is the REST collection ("/apis/apps/v1/daemonsets"); `kind` and
+    /// `api_version` are set on each cached object (list items lack them); `on_change` is called
+    /// (from the informer's thread) for each object that changed, or was removed.
+    Informer(k8s::api::Client& client, std::string collection, std::string api_version,
+             std::string kind, std::string label_selector,
+             std::function<void(const Json&)> on_change);
+    /// List and watch until the process ends (run it on its own thread).
+    void run();
+    [[nodiscard]] bool synced() const { return synced_.load(); }
+    [[nodiscard]] std::optional<Json> get(const std::string& key) const;  ///< by key_of()
+    [[nodiscard]] std::vector<Json> items() const;
+
+private:
+    [[nodiscard]] inject::Result<std::string> relist();
+    /// Watches from `rv`; returns the last resourceVersion seen, or an error (410: relist).
+    [[nodiscard]] inject::Result<void> watch(std::string& rv);
+
+    k8s::api::Client& client_;
+    std::string collection_, api_version_, kind_, selector_;
+    std::function<void(const Json&)> on_change_;
+    mutable std::mutex mu_;
+    std::map<std::string, Json> objs_;
+    std::atomic<bool> synced_{false};
+};
+
+/// client-go's rate-limited work queue: add() coalesces a key already waiting; a key being
+/// processed is re-queued after done() when it was added meanwhile; add_rate_limited() waits
+/// 100 ms doubling to 30 s per failing key, forget() resets that.
+class WorkQueue {
+public:
+    void add(const std::string& key);
+    void add_after(const std::string& key, std::chrono::milliseconds delay);
+    void add_rate_limited(const std::string& key);
+    void forget(const std::string& key);
+    /// Blocks until a key is ready.
+    [[nodiscard]] std::string get();
+    void done(const std::string& key);
+
+private:
+    using Clock = std::chrono::steady_clock;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::string> queue_;
+    std::set<std::string> dirty_, processing_;
+    std::multimap<Clock::time_point, std::string> delayed_;
+    std::map<std::string, int> failures_;
+};
+
+struct LeaderOptions {
+    std::string ns, name, identity;
+    std::chrono::seconds lease_duration{15}, renew_deadline{10};
+    std::chrono::milliseconds retry_period{2000};
+};
+
+/// Blocks until this process holds the Lease, then renews it on a thread of its own; if a
+/// renewal has not succeeded within renew_deadline the process exits (as client-go's
+/// OnStoppedLeading does in most operators): another replica takes over.
+[[nodiscard]] inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o);
+
+struct Options {
+    std::string manifests = "/usr/share/enflame/manifests";
+};
+
+/// The GpuResource controller: informers on GpuResources and on every kind it applies,
+/// one worker.
+class Controller {
+public:
+    Controller(k8s::api::Client& client, Options o);
+    /// Starts the informers, waits until they synced, then reconciles forever.
+    [[nodiscard]] inject::Result<void> run();
+
+private:
+    [[nodiscard]] inject::Result<void> reconcile(const std::string& name);
+    [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, int& writes);
+    [[nodiscard]] std::optional<Json> live(const Json& obj) const;
+    [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, int& writes);
+    [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
+                                    const std::string& error) const;
+    void enqueue_all();
+
+    k8s::api::Client& client_;
+    Options o_;
+    std::string dra_version_ = "v1";
+    WorkQueue queue_;
+    std::unique_ptr<Informer> crs_;
+    std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"
+};
+
+}  // namespace op

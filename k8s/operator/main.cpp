@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-gpu-operator: one GpuResource (enflame.com/v1) deploys and keeps the Enflame stack
+// as deployments/ describes it (controller.hpp). This file parses flags and hands over;
+// `--render SPEC` prints what the operator would apply for a spec file and exits.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "controller.hpp"
+#include "k8s/apiserver.hpp"
+#include "k8s/daemon_cli.hpp"
+#include "render.hpp"
+
+namespace {
+
+int print_render(const std::string& manifests, const std::string& spec_file,
+                 const std::string& dra) {
+    op::Json spec = op::Json::object();
+    if (spec_file != "-default") {
+        std::ifstream in(spec_file);
+        if (!in)
+            return k8s::exit_error(inject::Error(inject::Errc::NotFound,
+                                                 "--render '" + spec_file + "': cannot open it"));
+        std::stringstream ss;
+        ss << in.rdbuf();
+        auto docs = op::parse_yaml_stream(ss.str(), spec_file);
+        if (!docs) return k8s::exit_error(docs.error());
+        if (!docs->empty()) spec = (*docs)[0].value("spec", op::Json::object());
+    }
+    auto objs = op::render(manifests, spec, dra);
+    if (!objs) return k8s::exit_error(objs.error());
+    for (const auto& o : *objs) std::cout << o.obj.dump() << "\n";
+    return 0;
+}
+
+std::string hostname() {
+    char buf[256] = {};
+    ::gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    op::Options o;
+    std::string kubeconfig, log_level = "info", render_spec, dra = "v1";
+    op::LeaderOptions lo{"enflame-operator", "enflame-gpu-operator", hostname()};
+    bool leader_elect = false;
+    CLI::App app{"enflame-gpu-operator: deploy and keep the Enflame GCU stack from one GpuResource",
+                 "enflame-gpu-operator"};
+    std::string unused_config;
+    bool unused_given = false;
+    k8s::add_common_flags(app, "enflame-gpu-operator", unused_config, unused_given);
+    app.add_option("--manifests", o.manifests, "the deployments/ kustomize tree the image ships")
+        ->envname("OPERATOR_MANIFESTS")
+        ->capture_default_str();
+    app.add_option("--kubeconfig", kubeconfig,
+                   "kubeconfig file (default: in-cluster service account)")
+        ->envname("KUBECONFIG");
+    app.add_flag("--leader-elect", leader_elect,
+                 "hold a coordination.k8s.io Lease before reconciling")
+        ->envname("LEADER_ELECT");
+    app.add_option("--namespace", lo.ns, "the Lease's namespace (the operator's)")
+        ->envname("POD_NAMESPACE")
+        ->capture_default_str();
+    app.add_option("--lease-name", lo.name, "the Lease's name")->capture_default_str();
+    app.add_option("--identity", lo.identity, "this replica's name in the Lease")
+        ->envname("POD_NAME");
+    app.add_option(
+        "--render", render_spec,
+        "print the objects for the GpuResource in this file (-default: an empty spec), one "
+        "JSON a line, and exit");
+    app.add_option("--dra-version", dra, "with --render: resource.k8s.io version (v1 or v1beta1)")
+        ->check(CLI::IsMember({"v1", "v1beta1"}));
+    app.add_option("--log-level", log_level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
+    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
+        return *code;
+    if (!render_spec.empty()) return print_render(o.manifests, render_spec, dra);
+
+    auto cfg =
+        kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);
+    if (!cfg) return k8s::exit_error(cfg.error());
+    auto client = k8s::api::Client::create(*cfg);
+    if (!client) return k8s::exit_error(client.error());
+    if (leader_elect) {
+        if (auto r = op::lead(**client, lo); !r) return k8s::exit_error(r.error());
+    }
+    op::Controller c(**client, o);
+    auto r = c.run();
+    if (!r) return k8s::exit_error(r.error());
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+}

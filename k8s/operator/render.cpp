@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: Apache-2.0
+// The operator's renderer: kustomize's resources / namespace / images / patches (JSON 6902)
+// over yaml-cpp, then the GpuResource's fields. `kubectl kustomize` is the reference: a test
+// compares the two for a default CR (tests/integration/operator.bats).
+#include "render.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace op {
+
+namespace fs = std::filesystem;
+using inject::Errc;
+
+namespace {
+
+/// Kinds kustomize treats as cluster-scoped (its built-in schema): no namespace set on them.
+/// DeviceClass is not among them, which is why overlays/dra removes the namespace kustomize
+/// gives it; it is cluster-scoped for the API server all the same (path_of).
+const std::set<std::string> kClusterScoped{"Namespace",
+                                           "RuntimeClass",
+                                           "ClusterRole",
+                                           "ClusterRoleBinding",
+                                           "CustomResourceDefinition",
+                                           "PriorityClass",
+                                           "StorageClass",
+                                           "PersistentVolume",
+                                           "Node",
+                                           "APIService",
+                                           "CSIDriver",
+                                           "IngressClass",
+                                           "ValidatingWebhookConfiguration",
+                                           "MutatingWebhookConfiguration"};
+const std::set<std::string> kServerClusterScoped{"DeviceClass", "GpuResource"};
+
+/// deployments/ folder -> the GpuResource field that switches its objects.
+const std::map<std::string, std::string> kComponentOf{{"installer", "toolkit"},
+                                                      {"feature-discovery", "featureDiscovery"},
+                                                      {"device-plugin", "devicePlugin"},
+                                                      {"dra", "draDriver"},
+                                                      {"exporter", "exporter"},
+                                                      {"npd", "npd"},
+                                                      {"nfd", "nfd"},
+                                                      {"node-exporter", "nodeExporter"},
+                                                      {"monitoring", "nodeExporter"}};
+
+/// The CRD's defaults for `enabled` (a spec read from a file has none filled in).
+const std::map<std::string, bool> kEnabledByDefault{
+    {"toolkit", true},    {"featureDiscovery", true}, {"nfd", false}, {"devicePlugin", true},
+    {"draDriver", false}, {"exporter", true},         {"npd", false}, {"nodeExporter", false}};
+
+Json scalar(const YAML::Node& n) {
+    const std::string& v = n.Scalar();
+    if (n.Tag() != "?") return v;  // quoted: a string
+    if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL") return nullptr;
+    if (v == "true" || v == "True" || v == "TRUE") return true;
+    if (v == "false" || v == "False" || v == "FALSE") return false;
+    static const std::regex kInt("^[-+]?[0-9]+$"),
+        kFloat("^[-+]?([0-9]*\\.[0-9]+|[0-9]+\\.[0-9]*)([eE][-+]?[0-9]+)?$");
+    if (std::regex_match(v, kInt)) {
+        try {
+            return std::stoll(v);
+        } catch (const std::out_of_range&) {
+            return v;
+        }
+    }
+    if (std::regex_match(v, kFloat)) return std::stod(v);
+    return v;
+}
+
+Json to_json(const YAML::Node& n) {
+    switch (n.Type()) {
+        case YAML::NodeType::Map: {
+            Json o = Json::object();
+            for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
+            return o;
+        }
+        case YAML::NodeType::Sequence: {
+            Json a = Json::array();
+            for (const auto& e : n) a.push_back(to_json(e));
+            return a;
+        }
+        case YAML::NodeType::Scalar:
+            return scalar(n);
+        default:
+            return nullptr;
+    }
+}
+
+inject::Result<std::string> read_text(const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) return inject::fail(Errc::NotFound, "reading '" + p.string() + "': cannot open it");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string group_of(const std::string& api_version) {
+    const auto slash = api_version.find('/');
+    return slash == std::string::npos ? "" : api_version.substr(0, slash);
+}
+std::string version_of(const std::string& api_version) {
+    const auto slash = api_version.find('/');
+    return slash == std::string::npos ? api_version : api_version.substr(slash + 1);
+}
+
+std::string str(const Json& j, const char* field) {
+    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
+                                                                      : "";
+}
+
+bool target_matches(const Json& target, const Json& obj) {
+    const std::string av = str(obj, "apiVersion");
+    auto is = [&](const char* f, const std::string& have) {
+        const std::string want = str(target, f);
+        return want.empty() || std::regex_match(have, std::regex(want));
+    };
+    return is("group", group_of(av)) && is("version", version_of(av)) &&
+           is("kind", str(obj, "kind")) && is("name", str(obj["metadata"], "name")) &&
+           is("namespace", str(obj["metadata"], "namespace"));
+}
+
+inject::Result<void> apply_patches(const Json& patches, const fs::path& kfile,
+                                   std::vector<Object>& objs) {
+    for (const auto& p : patches) {
+        Json ops;
+        if (p.contains("patch") && p["patch"].is_string()) {
+            INJECT_TRY(auto docs, parse_yaml_stream(p["patch"].get<std::string>(),
+                                                    kfile.string() + ": patches"));
+            if (!docs.empty()) ops = docs[0];
+        } else if (p.contains("path") && p["path"].is_string()) {
+            INJECT_TRY(std::string text,
+                       read_text(kfile.parent_path() / p["path"].get<std::string>()));
+            INJECT_TRY(auto docs, parse_yaml_stream(text, p["path"].get<std::string>()));
+            if (!docs.empty()) ops = docs[0];
+        }
+        if (!ops.is_array())
+            return inject::fail(Errc::Unsupported,
+                                kfile.string() +
+                                    ": patches: only JSON 6902 patches (a list of ops) are "
+                                    "supported by the operator's renderer");
+        const Json target = p.value("target", Json::object());
+        for (auto& o : objs) {
+            if (!target_matches(target, o.obj)) continue;
+            try {
+                o.obj = o.obj.patch(ops);
+            } catch (const nlohmann::json::exception& e) {
+                return inject::fail(Errc::InvalidInput, kfile.string() + ": patch on " +
+                                                            key_of(o.obj) + ": " + e.what());
+            }
+        }
+    }
+    return inject::ok();
+}
+
+void set_namespace(const std::string& ns, std::vector<Object>& objs) {
+    for (auto& o : objs) {
+        const std::string kind = str(o.obj, "kind");
+        if (!kClusterScoped.count(kind)) o.obj["metadata"]["namespace"] = ns;
+        if ((kind == "RoleBinding" || kind == "ClusterRoleBinding") && o.obj.contains("subjects"))
+            for (auto& s : o.obj["subjects"])
+                if (str(s, "kind") == "ServiceAccount") s["namespace"] = ns;
+    }
+}
+
+/// An image reference's parts: name (registry/path), tag, digest.
+struct ImageRef {
+    std::string name, tag, digest;
+    static ImageRef parse(std::string s) {
+        ImageRef r;
+        if (auto at = s.find('@'); at != std::string::npos)
+            r.digest = s.substr(at + 1), s.resize(at);
+        const auto colon = s.rfind(':');
+        if (colon != std::string::npos && s.find('/', colon) == std::string::npos)
+            r.tag = s.substr(colon + 1), s.resize(colon);
+        r.name = s;
+        return r;
+    }
+    std::string str() const {
+        return name + (tag.empty() ? "" : ":" + tag) + (digest.empty() ? "" : "@" + digest);
+    }
+};
+
+/// Every container (and init container) of a pod template or pod.
+template <typename F>
+void each_container(Json& obj, F&& f) {
+    for (Json* ps : {obj.contains("spec") && obj["spec"].contains("template")
+                         ? &obj["spec"]["template"]["spec"]
+                         : (obj.contains("spec") ? &obj["spec"] : nullptr)}) {
+        if (!ps || !ps->is_object()) continue;
+        for (const char* list : {"initContainers", "containers"})
+            if (ps->contains(list))
+                for (auto& c : (*ps)[list]) f(c);
+    }
+}
+
+void set_images(const Json& images, std::vector<Object>& objs) {
+    for (auto& o : objs)
+        each_container(o.obj, [&](Json& c) {
+            if (!c.contains("image") || !c["image"].is_string()) return;
+            ImageRef ref = ImageRef::parse(c["image"].get<std::string>());
+            for (const auto& i : images) {
+                if (str(i, "name") != ref.name) continue;
+                if (!str(i, "newName").empty()) ref.name = str(i, "newName");
+                if (!str(i, "newTag").empty()) ref.tag = str(i, "newTag");
+                if (!str(i, "digest").empty()) ref.digest = str(i, "digest"), ref.tag.clear();
+                c["image"] = ref.str();
+                break;
+            }
+        });
+}
+
+inject::Result<std::vector<Object>> load_dir(const fs::path& dir) {
+    fs::path kfile = dir / "kustomization.yaml";
+    if (!fs::exists(kfile)) kfile = dir / "kustomization.yml";
+    INJECT_TRY(std::string text, read_text(kfile));
+    INJECT_TRY(auto docs, parse_yaml_stream(text, kfile.string()));
+    const Json k = docs.empty() ? Json::object() : docs[0];
+    static const std::set<std::string> kKnown{"apiVersion", "kind",   "resources",
+                                              "namespace",  "images", "patches"};
+    for (const auto& [field, _] : k.items())
+        if (!kKnown.count(field))
+            return inject::fail(Errc::Unsupported,
+                                kfile.string() + ": '" + field +
+                                    "' is not supported by the operator's renderer "
+                                    "(resources, namespace, images, patches are)");
+    const std::string folder = dir.filename().string();
+    const auto comp = kComponentOf.find(folder);
+    const std::string component = comp == kComponentOf.end() ? "base" : comp->second;
+    std::vector<Object> out;
+    for (const auto& r : k.value("resources", Json::array())) {
+        const fs::path p = (dir / r.get<std::string>()).lexically_normal();
+        if (fs::is_directory(p)) {
+            INJECT_TRY(auto sub, load_dir(p));
+            out.insert(out.end(), sub.begin(), sub.end());
+            continue;
+        }
+        INJECT_TRY(std::string body, read_text(p));
+        INJECT_TRY(auto objs, parse_yaml_stream(body, p.string()));
+        for (auto& o : objs) out.push_back({std::move(o), component});
+    }
+    INJECT_TRY_VOID(apply_patches(k.value("patches", Json::array()), kfile, out));
+    if (!str(k, "namespace").empty()) set_namespace(str(k, "namespace"), out);
+    set_images(k.value("images", Json::array()), out);
+    return out;
+}
+
+// --- the GpuResource's fields ----------------------------------------------------------------
+
+bool enabled(const Json& spec, const std::string& component) {
+    if (component == "base") return true;
+    const auto d = kEnabledByDefault.find(component);
+    const bool def = d == kEnabledByDefault.end() || d->second;
+    if (!spec.contains(component) || !spec[component].contains("enabled")) return def;
+    return spec[component]["enabled"].get<bool>();
+}
+
+void set_image(Json& c, const Json& cs) {
+    const std::string repo = str(cs, "repository"), image = str(cs, "image"),
+                      version = str(cs, "version");
+    if (repo.empty() && image.empty() && version.empty()) return;
+    ImageRef ref = ImageRef::parse(str(c, "image"));
+    const auto slash = ref.name.rfind('/');
+    std::string r = slash == std::string::npos ? "" : ref.name.substr(0, slash);
+    std::string n = slash == std::string::npos ? ref.name : ref.name.substr(slash + 1);
+    if (!repo.empty()) r = repo;
+    if (!image.empty()) n = image;
+    ref.name = r.empty() ? n : r + "/" + n;
+    if (!version.empty()) {
+        if (version.rfind("sha256:", 0) == 0)
+            ref.digest = version, ref.tag.clear();
+        else
+            ref.tag = version, ref.digest.clear();
+    }
+    c["image"] = ref.str();
+}
+
+void merge_env(Json& c, const Json& env) {
+    if (!c.contains("env")) c["env"] = Json::array();
+    for (const auto& e : env) {
+        auto it = std::find_if(c["env"].begin(), c["env"].end(), [&](const Json& have) {
+            return str(have, "name") == str(e, "name");
+        });
+        if (it != c["env"].end())
+            *it = e;
+        else
+            c["env"].push_back(e);
+    }
+}
+
+/// A component's settings on a DaemonSet's pod template (its first container is the daemon).
+void customize_pods(Json& obj, const Json& cs, const Json& ds) {
+    Json& tmpl = obj["spec"]["template"];
+    Json& ps = tmpl["spec"];
+    if (ps.contains("containers") && !ps["containers"].empty()) {
+        Json& c = ps["containers"][0];
+        set_image(c, cs);
+        if (!str(cs, "imagePullPolicy").empty()) c["imagePullPolicy"] = cs["imagePullPolicy"];
+        if (cs.contains("args") && !cs["args"].empty()) {
+            const char* list = c.contains("command") ? "command" : "args";
+            for (const auto& a : cs["args"]) c[list].push_back(a);
+        }
+        if (cs.contains("env") && !cs["env"].empty()) merge_env(c, cs["env"]);
+        if (cs.contains("resources") && !cs["resources"].empty()) c["resources"] = cs["resources"];
+    }
+    if (cs.contains("imagePullSecrets") && !cs["imagePullSecrets"].empty()) {
+        ps["imagePullSecrets"] = Json::array();
+        for (const auto& s : cs["imagePullSecrets"])
+            ps["imagePullSecrets"].push_back({{"name", s}});
+    }
+    if (cs.contains("nodeSelector"))
+        for (const auto& [k, v] : cs["nodeSelector"].items()) ps["nodeSelector"][k] = v;
+    for (const Json* src : {&ds, &cs})
+        if (src->contains("tolerations"))
+            for (const auto& t : (*src)["tolerations"]) ps["tolerations"].push_back(t);
+    if (!str(cs, "priorityClassName").empty())
+        ps["priorityClassName"] = cs["priorityClassName"];
+    else if (!str(ds, "priorityClassName").empty())
+        ps["priorityClassName"] = ds["priorityClassName"];
+    for (const char* meta : {"labels", "annotations"})
+        if (ds.contains(meta))
+            for (const auto& [k, v] : ds[meta].items()) tmpl["metadata"][meta][k] = v;
+    if (str(ds, "updateStrategy") == "OnDelete") {
+        obj["spec"]["updateStrategy"] = {{"type", "OnDelete"}};
+    } else if (ds.contains("maxUnavailable") && ds["maxUnavailable"] != 1) {
+        obj["spec"]["updateStrategy"] = {
+            {"type", "RollingUpdate"},
+            {"rollingUpdate", {{"maxUnavailable", ds["maxUnavailable"]}}}};
+    }
+}
+
+/// The toolkit config.toml a ConfigMap carries, pointed at a driver root other than the
+/// node's / (the daemons see the host's / at /host; the DRA plugin also names the host path).
+std::string retarget_config(const std::string& toml, const std::string& root, bool dra) {
+    std::istringstream in(toml);
+    std::string line, out;
+    while (std::getline(in, line)) {
+        if (line.rfind("driver-root =", 0) == 0 || line.rfind("dev-root =", 0) == 0)
+            line = line.substr(0, line.find('=')) + "= \"/host" + root + "\"";
+        out += line + "\n";
+        if (dra && line == "[enflame-container-cli]")
+            out += "host-driver-root = \"" + root + "\"\nhost-dev-root = \"" + root + "\"\n";
+    }
+    return out;
+}
+
+void customize_host_paths(Object& o, const Json& spec) {
+    const Json hp = spec.value("hostPaths", Json::object());
+    const std::string root = hp.value("driverRoot", "/");
+    const std::string kubelet = hp.value("kubeletRoot", "/var/lib/kubelet");
+    const std::string kind = str(o.obj, "kind");
+    if (root != "/" && kind == "ConfigMap" && o.obj.contains("data") &&
+        o.obj["data"].contains("config.toml"))
+        o.obj["data"]["config.toml"] = retarget_config(
+            o.obj["data"]["config.toml"].get<std::string>(), root, o.component == "draDriver");
+    if (kind != "DaemonSet") return;
+    Json& ps = o.obj["spec"]["template"]["spec"];
+    if (root != "/" && o.component == "toolkit")
+        for (const auto& f : {"--driver-root=", "--dev-root="})
+            ps["containers"][0]["command"].push_back(f + root);
+    if (kubelet != "/var/lib/kubelet" && ps.contains("volumes"))
+        for (auto& v : ps["volumes"]) {
+            const std::string p = v.contains("hostPath") ? str(v["hostPath"], "path") : "";
+            if (p.rfind("/var/lib/kubelet", 0) == 0) v["hostPath"]["path"] = kubelet + p.substr(16);
+        }
+}
+
+void customize_toolkit(Object& o, const Json& tk) {
+    if (str(o.obj, "kind") != "DaemonSet") return;
+    Json& cmd = o.obj["spec"]["template"]["spec"]["containers"][0]["command"];
+    const std::string runtime = tk.value("runtime", "auto");
+    for (auto& a : cmd)
+        if (a == "--runtime=auto" && runtime != "auto") a = "--runtime=" + runtime;
+    if (tk.value("setAsDefault", false)) cmd.push_back("--set-as-default");
+}
+
+}  // namespace
+
+inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
+                                                    const std::string& what) {
+    std::vector<Json> out;
+    try {
+        for (const auto& doc : YAML::LoadAll(text)) {
+            Json j = to_json(doc);
+            if (!j.is_null()) out.push_back(std::move(j));
+        }
+    } catch (const YAML::Exception& e) {
+        return inject::fail(Errc::InvalidInput, "'" + what + "': line " +
+                                                    std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+    return out;
+}
+
+inject::Result<std::vector<Object>> kustomize(const std::string& dir) {
+    return load_dir(fs::path(dir));
+}
+
+inject::Result<std::vector<Object>> render(const std::string& manifests, const Json& spec,
+                                           const std::string& dra_version) {
+    INJECT_TRY(auto objs, kustomize(manifests));
+    if (enabled(spec, "draDriver")) {
+        INJECT_TRY(auto dra, kustomize(manifests + "/overlays/" +
+                                       (dra_version == "v1beta1" ? "dra-v1beta1" : "dra")));
+        std::set<std::string> have;
+        for (const auto& o : objs) have.insert(key_of(o.obj));
+        for (auto& o : dra)
+            if (!have.count(key_of(o.obj))) objs.push_back(std::move(o));
+    }
+    std::vector<Object> out;
+    const Json ds = spec.value("daemonsets", Json::object());
+    for (auto& o : objs) {
+        if (!enabled(spec, o.component)) continue;
+        const Json cs = spec.value(o.component, Json::object());
+        if (str(o.obj, "kind") == "DaemonSet") customize_pods(o.obj, cs, ds);
+        if (o.component == "toolkit") customize_toolkit(o, cs);
+        customize_host_paths(o, spec);
+        o.obj["metadata"]["labels"][kManagedBy] = kManagerName;
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+std::string key_of(const Json& obj) {
+    const Json md = obj.value("metadata", Json::object());
+    return str(obj, "kind") + "/" + str(md, "namespace") + "/" + str(md, "name");
+}
+
+std::string plural_of(const std::string& kind) {
+    std::string p = kind;
+    std::transform(p.begin(), p.end(), p.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (p.back() == 's') return p + "es";
+    if (p.back() == 'y') return p.substr(0, p.size() - 1) + "ies";
+    return p + "s";
+}
+
+std::string path_of(const Json& obj, bool collection) {
+    const std::string av = str(obj, "apiVersion");
+    const std::string kind = str(obj, "kind");
+    std::string p = group_of(av).empty() ? "/api/" + av : "/apis/" + av;
+    const std::string ns = str(obj.value("metadata", Json::object()), "namespace");
+    if (!ns.empty() && !collection && !kClusterScoped.count(kind) &&
+        !kServerClusterScoped.count(kind))
+        p += "/namespaces/" + ns;
+    p += "/" + plural_of(kind);
+    if (!collection) p += "/" + str(obj["metadata"], "name");
+    return p;
+}
+
+bool contains(const Json& have, const Json& want) {
+    if (want.is_object()) {
+        if (!have.is_object()) return false;
+        for (const auto& [k, v] : want.items())
+            if (!have.contains(k) || !contains(have[k], v)) return false;
+        return true;
+    }
+    if (want.is_array()) {
+        if (!have.is_array() || have.size() != want.size()) return false;
+        for (std::size_t i = 0; i < want.size(); ++i)
+            if (!contains(have[i], want[i])) return false;
+        return true;
+    }
+    return have == want;
+}
+
+}  // namespace op

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The objects the operator applies, from the same kustomize tree as deployments/ (one source
+/// of truth): `kustomize()` reads a kustomization folder as `kubectl kustomize` does for the
+/// features this tree uses (resources, namespace, images, JSON 6902 patches); anything else in a
+/// kustomization is refused by name, so a new feature cannot slip by unrendered.
+/// `render()` then fills in a GpuResource's spec.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "inject/result.hpp"
+
+namespace op {
+
+using Json = nlohmann::json;
+
+/// One rendered object and the component it belongs to: the deployments/ folder its file came
+/// from, mapped to the CR's field (installer -> toolkit, device-plugin -> devicePlugin, ...;
+/// base and folders the map does not know -> "base", always deployed).
+struct Object {
+    Json obj;
+    std::string component;
+};
+
+/// The label on everything the operator applies (its watches select on it).
+inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagerName = "enflame-gpu-operator";
+
+/// `kubectl kustomize DIR` for the features deployments/ uses. Errors name the file and field.
+[[nodiscard]] inject::Result<std::vector<Object>> kustomize(const std::string& dir);
+
+/// A YAML stream (documents separated by ---) as JSON values, nulls left out.
+[[nodiscard]] inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
+                                                                  const std::string& what);
+
+/// What the operator applies for a GpuResource `spec` (defaults filled by the API server):
+/// deployments/overlays/device-plugin, plus deployments/overlays/dra (or dra-v1beta1 when
+/// `dra_version` is v1beta1) when the DRA driver is on, under `manifests`; objects of disabled
+/// components left out; image, args, env, resources, nodeSelector, tolerations,
+/// priorityClassName, hostPaths and daemonsets settings filled in. A default spec gives
+/// exactly `kubectl kustomize deployments/`.
+[[nodiscard]] inject::Result<std::vector<Object>> render(const std::string& manifests,
+                                                         const Json& spec,
+                                                         const std::string& dra_version);
+
+/// "Kind/namespace/name" (namespace empty for cluster-scoped objects).
+[[nodiscard]] std::string key_of(const Json& obj);
+
+/// The REST path of an object (`collection` true: its collection, for list and watch).
+[[nodiscard]] std::string path_of(const Json& obj, bool collection = false);
+
+/// Every field in `want` is in `have` with the same value (lists: same length, item by item).
+[[nodiscard]] bool contains(const Json& have, const Json& want);
+
+}  // namespace op

@@ -1,0 +1,338 @@
+#!/usr/bin/env bats
+# enflame-gpu-operator on a real one-node Kubernetes (tests/cluster/cluster.sh): the GpuResource
+# CRD as the API server sees it (defaults, CEL, kubectl explain), then the operator installed
+# as shipped (`kubectl apply -k deployments/operator`) running the whole stack from one CR.
+# The harness's only changes to what deployments/operator ships are in operator_overlay below
+# (the API server's loopback address: the test node has no kube-proxy); the simulated host's
+# folder is the CR's spec.hostPaths.driverRoot, a field users set too.
+# The tests run in order on one cluster. Run under the cluster lock:
+#   flock /work/cluster.lock env BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+NS=enflame-system
+ONS=enflame-operator
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
+  export OP; OP=$(mktemp -d /tmp/ectk-op.XXXXXX)
+  chmod 755 "$OP"
+  local rc=0
+  "$TOP/tests/cluster/cluster.sh" up "$OP/cluster" > "$OP/up.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$OP/up.log")"; fi  # binaries missing
+  [ "$rc" -eq 0 ] || { tail -n 1 "$OP/up.log" >&2; return 1; }
+  # shellcheck disable=SC1091
+  . "$OP/cluster/env"
+  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG
+  # the simulated host: four cards
+  "$SIM_HOST" example --cards 4 > "$OP/desc.yaml"
+  "$SIM_HOST" build --desc "$OP/desc.yaml" --root "$OP/host" > /dev/null
+  make -s -C "$TOP" images > "$OP/images.log" 2>&1 ||
+    { echo "make images failed: $(tail -n 3 "$OP/images.log")" >&2; return 1; }
+  "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.before"
+  # this fork's ServiceAccount admission needs a ConfigMap in every namespace with pods: the
+  # harness makes both namespaces first (the operator then takes enflame-system over)
+  "$TOP/tests/cluster/cluster.sh" namespace "$OP/cluster" "$ONS" "$NS" > /dev/null
+  # what NFD and the labeler would say about this node
+  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
+  operator_overlay "$OP/install"
+}
+
+# operator_overlay OUT: deployments/operator as shipped, plus what the harness needs: the test
+# node has no kube-proxy, so the operator reaches the API server on the host's loopback
+# (hostNetwork, which the namespace's restricted Pod Security level refuses: privileged there).
+operator_overlay() {
+  mkdir -p "$1"
+  cat > "$1/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$1" "$TOP/deployments/operator")
+patches:
+  - target: {kind: Namespace, name: enflame-operator}
+    patch: |-
+      - op: replace
+        path: /metadata/labels/pod-security.kubernetes.io~1enforce
+        value: privileged
+  - target: {kind: Deployment, name: enflame-gpu-operator}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/hostNetwork
+        value: true
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}
+YAML
+}
+
+teardown_file() {
+  if [ -n "${OP:-}" ] && [ -d "$OP" ]; then
+    "$TOP/tests/cluster/cluster.sh" down "$OP/cluster" >&3 2>&1 || true
+    rm -rf "$OP"
+  fi
+}
+
+setup() {
+  [ -f "$OP/cluster/env" ] || skip "the cluster is not up"
+}
+
+kc() { "$KUBECTL" "$@"; }
+
+# cr NAME SPEC_YAML: a GpuResource NAME with SPEC_YAML (indented under spec:) on stdin of kubectl.
+cr() {
+  printf 'apiVersion: enflame.com/v1\nkind: GpuResource\nmetadata: {name: %s}\nspec:\n%s\n' "$1" "$2"
+}
+
+@test "crd.yaml is what scripts/gen-operator-crd.py writes" {
+  run -0 "$TOP/scripts/gen-operator-crd.py"
+  diff <(echo "$output") "$TOP/deployments/operator/crd.yaml"
+}
+
+@test "CRD: applied, Established, short name gr, printer columns Ready State Age" {
+  run kc apply -f "$TOP/deployments/operator/crd.yaml"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run -0 kc wait --for=condition=Established crd/gpuresources.enflame.com --timeout=30s
+  run -0 kc get crd gpuresources.enflame.com -o json
+  jq -e '.spec.scope == "Cluster"' <<<"$output"
+  jq -e '.spec.names.shortNames == ["gr"]' <<<"$output"
+  jq -e '[.spec.versions[0].additionalPrinterColumns[].name] == ["Ready","State","Age"]' <<<"$output"
+  run -0 jq -r '[.status.conditions[] | select(.type == "NonStructuralSchema")] | length' <<<"$output"
+  [ "$output" = 0 ]
+}
+
+@test "CRD: the sample CR is accepted, defaults filled in; kubectl get gr shows the columns" {
+  run -0 kc apply --dry-run=server -f "$TOP/deployments/operator/examples/gpuresource.yaml" -o json
+  jq -e '.spec.toolkit.runtime == "auto"' <<<"$output"
+  jq -e '.spec.toolkit.cdi.enabled == true' <<<"$output"
+  jq -e '.spec.featureDiscovery.enabled == true' <<<"$output"
+  jq -e '.spec.npd.enabled == false' <<<"$output"
+  jq -e '.spec.daemonsets.updateStrategy == "RollingUpdate"' <<<"$output"
+  jq -e '.spec.daemonsets.maxUnavailable == 1' <<<"$output"
+  jq -e '.spec.hostPaths.kubeletRoot == "/var/lib/kubelet"' <<<"$output"
+  cr probe '  npd: {enabled: true}' | kc apply -f - > /dev/null
+  run -0 kc get gr
+  [[ ${lines[0]} =~ ^NAME\ +READY\ +STATE\ +AGE$ ]]
+  [[ ${lines[1]} == probe\ * ]]
+  run -0 kc delete gr probe
+}
+
+# refused SPEC FIELD TEXT: the API server refuses a CR with SPEC, naming FIELD and saying TEXT.
+refused() {
+  run -1 kc apply --dry-run=server -f - < <(cr bad "$1")
+  echo "$output"
+  [[ $output == *"$2"* ]]
+  [[ $output == *"$3"* ]]
+}
+
+@test "CRD: wrong CRs are refused with the field named" {
+  refused '  toolkit: {runtime: podman}' 'spec.toolkit.runtime' 'Unsupported value: "podman"'
+  refused '  devicePlugin: {version: "1.0/evil"}' 'spec.devicePlugin.version' 'must be an image tag'
+  refused '  exporter: {repository: "registry.example.com/"}' 'spec.exporter.repository' "must not end with '/'"
+  refused '  hostPaths: {driverRoot: relative/path}' 'spec.hostPaths.driverRoot' 'driverRoot must be an absolute path'
+  refused '  daemonsets: {maxUnavailable: 0}' 'spec.daemonsets.maxUnavailable' 'must be a number of nodes'
+  refused '  daemonsets: {maxUnavailable: "150%"}' 'spec.daemonsets.maxUnavailable' 'or a percentage'
+  refused '  toolkit: {enabled: false, setAsDefault: true}' 'spec.toolkit' 'setAsDefault needs the toolkit enabled'
+  refused '  devicePlugin: {sharing: {timeSlicing: {replicas: 1}}}' 'spec.devicePlugin.sharing.timeSlicing.replicas' 'should be greater than or equal to 2'
+  refused '  draDriver: {imagePullPolicy: Sometimes}' 'spec.draDriver.imagePullPolicy' 'Unsupported value: "Sometimes"'
+}
+
+@test "CRD: kubectl explain gr.spec.toolkit documents the fields" {
+  run -0 kc explain gr.spec.toolkit
+  local text; text=$(tr -s ' \n\t' ' ' <<<"$output")  # explain wraps and indents its lines
+  echo "$text"
+  [[ $text == *"KIND: GpuResource"* ]]
+  [[ $text == *"setAsDefault <boolean>"* ]]
+  [[ $text == *"Make enflame the engine's default runtime"* ]]
+  [[ $text == *"runtime <string>"* ]]
+  [[ $text == *"enum: auto, containerd, crio, docker"* ]]
+  [[ $text == *"The container engine to configure"* ]]
+  [[ $text == *"version <string> Image tag"* ]]
+  run -0 kc explain gr.status.state
+  text=$(tr -s ' \n\t' ' ' <<<"$output")
+  [[ $text == *"ignored: another GpuResource is older and is the one in effect"* ]]
+}
+
+@test "render: a default GpuResource gives what kubectl kustomize deployments/ renders (plus the operator's label)" {
+  local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator
+  [ -x "$bin" ] || skip_or_fail "no $bin: cmake --build --preset dev --target enflame-gpu-operator"
+  run -0 "$bin" --manifests "$TOP/deployments" --render "$TOP/deployments/operator/examples/gpuresource.yaml"
+  echo "$output" > "$OP/rendered.jsonl"
+  kc kustomize "$TOP/deployments" > "$OP/kustomized.yaml"
+  run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" <<'PY'
+import json, sys, yaml
+key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+ours = {}
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    assert o["metadata"]["labels"].pop("app.kubernetes.io/managed-by") == "enflame-gpu-operator"
+    ours[key(o)] = o
+theirs = {key(o): o for o in yaml.safe_load_all(open(sys.argv[2])) if o}
+assert set(ours) == set(theirs), set(ours) ^ set(theirs)
+for k in ours:
+    assert ours[k] == theirs[k], k
+print(len(ours), "objects equal")
+PY
+  echo "$output"
+}
+
+# leader: the pod holding the operator's Lease.
+leader() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.holderIdentity}'; }
+# wait_for SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s); prints the time taken.
+wait_for() {
+  local t=$1 start; shift
+  start=$(date +%s%N)
+  while ! "$@" > /dev/null 2>&1; do
+    (( $(date +%s%N) - start < t * 1000000000 )) || return 1
+    sleep 0.1
+  done
+  echo $(( ($(date +%s%N) - start) / 1000000 ))
+}
+# the sample CR, pointed at the simulated host
+sample_cr() {
+  python3 - "$TOP/deployments/operator/examples/gpuresource.yaml" "$OP/host" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+d["spec"]["hostPaths"] = {"driverRoot": sys.argv[2]}
+print(yaml.safe_dump(d))
+PY
+}
+
+@test "install: kubectl apply -k deployments/operator + the sample CR -> every component Ready, state ready 4/4" {
+  run -0 kc apply -k "$OP/install"
+  run kc -n "$ONS" rollout status deploy/enflame-gpu-operator --timeout=120s
+  [ "$status" -eq 0 ] || {
+    kc -n "$ONS" get pods -o wide; kc -n "$ONS" describe pods | tail -n 20
+    kc -n "$ONS" logs -l app.kubernetes.io/name=enflame-gpu-operator --tail=20 --prefix; false
+  }
+  sample_cr | kc apply -f - > /dev/null
+  run kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=180s
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o yaml; kc -n "$NS" get pods -o wide
+    kc -n "$ONS" logs -l app.kubernetes.io/name=enflame-gpu-operator --tail=30 --prefix
+  fi
+  [ "$status" -eq 0 ]
+  run -0 kc get gr enflame -o json
+  jq -e '.status.readyResource == "4/4"' <<<"$output"
+  jq -e '.metadata.finalizers == ["enflame.com/gpu-operator"]' <<<"$output"
+  jq -e '.status.conditions[] | select(.type == "Ready") | .status == "True"' <<<"$output"
+  jq -e '[.status.components[].name] | sort == ["devicePlugin","exporter","featureDiscovery","toolkit"]' <<<"$output"
+  run -0 kc get gr
+  [[ ${lines[1]} =~ ^enflame\ +4/4\ +ready\  ]]
+  # every object the operator applied is owned by the CR
+  run -0 kc -n "$NS" get ds,cm,sa,svc -l app.kubernetes.io/managed-by=enflame-gpu-operator -o json
+  jq -e '(.items | length) >= 8' <<<"$output"
+  jq -e 'all(.items[]; .metadata.ownerReferences[0].kind == "GpuResource" and .metadata.ownerReferences[0].controller)' <<<"$output"
+}
+
+@test "install: the shipped example pod gets its two cards" {
+  run -0 kc apply -f "$TOP/deployments/device-plugin/example-pod.yaml"
+  run -0 kc wait --for=jsonpath='{.status.phase}'=Succeeded pod/gcu-example --timeout=120s
+  run -0 kc logs gcu-example
+  echo "$output"
+  run -0 grep -cE '/dev/gcu[0-9]+$' <<<"$output"
+  [ "$output" = 2 ]
+  kc delete pod gcu-example --wait > /dev/null
+}
+
+@test "drift: a DaemonSet deleted by hand is back within 2 s" {
+  local uid; uid=$(kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.metadata.uid}')
+  [ -n "$uid" ]
+  kc -n "$NS" delete ds enflame-device-plugin --wait=false > /dev/null
+  run -0 wait_for 10 ds_is_new enflame-device-plugin "$uid"
+  echo "# DaemonSet back after $output ms" >&3
+  [ "$output" -lt 2000 ]
+}
+# ds_is_new NAME OLD_UID: the DaemonSet NAME exists with another uid than OLD_UID.
+ds_is_new() {
+  local uid; uid=$(kc -n "$NS" get ds "$1" -o jsonpath='{.metadata.uid}') || return 1
+  [ -n "$uid" ] && [ "$uid" != "$2" ]
+}
+
+@test "drift: a DaemonSet's image edited by hand is reverted within 2 s" {
+  local was; was=$(kc -n "$NS" get ds enflame-gcu-exporter -o jsonpath='{.spec.template.spec.containers[0].image}')
+  kc -n "$NS" set image ds/enflame-gcu-exporter enflame-gcu-exporter=busybox:1.36 > /dev/null
+  run -0 wait_for 10 image_is enflame-gcu-exporter "$was"
+  echo "# image reverted after $output ms" >&3
+  [ "$output" -lt 2000 ]
+}
+image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.containers[0].image}')" = "$2" ]; }
+
+@test "budget: a reconcile of an unchanged cluster writes nothing; RSS and idle CPU of the leader" {
+  # settled: the drift tests' rollouts over
+  local ds
+  for ds in $(kc -n "$NS" get ds -o name); do kc -n "$NS" rollout status "$ds" --timeout=120s > /dev/null; done
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=60s
+  sleep 2
+  local pod; pod=$(leader)
+  kc -n "$ONS" logs "$pod" > "$OP/before.log"
+  # a metadata-only change: the CR's watch event makes the operator reconcile
+  kc annotate gr enflame test.enflame.com/poke="$(date +%s%N)" --overwrite > /dev/null
+  run -0 wait_for 10 new_reconcile "$pod" "$(wc -l < "$OP/before.log")"
+  run -0 bash -c "kc() { \"$KUBECTL\" \"\$@\"; }; kc -n $ONS logs $pod | tail -n +$(( $(wc -l < "$OP/before.log") + 1 )) | grep 'reconciled GpuResource enflame'"
+  echo "$output"
+  [[ $output == *"reconciled GpuResource enflame (active): 0 writes"* ]]
+  run ! grep -E ' [1-9][0-9]* writes' <<<"$output"
+  # the operator process of the leading pod
+  local pid
+  for p in $(pgrep -x enflame-gpu-ope); do
+    tr '\0' '\n' < "/proc/$p/environ" | grep -qx "POD_NAME=$pod" && pid=$p
+  done
+  [ -n "$pid" ]
+  local rss; rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  local t0; t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  sleep 10
+  local t1; t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  echo "# leader RSS ${rss} kB; CPU over 10 s idle: $(( (t1 - t0) * 10 )) ms" >&3
+  [ "$rss" -lt 32768 ]
+}
+new_reconcile() { kc -n "$ONS" logs "$1" | tail -n +$(( $2 + 1 )) | grep -q 'reconciled GpuResource enflame'; }
+
+@test "a second GpuResource is ignored, the first stays in effect" {
+  cr second '  npd: {enabled: false}' | kc apply -f - > /dev/null
+  run -0 kc wait gr/second --for=jsonpath='{.status.state}'=ignored --timeout=20s
+  run -0 kc get gr second -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'
+  [[ $output == *"another GpuResource is older"* ]]
+  run -0 kc delete gr second --timeout=30s
+  run -0 kc get gr enflame -o jsonpath='{.status.state}'
+  [ "$output" = ready ]
+}
+
+@test "disable a component: its objects go; enable it: they are back" {
+  kc patch gr enflame --type=merge -p '{"spec":{"exporter":{"enabled":false}}}' > /dev/null
+  run -0 wait_for 20 gone ds enflame-gcu-exporter
+  run -0 wait_for 5 gone cm enflame-gcu-exporter
+  run -0 wait_for 5 gone svc enflame-gcu-exporter
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=3/3 --timeout=20s
+  kc patch gr enflame --type=merge -p '{"spec":{"exporter":{"enabled":true}}}' > /dev/null
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=120s
+}
+gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
+
+@test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
+  run kc delete gr enflame --timeout=180s
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run -0 wait_for 120 gone_ns
+  nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.after"
+  cmp "$OP/containerd.before" "$OP/containerd.after"
+  # the toolkit folder and the CDI spec gone (/usr/local/enflame is the harness's mount point)
+  run -0 nsenter -t "$NS_PID" -m -- find /usr/local/enflame /run/cdi
+  echo "$output"
+  [[ $output != */toolkit* ]]
+  [[ $output != *enflame.com-gpu.yaml* ]]
+  # the order: the leader's log names the device plugin before the installer
+  run -0 kc -n "$ONS" logs "$(leader)"
+  local dp inst
+  dp=$(grep -n 'removing DaemonSet/enflame-system/enflame-device-plugin' <<<"$output" | cut -d: -f1)
+  inst=$(grep -n 'removing DaemonSet/enflame-system/enflame-toolkit-installer' <<<"$output" | cut -d: -f1)
+  [ -n "$dp" ]
+  [ -n "$inst" ]
+  [ "$dp" -lt "$inst" ]
+}
+gone_ns() { ! kc get ns "$NS" > /dev/null 2>&1; }
