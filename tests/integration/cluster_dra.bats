@@ -6,7 +6,7 @@
 # deletion: the plugin watches them (resync is 60 s). Also the plugin's idle CPU with the
 # watch open. Set up as e2e.bats does: `make images`, the archive imported, the shipped
 # overlays/dra-v1beta1 with only tests/cluster/overlay.sh's changes. One cluster for the file;
-# run it under the cluster lock: flock /work/cluster.lock env BUILD_DIR=... bats THIS_FILE.
+# one cluster at a time on a machine (ports, the pod network).
 
 load helpers
 bats_require_minimum_version 1.5.0

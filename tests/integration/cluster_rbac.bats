@@ -6,7 +6,7 @@
 # its node) may not write another node's ResourceSlices (the shipped admission policy's message)
 # nor list ResourceClaims; the daemons that never call the API get no token.
 # One cluster for the file; run it under the machine-wide lock:
-#   flock /work/cluster.lock env BUILD_DIR=$PWD/build/dev bats tests/integration/cluster_rbac.bats
+#   BUILD_DIR=$PWD/build/dev bats tests/integration/cluster_rbac.bats
 
 load helpers
 bats_require_minimum_version 1.5.0

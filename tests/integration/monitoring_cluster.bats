@@ -5,7 +5,7 @@
 # running as shipped (nobody, no privilege), its port answering with this node's figures, and
 # gone again when deleted. One cluster for the file. The DaemonSet uses the host's network:
 # port 9100 must be free. Run under the machine-wide lock:
-#   flock /work/cluster.lock env BUILD_DIR=$PWD/build/dev bats tests/integration/monitoring_cluster.bats
+#   BUILD_DIR=$PWD/build/dev bats tests/integration/monitoring_cluster.bats
 
 load helpers
 bats_require_minimum_version 1.5.0

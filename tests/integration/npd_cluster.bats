@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Node Problem Detector with deployments/npd on the one-node cluster (tests/cluster/cluster.sh;
-# run it under the cluster lock: flock /work/cluster.lock ...): `make images` for our image
+# one cluster at a time on a machine): `make images` for our image
 # (the init container that copies `enflame-ctk health` in), a stand-in for upstream's NPD image
 # under its shipped name holding the real NPD v0.8.20 binary (on busybox, so the plugin can
 # count on nothing from the image), `kubectl apply -k` through tests/cluster/overlay-npd.sh

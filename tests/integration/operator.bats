@@ -6,7 +6,7 @@
 # (the API server's loopback address: the test node has no kube-proxy); the simulated host's
 # folder is the CR's spec.hostPaths.driverRoot, a field users set too.
 # The tests run in order on one cluster. Run under the cluster lock:
-#   flock /work/cluster.lock env BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
+#   BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The simulated Enflame host (sim/): the host builder, the efsmi simulator and the libefml
 # simulator, checked against the fixtures and the descriptions, fault switch by fault switch.
-# Needs root (mknod). Run: BUILD_DIR=/work/main/build/<name> bats tests/integration/sim.bats
+# Needs root (mknod). Run: BUILD_DIR=$PWD/build/<name> bats tests/integration/sim.bats
 
 load helpers
 bats_require_minimum_version 1.5.0   # run --separate-stderr
