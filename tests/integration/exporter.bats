@@ -112,7 +112,8 @@ card() {
 slot_of() {
   local f
   for f in "$SCRATCH"/host/sys/bus/pci/slots/*/address; do
-    [ -f "$f" ] && [ "$(cat "$f")" = "${1%.*}" ] && { basename "$(dirname "$f")"; return 0; }
+    [[ -f $f ]] || continue
+    if [[ $(cat "$f") == "${1%.*}" ]]; then basename "$(dirname "$f")"; return 0; fi
   done
   echo N/A
 }
