@@ -279,6 +279,7 @@ Verdict check_ecc(const Options& opts) {
     }
     if (changed) {
         std::vector<std::string> lines;
+        lines.reserve(last.size());
         for (const auto& [k, e] : last)
             lines.push_back(k + " " + std::to_string(e.count) + " " + std::to_string(e.rise) + " " +
                             std::to_string(e.before));
