@@ -865,6 +865,65 @@ for h in (s.get("containerEdits") or {}).get("hooks") or []: print(h["hookName"]
   [ "$(ls "$CDIR")" = "" ]
 }
 
+@test "DRS placements restored at start: an instance gone while the plugin was stopped (a reboot, a driver reload) is made again and the claim's spec names the new one; one efsmi cannot make: one line naming claim, card, profile and efsmi's message, and no spec (fail closed)" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  put_claim ns p uid-p gcu-1-2g-22gb-1
+  put_claim ns q uid-q gcu-0-1g-11gb-0
+  run prepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  jq -e '.claims["uid-q"].error == ""' <<<"$output"
+  local first_p old_uuid
+  first_p=$(jq -c '.claims["uid-p"]' <<<"$output")
+  [ "$(drs_list)" = "0:1g.11gb:0 1:2g.22gb:0" ]
+  old_uuid=$(jq -er '.claims["uid-p"].devices[0].createdInstance.uuid' "$CP")
+  stop_pid "$DPID"
+  # a driver reload while the plugin is down: both instances gone (efsmi's state, behind the
+  # plugin's back); an administrator then takes id 0 of card 1 and fills card 0
+  "$EFSMI" -i 1 --drs --destroy-instance 0 >/dev/null
+  "$EFSMI" -i 0 --drs --destroy-instance 0 >/dev/null
+  "$EFSMI" -i 1 --drs --create-instance 0 >/dev/null
+  "$EFSMI" -i 0 --drs --create-instance 1 >/dev/null
+  "$EFSMI" -i 0 --drs --create-instance 1 >/dev/null
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0" ]
+  start_plugin
+  wait_for grep -q "claim ns/p (uid-p): device gcu-1-2g-22gb-1: DRS instance 0 of card 1 was gone, made again as 1" "$SCRATCH/dra.log"
+  wait_for grep -q "claim ns/q (uid-q): its DRS instance is gone" "$SCRATCH/dra.log"
+  # claim p: a new 2g.22gb instance, recorded, its spec naming that instance's UUID
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0 1:2g.22gb:1" ]
+  local rec new_uuid
+  rec=$(jq -c '.claims["uid-p"].devices[0].createdInstance' "$CP")
+  new_uuid=$(jq -er .uuid <<<"$rec")
+  [ "$(jq -c 'del(.uuid)' <<<"$rec")" = '{"card":1,"id":1,"profile":"2g.22gb"}' ]
+  [ "$new_uuid" != "$old_uuid" ]
+  "$EFSMI" --drs --list-instance | grep -F "$new_uuid"
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run "$CTK" cdi validate "$(spec_of uid-p)"
+  [ "$status" -eq 0 ]
+  grep -qF "TOPS_VISIBLE_DEVICES=DRS-$new_uuid" "$(spec_of uid-p)"
+  run ! grep -qF "$old_uuid" "$(spec_of uid-p)"
+  # claim q: card 0 is full; one line with claim, card, profile and efsmi's words; no spec
+  run grep -c "could not be made again" "$SCRATCH/dra.log"
+  [ "$output" -eq 1 ]
+  run ! grep -q "(uid-q): writing its CDI spec again" "$SCRATCH/dra.log"
+  grep -F "claim ns/q (uid-q): its DRS instance is gone and could not be made again: device 'gcu-0-1g-11gb-0': card 0: creating a DRS instance of profile '1g.11gb' (efsmi -i 0 --drs --create-instance 0): efsmi exited 1: 'Error: too many instances:" "$SCRATCH/dra.log"
+  [ ! -e "$(spec_of uid-q)" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-p","uid-q"]' ]
+  # kubelet's retry: p answered as before; q is an error, and still no spec
+  run prepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  [ "$(jq -c '.claims["uid-p"]' <<<"$output")" = "$first_p" ]
+  jq -e '.claims["uid-q"].error | contains("card 0 has no DRS instance 0") or contains("is now 2g.22gb")' <<<"$output"
+  [ ! -e "$(spec_of uid-q)" ]
+  # unprepare destroys the new instance only; the administrator's stay
+  run unprepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""},"uid-q":{"error":""}}}' ]
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
 @test "DRS: a whole card whose card is split into DRS instances is that claim's error (never handed out whole): no spec; the other card is prepared; the instance stays" {
   drs_up
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's
