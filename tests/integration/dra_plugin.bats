@@ -962,7 +962,7 @@ same_as_golden() {
   diff -u "$2" "$1"
 }
 
-@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances" {
+@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances, and no stored generation ever had partitions without counters (a dryRun=All probe first)" {
   local golden=$TOP/tests/fixtures/dra
   UP_API= up 2 --drs
   wait_for has_slices "$(placements 0) $(placements 1)"
@@ -976,7 +976,16 @@ same_as_golden() {
   wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
   slices_now > "$SCRATCH/instances.json"
   same_as_golden "$SCRATCH/instances.json" "$golden/slices-auto-no-counters.json"
-  grep -F "dropped" "$SCRATCH/dra.log"
+  # Not for one generation did the server store a partition without its counters (the
+  # scheduler would have offered it and the whole card independently): the plugin asked with
+  # one dryRun=All create, which stores nothing, and published instances from its first write.
+  [ -s "$API/stored.jsonl" ]
+  run jq -s '[.[] | .spec.devices[]? | select(.name | test("^gcu-[0-9]+-[0-9]+g-")) | select(has("consumesCounters") | not) | .name]' "$API/stored.jsonl"
+  [ "$status" -eq 0 ]
+  [ "$output" = "[]" ]
+  run jq -s -e 'length == 1 and (.[0].body.spec | has("sharedCounters"))' "$API/dryruns.jsonl"
+  [ "$status" -eq 0 ]
+  grep -F "drops counter sets (a dryRun=All create; DRAPartitionableDevices off): publishing DRS instances" "$SCRATCH/dra.log"
 }
 
 @test "podman: a DRS placement claim gives the parent card only and TOPS_VISIBLE_DEVICES of the instance the prepare made" {
