@@ -681,6 +681,30 @@ back_within() {
   [ "$(slice_devices)" = "gcu-0 gcu-1" ]
 }
 
+# The driver's reset-start event (EfmlGetEvent's event_type 10, DESIGN.md section 3).
+EV_RESET_START=10
+@test "ResourceSlices: a driver event publishes at once (within 2 s, resync 60 s): a card libefml calls unhealthy at that moment leaves them" {
+  sim_setup 2
+  start_api
+  start_plugin --resync 60
+  wait_for has_slices "gcu-0 gcu-1"
+  wait_for grep -q "registration socket .* is up" "$SCRATCH/dra.log"
+  local sim i
+  sim=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  echo TR6Y46010001 > "$sim/enflame-sim-unhealthy"
+  # without an event nothing looks before the resync: still both after 2 s
+  sleep 2
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+  "$SIM_HOST" event --root "$SCRATCH/host" --card 1 --type "$EV_RESET_START" --message "function level reset"
+  for (( i = 0; i < 20 && $(slice_devices | wc -w) != 1; i++ )); do sleep 0.1; done
+  [ "$(slice_devices)" = "gcu-0" ]
+  grep -F "driver event on card 1 (type 10: function level reset): publishing ResourceSlices again" "$SCRATCH/dra.log"
+  rm "$sim/enflame-sim-unhealthy"
+  "$SIM_HOST" event --root "$SCRATCH/host" --card 1 --type 11
+  for (( i = 0; i < 20 && $(slice_devices | wc -w) != 2; i++ )); do sleep 0.1; done
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+}
+
 @test "SIGTERM: both sockets removed (deregistered), prepared claims' specs and checkpoint kept" {
   up
   put_claim ns c1 uid-1 gcu-0
