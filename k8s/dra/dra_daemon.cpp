@@ -11,10 +11,10 @@
 #include <iostream>
 
 #include "dra_service.hpp"
+#include "events.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/drs.hpp"
-#include "events.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_setup.hpp"
 #include "k8s/socket.hpp"
@@ -167,10 +167,12 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
             const auto notes = events->take();
             for (const auto& note : notes) {
                 if (note)
-                    inject::log::info("driver event on card {} (type {}{}{}): publishing ResourceSlices again",
-                                      note->id, note->type, note->message.empty() ? "" : ": ", note->message);
+                    inject::log::info(
+                        "driver event on card {} (type {}{}{}): publishing ResourceSlices again",
+                        note->id, note->type, note->message.empty() ? "" : ": ", note->message);
                 else
-                    inject::log::info("driver events: library opened again: publishing ResourceSlices again");
+                    inject::log::info(
+                        "driver events: library opened again: publishing ResourceSlices again");
             }
             if (!notes.empty() && c_.registered_again) c_.registered_again();
         }
@@ -239,8 +241,9 @@ int run(const DaemonOptions& o, ClaimSource claims, const MakeCompanion& make_co
         if (w)
             events = std::move(*w);
         else
-            spdlog::error("driver events: {}; card health reaches the ResourceSlices at each resync only",
-                          w.error().what());
+            spdlog::error(
+                "driver events: {}; card health reaches the ResourceSlices at each resync only",
+                w.error().what());
     }
     Daemon d(std::move(*s), std::move(*driver), std::move(companion));
     return d.loop(sig_fd->get(), *reg_watch, *dra_watch, events.get());

@@ -419,7 +419,8 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
         if (!d.created) continue;
         const auto& c = *d.created;
         if (!o_.drs.list)
-            return fail(Errc::Unsupported, "device '" + d.device + "': this plugin cannot list DRS instances");
+            return fail(Errc::Unsupported,
+                        "device '" + d.device + "': this plugin cannot list DRS instances");
         if (!lists.contains(c.card)) {
             auto list = o_.drs.list(c.card);
             if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
@@ -440,14 +441,19 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
     for (const auto& g : gone.devices)
         for (auto& d : pc.devices)
             if (d.device == g.device && d.created && g.created) {
-                inject::log::info("claim {}/{} ({}): device {}: DRS instance {} of card {} was gone, made again as {}",
-                                  pc.ns, pc.name, uid, d.device, d.created->id, d.created->card, g.created->id);
+                inject::log::info(
+                    "claim {}/{} ({}): device {}: DRS instance {} of card {} was gone, made again "
+                    "as {}",
+                    pc.ns, pc.name, uid, d.device, d.created->id, d.created->card, g.created->id);
                 d.created = g.created;
             }
-    std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
+    std::erase_if(cp_.pending, [&](const PendingCreate& p) {
+        return p.claim_uid == uid && p.attempt == attempt;
+    });
     // A failed save leaves the pending entries naming the new instances on disk: the next
     // start destroys them (no claim there records them) and makes them again.
-    if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
+    if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r)
+        spdlog::error("{}", r.error().what());
     return inject::ok();
 }
 
@@ -462,9 +468,11 @@ void Driver::converge() {
         // another's that got its id): the container fails to start, kubelet says why.
         unrestored.insert(uid);
         const bool removed = static_cast<bool>(remove_claim_spec(o_.cdi_root, uid));
-        spdlog::error("claim {}/{} ({}): its DRS instance is gone and could not be made again: {}; {}", c.ns, c.name,
-                      uid, r.error().what(),
-                      removed ? "its CDI spec removed (its containers fail to start)" : "removing its CDI spec failed");
+        spdlog::error(
+            "claim {}/{} ({}): its DRS instance is gone and could not be made again: {}; {}", c.ns,
+            c.name, uid, r.error().what(),
+            removed ? "its CDI spec removed (its containers fail to start)"
+                    : "removing its CDI spec failed");
     }
     // A crash in the middle of a spec write leaves its temporary file: nothing reads or
     // removes it otherwise.

@@ -42,7 +42,9 @@ bool has_counters(const Json& slice) {
 
 /// True when the server kept none of the counter fields `sent` had: the DRAPartitionableDevices
 /// feature gate is off (or the server predates the fields) and the API server dropped them.
-bool counters_dropped(const Json& sent, const Json& stored) { return has_counters(sent) && !has_counters(stored); }
+bool counters_dropped(const Json& sent, const Json& stored) {
+    return has_counters(sent) && !has_counters(stored);
+}
 
 }  // namespace
 
@@ -122,18 +124,22 @@ inject::Result<void> Publisher::probe_counters(const inject::device::Host& host)
     // it would store, and stores nothing. Fields a server without the feature gate does not
     // know come back dropped; then no partition is ever written without its counters.
     const Json desired = build_slices(host, opts_);
-    const auto it = std::find_if(desired.begin(), desired.end(), [](const Json& d) { return has_counters(d); });
+    const auto it =
+        std::find_if(desired.begin(), desired.end(), [](const Json& d) { return has_counters(d); });
     if (it == desired.end()) return inject::ok();  // no card with DRS profiles: nothing to ask
     Json probe = *it;
     // generateName: a dry run of an existing name would be AlreadyExists.
     probe["metadata"].erase("name");
     probe["metadata"]["generateName"] = opts_.node_name + "-" + opts_.driver + "-probe-";
     auto r = client_->create(collection() + "?dryRun=All", probe);
-    if (!r) return inject::fail(std::move(r).error().context("asking the API server (dryRun=All) whether it keeps DRS counters"));
+    if (!r)
+        return inject::fail(std::move(r).error().context(
+            "asking the API server (dryRun=All) whether it keeps DRS counters"));
     probed_ = true;
     if (!counters_dropped(probe, *r)) return inject::ok();
-    inject::log::info("the API server drops counter sets (a dryRun=All create; DRAPartitionableDevices off): "
-                      "publishing DRS instances");
+    inject::log::info(
+        "the API server drops counter sets (a dryRun=All create; DRAPartitionableDevices off): "
+        "publishing DRS instances");
     opts_.drs = DrsMode::Instances;
     return inject::ok();
 }

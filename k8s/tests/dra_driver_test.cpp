@@ -483,12 +483,13 @@ struct FakeEfsmi {
             ++lists;
             return inject::Result<std::vector<inject::device::DrsInstance>>(cards[c]);
         };
-        o.create = [this](std::uint32_t c,
-                          const inject::device::DrsProfile& p) -> inject::Result<inject::device::DrsInstance> {
+        o.create = [this](std::uint32_t c, const inject::device::DrsProfile& p)
+            -> inject::Result<inject::device::DrsInstance> {
             if (!fail_create.empty()) return inject::fail(inject::Errc::Io, fail_create);
             const auto id = make(c, p.name);
             if (another_appears) make(c, p.name);
-            if (fail_after_create) return inject::fail(inject::Errc::Conflict, "efsmi timed out after making it");
+            if (fail_after_create)
+                return inject::fail(inject::Errc::Conflict, "efsmi timed out after making it");
             return inject::device::DrsInstance{c, id, p.name, ""};
         };
         o.destroy = [this](std::uint32_t c, std::uint32_t id) -> inject::Result<void> {
@@ -739,7 +740,7 @@ TEST_F(DraDrs, StartMakesAGonePlacementsInstanceAgain) {
     }
     ASSERT_TRUE(efsmi_.has(0, 0));
     efsmi_.cards[0].clear();
-    efsmi_.make(0, "2g.22gb");                          // an administrator's, id 0
+    efsmi_.make(0, "2g.22gb");                         // an administrator's, id 0
     host_.devices[0].drs_instances = efsmi_.cards[0];  // what discovery finds now
     auto d = make_drs();
     d->converge();
@@ -755,7 +756,8 @@ TEST_F(DraDrs, StartMakesAGonePlacementsInstanceAgain) {
     ASSERT_TRUE(spec) << spec.error().what();
     auto edits = inject::cdi::resolve(*spec, {"k8s.gcu.enflame.com/claim=uP-gcu-0-1g-11gb-0"});
     ASSERT_TRUE(edits) << edits.error().what();
-    EXPECT_NE(read(spec_path("uP")).find("TOPS_VISIBLE_DEVICES=0:1g.11gb:1\n"), std::string::npos) << read(spec_path("uP"));
+    EXPECT_NE(read(spec_path("uP")).find("TOPS_VISIBLE_DEVICES=0:1g.11gb:1\n"), std::string::npos)
+        << read(spec_path("uP"));
     // kubelet's retry answers from the checkpoint; the unprepare destroys the new one only
     EXPECT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
     EXPECT_EQ(d->unprepare({{"ns", "p", "uP"}}).at("uP"), "");

@@ -269,10 +269,13 @@ TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
             const auto name = d["name"].get<std::string>();
             const bool partition = name.find("g-") != std::string::npos;  // gcu-0-1g-11gb-0
             EXPECT_TRUE(!partition || d.contains("consumesCounters"))
-                << name << " stored without counters at generation " << obj["spec"]["pool"]["generation"];
+                << name << " stored without counters at generation "
+                << obj["spec"]["pool"]["generation"];
         }
     // Before 1.33 nothing is asked; else one dry run, before the first write.
-    EXPECT_EQ(env.fake.dry_runs().size(), GetParam().want == edra::DrsMode::Instances && GetParam().fake_flags[1] == "32" ? 0u : 1u);
+    EXPECT_EQ(
+        env.fake.dry_runs().size(),
+        GetParam().want == edra::DrsMode::Instances && GetParam().fake_flags[1] == "32" ? 0u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(

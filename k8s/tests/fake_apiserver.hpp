@@ -92,7 +92,9 @@ public:
     /// Every object the store kept, as stored (each generation of each slice), in order.
     [[nodiscard]] std::vector<nlohmann::json> stored() const { return json_lines("stored.jsonl"); }
     /// The dryRun=All creates ({"path","body"}): answered, never stored.
-    [[nodiscard]] std::vector<nlohmann::json> dry_runs() const { return json_lines("dryruns.jsonl"); }
+    [[nodiscard]] std::vector<nlohmann::json> dry_runs() const {
+        return json_lines("dryruns.jsonl");
+    }
     [[nodiscard]] std::vector<nlohmann::json> json_lines(const std::string& file) const {
         std::vector<nlohmann::json> out;
         std::ifstream in(dir() + "/" + file);
