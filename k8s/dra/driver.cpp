@@ -418,12 +418,20 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
     for (const auto& d : pc.devices) {
         if (!d.created) continue;
         const auto& c = *d.created;
-        if (!o_.drs.list)
-            return fail(Errc::Unsupported,
-                        "device '" + d.device + "': this plugin cannot list DRS instances");
+        // Not knowing is not "gone": the spec stays as it is (efsmi may answer again later).
+        if (!o_.drs.list) {
+            spdlog::error("claim {}/{} ({}): device {}: this plugin cannot list DRS instances: "
+                          "not checked",
+                          pc.ns, pc.name, uid, d.device);
+            return inject::ok();
+        }
         if (!lists.contains(c.card)) {
             auto list = o_.drs.list(c.card);
-            if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
+            if (!list) {
+                spdlog::error("claim {}/{} ({}): device {}: checking its DRS instance: {}", pc.ns,
+                              pc.name, uid, d.device, list.error().what());
+                return inject::ok();
+            }
             lists[c.card] = std::move(*list);
         }
         const auto& list = lists[c.card];

@@ -190,7 +190,8 @@ private:
     void converge_pending();
     /// converge()'s part for placements: each checkpointed placement whose instance is gone
     /// (a reboot, a driver reload, destroyed behind our back) is made again through a pending
-    /// entry and recorded. The first failure, naming card, profile and efsmi's message.
+    /// entry and recorded. The first failure, naming card, profile and efsmi's message. An
+    /// efsmi that cannot list is logged here and is no failure: nothing is known gone.
     inject::Result<void> restore_instances(const std::string& uid, PreparedClaim& pc);
 
     DriverOptions o_;

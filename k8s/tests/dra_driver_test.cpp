@@ -465,6 +465,7 @@ struct FakeEfsmi {
     bool another_appears = false;  ///< an administrator's create lands with ours
     int fail_destroy_id = -1;
     std::string fail_create;  ///< non-empty: every create fails with this message, making nothing
+    bool fail_list = false;  ///< every list fails (efsmi not answering)
     int lists = 0;
 
     std::uint32_t make(std::uint32_t card, const std::string& profile) {
@@ -479,9 +480,10 @@ struct FakeEfsmi {
     }
     edra::DrsOps ops() {
         edra::DrsOps o;
-        o.list = [this](std::uint32_t c) {
+        o.list = [this](std::uint32_t c) -> inject::Result<std::vector<inject::device::DrsInstance>> {
             ++lists;
-            return inject::Result<std::vector<inject::device::DrsInstance>>(cards[c]);
+            if (fail_list) return inject::fail(inject::Errc::Io, "efsmi exited 1: 'driver not loaded'");
+            return cards[c];
         };
         o.create = [this](std::uint32_t c, const inject::device::DrsProfile& p)
             -> inject::Result<inject::device::DrsInstance> {
@@ -789,6 +791,23 @@ TEST_F(DraDrs, AGonePlacementThatCannotBeMadeAgainLosesItsSpec) {
     EXPECT_FALSE(has_spec("uP"));
     EXPECT_EQ(d->unprepare({{"ns", "p", "uP"}}).at("uP"), "");
     EXPECT_TRUE(efsmi_.has(0, 0)) << "the administrator's instance that got the id was destroyed";
+}
+
+// efsmi that cannot list at start tells nothing gone: the spec stays, nothing is made.
+TEST_F(DraDrs, AnEfsmiThatCannotListAtStartKeepsTheSpec) {
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    {
+        auto d = make_drs();
+        ASSERT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
+    }
+    const auto before = read(spec_path("uP"));
+    const auto cp = on_disk();
+    efsmi_.fail_list = true;
+    auto d = make_drs();
+    d->converge();
+    EXPECT_EQ(read(spec_path("uP")), before);
+    EXPECT_EQ(on_disk(), cp);
+    EXPECT_EQ(efsmi_.cards[0].size(), 1u);
 }
 
 TEST(DraCheckpoint, RoundTrip) {
