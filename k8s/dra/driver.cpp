@@ -420,9 +420,10 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
         const auto& c = *d.created;
         // Not knowing is not "gone": the spec stays as it is (efsmi may answer again later).
         if (!o_.drs.list) {
-            spdlog::error("claim {}/{} ({}): device {}: this plugin cannot list DRS instances: "
-                          "not checked",
-                          pc.ns, pc.name, uid, d.device);
+            spdlog::error(
+                "claim {}/{} ({}): device {}: this plugin cannot list DRS instances: "
+                "not checked",
+                pc.ns, pc.name, uid, d.device);
             return inject::ok();
         }
         if (!lists.contains(c.card)) {

@@ -465,7 +465,7 @@ struct FakeEfsmi {
     bool another_appears = false;  ///< an administrator's create lands with ours
     int fail_destroy_id = -1;
     std::string fail_create;  ///< non-empty: every create fails with this message, making nothing
-    bool fail_list = false;  ///< every list fails (efsmi not answering)
+    bool fail_list = false;   ///< every list fails (efsmi not answering)
     int lists = 0;
 
     std::uint32_t make(std::uint32_t card, const std::string& profile) {
@@ -480,9 +480,11 @@ struct FakeEfsmi {
     }
     edra::DrsOps ops() {
         edra::DrsOps o;
-        o.list = [this](std::uint32_t c) -> inject::Result<std::vector<inject::device::DrsInstance>> {
+        o.list =
+            [this](std::uint32_t c) -> inject::Result<std::vector<inject::device::DrsInstance>> {
             ++lists;
-            if (fail_list) return inject::fail(inject::Errc::Io, "efsmi exited 1: 'driver not loaded'");
+            if (fail_list)
+                return inject::fail(inject::Errc::Io, "efsmi exited 1: 'driver not loaded'");
             return cards[c];
         };
         o.create = [this](std::uint32_t c, const inject::device::DrsProfile& p)
