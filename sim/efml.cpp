@@ -335,7 +335,8 @@ EFML_API int EfmlGetEvent(int timeout_ms, Event* ev) {
         if (!g_desc_dir.empty()) {
             ifd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
             if (ifd >= 0 && ::inotify_add_watch(ifd, g_desc_dir.c_str(),
-                                                IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) < 0) {
+                                                IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO |
+                                                    IN_CREATE | IN_DELETE) < 0) {
                 ::close(ifd);
                 ifd = -1;
             }

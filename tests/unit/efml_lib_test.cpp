@@ -4,21 +4,21 @@
 // call missing in turn, telemetry changed while the library stays open, events, the driver
 // going away and coming back. The host builder makes device nodes with mknod, so the
 // simulator tests need root; without it they skip with the reason.
-#include "inject/discover.hpp"
-#include "inject/efml.hpp"
-#include "inject/process.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <ctime>
 #include <functional>
 #include <regex>
 #include <set>
-#include <ctime>
 #include <thread>
+
+#include "inject/discover.hpp"
+#include "inject/efml.hpp"
+#include "inject/process.hpp"
+#include "test_util.hpp"
 
 namespace {
 
