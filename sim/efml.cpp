@@ -8,6 +8,9 @@
 // Only the ABI is exported (-fvisibility=hidden plus efml.map).
 
 #include <dlfcn.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -319,14 +322,35 @@ EFML_API int EfmlGetProcessInfo(std::uint32_t idx, std::uint32_t* count, Process
 }
 
 // The next event appended to the events file after EfmlInit that this process has not seen,
-// waiting up to timeout_ms for one; event_id is the card's index.
+// waiting up to timeout_ms for one; event_id is the card's index. It sleeps in poll(2) on an
+// inotify watch of the simulator's folder (the events file, the driver-gone switch), so an
+// idle caller costs no CPU, as a driver's blocking wait would not; without inotify it looks
+// every 10 ms.
 EFML_API int EfmlGetEvent(int timeout_ms, Event* ev) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+    using Clock = std::chrono::steady_clock;
+    const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+    int ifd = -1;  // set up before the first look, so a change right after it wakes the poll
+    {
+        const std::lock_guard lock(g_mu);
+        if (!g_desc_dir.empty()) {
+            ifd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+            if (ifd >= 0 && ::inotify_add_watch(ifd, g_desc_dir.c_str(),
+                                                IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO |
+                                                    IN_CREATE | IN_DELETE) < 0) {
+                ::close(ifd);
+                ifd = -1;
+            }
+        }
+    }
+    const auto done = [&](int rc) {
+        if (ifd >= 0) ::close(ifd);
+        return rc;
+    };
     for (;;) {
         {
             const std::lock_guard lock(g_mu);
-            if (int rc = state(); rc != kOk) return rc;
-            if (ev == nullptr) return kInvalid;
+            if (int rc = state(); rc != kOk) return done(rc);
+            if (ev == nullptr) return done(kInvalid);
             const auto events = sim::read_events(g_desc_dir);
             if (events.size() > g_events_seen) {
                 const auto& e = events[g_events_seen++];
@@ -334,11 +358,22 @@ EFML_API int EfmlGetEvent(int timeout_ms, Event* ev) {
                 ev->event_id = e.card;
                 ev->event_type = e.type;
                 (void)copy_out(e.message, ev->event_msg);
-                return kOk;
+                return done(kOk);
             }
         }
-        if (std::chrono::steady_clock::now() >= until) return kTimeout;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const auto now = Clock::now();
+        if (now >= until) return done(kTimeout);
+        if (ifd < 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            continue;
+        }
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+        pollfd p{ifd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left)) > 0) {
+            char buf[4096];
+            while (::read(ifd, buf, sizeof buf) > 0) {
+            }
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "dra_service.hpp"
+#include "events.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/drs.hpp"
@@ -97,7 +98,9 @@ public:
               if (c_.registered_again) c_.registered_again();
           }) {}
 
-    int loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch);
+    /// `events` (may be null): the driver's events; each one publishes the slices at once.
+    int loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch,
+             edp::EventWatcher* events);
 
 private:
     inject::Result<void> serve_dra() {
@@ -131,7 +134,8 @@ private:
     k8s::UnixServer dra_server_, reg_server_;
 };
 
-int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch) {
+int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch,
+                 edp::EventWatcher* events) {
     if (auto r = serve_dra(); !r) return fail_with(r.error());
     if (auto r = serve_reg(); !r) {
         stop();
@@ -139,9 +143,11 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
     }
     if (c_.start) c_.start();
     for (;;) {
-        pollfd fds[3] = {
-            {sig_fd, POLLIN, 0}, {reg_watch.fd(), POLLIN, 0}, {dra_watch.fd(), POLLIN, 0}};
-        const int n = ::poll(fds, 3, -1);
+        pollfd fds[4] = {{sig_fd, POLLIN, 0},
+                         {reg_watch.fd(), POLLIN, 0},
+                         {dra_watch.fd(), POLLIN, 0},
+                         {events ? events->fd() : -1, POLLIN, 0}};
+        const int n = ::poll(fds, 4, -1);
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: poll: " << std::strerror(errno) << "\n";
             break;
@@ -154,6 +160,21 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher
                 inject::log::info("signal {}: stopping", si.ssi_signo);
                 break;
             }
+        }
+        if (fds[3].revents & POLLIN) {
+            // A driver event (a reset, an error) may change a card's health: the slices are
+            // published again now (discovery asks libefml), not at the next resync.
+            const auto notes = events->take();
+            for (const auto& note : notes) {
+                if (note)
+                    inject::log::info(
+                        "driver event on card {} (type {}{}{}): publishing ResourceSlices again",
+                        note->id, note->type, note->message.empty() ? "" : ": ", note->message);
+                else
+                    inject::log::info(
+                        "driver events: library opened again: publishing ResourceSlices again");
+            }
+            if (!notes.empty() && c_.registered_again) c_.registered_again();
         }
         // Each watcher's events are read whenever it is ready; a socket of ours that is no
         // longer ours is served again (dra.sock first: registration points at it).
@@ -212,8 +233,20 @@ int run(const DaemonOptions& o, ClaimSource claims, const MakeCompanion& make_co
     auto dra_watch = k8s::KubeletWatcher::create(own, "/");
     if (!dra_watch) return fail_with(dra_watch.error());
     Companion companion = make_companion ? make_companion(discover) : Companion{};
+    // Driver events, as the device plugin watches them (libefml's EfmlGetEvent on a thread);
+    // without them health changes reach the slices at the next resync.
+    std::unique_ptr<edp::EventWatcher> events;
+    if (make_companion) {
+        auto w = edp::EventWatcher::start(dopts);
+        if (w)
+            events = std::move(*w);
+        else
+            spdlog::error(
+                "driver events: {}; card health reaches the ResourceSlices at each resync only",
+                w.error().what());
+    }
     Daemon d(std::move(*s), std::move(*driver), std::move(companion));
-    return d.loop(sig_fd->get(), *reg_watch, *dra_watch);
+    return d.loop(sig_fd->get(), *reg_watch, *dra_watch, events.get());
 }
 
 }  // namespace edra

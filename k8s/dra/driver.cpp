@@ -410,9 +410,79 @@ void Driver::converge_pending() {
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
 }
 
+inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedClaim& pc) {
+    // The placements whose instance efsmi no longer lists (an id now held by another profile
+    // or UUID is someone else's: ours is gone too), made again as a prepare makes them.
+    PreparedClaim gone{pc.ns, pc.name, {}};
+    std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> lists;
+    for (const auto& d : pc.devices) {
+        if (!d.created) continue;
+        const auto& c = *d.created;
+        // Not knowing is not "gone": the spec stays as it is (efsmi may answer again later).
+        if (!o_.drs.list) {
+            spdlog::error(
+                "claim {}/{} ({}): device {}: this plugin cannot list DRS instances: "
+                "not checked",
+                pc.ns, pc.name, uid, d.device);
+            return inject::ok();
+        }
+        if (!lists.contains(c.card)) {
+            auto list = o_.drs.list(c.card);
+            if (!list) {
+                spdlog::error("claim {}/{} ({}): device {}: checking its DRS instance: {}", pc.ns,
+                              pc.name, uid, d.device, list.error().what());
+                return inject::ok();
+            }
+            lists[c.card] = std::move(*list);
+        }
+        const auto& list = lists[c.card];
+        if (std::any_of(list.begin(), list.end(), [&](const auto& in) {
+                return in.instance_id == c.id && in.profile == c.profile &&
+                       (c.uuid.empty() || in.uuid.empty() || in.uuid == c.uuid);
+            }))
+            continue;
+        gone.devices.push_back(d);
+        gone.devices.back().created.reset();
+    }
+    if (gone.devices.empty()) return inject::ok();
+    const std::uint64_t attempt = next_attempt_++;
+    if (auto r = make_instances(uid, attempt, gone); !r) return r;
+    for (const auto& g : gone.devices)
+        for (auto& d : pc.devices)
+            if (d.device == g.device && d.created && g.created) {
+                inject::log::info(
+                    "claim {}/{} ({}): device {}: DRS instance {} of card {} was gone, made again "
+                    "as {}",
+                    pc.ns, pc.name, uid, d.device, d.created->id, d.created->card, g.created->id);
+                d.created = g.created;
+            }
+    std::erase_if(cp_.pending, [&](const PendingCreate& p) {
+        return p.claim_uid == uid && p.attempt == attempt;
+    });
+    // A failed save leaves the pending entries naming the new instances on disk: the next
+    // start destroys them (no claim there records them) and makes them again.
+    if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r)
+        spdlog::error("{}", r.error().what());
+    return inject::ok();
+}
+
 void Driver::converge() {
     const std::lock_guard lock(mu_);
     converge_pending();
+    std::set<std::string> unrestored;
+    for (auto& [uid, c] : cp_.claims) {
+        auto r = restore_instances(uid, c);
+        if (r) continue;
+        // Fail closed: no spec is better than one naming an instance that is not there (or
+        // another's that got its id): the container fails to start, kubelet says why.
+        unrestored.insert(uid);
+        const bool removed = static_cast<bool>(remove_claim_spec(o_.cdi_root, uid));
+        spdlog::error(
+            "claim {}/{} ({}): its DRS instance is gone and could not be made again: {}; {}", c.ns,
+            c.name, uid, r.error().what(),
+            removed ? "its CDI spec removed (its containers fail to start)"
+                    : "removing its CDI spec failed");
+    }
     // A crash in the middle of a spec write leaves its temporary file: nothing reads or
     // removes it otherwise.
     if (auto temps = remove_temp_specs(o_.cdi_root); !temps)
@@ -447,6 +517,7 @@ void Driver::converge() {
                 uid);
     }
     for (const auto& [uid, c] : cp_.claims) {
+        if (unrestored.contains(uid)) continue;
         // Missing (removed, or a tmpfs cdi-root after a reboot) or not what the checkpoint
         // says (a spec cut short by a power loss: specs are not fsynced): written again.
         auto r = write_spec(uid, c, true);

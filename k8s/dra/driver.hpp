@@ -39,6 +39,13 @@
 // of that id must still have that profile (and UUID), else the spec is refused.
 // A whole card (`gcu-<n>`) whose card holds DRS instances (efsmi asked at prepare, on a node
 // with DRS profiles) is that claim's error: a split card is never handed out whole.
+// At start a checkpointed placement whose instance is gone (a reboot, a driver reload: efsmi no
+// longer lists that id with that profile and UUID) is made again, the same way (pending entry,
+// create, checkpoint recording the new instance), and its spec written for the new instance.
+// When that fails: one log line naming the claim, card, profile and efsmi's message, and the
+// claim's spec is removed (fail closed: a container of it fails to start, kubelet's event names
+// the unresolvable CDI device, rather than run without its slice); the claim stays checkpointed
+// so its unprepare works, and a prepare of it answers the error.
 // Each pending entry records the id efsmi made for it, saved right after the create. At start
 // an entry's recorded instance is destroyed when the card still has that id with that profile
 // (and UUID, where efsmi prints one) and no claim records it; an entry without an id (killed
@@ -181,6 +188,11 @@ private:
     inject::Result<void> release_instances(const std::string& uid, PreparedClaim& pc, bool& changed);
     /// converge()'s part for pending entries: destroys what a killed prepare made.
     void converge_pending();
+    /// converge()'s part for placements: each checkpointed placement whose instance is gone
+    /// (a reboot, a driver reload, destroyed behind our back) is made again through a pending
+    /// entry and recorded. The first failure, naming card, profile and efsmi's message. An
+    /// efsmi that cannot list is logged here and is no failure: nothing is known gone.
+    inject::Result<void> restore_instances(const std::string& uid, PreparedClaim& pc);
 
     DriverOptions o_;
     ClaimSource claims_;

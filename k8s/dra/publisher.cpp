@@ -28,11 +28,22 @@ std::int64_t generation_of(const Json& slice) {
 
 std::string name_of(const Json& slice) { return slice["metadata"]["name"].get<std::string>(); }
 
-/// True when the server kept none of the counter sets `sent` had: the DRAPartitionableDevices
-/// feature gate is off and the API server dropped the fields.
+/// Whether a slice has counter sets or a device consuming counters (v1: the device itself,
+/// v1beta1: its "basic").
+bool has_counters(const Json& slice) {
+    const Json spec = slice.value("spec", Json::object());
+    if (spec.contains("sharedCounters")) return true;
+    for (const auto& d : spec.value("devices", Json::array())) {
+        const Json& body = d.contains("basic") ? d["basic"] : d;
+        if (body.contains("consumesCounters")) return true;
+    }
+    return false;
+}
+
+/// True when the server kept none of the counter fields `sent` had: the DRAPartitionableDevices
+/// feature gate is off (or the server predates the fields) and the API server dropped them.
 bool counters_dropped(const Json& sent, const Json& stored) {
-    const bool had = sent["spec"].contains("sharedCounters");
-    return had && !stored.value("spec", Json::object()).contains("sharedCounters");
+    return has_counters(sent) && !has_counters(stored);
 }
 
 }  // namespace
@@ -92,6 +103,7 @@ inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host
             inject::log::warn("ResourceSlices go out without an owner: {}",
                               node ? "the Node has no uid" : node.error().what());
     }
+    if (auto_ && !probed_ && opts_.drs != DrsMode::Instances) INJECT_TRY_VOID(probe_counters(host));
     INJECT_TRY(PublishStats st, reconcile(host));
     if (dropped_ && !auto_)
         inject::log::warn("the API server dropped our counter sets: is the DRAPartitionableDevices feature gate on? "
@@ -105,6 +117,31 @@ inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host
     again.updated += st.updated;
     again.deleted += st.deleted;
     return again;
+}
+
+inject::Result<void> Publisher::probe_counters(const inject::device::Host& host) {
+    // One slice with counters, created with dryRun=All: the server validates and answers what
+    // it would store, and stores nothing. Fields a server without the feature gate does not
+    // know come back dropped; then no partition is ever written without its counters.
+    const Json desired = build_slices(host, opts_);
+    const auto it =
+        std::find_if(desired.begin(), desired.end(), [](const Json& d) { return has_counters(d); });
+    if (it == desired.end()) return inject::ok();  // no card with DRS profiles: nothing to ask
+    Json probe = *it;
+    // generateName: a dry run of an existing name would be AlreadyExists.
+    probe["metadata"].erase("name");
+    probe["metadata"]["generateName"] = opts_.node_name + "-" + opts_.driver + "-probe-";
+    auto r = client_->create(collection() + "?dryRun=All", probe);
+    if (!r)
+        return inject::fail(std::move(r).error().context(
+            "asking the API server (dryRun=All) whether it keeps DRS counters"));
+    probed_ = true;
+    if (!counters_dropped(probe, *r)) return inject::ok();
+    inject::log::info(
+        "the API server drops counter sets (a dryRun=All create; DRAPartitionableDevices off): "
+        "publishing DRS instances");
+    opts_.drs = DrsMode::Instances;
+    return inject::ok();
 }
 
 inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& host) {

@@ -37,8 +37,11 @@ public:
     /// `opts.node_name`, `opts.api_version` ("v1"/"v1beta1", from Client::resource_api_version),
     /// `opts.drs` and `opts.driver` say what to publish; `opts.generation` is ignored (the
     /// publisher numbers generations itself). DrsMode::Auto asks the server (`GET /version`) on
-    /// the first publish and falls back to Instances, and publishes again, when the server
-    /// dropped the counters it was sent.
+    /// the first publish; before the first write with counters it creates one slice with
+    /// `dryRun=All` (nothing stored) and publishes Instances from the first write when the
+    /// answer lacks the counters (a server without the DRAPartitionableDevices gate drops the
+    /// fields). Should a later write still come back without them, it falls back then and
+    /// publishes again.
     Publisher(std::shared_ptr<k8s::api::Client> client, SliceOptions opts);
 
     /// Reconciles the pool with `host`. Errors name the slice and the call that failed; a failed
@@ -66,11 +69,15 @@ private:
     void remember_locked(const std::string& key);  ///< own_mu_ held
     [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
     [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
+    /// DrsMode::Auto, before its first write with counters: a dryRun=All create of one slice
+    /// with counters; the answer without them switches to Instances (see publish()).
+    [[nodiscard]] inject::Result<void> probe_counters(const inject::device::Host& host);
 
     std::shared_ptr<k8s::api::Client> client_;
     SliceOptions opts_;
     bool auto_ = false;     ///< opts_.drs came from DrsMode::Auto and may still fall back
     bool dropped_ = false;  ///< the last reconcile saw the server drop our counter sets
+    bool probed_ = false;   ///< probe_counters() got its answer
     std::int64_t generation_ = 0;  ///< the highest generation we wrote
     std::mutex own_mu_;
     std::set<std::string> own_;  ///< "rv:<resourceVersion>" written, "del:<name>" deleted

@@ -464,6 +464,8 @@ struct FakeEfsmi {
     bool fail_after_create = false;
     bool another_appears = false;  ///< an administrator's create lands with ours
     int fail_destroy_id = -1;
+    std::string fail_create;  ///< non-empty: every create fails with this message, making nothing
+    bool fail_list = false;   ///< every list fails (efsmi not answering)
     int lists = 0;
 
     std::uint32_t make(std::uint32_t card, const std::string& profile) {
@@ -478,15 +480,20 @@ struct FakeEfsmi {
     }
     edra::DrsOps ops() {
         edra::DrsOps o;
-        o.list = [this](std::uint32_t c) {
+        o.list =
+            [this](std::uint32_t c) -> inject::Result<std::vector<inject::device::DrsInstance>> {
             ++lists;
-            return inject::Result<std::vector<inject::device::DrsInstance>>(cards[c]);
+            if (fail_list)
+                return inject::fail(inject::Errc::Io, "efsmi exited 1: 'driver not loaded'");
+            return cards[c];
         };
-        o.create = [this](std::uint32_t c,
-                          const inject::device::DrsProfile& p) -> inject::Result<inject::device::DrsInstance> {
+        o.create = [this](std::uint32_t c, const inject::device::DrsProfile& p)
+            -> inject::Result<inject::device::DrsInstance> {
+            if (!fail_create.empty()) return inject::fail(inject::Errc::Io, fail_create);
             const auto id = make(c, p.name);
             if (another_appears) make(c, p.name);
-            if (fail_after_create) return inject::fail(inject::Errc::Conflict, "efsmi timed out after making it");
+            if (fail_after_create)
+                return inject::fail(inject::Errc::Conflict, "efsmi timed out after making it");
             return inject::device::DrsInstance{c, id, p.name, ""};
         };
         o.destroy = [this](std::uint32_t c, std::uint32_t id) -> inject::Result<void> {
@@ -726,26 +733,83 @@ TEST_F(DraDrs, AnAdministratorsInstanceMadeAfterAPendingEntrySurvives) {
     EXPECT_TRUE(on_disk().pending.empty());
 }
 
-// A placement whose recorded instance id now holds another profile (ours destroyed behind our
-// back, the id made again): its spec is not rebuilt from that instance, at start or on retry.
-TEST_F(DraDrs, SpecNotRebuiltFromAnIdAnotherInstanceHolds) {
+// A placement whose recorded instance is gone (a reboot or driver reload; here its id even holds
+// another profile now): the start makes it again through a pending entry, records the new id and
+// writes the spec for the new instance; the instance that holds the old id is left alone.
+TEST_F(DraDrs, StartMakesAGonePlacementsInstanceAgain) {
     claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
     {
         auto d = make_drs();
         ASSERT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
     }
     ASSERT_TRUE(efsmi_.has(0, 0));
-    std::filesystem::remove(spec_path("uP"));
     efsmi_.cards[0].clear();
-    efsmi_.make(0, "2g.22gb");
+    efsmi_.make(0, "2g.22gb");                         // an administrator's, id 0
     host_.devices[0].drs_instances = efsmi_.cards[0];  // what discovery finds now
     auto d = make_drs();
     d->converge();
+    ASSERT_EQ(efsmi_.cards[0].size(), 2u);
+    EXPECT_EQ(efsmi_.cards[0][0].profile, "2g.22gb");
+    EXPECT_EQ(efsmi_.cards[0][1].profile, "1g.11gb");
+    const auto rec = on_disk().claims.at("uP").devices.at(0).created;
+    ASSERT_TRUE(rec);
+    EXPECT_EQ(*rec, (edra::CreatedInstance{0, 1, "1g.11gb", ""}));
+    EXPECT_TRUE(on_disk().pending.empty());
+    ASSERT_TRUE(has_spec("uP"));
+    auto spec = inject::cdi::load_spec(spec_path("uP"));
+    ASSERT_TRUE(spec) << spec.error().what();
+    auto edits = inject::cdi::resolve(*spec, {"k8s.gcu.enflame.com/claim=uP-gcu-0-1g-11gb-0"});
+    ASSERT_TRUE(edits) << edits.error().what();
+    EXPECT_NE(read(spec_path("uP")).find("TOPS_VISIBLE_DEVICES=0:1g.11gb:1\n"), std::string::npos)
+        << read(spec_path("uP"));
+    // kubelet's retry answers from the checkpoint; the unprepare destroys the new one only
+    EXPECT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
+    EXPECT_EQ(d->unprepare({{"ns", "p", "uP"}}).at("uP"), "");
+    EXPECT_TRUE(efsmi_.has(0, 0));
+    EXPECT_FALSE(efsmi_.has(0, 1));
+}
+
+// The same, but efsmi cannot make it: the spec goes (fail closed: no spec naming an instance
+// that is not ours), the claim stays for its unprepare, and kubelet's retry gets the error.
+TEST_F(DraDrs, AGonePlacementThatCannotBeMadeAgainLosesItsSpec) {
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    {
+        auto d = make_drs();
+        ASSERT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
+    }
+    ASSERT_TRUE(has_spec("uP"));
+    efsmi_.cards[0].clear();
+    efsmi_.make(0, "2g.22gb");
+    host_.devices[0].drs_instances = efsmi_.cards[0];
+    efsmi_.fail_create = "efsmi exited 1: 'Error: too many instances'";
+    auto d = make_drs();
+    d->converge();
     EXPECT_FALSE(has_spec("uP"));
+    EXPECT_TRUE(on_disk().claims.contains("uP"));
+    EXPECT_TRUE(on_disk().pending.empty());
     EXPECT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error,
               "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 instance 0 is now 2g.22gb, not the 1g.11gb "
               "instance made for it");
     EXPECT_FALSE(has_spec("uP"));
+    EXPECT_EQ(d->unprepare({{"ns", "p", "uP"}}).at("uP"), "");
+    EXPECT_TRUE(efsmi_.has(0, 0)) << "the administrator's instance that got the id was destroyed";
+}
+
+// efsmi that cannot list at start tells nothing gone: the spec stays, nothing is made.
+TEST_F(DraDrs, AnEfsmiThatCannotListAtStartKeepsTheSpec) {
+    claims_["ns/p"] = claim("p", "uP", {"gcu-0-1g-11gb-0"});
+    {
+        auto d = make_drs();
+        ASSERT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error, "");
+    }
+    const auto before = read(spec_path("uP"));
+    const auto cp = on_disk();
+    efsmi_.fail_list = true;
+    auto d = make_drs();
+    d->converge();
+    EXPECT_EQ(read(spec_path("uP")), before);
+    EXPECT_EQ(on_disk(), cp);
+    EXPECT_EQ(efsmi_.cards[0].size(), 1u);
 }
 
 TEST(DraCheckpoint, RoundTrip) {

@@ -260,6 +260,22 @@ TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
     EXPECT_EQ(p.drs_mode(), GetParam().want);
     EXPECT_EQ(env.offered(), GetParam().offered);
     expect_stats(p.publish(s60_host(1, true)), 0, 0, 0, static_cast<int>(env.ours().size()), r->generation);
+    // Never, not for one generation, a partition the server keeps without its counters: the
+    // scheduler would take it and the whole card as independent devices.
+    const auto stored = env.fake.stored();
+    ASSERT_FALSE(stored.empty());
+    for (const auto& obj : stored)
+        for (const auto& d : obj["spec"].value("devices", nlohmann::json::array())) {
+            const auto name = d["name"].get<std::string>();
+            const bool partition = name.find("g-") != std::string::npos;  // gcu-0-1g-11gb-0
+            EXPECT_TRUE(!partition || d.contains("consumesCounters"))
+                << name << " stored without counters at generation "
+                << obj["spec"]["pool"]["generation"];
+        }
+    // Before 1.33 nothing is asked; else one dry run, before the first write.
+    EXPECT_EQ(
+        env.fake.dry_runs().size(),
+        GetParam().want == edra::DrsMode::Instances && GetParam().fake_flags[1] == "32" ? 0u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(

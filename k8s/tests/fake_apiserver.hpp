@@ -88,9 +88,16 @@ public:
     }
 
     /// The recorded writes, one JSON object per line ({"verb","path","body"}).
-    [[nodiscard]] std::vector<nlohmann::json> writes() const {
+    [[nodiscard]] std::vector<nlohmann::json> writes() const { return json_lines("writes.jsonl"); }
+    /// Every object the store kept, as stored (each generation of each slice), in order.
+    [[nodiscard]] std::vector<nlohmann::json> stored() const { return json_lines("stored.jsonl"); }
+    /// The dryRun=All creates ({"path","body"}): answered, never stored.
+    [[nodiscard]] std::vector<nlohmann::json> dry_runs() const {
+        return json_lines("dryruns.jsonl");
+    }
+    [[nodiscard]] std::vector<nlohmann::json> json_lines(const std::string& file) const {
         std::vector<nlohmann::json> out;
-        std::ifstream in(dir() + "/writes.jsonl");
+        std::ifstream in(dir() + "/" + file);
         for (std::string line; std::getline(in, line);)
             if (!line.empty()) out.push_back(nlohmann::json::parse(line));
         return out;

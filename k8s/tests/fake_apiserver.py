@@ -24,8 +24,13 @@ and serves what the DRA plugin uses, the way a real API server answers:
 Slices are validated like that Kubernetes version does (1.34: a device's counter set must be in
 its slice; 1.35+: a slice has devices or counter sets, not both); with --no-partitionable the
 server drops sharedCounters and consumesCounters on write, as it does with the
-DRAPartitionableDevices feature gate off. Stored slices are what a real server stores:
-plain-integer quantities in canonical form ("1000" -> "1k"), empty lists left out.
+DRAPartitionableDevices feature gate off (a 1.32 server does not know the fields and prunes them:
+the same outcome), before validation as a real server does. Stored slices are what a real server
+stores: plain-integer quantities in canonical form ("1000" -> "1k"), empty lists left out.
+POST ...?dryRun=All validates and answers 201 with the object as it would be stored, and stores,
+records and announces nothing (logged to <dir>/dryruns.jsonl instead).
+Every object the store keeps (each create and each update: every generation) is appended to
+<dir>/stored.jsonl as stored, so a test sees what the scheduler could have seen at any moment.
 
 Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
 <dir>/writes.jsonl as {"verb", "path", "body"} for golden checks. Faults are read from
@@ -106,6 +111,8 @@ class Store:
         self.rv = 100
         self.dir = d
         self.log = open(os.path.join(d, "writes.jsonl"), "a", buffering=1)
+        self.stored_log = open(os.path.join(d, "stored.jsonl"), "a", buffering=1)
+        self.dry_log = open(os.path.join(d, "dryruns.jsonl"), "a", buffering=1)
 
     def next_rv(self):
         self.rv += 1
@@ -119,6 +126,11 @@ class Store:
     def record(self, verb, path, body):
         self.log.write(json.dumps({"verb": verb, "path": path, "body": body},
                                   sort_keys=True) + "\n")
+
+    def store(self, name, obj):
+        """Keeps `obj` as the slice `name` and logs it as stored (every generation)."""
+        self.slices[name] = obj
+        self.stored_log.write(json.dumps(obj, sort_keys=True) + "\n")
 
 
 class Control:
@@ -521,7 +533,7 @@ class Handler(BaseHTTPRequestHandler):
                     "metadata": {"resourceVersion": str(st.rv)},
                     "items": [self.as_version(o, version) for o in items]})
             if name is None and verb == "POST":
-                return self.create(st, version, path, body)
+                return self.create(st, version, path, body, query.get("dryRun") == "All")
             if name is None:
                 return self.fail(405, "MethodNotAllowed", "method not allowed")
             cur = st.slices.get(name)
@@ -555,26 +567,31 @@ class Handler(BaseHTTPRequestHandler):
         self.fail(422, "Invalid", 'ResourceSlice.%s "%s" is invalid: %s'
                   % (GROUP, name, "; ".join(errs)))
 
-    def create(self, st, version, path, body):
+    def create(self, st, version, path, body, dry_run=False):
         if not isinstance(body, dict):
             return self.fail(400, "BadRequest", "the body is not a JSON object")
         meta = body.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
-        errs = validate_slice(body, version, self.server.minor)
+        obj = copy.deepcopy(body)
+        # Without the gate the fields are gone before validation, as on a real server.
+        if not self.server.partitionable:
+            drop_partitionable(obj)
+        errs = validate_slice(obj, version, self.server.minor)
         if errs:
             return self.invalid(meta.get("name", ""), errs)
         if meta["name"] in st.slices:
             return self.fail(409, "AlreadyExists",
                              'resourceslices.%s "%s" already exists' % (GROUP, meta["name"]))
-        st.record("POST", path, body)
-        obj = copy.deepcopy(body)
         normalize(obj)
-        if not self.server.partitionable:
-            drop_partitionable(obj)
-        obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
         obj["kind"] = "ResourceSlice"
-        st.slices[meta["name"]] = obj
+        if dry_run:  # dryRun=All: the answer as if stored; nothing stored, logged or watched
+            st.dry_log.write(json.dumps({"path": path, "body": body}, sort_keys=True) + "\n")
+            obj["metadata"].update(uid=str(uuid.uuid4()), generation=1)
+            return self.send_json(201, self.as_version(obj, version))
+        st.record("POST", path, body)
+        obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=st.next_rv(), generation=1)
+        st.store(meta["name"], obj)
         st.event("ADDED", obj)
         self.send_json(201, self.as_version(obj, version))
 
@@ -585,16 +602,16 @@ class Handler(BaseHTTPRequestHandler):
                   % (GROUP, name))
 
     def store_update(self, st, version, path, verb, name, cur, obj, logged):
+        if not self.server.partitionable:
+            drop_partitionable(obj)
         errs = validate_slice(obj, version, self.server.minor)
         if errs:
             return self.invalid(name, errs)
         st.record(verb, path, logged)
         normalize(obj)
-        if not self.server.partitionable:
-            drop_partitionable(obj)
         obj["metadata"].update(uid=cur["metadata"]["uid"], resourceVersion=st.next_rv(),
                                generation=cur["metadata"].get("generation", 1) + 1)
-        st.slices[name] = obj
+        st.store(name, obj)
         st.event("MODIFIED", obj)
         self.send_json(200, self.as_version(obj, version))
 

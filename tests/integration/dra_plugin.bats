@@ -681,6 +681,30 @@ back_within() {
   [ "$(slice_devices)" = "gcu-0 gcu-1" ]
 }
 
+# The driver's reset-start event (EfmlGetEvent's event_type 10, DESIGN.md section 3).
+EV_RESET_START=10
+@test "ResourceSlices: a driver event publishes at once (within 2 s, resync 60 s): a card libefml calls unhealthy at that moment leaves them" {
+  sim_setup 2
+  start_api
+  start_plugin --resync 60
+  wait_for has_slices "gcu-0 gcu-1"
+  wait_for grep -q "registration socket .* is up" "$SCRATCH/dra.log"
+  local sim i
+  sim=$(echo "$SCRATCH"/host/usr/local/efsmi/efsmi-*)
+  echo TR6Y46010001 > "$sim/enflame-sim-unhealthy"
+  # without an event nothing looks before the resync: still both after 2 s
+  sleep 2
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+  "$SIM_HOST" event --root "$SCRATCH/host" --card 1 --type "$EV_RESET_START" --message "function level reset"
+  for (( i = 0; i < 20 && $(slice_devices | wc -w) != 1; i++ )); do sleep 0.1; done
+  [ "$(slice_devices)" = "gcu-0" ]
+  grep -F "driver event on card 1 (type 10: function level reset): publishing ResourceSlices again" "$SCRATCH/dra.log"
+  rm "$sim/enflame-sim-unhealthy"
+  "$SIM_HOST" event --root "$SCRATCH/host" --card 1 --type 11
+  for (( i = 0; i < 20 && $(slice_devices | wc -w) != 2; i++ )); do sleep 0.1; done
+  [ "$(slice_devices)" = "gcu-0 gcu-1" ]
+}
+
 @test "SIGTERM: both sockets removed (deregistered), prepared claims' specs and checkpoint kept" {
   up
   put_claim ns c1 uid-1 gcu-0
@@ -865,6 +889,65 @@ for h in (s.get("containerEdits") or {}).get("hooks") or []: print(h["hookName"]
   [ "$(ls "$CDIR")" = "" ]
 }
 
+@test "DRS placements restored at start: an instance gone while the plugin was stopped (a reboot, a driver reload) is made again and the claim's spec names the new one; one efsmi cannot make: one line naming claim, card, profile and efsmi's message, and no spec (fail closed)" {
+  drs_up
+  wait_for has_slices "$(placements 0) $(placements 1)"
+  put_claim ns p uid-p gcu-1-2g-22gb-1
+  put_claim ns q uid-q gcu-0-1g-11gb-0
+  run prepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-p"].error == ""' <<<"$output"
+  jq -e '.claims["uid-q"].error == ""' <<<"$output"
+  local first_p old_uuid
+  first_p=$(jq -c '.claims["uid-p"]' <<<"$output")
+  [ "$(drs_list)" = "0:1g.11gb:0 1:2g.22gb:0" ]
+  old_uuid=$(jq -er '.claims["uid-p"].devices[0].createdInstance.uuid' "$CP")
+  stop_pid "$DPID"
+  # a driver reload while the plugin is down: both instances gone (efsmi's state, behind the
+  # plugin's back); an administrator then takes id 0 of card 1 and fills card 0
+  "$EFSMI" -i 1 --drs --destroy-instance 0 >/dev/null
+  "$EFSMI" -i 0 --drs --destroy-instance 0 >/dev/null
+  "$EFSMI" -i 1 --drs --create-instance 0 >/dev/null
+  "$EFSMI" -i 0 --drs --create-instance 1 >/dev/null
+  "$EFSMI" -i 0 --drs --create-instance 1 >/dev/null
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0" ]
+  start_plugin
+  wait_for grep -q "claim ns/p (uid-p): device gcu-1-2g-22gb-1: DRS instance 0 of card 1 was gone, made again as 1" "$SCRATCH/dra.log"
+  wait_for grep -q "claim ns/q (uid-q): its DRS instance is gone" "$SCRATCH/dra.log"
+  # claim p: a new 2g.22gb instance, recorded, its spec naming that instance's UUID
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0 1:2g.22gb:1" ]
+  local rec new_uuid
+  rec=$(jq -c '.claims["uid-p"].devices[0].createdInstance' "$CP")
+  new_uuid=$(jq -er .uuid <<<"$rec")
+  [ "$(jq -c 'del(.uuid)' <<<"$rec")" = '{"card":1,"id":1,"profile":"2g.22gb"}' ]
+  [ "$new_uuid" != "$old_uuid" ]
+  "$EFSMI" --drs --list-instance | grep -F "$new_uuid"
+  [ "$(jq -c '.pending' "$CP")" = null ]
+  run "$CTK" cdi validate "$(spec_of uid-p)"
+  [ "$status" -eq 0 ]
+  grep -qF "TOPS_VISIBLE_DEVICES=DRS-$new_uuid" "$(spec_of uid-p)"
+  run ! grep -qF "$old_uuid" "$(spec_of uid-p)"
+  # claim q: card 0 is full; one line with claim, card, profile and efsmi's words; no spec
+  run grep -c "could not be made again" "$SCRATCH/dra.log"
+  [ "$output" -eq 1 ]
+  run ! grep -q "(uid-q): writing its CDI spec again" "$SCRATCH/dra.log"
+  grep -F "claim ns/q (uid-q): its DRS instance is gone and could not be made again: device 'gcu-0-1g-11gb-0': card 0: creating a DRS instance of profile '1g.11gb' (efsmi -i 0 --drs --create-instance 0): efsmi exited 1: 'Error: too many instances:" "$SCRATCH/dra.log"
+  [ ! -e "$(spec_of uid-q)" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-p","uid-q"]' ]
+  # kubelet's retry: p answered as before; q is an error, and still no spec
+  run prepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  [ "$(jq -c '.claims["uid-p"]' <<<"$output")" = "$first_p" ]
+  jq -e '.claims["uid-q"].error | contains("card 0 has no DRS instance 0") or contains("is now 2g.22gb")' <<<"$output"
+  [ ! -e "$(spec_of uid-q)" ]
+  # unprepare destroys the new instance only; the administrator's stay
+  run unprepare v1 ns/p/uid-p ns/q/uid-q
+  [ "$status" -eq 0 ]
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-p":{"error":""},"uid-q":{"error":""}}}' ]
+  [ "$(drs_list)" = "0:2g.22gb:0 0:2g.22gb:1 1:1g.11gb:0" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
 @test "DRS: a whole card whose card is split into DRS instances is that claim's error (never handed out whole): no spec; the other card is prepared; the instance stays" {
   drs_up
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's
@@ -903,7 +986,7 @@ same_as_golden() {
   diff -u "$2" "$1"
 }
 
-@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances" {
+@test "ResourceSlices golden: the daemon (DRS auto) against a 1.34 server publishes counters; against one without the feature gate, the existing instances, and no stored generation ever had partitions without counters (a dryRun=All probe first)" {
   local golden=$TOP/tests/fixtures/dra
   UP_API= up 2 --drs
   wait_for has_slices "$(placements 0) $(placements 1)"
@@ -917,7 +1000,16 @@ same_as_golden() {
   wait_for has_slices "gcu-0-drs-0 gcu-0-drs-1 gcu-1-drs-0"
   slices_now > "$SCRATCH/instances.json"
   same_as_golden "$SCRATCH/instances.json" "$golden/slices-auto-no-counters.json"
-  grep -F "dropped" "$SCRATCH/dra.log"
+  # Not for one generation did the server store a partition without its counters (the
+  # scheduler would have offered it and the whole card independently): the plugin asked with
+  # one dryRun=All create, which stores nothing, and published instances from its first write.
+  [ -s "$API/stored.jsonl" ]
+  run jq -s '[.[] | .spec.devices[]? | select(.name | test("^gcu-[0-9]+-[0-9]+g-")) | select(has("consumesCounters") | not) | .name]' "$API/stored.jsonl"
+  [ "$status" -eq 0 ]
+  [ "$output" = "[]" ]
+  run jq -s -e 'length == 1 and (.[0].body.spec | has("sharedCounters"))' "$API/dryruns.jsonl"
+  [ "$status" -eq 0 ]
+  grep -F "drops counter sets (a dryRun=All create; DRAPartitionableDevices off): publishing DRS instances" "$SCRATCH/dra.log"
 }
 
 @test "podman: a DRS placement claim gives the parent card only and TOPS_VISIBLE_DEVICES of the instance the prepare made" {

@@ -4,20 +4,21 @@
 // call missing in turn, telemetry changed while the library stays open, events, the driver
 // going away and coming back. The host builder makes device nodes with mknod, so the
 // simulator tests need root; without it they skip with the reason.
-#include "inject/discover.hpp"
-#include "inject/efml.hpp"
-#include "inject/process.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <ctime>
 #include <functional>
 #include <regex>
 #include <set>
 #include <thread>
+
+#include "inject/discover.hpp"
+#include "inject/efml.hpp"
+#include "inject/process.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -273,6 +274,25 @@ TEST_F(SimLib, EventsAfterInitOnly) {
     EXPECT_FALSE(lib->wait_event(20));
     EXPECT_EQ(sim({"event", "--root", root(), "--card", "1", "--type", "boom"}),
               "exit 1: error: --type 'boom': expected suspend, reset-start, reset-finish, eid or a number\n");
+}
+
+// A wait with nothing to report sleeps (in poll on an inotify watch): a daemon that waits for
+// driver events all day costs no CPU in the simulator either (the DRA plugin's idle budget is
+// 0-1 clock tick in 30 s). Looking every 10 ms costs several ms a second.
+TEST_F(SimLib, AnIdleEventWaitUsesNoCpu) {
+    BUILD_OR_SKIP();
+    auto lib = open();
+    ASSERT_TRUE(lib);
+    const auto cpu = [] {
+        timespec t{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+    };
+    const auto t0 = cpu();
+    const auto w0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(lib->wait_event(1000));
+    EXPECT_GE(std::chrono::steady_clock::now() - w0, std::chrono::milliseconds(990));
+    EXPECT_LT(cpu() - t0, 2000) << "microseconds of CPU for one idle second";
 }
 
 TEST_F(SimLib, DriverGoneAndBack) {
