@@ -420,6 +420,10 @@ inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
     deps.destroy = [disc](std::uint32_t card, std::uint32_t id) {
         return inject::drs::destroy_instance(disc, card, id);
     };
+    // In a folder of its own: kubelet deletes the files (not the folders) it finds in its
+    // device-plugin folder when it starts.
+    deps.checkpoint = o.kubelet_dir + (o.kubelet_dir.ends_with('/') ? "" : "/") +
+                      "enflame-device-plugin/hami-instances.json";
     INJECT_TRY(auto m, hami::Mode::create(std::move(deps)));
     return std::shared_ptr<hami::Mode>(std::move(m));
 }
