@@ -126,10 +126,13 @@ int run_unplug(const std::string& root, std::uint32_t card) {
     if (auto why = sim::write_file_atomic(path, sim::to_json(h).dump(2) + "\n"); !why.empty())
         return complain(why);
     const std::string node = root + "/dev/gcu" + std::to_string(gone.minor);
-    if (::unlink(node.c_str()) != 0 && errno != ENOENT) return complain("cannot remove '" + node + "'");
+    if (::unlink(node.c_str()) != 0 && errno != ENOENT)
+        return complain("cannot remove '" + node + "'");
     std::error_code ec;
     std::filesystem::remove_all(root + "/sys/bus/pci/devices/" + gone.bus_id, ec);
-    if (ec) return complain("cannot remove the sysfs folder of card " + std::to_string(card) + ": " + ec.message());
+    if (ec)
+        return complain("cannot remove the sysfs folder of card " + std::to_string(card) + ": " +
+                        ec.message());
     return 0;
 }
 
@@ -174,7 +177,8 @@ int run(int argc, char** argv) {
     driver->add_option("--root", root, "a built root")->required();
     driver->add_option("state", state, "gone or back")->required()->check(CLI::IsMember({"gone", "back"}));
 
-    auto* unplug = app.add_subcommand("unplug", "take card --card out of the host while daemons run");
+    auto* unplug =
+        app.add_subcommand("unplug", "take card --card out of the host while daemons run");
     unplug->add_option("--root", root, "a built root")->required();
     unplug->add_option("--card", card, "card index")->required();
 

@@ -251,9 +251,10 @@ void Daemon::reload() {
         return;
     }
     if ((l->scheduler == "hami") != (hami_ != nullptr)) {
-        spdlog::error("SIGHUP: keeping the running configuration: scheduler '{}' in {}: changing "
-                      "the scheduler needs a restart",
-                      l->scheduler, o_.plugin_config);
+        spdlog::error(
+            "SIGHUP: keeping the running configuration: scheduler '{}' in {}: changing "
+            "the scheduler needs a restart",
+            l->scheduler, o_.plugin_config);
         return;
     }
     discover_ = l->discover;

@@ -298,8 +298,8 @@ std::string checkpoint_text(const std::vector<Recorded>& rs) {
 inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
                                                        const std::string& source) {
     const Json j = Json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("version") || j["version"] != 1 ||
-        !j.contains("instances") || !j["instances"].is_array())
+    if (!j.is_object() || !j.contains("version") || j["version"] != 1 || !j.contains("instances") ||
+        !j["instances"].is_array())
         return fail(Errc::InvalidInput,
                     source + ": want {\"version\":1,\"instances\":[...]} (JSON)");
     std::vector<Recorded> out;
@@ -309,8 +309,12 @@ inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
             return e.is_object() && e.contains(k) && e[k].is_number_unsigned() &&
                    e[k].get<std::uint64_t>() <= UINT32_MAX;
         };
-        auto str = [&](const char* k) { return e.is_object() && e.contains(k) && e[k].is_string(); };
-        auto text_of = [&](const char* k) { return str(k) ? e[k].get<std::string>() : std::string(); };
+        auto str = [&](const char* k) {
+            return e.is_object() && e.contains(k) && e[k].is_string();
+        };
+        auto text_of = [&](const char* k) {
+            return str(k) ? e[k].get<std::string>() : std::string();
+        };
         if (!u32("card") || !u32("instance") || text_of("podUID").empty())
             return fail(Errc::InvalidInput, source + ": instances[" + std::to_string(i) +
                                                 "]: want podUID, card and instance");

@@ -121,8 +121,7 @@ inject::Result<void> Mode::save() {
     const auto dir = std::filesystem::path(d_.checkpoint).parent_path();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec)
-        return fail(Errc::Io, "checkpoint: creating " + dir.string() + ": " + ec.message());
+    if (ec) return fail(Errc::Io, "checkpoint: creating " + dir.string() + ": " + ec.message());
     inject::fs::AtomicWriteOptions o;
     o.mode = 0600;
     if (auto r = inject::fs::atomic_write(d_.checkpoint, checkpoint_text(own_), o); !r)
@@ -359,9 +358,9 @@ void Mode::sweep(bool rediscover) {
     std::optional<inject::device::Host> host;
     if (!own_.empty()) {
         auto pods = pods_on_node();
-        const bool any_gone =
-            pods && std::any_of(own_.begin(), own_.end(),
-                                [&](const Recorded& o) { return !pod_live(*pods, o.uid); });
+        const bool any_gone = pods && std::any_of(own_.begin(), own_.end(), [&](const Recorded& o) {
+                                  return !pod_live(*pods, o.uid);
+                              });
         if (any_gone) {
             // Destroy only what efsmi still lists as we recorded it: an id freed meanwhile may
             // be an administrator's instance now.

@@ -9,8 +9,9 @@
 // (Deps::checkpoint, written atomically before the pod is told) and, at start, also taken from
 // live pods' assigned-containers; a periodic pod sweep destroys them once their pod is gone or
 // has ended, also when the pod went while the plugin was down. Only recorded ids are
-// destroyed, and only while efsmi still lists them with the recorded UUID. The node annotations HAMi parses are written at start,
-// after every instance made or destroyed, and when re-discovery sees another picture.
+// destroyed, and only while efsmi still lists them with the recorded UUID. The node annotations
+// HAMi parses are written at start, after every instance made or destroyed, and when re-discovery
+// sees another picture.
 
 #include "hami.hpp"
 #include "plugin.hpp"

@@ -235,7 +235,8 @@ TEST(HamiCheckpoint, RoundTripAndGarbage) {
     EXPECT_TRUE(edp::hami::parse_checkpoint(R"({"version":1,"instances":[]})", "cp.json"));
     const std::pair<const char*, const char*> bad[] = {
         {"", "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
-        {R"({"version":2,"instances":[]})", "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
+        {R"({"version":2,"instances":[]})",
+         "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
         {R"({"version":1,"instances":[{"podUID":"u","card":-1,"instance":0}]})",
          "cp.json: instances[0]: want podUID, card and instance"},
         {R"({"version":1,"instances":[{"podUID":"u","card":0,"instance":0},{"card":0,"instance":1}]})",

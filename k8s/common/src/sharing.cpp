@@ -69,7 +69,8 @@ inject::Result<bool> boolean(std::string_view source, const YAML::Node& n, const
 }
 
 // `flags:`, as in NVIDIA's plugin config: options also given by a flag, which wins.
-inject::Result<std::optional<std::string>> parse_flags(std::string_view source, const YAML::Node& flags) {
+inject::Result<std::optional<std::string>> parse_flags(std::string_view source,
+                                                       const YAML::Node& flags) {
     using Out = std::optional<std::string>;
     if (!flags || flags.IsNull()) return Out();
     INJECT_TRY_VOID(only_keys(source, flags, "flags", {"scheduler"}));
@@ -77,7 +78,8 @@ inject::Result<std::optional<std::string>> parse_flags(std::string_view source, 
     if (!n) return Out();
     if (n.IsNull()) return Out(std::string());
     INJECT_TRY(auto s, scalar(source, n, "flags.scheduler"));
-    if (s != "" && s != "hami") return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
+    if (s != "" && s != "hami")
+        return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
     return Out(std::move(s));
 }
 
