@@ -218,7 +218,7 @@ until_empty() {
   # the plugin down: its DaemonSet selects no node for a while
   kc -n "$NS" patch ds enflame-device-plugin --type=merge \
     -p '{"spec":{"template":{"spec":{"nodeSelector":{"enflame-test/plugin-off":"true"}}}}}' > /dev/null
-  kc -n "$NS" wait --for=delete pod -l app.kubernetes.io/name=enflame-device-plugin --timeout=60s > /dev/null
+  until_empty kc -n "$NS" get pods -l app.kubernetes.io/name=enflame-device-plugin -o name
   kc delete pod orphan --wait > /dev/null
   run instances
   [ "${#lines[@]}" -eq 1 ]   # nobody destroyed it meanwhile
