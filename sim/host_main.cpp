@@ -6,6 +6,7 @@
 //   enflame-sim-host telemetry --root R --card I key=value...
 //   enflame-sim-host event --root R --card I --type T [--message M]
 //   enflame-sim-host driver --root R gone|back
+//   enflame-sim-host unplug --root R --card I
 
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
@@ -112,6 +113,29 @@ int run_driver(const std::string& root, const std::string& state) {
     return 0;
 }
 
+// A card pulled out while daemons run (a hot unplug, a card the driver lost): gone from the
+// description efsmi and libefml read on every call, its device node and its sysfs folder gone.
+// The other cards keep their index and minor.
+int run_unplug(const std::string& root, std::uint32_t card) {
+    const std::string dir = card_dir(root, card);
+    if (dir.empty()) return 1;
+    const std::string path = dir + "/" + std::string(sim::kDescFile);
+    sim::Host h = sim::load_host_json(path);
+    const sim::Card gone = h.cards[card];
+    h.cards.erase(h.cards.begin() + card);
+    if (auto why = sim::write_file_atomic(path, sim::to_json(h).dump(2) + "\n"); !why.empty())
+        return complain(why);
+    const std::string node = root + "/dev/gcu" + std::to_string(gone.minor);
+    if (::unlink(node.c_str()) != 0 && errno != ENOENT)
+        return complain("cannot remove '" + node + "'");
+    std::error_code ec;
+    std::filesystem::remove_all(root + "/sys/bus/pci/devices/" + gone.bus_id, ec);
+    if (ec)
+        return complain("cannot remove the sysfs folder of card " + std::to_string(card) + ": " +
+                        ec.message());
+    return 0;
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"Builds a simulated Enflame host (test tool of enflame-container-toolkit)."};
     app.require_subcommand(1);
@@ -153,6 +177,11 @@ int run(int argc, char** argv) {
     driver->add_option("--root", root, "a built root")->required();
     driver->add_option("state", state, "gone or back")->required()->check(CLI::IsMember({"gone", "back"}));
 
+    auto* unplug =
+        app.add_subcommand("unplug", "take card --card out of the host while daemons run");
+    unplug->add_option("--root", root, "a built root")->required();
+    unplug->add_option("--card", card, "card index")->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -162,6 +191,7 @@ int run(int argc, char** argv) {
     if (telemetry->parsed()) return run_telemetry(root, card, kv);
     if (event->parsed()) return run_event(root, card, type, message);
     if (driver->parsed()) return run_driver(root, state);
+    if (unplug->parsed()) return run_unplug(root, card);
     if (unhealthy_opt->count() > 0) ex.unhealthy = unhealthy;
     return run_example(ex);
 }

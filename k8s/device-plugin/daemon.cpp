@@ -37,6 +37,7 @@ struct Loaded {
     Settings settings;  ///< resource_name is the whole cards' (after a sharing rename)
     std::vector<Resource> resources;
     inject::discover::Options discover;
+    std::string scheduler;  ///< --scheduler / SCHEDULER, else the plugin config's, else ""
 };
 
 // The toolkit config, the plugin config, then discovery: what the plugin advertises.
@@ -50,9 +51,14 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     l.settings.host_dev_root = cfg.cli.host_dev_root;
     l.discover = inject::discover::options_from(cfg);
     l.discover.with_drs = o.drs;
+    l.scheduler = o.scheduler ? *o.scheduler : sharing.scheduler.value_or("");
+    if (l.scheduler == "hami" && o.node_name.empty())
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "
+                            "the pod's spec.nodeName)");
     auto host = inject::discover::discover(l.discover);
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
-    if (o.scheduler == "hami") {
+    if (l.scheduler == "hami") {
         // HAMi counts whole cards and slices; it decides which card a pod gets.
         INJECT_TRY(l.resources,
                    hami::make_resources(*host, l.settings.id_strategy, l.settings.resource_name,
@@ -244,6 +250,13 @@ void Daemon::reload() {
         spdlog::error("SIGHUP: keeping the running configuration: {}", l.error().what());
         return;
     }
+    if ((l->scheduler == "hami") != (hami_ != nullptr)) {
+        spdlog::error(
+            "SIGHUP: keeping the running configuration: scheduler '{}' in {}: changing "
+            "the scheduler needs a restart",
+            l->scheduler, o_.plugin_config);
+        return;
+    }
     discover_ = l->discover;
     const auto driver = o_.health_checks ? driver_health(discover_) : DriverHealth{};
     bool same = l->resources.size() == eps_.size();
@@ -394,10 +407,6 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
 // runs them.
 inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
                                                        const inject::discover::Options& disc) {
-    if (o.node_name.empty())
-        return inject::fail(inject::Errc::InvalidInput,
-                            "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "
-                            "the pod's spec.nodeName)");
     auto cfg = o.kubeconfig.empty() ? k8s::api::in_cluster_config()
                                     : k8s::api::load_kubeconfig(o.kubeconfig);
     if (!cfg) return inject::fail(std::move(cfg).error().context("--scheduler=hami"));
@@ -412,6 +421,10 @@ inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
     deps.destroy = [disc](std::uint32_t card, std::uint32_t id) {
         return inject::drs::destroy_instance(disc, card, id);
     };
+    // In a folder of its own: kubelet deletes the files (not the folders) it finds in its
+    // device-plugin folder when it starts.
+    deps.checkpoint = o.kubelet_dir + (o.kubelet_dir.ends_with('/') ? "" : "/") +
+                      "enflame-device-plugin/hami-instances.json";
     INJECT_TRY(auto m, hami::Mode::create(std::move(deps)));
     return std::shared_ptr<hami::Mode>(std::move(m));
 }
@@ -448,7 +461,7 @@ int run(DaemonOptions o) {
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
     std::shared_ptr<hami::Mode> hami;
-    if (o.scheduler == "hami") {
+    if (loaded->scheduler == "hami") {
         auto h = start_hami(o, loaded->discover);
         if (!h) return fail_with(h.error());
         hami = std::move(*h);

@@ -9,6 +9,7 @@
 #include "plugin.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace edp {
@@ -24,7 +25,8 @@ struct DaemonOptions {
     bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
     bool health_checks = true;
     /// "hami": HAMi's scheduler decides (hami_mode.hpp); empty: kubelet's choice, as always.
-    std::string scheduler;
+    /// Unset (neither --scheduler nor SCHEDULER given): the plugin config's flags.scheduler.
+    std::optional<std::string> scheduler;
     std::string node_name;   ///< HAMi mode: this node (pods by spec.nodeName, the annotations)
     std::string kubeconfig;  ///< HAMi mode: empty = the in-cluster service account
     std::string drs_resource = "enflame.com/drs-gcu";  ///< HAMi mode: the slices' resource

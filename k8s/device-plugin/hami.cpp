@@ -283,6 +283,64 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
     return out;
 }
 
+std::string checkpoint_text(const std::vector<Recorded>& rs) {
+    Json list = Json::array();
+    for (const auto& r : rs)
+        list.push_back({{"podUID", r.uid},
+                        {"namespace", r.ns},
+                        {"pod", r.pod},
+                        {"card", r.card},
+                        {"instance", r.instance_id},
+                        {"uuid", r.uuid}});
+    return Json{{"version", 1}, {"instances", list}}.dump(1) + "\n";
+}
+
+inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
+                                                       const std::string& source) {
+    const Json j = Json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("version") || j["version"] != 1 || !j.contains("instances") ||
+        !j["instances"].is_array())
+        return fail(Errc::InvalidInput,
+                    source + ": want {\"version\":1,\"instances\":[...]} (JSON)");
+    std::vector<Recorded> out;
+    for (std::size_t i = 0; i < j["instances"].size(); ++i) {
+        const auto& e = j["instances"][i];
+        auto u32 = [&](const char* k) {
+            return e.is_object() && e.contains(k) && e[k].is_number_unsigned() &&
+                   e[k].get<std::uint64_t>() <= UINT32_MAX;
+        };
+        auto str = [&](const char* k) {
+            return e.is_object() && e.contains(k) && e[k].is_string();
+        };
+        auto text_of = [&](const char* k) {
+            return str(k) ? e[k].get<std::string>() : std::string();
+        };
+        if (!u32("card") || !u32("instance") || text_of("podUID").empty())
+            return fail(Errc::InvalidInput, source + ": instances[" + std::to_string(i) +
+                                                "]: want podUID, card and instance");
+        out.push_back({text_of("podUID"), text_of("namespace"), text_of("pod"),
+                       e["card"].get<std::uint32_t>(), e["instance"].get<std::uint32_t>(),
+                       text_of("uuid")});
+    }
+    return out;
+}
+
+namespace {
+std::string_view bare(std::string_view uuid) {
+    return uuid.starts_with("DRS-") ? uuid.substr(4) : uuid;
+}
+}  // namespace
+
+bool still_there(const inject::device::Host& host, const Recorded& r) {
+    for (const auto& c : host.devices) {
+        if (c.index != r.card) continue;
+        for (const auto& in : c.drs_instances)
+            if (in.instance_id == r.instance_id)
+                return r.uuid.empty() || bare(in.uuid) == bare(r.uuid);
+    }
+    return false;
+}
+
 inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
                                                      IdStrategy strategy,
                                                      const std::string& cards_resource,

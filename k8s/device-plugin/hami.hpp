@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edp::hami {
@@ -120,6 +121,24 @@ struct OwnInstance {
 };
 [[nodiscard]] NodeAnnotations node_annotations(const inject::device::Host& host,
                                                const std::vector<OwnInstance>& ours);
+
+/// A DRS instance this plugin made for a pod, as its checkpoint records it (so an instance
+/// whose pod is deleted while the plugin is down is still destroyed when it is back).
+struct Recorded {
+    std::string uid, ns, pod;  ///< the pod's
+    std::uint32_t card = 0, instance_id = 0;
+    std::string uuid;  ///< as efsmi printed it at creation ("" when it prints none)
+};
+
+/// The checkpoint's text: {"version":1,"instances":[{"podUID","namespace","pod","card",
+/// "instance","uuid"}]} (deterministic).
+[[nodiscard]] std::string checkpoint_text(const std::vector<Recorded>& rs);
+/// Parses checkpoint text; errors name `source` and the entry.
+[[nodiscard]] inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
+                                                                     const std::string& source);
+/// Whether `host` still has the instance `r` recorded: the same id on the same card and, when
+/// a UUID was recorded, that UUID (an id freed and reused by an administrator is not ours).
+[[nodiscard]] bool still_there(const inject::device::Host& host, const Recorded& r);
 
 /// The resources HAMi's Enflame backend counts: `cards_resource` (every card whole, on
 /// `cards_socket`) and `drs_resource` (on `enflame-drs-gcu.sock`): per card with DRS profiles,

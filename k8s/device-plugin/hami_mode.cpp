@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami_mode.hpp"
 
+#include "inject/fs.hpp"
 #include "inject/log.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <optional>
 
 namespace edp::hami {
 
@@ -62,7 +65,9 @@ void minors_env(v1beta1::ContainerAllocateResponse& r, const Settings& s,
 inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
     std::unique_ptr<Mode> m(new Mode(std::move(deps)));
     INJECT_TRY(auto pods, m->pods_on_node());
-    // The instances live pods hold (made by us before a restart): theirs until the pod goes.
+    // The instances we recorded before a restart (their pods may have gone meanwhile), and
+    // those live pods hold (a checkpoint lost or from before there was one).
+    m->load_checkpoint();
     for (const auto& pod : pods["items"]) {
         auto d = parse_drs_decision(pod);
         if (!d) continue;
@@ -74,13 +79,54 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
             } catch (const std::exception&) {
                 continue;
             }
-            m->own_.push_back({d->uid, d->ns, d->name, d->index, id});
+            const bool known = std::any_of(m->own_.begin(), m->own_.end(), [&](const auto& o) {
+                return o.card == d->index && o.instance_id == id;
+            });
+            if (known) continue;
+            m->own_.push_back({d->uid, d->ns, d->name, d->index, id, c.instance_uuid});
             inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name,
                               id, d->index);
         }
     }
+    if (auto r = m->save(); !r) inject::log::warn("hami: {}", r.error().what());
     m->sweep(true);
     return m;
+}
+
+void Mode::load_checkpoint() {
+    if (d_.checkpoint.empty()) return;
+    auto text = inject::fs::read_file(d_.checkpoint, 1 << 20);
+    if (!text) {
+        if (text.error().code() != Errc::NotFound)
+            inject::log::warn("hami: checkpoint: {}", text.error().what());
+        return;
+    }
+    auto rs = parse_checkpoint(*text, d_.checkpoint);
+    if (!rs) {
+        // Not fatal: the live pods' annotations still name their instances. Kept aside for a
+        // look; the next save writes a good one.
+        inject::log::warn("hami: {}; moved to {}.corrupt", rs.error().what(), d_.checkpoint);
+        std::error_code ec;
+        std::filesystem::rename(d_.checkpoint, d_.checkpoint + ".corrupt", ec);
+        return;
+    }
+    own_ = std::move(*rs);
+    for (const auto& o : own_)
+        inject::log::info("hami: checkpoint: DRS instance {} of card {} for pod {}/{} ({})",
+                          o.instance_id, o.card, o.ns, o.pod, o.uid);
+}
+
+inject::Result<void> Mode::save() {
+    if (d_.checkpoint.empty()) return inject::ok();
+    const auto dir = std::filesystem::path(d_.checkpoint).parent_path();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return fail(Errc::Io, "checkpoint: creating " + dir.string() + ": " + ec.message());
+    inject::fs::AtomicWriteOptions o;
+    o.mode = 0600;
+    if (auto r = inject::fs::atomic_write(d_.checkpoint, checkpoint_text(own_), o); !r)
+        return fail(std::move(r).error().context("checkpoint " + d_.checkpoint));
+    return inject::ok();
 }
 
 inject::Result<Json> Mode::pods_on_node() {
@@ -244,12 +290,18 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     auto in = d_.create(d.index, *prof);
     if (!in) return failed(in.error().what());
     const std::string name = inject::device::drs_address(*in);
+    // Recorded before anyone hears of it: a plugin stopped from here on still finds it.
+    own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id, in->uuid});
     auto undo = [&](inject::Error e) {
         if (auto x = d_.destroy(d.index, in->instance_id); !x)
             inject::log::warn("hami: destroying DRS instance {} of card {}: {}", in->instance_id,
                               d.index, x.error().what());
+        else
+            own_.pop_back();
+        if (auto w = save(); !w) inject::log::warn("hami: {}", w.error().what());
         return failed(e.what());
     };
+    if (auto w = save(); !w) return undo(std::move(w).error());
     auto r = allocate(cards, s, {dev->id});
     if (!r) return undo(std::move(r).error());
     minors_env(*r, s, {d.minor.value_or(card->minor)});
@@ -265,7 +317,6 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
             d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
         !w)
         return undo(std::move(w).error().context("recording the allocation"));
-    own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id});
     inject::log::info("hami: {}: card {} DRS instance {} ({}, profile {})", who, d.index,
                       in->instance_id, name, prof->name);
     if (auto h = d_.discover()) publish(*h);
@@ -287,23 +338,52 @@ grpc::Status Mode::allocate_drs(const Inventory& cards, const Settings& s,
     return grpc::Status::OK;
 }
 
+namespace {
+
+bool pod_live(const Json& pods, const std::string& uid) {
+    const auto& items = pods["items"];
+    return std::any_of(items.begin(), items.end(), [&](const Json& p) {
+        const auto& m = p["metadata"];
+        if (!m.contains("uid") || m["uid"] != uid) return false;
+        const auto phase = p.contains("status") ? p["status"].value("phase", "") : "";
+        return phase != "Succeeded" && phase != "Failed";
+    });
+}
+
+}  // namespace
+
 void Mode::sweep(bool rediscover) {
     const std::lock_guard lock(mu_);
     bool changed = false;
+    std::optional<inject::device::Host> host;
     if (!own_.empty()) {
         auto pods = pods_on_node();
+        const bool any_gone = pods && std::any_of(own_.begin(), own_.end(), [&](const Recorded& o) {
+                                  return !pod_live(*pods, o.uid);
+                              });
+        if (any_gone) {
+            // Destroy only what efsmi still lists as we recorded it: an id freed meanwhile may
+            // be an administrator's instance now.
+            auto h = d_.discover();
+            if (!h) {
+                inject::log::warn("hami: discovering the cards: {}", h.error().what());
+                return;
+            }
+            host = std::move(*h);
+        }
         if (!pods) {
             inject::log::warn("hami: listing the pods on {}: {}", d_.node, pods.error().what());
-        } else {
-            std::erase_if(own_, [&](const Own& o) {
-                const auto& items = (*pods)["items"];
-                const auto live = std::find_if(items.begin(), items.end(), [&](const Json& p) {
-                    const auto& m = p["metadata"];
-                    if (!m.contains("uid") || m["uid"] != o.uid) return false;
-                    const auto phase = p.contains("status") ? p["status"].value("phase", "") : "";
-                    return phase != "Succeeded" && phase != "Failed";
-                });
-                if (live != items.end()) return false;
+        } else if (any_gone) {
+            std::erase_if(own_, [&](const Recorded& o) {
+                if (pod_live(*pods, o.uid)) return false;
+                if (!still_there(*host, o)) {
+                    inject::log::info(
+                        "hami: pod {}/{} is gone; its DRS instance {} of card {} is no longer "
+                        "there as recorded: forgotten, not destroyed",
+                        o.ns, o.pod, o.instance_id, o.card);
+                    changed = true;
+                    return true;
+                }
                 auto r = d_.destroy(o.card, o.instance_id);
                 if (!r) {
                     inject::log::warn(
@@ -319,13 +399,16 @@ void Mode::sweep(bool rediscover) {
             });
         }
     }
+    if (changed) {
+        if (auto r = save(); !r) inject::log::warn("hami: {}", r.error().what());
+    }
     if (!changed && !rediscover) return;
-    auto host = d_.discover();
-    if (!host) {
-        inject::log::warn("hami: discovering the cards: {}", host.error().what());
+    auto h = d_.discover();
+    if (!h) {
+        inject::log::warn("hami: discovering the cards: {}", h.error().what());
         return;
     }
-    publish(*host);
+    publish(*h);
 }
 
 void Mode::publish(const inject::device::Host& host) {

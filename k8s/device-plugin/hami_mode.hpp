@@ -5,10 +5,13 @@
 // node (pods on the node by fieldSelector spec.nodeName), honours its decision (the card; for
 // DRS an instance of the chosen profile made through efsmi), writes the completion
 // annotations, or on failure the reason (annotation enflame.com/gcu-allocate-error and a
-// Warning event) and leaves no instance. The instances it made are remembered (in memory, and
-// rebuilt at start from the pods' assigned-containers) and destroyed by a periodic pod sweep
-// once their pod is gone or has ended. The node annotations HAMi parses are written at start,
-// after every instance made or destroyed, and when re-discovery sees another picture.
+// Warning event) and leaves no instance. The instances it made are remembered in a checkpoint
+// (Deps::checkpoint, written atomically before the pod is told) and, at start, also taken from
+// live pods' assigned-containers; a periodic pod sweep destroys them once their pod is gone or
+// has ended, also when the pod went while the plugin was down. Only recorded ids are
+// destroyed, and only while efsmi still lists them with the recorded UUID. The node annotations
+// HAMi parses are written at start, after every instance made or destroyed, and when re-discovery
+// sees another picture.
 
 #include "hami.hpp"
 #include "plugin.hpp"
@@ -36,6 +39,8 @@ struct Deps {
                                                               const inject::device::DrsProfile&)>
         create;
     std::function<inject::Result<void>(std::uint32_t, std::uint32_t)> destroy;
+    /// The instances' checkpoint (hami::checkpoint_text); empty: in memory only.
+    std::string checkpoint;
 };
 
 class Mode {
@@ -61,10 +66,6 @@ public:
     void sweep(bool rediscover);
 
 private:
-    struct Own {
-        std::string uid, ns, pod;
-        std::uint32_t card = 0, instance_id = 0;
-    };
     explicit Mode(Deps d) : d_(std::move(d)) {}
     inject::Result<Json> pods_on_node();
     inject::Result<v1beta1::ContainerAllocateResponse> one_card_container(const Inventory& cards,
@@ -77,10 +78,12 @@ private:
     void report(const std::string& ns, const std::string& name, const std::string& uid,
                 const std::string& why, bool card_protocol);
     void publish(const inject::device::Host& host);
+    inject::Result<void> save();
+    void load_checkpoint();
 
     Deps d_;
     std::mutex mu_;  ///< one Allocate or sweep at a time
-    std::vector<Own> own_;
+    std::vector<Recorded> own_;
     std::string published_;  ///< the last node annotations written
 };
 

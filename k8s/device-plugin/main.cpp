@@ -68,12 +68,14 @@ int main(int argc, char** argv) try {
         ->envname("HEALTH_INTERVAL")->capture_default_str();
     app.add_flag("--disable-health-checks", no_health,
                  "no health checks: every card stays Healthy (also DP_DISABLE_HEALTHCHECKS=all)");
-    app.add_option("--scheduler", o.scheduler,
-                   "who picks the card: empty (kubelet) or hami (HAMi's scheduler: its pod "
-                   "annotations decide; "
-                   "resources enflame.com/gcu and enflame.com/drs-gcu)")
-        ->envname("SCHEDULER")
-        ->check(CLI::IsMember({"", "hami"}));
+    std::string scheduler;
+    auto* scheduler_opt =
+        app.add_option("--scheduler", scheduler,
+                       "who picks the card: empty (kubelet) or hami (HAMi's scheduler: its pod "
+                       "annotations decide; resources enflame.com/gcu and enflame.com/drs-gcu); "
+                       "default: the plugin config's flags.scheduler, else empty")
+            ->envname("SCHEDULER")
+            ->check(CLI::IsMember({"", "hami"}));
     o.node_name = std::getenv("NODE_NAME") ? std::getenv("NODE_NAME") : "";
     app.add_option("--node-name", o.node_name, "HAMi mode: this node's name (default: $NODE_NAME)");
     app.add_option("--kubeconfig", o.kubeconfig,
@@ -100,6 +102,8 @@ int main(int argc, char** argv) try {
     if (!env_off) return fail(env_off.error());
     o.health_checks = !no_health && !*env_off;
     o.drs = !no_drs;
+    // flag > env > config: CLI11 counts a value from SCHEDULER as given.
+    if (scheduler_opt->count() > 0) o.scheduler = scheduler;
     return edp::run(std::move(o));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";

@@ -214,3 +214,61 @@ TEST(HamiResources, WholeCardsAndOneSliceIdPerSlice) {
 }
 
 }  // namespace
+
+namespace {
+
+// The instances' checkpoint: what it writes reads back; garbage is one error naming the file
+// and the entry (the plugin then keeps going on the pods' annotations).
+TEST(HamiCheckpoint, RoundTripAndGarbage) {
+    const std::vector<edp::hami::Recorded> rs{{"uid-a", "default", "a", 1, 0, "DRS-1111"},
+                                              {"uid-b", "ns2", "b", 3, 2, ""}};
+    const auto text = edp::hami::checkpoint_text(rs);
+    auto back = edp::hami::parse_checkpoint(text, "cp.json");
+    ASSERT_TRUE(back) << back.error().what();
+    ASSERT_EQ(back->size(), 2u);
+    EXPECT_EQ((*back)[0].uid, "uid-a");
+    EXPECT_EQ((*back)[0].uuid, "DRS-1111");
+    EXPECT_EQ((*back)[1].ns, "ns2");
+    EXPECT_EQ((*back)[1].card, 3u);
+    EXPECT_EQ((*back)[1].instance_id, 2u);
+    EXPECT_EQ(edp::hami::checkpoint_text(*back), text);
+    EXPECT_TRUE(edp::hami::parse_checkpoint(R"({"version":1,"instances":[]})", "cp.json"));
+    const std::pair<const char*, const char*> bad[] = {
+        {"", "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
+        {R"({"version":2,"instances":[]})",
+         "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
+        {R"({"version":1,"instances":[{"podUID":"u","card":-1,"instance":0}]})",
+         "cp.json: instances[0]: want podUID, card and instance"},
+        {R"({"version":1,"instances":[{"podUID":"u","card":0,"instance":0},{"card":0,"instance":1}]})",
+         "cp.json: instances[1]: want podUID, card and instance"},
+    };
+    for (const auto& [text, want] : bad) {
+        auto r = edp::hami::parse_checkpoint(text, "cp.json");
+        ASSERT_FALSE(r) << text;
+        EXPECT_EQ(r.error().what(), std::string(want)) << text;
+    }
+}
+
+// Only an instance efsmi still lists as recorded is destroyed: the same id on the same card
+// with another UUID is someone else's now.
+TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
+    inject::device::Host h;
+    inject::device::Device d;
+    d.index = 1;
+    d.drs_instances = {{1, 0, "1g.11gb", "1111"}, {1, 1, "1g.11gb", "2222"}};
+    h.devices.push_back(d);
+    const struct {
+        const char* name;
+        edp::hami::Recorded r;
+        bool want;
+    } cases[] = {
+        {"SameIdAndUuid", {"u", "", "", 1, 0, "DRS-1111"}, true},
+        {"NoUuidRecorded", {"u", "", "", 1, 1, ""}, true},
+        {"IdReusedByAnother", {"u", "", "", 1, 1, "DRS-1111"}, false},
+        {"IdGone", {"u", "", "", 1, 5, ""}, false},
+        {"CardGone", {"u", "", "", 2, 0, ""}, false},
+    };
+    for (const auto& c : cases) EXPECT_EQ(edp::hami::still_there(h, c.r), c.want) << c.name;
+}
+
+}  // namespace

@@ -54,11 +54,31 @@ TEST(PluginConfig, Bad) {
         {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n      rename: kubernetes.io/x\n",
          "p.yaml: line 7: sharing.timeSlicing.resources[0].rename: resource name 'kubernetes.io/x': the kubernetes.io and k8s.io domains are reserved"},
         {"version: [v1\n", "p.yaml: line 2: end of sequence flow not found"},
+        {"version: v1\nflags:\n  scheduler: volcano\n", "p.yaml: line 3: flags.scheduler: want hami or \"\", got 'volcano'"},
+        {"version: v1\nflags:\n  schedular: hami\n", "p.yaml: line 3: flags.schedular: unknown key"},
+        {"version: v1\nflags: hami\n", "p.yaml: line 2: flags: want a mapping"},
     };
     for (const auto& [yaml, want] : cases) {
         auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
         ASSERT_FALSE(r) << yaml;
         EXPECT_EQ(r.error().what(), want);
+    }
+}
+
+// flags.scheduler: unset when the file has no such key, so --scheduler / SCHEDULER decide.
+TEST(PluginConfig, Scheduler) {
+    const std::pair<const char*, std::optional<std::string>> cases[] = {
+        {"", std::nullopt},
+        {"version: v1\n", std::nullopt},
+        {"version: v1\nflags: {}\n", std::nullopt},
+        {"version: v1\nflags:\n  scheduler: hami\n", "hami"},
+        {"version: v1\nflags:\n  scheduler: \"\"\n", ""},
+        {"version: v1\nflags:\n  scheduler:\n", ""},
+    };
+    for (const auto& [yaml, want] : cases) {
+        auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
+        ASSERT_TRUE(r) << yaml << ": " << r.error().what();
+        EXPECT_EQ(r->scheduler, want) << yaml;
     }
 }
 

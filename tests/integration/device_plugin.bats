@@ -471,6 +471,25 @@ sharing_config() {
   [ "$output" = "error: --plugin-config: opening $SCRATCH/absent.yaml: No such file or directory" ]
 }
 
+@test "scheduler: --scheduler over SCHEDULER over the plugin config's flags.scheduler" {
+  local hami_err="error: --scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from the pod's spec.nodeName)"
+  printf 'version: v1\nflags:\n  scheduler: hami\n' > "$SCRATCH/hami.yaml"
+  printf 'version: v1\nflags:\n  scheduler: ""\n' > "$SCRATCH/none.yaml"
+  # The config alone asks for HAMi mode (whose missing node name stops the plugin at once).
+  NODE_NAME= run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/hami.yaml"
+  [ "$output" = "$hami_err" ]
+  NODE_NAME= SCHEDULER=hami run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/none.yaml"
+  [ "$output" = "$hami_err" ]
+  [ ! -e "$SOCK" ]
+  printf 'version: v1\nflags:\n  scheduler: volcano\n' > "$SCRATCH/bad.yaml"
+  run -1 timeout 20 "$DP" --kubelet-dir "$KDIR" --plugin-config "$SCRATCH/bad.yaml"
+  [ "$output" = "error: $SCRATCH/bad.yaml: line 3: flags.scheduler: want hami or \"\", got 'volcano'" ]
+  # The flag wins over the env and the config: kubelet's choice, one resource, as without HAMi.
+  NODE_NAME= SCHEDULER=hami registered --plugin-config "$SCRATCH/hami.yaml" --scheduler ""
+  run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
+  [ "$output" = enflame.com/gcu ]
+}
+
 # --- DRS instances ---
 
 D0=DRS-4c1e9a52-0000-4000-8000-000000000000

@@ -183,19 +183,6 @@ until_empty() {
   kc delete pod race-a race-b --wait > /dev/null
 }
 
-@test "hami: a decision naming a card the node does not have: the pod fails saying why, an event, no instance left" {
-  hami_pod gone enflame.com/drs-gcu 1
-  sched drs default gone "$NODE_NAME" 7 7 0 1g.11gb
-  wait_phase gone Failed
-  run annotation gone enflame.com/gcu-allocate-error
-  echo "$output"
-  [[ $output == *"card 7 that HAMi chose is not on this node"* ]]
-  run kc get events --field-selector involvedObject.name=gone,reason=EnflameAllocateFailed -o jsonpath='{.items[*].message}'
-  [[ $output == *"card 7"* ]]
-  [ -z "$(instances)" ]
-  kc delete pod gone --wait > /dev/null
-}
-
 @test "hami: the plugin restarted between HAMi's decision and the bind: the pod gets its card and slice; a running pod's instance is still destroyed" {
   hami_pod before enflame.com/drs-gcu 1
   sched drs default before "$NODE_NAME" 0 0 0 1g.11gb
@@ -221,6 +208,29 @@ until_empty() {
   until_empty instances
 }
 
+@test "hami: a pod deleted while the plugin is down: its DRS instance is destroyed once the plugin is back" {
+  [ -z "$(instances)" ]
+  hami_pod orphan enflame.com/drs-gcu 1
+  sched drs default orphan "$NODE_NAME" 2 2 0 1g.11gb
+  wait_phase orphan Running
+  run instances
+  [ "${#lines[@]}" -eq 1 ]
+  # the plugin down: its DaemonSet selects no node for a while
+  kc -n "$NS" patch ds enflame-device-plugin --type=merge \
+    -p '{"spec":{"template":{"spec":{"nodeSelector":{"enflame-test/plugin-off":"true"}}}}}' > /dev/null
+  until_empty kc -n "$NS" get pods -l app.kubernetes.io/name=enflame-device-plugin -o name
+  kc delete pod orphan --wait > /dev/null
+  run instances
+  [ "${#lines[@]}" -eq 1 ]   # nobody destroyed it meanwhile
+  kc -n "$NS" patch ds enflame-device-plugin --type=json \
+    -p '[{"op":"remove","path":"/spec/template/spec/nodeSelector/enflame-test~1plugin-off"}]' > /dev/null
+  ds_ready
+  # no live pod names the instance any more: only the plugin's checkpoint remembers it
+  until_empty instances
+  run kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=-1
+  [[ $output == *"pod default/orphan is gone: destroyed its DRS instance"* ]]
+}
+
 @test "hami: a pod HAMi did not schedule asking enflame.com/gcu is served as without HAMi" {
   kc apply -f - > /dev/null <<'YAML'
 apiVersion: v1
@@ -239,4 +249,21 @@ YAML
   echo "$output"
   [ "${#lines[@]}" -eq 1 ]
   kc delete pod plain --wait > /dev/null
+}
+
+# Last: the host keeps one card fewer until teardown_file.
+@test "hami: a decision naming a card removed at run time: the pod fails saying why, an event, no instance left" {
+  [ -z "$(instances)" ]
+  # HAMi chose card 3 from the node's annotations; then the card went (a hot unplug)
+  "$SIM_HOST" unplug --root "$HM/host" --card 3
+  hami_pod gone enflame.com/drs-gcu 1
+  sched drs default gone "$NODE_NAME" 3 3 0 1g.11gb
+  wait_phase gone Failed
+  run annotation gone enflame.com/gcu-allocate-error
+  echo "$output"
+  [[ $output == *"card 3 that HAMi chose is not on this node"* ]]
+  run kc get events --field-selector involvedObject.name=gone,reason=EnflameAllocateFailed -o jsonpath='{.items[*].message}'
+  [[ $output == *"card 3"* ]]
+  [ -z "$(instances)" ]
+  kc delete pod gone --wait > /dev/null
 }

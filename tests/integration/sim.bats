@@ -476,6 +476,22 @@ print(ev.event_id, ev.event_type, ev.event_msg.decode())'
   [ "$output" = "1 20 EID 42" ]
 }
 
+@test "unplug: a card taken out while running is gone from efsmi, libefml, /dev and sysfs" {
+  sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
+  "$SIM_HOST" unplug --root "$SCRATCH/root" --card 1
+  run bash -c "'$SCRATCH/root/usr/local/efsmi/efsmi-$VER/efsmi' -q --json-format | jq '.devices | length'"
+  [ "$status" -eq 0 ]
+  [ "$output" = 1 ]
+  run efml 'n = c_uint32(); print(L.EfmlInit(False), L.EfmlGetDevCount(byref(n)), n.value)'
+  [ "$output" = "0 0 1" ]
+  [ -c "$SCRATCH/root/dev/gcu0" ]
+  [ ! -e "$SCRATCH/root/dev/gcu1" ]
+  [ "$(ls "$SCRATCH/root/sys/bus/pci/devices" | wc -l)" -eq 1 ]
+  run "$SIM_HOST" unplug --root "$SCRATCH/root" --card 1
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: --card 1: the host has 1 cards" ]
+}
+
 @test "libefml exports only the libefml ABI (efml.h names)" {
   sim_host "$EXAMPLES/s60-2dev.yaml" "$SCRATCH/root"
   run bash -c "nm -D --defined-only '$(efml_in "$SCRATCH/root")' | awk '{print \$3}' | LC_ALL=C sort | tr '\n' ' '"

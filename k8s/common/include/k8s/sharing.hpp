@@ -13,6 +13,8 @@
 //       - name: enflame.com/gcu
 //         replicas: 4               # each card advertised as <id>::0 .. <id>::3
 //         rename: enflame.com/gcu-4  # optional, wins over renameByDefault
+//   flags:
+//     scheduler: hami               # who picks the card ("" = kubelet); --scheduler wins
 //
 // Every key is checked: an unknown one, a wrong type or a bad value is one error naming the
 // file, the line and the key path.
@@ -20,6 +22,7 @@
 #include "inject/result.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +32,9 @@ namespace k8s {
 struct Sharing {
     std::uint32_t replicas = 1;  ///< 1 = no sharing
     std::string resource_name;   ///< the name to advertise (the flag's, or the renamed one)
+    /// `flags.scheduler`: "" (kubelet picks the card) or "hami"; unset when the file has none,
+    /// so the plugin's --scheduler / SCHEDULER, when given, win over it (flag > env > config).
+    std::optional<std::string> scheduler;
 };
 
 /// The most replicas of one card we advertise.
