@@ -143,7 +143,8 @@ void Informer::run() {
                 inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
             std::this_thread::sleep_for(
                 rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(300000) : backoff);
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+            // at most 5 s: after an API server restart every watch is back within that
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             continue;
         }
         backoff = std::chrono::milliseconds(500);

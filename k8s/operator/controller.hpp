@@ -120,8 +120,8 @@ private:
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
     std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"
-    std::unique_ptr<Informer> nodes_;  ///< every Node (labels, cordons)
-    std::unique_ptr<Informer> pods_;   ///< the rolled DaemonSets' pods
+    std::unique_ptr<Informer> nodes_;                         ///< every Node (labels, cordons)
+    std::unique_ptr<Informer> pods_;                          ///< the rolled DaemonSets' pods
     /// uids of pods the roll deleted, until the cache shows them terminating or gone
     /// (client-go's "expectations": no second node started on a stale cache)
     std::set<std::string> deleting_;

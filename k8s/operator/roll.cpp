@@ -148,8 +148,8 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
         Node n;
         n.name = name;
         const auto it = nodes.find(name);
-        n.cordoned = it != nodes.end() && it->second.value("spec", Json::object())
-                                              .value("unschedulable", false);
+        n.cordoned = it != nodes.end() &&
+                     it->second.value("spec", Json::object()).value("unschedulable", false);
         bool old = false, plugins_pending = false;
         n.toolkit_done = !want.count(kToolkitDs) || state(name, kToolkitDs) == PodState::Ready;
         for (const auto& [ds, _] : want) {
@@ -184,9 +184,8 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
     }
 
     // Nodes half done (toolkit new, plugins old) go first, then the others by name.
-    std::stable_sort(list.begin(), list.end(), [](const Node& a, const Node& b) {
-        return a.toolkit_done > b.toolkit_done;
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Node& a, const Node& b) { return a.toolkit_done > b.toolkit_done; });
     int budget = max - unavailable;
     for (auto& n : list) {
         if (n.cordoned) continue;

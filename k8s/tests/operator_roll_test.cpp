@@ -24,11 +24,11 @@ Json node(const std::string& name, bool nfd, bool ours = false, bool present = f
 
 TEST(OperatorNodeLabels, SetWhereNfdFoundTheCardRemoveOnlyOurs) {
     const std::vector<Json> nodes = {
-        node("fresh", true),                       // NFD saw 1e36: label it
-        node("done", true, true, true),            // labelled by us already: nothing
-        node("gone", false, true, true),           // ours, card gone: remove
-        node("admin", false, false, true),         // the administrator's label: never touched
-        node("cpu", false)};                       // nothing to do
+        node("fresh", true),                // NFD saw 1e36: label it
+        node("done", true, true, true),     // labelled by us already: nothing
+        node("gone", false, true, true),    // ours, card gone: remove
+        node("admin", false, false, true),  // the administrator's label: never touched
+        node("cpu", false)};                // nothing to do
     const auto plan = op::plan_node_labels(nodes, true);
     EXPECT_EQ(plan, (std::map<std::string, bool>{{"fresh", true}, {"gone", false}}));
     // the CR gone: every label we set goes, the administrator's stays
@@ -86,17 +86,17 @@ TEST(OperatorRoll, ToolkitAndPluginsAreOnDeleteWithHashes) {
 const std::map<std::string, std::string> kWant = {{"enflame-toolkit-installer", "T2"},
                                                   {"enflame-device-plugin", "P2"}};
 
-Json pod(const std::string& ds, const std::string& node, const std::string& hash,
-         bool ready = true, bool terminating = false) {
-    Json p = {{"metadata",
-               {{"name", ds + "-" + node},
-                {"namespace", "enflame-system"},
-                {"uid", ds + "@" + node},
-                {"labels", {{"app.kubernetes.io/name", ds}}},
-                {"annotations", {{op::kTemplateHash, hash}}}}},
-              {"spec", {{"nodeName", node}}},
-              {"status",
-               {{"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+Json pod(const std::string& ds, const std::string& node, const std::string& hash, bool ready = true,
+         bool terminating = false) {
+    Json p = {
+        {"metadata",
+         {{"name", ds + "-" + node},
+          {"namespace", "enflame-system"},
+          {"uid", ds + "@" + node},
+          {"labels", {{"app.kubernetes.io/name", ds}}},
+          {"annotations", {{op::kTemplateHash, hash}}}}},
+        {"spec", {{"nodeName", node}}},
+        {"status", {{"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
     if (terminating) p["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z";
     return p;
 }
@@ -119,27 +119,31 @@ std::map<std::string, Json> nodes_of(std::initializer_list<Json> l) {
 TEST(OperatorRoll, OneNodeToolkitFirstThenPluginOnceToolkitReady) {
     const auto nodes = nodes_of({node("a", true)});
     // both old: only the toolkit pod goes
-    auto p = op::plan_roll(kWant, {pod("enflame-toolkit-installer", "a", "T1"),
-                                   pod("enflame-device-plugin", "a", "P1")},
-                           nodes, 1, {});
+    auto p = op::plan_roll(
+        kWant,
+        {pod("enflame-toolkit-installer", "a", "T1"), pod("enflame-device-plugin", "a", "P1")},
+        nodes, 1, {});
     EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-a"});
     EXPECT_EQ(state(p, "a"), "toolkit");
     // the new toolkit pod not Ready yet: the plugin waits
-    p = op::plan_roll(kWant, {pod("enflame-toolkit-installer", "a", "T2", false),
-                              pod("enflame-device-plugin", "a", "P1")},
+    p = op::plan_roll(kWant,
+                      {pod("enflame-toolkit-installer", "a", "T2", false),
+                       pod("enflame-device-plugin", "a", "P1")},
                       nodes, 1, {});
     EXPECT_TRUE(p.delete_pods.empty());
     EXPECT_EQ(state(p, "a"), "toolkit");
     // Ready at the new version: now the plugin
-    p = op::plan_roll(kWant, {pod("enflame-toolkit-installer", "a", "T2"),
-                              pod("enflame-device-plugin", "a", "P1")},
-                      nodes, 1, {});
+    p = op::plan_roll(
+        kWant,
+        {pod("enflame-toolkit-installer", "a", "T2"), pod("enflame-device-plugin", "a", "P1")},
+        nodes, 1, {});
     EXPECT_EQ(names(p), std::vector<std::string>{"enflame-device-plugin-a"});
     EXPECT_EQ(state(p, "a"), "plugins");
     // all new and Ready
-    p = op::plan_roll(kWant, {pod("enflame-toolkit-installer", "a", "T2"),
-                              pod("enflame-device-plugin", "a", "P2")},
-                      nodes, 1, {});
+    p = op::plan_roll(
+        kWant,
+        {pod("enflame-toolkit-installer", "a", "T2"), pod("enflame-device-plugin", "a", "P2")},
+        nodes, 1, {});
     EXPECT_TRUE(p.delete_pods.empty());
     EXPECT_EQ(state(p, "a"), "upToDate");
     EXPECT_EQ(p.updated, 1);
@@ -178,8 +182,7 @@ TEST(OperatorRoll, HalfDoneNodeFinishesBeforeTheNextStarts) {
 }
 
 TEST(OperatorRoll, CordonedNodeSkippedAndReported) {
-    const auto nodes =
-        nodes_of({node("a", true, false, false, true), node("b", true)});
+    const auto nodes = nodes_of({node("a", true, false, false, true), node("b", true)});
     const auto p = op::plan_roll(kWant, old_pods({"a", "b"}), nodes, 1, {});
     EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-b"});
     EXPECT_EQ(state(p, "a"), "cordoned");
