@@ -310,6 +310,7 @@ live_pod() {
 # node_state: the node's entry in status.upgrade.nodes.
 node_state() { kc get gr enflame -o json | jq -r --arg n "$NODE_NAME" '.status.upgrade.nodes[] | select(.name == $n) | .state'; }
 state_is() { [ "$(node_state)" = "$1" ]; }
+uid_of() { local p; p=$(live_pod "$1") && echo "${p%% *}"; }
 uid_changed() { local p; p=$(live_pod "$1") && [ "${p%% *}" != "$2" ]; }
 toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p == *" true "*":0.1.1 "* ]]; }
 
@@ -330,12 +331,12 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
   run -0 kc -n "$NS" get ds enflame-toolkit-installer -o jsonpath='{.spec.template.spec.containers[0].image}'
   [[ $output == *:0.1.1 ]]
   run -1 wait_for 5 uid_changed enflame-toolkit-installer "${tk%% *}"
-  [ "$(live_pod enflame-toolkit-installer)" = "$tk" ]
-  [ "$(live_pod enflame-device-plugin)" = "$dp" ]
+  [ "$(uid_of enflame-toolkit-installer)" = "${tk%% *}" ]
+  [ "$(uid_of enflame-device-plugin)" = "${dp%% *}" ]
   # uncordoned: the toolkit pod is replaced while the plugin pod is still the old one
   kc uncordon "$NODE_NAME" > /dev/null
   run -0 wait_for 90 uid_changed enflame-toolkit-installer "${tk%% *}"
-  [ "$(live_pod enflame-device-plugin)" = "$dp" ]
+  [ "$(uid_of enflame-device-plugin)" = "${dp%% *}" ]
   run -0 wait_for 120 toolkit_new_ready
   echo "# new toolkit pod Ready after $output ms" >&3
   run -0 wait_for 60 uid_changed enflame-device-plugin "${dp%% *}"
