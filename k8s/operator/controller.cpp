@@ -143,7 +143,8 @@ void Informer::run() {
                 inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
             std::this_thread::sleep_for(
                 rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(300000) : backoff);
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+            // at most 5 s: after an API server restart every watch is back within that
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             continue;
         }
         backoff = std::chrono::milliseconds(500);
@@ -347,11 +348,23 @@ inject::Result<void> Controller::run() {
             client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
             std::string(kManagedBy) + "=" + kManagerName, [this](const Json&) { enqueue_all(); });
     }
+    // Nodes (NFD's labels, cordons) and the rolled DaemonSets' pods, in their namespace.
+    nodes_ = std::make_unique<Informer>(client_, "/api/v1/nodes", "v1", "Node", "",
+                                        [this](const Json&) { enqueue_all(); });
+    std::string pods_ns = "enflame-system";
+    for (const auto& ob : objs)
+        if (rolled(ob.obj)) pods_ns = str(ob.obj["metadata"], "namespace");
+    pods_ = std::make_unique<Informer>(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
+                                       "Pod", std::string(kManagedBy) + "=" + kManagerName,
+                                       [this](const Json&) { enqueue_all(); });
     std::vector<std::thread> threads;
     threads.emplace_back([this] { crs_->run(); });
+    threads.emplace_back([this] { nodes_->run(); });
+    threads.emplace_back([this] { pods_->run(); });
     for (auto& [_, inf] : owned_) threads.emplace_back([p = inf.get()] { p->run(); });
     for (auto& t : threads) t.detach();
-    while (!crs_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!crs_->synced() || !nodes_->synced() || !pods_->synced())
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     inject::log::info("watching GpuResources and {} kinds it applies; reconciling", owned_.size());
     enqueue_all();
     for (;;) {
@@ -504,6 +517,8 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
         }
         if (waiting) return inject::ok();  // the DaemonSet's watch events bring us back
     }
+    // then the node labels it set (the garbage collector cannot)
+    INJECT_TRY_VOID(label_nodes(false, writes));
     Json fins = Json::array();
     for (const auto& f : cr["metadata"].value("finalizers", Json::array()))
         if (f != kFinalizer) fins.push_back(f);
@@ -513,9 +528,59 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
     (void)r;
     ++writes;
     inject::log::info(
-        "GpuResource {}: plugins and toolkit removed; the garbage collector removes the rest",
+        "GpuResource {}: plugins, toolkit and node labels removed; the garbage collector removes "
+        "the rest",
         str(cr["metadata"], "name"));
     return inject::ok();
+}
+
+inject::Result<void> Controller::label_nodes(bool active, int& writes) {
+    for (const auto& [node, set] : plan_node_labels(nodes_->items(), active)) {
+        INJECT_TRY(Json r, client_.apply("/api/v1/nodes/" + node, node_label_body(node, set),
+                                         kNodeLabelManager));
+        (void)r;
+        ++writes;
+        inject::log::info("node {}: {} {}", node, set ? "labelled" : "removed the label",
+                          std::string(kGpuPresent) + (set ? "=true (NFD: PCI vendor 1e36)" : ""));
+    }
+    return inject::ok();
+}
+
+inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object>& objs,
+                                      int& writes) {
+    // Only once every rolled DaemonSet in the cache carries its new template: the DaemonSet's
+    // own watch event brings us back when it does.
+    std::map<std::string, std::string> want;
+    for (const auto& o : objs) {
+        if (!rolled(o.obj)) continue;
+        const auto l = live(o.obj);
+        if (!l || !contains(*l, o.obj)) return Json{{"message", "DaemonSets being applied"}};
+        want[str(o.obj["metadata"], "name")] =
+            str(o.obj["spec"]["template"]["metadata"]["annotations"], kTemplateHash);
+    }
+    const auto pods = pods_->items();
+    std::set<std::string> seen;
+    for (const auto& p : pods)
+        if (!p["metadata"].contains("deletionTimestamp")) seen.insert(str(p["metadata"], "uid"));
+    std::erase_if(deleting_, [&](const std::string& uid) { return !seen.count(uid); });
+    std::map<std::string, Json> nodes;
+    for (const auto& n : nodes_->items()) nodes[str(n["metadata"], "name")] = n;
+    const Json ds = spec.value("daemonsets", Json::object());
+    const RollPlan plan =
+        plan_roll(want, pods, nodes, ds.contains("maxUnavailable") ? ds["maxUnavailable"] : Json(1),
+                  deleting_);
+    for (const auto& p : plan.delete_pods) {
+        INJECT_TRY_VOID(client_.remove(path_of(p)));
+        ++writes;
+        deleting_.insert(str(p["metadata"], "uid"));
+        inject::log::info("upgrade: node {}: deleted pod {} (DaemonSet {})",
+                          str(p["spec"], "nodeName"), str(p["metadata"], "name"),
+                          str(p["metadata"]["labels"], "app.kubernetes.io/name"));
+    }
+    return Json{{"nodes", plan.nodes},
+                {"updatedNodes", plan.updated},
+                {"totalNodes", plan.total},
+                {"cordonedNodes", plan.cordoned}};
 }
 
 inject::Result<void> Controller::reconcile(const std::string& name) {
@@ -567,6 +632,8 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
         str(spec["draDriver"], "apiVersion") != "auto")
         dra = str(spec["draDriver"], "apiVersion");
     INJECT_TRY(auto objs, render(o_.manifests, spec, dra));
+    prepare_roll(objs);
+    INJECT_TRY_VOID(label_nodes(true, writes));
     std::string error;
     std::set<std::string> want;
     const std::string uid = str(cr["metadata"], "uid");
@@ -593,7 +660,13 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
             ++writes;
             inject::log::info("removed {}: its component is off", key_of(l));
         }
-    INJECT_TRY_VOID(write_status(cr, stack_status(cr, objs, error), writes));
+    Json status = stack_status(cr, objs, error);
+    INJECT_TRY(status["upgrade"], roll(spec, objs, writes));
+    int gcu_nodes = 0;
+    for (const auto& n : nodes_->items())
+        gcu_nodes += str(n["metadata"].value("labels", Json::object()), kGpuPresent) == "true";
+    status["clusterGCUNodes"] = gcu_nodes;
+    INJECT_TRY_VOID(write_status(cr, std::move(status), writes));
     finish("active");
     if (!error.empty()) return inject::fail(Errc::Io, error);
     return inject::ok();

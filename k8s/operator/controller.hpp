@@ -22,6 +22,7 @@
 
 #include "k8s/apiserver.hpp"
 #include "render.hpp"
+#include "roll.hpp"
 
 namespace op {
 
@@ -104,6 +105,11 @@ private:
     [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, int& writes);
     [[nodiscard]] std::optional<Json> live(const Json& obj) const;
     [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, int& writes);
+    /// Node labels from NFD's (`active` false: remove the ones the operator set).
+    [[nodiscard]] inject::Result<void> label_nodes(bool active, int& writes);
+    /// One step of the ordered roll of the toolkit and the plugins; returns status.upgrade.
+    [[nodiscard]] inject::Result<Json> roll(const Json& spec, const std::vector<Object>& objs,
+                                            int& writes);
     [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
                                     const std::string& error) const;
     void enqueue_all();
@@ -114,6 +120,11 @@ private:
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
     std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"
+    std::unique_ptr<Informer> nodes_;                         ///< every Node (labels, cordons)
+    std::unique_ptr<Informer> pods_;                          ///< the rolled DaemonSets' pods
+    /// uids of pods the roll deleted, until the cache shows them terminating or gone
+    /// (client-go's "expectations": no second node started on a stale cache)
+    std::set<std::string> deleting_;
 };
 
 }  // namespace op

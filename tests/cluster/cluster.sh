@@ -7,6 +7,7 @@
 #   cluster.sh namespace DIR NAME...     namespaces pods can run in (with this fork's ConfigMap)
 #   cluster.sh restart-kubelet DIR       stop kubelet and start it again, wait until Ready
 #   cluster.sh restart-containerd DIR    SIGTERM containerd; its supervisor starts it again
+#   cluster.sh restart-apiserver DIR     stop kube-apiserver and start it again, wait until ready
 #
 # etcd and the control plane run on the host, bound to 127.0.0.1 only. containerd 1.7 (under a
 # supervisor that restarts it, as systemd's Restart=always) and kubelet run in a private mount
@@ -38,7 +39,7 @@ garbage-collector-controller,namespace-controller,resourceclaim-controller
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 usage() {
-  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
+  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd|restart-apiserver DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
   exit 2
 }
 
@@ -842,6 +843,15 @@ cmd_restart_kubelet() {
   wait_ready kubelet 60 heartbeat_since "$t"
 }
 
+# Every client's watch on it breaks; etcd keeps the state, so what reconnects resumes.
+cmd_restart_apiserver() {
+  load_state
+  ours kube-apiserver >/dev/null || { echo "cluster: the API server in '$D' is not running" >&2; exit 1; }
+  stop kube-apiserver
+  relaunch kube-apiserver
+  wait_ready kube-apiserver 45 apiserver_ready
+}
+
 cmd_restart_containerd() {
   load_state
   NS_PID=$(ours namespace) || { echo "cluster: the cluster in '$D' is not running" >&2; exit 1; }
@@ -885,5 +895,6 @@ case $cmd in
   namespace) [ $# -ge 1 ] || usage; cmd_namespace "$@" ;;
   restart-kubelet) [ $# -eq 0 ] || usage; cmd_restart_kubelet ;;
   restart-containerd) [ $# -eq 0 ] || usage; cmd_restart_containerd ;;
+  restart-apiserver) [ $# -eq 0 ] || usage; cmd_restart_apiserver ;;
   *) usage ;;
 esac

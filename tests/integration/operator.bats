@@ -24,7 +24,7 @@ setup_file() {
   [ "$rc" -eq 0 ] || { tail -n 1 "$OP/up.log" >&2; return 1; }
   # shellcheck disable=SC1091
   . "$OP/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG
+  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG CTR
   # the simulated host: four cards
   "$SIM_HOST" example --cards 4 > "$OP/desc.yaml"
   "$SIM_HOST" build --desc "$OP/desc.yaml" --root "$OP/host" > /dev/null
@@ -35,8 +35,9 @@ setup_file() {
   # this fork's ServiceAccount admission needs a ConfigMap in every namespace with pods: the
   # harness makes both namespaces first (the operator then takes enflame-system over)
   "$TOP/tests/cluster/cluster.sh" namespace "$OP/cluster" "$ONS" "$NS" > /dev/null
-  # what NFD and the labeler would say about this node
-  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
+  # what NFD says about a node with an Enflame card (PCI vendor 1e36); the operator itself
+  # puts enflame.com/gpu.present=true, which the stack's DaemonSets select, on such nodes
+  "$KUBECTL" label node "$NODE_NAME" feature.node.kubernetes.io/pci-1e36.present=true --overwrite > /dev/null
   operator_overlay "$OP/install"
 }
 
@@ -224,6 +225,12 @@ PY
   jq -e '[.status.components[].name] | sort == ["devicePlugin","exporter","featureDiscovery","toolkit"]' <<<"$output"
   run -0 kc get gr
   [[ ${lines[1]} =~ ^enflame\ +4/4\ +ready\  ]]
+  # the node NFD reported: labelled by the operator, which recorded that it did
+  run -0 kc get node "$NODE_NAME" -o json
+  jq -e '.metadata.labels["enflame.com/gpu.present"] == "true"' <<<"$output"
+  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == "enflame.com/gpu.present"' <<<"$output"
+  run -0 kc get gr enflame -o jsonpath='{.status.clusterGCUNodes}'
+  [ "$output" = 1 ]
   # every object the operator applied is owned by the CR
   run -0 kc -n "$NS" get ds,cm,sa,svc -l app.kubernetes.io/managed-by=enflame-gpu-operator -o json
   jq -e '(.items | length) >= 8' <<<"$output"
@@ -271,6 +278,7 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   sleep 2
   local pod; pod=$(leader)
   kc -n "$ONS" logs "$pod" > "$OP/before.log"
+  local uids; uids=$(pod_uids)
   # a metadata-only change: the CR's watch event makes the operator reconcile
   kc annotate gr enflame test.enflame.com/poke="$(date +%s%N)" --overwrite > /dev/null
   run -0 wait_for 10 new_reconcile "$pod" "$(wc -l < "$OP/before.log")"
@@ -278,11 +286,10 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   echo "$output"
   [[ $output == *"reconciled GpuResource enflame (active): 0 writes"* ]]
   run ! grep -E ' [1-9][0-9]* writes' <<<"$output"
+  # ... and restarted nothing
+  [ "$(pod_uids)" = "$uids" ]
   # the operator process of the leading pod
-  local pid
-  for p in $(pgrep -x enflame-gpu-ope); do
-    tr '\0' '\n' < "/proc/$p/environ" | grep -qx "POD_NAME=$pod" && pid=$p
-  done
+  local pid; pid=$(operator_pid "$pod")
   [ -n "$pid" ]
   local rss; rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
   local t0; t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
@@ -291,7 +298,123 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   echo "# leader RSS ${rss} kB; CPU over 10 s idle: $(( (t1 - t0) * 10 )) ms" >&3
   [ "$rss" -lt 32768 ]
 }
+pod_uids() { kc -n "$NS" get pods -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort; }
 new_reconcile() { kc -n "$ONS" logs "$1" | tail -n +$(( $2 + 1 )) | grep -q 'reconciled GpuResource enflame'; }
+
+# live_pod DS: "uid ready image created" of DaemonSet DS's pod that is not terminating.
+live_pod() {
+  kc -n "$NS" get pods -l app.kubernetes.io/name="$1" -o json |
+    jq -er '[.items[] | select(.metadata.deletionTimestamp == null)] | if length == 1 then .[0] else error("not one pod") end |
+      "\(.metadata.uid) \(any(.status.conditions[]?; .type == "Ready" and .status == "True")) \(.spec.containers[0].image) \(.metadata.creationTimestamp)"'
+}
+# node_state: the node's entry in status.upgrade.nodes.
+node_state() { kc get gr enflame -o json | jq -r --arg n "$NODE_NAME" '.status.upgrade.nodes[] | select(.name == $n) | .state'; }
+state_is() { [ "$(node_state)" = "$1" ]; }
+uid_of() { local p; p=$(live_pod "$1") && echo "${p%% *}"; }
+uid_changed() { local p; p=$(live_pod "$1") && [ "${p%% *}" != "$2" ]; }
+toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p == *" true "*":0.1.1 "* ]]; }
+
+@test "upgrade: spec.toolkit.version changed -> a cordoned node is skipped and reported; uncordoned: the toolkit first, the plugin once the toolkit is Ready" {
+  # the "new version": the imported image under a second tag
+  local src; src=$($CTR -n k8s.io images ls -q | grep -m1 'enflame-toolkit:0\.1\.0$')
+  [ -n "$src" ]
+  $CTR -n k8s.io images tag --force "$src" "${src%:0.1.0}:0.1.1" > /dev/null
+  local tk dp
+  tk=$(live_pod enflame-toolkit-installer); dp=$(live_pod enflame-device-plugin)
+  kc cordon "$NODE_NAME" > /dev/null
+  kc patch gr enflame --type=merge -p '{"spec":{"toolkit":{"version":"0.1.1"}}}' > /dev/null
+  run -0 wait_for 20 state_is cordoned
+  run -0 kc get gr enflame -o json
+  jq -e '.status.upgrade.cordonedNodes == 1' <<<"$output"
+  jq -e '.status.upgrade.nodes[0].message | test("cordoned")' <<<"$output"
+  # the DaemonSet has the new template, its pod stays (OnDelete): nothing touched for 5 s
+  run -0 kc -n "$NS" get ds enflame-toolkit-installer -o jsonpath='{.spec.template.spec.containers[0].image}'
+  [[ $output == *:0.1.1 ]]
+  run -1 wait_for 5 uid_changed enflame-toolkit-installer "${tk%% *}"
+  [ "$(uid_of enflame-toolkit-installer)" = "${tk%% *}" ]
+  [ "$(uid_of enflame-device-plugin)" = "${dp%% *}" ]
+  # uncordoned: the toolkit pod is replaced while the plugin pod is still the old one
+  kc uncordon "$NODE_NAME" > /dev/null
+  run -0 wait_for 90 uid_changed enflame-toolkit-installer "${tk%% *}"
+  [ "$(uid_of enflame-device-plugin)" = "${dp%% *}" ]
+  run -0 wait_for 120 toolkit_new_ready
+  echo "# new toolkit pod Ready after $output ms" >&3
+  run -0 wait_for 60 uid_changed enflame-device-plugin "${dp%% *}"
+  run -0 wait_for 120 state_is upToDate
+  # the plugin pod was created after the new toolkit pod became Ready
+  run -0 kc -n "$NS" get pods -o json
+  local ready created
+  ready=$(jq -r '.items[] | select(.metadata.labels["app.kubernetes.io/name"] == "enflame-toolkit-installer" and .metadata.deletionTimestamp == null) | .status.conditions[] | select(.type == "Ready") | .lastTransitionTime' <<<"$output")
+  created=$(jq -r '.items[] | select(.metadata.labels["app.kubernetes.io/name"] == "enflame-device-plugin" and .metadata.deletionTimestamp == null) | .metadata.creationTimestamp' <<<"$output")
+  echo "toolkit Ready $ready, plugin created $created"
+  [ -n "$ready" ]
+  [[ ! $created < $ready ]]
+  # in that order in the leader's log, too
+  run -0 kc -n "$ONS" logs "$(leader)"
+  local a b
+  a=$(grep -n 'upgrade: node .*DaemonSet enflame-toolkit-installer' <<<"$output" | tail -n 1 | cut -d: -f1)
+  b=$(grep -n 'upgrade: node .*DaemonSet enflame-device-plugin' <<<"$output" | tail -n 1 | cut -d: -f1)
+  [ -n "$a" ]
+  [ -n "$b" ]
+  [ "$a" -lt "$b" ]
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
+}
+
+# dup_free: every object the operator applied exists once (per kind and name), each DaemonSet
+# has one pod.
+dup_free() {
+  run -0 kc -n "$NS" get ds -o json
+  jq -e 'all(.items[]; .status.currentNumberScheduled == 1 and .status.numberMisscheduled == 0)' <<<"$output"
+  run -0 kc -n "$NS" get pods -o json
+  jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output"
+}
+
+@test "failover: the leader killed -> the other replica takes the Lease, puts back what drifted meanwhile, no duplicates" {
+  local old; old=$(leader)
+  [ -n "$old" ]
+  local pid; pid=$(operator_pid "$old")
+  [ -n "$pid" ]
+  local uid; uid=$(kc -n "$NS" get ds enflame-gcu-exporter -o jsonpath='{.metadata.uid}')
+  # the leader gone at once (its process, then its pod), then drift nobody repairs but a new leader
+  kill -KILL "$pid"
+  kc -n "$ONS" delete pod "$old" --grace-period=0 --force > /dev/null 2>&1
+  kc -n "$NS" delete ds enflame-gcu-exporter --wait=false > /dev/null
+  run -0 wait_for 60 leader_is_not "$old"
+  echo "# Lease taken over after $output ms" >&3
+  run -0 wait_for 30 ds_is_new enflame-gcu-exporter "$uid"
+  run -0 kc -n "$ONS" logs "$(leader)"
+  [[ $output == *"applied DaemonSet/enflame-system/enflame-gcu-exporter"* ]]
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
+  dup_free
+}
+# operator_pid POD: the pid of the operator process in pod POD.
+operator_pid() {
+  local p
+  for p in $(pgrep -x enflame-gpu-ope); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1" && echo "$p"
+  done
+}
+renew_time() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.renewTime}'; }
+leader_renews() { local a; a=$(renew_time) && sleep 2.5 && [ "$(renew_time)" != "$a" ]; }
+leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
+
+@test "failover: the API server restarted -> watches resume and drift is still repaired within 2 s" {
+  run "$TOP/tests/cluster/cluster.sh" restart-apiserver "$OP/cluster"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # the leader may have lost its Lease while the server was down (and exited, as client-go's
+  # OnStoppedLeading): wait for a leader that renews, then for the informers' next list (their
+  # backoff is at most 5 s)
+  run -0 wait_for 90 leader_renews
+  sleep 6
+  local uid; uid=$(kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.metadata.uid}')
+  kc -n "$NS" delete ds enflame-device-plugin --wait=false > /dev/null
+  run -0 wait_for 10 ds_is_new enflame-device-plugin "$uid"
+  echo "# after the API server's restart: DaemonSet back after $output ms" >&3
+  [ "$output" -lt 2000 ]
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
+  dup_free
+}
 
 @test "a second GpuResource is ignored, the first stays in effect" {
   cr second '  npd: {enabled: false}' | kc apply -f - > /dev/null
@@ -319,6 +442,11 @@ gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
   echo "$output"
   [ "$status" -eq 0 ]
   run -0 wait_for 120 gone_ns
+  # the label the operator set is gone with its record; NFD's stays
+  run -0 wait_for 10 no_gpu_label
+  run -0 kc get node "$NODE_NAME" -o json
+  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == null' <<<"$output"
+  jq -e '.metadata.labels["feature.node.kubernetes.io/pci-1e36.present"] == "true"' <<<"$output"
   nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.after"
   cmp "$OP/containerd.before" "$OP/containerd.after"
   # the toolkit folder and the CDI spec gone (/usr/local/enflame is the harness's mount point)
@@ -334,5 +462,8 @@ gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
   [ -n "$dp" ]
   [ -n "$inst" ]
   [ "$dp" -lt "$inst" ]
+}
+no_gpu_label() {
+  [ -z "$(kc get node "$NODE_NAME" -o jsonpath='{.metadata.labels.enflame\.com/gpu\.present}')" ]
 }
 gone_ns() { ! kc get ns "$NS" > /dev/null 2>&1; }
