@@ -185,7 +185,21 @@ status = {"type": "object", "description": "What the operator found, written by 
                                  "desired": {"type": "integer", "description": "Pods wanted."},
                                  "readyPods": {"type": "integer", "description": "Pods ready."},
                                  "updated": {"type": "integer", "description": "Pods at the current spec."},
-                                 "message": s("One line.")}}}}}
+                                 "message": s("One line.")}}},
+              "upgrade": {"type": "object", "description": "The node-by-node roll of the DaemonSets.",
+                          "properties": {
+                              "nodes": {"type": "array", "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["name"],
+                                        "description": "Per node running the stack: where its roll is.",
+                                        "items": {"type": "object", "required": ["name"], "properties": {
+                                            "name": s("The node."),
+                                            "state": s("upToDate, pending, toolkit, plugins or cordoned.",
+                                                       enum=["upToDate", "pending", "toolkit", "plugins", "cordoned"]),
+                                            "message": s("One line.")}}},
+                              "updatedNodes": {"type": "integer", "description": "Nodes at the current spec."},
+                              "totalNodes": {"type": "integer", "description": "Nodes running the stack."},
+                              "cordonedNodes": {"type": "integer",
+                                                "description": "Nodes the roll skips: cordoned by the administrator."}}}}}
 
 crd = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -98,7 +98,7 @@ cr() {
   run kc apply -f "$TOP/deployments/operator/crd.yaml"
   echo "$output"
   [ "$status" -eq 0 ]
-  run -0 kc wait --for=condition=Established crd/gpuresources.enflame.com --timeout=30s
+  run -0 kc wait --for=condition=Established crd/gpuresources.enflame.com --timeout=90s
   run -0 kc get crd gpuresources.enflame.com -o json
   jq -e '.spec.scope == "Cluster"' <<<"$output"
   jq -e '.spec.names.shortNames == ["gr"]' <<<"$output"
@@ -273,7 +273,8 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
 @test "budget: a reconcile of an unchanged cluster writes nothing; RSS and idle CPU of the leader" {
   # settled: the drift tests' rollouts over
   local ds
-  for ds in $(kc -n "$NS" get ds -o name); do kc -n "$NS" rollout status "$ds" --timeout=120s > /dev/null; done
+  # (rollout status refuses the OnDelete DaemonSets the roll uses: compare the counts instead)
+  run -0 wait_for 120 ds_settled
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=60s
   sleep 2
   local pod; pod=$(leader)
@@ -297,6 +298,11 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   local t1; t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   echo "# leader RSS ${rss} kB; CPU over 10 s idle: $(( (t1 - t0) * 10 )) ms" >&3
   [ "$rss" -lt 32768 ]
+}
+# ds_settled: every DaemonSet's controller has seen its spec and each scheduled pod is Ready.
+ds_settled() {
+  kc -n "$NS" get ds -o json | jq -e 'all(.items[]; .status.observedGeneration == .metadata.generation and
+    .status.numberReady == .status.desiredNumberScheduled)' > /dev/null
 }
 pod_uids() { kc -n "$NS" get pods -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort; }
 new_reconcile() { kc -n "$ONS" logs "$1" | tail -n +$(( $2 + 1 )) | grep -q 'reconciled GpuResource enflame'; }
@@ -323,7 +329,13 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
   tk=$(live_pod enflame-toolkit-installer); dp=$(live_pod enflame-device-plugin)
   kc cordon "$NODE_NAME" > /dev/null
   kc patch gr enflame --type=merge -p '{"spec":{"toolkit":{"version":"0.1.1"}}}' > /dev/null
-  run -0 wait_for 20 state_is cordoned
+  run wait_for 20 state_is cordoned
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o jsonpath='{.status.upgrade}'; echo
+    kc -n "$NS" get pods -o wide
+    kc -n "$ONS" logs "$(leader)" | tail -n 30
+  fi
+  [ "$status" -eq 0 ]
   run -0 kc get gr enflame -o json
   jq -e '.status.upgrade.cordonedNodes == 1' <<<"$output"
   jq -e '.status.upgrade.nodes[0].message | test("cordoned")' <<<"$output"
@@ -391,7 +403,7 @@ dup_free() {
 operator_pid() {
   local p
   for p in $(pgrep -x enflame-gpu-ope); do
-    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1" && echo "$p"
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1"; then echo "$p"; fi
   done
 }
 renew_time() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.renewTime}'; }
