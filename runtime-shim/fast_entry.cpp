@@ -37,14 +37,22 @@ long sys3(long n, long a, long b, long c) {
 long sys4(long n, long a, long b, long c, long d) {
     long r;
     register long r10 asm("r10") = d;
-    asm volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    asm volatile("syscall"
+                 : "=a"(r)
+                 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+                 : "rcx", "r11", "memory");
     return r;
 }
 
-long open_at(const char* p, long flags, long mode) { return sys4(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode); }
-void close_fd(long fd) { sys3(SYS_close, fd, 0, 0); }
+long open_at(const char* p, long flags, long mode) {
+    return sys4(SYS_openat, AT_FDCWD, reinterpret_cast<long>(p), flags, mode);
+}
+void close_fd(long fd) {
+    sys3(SYS_close, fd, 0, 0);
+}
 bool stat_at(const char* p, struct stat* st) {
-    return sys4(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(p), reinterpret_cast<long>(st), 0) == 0;
+    return sys4(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(p), reinterpret_cast<long>(st),
+                0) == 0;
 }
 
 // NUL-terminated string equal to the n bytes at s.
@@ -92,7 +100,9 @@ struct Parsed {
 struct Cursor {
     char* p;
     char* end;
-    bool at_eol() const { return p == end || *p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n'); }
+    bool at_eol() const {
+        return p == end || *p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n');
+    }
     void ws() {
         while (p < end && (*p == ' ' || *p == '\t')) ++p;
     }
@@ -147,19 +157,23 @@ int key_id(int table, const char* k, int n, Type* type) {
 // The value checks main()'s parser makes on a string key.
 bool string_ok(int id, const char* s, int n) {
     switch (id) {
-    case 0: return eq(s, n, "auto") || eq(s, n, "cdi") || eq(s, n, "legacy");
-    case 3: return n == 0;  // a debug log: main() writes to it, the fast path does not
-    case 4:
-        return eq(s, n, "trace") || eq(s, n, "debug") || eq(s, n, "info") || eq(s, n, "warn") || eq(s, n, "error") ||
-               eq(s, n, "off");
-    case 18:
-    case 19: return n == 0 || s[0] == '/';
-    case 21:
-        if (n == 0) return false;
-        for (int i = 0; i < n; ++i)
-            if (s[i] == '/') return false;
-        return true;
-    default: return true;
+        case 0:
+            return eq(s, n, "auto") || eq(s, n, "cdi") || eq(s, n, "legacy");
+        case 3:
+            return n == 0;  // a debug log: main() writes to it, the fast path does not
+        case 4:
+            return eq(s, n, "trace") || eq(s, n, "debug") || eq(s, n, "info") || eq(s, n, "warn") ||
+                   eq(s, n, "error") || eq(s, n, "off");
+        case 18:
+        case 19:
+            return n == 0 || s[0] == '/';
+        case 21:
+            if (n == 0) return false;
+            for (int i = 0; i < n; ++i)
+                if (s[i] == '/') return false;
+            return true;
+        default:
+            return true;
     }
 }
 
@@ -180,7 +194,9 @@ bool parse_config(char* buf, long size, Parsed* out) {
             if (c.p == c.end || *c.p != ']') return false;
             const int n = static_cast<int>(c.p - name);
             ++c.p;
-            table = eq(name, n, "enflame-container-runtime") ? 1 : eq(name, n, "enflame-container-cli") ? 2 : 0;
+            table = eq(name, n, "enflame-container-runtime") ? 1
+                    : eq(name, n, "enflame-container-cli")   ? 2
+                                                             : 0;
             if (table == 0 || (tables & (1U << table)) != 0) return false;
             tables |= 1U << table;
             if (!c.eol()) return false;
@@ -233,9 +249,12 @@ bool parse_config(char* buf, long size, Parsed* out) {
             if (id == 1) out->runtimes = count;
         } else if (type == Bool) {
             const long rest = c.end - c.p;
-            if (rest >= 4 && eq(c.p, 4, "true")) c.p += 4;
-            else if (rest >= 5 && eq(c.p, 5, "false")) c.p += 5;
-            else return false;
+            if (rest >= 4 && eq(c.p, 4, "true"))
+                c.p += 4;
+            else if (rest >= 5 && eq(c.p, 5, "false"))
+                c.p += 5;
+            else
+                return false;
         } else {
             if (c.p == c.end || *c.p < '1' || *c.p > '9') return false;
             int digits = 0;
@@ -255,11 +274,13 @@ bool executable(const char* p, const struct stat* self) {
     return sys4(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(p), X_OK, 0) == 0;
 }
 
-// The first runtime found, copied NUL-terminated into out (PATH_MAX bytes); false: none or not sure.
+// The first runtime found, copied NUL-terminated into out (PATH_MAX bytes); false: none or not
+// sure.
 bool find_runtime(const Parsed& cfg, const char* path_env, char* out) {
     struct stat self_st;
     const struct stat* self = stat_at("/proc/self/exe", &self_st) ? &self_st : nullptr;
-    if (path_env == nullptr || *path_env == '\0') path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    if (path_env == nullptr || *path_env == '\0')
+        path_env = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     const int count = cfg.runtimes < 0 ? 2 : cfg.runtimes;
     for (int r = 0; r < count; ++r) {
         const char* rt = cfg.runtimes < 0 ? (r == 0 ? "runc" : "crun") : cfg.runtime[r];
@@ -296,8 +317,8 @@ bool find_runtime(const Parsed& cfg, const char* path_env, char* out) {
 }
 
 bool value_flag(const char* name, int n) {
-    return eq(name, n, "root") || eq(name, n, "log") || eq(name, n, "log-format") || eq(name, n, "rootless") ||
-           eq(name, n, "criu");
+    return eq(name, n, "root") || eq(name, n, "log") || eq(name, n, "log-format") ||
+           eq(name, n, "rootless") || eq(name, n, "criu");
 }
 
 }  // namespace
@@ -322,8 +343,10 @@ extern "C" __attribute__((visibility("hidden"), used)) void enflame_fast_path(lo
             break;
         }
         if (value == nullptr && value_flag(name, n) && i + 1 < argc) value = argv[++i];
-        if (eq(name, n, "log") && value != nullptr) log_path = value;
-        else if (eq(name, n, "debug") || eq(name, n, "version") || eq(name, n, "v")) return;
+        if (eq(name, n, "log") && value != nullptr)
+            log_path = value;
+        else if (eq(name, n, "debug") || eq(name, n, "version") || eq(name, n, "v"))
+            return;
     }
     if (i >= argc || eqz(argv[i], "create") || eqz(argv[i], "run")) return;
 
@@ -336,7 +359,8 @@ extern "C" __attribute__((visibility("hidden"), used)) void enflame_fast_path(lo
     const long fd = open_at(cfg_path, O_RDONLY | O_CLOEXEC, 0);
     if (fd >= 0) {
         for (;;) {
-            const long r = sys3(SYS_read, fd, reinterpret_cast<long>(buf + size), static_cast<long>(sizeof buf) - size);
+            const long r = sys3(SYS_read, fd, reinterpret_cast<long>(buf + size),
+                                static_cast<long>(sizeof buf) - size);
             if (r == -EINTR) continue;
             if (r < 0 || (r > 0 && size + r == static_cast<long>(sizeof buf))) {
                 close_fd(fd);
@@ -359,7 +383,8 @@ extern "C" __attribute__((visibility("hidden"), used)) void enflame_fast_path(lo
     }
     char* const argv0 = argv[0];
     argv[0] = runtime;
-    sys3(SYS_execve, reinterpret_cast<long>(runtime), reinterpret_cast<long>(argv), reinterpret_cast<long>(envp));
+    sys3(SYS_execve, reinterpret_cast<long>(runtime), reinterpret_cast<long>(argv),
+         reinterpret_cast<long>(envp));
     argv[0] = argv0;  // main() execs it again and reports the error
 }
 
