@@ -13,6 +13,7 @@ setup() {
   setup_scratch
   mkdir -p "$SCRATCH/bin"
   # The runtime: records its argv, one per line, and exits 0.
+  # shellcheck disable=SC2016 # $0 and $@ are the script's own
   printf '#!/bin/sh\nprintf "%%s\\n" "$0" "$@" > "%s/argv"\n' "$SCRATCH" > "$SCRATCH/bin/runc"
   chmod +x "$SCRATCH/bin/runc"
   export ENFLAME_CTK_CONFIG=$SCRATCH/config.toml
