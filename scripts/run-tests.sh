@@ -5,8 +5,9 @@
 #   bats     its integration tests (bats, real runtimes; scripts/run-integration.sh)
 #   asan     the unit tests and the shim/hook integration tests again, under ASan+UBSan
 #            (scripts/run-asan.sh, build/asan)
-#   release  shim.bats and hooks.bats again, against the release preset's binaries: the
-#            shipped shim is the lean one (runtime-shim/CMakeLists.txt), so it is tested too
+#   release  shim.bats, shim_entry.bats and hooks.bats again, against the release preset's
+#            binaries: the shipped shim is the lean one (runtime-shim/CMakeLists.txt), a static
+#            PIE whose passthrough fast path runs before glibc starts, so it is tested too
 #            (build/release, only the targets those files use)
 #   lint     clang-tidy and cppcheck over libinject/ (scripts/lint.sh)
 # ENFLAME_TEST_ASAN=0, ENFLAME_TEST_RELEASE=0, ENFLAME_TEST_LINT=0 skip a stage for a quick
@@ -122,11 +123,12 @@ if ! skipping "release rerun" ENFLAME_TEST_RELEASE; then
            cmake --build "$RELEASE_BUILD_DIR" -j2 --target "${RELEASE_TEST_TARGETS[@]}"; then
             stage_detail="build $(( SECONDS - start ))s" start=$SECONDS
             run_bats "$RELEASE_BUILD_DIR/bats.log" env BUILD_DIR="$RELEASE_BUILD_DIR" \
-                bats --tap "$top/tests/integration/shim.bats" "$top/tests/integration/hooks.bats"
+                bats --tap "$top/tests/integration/shim.bats" "$top/tests/integration/shim_entry.bats" \
+                "$top/tests/integration/hooks.bats"
             rc=$int_rc
             stage_detail+=", bats $(( SECONDS - start ))s"
         fi
-        rerun release "$rc" "" "$RELEASE_BUILD_DIR/bats.log" "shim.bats and hooks.bats against the release build"
+        rerun release "$rc" "" "$RELEASE_BUILD_DIR/bats.log" "shim.bats, shim_entry.bats and hooks.bats against the release build"
     }
     timed release release_stage
 fi
