@@ -458,7 +458,8 @@ inject::Result<void> install_steps(const ToolkitArgs& a, const HostRoot& h, json
 /// so configure_engine() writes the new one and signals the engine once it changed.
 inject::Result<void> follow_nri_choice(const ToolkitArgs& a, const HostRoot& h, json& st) {
     const auto was = engine_args(st);
-    if (was.opts.nri_enabled == a.enable_nri && (!a.enable_nri || was.opts.nri_socket == a.nri_socket))
+    if (was.opts.nri_enabled == a.enable_nri &&
+        (!a.enable_nri || was.opts.nri_socket == a.nri_socket))
         return inject::ok();
     if (st.value("engine_configured", false)) {
         auto undo = was;
@@ -490,7 +491,8 @@ inject::Result<void> install(const ToolkitArgs& a) {
     auto r = install_steps(a, h, st);
     if (r) {
         std::cout << "installed: enflame runtime for " << engine
-                  << (st.value("nri_enabled", false) ? ", NRI on" : "") << " (state: " << h.show(state_path(a)) << ")\n";
+                  << (st.value("nri_enabled", false) ? ", NRI on" : "")
+                  << " (state: " << h.show(state_path(a)) << ")\n";
         return inject::ok();
     }
     // Nothing half-configured: a first install that failed is undone whole; a re-install
@@ -590,10 +592,12 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
         ->capture_default_str();
     inst->add_option("--runtime-name", a->runtime_name, "the runtime's name in the engine")->capture_default_str();
     inst->add_flag("--set-as-default", a->set_as_default, "make it the engine's default runtime");
-    inst->add_flag("--enable-nri", a->enable_nri,
-                   "also turn on the engine's NRI (containerd 1.7 has it off), for enflame-nri-plugin")
+    inst->add_flag(
+            "--enable-nri", a->enable_nri,
+            "also turn on the engine's NRI (containerd 1.7 has it off), for enflame-nri-plugin")
         ->envname("ENABLE_NRI");
-    inst->add_option("--nri-socket", a->nri_socket, "the NRI socket --enable-nri writes (host path)")
+    inst->add_option("--nri-socket", a->nri_socket,
+                     "the NRI socket --enable-nri writes (host path)")
         ->capture_default_str();
     inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
     inst->callback([a] {

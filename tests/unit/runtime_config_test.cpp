@@ -194,9 +194,8 @@ TEST(RuntimeConfigNri, ContainerdInPlaceTurnsItOnAndUnconfigurePutsTheUsersValue
         auto input = fixture_text(file);
         auto out = rc::configure(Engine::Containerd, input, nri_options(), file);
         ASSERT_TRUE(out) << out.error().what();
-        EXPECT_NE(out->find(std::string(table) +
-                            "disable = false\ndisable_connections = false\n"
-                            "socket_path = \"/run/x/nri.sock\"\n"),
+        EXPECT_NE(out->find(std::string(table) + "disable = false\ndisable_connections = false\n"
+                                                 "socket_path = \"/run/x/nri.sock\"\n"),
                   std::string::npos)
             << *out;
         auto again = rc::configure(Engine::Containerd, *out, nri_options(), file);
