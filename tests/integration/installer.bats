@@ -326,7 +326,7 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   wait_for gone "$first"
   start_containerd
   [ "$(nri_dump)" = "False False /var/run/nri/nri.sock" ]
-  wait_for in_host test -S /var/run/nri/nri.sock
+  wait_for in_host test -S /var/run/nri/nri.sock || { grep -i -E "nri|cri" "$CD/ctrd/containerd.log" | tail -n 20; false; }
   # the plugin connects on the socket containerd now makes (in the node's namespace)
   setsid nsenter -t "$HOLDER_PID" -m -- "$NRI_PLUGIN" --retry-interval 0.2 > "$CD/nri.log" 2>&1 < /dev/null &
   local nri=$!

@@ -169,6 +169,32 @@ TEST(RuntimeConfig, ContainerdDropInOfAMissingMainConfigIsVersion2) {
         << *out;
 }
 
+TEST(RuntimeConfig, ContainerdKeepsItsDefaultRuncWhenTheConfigNamesNone) {
+    // containerd decodes `runtimes` into a new map: with ours alone, CRI has no runc and stops
+    rc::Options o;
+    o.runtime_path = "/x/shim";
+    const std::string runc =
+        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+        "runtime_type = \"io.containerd.runc.v2\"\n";
+    auto d = rc::drop_in(Engine::Containerd, "version = 2\n", o, "config.toml");
+    ASSERT_TRUE(d);
+    EXPECT_NE(d->find(runc), std::string::npos) << *d;
+    auto in_place = rc::configure(Engine::Containerd, "version = 2\n", o, "config.toml");
+    ASSERT_TRUE(in_place);
+    EXPECT_NE(in_place->find(runc), std::string::npos) << *in_place;
+    auto back = rc::unconfigure(Engine::Containerd, *in_place, o, "config.toml");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, "version = 2\n");
+    // another default runtime: nothing added
+    auto crun = rc::configure(
+        Engine::Containerd,
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+        "default_runtime_name = \"crun\"\n",
+        o, "config.toml");
+    ASSERT_TRUE(crun);
+    EXPECT_EQ(crun->find("runtimes.runc"), std::string::npos) << *crun;
+}
+
 // ---- NRI (--enable-nri) ----------------------------------------------------------------
 
 rc::Options nri_options() {

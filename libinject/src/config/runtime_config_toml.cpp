@@ -156,12 +156,28 @@ Result<int> version_of(const toml::table& t, std::string_view source) {
     return static_cast<int>(*n);
 }
 
+/// containerd's built-in runc entry.
+toml::table runc_default() { return toml::table{{"runtime_type", std::string(kRuncV2)}}; }
+
+/// The CRI plugin at `plugin` uses runc by default (no default_runtime_name, or "runc").
+bool default_is_runc(toml::table& root, std::vector<std::string> plugin) {
+    plugin.push_back("containerd");
+    const auto* ctd = find(root, plugin);
+    const auto* d = ctd != nullptr ? ctd->get("default_runtime_name") : nullptr;
+    return d == nullptr || d->value<std::string>() == "runc";
+}
+
 Result<void> containerd_add(toml::table& root, int version, const Options& o,
                             std::string_view src) {
     auto plugin = cri_plugin(version);
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
     INJECT_TRY(auto* rts, walk(root, runtimes, src));
+    // containerd decodes a `runtimes` table into a new map, which drops its built-in runc: with
+    // only ours there (a config, or a drop-in, whose CRI table named no runc), CRI would find
+    // no runtime for its default `runc` and refuse to start. Put containerd's own entry there.
+    if (!rts->contains("runc") && o.runtime_name != "runc" && default_is_runc(root, plugin))
+        rts->insert("runc", runc_default());
     // Start from runc's entry so settings such as SystemdCgroup carry over to ours.
     toml::table entry;
     if (auto* runc = rts->get_as<toml::table>("runc"); runc != nullptr && o.runtime_name != "runc")
@@ -217,6 +233,14 @@ void containerd_remove(toml::table& root, int version, const Options& o,
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
     erase_and_prune(root, runtimes, o.runtime_name);
+    // the runc entry containerd_add() put back, unless the original had it
+    if (auto* rts = find(root, runtimes); rts != nullptr && o.runtime_name != "runc") {
+        const auto* ours = rts->get_as<toml::table>("runc");
+        const auto* orts = original != nullptr ? find(*original, runtimes) : nullptr;
+        if (ours != nullptr && *ours == runc_default() &&
+            (orts == nullptr || !orts->contains("runc")))
+            erase_and_prune(root, runtimes, "runc");
+    }
     auto ctd = plugin;
     ctd.push_back("containerd");
     restore_default(root, original, ctd, "default_runtime_name", o);
