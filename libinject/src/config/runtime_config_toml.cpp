@@ -157,7 +157,9 @@ Result<int> version_of(const toml::table& t, std::string_view source) {
 }
 
 /// containerd's built-in runc entry.
-toml::table runc_default() { return toml::table{{"runtime_type", std::string(kRuncV2)}}; }
+toml::table runc_default() {
+    return toml::table{{"runtime_type", std::string(kRuncV2)}};
+}
 
 /// The CRI plugin at `plugin` uses runc by default (no default_runtime_name, or "runc").
 bool default_is_runc(toml::table& root, std::vector<std::string> plugin) {
