@@ -136,8 +136,8 @@ print(",".join(i for e in d if e["PodUID"] == sys.argv[1] and e["ResourceName"] 
                for ids in e["DeviceIDs"].values() for i in ids))' "$uid"
 }
 
-# gets_exactly_its_card POD: POD runs with one card node, the one its ENFLAME_VISIBLE_DEVICES
-# names, and the NRI plugin's log names the pod; the other cards are absent.
+# gets_exactly_its_card POD: POD runs with one card node, the one kubelet allocated to it, and
+# the NRI plugin's log names the pod; the other cards are absent.
 gets_exactly_its_card() {
   card_pod "$1" 1
   wait_phase "$1" Running
@@ -146,7 +146,9 @@ gets_exactly_its_card() {
   run cards "$1"
   [ "${#lines[@]}" -eq 1 ]
   # the card kubelet allocated to the pod (its checkpoint) is the one whose node it has
-  [ "${lines[0]}" = "$(card_named "$(allocated "$1")")" ]
+  local id; id=$(allocated "$1")
+  [ -n "$id" ]
+  [ "${lines[0]}" = "$(card_named "$id")" ]
   # ENFLAME_VISIBLE_DEVICES as the NRI plugin's edits leave it: void, "the cards are in" (while
   # the plugin is away the pod sees the device plugin's id instead, see below)
   kc logs "$1" | grep -qx visible=void
