@@ -193,6 +193,13 @@ void add_flags(CLI::App* cmd, RuntimeArgs& a, bool with_uninstall) {
         ->capture_default_str();
     cmd->add_option("--crio.monitor-path", a.opts.monitor_path, "CRI-O monitor_path (conmon)")
         ->capture_default_str();
+    cmd->add_flag("--enable-nri", a.opts.nri_enabled,
+                  "turn on the engine's NRI for enflame-nri-plugin (containerd "
+                  "[plugins.\"io.containerd.nri.v1.nri\"], crio [crio.nri])");
+    cmd->add_option("--nri-socket", a.opts.nri_socket,
+                    "the NRI socket written with --enable-nri (containerd socket_path, crio "
+                    "nri_listen)")
+        ->capture_default_str();
     cmd->add_option(
         "--drop-in", a.drop_in,
         "drop-in file for containerd/crio (default: conf.d/99-enflame.toml beside containerd's "

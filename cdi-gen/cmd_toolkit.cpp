@@ -58,6 +58,8 @@ struct ToolkitArgs {
     std::string dev_root = "/";
     std::string runtime_name = "enflame";
     bool set_as_default = false;
+    bool enable_nri = false;
+    std::string nri_socket = "/var/run/nri/nri.sock";
     bool wait = false;
 };
 
@@ -219,6 +221,9 @@ RuntimeArgs engine_args(const json& st) {
     r.opts.set_as_default = st.at("set_as_default").get<bool>();
     r.opts.cdi_enabled = r.engine != "crio";
     r.opts.cdi_spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
+    // a state written before --enable-nri has none
+    r.opts.nri_enabled = st.value("nri_enabled", false);
+    r.opts.nri_socket = st.value("nri_socket", r.opts.nri_socket);
     return r;
 }
 
@@ -388,7 +393,7 @@ inject::Result<HostRoot> open_host(const ToolkitArgs& a) {
     if (!fsys::is_directory(a.root, ec))
         return inject::fail(input_error("--host-root '" + a.root + "': not a folder"));
     const auto relative = [](const std::string& p) { return p.empty() || p.front() != '/'; };
-    for (const auto* p : {&a.toolkit_dir, &a.cdi_dir, &a.driver_root, &a.dev_root})
+    for (const auto* p : {&a.toolkit_dir, &a.cdi_dir, &a.driver_root, &a.dev_root, &a.nri_socket})
         if (relative(*p)) return inject::fail(input_error("'" + *p + "': host paths must be absolute"));
     for (const auto* p : {&a.engine_config, &a.engine_socket})  // empty: the engine's usual one
         if (!p->empty() && relative(*p))
@@ -411,6 +416,8 @@ inject::Result<json> first_state(const ToolkitArgs& a, const std::string& engine
                {"runtime_name", a.runtime_name},
                {"runtime_path", (fsys::path(a.toolkit_dir) / "enflame-container-runtime").string()},
                {"set_as_default", a.set_as_default},
+               {"nri_enabled", a.enable_nri},
+               {"nri_socket", a.nri_socket},
                {"cdi_spec_dirs", spec_dirs},
                {"engine_configured", false},
                {"files", json::array()},
@@ -446,6 +453,27 @@ inject::Result<void> install_steps(const ToolkitArgs& a, const HostRoot& h, json
     return configure_engine(a, h, st, a.engine_socket.empty() ? default_socket(engine) : a.engine_socket);
 }
 
+/// A re-install whose --enable-nri or --nri-socket differs from the installed state's: the
+/// engine's edit is undone with the old choice first (the state then says "not configured"),
+/// so configure_engine() writes the new one and signals the engine once it changed.
+inject::Result<void> follow_nri_choice(const ToolkitArgs& a, const HostRoot& h, json& st) {
+    const auto was = engine_args(st);
+    if (was.opts.nri_enabled == a.enable_nri &&
+        (!a.enable_nri || was.opts.nri_socket == a.nri_socket))
+        return inject::ok();
+    if (st.value("engine_configured", false)) {
+        auto undo = was;
+        undo.uninstall = true;
+        INJECT_TRY(auto changes, plan(undo, h));
+        INJECT_TRY(auto changed, apply_changes(h, changes, false));
+        (void)changed;
+        st["engine_configured"] = false;
+    }
+    st["nri_enabled"] = a.enable_nri;
+    st["nri_socket"] = a.nri_socket;
+    return write_state(a, h, st);
+}
+
 inject::Result<void> install(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
     INJECT_TRY(auto engine, pick_engine(a, h));
@@ -456,12 +484,15 @@ inject::Result<void> install(const ToolkitArgs& a) {
     json st;
     if (prev) {
         st = *prev;
+        INJECT_TRY_VOID(follow_nri_choice(a, h, st));
     } else {
         INJECT_TRY(st, first_state(a, engine));
     }
     auto r = install_steps(a, h, st);
     if (r) {
-        std::cout << "installed: enflame runtime for " << engine << " (state: " << h.show(state_path(a)) << ")\n";
+        std::cout << "installed: enflame runtime for " << engine
+                  << (st.value("nri_enabled", false) ? ", NRI on" : "")
+                  << " (state: " << h.show(state_path(a)) << ")\n";
         return inject::ok();
     }
     // Nothing half-configured: a first install that failed is undone whole; a re-install
@@ -561,6 +592,13 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
         ->capture_default_str();
     inst->add_option("--runtime-name", a->runtime_name, "the runtime's name in the engine")->capture_default_str();
     inst->add_flag("--set-as-default", a->set_as_default, "make it the engine's default runtime");
+    inst->add_flag(
+            "--enable-nri", a->enable_nri,
+            "also turn on the engine's NRI (containerd 1.7 has it off), for enflame-nri-plugin")
+        ->envname("ENABLE_NRI");
+    inst->add_option("--nri-socket", a->nri_socket,
+                     "the NRI socket --enable-nri writes (host path)")
+        ->capture_default_str();
     inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
     inst->callback([a] {
         auto r = install(*a);

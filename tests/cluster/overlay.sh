@@ -4,7 +4,8 @@
 # deployments/ ships, and only for what the test harness itself needs:
 #   - the simulated Enflame host lives in SIM_ROOT (a folder on the host) instead of at /: the
 #     daemons' driver-root/dev-root become /host$SIM_ROOT (the host's / is mounted at /host in
-#     their pods) and the installer is told --driver-root/--dev-root $SIM_ROOT (host paths);
+#     their pods; the DRA and NRI plugins' host-driver-root/host-dev-root $SIM_ROOT) and the
+#     installer is told --driver-root/--dev-root $SIM_ROOT (host paths);
 #     the exporter, which mounts no host root (the runtime gives it the cards), gets SIM_ROOT
 #     mounted read-only at that same /host$SIM_ROOT, the simulated sysfs being there only;
 #   - there is no kube-proxy and no DNS on the test node: the daemons that talk to the API
@@ -46,7 +47,9 @@ YAML
   cm_patch enflame-device-plugin
   cm_patch enflame-feature-discovery
   cm_patch enflame-gcu-exporter
+  # the NRI plugin names host paths in its answer, as the DRA plugin does in its specs
   cm_patch enflame-dra-plugin "host-driver-root = \\\"$sim\\\"\\nhost-dev-root = \\\"$sim\\\"\\n"
+  cm_patch enflame-nri-plugin "host-driver-root = \\\"$sim\\\"\\nhost-dev-root = \\\"$sim\\\"\\n"
   cat <<YAML
   - target: {kind: DaemonSet, name: enflame-toolkit-installer}
     patch: |-

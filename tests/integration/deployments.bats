@@ -256,4 +256,14 @@ env = {e["name"]: e for e in pod["containers"][0]["env"]}
 assert env["SCHEDULER"]["value"] == "hami", env
 PY
   render overlays/nri
+  # NRI mode: the installer turns NRI on, the device plugin leaves the cards to the NRI plugin
+  python3 - "$SCRATCH/r.yaml" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+env = lambda n: {e["name"]: e.get("value") for e in next(
+    o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == n
+)["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+assert env("enflame-toolkit-installer")["ENABLE_NRI"] == "true", env("enflame-toolkit-installer")
+assert env("enflame-device-plugin")["DEVICE_LIST_STRATEGY"] == "envvar", env("enflame-device-plugin")
+PY
 }

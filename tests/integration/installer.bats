@@ -16,6 +16,7 @@ bats_require_minimum_version 1.5.0   # `run !`
 
 R=/mnt/host
 TK=/usr/local/enflame/toolkit
+NRI_PLUGIN=$BUILD_DIR/k8s/nri/enflame-nri-plugin
 
 setup() {
   requires root containerd ctr runc unshare nsenter
@@ -297,6 +298,65 @@ uninstall_restores() {
   local files_before; files_before=$(host_files)
   install_gets_card
   uninstall_restores "$files_before"
+}
+
+# nri_dump: "disable disable_connections socket_path" of the NRI plugin in containerd's merged config.
+nri_dump() {
+  in_host containerd --config /etc/containerd/config.toml config dump | python3 -c 'import sys, tomllib
+n = tomllib.loads(sys.stdin.read())["plugins"]["io.containerd.nri.v1.nri"]
+print(n["disable"], n["disable_connections"], n["socket_path"])'
+}
+
+@test "containerd 1.7 (Debian 13) with --enable-nri: NRI on after one restart, enflame-nri-plugin registers; again: untouched; without it: off; uninstall: byte-identical" {
+  [ -x "$NRI_PLUGIN" ] || skip_or_fail "no $NRI_PLUGIN (build enflame-nri-plugin)"
+  local files_before; files_before=$(host_files)
+  start_containerd
+  [ "$(nri_dump)" = "True False /var/run/nri/nri.sock" ]   # 1.7 ships it off
+  local first=$CTRD_PID
+  # the DaemonSet's way: ENABLE_NRI in the environment
+  run in_pod env ENABLE_NRI=true "$CD/src/enflame-ctk" toolkit install --host-root "$R" \
+    --engine-socket "$CD/ctrd/containerd.sock" --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $first) with SIGTERM (its service manager restarts it)"
+  echo "$output" | grep -F "installed: enflame runtime for containerd, NRI on"
+  # the main config gains only its imports line; the drop-in holds NRI
+  in_host grep -Fx '[plugins."io.containerd.nri.v1.nri"]' /etc/containerd/conf.d/99-enflame.toml
+  [ "$(in_host diff "$CD/before.toml" /etc/containerd/config.toml | grep -c '^[<>]')" = 1 ]
+  wait_for gone "$first"
+  start_containerd
+  [ "$(nri_dump)" = "False False /var/run/nri/nri.sock" ]
+  wait_for in_host test -S /var/run/nri/nri.sock || { grep -i -E "nri|cri" "$CD/ctrd/containerd.log" | tail -n 20; false; }
+  # the plugin connects on the socket containerd now makes (in the node's namespace)
+  setsid nsenter -t "$HOLDER_PID" -m -- "$NRI_PLUGIN" --retry-interval 0.2 > "$CD/nri.log" 2>&1 < /dev/null &
+  local nri=$!
+  on_teardown "stop_pid $nri"
+  wait_for grep -q 'registered as 10-enflame-gcu' "$CD/nri.log"
+  grep -F "configured by containerd" "$CD/nri.log"
+  status_tk
+  [ "$status" -eq 0 ]
+  # again, same choice: no file changes, containerd untouched
+  local files; files=$(host_files)
+  install_tk --enable-nri
+  [ "$status" -eq 0 ]
+  refute_grep -F "signalled"
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  # re-installed without it: NRI off again, one more restart
+  local second=$CTRD_PID
+  install_tk
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $second) with SIGTERM (its service manager restarts it)"
+  wait_for gone "$second"
+  start_containerd
+  [ "$(nri_dump)" = "True False /var/run/nri/nri.sock" ]
+  run ! in_host grep -F nri /etc/containerd/conf.d/99-enflame.toml
+  install_tk --enable-nri
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+  uninstall_restores "$files_before"
+  [ "$(nri_dump)" = "True False /var/run/nri/nri.sock" ]
 }
 
 @test "status (the readiness probe): ready only while every piece is in place; install puts a removed piece back" {

@@ -169,6 +169,128 @@ TEST(RuntimeConfig, ContainerdDropInOfAMissingMainConfigIsVersion2) {
         << *out;
 }
 
+TEST(RuntimeConfig, ContainerdKeepsItsDefaultRuncWhenTheConfigNamesNone) {
+    // containerd decodes `runtimes` into a new map: with ours alone, CRI has no runc and stops
+    rc::Options o;
+    o.runtime_path = "/x/shim";
+    const std::string runc =
+        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+        "runtime_type = \"io.containerd.runc.v2\"\n";
+    auto d = rc::drop_in(Engine::Containerd, "version = 2\n", o, "config.toml");
+    ASSERT_TRUE(d);
+    EXPECT_NE(d->find(runc), std::string::npos) << *d;
+    auto in_place = rc::configure(Engine::Containerd, "version = 2\n", o, "config.toml");
+    ASSERT_TRUE(in_place);
+    EXPECT_NE(in_place->find(runc), std::string::npos) << *in_place;
+    auto back = rc::unconfigure(Engine::Containerd, *in_place, o, "config.toml");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, "version = 2\n");
+    // another default runtime: nothing added
+    auto crun = rc::configure(
+        Engine::Containerd,
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+        "default_runtime_name = \"crun\"\n",
+        o, "config.toml");
+    ASSERT_TRUE(crun);
+    EXPECT_EQ(crun->find("runtimes.runc"), std::string::npos) << *crun;
+}
+
+// ---- NRI (--enable-nri) ----------------------------------------------------------------
+
+rc::Options nri_options() {
+    rc::Options o;
+    o.runtime_path = "/usr/bin/enflame-container-runtime";
+    o.cdi_enabled = true;
+    o.nri_enabled = true;
+    o.nri_socket = "/run/x/nri.sock";
+    return o;
+}
+
+/// containerd 1.7's sample with an NRI table of the user's: off, a request timeout of its own.
+constexpr std::string_view kV2WithNri =
+    "version = 2\n\n[plugins.\"io.containerd.nri.v1.nri\"]\n  disable = true\n"
+    "  plugin_request_timeout = \"5s\"\n";
+
+TEST(RuntimeConfigNri, ContainerdInPlaceTurnsItOnAndUnconfigurePutsTheUsersValuesBack) {
+    for (auto [file, table] :
+         {std::pair{"containerd-v1.toml", "[plugins.nri]\n"},
+          std::pair{"containerd-v2.toml", "[plugins.\"io.containerd.nri.v1.nri\"]\n"},
+          std::pair{"containerd-v3.toml", "[plugins.\"io.containerd.nri.v1.nri\"]\n"}}) {
+        SCOPED_TRACE(file);
+        auto input = fixture_text(file);
+        auto out = rc::configure(Engine::Containerd, input, nri_options(), file);
+        ASSERT_TRUE(out) << out.error().what();
+        EXPECT_NE(out->find(std::string(table) + "disable = false\ndisable_connections = false\n"
+                                                 "socket_path = \"/run/x/nri.sock\"\n"),
+                  std::string::npos)
+            << *out;
+        auto again = rc::configure(Engine::Containerd, *out, nri_options(), file);
+        ASSERT_TRUE(again);
+        EXPECT_EQ(*again, *out);
+        auto back = rc::unconfigure(Engine::Containerd, *out, nri_options(), file, input);
+        ASSERT_TRUE(back);
+        EXPECT_EQ(*back, input);
+        // without the backup: no NRI table left (the fixtures had none)
+        auto plain = rc::unconfigure(Engine::Containerd, *out, nri_options(), file);
+        ASSERT_TRUE(plain);
+        EXPECT_EQ(plain->find("nri"), std::string::npos) << *plain;
+    }
+    // the user's own NRI table: its other keys stay, its disable comes back
+    auto out = rc::configure(Engine::Containerd, kV2WithNri, nri_options(), "c.toml");
+    ASSERT_TRUE(out);
+    EXPECT_NE(out->find("disable = false\n"), std::string::npos) << *out;
+    EXPECT_NE(out->find("plugin_request_timeout = \"5s\"\n"), std::string::npos) << *out;
+    auto back = rc::unconfigure(Engine::Containerd, *out, nri_options(), "c.toml", kV2WithNri);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, kV2WithNri);
+    // NRI off (the default): the NRI table is not touched
+    auto off = rc::configure(Engine::Containerd, kV2WithNri, full_options(), "c.toml");
+    ASSERT_TRUE(off);
+    EXPECT_NE(off->find("disable = true\n"), std::string::npos) << *off;
+}
+
+TEST(RuntimeConfigNri, ContainerdDropInCarriesTheMainConfigsNriTable) {
+    // containerd replaces a whole plugin table from an import: the user's keys go along
+    auto d = rc::drop_in(Engine::Containerd, kV2WithNri, nri_options(), "c.toml");
+    ASSERT_TRUE(d) << d.error().what();
+    EXPECT_NE(d->find("[plugins.\"io.containerd.nri.v1.nri\"]\ndisable = false\n"
+                      "disable_connections = false\nplugin_request_timeout = \"5s\"\n"
+                      "socket_path = \"/run/x/nri.sock\"\n"),
+              std::string::npos)
+        << *d;
+    auto plain = rc::drop_in(Engine::Containerd, kV2WithNri, full_options(), "c.toml");
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->find("nri"), std::string::npos) << *plain;
+}
+
+TEST(RuntimeConfigNri, CrioInPlaceAndDropIn) {
+    auto input = fixture_text("crio.conf");
+    auto out = rc::configure(Engine::Crio, input, nri_options(), "crio.conf");
+    ASSERT_TRUE(out);
+    EXPECT_NE(out->find("[crio.nri]\nenable_nri = true\nnri_listen = \"/run/x/nri.sock\"\n"),
+              std::string::npos)
+        << *out;
+    auto back = rc::unconfigure(Engine::Crio, *out, nri_options(), "crio.conf", input);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, input);
+    auto d = rc::drop_in(Engine::Crio, "", nri_options(), "crio.conf");
+    ASSERT_TRUE(d);
+    EXPECT_NE(d->find("enable_nri = true\n"), std::string::npos) << *d;
+}
+
+TEST(RuntimeConfigNri, DockerAndARelativeSocketAreRefused) {
+    auto o = nri_options();
+    auto d = rc::configure(Engine::Docker, "{}", o, "d.json");
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().what(), "docker has no NRI: enabling it is for containerd and crio");
+    o.nri_socket = "nri.sock";
+    auto c = rc::configure(Engine::Containerd, "", o, "c.toml");
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().what(), "NRI socket 'nri.sock' must be an absolute path");
+    auto di = rc::drop_in(Engine::Containerd, "", o, "c.toml");
+    ASSERT_FALSE(di);
+}
+
 // ---- the imports line of containerd's main config ---------------------------------------
 
 struct ImportCase {

@@ -45,6 +45,13 @@ struct Options {
     std::vector<std::string> cdi_spec_dirs{"/etc/cdi", "/var/run/cdi"};
     /// CRI-O `monitor_path` (conmon).
     std::string monitor_path = "/usr/libexec/crio/conmon";
+    /// Turn on the engine's NRI, so enflame-nri-plugin can connect: containerd's
+    /// `[plugins."io.containerd.nri.v1.nri"]` (`disable = false`, `disable_connections = false`,
+    /// `socket_path`; off by default in 1.7, on in 2.x), CRI-O's `[crio.nri]` (`enable_nri`,
+    /// `nri_listen`). Docker has no NRI.
+    bool nri_enabled = false;
+    /// The NRI socket written with nri_enabled (an absolute path).
+    std::string nri_socket = "/var/run/nri/nri.sock";
 };
 
 /// The default drop-in file of an engine; nullopt for Docker (daemon.json has none).
@@ -64,7 +71,8 @@ struct Options {
                                             std::string_view source);
 
 /// Removes what configure() with the same options adds: the runtime entry, a default-runtime
-/// that names it, and, with cdi_enabled, the CDI settings. When `original` (the backup of the
+/// that names it, with cdi_enabled the CDI settings, and with nri_enabled the NRI keys (each
+/// back to its value in `original` when it had one there). When `original` (the backup of the
 /// file before the first configure) is given and the result means the same document, the
 /// original bytes are returned, so configure then unconfigure is byte-identical.
 [[nodiscard]] Result<std::string> unconfigure(Engine e, std::string_view text, const Options& opts,

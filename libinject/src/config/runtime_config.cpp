@@ -67,6 +67,21 @@ std::string default_config_path(Engine e) {
     return "";
 }
 
+namespace {
+
+/// The NRI options make sense for the engine.
+Result<void> check_nri(Engine e, const Options& o) {
+    if (!o.nri_enabled) return ok();
+    if (e == Engine::Docker)
+        return fail(Errc::Unsupported, "docker has no NRI: enabling it is for containerd and crio");
+    if (o.nri_socket.empty() || o.nri_socket.front() != '/')
+        return fail(Errc::InvalidInput,
+                    "NRI socket '" + o.nri_socket + "' must be an absolute path");
+    return ok();
+}
+
+}  // namespace
+
 Result<std::string> configure(Engine e, std::string_view text, const Options& opts,
                               std::string_view source) {
     if (opts.runtime_name.empty())
@@ -74,6 +89,7 @@ Result<std::string> configure(Engine e, std::string_view text, const Options& op
     if (opts.runtime_path.empty() || opts.runtime_path.front() != '/')
         return fail(Errc::InvalidInput,
                     "runtime path '" + opts.runtime_path + "' must be an absolute path");
+    INJECT_TRY_VOID(check_nri(e, opts));
     if (e == Engine::Docker) return detail::json_configure(text, opts, source);
     return detail::toml_configure(e, text, opts, source);
 }
@@ -91,6 +107,7 @@ Result<std::string> drop_in(Engine e, std::string_view main_text, const Options&
     if (opts.runtime_path.empty() || opts.runtime_path.front() != '/')
         return fail(Errc::InvalidInput,
                     "runtime path '" + opts.runtime_path + "' must be an absolute path");
+    INJECT_TRY_VOID(check_nri(e, opts));
     return detail::toml_drop_in(e, main_text, opts, main_source);
 }
 

@@ -126,6 +126,25 @@ std::vector<std::string> cri_plugin(int version) {
     }
 }
 
+/// The NRI plugin table's path: version 1 names plugins by their bare id.
+std::vector<std::string> nri_plugin(int version) {
+    if (version == 1) return {"plugins", "nri"};
+    return {"plugins", "io.containerd.nri.v1.nri"};
+}
+
+/// Puts `key` of the table at `path` back to its value in `original`, or erases it (and the
+/// tables left empty) when the original had none: undoes an insert_or_assign of ours.
+void restore_or_erase(toml::table& root, const toml::table* original,
+                      const std::vector<std::string>& path, std::string_view key) {
+    const auto* ot = original != nullptr ? find(*original, path) : nullptr;
+    const auto* od = ot != nullptr ? ot->get(key) : nullptr;
+    auto* t = find(root, path);
+    if (od != nullptr && t != nullptr)
+        t->insert_or_assign(key, *od);
+    else
+        erase_and_prune(root, path, key);
+}
+
 Result<int> version_of(const toml::table& t, std::string_view source) {
     const auto* v = t.get("version");
     if (v == nullptr) return 1;
@@ -137,12 +156,30 @@ Result<int> version_of(const toml::table& t, std::string_view source) {
     return static_cast<int>(*n);
 }
 
+/// containerd's built-in runc entry.
+toml::table runc_default() {
+    return toml::table{{"runtime_type", std::string(kRuncV2)}};
+}
+
+/// The CRI plugin at `plugin` uses runc by default (no default_runtime_name, or "runc").
+bool default_is_runc(toml::table& root, std::vector<std::string> plugin) {
+    plugin.push_back("containerd");
+    const auto* ctd = find(root, plugin);
+    const auto* d = ctd != nullptr ? ctd->get("default_runtime_name") : nullptr;
+    return d == nullptr || d->value<std::string>() == "runc";
+}
+
 Result<void> containerd_add(toml::table& root, int version, const Options& o,
                             std::string_view src) {
     auto plugin = cri_plugin(version);
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
     INJECT_TRY(auto* rts, walk(root, runtimes, src));
+    // containerd decodes a `runtimes` table into a new map, which drops its built-in runc: with
+    // only ours there (a config, or a drop-in, whose CRI table named no runc), CRI would find
+    // no runtime for its default `runc` and refuse to start. Put containerd's own entry there.
+    if (!rts->contains("runc") && o.runtime_name != "runc" && default_is_runc(root, plugin))
+        rts->insert("runc", runc_default());
     // Start from runc's entry so settings such as SystemdCgroup carry over to ours.
     toml::table entry;
     if (auto* runc = rts->get_as<toml::table>("runc"); runc != nullptr && o.runtime_name != "runc")
@@ -162,6 +199,13 @@ Result<void> containerd_add(toml::table& root, int version, const Options& o,
         INJECT_TRY(auto* p, walk(root, plugin, src));
         p->insert_or_assign("enable_cdi", true);
         p->insert_or_assign("cdi_spec_dirs", strings(o.cdi_spec_dirs));
+    }
+    if (o.nri_enabled) {
+        // external plugins need connections; the other keys keep containerd's defaults
+        INJECT_TRY(auto* nri, walk(root, nri_plugin(version), src));
+        nri->insert_or_assign("disable", false);
+        nri->insert_or_assign("disable_connections", false);
+        nri->insert_or_assign("socket_path", o.nri_socket);
     }
     return ok();
 }
@@ -191,6 +235,14 @@ void containerd_remove(toml::table& root, int version, const Options& o,
     auto runtimes = plugin;
     runtimes.insert(runtimes.end(), {"containerd", "runtimes"});
     erase_and_prune(root, runtimes, o.runtime_name);
+    // the runc entry containerd_add() put back, unless the original had it
+    if (auto* rts = find(root, runtimes); rts != nullptr && o.runtime_name != "runc") {
+        const auto* ours = rts->get_as<toml::table>("runc");
+        const auto* orts = original != nullptr ? find(*original, runtimes) : nullptr;
+        if (ours != nullptr && *ours == runc_default() &&
+            (orts == nullptr || !orts->contains("runc")))
+            erase_and_prune(root, runtimes, "runc");
+    }
     auto ctd = plugin;
     ctd.push_back("containerd");
     restore_default(root, original, ctd, "default_runtime_name", o);
@@ -198,6 +250,9 @@ void containerd_remove(toml::table& root, int version, const Options& o,
         erase_and_prune(root, plugin, "enable_cdi");
         erase_and_prune(root, plugin, "cdi_spec_dirs");
     }
+    if (o.nri_enabled)
+        for (const char* key : {"disable", "disable_connections", "socket_path"})
+            restore_or_erase(root, original, nri_plugin(version), key);
 }
 
 // ---- CRI-O ------------------------------------------------------------------------------
@@ -214,12 +269,20 @@ Result<void> crio_add(toml::table& root, const Options& o, std::string_view src)
         INJECT_TRY(auto* rt, walk(root, {"crio", "runtime"}, src));
         rt->insert_or_assign("default_runtime", o.runtime_name);
     }
+    if (o.nri_enabled) {
+        INJECT_TRY(auto* nri, walk(root, {"crio", "nri"}, src));
+        nri->insert_or_assign("enable_nri", true);
+        nri->insert_or_assign("nri_listen", o.nri_socket);
+    }
     return ok();
 }
 
 void crio_remove(toml::table& root, const Options& o, const toml::table* original) {
     erase_and_prune(root, {"crio", "runtime", "runtimes"}, o.runtime_name);
     restore_default(root, original, {"crio", "runtime"}, "default_runtime", o);
+    if (o.nri_enabled)
+        for (const char* key : {"enable_nri", "nri_listen"})
+            restore_or_erase(root, original, {"crio", "nri"}, key);
 }
 
 // ---- text edits of single lines -----------------------------------------------------------
@@ -362,10 +425,15 @@ Result<std::string> toml_drop_in(Engine e, std::string_view main_text, const Opt
                         ": containerd config version 1 does not merge drop-ins; use --no-drop-in "
                         "or migrate it with 'containerd config migrate'");
     drop.insert("version", version);
-    auto plugin = cri_plugin(version);
-    if (auto* cri = find(main, plugin)) {
-        INJECT_TRY(auto* plugins, walk(drop, {"plugins"}, "drop-in"));
-        plugins->insert(plugin[1], *cri);
+    // containerd replaces a whole plugin table from an import: copy the main config's tables
+    // we add to, so none of their other settings is lost
+    auto plugins_copied = std::vector<std::vector<std::string>>{cri_plugin(version)};
+    if (o.nri_enabled) plugins_copied.push_back(nri_plugin(version));
+    for (const auto& plugin : plugins_copied) {
+        if (auto* t = find(main, plugin)) {
+            INJECT_TRY(auto* plugins, walk(drop, {"plugins"}, "drop-in"));
+            plugins->insert(plugin[1], *t);
+        }
     }
     INJECT_TRY_VOID(containerd_add(drop, version, o, "drop-in"));
     return std::string(kDropInHeader) + to_text(drop);

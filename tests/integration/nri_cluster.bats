@@ -1,0 +1,237 @@
+#!/usr/bin/env bats
+# enflame-nri-plugin on the one-node cluster (tests/cluster/cluster.sh: containerd 1.7 from
+# Debian 13, kubelet, runc as the default runtime; one cluster at a time on a machine), as a
+# user installs it: `make images`, then `kubectl apply -k deployments/overlays/nri` through
+# tests/cluster/overlay.sh (only the simulated host's folder changes). The overlay's installer
+# turns NRI on in containerd (ENABLE_NRI) and restarts it because that changed its config; the
+# device plugin answers Allocate with ENFLAME_VISIBLE_DEVICES alone, so a pod's cards come from
+# the NRI plugin's adjustment and nothing else: no RuntimeClass, no shim on the pod's path.
+# The tests run in order on one cluster (each builds on the one before).
+
+load helpers
+bats_require_minimum_version 1.5.0   # `run !`
+
+NS=enflame-system
+
+setup_file() {
+  [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
+  export NRIC; NRIC=$(mktemp -d /tmp/ectk-nri.XXXXXX)
+  chmod 755 "$NRIC"
+  "$SIM_HOST" example --cards 3 > "$NRIC/desc.yaml"
+  "$SIM_HOST" build --desc "$NRIC/desc.yaml" --root "$NRIC/host" > /dev/null
+  make -s -C "$TOP" images > "$NRIC/images.log" 2>&1 ||
+    { echo "make images failed: $(tail -n 3 "$NRIC/images.log")" >&2; return 1; }
+  local rc=0
+  "$TOP/tests/cluster/cluster.sh" up "$NRIC/cluster" > "$NRIC/up.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$NRIC/up.log")"; fi  # binaries missing
+  [ "$rc" -eq 0 ] || { tail -n 1 "$NRIC/up.log" >&2; return 1; }
+  "$TOP/tests/cluster/cluster.sh" import "$NRIC/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  "$TOP/tests/cluster/cluster.sh" namespace "$NRIC/cluster" "$NS" > /dev/null
+  # shellcheck disable=SC1091
+  . "$NRIC/cluster/env"
+  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG
+  in_ns cat "$CONTAINERD_CONFIG" > "$NRIC/containerd.before"
+  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
+  cp -r "$TOP/deployments" "$NRIC/deployments"
+  "$TOP/tests/cluster/overlay.sh" "$NRIC/nri" "$NRIC/deployments/overlays/nri" "$NRIC/host" "$APISERVER_PORT"
+}
+
+teardown_file() {
+  if [ -n "${NRIC:-}" ] && [ -d "$NRIC" ]; then
+    "$TOP/tests/cluster/cluster.sh" down "$NRIC/cluster" >&3 2>&1 || true
+    rm -rf "$NRIC"
+  fi
+}
+
+setup() {
+  [ -f "$NRIC/cluster/env" ] || skip "the cluster is not up"
+}
+
+kc() { "$KUBECTL" "$@"; }
+in_ns() { nsenter -t "$NS_PID" -m -- "$@"; }
+
+# restarts_of_containerd: how often containerd's supervisor has started it again.
+restarts_of_containerd() { grep -c '^supervisor: containerd exited' "$NRIC/cluster/logs/containerd.log" || true; }
+
+# nri_log: the NRI plugin's log (every pod of its DaemonSet, the current container).
+nri_log() { kc -n "$NS" logs -l app.kubernetes.io/name=enflame-nri-plugin --tail=-1; }
+registrations() { nri_log | grep -c 'registered as 10-enflame-gcu' || true; }
+registered_more_than() { [ "$(registrations)" -gt "$1" ]; }
+
+# wait_until SECONDS CMD...: CMD succeeds within SECONDS (polled every 0.5 s).
+wait_until() {
+  local i n=$(( $1 * 2 )); shift
+  for (( i = 0; i < n; i++ )); do "$@" && return 0; sleep 0.5; done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# nri_config: "disable disable_connections socket_path" of NRI in containerd's merged config.
+nri_config() {
+  in_ns containerd --config "$CONTAINERD_CONFIG" config dump | python3 -c 'import sys, tomllib
+n = tomllib.loads(sys.stdin.read())["plugins"]["io.containerd.nri.v1.nri"]
+print(n["disable"], n["disable_connections"], n["socket_path"])'
+}
+
+# no_pods NAME: no pod of the DaemonSet NAME is left.
+no_pods() { [ -z "$(kc -n "$NS" get pod -l app.kubernetes.io/name="$1" -o name)" ]; }
+
+ds_ready() {
+  local ds
+  for ds in $(kc -n "$NS" get ds -o name); do
+    kc -n "$NS" rollout status "$ds" --timeout=150s > /dev/null || {
+      kc -n "$NS" get pods -o wide
+      kc -n "$NS" describe "$ds" | tail -n 15
+      return 1
+    }
+  done
+}
+
+# card_pod NAME N: a pod (no RuntimeClass) asking N enflame.com/gcu that lists its cards,
+# prints its ENFLAME_VISIBLE_DEVICES and sleeps.
+card_pod() {
+  kc apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "ls /dev; echo visible=\$ENFLAME_VISIBLE_DEVICES; echo listed; sleep 3600"]
+    resources: {limits: {enflame.com/gcu: $2}}
+YAML
+}
+
+wait_phase() {
+  kc wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=90s > /dev/null || {
+    kc describe "pod/$1" | tail -n 25
+    return 1
+  }
+}
+
+listed() { kc logs "$1" | grep -qx listed; }
+
+# cards POD: the gcuN (not gcuctl) in the pod's /dev, one a line.
+cards() { kc logs "$1" | grep -E '^gcu[0-9]+$' | sort; }
+
+# card_named ID: gcuN of the simulated card whose uuid ID contains (or whose index ID is).
+card_named() {
+  python3 - "$NRIC/desc.yaml" "$1" <<'PY'
+import sys, yaml
+cards = yaml.safe_load(open(sys.argv[1]))["cards"]
+print(next("gcu%d" % c["index"] for c in cards
+           if sys.argv[2] == str(c["index"]) or str(c["uuid"]) in sys.argv[2]))
+PY
+}
+
+# allocated POD: the device id kubelet's checkpoint records for POD's enflame.com/gcu.
+allocated() {
+  local uid; uid=$(kc get pod "$1" -o jsonpath='{.metadata.uid}')
+  in_ns cat /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["Data"]["PodDeviceEntries"]
+print(",".join(i for e in d if e["PodUID"] == sys.argv[1] and e["ResourceName"] == "enflame.com/gcu"
+               for ids in e["DeviceIDs"].values() for i in ids))' "$uid"
+}
+
+# gets_exactly_its_card POD: POD runs with one card node, the one kubelet allocated to it, and
+# the NRI plugin's log names the pod; the other cards are absent.
+gets_exactly_its_card() {
+  card_pod "$1" 1
+  wait_phase "$1" Running
+  wait_until 30 listed "$1"
+  kc logs "$1"
+  run cards "$1"
+  [ "${#lines[@]}" -eq 1 ]
+  # the card kubelet allocated to the pod (its checkpoint) is the one whose node it has
+  local id; id=$(allocated "$1")
+  [ -n "$id" ]
+  [ "${lines[0]}" = "$(card_named "$id")" ]
+  # ENFLAME_VISIBLE_DEVICES as the NRI plugin's edits leave it: void, "the cards are in" (while
+  # the plugin is away the pod sees the device plugin's id instead, see below)
+  kc logs "$1" | grep -qx visible=void
+  kc logs "$1" | grep -qx gcuctl
+  nri_log | grep -F "container main (pod default/$1): "
+  [ -z "$(kc get pod "$1" -o jsonpath='{.spec.runtimeClassName}')" ]
+}
+
+@test "nri cluster: apply -k overlays/nri: the installer turns NRI on (containerd restarted once), the plugin registers, 3 cards allocatable" {
+  [ "$(restarts_of_containerd)" = 0 ]
+  run ! in_ns test -e /var/run/nri/nri.sock   # containerd 1.7: NRI off until the installer
+  run kc apply -k "$NRIC/nri"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  ds_ready
+  # the merged config containerd reads: NRI on, on the default socket
+  [ "$(nri_config)" = "False False /var/run/nri/nri.sock" ]
+  in_ns test -S /var/run/nri/nri.sock
+  # restarted once, because its config changed
+  [ "$(restarts_of_containerd)" = 1 ]
+  kc -n "$NS" logs ds/enflame-toolkit-installer | grep -F "signalled: containerd"
+  wait_until 30 registered_more_than 0
+  nri_log | grep -F "configured by containerd"
+  local n=0
+  for _ in $(seq 60); do
+    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
+    [ "$n" = 3 ] && break
+    sleep 1
+  done
+  [ "$n" = 3 ]
+}
+
+@test "nri cluster: a pod asking enflame.com/gcu: 1 (runc, no RuntimeClass) sees exactly its card through NRI, the others absent" {
+  gets_exactly_its_card one
+  # a pod asking none: no card, and the plugin adds nothing
+  card_pod none 0
+  wait_phase none Running
+  wait_until 30 listed none
+  run cards none
+  [ "$output" = "" ]
+  run ! grep -qx gcuctl <(kc logs none)
+  kc delete pod one none --wait > /dev/null
+}
+
+@test "nri cluster: containerd restarted mid-way: the same plugin process re-connects and the next pod gets its card" {
+  local before restarts
+  before=$(registrations)
+  restarts=$(kc -n "$NS" get pod -l app.kubernetes.io/name=enflame-nri-plugin -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}')
+  "$TOP/tests/cluster/cluster.sh" restart-containerd "$NRIC/cluster"
+  wait_until 30 registered_more_than "$before"
+  [ "$(kc -n "$NS" get pod -l app.kubernetes.io/name=enflame-nri-plugin -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}')" = "$restarts" ]
+  gets_exactly_its_card after-restart
+  kc delete pod after-restart --wait > /dev/null
+}
+
+@test "nri cluster: the plugin gone: containerd 1.7 (no required plugins) starts a pod asking a card without it; a pod asking none starts" {
+  kc -n "$NS" delete ds enflame-nri-plugin --wait > /dev/null
+  wait_until 60 no_pods enflame-nri-plugin
+  # NRI 0.6.1 in containerd 1.7 has no required plugins: the pod is created and runs, with
+  # its ENFLAME_VISIBLE_DEVICES but no card node (no card leaks; it has none)
+  card_pod orphan 1
+  wait_phase orphan Running
+  wait_until 30 listed orphan
+  kc logs orphan
+  run cards orphan
+  [ "$output" = "" ]
+  kc logs orphan | grep -E '^visible=[^v]'   # a card's id, not void
+  card_pod plain 0
+  wait_phase plain Running
+  kc delete pod orphan plain --wait > /dev/null
+}
+
+@test "nri cluster: delete -k: the installer turns NRI off again, containerd's config byte-identical to before" {
+  local restarts; restarts=$(restarts_of_containerd)
+  run kc delete -k "$NRIC/nri" --ignore-not-found --wait --timeout=120s
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # the installer's pod gone: its preStop (toolkit uninstall) has run
+  wait_until 90 no_pods enflame-toolkit-installer
+  in_ns cat "$CONTAINERD_CONFIG" | cmp - "$NRIC/containerd.before"
+  run ! in_ns test -e /etc/containerd/conf.d/99-enflame.toml
+  # restarted once more (the preStop's uninstall changed its config), and without NRI now
+  wait_until 30 bash -c "[ \$(grep -c '^supervisor: containerd exited' $NRIC/cluster/logs/containerd.log) -gt $restarts ]"
+  # (containerd without NRI leaves the old socket file in /run/nri: its merged config says it)
+  [ "$(nri_config)" = "True False /var/run/nri/nri.sock" ]
+}
