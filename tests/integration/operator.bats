@@ -45,6 +45,8 @@ setup_file() {
 # node has no kube-proxy, so the operator reaches the API server on the host's loopback
 # (hostNetwork, which the namespace's restricted Pod Security level refuses: privileged there).
 operator_overlay() {
+  # shellcheck source=../cluster/overlay.sh
+  . "$TOP/tests/cluster/overlay.sh"  # api_route
   mkdir -p "$1"
   cat > "$1/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -57,17 +59,7 @@ patches:
       - op: replace
         path: /metadata/labels/pod-security.kubernetes.io~1enforce
         value: privileged
-  - target: {kind: Deployment, name: enflame-gpu-operator}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/hostNetwork
-        value: true
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}
+$(api_route Deployment enflame-gpu-operator "$APISERVER_PORT")
 YAML
 }
 
