@@ -9,11 +9,14 @@
 #     unpacked with mmdebstrap --variant=extract (those packages and their dependencies, no
 #     shell, no dpkg, no maintainer scripts), without docs, man pages or locales;
 #   - podman import into a private storage under build/images/ (the host's image store is not
-#     touched), with labels version and revision.
-# Cached by a content hash of the staged files, the package list and this script: a second run
-# with nothing changed rebuilds nothing. Prints the archive's path and the image size.
+#     touched), with labels version and revision (scripts/lib-oci.sh, shared with
+#     build-node-exporter-image.sh).
+# Cached by a content hash of the staged files, the package list, this script and lib-oci.sh: a
+# second run with nothing changed rebuilds nothing. Prints the archive's path and the image size.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib-oci.sh
+. "$TOP/scripts/lib-oci.sh"
 BUILD_DIR=${BUILD_DIR:-$TOP/build/release}
 OUT=${IMAGES_DIR:-$TOP/build/images}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -57,8 +60,8 @@ pkgs=$(for l in $libs; do pkg_of "$l"; done | sort -u)
 pkgs=$(printf "%s\n" $pkgs libc6 | sort -u | tr '\n' ',' | sed 's/,$//')
 
 hash=$( { (cd "$stage" && find . -type f -print0 | sort -z | xargs -0 sha256sum); echo "$pkgs";
-          sha256sum "$0"; echo "$REVISION $BUILD_TYPE"; } | sha256sum | cut -c1-16)
-if [ -f "$ARCHIVE" ] && [ "$(cat "$OUT/enflame-toolkit.hash" 2>/dev/null)" = "$hash" ]; then
+          sha256sum "$0" "$TOP/scripts/lib-oci.sh"; echo "$REVISION $BUILD_TYPE"; } | sha256sum | cut -c1-16)
+if oci_fresh "$ARCHIVE" "$hash"; then
   echo "build-images: $ARCHIVE is up to date (content hash $hash)"
   exit 0
 fi
@@ -89,19 +92,13 @@ chmod 1777 "$rootfs/tmp"
 printf 'root:x:0:0:root:/root:/nonexistent\nenflame:x:65532:65532:enflame:/nonexistent:/nonexistent\n' > "$rootfs/etc/passwd"
 printf 'root:x:0:\nenflame:x:65532:\n' > "$rootfs/etc/group"
 
-PODMAN=(podman --root "$OUT/.storage" --runroot "$OUT/.runroot" --storage-driver vfs)
-"${PODMAN[@]}" rmi -f "$FULL" > /dev/null 2>&1 || true
-tar -C "$rootfs" -c . | "${PODMAN[@]}" import \
-  --change "LABEL org.opencontainers.image.title=enflame-container-toolkit" \
-  --change "LABEL org.opencontainers.image.version=$VERSION" \
-  --change "LABEL org.opencontainers.image.revision=$REVISION" \
-  --change "LABEL io.enflame.content-hash=$hash" \
-  --change "LABEL io.enflame.build-type=$BUILD_TYPE" \
-  --change "ENTRYPOINT [\"/usr/bin/enflame-ctk\"]" \
-  --change "CMD [\"--help\"]" - "$FULL" > /dev/null
-rm -f "$ARCHIVE.tmp"
-"${PODMAN[@]}" save --format oci-archive -o "$ARCHIVE.tmp" "$FULL" > /dev/null
-mv "$ARCHIVE.tmp" "$ARCHIVE"
-echo "$hash" > "$OUT/enflame-toolkit.hash"
-size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$FULL")
+oci_pack "$rootfs" "$FULL" "$ARCHIVE" "$hash" \
+  "LABEL org.opencontainers.image.title=enflame-container-toolkit" \
+  "LABEL org.opencontainers.image.version=$VERSION" \
+  "LABEL org.opencontainers.image.revision=$REVISION" \
+  "LABEL io.enflame.content-hash=$hash" \
+  "LABEL io.enflame.build-type=$BUILD_TYPE" \
+  "ENTRYPOINT [\"/usr/bin/enflame-ctk\"]" \
+  "CMD [\"--help\"]"
+size=$(oci_podman image inspect --format '{{.Size}}' "$FULL")
 echo "build-images: $ARCHIVE ($BUILD_TYPE build, $(( size / 1000000 )) MB unpacked, archive $(( $(stat -c %s "$ARCHIVE") / 1000000 )) MB; content hash $hash)"

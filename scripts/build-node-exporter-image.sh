@@ -7,17 +7,19 @@
 # build/images/node-exporter.oci.tar. Named as `make print-node-exporter-image` says (the
 # toolkit version: the tag names our build of it; the label io.enflame.node-exporter-version
 # names Debian's).
-# Cached by the hash of this script and the mirror: a second run rebuilds nothing.
+# Cached by the hash of this script, lib-oci.sh and the mirror: a second run rebuilds nothing.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib-oci.sh
+. "$TOP/scripts/lib-oci.sh"
 OUT=${IMAGES_DIR:-$TOP/build/images}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 NAME=$(make -s -C "$TOP" print-node-exporter-image)
 FULL=docker.io/$NAME
 ARCHIVE=$OUT/node-exporter.oci.tar
 mkdir -p "$OUT"
-hash=$( { sha256sum "$0"; echo "$MIRROR $NAME"; } | sha256sum | cut -c1-16)
-if [ -f "$ARCHIVE" ] && [ "$(cat "$OUT/node-exporter.hash" 2>/dev/null)" = "$hash" ]; then
+hash=$( { sha256sum "$0" "$TOP/scripts/lib-oci.sh"; echo "$MIRROR $NAME"; } | sha256sum | cut -c1-16)
+if oci_fresh "$ARCHIVE" "$hash"; then
   echo "build-node-exporter-image: $ARCHIVE is up to date (content hash $hash)"
   exit 0
 fi
@@ -58,17 +60,11 @@ chmod 1777 "$rootfs/tmp"
 printf 'root:x:0:0:root:/root:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n' > "$rootfs/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$rootfs/etc/group"
 
-PODMAN=(podman --root "$OUT/.storage" --runroot "$OUT/.runroot" --storage-driver vfs)
-"${PODMAN[@]}" rmi -f "$FULL" > /dev/null 2>&1 || true
-tar -C "$rootfs" -c . | "${PODMAN[@]}" import \
-  --change "LABEL org.opencontainers.image.title=prometheus-node-exporter" \
-  --change "LABEL io.enflame.node-exporter-version=$version" \
-  --change "LABEL io.enflame.content-hash=$hash" \
-  --change "USER 65534:65534" \
-  --change "ENTRYPOINT [\"/usr/bin/prometheus-node-exporter\"]" - "$FULL" > /dev/null
-rm -f "$ARCHIVE.tmp"
-"${PODMAN[@]}" save --format oci-archive -o "$ARCHIVE.tmp" "$FULL" > /dev/null
-mv "$ARCHIVE.tmp" "$ARCHIVE"
-echo "$hash" > "$OUT/node-exporter.hash"
-size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$FULL")
+oci_pack "$rootfs" "$FULL" "$ARCHIVE" "$hash" \
+  "LABEL org.opencontainers.image.title=prometheus-node-exporter" \
+  "LABEL io.enflame.node-exporter-version=$version" \
+  "LABEL io.enflame.content-hash=$hash" \
+  "USER 65534:65534" \
+  "ENTRYPOINT [\"/usr/bin/prometheus-node-exporter\"]"
+size=$(oci_podman image inspect --format '{{.Size}}' "$FULL")
 echo "build-node-exporter-image: $ARCHIVE (node_exporter $version, $(( size / 1000000 )) MB unpacked; content hash $hash)"

@@ -11,6 +11,8 @@
 # Images, RBAC, volumes and commands are as shipped (the NPD image is a local stand-in under
 # upstream's name, imported by the caller).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=overlay.sh
+. "$(dirname "$0")/overlay.sh"  # api_route
 [ $# -eq 5 ] || { echo "usage: $0 OUT NPD_DIR SIM_ROOT APISERVER_PORT INTERVAL" >&2; exit 2; }
 out=$1 npd=$2 sim=$3 port=$4 interval=$5
 mkdir -p "$out"
@@ -37,17 +39,7 @@ configMapGenerator:
       - enflame-ctk.toml
       - enflame-gcu-monitor.json
 patches:
-  - target: {kind: DaemonSet, name: enflame-npd}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/hostNetwork
-        value: true
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}
+$(api_route DaemonSet enflame-npd "$port")
       - op: replace
         path: /spec/template/spec/containers/0/command/4
         value: --prometheus-address=127.0.0.1

@@ -18,6 +18,29 @@
 # Everything else (images, RBAC, volumes, probes, the containerd config and socket the
 # installer finds at their usual paths inside the harness's mount namespace) is as shipped.
 # BASE is the kustomization to wrap (deployments/ or deployments/overlays/dra-v1beta1).
+# Sourced (`. overlay.sh`), it only defines api_route, for the harness's other overlays
+# (overlay-npd.sh, operator.bats).
+
+# api_route KIND NAME PORT: the patch of the workload KIND/NAME that gives it hostNetwork and the
+# API server's loopback address (127.0.0.1:PORT), as a kustomization's patches: entry; its op
+# list is left open, so the caller may append ops of its own.
+api_route() {
+  cat <<YAML
+  - target: {kind: $1, name: $2}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/hostNetwork
+        value: true
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value: {name: KUBERNETES_SERVICE_PORT, value: "$3"}
+YAML
+}
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
+
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: $0 OUT BASE SIM_ROOT APISERVER_PORT" >&2; exit 2; }
 out=$1 base=$2 sim=$3 port=$4
@@ -67,31 +90,11 @@ YAML
       - op: add
         path: /spec/template/spec/containers/0/volumeMounts/-
         value: {name: sim-host, mountPath: "/host$sim", readOnly: true}
-  - target: {kind: DaemonSet, name: enflame-dra-plugin}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/hostNetwork
-        value: true
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}
 YAML
+  api_route DaemonSet enflame-dra-plugin "$port"
   if grep -qs "name: enflame-device-plugin" "$base/serviceaccount.yaml"; then
+    api_route DaemonSet enflame-device-plugin "$port"
     cat <<YAML
-  - target: {kind: DaemonSet, name: enflame-device-plugin}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/hostNetwork
-        value: true
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_PORT, value: "$port"}
       - op: add
         path: /spec/template/spec/volumes/-
         value: {name: sim-efsmi, hostPath: {path: $sim/usr/local/efsmi}}

@@ -20,16 +20,7 @@ setup_file() {
   chmod 755 "$CD"
   "$SIM_HOST" example --cards 2 > "$CD/desc.yaml"
   "$SIM_HOST" build --desc "$CD/desc.yaml" --root "$CD/host" > /dev/null
-  make -s -C "$TOP" images > "$CD/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$CD/images.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$CD/cluster" > "$CD/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$CD/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$CD/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$CD/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
-  # shellcheck disable=SC1091
-  . "$CD/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT
+  cluster_up "$CD" images "$TOP/build/images/enflame-toolkit.oci.tar"
   "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
   cp -r "$TOP/deployments" "$CD/deployments"
   "$TOP/tests/cluster/overlay.sh" "$CD/dra" "$CD/deployments/overlays/dra-v1beta1" "$CD/host" "$APISERVER_PORT"
@@ -44,11 +35,8 @@ setup_file() {
 }
 
 teardown_file() {
-  if [ -n "${CD:-}" ] && [ -d "$CD" ]; then
-    [ -z "${WATCH_PID:-}" ] || stop_pid "$WATCH_PID"
-    "$TOP/tests/cluster/cluster.sh" down "$CD/cluster" >&3 2>&1 || true
-    rm -rf "$CD"
-  fi
+  [ -z "${WATCH_PID:-}" ] || stop_pid "$WATCH_PID"
+  cluster_down "${CD:-}"
 }
 
 setup() {

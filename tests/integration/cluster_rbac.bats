@@ -20,16 +20,7 @@ setup_file() {
   chmod 755 "$RB"
   "$SIM_HOST" example --cards 2 > "$RB/desc.yaml"
   "$SIM_HOST" build --desc "$RB/desc.yaml" --root "$RB/host" > /dev/null
-  make -s -C "$TOP" images > "$RB/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$RB/images.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$RB/cluster" > "$RB/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$RB/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$RB/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$RB/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
-  # shellcheck disable=SC1091
-  . "$RB/cluster/env"
-  export KUBECONFIG KUBECTL NODE_NAME APISERVER_PORT CLUSTER_DIR
+  cluster_up "$RB" images "$TOP/build/images/enflame-toolkit.oci.tar"
   kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
   cp -r "$TOP/deployments" "$RB/deployments"
   "$TOP/tests/cluster/overlay.sh" "$RB/dra" "$RB/deployments/overlays/dra-v1beta1" "$RB/host" "$APISERVER_PORT"
@@ -39,10 +30,7 @@ setup_file() {
 }
 
 teardown_file() {
-  if [ -n "${RB:-}" ] && [ -d "$RB" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$RB/cluster" >&3 2>&1 || true
-    rm -rf "$RB"
-  fi
+  cluster_down "${RB:-}"
 }
 
 setup() {

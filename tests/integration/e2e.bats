@@ -23,16 +23,7 @@ setup_file() {
   # own), cards 1-3 whole
   sim_desc > "$E2E/desc.yaml"
   "$SIM_HOST" build --desc "$E2E/desc.yaml" --root "$E2E/host" > /dev/null
-  make -s -C "$TOP" images > "$E2E/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$E2E/images.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$E2E/cluster" > "$E2E/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$E2E/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$E2E/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$E2E/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
-  # shellcheck disable=SC1091
-  . "$E2E/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG CONTAINERD_PID_FILE
+  cluster_up "$E2E" images "$TOP/build/images/enflame-toolkit.oci.tar"
   # what containerd's config was before we installed anything
   in_ns cat "$CONTAINERD_CONFIG" > "$E2E/containerd.before"
   kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
@@ -42,10 +33,7 @@ setup_file() {
 }
 
 teardown_file() {
-  if [ -n "${E2E:-}" ] && [ -d "$E2E" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$E2E/cluster" >&3 2>&1 || true
-    rm -rf "$E2E"
-  fi
+  cluster_down "${E2E:-}"
 }
 
 setup() {

@@ -23,16 +23,7 @@ d = yaml.safe_load(sys.stdin)
 d["drs"]["instances"] = []
 yaml.safe_dump(d, sys.stdout, sort_keys=False)' > "$HM/desc.yaml"
   "$SIM_HOST" build --desc "$HM/desc.yaml" --root "$HM/host" > /dev/null
-  make -s -C "$TOP" images > "$HM/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$HM/images.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$HM/cluster" > "$HM/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$HM/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$HM/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$HM/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
-  # shellcheck disable=SC1091
-  . "$HM/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT
+  cluster_up "$HM" images "$TOP/build/images/enflame-toolkit.oci.tar"
   "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
   cp -r "$TOP/deployments" "$HM/deployments"
   "$TOP/tests/cluster/overlay.sh" "$HM/hami" "$HM/deployments/overlays/hami" "$HM/host" "$APISERVER_PORT"
@@ -41,10 +32,7 @@ yaml.safe_dump(d, sys.stdout, sort_keys=False)' > "$HM/desc.yaml"
 }
 
 teardown_file() {
-  if [ -n "${HM:-}" ] && [ -d "$HM" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$HM/cluster" >&3 2>&1 || true
-    rm -rf "$HM"
-  fi
+  cluster_down "${HM:-}"
 }
 
 setup() {

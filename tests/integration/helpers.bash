@@ -298,6 +298,36 @@ man_covers_flags() {
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
 
+# --- the one-node cluster (tests/cluster/cluster.sh), one per bats file ---
+
+# cluster_up DIR TARGET [ARCHIVE...]: for a cluster suite's setup_file: `make TARGET` (the images
+# it runs: images, node-exporter-image), the cluster up in DIR/cluster, each ARCHIVE imported
+# into its containerd, and DIR/cluster/env sourced (KUBECONFIG, KUBECTL, NODE_NAME, NS_PID,
+# APISERVER_PORT, CTR, CONTAINERD_CONFIG, ... exported). Skips (fails under CI) when this machine
+# lacks the cluster's binaries (cluster.sh exits 3); fails with the log's last lines otherwise.
+cluster_up() {
+  local dir=$1 target=$2 rc=0
+  shift 2
+  make -s -C "$TOP" "$target" > "$dir/$target.log" 2>&1 ||
+    { echo "make $target failed: $(tail -n 3 "$dir/$target.log")" >&2; return 1; }
+  "$TOP/tests/cluster/cluster.sh" up "$dir/cluster" > "$dir/up.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$dir/up.log")" || return 1; fi
+  [ "$rc" -eq 0 ] || { tail -n 1 "$dir/up.log" >&2; return 1; }
+  if [ $# -gt 0 ]; then
+    "$TOP/tests/cluster/cluster.sh" import "$dir/cluster" "$@" > /dev/null || return 1
+  fi
+  # shellcheck disable=SC1091
+  . "$dir/cluster/env"
+}
+
+# cluster_down DIR: for teardown_file: the cluster in DIR/cluster stopped, whatever state
+# setup_file left it in, and DIR removed; nothing when DIR is unset or gone.
+cluster_down() {
+  if [ -z "${1:-}" ] || [ ! -d "$1" ]; then return 0; fi
+  "$TOP/tests/cluster/cluster.sh" down "$1/cluster" >&3 2>&1 || true
+  rm -rf "$1"
+}
+
 # --- cdi/host helpers (cdi/sim/faults/configure/package files) ---
 
 # cdi_ns DIR: sets CDI_NS, a command prefix that runs a command in a private mount namespace

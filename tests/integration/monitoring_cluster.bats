@@ -17,23 +17,12 @@ setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
   export MC; MC=$(mktemp -d /tmp/ectk-mon.XXXXXX)
   chmod 755 "$MC"
-  make -s -C "$TOP" node-exporter-image > "$MC/image.log" 2>&1 ||
-    { echo "make node-exporter-image failed: $(tail -n 3 "$MC/image.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$MC/cluster" > "$MC/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$MC/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$MC/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$MC/cluster" "$TOP/build/images/node-exporter.oci.tar" > /dev/null
-  . "$MC/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME
+  cluster_up "$MC" node-exporter-image "$TOP/build/images/node-exporter.oci.tar"
   "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
 }
 
 teardown_file() {
-  if [ -n "${MC:-}" ] && [ -d "$MC" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$MC/cluster" >&3 2>&1 || true
-    rm -rf "$MC"
-  fi
+  cluster_down "${MC:-}"
 }
 
 setup() {

@@ -22,31 +22,19 @@ setup_file() {
   "$SIM_HOST" example --cards 4 > "$NPDC/desc.yaml"
   "$SIM_HOST" build --desc "$NPDC/desc.yaml" --root "$NPDC/host" > /dev/null
   full_links "$NPDC/host" 4
-  make -s -C "$TOP" images > "$NPDC/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$NPDC/images.log")" >&2; return 1; }
   # upstream's image name, from the one place the manifests pin it
   local image; image=$(grep -oE 'registry\.k8s\.io/node-problem-detector/node-problem-detector:[^ ]+' \
     "$TOP/deployments/npd/daemonset.yaml")
   python3 "$TOP/tests/cluster/oci_image.py" "$NPDC/npd.oci.tar" --name "$image" \
     --file "$npd:/node-problem-detector" --entrypoint '["/node-problem-detector"]' --cmd '[]'
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$NPDC/cluster" > "$NPDC/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$NPDC/up.log")"; fi
-  [ "$rc" -eq 0 ] || { tail -n 1 "$NPDC/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$NPDC/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" "$NPDC/npd.oci.tar" > /dev/null
+  cluster_up "$NPDC" images "$TOP/build/images/enflame-toolkit.oci.tar" "$NPDC/npd.oci.tar"
   "$TOP/tests/cluster/cluster.sh" namespace "$NPDC/cluster" "$NS" > /dev/null
-  # shellcheck disable=SC1091
-  . "$NPDC/cluster/env"
-  export KUBECONFIG KUBECTL NODE_NAME APISERVER_PORT
   "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
   "$TOP/tests/cluster/overlay-npd.sh" "$NPDC/npd" "$TOP/deployments/npd" "$NPDC/host" "$APISERVER_PORT" "$INTERVAL"
 }
 
 teardown_file() {
-  if [ -n "${NPDC:-}" ] && [ -d "$NPDC" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$NPDC/cluster" >&3 2>&1 || true
-    rm -rf "$NPDC"
-  fi
+  cluster_down "${NPDC:-}"
 }
 
 setup() {

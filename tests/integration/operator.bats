@@ -18,19 +18,10 @@ setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
   export OP; OP=$(mktemp -d /tmp/ectk-op.XXXXXX)
   chmod 755 "$OP"
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$OP/cluster" > "$OP/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$OP/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$OP/up.log" >&2; return 1; }
-  # shellcheck disable=SC1091
-  . "$OP/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG CTR
   # the simulated host: four cards
   "$SIM_HOST" example --cards 4 > "$OP/desc.yaml"
   "$SIM_HOST" build --desc "$OP/desc.yaml" --root "$OP/host" > /dev/null
-  make -s -C "$TOP" images > "$OP/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$OP/images.log")" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  cluster_up "$OP" images "$TOP/build/images/enflame-toolkit.oci.tar"
   nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.before"
   # this fork's ServiceAccount admission needs a ConfigMap in every namespace with pods: the
   # harness makes both namespaces first (the operator then takes enflame-system over)
@@ -45,6 +36,8 @@ setup_file() {
 # node has no kube-proxy, so the operator reaches the API server on the host's loopback
 # (hostNetwork, which the namespace's restricted Pod Security level refuses: privileged there).
 operator_overlay() {
+  # shellcheck source=../cluster/overlay.sh
+  . "$TOP/tests/cluster/overlay.sh"  # api_route
   mkdir -p "$1"
   cat > "$1/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -57,25 +50,12 @@ patches:
       - op: replace
         path: /metadata/labels/pod-security.kubernetes.io~1enforce
         value: privileged
-  - target: {kind: Deployment, name: enflame-gpu-operator}
-    patch: |-
-      - op: add
-        path: /spec/template/spec/hostNetwork
-        value: true
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-      - op: add
-        path: /spec/template/spec/containers/0/env/-
-        value: {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}
+$(api_route Deployment enflame-gpu-operator "$APISERVER_PORT")
 YAML
 }
 
 teardown_file() {
-  if [ -n "${OP:-}" ] && [ -d "$OP" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$OP/cluster" >&3 2>&1 || true
-    rm -rf "$OP"
-  fi
+  cluster_down "${OP:-}"
 }
 
 setup() {

@@ -85,6 +85,16 @@ def per_card(metric, sel):
     return f"max by (host, uuid) ({metric}{{{sel}}})"
 
 
+def holders_and_readings(b, select, holders, by, legend, readings):
+    """A table of who holds the cards `select(metric)` picks (`holders` is (title, labels): the
+    max of enflame_gcu_info by those labels), then a time series per (title, aggregation, metric,
+    unit) of `readings`: the metric on those cards aggregated by `by`, one line per `legend`."""
+    title, labels = holders
+    b.panel("table", title, [table(f"max by ({labels}) ({select('enflame_gcu_info')})")])
+    for title, agg, metric, unit in readings:
+        b.panel("timeseries", title, [ts(f"{agg} by ({by}) ({select(metric)})", legend)], unit=unit)
+
+
 def overview():
     n = 'host=~"$node"'
     b = Board("enflame-gcu-overview", "Enflame GCU / Cluster overview",
@@ -186,18 +196,14 @@ def pods():
                          'label_values(enflame_gcu_info{pod_namespace=~"$namespace",pod_name!=""}, pod_name)')])
     b.panel("bargauge", "Cards held per namespace",
             [table(f"count by (pod_namespace) (enflame_gcu_info{{{s}}})")])
-    b.panel("table", "Cards held per pod",
-            [table(f"max by (pod_namespace, pod_name, container_name, host, minor_number, uuid) "
-                   f"(enflame_gcu_info{{{s}}})")])
-    b.panel("timeseries", "Utilisation of the pod's cards (mean)",
-            [ts(f"avg by (pod_namespace, pod_name) (enflame_gcu_usage{{{s}}})",
-                "{{pod_namespace}}/{{pod_name}}")], unit="percent")
-    b.panel("timeseries", "Device memory in use on the pod's cards",
-            [ts(f"sum by (pod_namespace, pod_name) (enflame_gcu_memory_used_bytes{{{s}}})",
-                "{{pod_namespace}}/{{pod_name}}")], unit="bytes")
-    b.panel("timeseries", "Power of the pod's cards",
-            [ts(f"sum by (pod_namespace, pod_name) (enflame_gcu_power_consumption{{{s}}})",
-                "{{pod_namespace}}/{{pod_name}}")], unit="watt")
+    holders_and_readings(
+        b, lambda metric: f"{metric}{{{s}}}",
+        ("Cards held per pod", "pod_namespace, pod_name, container_name, host, minor_number, uuid"),
+        "pod_namespace, pod_name", "{{pod_namespace}}/{{pod_name}}",
+        [("Utilisation of the pod's cards (mean)", "avg", "enflame_gcu_usage", "percent"),
+         ("Device memory in use on the pod's cards", "sum", "enflame_gcu_memory_used_bytes",
+          "bytes"),
+         ("Power of the pod's cards", "sum", "enflame_gcu_power_consumption", "watt")])
     b.panel("timeseries", "Device memory in use per namespace",
             [ts(f"sum by (pod_namespace) (enflame_gcu_memory_used_bytes{{{s}}})",
                 "{{pod_namespace}}")], unit="bytes")
@@ -223,15 +229,12 @@ def drs():
     b.panel("table", "Instances",
             [table(f"max by (host, minor_number, uuid, profile, instance_id, drs_id) "
                    f"(enflame_gcu_drs_instance_info{{{s}}})")], w=24)
-    b.panel("table", "Holders of split cards",
-            [table(f"max by (host, minor_number, pod_namespace, pod_name, container_name) "
-                   f"(enflame_gcu_info and {split})")])
-    b.panel("timeseries", "Utilisation of split cards",
-            [ts(f"max by (host, minor_number) (enflame_gcu_usage and {split})",
-                "{{host}} gcu{{minor_number}}")], unit="percent")
-    b.panel("timeseries", "Device memory in use on split cards",
-            [ts(f"max by (host, minor_number) (enflame_gcu_memory_usage and {split})",
-                "{{host}} gcu{{minor_number}}")], unit="percentunit")
+    holders_and_readings(
+        b, lambda metric: f"{metric} and {split}",
+        ("Holders of split cards", "host, minor_number, pod_namespace, pod_name, container_name"),
+        "host, minor_number", "{{host}} gcu{{minor_number}}",
+        [("Utilisation of split cards", "max", "enflame_gcu_usage", "percent"),
+         ("Device memory in use on split cards", "max", "enflame_gcu_memory_usage", "percentunit")])
     return b
 
 
