@@ -77,10 +77,11 @@ mmdebstrap --quiet --variant=extract --include="$pkgs" \
 rm -rf "$rootfs"/usr/share/{doc,man,locale,lintian,info,bug} "$rootfs"/var/cache/apt "$rootfs"/var/lib/apt/lists
 # glibc's iconv modules (8 MB) and its helper programs: nothing here converts charsets or runs them
 rm -rf "${rootfs:?}"/usr/lib/x86_64-linux-gnu/gconv "${rootfs:?}"/usr/bin/* "${rootfs:?}"/usr/sbin/* "${rootfs:?}"/usr/libexec
-# shared libraries outside the binaries' ldd closure (libgrpc++'s siblings, libprotoc, ...)
-keep=" $(for l in $libs; do basename "$l"; basename "$(realpath "$l")"; done | tr '\n' ' ') "
+# shared libraries outside the binaries' ldd closure (libgrpc++'s siblings, libprotoc, glibc's
+# libmvec and friends, ...); the loader is no "=>" line of ldd's, so it is kept by name
+keep=" ld-linux-x86-64.so.2 $(for l in $libs; do basename "$l"; basename "$(realpath "$l")"; done | tr '\n' ' ') "
 for f in "$rootfs"/usr/lib/x86_64-linux-gnu/*.so* "$rootfs"/usr/lib/x86_64-linux-gnu/engines-3 \
-         "$rootfs"/usr/lib/x86_64-linux-gnu/ossl-modules; do
+         "$rootfs"/usr/lib/x86_64-linux-gnu/ossl-modules "$rootfs"/lib/x86_64-linux-gnu/*.so*; do
   case $keep in *" $(basename "$f") "*) ;; *) rm -rf "$f" ;; esac
 done
 [ -z "${IMAGES_DU:-}" ] || du -ak "$rootfs" | sort -n | tail -n 25 >&2
