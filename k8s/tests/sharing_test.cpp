@@ -57,6 +57,11 @@ TEST(PluginConfig, Bad) {
         {"version: v1\nflags:\n  scheduler: volcano\n", "p.yaml: line 3: flags.scheduler: want hami or \"\", got 'volcano'"},
         {"version: v1\nflags:\n  schedular: hami\n", "p.yaml: line 3: flags.schedular: unknown key"},
         {"version: v1\nflags: hami\n", "p.yaml: line 2: flags: want a mapping"},
+        {"version: v1\nflags:\n  hamiLegacyVgcu: yes\n",
+         "p.yaml: line 3: flags.hamiLegacyVgcu: want true or false, got 'yes'"},
+        {"version: v1\nflags:\n  hamiSharedSlices: 0\n", "p.yaml: line 3: flags.hamiSharedSlices: want 1 to 64, got '0'"},
+        {"version: v1\nflags:\n  hamiSharedSlices: 6x\n",
+         "p.yaml: line 3: flags.hamiSharedSlices: want 1 to 64, got '6x'"},
     };
     for (const auto& [yaml, want] : cases) {
         auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
@@ -80,6 +85,19 @@ TEST(PluginConfig, Scheduler) {
         ASSERT_TRUE(r) << yaml << ": " << r.error().what();
         EXPECT_EQ(r->scheduler, want) << yaml;
     }
+}
+
+// flags.hamiLegacyVgcu / hamiSharedSlices: unset when absent, so the flags and envs decide.
+TEST(PluginConfig, HamiLegacy) {
+    auto none = k8s::parse_plugin_config("version: v1\nflags: {scheduler: hami}\n", "p.yaml", kRes);
+    ASSERT_TRUE(none) << none.error().what();
+    EXPECT_EQ(none->hami_legacy, std::nullopt);
+    EXPECT_EQ(none->hami_slices, std::nullopt);
+    auto on = k8s::parse_plugin_config("version: v1\nflags:\n  hamiLegacyVgcu: true\n  hamiSharedSlices: 8\n",
+                                       "p.yaml", kRes);
+    ASSERT_TRUE(on) << on.error().what();
+    EXPECT_EQ(on->hami_legacy, true);
+    EXPECT_EQ(on->hami_slices, 8u);
 }
 
 inject::device::Host host4() {
