@@ -65,7 +65,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
         l.names.cards_socket = o.socket_name;
         l.names.drs = o.drs_resource;
         if (o.hami_legacy.value_or(sharing.hami_legacy.value_or(false)))
-            l.names.legacy_slices = o.hami_slices.value_or(sharing.hami_slices.value_or(hami::kLegacySlices));
+            l.names.legacy_slices =
+                o.hami_slices.value_or(sharing.hami_slices.value_or(hami::kLegacySlices));
         INJECT_TRY(l.resources, hami::make_resources(*host, l.settings.id_strategy, l.names));
     } else {
         INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas,
@@ -189,12 +190,12 @@ void Daemon::adopt(Loaded& l) {
         return h->preferred_cards(inv, req, out);
     });
     for (std::size_t i = 1; i < eps_.size(); ++i) {
-        eps_[i].state->set_allocator([h = hami_, cards, name = eps_[i].resource](
-                                         const Inventory&, const Settings& s,
-                                         const v1beta1::AllocateRequest& req,
-                                         v1beta1::AllocateResponse* out) {
-            return h->allocate_other(name, cards->inventory(), s, req, out);
-        });
+        eps_[i].state->set_allocator(
+            [h = hami_, cards, name = eps_[i].resource](const Inventory&, const Settings& s,
+                                                        const v1beta1::AllocateRequest& req,
+                                                        v1beta1::AllocateResponse* out) {
+                return h->allocate_other(name, cards->inventory(), s, req, out);
+            });
     }
 }
 

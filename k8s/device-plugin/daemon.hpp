@@ -6,12 +6,12 @@
 // loop on a signalfd and an inotify fd: kubelet restarts (re-serve and re-register at once),
 // SIGHUP (re-read the config), SIGTERM (stop, remove our socket), and the health timer.
 
-#include "plugin.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "plugin.hpp"
 
 namespace edp {
 

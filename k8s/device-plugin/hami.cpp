@@ -468,7 +468,8 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
     std::vector<Resource> out;
     INJECT_TRY(auto cards, make_inventory(host, strategy, 1));
     if (names.legacy_slices > 0) {
-        out.push_back(per_card(cards, names.shared, [&](const auto&) { return std::uint64_t{names.legacy_slices}; }));
+        out.push_back(per_card(cards, names.shared,
+                               [&](const auto&) { return std::uint64_t{names.legacy_slices}; }));
     } else {
         const std::uint32_t n = card_slices(host.drs_profiles);
         out.push_back(per_card(cards, names.drs, [&](const auto&) { return std::uint64_t{n}; }));
@@ -476,7 +477,7 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
         // MiB: not schedulable here, see the README); one ID per GiB keeps kubelet's list small.
         out.push_back(per_card(cards, names.memory, [&](const PluginDevice& d) {
             const auto c = std::find_if(host.devices.begin(), host.devices.end(),
-                                         [&](const auto& x) { return x.index == d.index; });
+                                        [&](const auto& x) { return x.index == d.index; });
             return c == host.devices.end() ? std::uint64_t{0} : c->memory_bytes >> 30;
         }));
         out.push_back(per_card(cards, names.core, [](const auto&) { return std::uint64_t{100}; }));

@@ -195,7 +195,8 @@ inline constexpr std::uint32_t kLegacySlices = 6;
 /// card's memory, for `core` 100 (HAMi's percent); or, legacy, `shared` with legacy_slices.
 /// kubelet hands Allocate as many IDs as the container asks; which ones does not matter
 /// (HAMi chose the card). Sockets: names.cards_socket, else enflame-<name after '/'>.sock.
-[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(
-    const inject::device::Host& host, IdStrategy strategy, const Names& names);
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                                   IdStrategy strategy,
+                                                                   const Names& names);
 
 }  // namespace edp::hami

@@ -262,10 +262,9 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     auto p = pick_drs(pods, n_ids, by);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
     if (!p.decision)
-        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " +
-                                        std::to_string(n_ids) + " " +
-                                        (by.empty() ? "DRS slices" : by) + " (HAMi's " +
-                                        kAssigned + "=false)");
+        return fail(Errc::NotFound,
+                    "no pod on node " + d_.node + " waits for " + std::to_string(n_ids) + " " +
+                        (by.empty() ? "DRS slices" : by) + " (HAMi's " + kAssigned + "=false)");
     auto& d = *p.decision;
     auto& c = d.containers[p.container];
     const std::string who = "pod " + d.ns + "/" + d.name + " container " + c.name;
@@ -374,8 +373,8 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_shared_container(
         !w)
         return fail(std::move(w).error().context("pod " + d.ns + "/" + d.name +
                                                  ": recording the allocation"));
-    inject::log::info("hami: pod {}/{} container {}: {} slices of card(s) {}", d.ns, d.name,
-                      c.name, c.request, (*r.mutable_envs())[std::string(kVisibleEnv)]);
+    inject::log::info("hami: pod {}/{} container {}: {} slices of card(s) {}", d.ns, d.name, c.name,
+                      c.request, (*r.mutable_envs())[std::string(kVisibleEnv)]);
     return r;
 }
 

@@ -13,13 +13,6 @@
 // HAMi parses are written at start, after every instance made or destroyed, and when re-discovery
 // sees another picture.
 
-#include "hami.hpp"
-#include "plugin.hpp"
-
-#include "inject/discover.hpp"
-#include "k8s/apiserver.hpp"
-#include "k8s/proto/deviceplugin_v1beta1.pb.h"
-
 #include <grpcpp/support/status.h>
 
 #include <chrono>
@@ -29,6 +22,12 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "hami.hpp"
+#include "inject/discover.hpp"
+#include "k8s/apiserver.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.pb.h"
+#include "plugin.hpp"
 
 namespace edp::hami {
 
@@ -83,8 +82,9 @@ private:
                                                                          const Settings& s,
                                                                          std::size_t n_ids,
                                                                          const std::string& by);
-    inject::Result<v1beta1::ContainerAllocateResponse> one_shared_container(
-        const Inventory& cards, const Settings& s, std::size_t n_ids);
+    inject::Result<v1beta1::ContainerAllocateResponse> one_shared_container(const Inventory& cards,
+                                                                            const Settings& s,
+                                                                            std::size_t n_ids);
     void report(const std::string& ns, const std::string& name, const std::string& uid,
                 const std::string& why, bool card_protocol);
     void publish(const inject::device::Host& host);

@@ -329,11 +329,11 @@ TEST(HamiShared, PicksTheOldestPodAndItsNextContainer) {
 // allocates, the profile from assigned-containers.
 TEST(HamiDrs, PicksByMemoryOrCoreLimit) {
     auto pod = drs_pod("mc", "10", kOne);
-    pod["spec"] = {{"containers",
-                    {{{"name", "main"},
-                      {"resources",
-                       {{"limits",
-                         {{"enflame.com/gcu-memory", "11"}, {"enflame.com/gcu-core", "25"}}}}}}}}};
+    pod["spec"] = {
+        {"containers",
+         {{{"name", "main"},
+           {"resources",
+            {{"limits", {{"enflame.com/gcu-memory", "11"}, {"enflame.com/gcu-core", "25"}}}}}}}}};
     Json pods{{"items", Json::array({pod})}};
     EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-memory"), 11u);
     EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-core"), 25u);

@@ -71,12 +71,14 @@ inject::Result<bool> boolean(std::string_view source, const YAML::Node& n, const
 // `flags:`, as in NVIDIA's plugin config: options also given by a flag, which wins.
 inject::Result<void> parse_flags(std::string_view source, const YAML::Node& flags, Sharing& out) {
     if (!flags || flags.IsNull()) return inject::ok();
-    INJECT_TRY_VOID(only_keys(source, flags, "flags", {"scheduler", "hamiLegacyVgcu", "hamiSharedSlices"}));
+    INJECT_TRY_VOID(
+        only_keys(source, flags, "flags", {"scheduler", "hamiLegacyVgcu", "hamiSharedSlices"}));
     if (const auto n = flags["scheduler"]; n && n.IsNull()) {
         out.scheduler = std::string();
     } else if (n) {
         INJECT_TRY(auto s, scalar(source, n, "flags.scheduler"));
-        if (s != "" && s != "hami") return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
+        if (s != "" && s != "hami")
+            return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
         out.scheduler = std::move(s);
     }
     if (const auto n = flags["hamiLegacyVgcu"]) {
