@@ -311,9 +311,12 @@ YAML
   [ -z "$(instances)" ]
   kc -n "$NS" set env ds/enflame-device-plugin HAMI_LEGACY_VGCU=true > /dev/null
   ds_ready
-  local cards; cards=$(allocatable enflame.com/gcu)
-  [ "$cards" -ge 3 ]
-  until_is $((cards * 6)) allocatable enflame.com/shared-gcu
+  # shared-gcu = 6 x the whole cards (3 or 4: the card unplugged above may be gone)
+  shared_per_card() {
+    local c s; c=$(allocatable enflame.com/gcu) s=$(allocatable enflame.com/shared-gcu)
+    if [ "${c:-0}" -ge 3 ] && [ "${s:-0}" -gt 0 ]; then echo $((s / c)),$((s % c)); fi
+  }
+  until_is 6,0 shared_per_card
   run kc get node "$NODE_NAME" -o json
   [ "$status" -eq 0 ]
   jq -e '.metadata.annotations["enflame.com/gcu-shared-capacity"] | fromjson | (to_entries | length >= 3) and all(.[]; . == 6)' <<<"$output"
