@@ -38,6 +38,7 @@ struct Loaded {
     std::vector<Resource> resources;
     inject::discover::Options discover;
     std::string scheduler;  ///< --scheduler / SCHEDULER, else the plugin config's, else ""
+    hami::Names names;      ///< HAMi mode's resources
 };
 
 // The toolkit config, the plugin config, then discovery: what the plugin advertises.
@@ -60,9 +61,13 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     if (!host) return inject::fail(std::move(host).error().context("discovering Enflame cards"));
     if (l.scheduler == "hami") {
         // HAMi counts whole cards and slices; it decides which card a pod gets.
-        INJECT_TRY(l.resources,
-                   hami::make_resources(*host, l.settings.id_strategy, l.settings.resource_name,
-                                        o.socket_name, o.drs_resource));
+        l.names.cards = l.settings.resource_name;
+        l.names.cards_socket = o.socket_name;
+        l.names.drs = o.drs_resource;
+        if (o.hami_legacy.value_or(sharing.hami_legacy.value_or(false)))
+            l.names.legacy_slices =
+                o.hami_slices.value_or(sharing.hami_slices.value_or(hami::kLegacySlices));
+        INJECT_TRY(l.resources, hami::make_resources(*host, l.settings.id_strategy, l.names));
     } else {
         INJECT_TRY(l.resources, make_resources(*host, l.settings.id_strategy, sharing.replicas,
                                                l.settings.resource_name, o.socket_name, o.drs));
@@ -170,9 +175,9 @@ void Daemon::adopt(Loaded& l) {
         e.state = std::make_shared<State>(std::move(s), std::move(r.inventory));
         eps_.push_back(std::move(e));
     }
-    if (!hami_ || eps_.size() != 2) return;
-    // HAMi mode: the whole cards first, the slices second (hami::make_resources); a slice's
-    // Allocate gives the card HAMi chose, from the whole cards' inventory.
+    if (!hami_ || eps_.empty()) return;
+    // HAMi mode: the whole cards first (hami::make_resources), then the others, whose Allocate
+    // gives the card HAMi chose from the whole cards' inventory.
     auto cards = eps_[0].state;
     eps_[0].state->set_allocator([h = hami_](const Inventory& inv, const Settings& s,
                                              const v1beta1::AllocateRequest& req,
@@ -184,11 +189,14 @@ void Daemon::adopt(Loaded& l) {
                                              v1beta1::PreferredAllocationResponse* out) {
         return h->preferred_cards(inv, req, out);
     });
-    eps_[1].state->set_allocator([h = hami_, cards](const Inventory&, const Settings& s,
-                                                    const v1beta1::AllocateRequest& req,
-                                                    v1beta1::AllocateResponse* out) {
-        return h->allocate_drs(cards->inventory(), s, req, out);
-    });
+    for (std::size_t i = 1; i < eps_.size(); ++i) {
+        eps_[i].state->set_allocator(
+            [h = hami_, cards, name = eps_[i].resource](const Inventory&, const Settings& s,
+                                                        const v1beta1::AllocateRequest& req,
+                                                        v1beta1::AllocateResponse* out) {
+                return h->allocate_other(name, cards->inventory(), s, req, out);
+            });
+    }
 }
 
 inject::Result<void> Daemon::serve(Endpoint& e) {
@@ -406,7 +414,8 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
 // HAMi mode's API client (token reload, retries) and efsmi's DRS commands, as the DRA driver
 // runs them.
 inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
-                                                       const inject::discover::Options& disc) {
+                                                       const inject::discover::Options& disc,
+                                                       const hami::Names& names) {
     auto cfg = o.kubeconfig.empty() ? k8s::api::in_cluster_config()
                                     : k8s::api::load_kubeconfig(o.kubeconfig);
     if (!cfg) return inject::fail(std::move(cfg).error().context("--scheduler=hami"));
@@ -414,6 +423,7 @@ inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
     hami::Deps deps;
     deps.api = std::shared_ptr<k8s::api::Client>(std::move(client));
     deps.node = o.node_name;
+    deps.names = names;
     deps.discover = [disc] { return inject::discover::discover(disc); };
     deps.create = [disc](std::uint32_t card, const inject::device::DrsProfile& p) {
         return inject::drs::create_instance(disc, card, p);
@@ -462,7 +472,7 @@ int run(DaemonOptions o) {
     if (!watcher) return fail_with(watcher.error());
     std::shared_ptr<hami::Mode> hami;
     if (loaded->scheduler == "hami") {
-        auto h = start_hami(o, loaded->discover);
+        auto h = start_hami(o, loaded->discover, loaded->names);
         if (!h) return fail_with(h.error());
         hami = std::move(*h);
     }

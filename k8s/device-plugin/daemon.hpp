@@ -6,11 +6,12 @@
 // loop on a signalfd and an inotify fd: kubelet restarts (re-serve and re-register at once),
 // SIGHUP (re-read the config), SIGTERM (stop, remove our socket), and the health timer.
 
-#include "plugin.hpp"
-
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+
+#include "plugin.hpp"
 
 namespace edp {
 
@@ -30,6 +31,11 @@ struct DaemonOptions {
     std::string node_name;   ///< HAMi mode: this node (pods by spec.nodeName, the annotations)
     std::string kubeconfig;  ///< HAMi mode: empty = the in-cluster service account
     std::string drs_resource = "enflame.com/drs-gcu";  ///< HAMi mode: the slices' resource
+    /// HAMi mode, HAMi <= 2.9: enflame.com/shared-gcu (gcushare's shared mode) instead of
+    /// drs-gcu, gcu-memory and gcu-core. Unset: the plugin config's flags.hamiLegacyVgcu.
+    std::optional<bool> hami_legacy;
+    /// Its slices per card; unset: flags.hamiSharedSlices, else gcushare's 6.
+    std::optional<std::uint32_t> hami_slices;
     std::chrono::milliseconds sweep_interval{
         2000};  ///< HAMi mode: pods gone -> instances destroyed
     std::chrono::milliseconds health_interval{5000};

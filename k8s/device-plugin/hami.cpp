@@ -204,18 +204,115 @@ Pick<D> pick(const Json& pods, Parse parse, Fits fits, std::int64_t D::*time) {
 
 }  // namespace
 
-Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request) {
+std::uint32_t container_request(const Json& pod, const std::string& ctr,
+                                const std::string& resource) {
+    if (!pod.is_object() || !pod.contains("spec") || !pod["spec"].is_object()) return 0;
+    for (const char* list : {"initContainers", "containers"}) {
+        const auto& spec = pod["spec"];
+        if (!spec.contains(list) || !spec[list].is_array()) continue;
+        for (const auto& c : spec[list]) {
+            if (!c.is_object() || c.value("name", "") != ctr) continue;
+            const Json lim = c.contains("resources") && c["resources"].is_object()
+                                 ? c["resources"].value("limits", Json::object())
+                                 : Json::object();
+            std::uint32_t n = 0;
+            if (!lim.is_object() || !lim.contains(resource)) return 0;
+            // The API server gives quantities as strings; an integer count is all we take.
+            const auto v = string_field(lim, resource.c_str());
+            return parse_number(v, n) ? n : 0;
+        }
+    }
+    return 0;
+}
+
+Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request, const std::string& by) {
+    std::map<std::string, Json> spec;  // uid -> pod spec, for the limits of `by`
+    if (!by.empty() && pods.is_object() && pods.contains("items") && pods["items"].is_array())
+        for (const auto& pod : pods["items"])
+            spec[meta(pod, "uid")] = Json{{"spec", pod.value("spec", Json::object())}};
     auto parse = [](const Json& pod) -> inject::Result<DrsDecision> {
         const auto a = annotation(pod, kAssigned);
-        if (a != "false" || annotation(pod, kError)) return fail(Errc::NotFound, "not waiting");
+        // No assigned-containers: HAMi <= 2.9's shared decision (pick_shared), not DRS.
+        if (a != "false" || annotation(pod, kError) || !annotation(pod, kContainers))
+            return fail(Errc::NotFound, "not waiting");
         return parse_drs_decision(pod);
     };
     auto fits = [&](const DrsDecision& d) -> std::optional<std::size_t> {
-        for (std::size_t i = 0; i < d.containers.size(); ++i)
-            if (!d.containers[i].allocated && d.containers[i].request == request) return i;
+        for (std::size_t i = 0; i < d.containers.size(); ++i) {
+            const auto& c = d.containers[i];
+            if (c.allocated) continue;
+            const std::size_t n =
+                by.empty() ? c.request : container_request(spec[d.uid], c.name, by);
+            if (n == request) return i;
+        }
         return std::nullopt;
     };
     return pick<DrsDecision>(pods, parse, fits, &DrsDecision::assigned_time);
+}
+
+inject::Result<SharedDecision> parse_shared_decision(const Json& pod, const std::string& resource) {
+    SharedDecision d;
+    d.ns = meta(pod, "namespace");
+    d.name = meta(pod, "name");
+    d.uid = meta(pod, "uid");
+    const auto time = annotation(pod, kAssignedTime);
+    if (!time)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
+    if (!parse_number(*time, d.assigned_time) || d.assigned_time < 0)
+        return fail(bad(kAssignedTime, *time, "want Unix nanoseconds"));
+    const auto ids = annotation(pod, kAssignedId);
+    if (!ids)
+        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedId + ": missing");
+    for (const auto& id : split(*ids, ',')) {
+        std::uint32_t i = 0;
+        if (!parse_number(id, i)) return fail(bad(kAssignedId, *ids, "want card indexes (0,1)"));
+        d.cards.push_back(i);
+    }
+    Json served = Json::array();
+    if (const auto raw = annotation(pod, kSharedServed)) {
+        served = Json::parse(*raw, nullptr, false);
+        if (!served.is_array()) return fail(bad(kSharedServed, *raw, "want a JSON list of names"));
+    }
+    for (const char* list : {"initContainers", "containers"}) {
+        if (!pod.contains("spec") || !pod["spec"].contains(list) || !pod["spec"][list].is_array())
+            continue;
+        for (const auto& c : pod["spec"][list]) {
+            const std::string name = c.is_object() ? c.value("name", "") : "";
+            const auto n = container_request(pod, name, resource);
+            if (n == 0) continue;
+            const bool done = std::find(served.begin(), served.end(), Json(name)) != served.end();
+            d.containers.push_back({name, n, done});
+        }
+    }
+    return d;
+}
+
+std::string served_json(const SharedDecision& d) {
+    Json j = Json::array();
+    for (const auto& c : d.containers)
+        if (c.served) j.push_back(c.name);
+    return j.dump();
+}
+
+Pick<SharedDecision> pick_shared(const Json& pods, const std::string& resource,
+                                 std::size_t request) {
+    auto parse = [&](const Json& pod) -> inject::Result<SharedDecision> {
+        if (annotation(pod, kAssigned) != "false" || annotation(pod, kError) ||
+            annotation(pod, kContainers))
+            return fail(Errc::NotFound, "not waiting");
+        return parse_shared_decision(pod, resource);
+    };
+    auto fits = [&](const SharedDecision& d) -> std::optional<std::size_t> {
+        // kubelet admits a pod's containers in order: the first not served is the one it asks
+        // for (gcushare: the container whose request equals the IDs kubelet passed).
+        for (std::size_t i = 0; i < d.containers.size(); ++i) {
+            if (d.containers[i].served) continue;
+            if (d.containers[i].request == request) return i;
+            return std::nullopt;
+        }
+        return std::nullopt;
+    };
+    return pick<SharedDecision>(pods, parse, fits, &SharedDecision::assigned_time);
 }
 
 Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::size_t request) {
@@ -253,7 +350,8 @@ std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profile
 }
 
 NodeAnnotations node_annotations(const inject::device::Host& host,
-                                 const std::vector<OwnInstance>& ours) {
+                                 const std::vector<OwnInstance>& ours,
+                                 std::uint32_t legacy_slices) {
     NodeAnnotations out;
     out.cards = host.devices.size();
     const std::uint32_t slices = card_slices(host.drs_profiles);
@@ -277,6 +375,10 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
                            {"minor", std::to_string(c.minor)},
                            {"capacity", cap}});
         shared[std::to_string(c.minor)] = cap;
+    }
+    if (legacy_slices > 0) {
+        shared = Json::object();
+        for (const auto& c : host.devices) shared[std::to_string(c.minor)] = legacy_slices;
     }
     out.drs_capacity = Json{{"devices", devices}, {"profiles", profiles}}.dump();
     out.shared_capacity = shared.dump();
@@ -341,25 +443,46 @@ bool still_there(const inject::device::Host& host, const Recorded& r) {
     return false;
 }
 
-inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
-                                                     IdStrategy strategy,
-                                                     const std::string& cards_resource,
-                                                     const std::string& cards_socket,
-                                                     const std::string& drs_resource) {
-    std::vector<Resource> out;
-    INJECT_TRY(auto cards, make_inventory(host, strategy, 1));
-    Inventory slices;
-    slices.control = host.control;
-    const std::uint32_t n = card_slices(host.drs_profiles);
+namespace {
+
+// Per card `per_card(card)` IDs `<minor>-<n>`, the card's other fields as the whole card's.
+template <class F>
+Resource per_card(const Inventory& cards, const std::string& name, F per_card) {
+    Resource r{name, "enflame-" + name.substr(name.find('/') + 1) + ".sock", {}};
+    r.inventory.control = cards.control;
     for (const auto& d : cards.devices) {
-        for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint64_t n = per_card(d);
+        for (std::uint64_t i = 0; i < n; ++i) {
             PluginDevice s = d;
             s.id = std::to_string(d.minor) + "-" + std::to_string(i);
-            slices.devices.push_back(std::move(s));
+            r.inventory.devices.push_back(std::move(s));
         }
     }
-    out.push_back({cards_resource, cards_socket, std::move(cards)});
-    out.push_back({drs_resource, "enflame-drs-gcu.sock", std::move(slices)});
+    return r;
+}
+
+}  // namespace
+
+inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                     IdStrategy strategy, const Names& names) {
+    std::vector<Resource> out;
+    INJECT_TRY(auto cards, make_inventory(host, strategy, 1));
+    if (names.legacy_slices > 0) {
+        out.push_back(per_card(cards, names.shared,
+                               [&](const auto&) { return std::uint64_t{names.legacy_slices}; }));
+    } else {
+        const std::uint32_t n = card_slices(host.drs_profiles);
+        out.push_back(per_card(cards, names.drs, [&](const auto&) { return std::uint64_t{n}; }));
+        // HAMi counts gcu-memory in GB (a request above twice the largest profile's is taken as
+        // MiB: not schedulable here, see the README); one ID per GiB keeps kubelet's list small.
+        out.push_back(per_card(cards, names.memory, [&](const PluginDevice& d) {
+            const auto c = std::find_if(host.devices.begin(), host.devices.end(),
+                                        [&](const auto& x) { return x.index == d.index; });
+            return c == host.devices.end() ? std::uint64_t{0} : c->memory_bytes >> 30;
+        }));
+        out.push_back(per_card(cards, names.core, [](const auto&) { return std::uint64_t{100}; }));
+    }
+    out.insert(out.begin(), Resource{names.cards, names.cards_socket, std::move(cards)});
     return out;
 }
 

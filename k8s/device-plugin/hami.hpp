@@ -35,6 +35,11 @@ inline constexpr const char* kContainers = "assigned-containers";  ///< JSON per
 inline constexpr const char* kCardsToAllocate = "hami.io/enflame-gcu-devices-to-allocate";
 inline constexpr const char* kBindPhase = "hami.io/bind-phase";  ///< allocating, success, failed
 inline constexpr const char* kBindTime = "hami.io/bind-time";    ///< Unix seconds
+/// HAMi <= 2.9 (gcushare shared mode): the card(s) chosen, as indexes ("1" or "0,1").
+inline constexpr const char* kAssignedId = "enflame.com/gcu-assigned-id";
+/// Ours, HAMi <= 2.9: the containers served so far (JSON list of names); that protocol has no
+/// assigned-containers to record it in.
+inline constexpr const char* kSharedServed = "enflame.com/gcu-shared-served";
 /// Ours: why the plugin could not honour HAMi's decision (the pod's Allocate failed).
 inline constexpr const char* kError = "enflame.com/gcu-allocate-error";
 // Node annotations.
@@ -98,7 +103,37 @@ struct Pick {
     std::size_t container = 0;  ///< index into decision->containers
     std::vector<Broken> broken;
 };
-[[nodiscard]] Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request);
+/// `by` empty: the container whose slices (assigned-containers' request) are `request`; else
+/// the one whose limit of resource `by` (gcu-memory, gcu-core) is `request`.
+[[nodiscard]] Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request,
+                                         const std::string& by = {});
+/// The count of `resource` that container `ctr` of `pod` asks (its limits; init containers
+/// too), 0 when none.
+[[nodiscard]] std::uint32_t container_request(const Json& pod, const std::string& ctr,
+                                              const std::string& resource);
+
+/// HAMi <= 2.9's decision (gcushare shared mode: no DRS instance, the card shared by slices):
+/// the cards in `enflame.com/gcu-assigned-id`, and the pod's containers asking `resource`
+/// (what HAMi's webhook injected, `enflame.com/shared-gcu: <slices>`), init containers first.
+struct SharedDecision {
+    struct Container {
+        std::string name;
+        std::uint32_t request = 0;  ///< slices
+        bool served = false;        ///< in kSharedServed
+    };
+    std::string ns, name, uid;
+    std::int64_t assigned_time = 0;
+    std::vector<std::uint32_t> cards;
+    std::vector<Container> containers;
+};
+[[nodiscard]] inject::Result<SharedDecision> parse_shared_decision(const Json& pod,
+                                                                   const std::string& resource);
+/// The oldest waiting pod (gcu-assigned=false, no assigned-containers: that is v2.10's DRS)
+/// whose first unserved container asking `resource` asks `request` slices.
+[[nodiscard]] Pick<SharedDecision> pick_shared(const Json& pods, const std::string& resource,
+                                               std::size_t request);
+/// kSharedServed for `d`.
+[[nodiscard]] std::string served_json(const SharedDecision& d);
 [[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node,
                                             std::size_t request);
 
@@ -119,8 +154,10 @@ struct NodeAnnotations {
 struct OwnInstance {
     std::uint32_t card = 0, instance_id = 0;
 };
+/// `legacy_slices` > 0 (HAMi <= 2.9): shared_capacity is every card with that many slices.
 [[nodiscard]] NodeAnnotations node_annotations(const inject::device::Host& host,
-                                               const std::vector<OwnInstance>& ours);
+                                               const std::vector<OwnInstance>& ours,
+                                               std::uint32_t legacy_slices = 0);
 
 /// A DRS instance this plugin made for a pod, as its checkpoint records it (so an instance
 /// whose pod is deleted while the plugin is down is still destroyed when it is back).
@@ -140,12 +177,26 @@ struct Recorded {
 /// a UUID was recorded, that UUID (an id freed and reused by an administrator is not ours).
 [[nodiscard]] bool still_there(const inject::device::Host& host, const Recorded& r);
 
-/// The resources HAMi's Enflame backend counts: `cards_resource` (every card whole, on
-/// `cards_socket`) and `drs_resource` (on `enflame-drs-gcu.sock`): per card with DRS profiles,
-/// card_slices() device IDs `<minor>-<slice>`. kubelet hands Allocate as many IDs as the
-/// container asks slices; which ones does not matter (HAMi chose the card).
-[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(
-    const inject::device::Host& host, IdStrategy strategy, const std::string& cards_resource,
-    const std::string& cards_socket, const std::string& drs_resource);
+/// The resources HAMi mode registers, and their sockets' names.
+struct Names {
+    std::string cards = "enflame.com/gcu", cards_socket = "enflame-gcu.sock";
+    std::string drs = "enflame.com/drs-gcu";
+    std::string memory = "enflame.com/gcu-memory", core = "enflame.com/gcu-core";
+    std::string shared = "enflame.com/shared-gcu";
+    /// > 0: HAMi <= 2.9 (gcushare shared mode): `shared` with this many slices per card
+    /// instead of `drs`, `memory` and `core`.
+    std::uint32_t legacy_slices = 0;
+};
+/// gcushare's slices per card in shared mode (its SliceCountDRS).
+inline constexpr std::uint32_t kLegacySlices = 6;
+
+/// The resources HAMi's Enflame backend counts: `cards` (every card whole) and, per card,
+/// device IDs `<minor>-<n>`: for `drs` card_slices() of them, for `memory` one per GiB of the
+/// card's memory, for `core` 100 (HAMi's percent); or, legacy, `shared` with legacy_slices.
+/// kubelet hands Allocate as many IDs as the container asks; which ones does not matter
+/// (HAMi chose the card). Sockets: names.cards_socket, else enflame-<name after '/'>.sock.
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                                   IdStrategy strategy,
+                                                                   const Names& names);
 
 }  // namespace edp::hami

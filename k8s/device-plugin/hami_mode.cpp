@@ -256,14 +256,15 @@ grpc::Status Mode::preferred_cards(const Inventory& cards,
 
 inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const Inventory& cards,
                                                                            const Settings& s,
-                                                                           std::size_t n_ids) {
+                                                                           std::size_t n_ids,
+                                                                           const std::string& by) {
     INJECT_TRY(auto pods, pods_on_node());
-    auto p = pick_drs(pods, n_ids);
+    auto p = pick_drs(pods, n_ids, by);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
     if (!p.decision)
-        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " +
-                                        std::to_string(n_ids) + " DRS slices (HAMi's " + kAssigned +
-                                        "=false)");
+        return fail(Errc::NotFound,
+                    "no pod on node " + d_.node + " waits for " + std::to_string(n_ids) + " " +
+                        (by.empty() ? "DRS slices" : by) + " (HAMi's " + kAssigned + "=false)");
     auto& d = *p.decision;
     auto& c = d.containers[p.container];
     const std::string who = "pod " + d.ns + "/" + d.name + " container " + c.name;
@@ -319,16 +320,80 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
         return undo(std::move(w).error().context("recording the allocation"));
     inject::log::info("hami: {}: card {} DRS instance {} ({}, profile {})", who, d.index,
                       in->instance_id, name, prof->name);
+    if (!by.empty()) {
+        // kubelet's Allocate for the container's other resource of the two comes next.
+        const auto& other = by == d_.names.memory ? d_.names.core : d_.names.memory;
+        for (const auto& pod : pods["items"]) {
+            if (!pod.contains("metadata") || !pod["metadata"].contains("uid") ||
+                pod["metadata"]["uid"] != d.uid)
+                continue;
+            if (const auto n = container_request(pod, c.name, other))
+                pair_ = Pair{other, n, std::chrono::steady_clock::now()};
+        }
+    }
     if (auto h = d_.discover()) publish(*h);
     return std::move(*r);
 }
 
-grpc::Status Mode::allocate_drs(const Inventory& cards, const Settings& s,
-                                const v1beta1::AllocateRequest& req,
-                                v1beta1::AllocateResponse* out) {
+inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_shared_container(
+    const Inventory& cards, const Settings& s, std::size_t n_ids) {
+    INJECT_TRY(auto pods, pods_on_node());
+    auto p = pick_shared(pods, d_.names.shared, n_ids);
+    for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
+    if (!p.decision)
+        return fail(Errc::NotFound, "no pod on node " + d_.node + " waits for " +
+                                        std::to_string(n_ids) + " " + d_.names.shared +
+                                        " (HAMi's " + kAssigned + "=false)");
+    auto& d = *p.decision;
+    auto& c = d.containers[p.container];
+    std::vector<std::string> ids;
+    std::vector<std::uint32_t> minors;
+    for (auto i : d.cards) {
+        const auto* dev = whole(cards, i);
+        if (!dev || !dev->healthy) {
+            const std::string why = "card " + std::to_string(i) + " that HAMi chose is " +
+                                    (dev ? "unhealthy" : "not on this node");
+            report(d.ns, d.name, d.uid, why, false);
+            return fail(Errc::NotFound, "pod " + d.ns + "/" + d.name + ": " + why);
+        }
+        ids.push_back(dev->id);
+        minors.push_back(dev->minor);
+    }
+    // Shared, no DRS instance: the card whole to every container on it (gcushare's
+    // ENFLAME_CONTAINER_USABLE_* limits are not known, so not given).
+    INJECT_TRY(auto r, allocate(cards, s, ids));
+    minors_env(r, s, minors);
+    c.served = true;
+    const bool done = std::all_of(d.containers.begin(), d.containers.end(),
+                                  [](const auto& x) { return x.served; });
+    Json ann{{kSharedServed, served_json(d)}};
+    if (done) ann[kAssigned] = "true";
+    if (auto w =
+            d_.api->patch_merge(pod_path(d.ns, d.name), Json{{"metadata", {{"annotations", ann}}}});
+        !w)
+        return fail(std::move(w).error().context("pod " + d.ns + "/" + d.name +
+                                                 ": recording the allocation"));
+    inject::log::info("hami: pod {}/{} container {}: {} slices of card(s) {}", d.ns, d.name, c.name,
+                      c.request, (*r.mutable_envs())[std::string(kVisibleEnv)]);
+    return r;
+}
+
+grpc::Status Mode::allocate_other(const std::string& resource, const Inventory& cards,
+                                  const Settings& s, const v1beta1::AllocateRequest& req,
+                                  v1beta1::AllocateResponse* out) {
     const std::lock_guard lock(mu_);
+    const bool by_size = resource == d_.names.memory || resource == d_.names.core;
     for (const auto& c : req.container_requests()) {
-        auto r = one_drs_container(cards, s, static_cast<std::size_t>(c.devices_ids_size()));
+        const auto n = static_cast<std::size_t>(c.devices_ids_size());
+        if (by_size && pair_ && pair_->resource == resource && pair_->count == n &&
+            std::chrono::steady_clock::now() - pair_->at < std::chrono::minutes(1)) {
+            pair_.reset();
+            out->add_container_responses();  // the instance came with the other resource
+            continue;
+        }
+        auto r = resource == d_.names.shared
+                     ? one_shared_container(cards, s, n)
+                     : one_drs_container(cards, s, n, by_size ? resource : std::string());
         if (!r) {
             inject::log::warn("Allocate refused: {}", r.error().what());
             return to_status(r.error());
@@ -414,7 +479,7 @@ void Mode::sweep(bool rediscover) {
 void Mode::publish(const inject::device::Host& host) {
     std::vector<OwnInstance> ours;
     for (const auto& o : own_) ours.push_back({o.card, o.instance_id});
-    const auto a = node_annotations(host, ours);
+    const auto a = node_annotations(host, ours, d_.names.legacy_slices);
     const std::string key = a.drs_capacity + a.shared_capacity + std::to_string(a.cards);
     if (key == published_) return;
     const std::string path = "/api/v1/nodes/" + d_.node;

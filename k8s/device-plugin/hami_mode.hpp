@@ -13,20 +13,21 @@
 // HAMi parses are written at start, after every instance made or destroyed, and when re-discovery
 // sees another picture.
 
-#include "hami.hpp"
-#include "plugin.hpp"
-
-#include "inject/discover.hpp"
-#include "k8s/apiserver.hpp"
-#include "k8s/proto/deviceplugin_v1beta1.pb.h"
-
 #include <grpcpp/support/status.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "hami.hpp"
+#include "inject/discover.hpp"
+#include "k8s/apiserver.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.pb.h"
+#include "plugin.hpp"
 
 namespace edp::hami {
 
@@ -41,6 +42,7 @@ struct Deps {
     std::function<inject::Result<void>(std::uint32_t, std::uint32_t)> destroy;
     /// The instances' checkpoint (hami::checkpoint_text); empty: in memory only.
     std::string checkpoint;
+    Names names;  ///< what is registered (legacy_slices > 0: HAMi <= 2.9)
 };
 
 class Mode {
@@ -58,9 +60,13 @@ public:
     grpc::Status preferred_cards(const Inventory& cards,
                                  const v1beta1::PreferredAllocationRequest& req,
                                  v1beta1::PreferredAllocationResponse* out);
-    /// Allocate for `enflame.com/drs-gcu` (slices; `cards` is the whole cards' inventory).
-    grpc::Status allocate_drs(const Inventory& cards, const Settings& s,
-                              const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out);
+    /// Allocate for the other resources of Names (`cards` is the whole cards' inventory):
+    /// drs-gcu, gcu-memory and gcu-core get the DRS instance HAMi chose (a container asking
+    /// both memory and core gets it in the first of the two Allocates kubelet makes, an empty
+    /// answer in the second); legacy shared-gcu gets the card(s) HAMi chose, shared.
+    grpc::Status allocate_other(const std::string& resource, const Inventory& cards,
+                                const Settings& s, const v1beta1::AllocateRequest& req,
+                                v1beta1::AllocateResponse* out);
     /// Destroys the instances of pods that are gone or ended; re-publishes the node
     /// annotations when `rediscover` or anything changed.
     void sweep(bool rediscover);
@@ -74,7 +80,11 @@ private:
                                                                           bool& served);
     inject::Result<v1beta1::ContainerAllocateResponse> one_drs_container(const Inventory& cards,
                                                                          const Settings& s,
-                                                                         std::size_t n_ids);
+                                                                         std::size_t n_ids,
+                                                                         const std::string& by);
+    inject::Result<v1beta1::ContainerAllocateResponse> one_shared_container(const Inventory& cards,
+                                                                            const Settings& s,
+                                                                            std::size_t n_ids);
     void report(const std::string& ns, const std::string& name, const std::string& uid,
                 const std::string& why, bool card_protocol);
     void publish(const inject::device::Host& host);
@@ -85,6 +95,15 @@ private:
     std::mutex mu_;  ///< one Allocate or sweep at a time
     std::vector<Recorded> own_;
     std::string published_;  ///< the last node annotations written
+    /// The container served by a gcu-memory or gcu-core Allocate that also asks the other one:
+    /// kubelet's next Allocate for it (same resource and count, within a minute) gets an empty
+    /// answer, the instance made once.
+    struct Pair {
+        std::string resource;
+        std::size_t count = 0;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::optional<Pair> pair_;
 };
 
 }  // namespace edp::hami

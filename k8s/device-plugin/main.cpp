@@ -85,6 +85,19 @@ int main(int argc, char** argv) try {
                    "HAMi mode: the DRS slices' resource (HAMi's resourceNameDRSGCU)")
         ->envname("DRS_RESOURCE_NAME")
         ->capture_default_str();
+    bool legacy = false;
+    auto* legacy_opt = app.add_flag("--hami-legacy-vgcu", legacy,
+                                    "HAMi mode for HAMi <= 2.9: register enflame.com/shared-gcu "
+                                    "(gcushare's shared mode: cards x slices) instead of "
+                                    "drs-gcu, gcu-memory and gcu-core (default: the plugin "
+                                    "config's flags.hamiLegacyVgcu)")
+                           ->envname("HAMI_LEGACY_VGCU");
+    std::uint32_t slices = 0;
+    auto* slices_opt = app.add_option("--hami-shared-slices", slices,
+                                      "slices per card of enflame.com/shared-gcu (default: "
+                                      "flags.hamiSharedSlices, else gcushare's 6)")
+                           ->envname("HAMI_SHARED_SLICES")
+                           ->check(CLI::Range(1, 64));
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
     const auto fail = k8s::exit_error;
@@ -104,6 +117,8 @@ int main(int argc, char** argv) try {
     o.drs = !no_drs;
     // flag > env > config: CLI11 counts a value from SCHEDULER as given.
     if (scheduler_opt->count() > 0) o.scheduler = scheduler;
+    if (legacy_opt->count() > 0) o.hami_legacy = legacy;
+    if (slices_opt->count() > 0) o.hami_slices = slices;
     return edp::run(std::move(o));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";

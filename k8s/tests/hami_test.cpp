@@ -193,24 +193,157 @@ TEST(HamiNode, AnnotationsAsHamiParsesThem) {
     EXPECT_EQ(a.cards, 3u);
 }
 
-TEST(HamiResources, WholeCardsAndOneSliceIdPerSlice) {
+inject::device::Host two_cards() {
     inject::device::Host h;
     for (std::uint32_t i = 0; i < 2; ++i) {
         inject::device::Device d;
         d.index = i;
         d.minor = i;
         d.uuid = "U" + std::to_string(i);
+        d.memory_bytes = 48ull << 30;
         h.devices.push_back(d);
     }
     h.drs_profiles = {{"1g.11gb", 0, 4, 0, 0}};
-    auto r = edp::hami::make_resources(h, edp::IdStrategy::Uuid, "enflame.com/gcu",
-                                       "enflame-gcu.sock", "enflame.com/drs-gcu");
+    return h;
+}
+
+// v2.10: whole cards, a slice ID per DRS slice, one gcu-memory ID per GiB, 100 gcu-core IDs
+// per card (HAMi's percent); each on its own socket.
+TEST(HamiResources, WholeCardsSlicesMemoryAndCores) {
+    auto r = edp::hami::make_resources(two_cards(), edp::IdStrategy::Uuid, edp::hami::Names{});
     ASSERT_TRUE(r) << r.error().what();
-    ASSERT_EQ(r->size(), 2u);
+    ASSERT_EQ(r->size(), 4u);
+    EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
+    EXPECT_EQ((*r)[0].socket, "enflame-gcu.sock");
     EXPECT_EQ((*r)[0].inventory.devices.size(), 2u);
     EXPECT_EQ((*r)[1].name, "enflame.com/drs-gcu");
+    EXPECT_EQ((*r)[1].socket, "enflame-drs-gcu.sock");
     ASSERT_EQ((*r)[1].inventory.devices.size(), 8u);
     EXPECT_EQ((*r)[1].inventory.devices[5].id, "1-1");
+    EXPECT_EQ((*r)[2].name, "enflame.com/gcu-memory");
+    EXPECT_EQ((*r)[2].socket, "enflame-gcu-memory.sock");
+    ASSERT_EQ((*r)[2].inventory.devices.size(), 96u);
+    EXPECT_EQ((*r)[2].inventory.devices[95].id, "1-47");
+    EXPECT_EQ((*r)[2].inventory.devices[95].index, 1u);
+    EXPECT_EQ((*r)[3].name, "enflame.com/gcu-core");
+    EXPECT_EQ((*r)[3].socket, "enflame-gcu-core.sock");
+    EXPECT_EQ((*r)[3].inventory.devices.size(), 200u);
+}
+
+// HAMi <= 2.9: shared-gcu, cards x slices IDs <minor>-<slice>, instead of the v2.10 three.
+TEST(HamiResources, LegacySharedSlices) {
+    edp::hami::Names names;
+    names.legacy_slices = 6;
+    auto r = edp::hami::make_resources(two_cards(), edp::IdStrategy::Uuid, names);
+    ASSERT_TRUE(r) << r.error().what();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[1].name, "enflame.com/shared-gcu");
+    EXPECT_EQ((*r)[1].socket, "enflame-shared-gcu.sock");
+    ASSERT_EQ((*r)[1].inventory.devices.size(), 12u);
+    EXPECT_EQ((*r)[1].inventory.devices[11].id, "1-5");
+    auto h = two_cards();
+    h.devices[1].minor = 7;
+    const auto a = edp::hami::node_annotations(h, {}, 6);
+    EXPECT_EQ(a.shared_capacity, R"({"0":6,"7":6})");
+}
+
+// A pod as HAMi <= 2.9 leaves it: gcu-assigned-id and the webhook's shared-gcu limits.
+Json shared_pod(const std::string& name, const std::string& time, const std::string& ids,
+                const std::vector<std::pair<std::string, int>>& ctrs) {
+    Json containers = Json::array();
+    for (const auto& [n, slices] : ctrs) {
+        Json c{{"name", n}, {"image", "busybox"}};
+        if (slices > 0)
+            c["resources"] = {{"limits", {{"enflame.com/shared-gcu", std::to_string(slices)}}}};
+        containers.push_back(c);
+    }
+    return Json{{"metadata",
+                 {{"namespace", "default"},
+                  {"name", name},
+                  {"uid", "uid-" + name},
+                  {"annotations",
+                   {{"enflame.com/gcu-assigned", "false"},
+                    {"enflame.com/gcu-assigned-time", time},
+                    {"enflame.com/gcu-assigned-id", ids}}}}},
+                {"spec", {{"containers", containers}}},
+                {"status", {{"phase", "Pending"}}}};
+}
+
+TEST(HamiShared, ReadsWhatHami29Writes) {
+    auto d = edp::hami::parse_shared_decision(
+        shared_pod("p", "100", "2", {{"side", 0}, {"a", 3}, {"b", 2}}), "enflame.com/shared-gcu");
+    ASSERT_TRUE(d) << d.error().what();
+    EXPECT_EQ(d->cards, (std::vector<std::uint32_t>{2}));
+    EXPECT_EQ(d->assigned_time, 100);
+    ASSERT_EQ(d->containers.size(), 2u);  // the one without shared-gcu is not HAMi's
+    EXPECT_EQ(d->containers[0].name, "a");
+    EXPECT_EQ(d->containers[0].request, 3u);
+    EXPECT_EQ(d->containers[1].request, 2u);
+    d->containers[0].served = true;
+    EXPECT_EQ(edp::hami::served_json(*d), R"(["a"])");
+    const std::pair<Json, std::string> bad[] = {
+        {shared_pod("p", "100", "one", {{"a", 1}}),
+         "annotation enflame.com/gcu-assigned-id 'one': want card indexes (0,1)"},
+        {shared_pod("p", "1h", "1", {{"a", 1}}),
+         "annotation enflame.com/gcu-assigned-time '1h': want Unix nanoseconds"},
+    };
+    for (const auto& [pod, want] : bad) {
+        auto e = edp::hami::parse_shared_decision(pod, "enflame.com/shared-gcu");
+        ASSERT_FALSE(e) << want;
+        EXPECT_EQ(e.error().what(), want);
+    }
+}
+
+// gcushare's choice: the oldest waiting pod whose first unserved container asks as many
+// slices as kubelet passed IDs; a served container is skipped; DRS pods (assigned-containers)
+// and pods done are not this protocol's.
+TEST(HamiShared, PicksTheOldestPodAndItsNextContainer) {
+    const std::string res = "enflame.com/shared-gcu";
+    Json pods{{"items", Json::array()}};
+    pods["items"].push_back(shared_pod("newer", "300", "0", {{"a", 2}}));
+    auto half = shared_pod("half", "200", "1", {{"a", 3}, {"b", 2}});
+    half["metadata"]["annotations"]["enflame.com/gcu-shared-served"] = R"(["a"])";
+    pods["items"].push_back(half);
+    auto done = shared_pod("done", "50", "1", {{"a", 2}});
+    done["metadata"]["annotations"]["enflame.com/gcu-assigned"] = "true";
+    pods["items"].push_back(done);
+    auto drs = shared_pod("drs", "60", "1", {{"a", 2}});
+    drs["metadata"]["annotations"]["assigned-containers"] = kOne;
+    pods["items"].push_back(drs);
+    pods["items"].push_back(shared_pod("broken", "70", "x", {{"a", 2}}));
+    auto p = edp::hami::pick_shared(pods, res, 2);
+    ASSERT_TRUE(p.decision);
+    EXPECT_EQ(p.decision->name, "half");
+    EXPECT_EQ(p.decision->containers[p.container].name, "b");
+    ASSERT_EQ(p.broken.size(), 1u);
+    EXPECT_EQ(p.broken[0].name, "broken");
+    // "half"'s next container asks 2, not 3: only a pod whose next one asks 3 would do
+    EXPECT_FALSE(edp::hami::pick_shared(pods, res, 3).decision);
+    // the DRS pick does not take a v2.9 pod for a broken DRS one ("drs" lacks its index)
+    const auto d = edp::hami::pick_drs(pods, 2);
+    ASSERT_EQ(d.broken.size(), 1u);
+    EXPECT_EQ(d.broken[0].name, "drs");
+}
+
+// v2.10 gcu-memory + gcu-core: the container is found by its limit of the resource kubelet
+// allocates, the profile from assigned-containers.
+TEST(HamiDrs, PicksByMemoryOrCoreLimit) {
+    auto pod = drs_pod("mc", "10", kOne);
+    pod["spec"] = {
+        {"containers",
+         {{{"name", "main"},
+           {"resources",
+            {{"limits", {{"enflame.com/gcu-memory", "11"}, {"enflame.com/gcu-core", "25"}}}}}}}}};
+    Json pods{{"items", Json::array({pod})}};
+    EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-memory"), 11u);
+    EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-core"), 25u);
+    EXPECT_EQ(edp::hami::container_request(pod, "other", "enflame.com/gcu-core"), 0u);
+    auto m = edp::hami::pick_drs(pods, 11, "enflame.com/gcu-memory");
+    ASSERT_TRUE(m.decision);
+    EXPECT_EQ(m.decision->containers[m.container].profile_name, "1g.11gb");
+    EXPECT_TRUE(edp::hami::pick_drs(pods, 25, "enflame.com/gcu-core").decision);
+    EXPECT_FALSE(edp::hami::pick_drs(pods, 12, "enflame.com/gcu-memory").decision);
+    EXPECT_FALSE(edp::hami::pick_drs(pods, 11).decision);  // 1 slice, not 11
 }
 
 }  // namespace

@@ -43,20 +43,37 @@ TEST(PluginConfig, Bad) {
         {"version: v2\n", "p.yaml: line 1: version: want v1, got 'v2'"},
         {"sharing: {}\n", "p.yaml: version: missing (want v1)"},
         {"version: v1\nshare: 1\n", "p.yaml: line 2: share: unknown key"},
-        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 0\n",
-         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got '0'"},
-        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: many\n",
-         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to 64, got 'many'"},
-        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n",
-         "p.yaml: line 5: sharing.timeSlicing.resources[0].name: 'nvidia.com/gpu' is not the resource this plugin serves (enflame.com/gcu)"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n     "
+         " replicas: 0\n",
+         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to "
+         "64, got '0'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n     "
+         " replicas: many\n",
+         "p.yaml: line 6: sharing.timeSlicing.resources[0].replicas: want a whole number from 1 to "
+         "64, got 'many'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      "
+         "replicas: 2\n",
+         "p.yaml: line 5: sharing.timeSlicing.resources[0].name: 'nvidia.com/gpu' is not the "
+         "resource this plugin serves (enflame.com/gcu)"},
         {"version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: yes please\n",
-         "p.yaml: line 4: sharing.timeSlicing.renameByDefault: want true or false, got 'yes please'"},
-        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n      rename: kubernetes.io/x\n",
-         "p.yaml: line 7: sharing.timeSlicing.resources[0].rename: resource name 'kubernetes.io/x': the kubernetes.io and k8s.io domains are reserved"},
+         "p.yaml: line 4: sharing.timeSlicing.renameByDefault: want true or false, got 'yes "
+         "please'"},
+        {"version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n     "
+         " replicas: 2\n      rename: kubernetes.io/x\n",
+         "p.yaml: line 7: sharing.timeSlicing.resources[0].rename: resource name "
+         "'kubernetes.io/x': the kubernetes.io and k8s.io domains are reserved"},
         {"version: [v1\n", "p.yaml: line 2: end of sequence flow not found"},
-        {"version: v1\nflags:\n  scheduler: volcano\n", "p.yaml: line 3: flags.scheduler: want hami or \"\", got 'volcano'"},
-        {"version: v1\nflags:\n  schedular: hami\n", "p.yaml: line 3: flags.schedular: unknown key"},
+        {"version: v1\nflags:\n  scheduler: volcano\n",
+         "p.yaml: line 3: flags.scheduler: want hami or \"\", got 'volcano'"},
+        {"version: v1\nflags:\n  schedular: hami\n",
+         "p.yaml: line 3: flags.schedular: unknown key"},
         {"version: v1\nflags: hami\n", "p.yaml: line 2: flags: want a mapping"},
+        {"version: v1\nflags:\n  hamiLegacyVgcu: yes\n",
+         "p.yaml: line 3: flags.hamiLegacyVgcu: want true or false, got 'yes'"},
+        {"version: v1\nflags:\n  hamiSharedSlices: 0\n",
+         "p.yaml: line 3: flags.hamiSharedSlices: want 1 to 64, got '0'"},
+        {"version: v1\nflags:\n  hamiSharedSlices: 6x\n",
+         "p.yaml: line 3: flags.hamiSharedSlices: want 1 to 64, got '6x'"},
     };
     for (const auto& [yaml, want] : cases) {
         auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
@@ -80,6 +97,19 @@ TEST(PluginConfig, Scheduler) {
         ASSERT_TRUE(r) << yaml << ": " << r.error().what();
         EXPECT_EQ(r->scheduler, want) << yaml;
     }
+}
+
+// flags.hamiLegacyVgcu / hamiSharedSlices: unset when absent, so the flags and envs decide.
+TEST(PluginConfig, HamiLegacy) {
+    auto none = k8s::parse_plugin_config("version: v1\nflags: {scheduler: hami}\n", "p.yaml", kRes);
+    ASSERT_TRUE(none) << none.error().what();
+    EXPECT_EQ(none->hami_legacy, std::nullopt);
+    EXPECT_EQ(none->hami_slices, std::nullopt);
+    auto on = k8s::parse_plugin_config(
+        "version: v1\nflags:\n  hamiLegacyVgcu: true\n  hamiSharedSlices: 8\n", "p.yaml", kRes);
+    ASSERT_TRUE(on) << on.error().what();
+    EXPECT_EQ(on->hami_legacy, true);
+    EXPECT_EQ(on->hami_slices, 8u);
 }
 
 inject::device::Host host4() {

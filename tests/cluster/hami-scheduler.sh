@@ -9,14 +9,18 @@
 #
 #   hami-scheduler.sh card NS POD NODE I[,J...]                  whole cards NODE-GCU-I (GCU type)
 #   hami-scheduler.sh drs NS POD NODE INDEX MINOR PROFILE_ID PROFILE_NAME
-#                                                               one DRS slice request (Enflame type)
+#                                                               one DRS slice request (Enflame type);
+#                                                               for drs-gcu and for gcu-memory +
+#                                                               gcu-core alike (HAMi's choice of the
+#                                                               smallest fitting profile is the caller's)
+#   hami-scheduler.sh shared NS POD NODE INDEX                  HAMi <= 2.9 (gcushare shared mode)
 #   hami-scheduler.sh bind NS POD NODE                          only the Bind step (pods/binding)
 #
 # With NO_BIND=1 only the annotations are written (the Filter/PatchAnnotations half).
 # Uses $KUBECTL (default kubectl) with $KUBECONFIG. Exit 0 done, 1 kubectl failed, 2 usage.
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
-usage() { sed -n '10,13p' "$0" >&2; exit 2; }
+usage() { sed -n '10,18p' "$0" >&2; exit 2; }
 [ $# -ge 4 ] || usage
 mode=$1 ns=$2 pod=$3 node=$4
 shift 4
@@ -62,6 +66,16 @@ case $mode in
       "enflame.com/gcu-assigned-minor=$minor" "enflame.com/gcu-request-size=$slices" \
       "assigned-containers={\"$ctr\":{\"allocated\":false,\"request\":$slices,\"profileID\":\"$pid\",\"profileName\":\"$pname\"}}" \
       > /dev/null
+    ;;
+  shared)
+    [ $# -eq 1 ] || usage
+    # HAMi <= 2.9 (facts "v2.9.0 and earlier"): its webhook (MutateAdmission) already put
+    # `enflame.com/shared-gcu: <slices>` in the container's limits, so the caller creates the
+    # pod with it; PatchAnnotations writes the card index list and the assumed-pod marks, and
+    # nothing per container (no assigned-containers before v2.10).
+    "$KUBECTL" -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
+      "enflame.com/gcu-assigned-id=$1" enflame.com/gcu-assigned=false \
+      "enflame.com/gcu-assigned-time=$(date +%s%N)" > /dev/null
     ;;
   bind) [ $# -eq 0 ] || usage; bind; exit 0 ;;
   *) usage ;;

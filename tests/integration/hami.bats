@@ -66,8 +66,8 @@ wait_phase() {
   }
 }
 
-# hami_pod NAME RESOURCE N: a pod HAMi's webhook would have given to HAMi's scheduler; it
-# prints its env and cards, then sleeps.
+# hami_pod NAME RESOURCE N [RESOURCE2 N2]: a pod HAMi's webhook would have given to HAMi's
+# scheduler; it prints its env and cards, then sleeps.
 hami_pod() {
   kc apply -f - > /dev/null <<YAML
 apiVersion: v1
@@ -80,8 +80,19 @@ spec:
   - name: main
     image: busybox:1.36
     command: ["sh", "-c", "env; ls -l /dev/gcu*; sleep 3600"]
-    resources: {limits: {$2: $3}}
+    resources: {limits: {$2: $3${4:+, $4: $5}}}
 YAML
+}
+
+# allocatable NAME: the node's allocatable count of resource NAME ("" when none)
+allocatable() { kc get node "$NODE_NAME" -o json | jq -r --arg r "$1" '.status.allocatable[$r] // ""'; }
+
+# until_is WANT CMD...: wait (30 s) until CMD prints WANT
+until_is() {
+  local want=$1; shift
+  for _ in $(seq 60); do [ "$("$@")" = "$want" ] && return 0; sleep 0.5; done
+  echo "want '$want', got '$("$@")'" >&2
+  return 1
 }
 
 # cards POD: the /dev/gcuN (not gcuctl) the pod lists, one a line
@@ -152,6 +163,34 @@ until_empty() {
   # published capacity as it was
   kc get node "$NODE_NAME" -o json | jq -e '.metadata.annotations["enflame.com/gcu-drs-capacity"] | fromjson | .devices[1].capacity == 4'
   kc delete pod slice --wait > /dev/null
+  until_empty instances
+}
+
+@test "hami: gcu-memory 11 + gcu-core 25: registered; the DRS instance HAMi chose (1g.11gb, card 0) made once, destroyed when the pod goes" {
+  [ -z "$(instances)" ]
+  # HAMi's backend places such a pod only where both exist in node allocatable
+  # one ID per GiB of each card (the example leaves memory to the product: an S60's 42976 MiB)
+  local gib
+  gib=$(python3 -c 'import sys, yaml; print(sum(c.get("memory_mib", 42976) // 1024 for c in yaml.safe_load(open(sys.argv[1]))["cards"]))' "$HM/desc.yaml")
+  ds_ready
+  until_is 400 allocatable enflame.com/gcu-core
+  [ "$(allocatable enflame.com/gcu-memory)" = "$gib" ]
+  hami_pod memcore enflame.com/gcu-memory 11 enflame.com/gcu-core 25
+  # HAMi: the smallest profile with >= 11 GB and >= 25 % of the cores
+  sched drs default memcore "$NODE_NAME" 0 0 0 1g.11gb
+  wait_phase memcore Running
+  run cards memcore
+  [ "$output" = /dev/gcu0 ]
+  # kubelet allocated both resources for the container: one instance, not two
+  run instances
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  [[ ${lines[0]} == *1g.11gb* ]]
+  local uuid; uuid=$(awk '{print $NF}' <<<"${lines[0]}")
+  run kc logs memcore
+  [[ $output == *"TOPS_VISIBLE_DEVICES=DRS-${uuid#DRS-}"* ]]
+  [ "$(annotation memcore enflame.com/gcu-assigned)" = true ]
+  kc delete pod memcore --wait > /dev/null
   until_empty instances
 }
 
@@ -239,7 +278,7 @@ YAML
   kc delete pod plain --wait > /dev/null
 }
 
-# Last: the host keeps one card fewer until teardown_file.
+# From here on the host keeps one card fewer until teardown_file.
 @test "hami: a decision naming a card removed at run time: the pod fails saying why, an event, no instance left" {
   [ -z "$(instances)" ]
   # HAMi chose card 3 from the node's annotations; then the card went (a hot unplug)
@@ -254,4 +293,41 @@ YAML
   [[ $output == *"card 3"* ]]
   [ -z "$(instances)" ]
   kc delete pod gone --wait > /dev/null
+}
+
+# Last: the plugin stays in legacy mode.
+@test "hami: HAMi <= 2.9 (HAMI_LEGACY_VGCU): enflame.com/shared-gcu 6 slices a card; the card HAMi chose; two pods share one card" {
+  [ -z "$(instances)" ]
+  kc -n "$NS" set env ds/enflame-device-plugin HAMI_LEGACY_VGCU=true > /dev/null
+  ds_ready
+  # shared-gcu = 6 x the whole cards (3 or 4: the card unplugged above may be gone)
+  shared_per_card() {
+    local c s; c=$(allocatable enflame.com/gcu) s=$(allocatable enflame.com/shared-gcu)
+    if [ "${c:-0}" -ge 3 ] && [ "${s:-0}" -gt 0 ]; then echo $((s / c)),$((s % c)); fi
+  }
+  until_is 6,0 shared_per_card
+  run kc get node "$NODE_NAME" -o json
+  [ "$status" -eq 0 ]
+  jq -e '.metadata.annotations["enflame.com/gcu-shared-capacity"] | fromjson | (to_entries | length >= 3) and all(.[]; . == 6)' <<<"$output"
+  # what HAMi's webhook leaves: shared-gcu slices in the limits; then its assigned-id
+  hami_pod legacy enflame.com/shared-gcu 3
+  sched shared default legacy "$NODE_NAME" 1
+  hami_pod share-a enflame.com/shared-gcu 2
+  sched shared default share-a "$NODE_NAME" 2
+  wait_phase legacy Running
+  hami_pod share-b enflame.com/shared-gcu 4
+  sched shared default share-b "$NODE_NAME" 2
+  wait_phase share-a Running
+  wait_phase share-b Running
+  run cards legacy
+  [ "$output" = /dev/gcu1 ]
+  run cards share-a
+  [ "$output" = /dev/gcu2 ]
+  run cards share-b
+  [ "$output" = /dev/gcu2 ]
+  [ "$(annotation legacy enflame.com/gcu-assigned)" = true ]
+  [ "$(annotation share-b enflame.com/gcu-assigned)" = true ]
+  [ "$(annotation share-b enflame.com/gcu-shared-served)" = '["main"]' ]
+  [ -z "$(instances)" ]  # shared, no DRS instance
+  kc delete pod legacy share-a share-b --wait > /dev/null
 }

@@ -69,18 +69,31 @@ inject::Result<bool> boolean(std::string_view source, const YAML::Node& n, const
 }
 
 // `flags:`, as in NVIDIA's plugin config: options also given by a flag, which wins.
-inject::Result<std::optional<std::string>> parse_flags(std::string_view source,
-                                                       const YAML::Node& flags) {
-    using Out = std::optional<std::string>;
-    if (!flags || flags.IsNull()) return Out();
-    INJECT_TRY_VOID(only_keys(source, flags, "flags", {"scheduler"}));
-    const auto n = flags["scheduler"];
-    if (!n) return Out();
-    if (n.IsNull()) return Out(std::string());
-    INJECT_TRY(auto s, scalar(source, n, "flags.scheduler"));
-    if (s != "" && s != "hami")
-        return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
-    return Out(std::move(s));
+inject::Result<void> parse_flags(std::string_view source, const YAML::Node& flags, Sharing& out) {
+    if (!flags || flags.IsNull()) return inject::ok();
+    INJECT_TRY_VOID(
+        only_keys(source, flags, "flags", {"scheduler", "hamiLegacyVgcu", "hamiSharedSlices"}));
+    if (const auto n = flags["scheduler"]; n && n.IsNull()) {
+        out.scheduler = std::string();
+    } else if (n) {
+        INJECT_TRY(auto s, scalar(source, n, "flags.scheduler"));
+        if (s != "" && s != "hami")
+            return bad(source, n, "flags.scheduler", "want hami or \"\", got '" + s + "'");
+        out.scheduler = std::move(s);
+    }
+    if (const auto n = flags["hamiLegacyVgcu"]) {
+        INJECT_TRY(out.hami_legacy, boolean(source, n, "flags.hamiLegacyVgcu"));
+    }
+    if (const auto n = flags["hamiSharedSlices"]) {
+        INJECT_TRY(const auto s, scalar(source, n, "flags.hamiSharedSlices"));
+        std::uint32_t v = 0;
+        const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc{} || p != s.data() + s.size() || v == 0 || v > kMaxReplicas)
+            return bad(source, n, "flags.hamiSharedSlices",
+                       "want 1 to " + std::to_string(kMaxReplicas) + ", got '" + s + "'");
+        out.hami_slices = v;
+    }
+    return inject::ok();
 }
 
 inject::Result<Sharing> parse_root(std::string_view source, const YAML::Node& root, const std::string& resource) {
@@ -91,7 +104,7 @@ inject::Result<Sharing> parse_root(std::string_view source, const YAML::Node& ro
     if (!root["version"]) return fail(Errc::InvalidInput, std::string(source) + ": version: missing (want v1)");
     INJECT_TRY(const auto version, scalar(source, root["version"], "version"));
     if (version != "v1") return bad(source, root["version"], "version", "want v1, got '" + version + "'");
-    INJECT_TRY(out.scheduler, parse_flags(source, root["flags"]));
+    INJECT_TRY_VOID(parse_flags(source, root["flags"], out));
     const auto sharing = root["sharing"];
     if (!sharing || sharing.IsNull()) return out;
     INJECT_TRY_VOID(only_keys(source, sharing, "sharing", {"timeSlicing"}));
@@ -163,7 +176,7 @@ inject::Result<Sharing> parse_plugin_config(std::string_view text, std::string_v
 }
 
 inject::Result<Sharing> load_plugin_config(const std::string& path, const std::string& resource_name) {
-    if (path.empty()) return Sharing{1, resource_name, std::nullopt};
+    if (path.empty()) return Sharing{1, resource_name, std::nullopt, std::nullopt, std::nullopt};
     auto text = inject::fs::read_file(path, 1 << 20);
     if (!text) return fail(std::move(text).error().context("--plugin-config"));
     return parse_plugin_config(*text, path, resource_name);

@@ -15,6 +15,8 @@
 //         rename: enflame.com/gcu-4  # optional, wins over renameByDefault
 //   flags:
 //     scheduler: hami               # who picks the card ("" = kubelet); --scheduler wins
+//     hamiLegacyVgcu: true          # HAMi <= 2.9: enflame.com/shared-gcu; --hami-legacy-vgcu wins
+//     hamiSharedSlices: 6           # its slices per card; --hami-shared-slices wins
 //
 // Every key is checked: an unknown one, a wrong type or a bad value is one error naming the
 // file, the line and the key path.
@@ -35,6 +37,10 @@ struct Sharing {
     /// `flags.scheduler`: "" (kubelet picks the card) or "hami"; unset when the file has none,
     /// so the plugin's --scheduler / SCHEDULER, when given, win over it (flag > env > config).
     std::optional<std::string> scheduler;
+    /// `flags.hamiLegacyVgcu`: HAMi <= 2.9's shared-gcu resource; unset when the file has none.
+    std::optional<bool> hami_legacy;
+    /// `flags.hamiSharedSlices`: slices per card of that resource (1 to kMaxReplicas).
+    std::optional<std::uint32_t> hami_slices;
 };
 
 /// The most replicas of one card we advertise.
