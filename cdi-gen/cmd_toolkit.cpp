@@ -57,9 +57,31 @@ struct ToolkitArgs {
     std::string driver_root = "/";
     std::string dev_root = "/";
     std::string runtime_name = "enflame";
+    std::string handover_file;
     bool set_as_default = false;
     bool wait = false;
 };
+
+/// The pod annotation the operator sets on an installer pod it is about to replace with a new
+/// version whose install flags are the same (k8s/operator/roll.hpp): the new pod takes the
+/// toolkit over as it is, so the engine is restarted only if the new version changes its config.
+constexpr const char* kHandoverLine = "enflame.com/toolkit-handover=\"true\"";
+
+/// True when --handover-file (the pod's annotations as a downward API volume writes them, one
+/// `key="value"` a line) holds the operator's handover mark.
+bool handing_over(const ToolkitArgs& a) {
+    if (a.handover_file.empty()) return false;
+    auto text = inject::fs::read_file(a.handover_file, kMaxText);
+    if (!text) return false;  // no file: no mark (the pod runs without the operator)
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        if (rest.substr(0, nl) == kHandoverLine) return true;
+        if (nl == std::string_view::npos) break;
+        rest.remove_prefix(nl + 1);
+    }
+    return false;
+}
 
 inject::Error input_error(const std::string& what) {
     return inject::Error(inject::Errc::InvalidInput, what);
@@ -472,6 +494,12 @@ inject::Result<void> install(const ToolkitArgs& a) {
 
 inject::Result<void> uninstall(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
+    if (handing_over(a)) {
+        std::cout << "handing over: the operator replaces this pod with one of the same install "
+                     "flags; it finds the toolkit in place (nothing undone, the engine left "
+                     "running)\n";
+        return inject::ok();
+    }
     INJECT_TRY(auto st, read_state(a, h));
     if (!st) {
         std::cout << "nothing to undo: no " << h.show(state_path(a)) << "\n";
@@ -493,6 +521,11 @@ inject::Result<void> uninstall(const ToolkitArgs& a) {
 /// still holds our runtime (configure would change nothing).
 inject::Result<void> status(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
+    // not Ready: the operator waits for this to know the pod has seen its mark before it
+    // deletes the pod (the preStop then leaves the toolkit in place)
+    if (handing_over(a))
+        return inject::fail(inject::Errc::Conflict,
+                            "handing over to a new installer (enflame.com/toolkit-handover)");
     INJECT_TRY(auto st, read_state(a, h));
     if (!st) return inject::fail(inject::Errc::NotFound, "not installed: no " + h.show(state_path(a)));
     if (!st->value("engine_configured", false))
@@ -544,6 +577,13 @@ void add_common(CLI::App* cmd, ToolkitArgs& a) {
         ->capture_default_str();
 }
 
+void add_handover(CLI::App* cmd, ToolkitArgs& a) {
+    cmd->add_option("--handover-file", a.handover_file,
+                    "the pod's annotations (downward API); with enflame.com/toolkit-handover=\"true\" "
+                    "(set by enflame-gpu-operator before it replaces the pod) uninstall undoes "
+                    "nothing and status reports not ready");
+}
+
 void register_toolkit(CLI::App& app, Context& /*ctx*/) {
     auto* tk = app.add_subcommand("toolkit", "install the toolkit on a host (from a pod) or remove it");
     tk->require_subcommand(1);
@@ -569,12 +609,14 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
     });
     auto* un = tk->add_subcommand("uninstall", "undo exactly what install did (the state file says what)");
     add_common(un, *a);
+    add_handover(un, *a);
     un->callback([a] {
         auto r = uninstall(*a);
         if (!r) throw Exit{report(r.error())};
     });
     auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed and wired in (a readiness probe)");
     add_common(st, *a);
+    add_handover(st, *a);
     st->callback([a] {
         auto r = status(*a);
         if (!r) throw Exit{report(r.error())};

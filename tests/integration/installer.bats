@@ -323,6 +323,40 @@ uninstall_restores() {
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
 
+@test "handover (the operator replaces the pod, same flags): status not ready, uninstall undoes nothing and leaves containerd running; without the mark it uninstalls" {
+  start_containerd
+  install_tk
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+  local files; files=$(host_files)
+  # the pod's annotations as a downward API volume writes them, in the pod's own root
+  printf 'enflame.com/pod-template-hash="0123"\nenflame.com/toolkit-handover="true"' > "$CD/pod/tmp/annotations"
+  run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R" --handover-file /tmp/annotations
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: handing over to a new installer (enflame.com/toolkit-handover)" ]
+  uninstall_tk --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  refute_grep -F "signalled"
+  echo "$output" | grep -F "handing over: "
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  # the new pod's install: no file changed, containerd not touched
+  install_tk
+  [ "$status" -eq 0 ]
+  refute_grep -F "signalled"
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  # another value, or no mark: the usual uninstall
+  printf 'enflame.com/toolkit-handover="false"\n' > "$CD/pod/tmp/annotations"
+  run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R" --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  uninstall_tk --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $CTRD_PID) with SIGTERM (its service manager restarts it)"
+  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
+}
+
 @test "docker as the node's engine: install reloads dockerd (SIGHUP), docker run --runtime=enflame gets a card; uninstall restores daemon.json" {
   requires dockerd /usr/bin/docker
   local d=$CD/docker cg=ectk-inst-$$-$BATS_TEST_NUMBER
