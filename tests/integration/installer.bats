@@ -323,6 +323,43 @@ uninstall_restores() {
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
 
+@test "--wait re-checks: containerd's config rewritten by someone else is repaired and containerd signalled once; unchanged, nothing is touched" {
+  start_containerd
+  local first=$CTRD_PID
+  # the DaemonSet's main process, re-checking every second
+  in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
+    --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host" --wait --recheck-interval 1 \
+    > "$CD/wait.log" 2>&1 &
+  local inst=$!
+  on_teardown "stop_pid $inst"
+  wait_for gone "$first"
+  start_containerd
+  local files; files=$(host_files)
+  # nothing changed: over 3 s of re-checks no file is written and containerd is left alone
+  sleep 3
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  run ! grep -F drift "$CD/wait.log"
+  # a config manager writes containerd's config back as it knows it (without our import)
+  local second=$CTRD_PID
+  in_host sh -c "cat > /etc/containerd/config.toml" < "$CD/before.toml"
+  wait_for gone "$second"
+  cat "$CD/wait.log"
+  grep -F "drift: '$R/etc/containerd/config.toml' lacks the enflame runtime: installing again" "$CD/wait.log"
+  [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  start_containerd
+  [ "$(host_files)" = "$files" ]
+  status_tk
+  [ "$status" -eq 0 ]
+  # repaired once: containerd left alone from then on
+  sleep 3
+  kill -0 "$CTRD_PID"
+  [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  # SIGTERM ends the wait
+  kill -TERM "$inst"
+  wait_for gone "$inst"
+}
+
 @test "handover (the operator replaces the pod, same flags): status not ready, uninstall undoes nothing and leaves containerd running; without the mark it uninstalls" {
   start_containerd
   install_tk
