@@ -569,7 +569,8 @@ void wait_for_stop(const ToolkitArgs& a) {
     std::cout << std::flush;
     const timespec tick{static_cast<time_t>(a.recheck), 0};
     for (;;) {
-        const int sig = a.recheck > 0 ? ::sigtimedwait(&set, nullptr, &tick) : ::sigwaitinfo(&set, nullptr);
+        const int sig =
+            a.recheck > 0 ? ::sigtimedwait(&set, nullptr, &tick) : ::sigwaitinfo(&set, nullptr);
         if (sig > 0) return;
         if (errno != EAGAIN || handing_over(a)) continue;  // EINTR; or leaving: leave it as it is
         auto h = open_host(a);
@@ -578,8 +579,8 @@ void wait_for_stop(const ToolkitArgs& a) {
         if (in_place) continue;
         std::cout << "drift: " << in_place.error().what() << ": installing again\n";
         if (auto r = install(a); !r)
-            std::cout << "warning: repairing the install: " << r.error().what() << " (again in " << a.recheck
-                      << " s)\n";
+            std::cout << "warning: repairing the install: " << r.error().what() << " (again in "
+                      << a.recheck << " s)\n";
         std::cout << std::flush;
     }
 }
@@ -603,10 +604,11 @@ void add_common(CLI::App* cmd, ToolkitArgs& a) {
 }
 
 void add_handover(CLI::App* cmd, ToolkitArgs& a) {
-    cmd->add_option("--handover-file", a.handover_file,
-                    "the pod's annotations (downward API); with enflame.com/toolkit-handover=\"true\" "
-                    "(set by enflame-gpu-operator before it replaces the pod) uninstall undoes "
-                    "nothing and status reports not ready");
+    cmd->add_option(
+        "--handover-file", a.handover_file,
+        "the pod's annotations (downward API); with enflame.com/toolkit-handover=\"true\" "
+        "(set by enflame-gpu-operator before it replaces the pod) uninstall undoes "
+        "nothing and status reports not ready");
 }
 
 void register_toolkit(CLI::App& app, Context& /*ctx*/) {
@@ -627,9 +629,10 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
     inst->add_option("--runtime-name", a->runtime_name, "the runtime's name in the engine")->capture_default_str();
     inst->add_flag("--set-as-default", a->set_as_default, "make it the engine's default runtime");
     inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
-    inst->add_option("--recheck-interval", a->recheck,
-                     "with --wait: every this many seconds check the install is in place and repair "
-                     "it (the engine signalled only if its config changed); 0: never")
+    inst->add_option(
+            "--recheck-interval", a->recheck,
+            "with --wait: every this many seconds check the install is in place and repair "
+            "it (the engine signalled only if its config changed); 0: never")
         ->capture_default_str()
         ->check(CLI::Range(0, 86400));
     inst->callback([a] {

@@ -555,7 +555,8 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
     for (const auto& o : objs) {
         if (!rolled(o.obj)) continue;
         if (str(o.obj["metadata"], "name") == kToolkitDs)
-            toolkit_command = o.obj["spec"]["template"]["spec"]["containers"][0].value("command", Json());
+            toolkit_command =
+                o.obj["spec"]["template"]["spec"]["containers"][0].value("command", Json());
         const auto l = live(o.obj);
         if (!l || !contains(*l, o.obj)) return Json{{"message", "DaemonSets being applied"}};
         want[str(o.obj["metadata"], "name")] =
@@ -573,8 +574,9 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
         plan_roll(want, pods, nodes, ds.contains("maxUnavailable") ? ds["maxUnavailable"] : Json(1),
                   deleting_, toolkit_command);
     for (const auto& p : plan.mark_pods) {
-        INJECT_TRY(Json r, client_.patch_merge(
-                               path_of(p), {{"metadata", {{"annotations", {{kHandover, "true"}}}}}}));
+        INJECT_TRY(Json r,
+                   client_.patch_merge(path_of(p),
+                                       {{"metadata", {{"annotations", {{kHandover, "true"}}}}}}));
         (void)r;
         ++writes;
         inject::log::info(

@@ -392,10 +392,11 @@ void customize_sharing(Object& o, const Json& dp) {
     const bool rename = ts.value("renameByDefault", false);
     const std::string kind = str(o.obj, "kind");
     if (kind == "ConfigMap" && o.obj.contains("data") && o.obj["data"].contains("plugin.yaml"))
-        o.obj["data"]["plugin.yaml"] = "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: " +
-                                       std::string(rename ? "true" : "false") +
-                                       "\n    resources:\n    - name: enflame.com/gcu\n      replicas: " +
-                                       std::to_string(replicas) + "\n";
+        o.obj["data"]["plugin.yaml"] =
+            "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: " +
+            std::string(rename ? "true" : "false") +
+            "\n    resources:\n    - name: enflame.com/gcu\n      replicas: " +
+            std::to_string(replicas) + "\n";
     if (kind == "DaemonSet")
         o.obj["spec"]["template"]["metadata"]["annotations"]["enflame.com/sharing"] =
             "timeSlicing replicas=" + std::to_string(replicas) +

@@ -73,8 +73,7 @@ struct RollPlan {
 [[nodiscard]] RollPlan plan_roll(const std::map<std::string, std::string>& want,
                                  const std::vector<Json>& pods,
                                  const std::map<std::string, Json>& nodes,
-                                 const Json& max_unavailable,
-                                 const std::set<std::string>& deleting,
+                                 const Json& max_unavailable, const std::set<std::string>& deleting,
                                  const Json& toolkit_command = Json());
 
 }  // namespace op

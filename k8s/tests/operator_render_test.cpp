@@ -118,16 +118,17 @@ TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {
 }
 
 TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
-    auto objs = render({{"devicePlugin",
-                         {{"sharing", {{"timeSlicing", {{"replicas", 4}, {"renameByDefault", true}}}}}}}});
+    auto objs =
+        render({{"devicePlugin",
+                 {{"sharing", {{"timeSlicing", {{"replicas", 4}, {"renameByDefault", true}}}}}}}});
     const Json* cm = find(objs, "ConfigMap/enflame-system/enflame-device-plugin");
     ASSERT_TRUE(cm);
     EXPECT_EQ((*cm)["data"]["plugin.yaml"],
               "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
               "    - name: enflame.com/gcu\n      replicas: 4\n");
     // what the plugin itself makes of it
-    auto sh = k8s::parse_plugin_config((*cm)["data"]["plugin.yaml"].get<std::string>(), "plugin.yaml",
-                                       "enflame.com/gcu");
+    auto sh = k8s::parse_plugin_config((*cm)["data"]["plugin.yaml"].get<std::string>(),
+                                       "plugin.yaml", "enflame.com/gcu");
     ASSERT_TRUE(sh) << sh.error().what();
     EXPECT_EQ(sh->replicas, 4U);
     EXPECT_EQ(sh->resource_name, "enflame.com/gcu.shared");
@@ -142,7 +143,8 @@ TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
     objs = render(Json::object());
     cm = find(objs, "ConfigMap/enflame-system/enflame-device-plugin");
     ASSERT_TRUE(cm);
-    EXPECT_NE((*cm)["data"]["plugin.yaml"].get<std::string>().find("# sharing:"), std::string::npos);
+    EXPECT_NE((*cm)["data"]["plugin.yaml"].get<std::string>().find("# sharing:"),
+              std::string::npos);
     ds = find(objs, "DaemonSet/enflame-system/enflame-device-plugin");
     ASSERT_TRUE(ds);
     EXPECT_FALSE((*ds)["spec"]["template"]["metadata"].contains("annotations"));
