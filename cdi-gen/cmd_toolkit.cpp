@@ -57,11 +57,34 @@ struct ToolkitArgs {
     std::string driver_root = "/";
     std::string dev_root = "/";
     std::string runtime_name = "enflame";
+    std::string handover_file;
+    int recheck = 10;
     bool set_as_default = false;
     bool enable_nri = false;
     std::string nri_socket = "/var/run/nri/nri.sock";
     bool wait = false;
 };
+
+/// The pod annotation the operator sets on an installer pod it is about to replace with a new
+/// version whose install flags are the same (k8s/operator/roll.hpp): the new pod takes the
+/// toolkit over as it is, so the engine is restarted only if the new version changes its config.
+constexpr const char* kHandoverLine = "enflame.com/toolkit-handover=\"true\"";
+
+/// True when --handover-file (the pod's annotations as a downward API volume writes them, one
+/// `key="value"` a line) holds the operator's handover mark.
+bool handing_over(const ToolkitArgs& a) {
+    if (a.handover_file.empty()) return false;
+    auto text = inject::fs::read_file(a.handover_file, kMaxText);
+    if (!text) return false;  // no file: no mark (the pod runs without the operator)
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        if (rest.substr(0, nl) == kHandoverLine) return true;
+        if (nl == std::string_view::npos) break;
+        rest.remove_prefix(nl + 1);
+    }
+    return false;
+}
 
 inject::Error input_error(const std::string& what) {
     return inject::Error(inject::Errc::InvalidInput, what);
@@ -503,6 +526,12 @@ inject::Result<void> install(const ToolkitArgs& a) {
 
 inject::Result<void> uninstall(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
+    if (handing_over(a)) {
+        std::cout << "handing over: the operator replaces this pod with one of the same install "
+                     "flags; it finds the toolkit in place (nothing undone, the engine left "
+                     "running)\n";
+        return inject::ok();
+    }
     INJECT_TRY(auto st, read_state(a, h));
     if (!st) {
         std::cout << "nothing to undo: no " << h.show(state_path(a)) << "\n";
@@ -520,10 +549,10 @@ inject::Result<void> uninstall(const ToolkitArgs& a) {
     return inject::ok();
 }
 
-/// Ready when the state is complete, every file it names is there and the engine's config
-/// still holds our runtime (configure would change nothing).
-inject::Result<void> status(const ToolkitArgs& a) {
-    INJECT_TRY(auto h, open_host(a));
+/// Installed as the state file says: complete, every file it names there, and the engine's
+/// config still holding our runtime (configure would change nothing). The error says what is
+/// missing.
+inject::Result<json> check_installed(const ToolkitArgs& a, const HostRoot& h) {
     INJECT_TRY(auto st, read_state(a, h));
     if (!st) return inject::fail(inject::Errc::NotFound, "not installed: no " + h.show(state_path(a)));
     if (!st->value("engine_configured", false))
@@ -540,21 +569,51 @@ inject::Result<void> status(const ToolkitArgs& a) {
         if (!now || *now != c.content)
             return inject::fail(inject::Errc::NotFound, "'" + h.show(c.path) + "' lacks the enflame runtime");
     }
-    std::cout << "installed: " << st->at("engine").get<std::string>() << " uses "
-              << st->at("runtime_path").get<std::string>() << "\n";
+    return std::move(*st);
+}
+
+/// Ready when check_installed finds everything in place (the readiness probe).
+inject::Result<void> status(const ToolkitArgs& a) {
+    INJECT_TRY(auto h, open_host(a));
+    // not Ready: the operator waits for this to know the pod has seen its mark before it
+    // deletes the pod (the preStop then leaves the toolkit in place)
+    if (handing_over(a))
+        return inject::fail(inject::Errc::Conflict,
+                            "handing over to a new installer (enflame.com/toolkit-handover)");
+    INJECT_TRY(auto st, check_installed(a, h));
+    std::cout << "installed: " << st.at("engine").get<std::string>() << " uses "
+              << st.at("runtime_path").get<std::string>() << "\n";
     return inject::ok();
 }
 
-/// Blocks until SIGTERM or SIGINT (a DaemonSet's container has to keep running).
-void wait_for_stop() {
+/// Blocks until SIGTERM or SIGINT (a DaemonSet's container has to keep running). Every
+/// `a.recheck` seconds (0: never) it checks the install is still in place and, when something
+/// rewrote the engine's config (a config manager, a package upgrade) or removed a piece,
+/// installs again: the engine is signalled only then, and only when its config changed
+/// (NVIDIA's toolkit loses its runtime silently in that case: gpu-operator #207, #598, #1651).
+void wait_for_stop(const ToolkitArgs& a) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     ::sigprocmask(SIG_BLOCK, &set, nullptr);
-    int sig = 0;
     std::cout << std::flush;
-    ::sigwait(&set, &sig);
+    const timespec tick{static_cast<time_t>(a.recheck), 0};
+    for (;;) {
+        const int sig =
+            a.recheck > 0 ? ::sigtimedwait(&set, nullptr, &tick) : ::sigwaitinfo(&set, nullptr);
+        if (sig > 0) return;
+        if (errno != EAGAIN || handing_over(a)) continue;  // EINTR; or leaving: leave it as it is
+        auto h = open_host(a);
+        if (!h) continue;
+        auto in_place = check_installed(a, *h);
+        if (in_place) continue;
+        std::cout << "drift: " << in_place.error().what() << ": installing again\n";
+        if (auto r = install(a); !r)
+            std::cout << "warning: repairing the install: " << r.error().what() << " (again in "
+                      << a.recheck << " s)\n";
+        std::cout << std::flush;
+    }
 }
 
 std::string self_dir() {
@@ -573,6 +632,14 @@ void add_common(CLI::App* cmd, ToolkitArgs& a) {
                     "signal: SIGTERM containerd (its service manager restarts it), SIGHUP dockerd "
                     "or crio, only when their config changed; none: leave it to the operator")
         ->capture_default_str();
+}
+
+void add_handover(CLI::App* cmd, ToolkitArgs& a) {
+    cmd->add_option(
+        "--handover-file", a.handover_file,
+        "the pod's annotations (downward API); with enflame.com/toolkit-handover=\"true\" "
+        "(set by enflame-gpu-operator before it replaces the pod) uninstall undoes "
+        "nothing and status reports not ready");
 }
 
 void register_toolkit(CLI::App& app, Context& /*ctx*/) {
@@ -600,19 +667,27 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
                      "the NRI socket --enable-nri writes (host path)")
         ->capture_default_str();
     inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
+    inst->add_option(
+            "--recheck-interval", a->recheck,
+            "with --wait: every this many seconds check the install is in place and repair "
+            "it (the engine signalled only if its config changed); 0: never")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 86400));
     inst->callback([a] {
         auto r = install(*a);
         if (!r) throw Exit{report(r.error())};
-        if (a->wait) wait_for_stop();
+        if (a->wait) wait_for_stop(*a);
     });
     auto* un = tk->add_subcommand("uninstall", "undo exactly what install did (the state file says what)");
     add_common(un, *a);
+    add_handover(un, *a);
     un->callback([a] {
         auto r = uninstall(*a);
         if (!r) throw Exit{report(r.error())};
     });
     auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed and wired in (a readiness probe)");
     add_common(st, *a);
+    add_handover(st, *a);
     st->callback([a] {
         auto r = status(*a);
         if (!r) throw Exit{report(r.error())};

@@ -101,8 +101,8 @@ spec = {
                          enum=["auto", "containerd", "crio", "docker"]),
             "setAsDefault": b("Make enflame the engine's default runtime (else pods ask for it with "
                               "runtimeClassName: enflame).", False),
-            "cdi": {"type": "object", "default": {}, "description": "CDI spec generation.",
-                    "properties": {"enabled": b("Generate the CDI spec on each node.", True)}},
+            # no `cdi` switch: the installer always writes the CDI spec, which the device
+            # plugin's cdi-cri strategy and the DRA driver need (k8s/README.md)
         }, [{"rule": "!has(self.setAsDefault) || !self.setAsDefault || !has(self.enabled) || self.enabled",
              "message": "setAsDefault needs the toolkit enabled"}]),
         "featureDiscovery": component("the node labeler (enflame-feature-discovery)", True),
@@ -119,11 +119,8 @@ spec = {
             "apiVersion": s("The resource.k8s.io version to use; auto: the newest the server serves.",
                             default="auto", enum=["auto", "v1", "v1beta1"]),
         }),
-        "exporter": component("the metrics exporter (enflame-gcu-exporter)", True, {
-            "serviceMonitor": {"type": "object", "default": {}, "description": "A Prometheus "
-                               "ServiceMonitor for the exporter, made when its CRD exists.",
-                               "properties": {"enabled": b("Create the ServiceMonitor.", True)}},
-        }),
+        # no `serviceMonitor` yet: deployments/monitoring/operator ships one to apply by hand
+        "exporter": component("the metrics exporter (enflame-gcu-exporter)", True),
         "npd": component("Node Problem Detector with the GCU checks", False),
         "nodeExporter": component("the Prometheus node exporter", False),
         "daemonsets": {"type": "object", "default": {}, "description": "Settings for every "

@@ -551,8 +551,12 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
     // Only once every rolled DaemonSet in the cache carries its new template: the DaemonSet's
     // own watch event brings us back when it does.
     std::map<std::string, std::string> want;
+    Json toolkit_command;
     for (const auto& o : objs) {
         if (!rolled(o.obj)) continue;
+        if (str(o.obj["metadata"], "name") == kToolkitDs)
+            toolkit_command =
+                o.obj["spec"]["template"]["spec"]["containers"][0].value("command", Json());
         const auto l = live(o.obj);
         if (!l || !contains(*l, o.obj)) return Json{{"message", "DaemonSets being applied"}};
         want[str(o.obj["metadata"], "name")] =
@@ -568,7 +572,18 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
     const Json ds = spec.value("daemonsets", Json::object());
     const RollPlan plan =
         plan_roll(want, pods, nodes, ds.contains("maxUnavailable") ? ds["maxUnavailable"] : Json(1),
-                  deleting_);
+                  deleting_, toolkit_command);
+    for (const auto& p : plan.mark_pods) {
+        INJECT_TRY(Json r,
+                   client_.patch_merge(path_of(p),
+                                       {{"metadata", {{"annotations", {{kHandover, "true"}}}}}}));
+        (void)r;
+        ++writes;
+        inject::log::info(
+            "upgrade: node {}: marked pod {} for handover (same install flags: the new installer "
+            "takes the toolkit over as it is)",
+            str(p["spec"], "nodeName"), str(p["metadata"], "name"));
+    }
     for (const auto& p : plan.delete_pods) {
         INJECT_TRY_VOID(client_.remove(path_of(p)));
         ++writes;

@@ -381,6 +381,28 @@ void customize_toolkit(Object& o, const Json& tk) {
     if (tk.value("setAsDefault", false)) cmd.push_back("--set-as-default");
 }
 
+/// spec.devicePlugin.sharing into the plugin's own config (plugin.yaml in its ConfigMap, the
+/// format enflame-device-plugin(8) reads), and a summary of it on the plugin's pod template: the
+/// plugin reads its config at start, so a change of it must replace the pods (the operator's
+/// roll follows the template). No sharing: the tree's config and template as they are.
+void customize_sharing(Object& o, const Json& dp) {
+    const Json ts = dp.value("sharing", Json::object()).value("timeSlicing", Json::object());
+    if (!ts.contains("replicas")) return;
+    const long long replicas = ts["replicas"].get<long long>();
+    const bool rename = ts.value("renameByDefault", false);
+    const std::string kind = str(o.obj, "kind");
+    if (kind == "ConfigMap" && o.obj.contains("data") && o.obj["data"].contains("plugin.yaml"))
+        o.obj["data"]["plugin.yaml"] =
+            "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: " +
+            std::string(rename ? "true" : "false") +
+            "\n    resources:\n    - name: enflame.com/gcu\n      replicas: " +
+            std::to_string(replicas) + "\n";
+    if (kind == "DaemonSet")
+        o.obj["spec"]["template"]["metadata"]["annotations"]["enflame.com/sharing"] =
+            "timeSlicing replicas=" + std::to_string(replicas) +
+            " renameByDefault=" + (rename ? "true" : "false");
+}
+
 }  // namespace
 
 inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
@@ -420,6 +442,7 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
         const Json cs = spec.value(o.component, Json::object());
         if (str(o.obj, "kind") == "DaemonSet") customize_pods(o.obj, cs, ds);
         if (o.component == "toolkit") customize_toolkit(o, cs);
+        if (o.component == "devicePlugin") customize_sharing(o, cs);
         customize_host_paths(o, spec);
         o.obj["metadata"]["labels"][kManagedBy] = kManagerName;
         out.push_back(std::move(o));

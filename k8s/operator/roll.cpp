@@ -104,7 +104,7 @@ std::map<std::string, bool> plan_node_labels(const std::vector<Json>& nodes, boo
 
 RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::vector<Json>& pods,
                    const std::map<std::string, Json>& nodes, const Json& max_unavailable,
-                   const std::set<std::string>& deleting) {
+                   const std::set<std::string>& deleting, const Json& toolkit_command) {
     // node -> DaemonSet -> its pod there (a live one over one terminating)
     std::map<std::string, std::map<std::string, const Json*>> on;
     for (const auto& p : pods) {
@@ -142,6 +142,13 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
         bool unavailable = false, cordoned = false, toolkit_done = false;
         std::vector<const Json*> old_toolkit, old_plugins;
     };
+    // an old toolkit pod the new one can take over from (same install flags)
+    auto handover = [&](const Json& p) {
+        if (toolkit_command.is_null()) return false;
+        const Json cs = p.value("spec", Json::object()).value("containers", Json::array());
+        return !cs.empty() && cs[0].value("command", Json()) == toolkit_command;
+    };
+    auto marked = [](const Json& p) { return annotation(p, kHandover) == "true"; };
     std::vector<Node> list;
     int unavailable = 0;
     for (const auto& [name, dss] : on) {
@@ -159,6 +166,8 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
             if (s == PodState::Old || s == PodState::Terminating) old = true;
             if (s == PodState::Old)
                 (ds == kToolkitDs ? n.old_toolkit : n.old_plugins).push_back(dss.at(ds));
+            // marked for handover: on its way out (not Ready soon), its node counts as busy
+            if (s == PodState::Old && ds == kToolkitDs && marked(*dss.at(ds))) n.unavailable = true;
             if (ds != kToolkitDs && s != PodState::Ready) plugins_pending = true;
         }
         if (n.unavailable) ++unavailable;
@@ -198,10 +207,22 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
             }
             --budget;
         }
-        for (const Json* p : victims) plan.delete_pods.push_back(*p);
         n.state = n.toolkit_done ? "plugins" : "toolkit";
         n.message = n.toolkit_done ? "toolkit Ready at the new version; plugins being replaced"
                                    : "toolkit pod being replaced";
+        for (const Json* p : victims) {
+            if (n.toolkit_done || !handover(*p)) {
+                plan.delete_pods.push_back(*p);
+            } else if (!marked(*p)) {
+                plan.mark_pods.push_back(*p);
+                n.message = "toolkit pod marked for handover (same install flags)";
+            } else if (pod_ready(*p)) {
+                n.message = "toolkit pod marked for handover; waiting for it to report not Ready";
+            } else {
+                plan.delete_pods.push_back(*p);
+                n.message = "toolkit pod handing over to the new version";
+            }
+        }
     }
     std::sort(list.begin(), list.end(),
               [](const Node& a, const Node& b) { return a.name < b.name; });

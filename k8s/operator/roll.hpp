@@ -33,6 +33,12 @@ inline constexpr const char* kNodeLabelManager = "enflame-gpu-operator-node-labe
 inline constexpr const char* kTemplateHash = "enflame.com/pod-template-hash";
 inline constexpr const char* kToolkitHash = "enflame.com/toolkit-template-hash";
 inline constexpr const char* kToolkitDs = "enflame-toolkit-installer";
+/// On an old toolkit installer pod whose replacement has the same install flags (only the image
+/// differs): the installer sees it through a downward API file, reports not Ready, and its
+/// preStop then leaves the toolkit in place for the new pod, which changes the engine's config
+/// (and restarts the engine) only if the new version writes other bytes. The operator deletes
+/// such a pod only once it is marked and not Ready (the kubelet has refreshed the file).
+inline constexpr const char* kHandover = "enflame.com/toolkit-handover";
 
 /// True for the DaemonSets the operator rolls itself (toolkit installer, device plugin, DRA).
 [[nodiscard]] bool rolled(const Json& obj);
@@ -52,6 +58,7 @@ void prepare_roll(std::vector<Object>& objs);
 
 struct RollPlan {
     std::vector<Json> delete_pods;  ///< pods to delete now, in order
+    std::vector<Json> mark_pods;    ///< toolkit pods to annotate kHandover=true now
     Json nodes = Json::array();     ///< [{name, state, message}], one per node with rolled pods
     int updated = 0, cordoned = 0, total = 0;
 };
@@ -60,11 +67,13 @@ struct RollPlan {
 /// DaemonSets of the enabled components); `pods`: their pods (any node); `nodes`: Nodes by name;
 /// `max_unavailable`: the CR's `daemonsets.maxUnavailable` (a number or "N%", of the nodes
 /// with rolled pods, rounded up, at least 1); `deleting`: uids of pods already deleted that the
-/// cache may not show as terminating yet.
+/// cache may not show as terminating yet; `toolkit_command`: the new toolkit template's command
+/// (null: unknown): an old toolkit pod with that same command is handed over (kHandover), not
+/// uninstalled.
 [[nodiscard]] RollPlan plan_roll(const std::map<std::string, std::string>& want,
                                  const std::vector<Json>& pods,
                                  const std::map<std::string, Json>& nodes,
-                                 const Json& max_unavailable,
-                                 const std::set<std::string>& deleting);
+                                 const Json& max_unavailable, const std::set<std::string>& deleting,
+                                 const Json& toolkit_command = Json());
 
 }  // namespace op

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "k8s/sharing.hpp"
 #include "render.hpp"
 #include "temp_dir.hpp"
 
@@ -114,6 +115,39 @@ TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {
     for (const auto& o : render(Json::object()))
         EXPECT_EQ(o.obj["metadata"]["labels"][op::kManagedBy], op::kManagerName)
             << op::key_of(o.obj);
+}
+
+TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
+    auto objs =
+        render({{"devicePlugin",
+                 {{"sharing", {{"timeSlicing", {{"replicas", 4}, {"renameByDefault", true}}}}}}}});
+    const Json* cm = find(objs, "ConfigMap/enflame-system/enflame-device-plugin");
+    ASSERT_TRUE(cm);
+    EXPECT_EQ((*cm)["data"]["plugin.yaml"],
+              "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
+              "    - name: enflame.com/gcu\n      replicas: 4\n");
+    // what the plugin itself makes of it
+    auto sh = k8s::parse_plugin_config((*cm)["data"]["plugin.yaml"].get<std::string>(),
+                                       "plugin.yaml", "enflame.com/gcu");
+    ASSERT_TRUE(sh) << sh.error().what();
+    EXPECT_EQ(sh->replicas, 4U);
+    EXPECT_EQ(sh->resource_name, "enflame.com/gcu.shared");
+    // the plugin's config.toml untouched
+    EXPECT_EQ((*cm)["data"]["config.toml"],
+              "[enflame-container-cli]\ndriver-root = \"/host\"\ndev-root = \"/\"\n");
+    const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-device-plugin");
+    ASSERT_TRUE(ds);
+    EXPECT_EQ((*ds)["spec"]["template"]["metadata"]["annotations"]["enflame.com/sharing"],
+              "timeSlicing replicas=4 renameByDefault=true");
+    // no sharing: the tree's config, no annotation
+    objs = render(Json::object());
+    cm = find(objs, "ConfigMap/enflame-system/enflame-device-plugin");
+    ASSERT_TRUE(cm);
+    EXPECT_NE((*cm)["data"]["plugin.yaml"].get<std::string>().find("# sharing:"),
+              std::string::npos);
+    ds = find(objs, "DaemonSet/enflame-system/enflame-device-plugin");
+    ASSERT_TRUE(ds);
+    EXPECT_FALSE((*ds)["spec"]["template"]["metadata"].contains("annotations"));
 }
 
 TEST(OperatorKustomize, UnsupportedFieldRefusedNamingFileAndField) {

@@ -193,4 +193,46 @@ TEST(OperatorRoll, CordonedNodeSkippedAndReported) {
     EXPECT_EQ(state(q, "a"), "cordoned");
 }
 
+// An old toolkit pod whose replacement has the same command is handed over: marked first, deleted
+// only once it reports not Ready (its installer saw the mark, so its preStop undoes nothing).
+// Another command (a flag changed): deleted at once, its preStop uninstalls as before.
+TEST(OperatorRoll, SameInstallFlagsHandOverInsteadOfUninstall) {
+    const auto nodes = nodes_of({node("a", true), node("b", true)});
+    const Json cmd = {"/usr/bin/enflame-ctk", "toolkit", "install", "--wait"};
+    auto with_cmd = [](Json p, const Json& c, bool marked) {
+        p["spec"]["containers"] = {{{"name", "x"}, {"command", c}}};
+        if (marked) p["metadata"]["annotations"][op::kHandover] = "true";
+        return p;
+    };
+    auto pods = [&](bool marked, bool ready, const Json& c) {
+        return std::vector<Json>{
+            with_cmd(pod("enflame-toolkit-installer", "a", "T1", ready), c, marked),
+            pod("enflame-device-plugin", "a", "P1"),
+            with_cmd(pod("enflame-toolkit-installer", "b", "T1"), c, false),
+            pod("enflame-device-plugin", "b", "P1")};
+    };
+    // not marked yet: marked, nothing deleted; node b waits (maxUnavailable 1)
+    auto p = op::plan_roll(kWant, pods(false, true, cmd), nodes, 1, {}, cmd);
+    ASSERT_EQ(p.mark_pods.size(), 1U);
+    EXPECT_EQ(p.mark_pods[0]["metadata"]["name"], "enflame-toolkit-installer-a");
+    EXPECT_TRUE(p.delete_pods.empty());
+    EXPECT_EQ(state(p, "a"), "toolkit");
+    EXPECT_EQ(state(p, "b"), "pending");
+    // marked, still Ready (the kubelet has not refreshed the pod's annotations file): wait, and
+    // node a still holds the one unavailable slot
+    p = op::plan_roll(kWant, pods(true, true, cmd), nodes, 1, {}, cmd);
+    EXPECT_TRUE(p.mark_pods.empty());
+    EXPECT_TRUE(p.delete_pods.empty());
+    EXPECT_EQ(state(p, "b"), "pending");
+    // marked and not Ready: now it goes
+    p = op::plan_roll(kWant, pods(true, false, cmd), nodes, 1, {}, cmd);
+    EXPECT_TRUE(p.mark_pods.empty());
+    EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-a"});
+    // the new template's command differs: deleted at once, no mark
+    p = op::plan_roll(kWant, pods(false, true, cmd), nodes, 1, {},
+                      Json{"/usr/bin/enflame-ctk", "toolkit", "install", "--set-as-default"});
+    EXPECT_TRUE(p.mark_pods.empty());
+    EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-a"});
+}
+
 }  // namespace

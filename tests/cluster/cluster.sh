@@ -295,6 +295,17 @@ identities() {
     echo "$cm,system:kube-controller-manager,kube-controller-manager"
   } > "$k/tokens.csv"
   chmod 600 "$k/tokens.csv"
+  # the API server's audit log: every write (who, verb, object; no bodies), so a suite can count
+  # what a client wrote (operator.bats: no write on an unchanged cluster)
+  cat > "$k/audit-policy.yaml" <<'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: None
+YAML
   kubeconfig "$D/kubeconfig" "$admin"
   kubeconfig "$k/kubelet.kubeconfig" "$node"
   kubeconfig "$k/scheduler.kubeconfig" "$sched"
@@ -671,7 +682,9 @@ EOF
     --kubelet-preferred-address-types Hostname,InternalIP \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --allow-privileged=true --endpoint-reconciler-type none --cert-dir "$D/kube/apiserver-certs" \
-    --feature-gates DynamicResourceAllocation=true --runtime-config resource.k8s.io/v1beta1=true
+    --feature-gates DynamicResourceAllocation=true --runtime-config resource.k8s.io/v1beta1=true \
+    --audit-policy-file "$D/kube/audit-policy.yaml" --audit-log-path "$(log audit)" \
+    --audit-log-maxsize 200 --audit-log-maxbackup 1
 
   # while the API server starts: containerd, and the images in it
   local i n
@@ -735,6 +748,8 @@ export CTR="nsenter -t $NS_PID -m -- $PREFIX/usr/bin/ctr --address $NS_SOCK"
 export CONTAINERD_SOCK=$NS_SOCK
 export CONTAINERD_CONFIG=$NS_CONFIG
 export CONTAINERD_PID_FILE=$(pidfile containerd)
+# every write the API server accepted, one JSON line each (audit.k8s.io/v1 Event, Metadata level)
+export AUDIT_LOG=$(log audit)
 export CONTAINERD_BIN=$PREFIX/usr/bin
 # the namespace's /etc/containerd, /etc/cdi, /run/cdi, /var/lib/kubelet, ... seen from the host
 export CLUSTER_HOST_DIR=$D/host

@@ -383,6 +383,77 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
 
+@test "--wait re-checks: containerd's config rewritten by someone else is repaired and containerd signalled once; unchanged, nothing is touched" {
+  start_containerd
+  local first=$CTRD_PID
+  # the DaemonSet's main process, re-checking every second
+  in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
+    --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host" --wait --recheck-interval 1 \
+    > "$CD/wait.log" 2>&1 &
+  local inst=$!
+  on_teardown "stop_pid $inst"
+  wait_for gone "$first"
+  start_containerd
+  local files; files=$(host_files)
+  # nothing changed: over 3 s of re-checks no file is written and containerd is left alone
+  sleep 3
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  run ! grep -F drift "$CD/wait.log"
+  # a config manager writes containerd's config back as it knows it (without our import)
+  local second=$CTRD_PID
+  in_host sh -c "cat > /etc/containerd/config.toml" < "$CD/before.toml"
+  wait_for gone "$second"
+  cat "$CD/wait.log"
+  grep -F "drift: '$R/etc/containerd/config.toml' lacks the enflame runtime: installing again" "$CD/wait.log"
+  [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  start_containerd
+  [ "$(host_files)" = "$files" ]
+  status_tk
+  [ "$status" -eq 0 ]
+  # repaired once: containerd left alone from then on
+  sleep 3
+  kill -0 "$CTRD_PID"
+  [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  # SIGTERM ends the wait
+  kill -TERM "$inst"
+  wait_for gone "$inst"
+}
+
+@test "handover (the operator replaces the pod, same flags): status not ready, uninstall undoes nothing and leaves containerd running; without the mark it uninstalls" {
+  start_containerd
+  install_tk
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+  local files; files=$(host_files)
+  # the pod's annotations as a downward API volume writes them, in the pod's own root
+  printf 'enflame.com/pod-template-hash="0123"\nenflame.com/toolkit-handover="true"' > "$CD/pod/tmp/annotations"
+  run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R" --handover-file /tmp/annotations
+  [ "$status" -ne 0 ]
+  [ "$output" = "error: handing over to a new installer (enflame.com/toolkit-handover)" ]
+  uninstall_tk --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  refute_grep -F "signalled"
+  echo "$output" | grep -F "handing over: "
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  # the new pod's install: no file changed, containerd not touched
+  install_tk
+  [ "$status" -eq 0 ]
+  refute_grep -F "signalled"
+  kill -0 "$CTRD_PID"
+  [ "$(host_files)" = "$files" ]
+  # another value, or no mark: the usual uninstall
+  printf 'enflame.com/toolkit-handover="false"\n' > "$CD/pod/tmp/annotations"
+  run in_pod "$CD/src/enflame-ctk" toolkit status --host-root "$R" --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  uninstall_tk --handover-file /tmp/annotations
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -Fx "signalled: containerd (pid $CTRD_PID) with SIGTERM (its service manager restarts it)"
+  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
+}
+
 @test "docker as the node's engine: install reloads dockerd (SIGHUP), docker run --runtime=enflame gets a card; uninstall restores daemon.json" {
   requires dockerd /usr/bin/docker
   local d=$CD/docker cg=ectk-inst-$$-$BATS_TEST_NUMBER

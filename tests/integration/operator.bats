@@ -90,7 +90,7 @@ cr() {
 @test "CRD: the sample CR is accepted, defaults filled in; kubectl get gr shows the columns" {
   run -0 kc apply --dry-run=server -f "$TOP/deployments/operator/examples/gpuresource.yaml" -o json
   jq -e '.spec.toolkit.runtime == "auto"' <<<"$output"
-  jq -e '.spec.toolkit.cdi.enabled == true' <<<"$output"
+  jq -e '.spec.toolkit | has("cdi") | not' <<<"$output"
   jq -e '.spec.featureDiscovery.enabled == true' <<<"$output"
   jq -e '.spec.npd.enabled == false' <<<"$output"
   jq -e '.spec.daemonsets.updateStrategy == "RollingUpdate"' <<<"$output"
@@ -260,6 +260,8 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   local pod; pod=$(leader)
   kc -n "$ONS" logs "$pod" > "$OP/before.log"
   local uids; uids=$(pod_uids)
+  [ -f "$AUDIT_LOG" ]
+  local audit0; audit0=$(wc -l < "$AUDIT_LOG")
   # a metadata-only change: the CR's watch event makes the operator reconcile
   kc annotate gr enflame test.enflame.com/poke="$(date +%s%N)" --overwrite > /dev/null
   run -0 wait_for 10 new_reconcile "$pod" "$(wc -l < "$OP/before.log")"
@@ -278,6 +280,18 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   local t1; t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   echo "# leader RSS ${rss} kB; CPU over 10 s idle: $(( (t1 - t0) * 10 )) ms" >&3
   [ "$rss" -lt 32768 ]
+  # the API server's own count (its audit log) over the reconcile and the 10 s idle: no write
+  # by the operator's ServiceAccount but its Lease's renewals
+  run -0 operator_writes "$audit0"
+  echo "# API server audit log, the operator's writes over the reconcile + 10 s idle: $output" >&3
+  [[ $output == "0 writes, "*" lease renewals" ]]
+}
+# operator_writes FROM_LINE: "N writes, M lease renewals" by the operator's ServiceAccount in the
+# audit log after line FROM_LINE (each write is logged once, at ResponseComplete).
+operator_writes() {
+  tail -n +$(( $1 + 1 )) "$AUDIT_LOG" | jq -rs --arg u "system:serviceaccount:$ONS:enflame-gpu-operator" '
+    [.[] | select(.user.username == $u and .stage == "ResponseComplete")] |
+    "\([.[] | select(.objectRef.resource != "leases")] | length) writes, \([.[] | select(.objectRef.resource == "leases")] | length) lease renewals"'
 }
 # ds_settled: every DaemonSet's controller has seen its spec and each scheduled pod is Ready.
 ds_settled() {
@@ -300,13 +314,16 @@ uid_of() { local p; p=$(live_pod "$1") && echo "${p%% *}"; }
 uid_changed() { local p; p=$(live_pod "$1") && [ "${p%% *}" != "$2" ]; }
 toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p == *" true "*":0.1.1 "* ]]; }
 
-@test "upgrade: spec.toolkit.version changed -> a cordoned node is skipped and reported; uncordoned: the toolkit first, the plugin once the toolkit is Ready" {
+@test "upgrade: spec.toolkit.version changed -> a cordoned node is skipped and reported; uncordoned: the toolkit first (handed over: containerd not restarted), the plugin once the toolkit is Ready" {
   # the "new version": the imported image under a second tag
   local src; src=$($CTR -n k8s.io images ls -q | grep -m1 'enflame-toolkit:0\.1\.0$')
   [ -n "$src" ]
   $CTR -n k8s.io images tag --force "$src" "${src%:0.1.0}:0.1.1" > /dev/null
-  local tk dp
+  local tk dp ctrd
   tk=$(live_pod enflame-toolkit-installer); dp=$(live_pod enflame-device-plugin)
+  # the node's containerd: same install flags, same config bytes -> never restarted by the roll
+  ctrd=$(cat "$CONTAINERD_PID_FILE")
+  kill -0 "$ctrd"
   kc cordon "$NODE_NAME" > /dev/null
   kc patch gr enflame --type=merge -p '{"spec":{"toolkit":{"version":"0.1.1"}}}' > /dev/null
   run wait_for 20 state_is cordoned
@@ -349,6 +366,12 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
   [ -n "$a" ]
   [ -n "$b" ]
   [ "$a" -lt "$b" ]
+  # the old toolkit pod was handed over (marked, then deleted once not Ready), not uninstalled:
+  # containerd kept running throughout, its config as before the roll
+  [[ $output == *"marked pod enflame-toolkit-installer-"*"for handover"* ]]
+  echo "# containerd pid before the roll $ctrd, after $(cat "$CONTAINERD_PID_FILE")" >&3
+  [ "$(cat "$CONTAINERD_PID_FILE")" = "$ctrd" ]
+  kill -0 "$ctrd"
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
 }
 
