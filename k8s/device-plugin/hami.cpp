@@ -71,23 +71,33 @@ std::string string_field(const Json& o, const char* key) {
     return {};
 }
 
+// required(pod, key): annotation KEY's value, or the error naming it missing.
+inject::Result<std::string> required(const Json& pod, const char* key) {
+    auto v = annotation(pod, key);
+    if (!v) return fail(Errc::InvalidInput, std::string("annotation ") + key + ": missing");
+    return std::move(*v);
+}
+
+// assigned(pod, d): what every decision HAMi's Enflame backend writes starts with: the pod and
+// when HAMi assigned it (kAssignedTime, Unix nanoseconds, the order Allocate serves pods in).
+template <class Decision>
+inject::Result<void> assigned(const Json& pod, Decision& d) {
+    d.ns = meta(pod, "namespace");
+    d.name = meta(pod, "name");
+    d.uid = meta(pod, "uid");
+    INJECT_TRY(const auto time, required(pod, kAssignedTime));
+    if (!parse_number(time, d.assigned_time) || d.assigned_time < 0)
+        return fail(bad(kAssignedTime, time, "want Unix nanoseconds"));
+    return inject::ok();
+}
+
 }  // namespace
 
 inject::Result<DrsDecision> parse_drs_decision(const Json& pod) {
     DrsDecision d;
-    d.ns = meta(pod, "namespace");
-    d.name = meta(pod, "name");
-    d.uid = meta(pod, "uid");
-    const auto time = annotation(pod, kAssignedTime);
-    if (!time)
-        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
-    if (!parse_number(*time, d.assigned_time) || d.assigned_time < 0)
-        return fail(bad(kAssignedTime, *time, "want Unix nanoseconds"));
-    const auto index = annotation(pod, kAssignedIndex);
-    if (!index)
-        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedIndex + ": missing");
-    if (!parse_number(*index, d.index))
-        return fail(bad(kAssignedIndex, *index, "want a card index"));
+    INJECT_TRY_VOID(assigned(pod, d));
+    INJECT_TRY(const auto index, required(pod, kAssignedIndex));
+    if (!parse_number(index, d.index)) return fail(bad(kAssignedIndex, index, "want a card index"));
     if (const auto minor = annotation(pod, kAssignedMinor)) {
         std::uint32_t m = 0;
         if (!parse_number(*minor, m))
@@ -252,20 +262,11 @@ Pick<DrsDecision> pick_drs(const Json& pods, std::size_t request, const std::str
 
 inject::Result<SharedDecision> parse_shared_decision(const Json& pod, const std::string& resource) {
     SharedDecision d;
-    d.ns = meta(pod, "namespace");
-    d.name = meta(pod, "name");
-    d.uid = meta(pod, "uid");
-    const auto time = annotation(pod, kAssignedTime);
-    if (!time)
-        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedTime + ": missing");
-    if (!parse_number(*time, d.assigned_time) || d.assigned_time < 0)
-        return fail(bad(kAssignedTime, *time, "want Unix nanoseconds"));
-    const auto ids = annotation(pod, kAssignedId);
-    if (!ids)
-        return fail(Errc::InvalidInput, std::string("annotation ") + kAssignedId + ": missing");
-    for (const auto& id : split(*ids, ',')) {
+    INJECT_TRY_VOID(assigned(pod, d));
+    INJECT_TRY(const auto ids, required(pod, kAssignedId));
+    for (const auto& id : split(ids, ',')) {
         std::uint32_t i = 0;
-        if (!parse_number(id, i)) return fail(bad(kAssignedId, *ids, "want card indexes (0,1)"));
+        if (!parse_number(id, i)) return fail(bad(kAssignedId, ids, "want card indexes (0,1)"));
         d.cards.push_back(i);
     }
     Json served = Json::array();
