@@ -390,7 +390,16 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock" \
     --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host" --wait --recheck-interval 1 \
     > "$CD/wait.log" 2>&1 &
-  local inst=$!
+  # $! is the subshell running in_pod; the installer is its child (nsenter, unshare, sh and
+  # chroot each exec the next): stop that one, or it outlives the test holding bats' output
+  local sub=$! inst=""
+  on_teardown "stop_pid $sub"
+  for _ in $(seq 100); do
+    inst=$(pgrep -P "$sub" | head -n 1) || true
+    if [ -n "$inst" ]; then break; fi
+    sleep 0.1
+  done
+  [ -n "$inst" ]
   on_teardown "stop_pid $inst"
   wait_for gone "$first"
   start_containerd
