@@ -16,6 +16,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 namespace edp {
 
@@ -86,6 +88,12 @@ private:
     std::uint64_t epoch_;
     std::chrono::milliseconds cancel_check_;
 };
+
+/// With `lock` set (--require-nri), why Allocate must refuse `req`: enflame-nri-plugin does not
+/// hold `lock` (or it cannot be checked), so the env we answer would reach no one who turns it
+/// into a card and the container would start without it. One line naming the device IDs.
+/// nullopt: answer (the plugin runs, or `lock` is empty).
+[[nodiscard]] std::optional<std::string> nri_missing(const std::string& lock, const v1beta1::AllocateRequest& req);
 
 /// The options we register with (and GetDevicePluginOptions answers).
 [[nodiscard]] v1beta1::DevicePluginOptions plugin_options();
