@@ -53,7 +53,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     l.discover = inject::discover::options_from(cfg);
     l.discover.with_drs = o.drs;
     l.scheduler = o.scheduler ? *o.scheduler : sharing.scheduler.value_or("");
-    if (o.require_nri.value_or(sharing.require_nri.value_or(false))) l.settings.require_nri_lock = o.nri_lock;
+    if (o.require_nri.value_or(sharing.require_nri.value_or(false)))
+        l.settings.require_nri_lock = o.nri_lock;
     if (l.scheduler == "hami" && o.node_name.empty())
         return inject::fail(inject::Errc::InvalidInput,
                             "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "service.hpp"
 
-#include "inject/log.hpp"
-#include "k8s/nri_lock.hpp"
-
 #include <google/protobuf/util/message_differencer.h>
 
 #include <chrono>
+
+#include "inject/log.hpp"
+#include "k8s/nri_lock.hpp"
 
 namespace edp {
 
@@ -65,7 +65,8 @@ Inventory State::inventory() const {
     return inv_;
 }
 
-std::optional<std::string> nri_missing(const std::string& lock, const v1beta1::AllocateRequest& req) {
+std::optional<std::string> nri_missing(const std::string& lock,
+                                       const v1beta1::AllocateRequest& req) {
     if (lock.empty()) return std::nullopt;
     auto held = k8s::nri_lock_held(lock);
     if (held && *held) return std::nullopt;

@@ -4,8 +4,6 @@
 // released it or died, absent when no plugin ever ran; the unsafe places refused by name.
 #include "k8s/nri_lock.hpp"
 
-#include "temp_dir.hpp"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,6 +11,8 @@
 
 #include <csignal>
 #include <fstream>
+
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -88,7 +88,8 @@ TEST(NriLock, ReleasedIsFreeTwoHoldersShare) {
 
 TEST(NriLock, MissingFileOrFolderIsNoPlugin) {
     TempDir d;
-    for (const std::string path : {d.path() + "/nri-plugin.lock", d.path() + "/none/nri-plugin.lock"}) {
+    for (const std::string path :
+         {d.path() + "/nri-plugin.lock", d.path() + "/none/nri-plugin.lock"}) {
         auto held = k8s::nri_lock_held(path);
         ASSERT_TRUE(held) << path << ": " << held.error().what();
         EXPECT_FALSE(*held) << path;
@@ -113,12 +114,15 @@ TEST(NriLock, UnsafePlacesRefusedByName) {
         std::string path;
         std::string message;
     } cases[] = {
-        {"FileSymlink", p + "/real/link", "NRI lock file '" + p + "/real/link': a symlink, refused"},
+        {"FileSymlink", p + "/real/link",
+         "NRI lock file '" + p + "/real/link': a symlink, refused"},
         {"FolderSymlink", p + "/dirlink/target",
          "NRI lock folder '" + p + "/dirlink': not a directory (a symlink?), refused"},
         {"Fifo", p + "/real/fifo", "NRI lock file '" + p + "/real/fifo': not a regular file"},
-        {"WorldWritable", p + "/open/nri-plugin.lock", "NRI lock folder '" + p + "/open': world-writable, refused"},
-        {"Relative", "nri-plugin.lock", "NRI lock file 'nri-plugin.lock': want an absolute file path"},
+        {"WorldWritable", p + "/open/nri-plugin.lock",
+         "NRI lock folder '" + p + "/open': world-writable, refused"},
+        {"Relative", "nri-plugin.lock",
+         "NRI lock file 'nri-plugin.lock': want an absolute file path"},
     };
     for (const auto& c : cases) {
         auto held = k8s::nri_lock_held(c.path);

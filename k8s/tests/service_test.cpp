@@ -4,16 +4,15 @@
 // its epoch does; Allocate's errors carry a gRPC code and name the ID.
 #include "service.hpp"
 
-#include "k8s/nri_lock.hpp"
-#include "k8s/socket.hpp"
-
-#include "temp_dir.hpp"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <thread>
+
+#include "k8s/nri_lock.hpp"
+#include "k8s/socket.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -139,7 +138,8 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
     // no lock file: no plugin ever ran here
     auto st = call({"U0", "U1"}, &resp);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-    EXPECT_EQ(st.error_message(), "enflame-nri-plugin is not running on this node: cannot inject U0,U1");
+    EXPECT_EQ(st.error_message(),
+              "enflame-nri-plugin is not running on this node: cannot inject U0,U1");
     EXPECT_EQ(resp.container_responses_size(), 0);
 
     auto lock = k8s::NriLock::create(s.require_nri_lock);
@@ -147,7 +147,8 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
     // the file there but nobody holding it: the plugin is gone
     st = call({"U1"}, &resp);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-    EXPECT_EQ(st.error_message(), "enflame-nri-plugin is not running on this node: cannot inject U1");
+    EXPECT_EQ(st.error_message(),
+              "enflame-nri-plugin is not running on this node: cannot inject U1");
 
     // held (a different open file description conflicts as another process's would)
     ASSERT_TRUE(lock->hold());
@@ -156,8 +157,8 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
     EXPECT_EQ(resp.container_responses(0).envs().at("ENFLAME_VISIBLE_DEVICES"), "U1");
 
     bool hook_called = false;
-    f.state->set_allocator([&](const edp::Inventory&, const edp::Settings&, const v1beta1::AllocateRequest&,
-                               v1beta1::AllocateResponse*) {
+    f.state->set_allocator([&](const edp::Inventory&, const edp::Settings&,
+                               const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
         hook_called = true;
         return grpc::Status::OK;
     });

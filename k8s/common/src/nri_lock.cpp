@@ -33,13 +33,17 @@ inject::Result<UniqueFd> open_folder(const std::string& path, bool create) {
     const int err = errno;
     UniqueFd fd(raw);
     if (!fd.valid()) {
-        if (err == ENOENT) return fail(Errc::NotFound, "NRI lock folder '" + dir + "': missing", err);
+        if (err == ENOENT)
+            return fail(Errc::NotFound, "NRI lock folder '" + dir + "': missing", err);
         if (err == ELOOP || err == ENOTDIR)
-            return fail(Errc::Permission, "NRI lock folder '" + dir + "': not a directory (a symlink?), refused", err);
+            return fail(Errc::Permission,
+                        "NRI lock folder '" + dir + "': not a directory (a symlink?), refused",
+                        err);
         return fail(inject::sys_error("NRI lock folder '" + dir + "': open", err));
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(inject::sys_error("NRI lock folder '" + dir + "': fstat"));
+    if (::fstat(fd.get(), &st) != 0)
+        return fail(inject::sys_error("NRI lock folder '" + dir + "': fstat"));
     if (!S_ISDIR(st.st_mode) || (st.st_mode & S_IWOTH) != 0)
         return fail(Errc::Permission, "NRI lock folder '" + dir + "': world-writable, refused");
     return fd;
@@ -54,13 +58,17 @@ inject::Result<UniqueFd> open_lock(const std::string& path, bool create) {
     const int err = errno;
     UniqueFd fd(raw);
     if (!fd.valid()) {
-        if (err == ENOENT) return fail(Errc::NotFound, "NRI lock file '" + path + "': missing", err);
-        if (err == ELOOP) return fail(Errc::Permission, "NRI lock file '" + path + "': a symlink, refused", err);
+        if (err == ENOENT)
+            return fail(Errc::NotFound, "NRI lock file '" + path + "': missing", err);
+        if (err == ELOOP)
+            return fail(Errc::Permission, "NRI lock file '" + path + "': a symlink, refused", err);
         return fail(inject::sys_error("NRI lock file '" + path + "': open", err));
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(inject::sys_error("NRI lock file '" + path + "': fstat"));
-    if (!S_ISREG(st.st_mode)) return fail(Errc::Permission, "NRI lock file '" + path + "': not a regular file");
+    if (::fstat(fd.get(), &st) != 0)
+        return fail(inject::sys_error("NRI lock file '" + path + "': fstat"));
+    if (!S_ISREG(st.st_mode))
+        return fail(Errc::Permission, "NRI lock file '" + path + "': not a regular file");
     return fd;
 }
 

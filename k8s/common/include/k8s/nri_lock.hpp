@@ -16,11 +16,11 @@
 // The folder is ours (a hostPath both DaemonSets mount): its last component and the file are
 // opened with O_NOFOLLOW, the file must be a regular file, and a world-writable folder is refused.
 
-#include "inject/fs.hpp"
-#include "inject/result.hpp"
-
 #include <string>
 #include <string_view>
+
+#include "inject/fs.hpp"
+#include "inject/result.hpp"
 
 namespace k8s {
 
@@ -41,7 +41,8 @@ public:
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
-    NriLock(std::string path, inject::fs::UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+    NriLock(std::string path, inject::fs::UniqueFd fd)
+        : path_(std::move(path)), fd_(std::move(fd)) {}
     std::string path_;
     inject::fs::UniqueFd fd_;
     bool held_ = false;

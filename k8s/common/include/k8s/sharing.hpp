@@ -17,7 +17,7 @@
 //     scheduler: hami               # who picks the card ("" = kubelet); --scheduler wins
 //     hamiLegacyVgcu: true          # HAMi <= 2.9: enflame.com/shared-gcu; --hami-legacy-vgcu wins
 //     hamiSharedSlices: 6           # its slices per card; --hami-shared-slices wins
-//     requireNri: true              # Allocate only while enflame-nri-plugin runs; --require-nri wins
+//     requireNri: true              # Allocate only while enflame-nri-plugin runs; flag wins
 //
 // Every key is checked: an unknown one, a wrong type or a bad value is one error naming the
 // file, the line and the key path.
