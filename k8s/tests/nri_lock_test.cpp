@@ -4,6 +4,7 @@
 // released it or died, absent when no plugin ever ran; the unsafe places refused by name.
 #include "k8s/nri_lock.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -84,6 +85,28 @@ TEST(NriLock, ReleasedIsFreeTwoHoldersShare) {
     EXPECT_TRUE(*k8s::nri_lock_held(path));
     b.kill();
     EXPECT_FALSE(*k8s::nri_lock_held(path));
+}
+
+// A stranger's write lock does not stall the plugin: hold() refuses at once, naming the file.
+TEST(NriLock, StrangersWriteLockRefusedWithoutWaiting) {
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    auto l = k8s::NriLock::create(path);
+    ASSERT_TRUE(l) << l.error().what();
+    const int w = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(w, 0);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    ASSERT_EQ(::fcntl(w, F_OFD_SETLK, &fl), 0);
+    auto r = l->hold();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
+    EXPECT_EQ(r.error().what(), "NRI lock file '" + path + "': another process holds it for writing");
+    EXPECT_FALSE(l->held());
+    ::close(w);
+    ASSERT_TRUE(l->hold());
+    EXPECT_TRUE(*k8s::nri_lock_held(path));
 }
 
 TEST(NriLock, MissingFileOrFolderIsNoPlugin) {

@@ -90,9 +90,13 @@ inject::Result<NriLock> NriLock::create(const std::string& path) {
 inject::Result<void> NriLock::hold() {
     if (held_) return inject::ok();
     struct flock fl = whole_file(F_RDLCK);
-    // Only a writer would conflict, and none takes it: waiting is the kernel's, never long.
-    while (::fcntl(fd_.get(), F_OFD_SETLKW, &fl) != 0) {
-        if (errno != EINTR) return fail(inject::sys_error("NRI lock file '" + path_ + "': lock"));
+    // Not waiting: only a write lock conflicts, which none of ours takes; a stranger's must not
+    // stall the plugin (the caller tries again at the next connection).
+    if (::fcntl(fd_.get(), F_OFD_SETLK, &fl) != 0) {
+        if (errno == EAGAIN || errno == EACCES)
+            return fail(Errc::Conflict,
+                        "NRI lock file '" + path_ + "': another process holds it for writing", errno);
+        return fail(inject::sys_error("NRI lock file '" + path_ + "': lock"));
     }
     held_ = true;
     return inject::ok();

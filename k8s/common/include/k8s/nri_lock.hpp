@@ -33,7 +33,8 @@ public:
     /// Opens (creating, mode 0644; the folder 0755) `path`. Errors name the path.
     [[nodiscard]] static inject::Result<NriLock> create(const std::string& path);
 
-    /// Takes the shared lock (no-op when held). Errors name the path.
+    /// Takes the shared lock (no-op when held), without waiting. Errors name the path; Conflict
+    /// when another process holds a write lock on it.
     [[nodiscard]] inject::Result<void> hold();
     /// Drops it (no-op when not held).
     void release();
