@@ -220,7 +220,9 @@ admission_refused() {
   # the device it names is one of the node's cards (uuid IDs)
   local id=${message##*cannot inject }; id=${id%%,*}; id=${id%%[!A-Za-z0-9-]*}
   card_named "$id"
-  [ -z "$(kc get pod "$1" -o jsonpath='{.status.containerStatuses}')" ]
+  # the runtime never created a container for it (kubelet may still list them, not running)
+  [ -z "$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[*].containerID}')" ]
+  [ -z "$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[*].state.running}')" ]
 }
 
 @test "nri cluster: the plugin gone: a pod asking a card is not admitted (the device plugin names why), one asking none starts; the plugin back: a new card pod gets its card" {
