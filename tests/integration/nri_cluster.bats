@@ -251,7 +251,12 @@ admission_refused() {
   local restarts; restarts=$(restarts_of_containerd)
   run kc delete -k "$NRIC/nri" --ignore-not-found --wait --timeout=120s
   echo "$output"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || {
+    echo "at $(date +%T), what is left:"
+    kc get pods -A -o wide
+    kc get ns "$NS" -o jsonpath='{.status.conditions}'; echo
+    return 1
+  }
   # the installer's pod gone: its preStop (toolkit uninstall) has run
   wait_until 90 no_pods enflame-toolkit-installer
   in_ns cat "$CONTAINERD_CONFIG" | cmp - "$NRIC/containerd.before"
