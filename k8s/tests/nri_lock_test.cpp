@@ -102,7 +102,8 @@ TEST(NriLock, StrangersWriteLockRefusedWithoutWaiting) {
     auto r = l->hold();
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
-    EXPECT_EQ(r.error().what(), "NRI lock file '" + path + "': another process holds it for writing");
+    EXPECT_EQ(r.error().what(),
+              "NRI lock file '" + path + "': another process holds it for writing");
     EXPECT_FALSE(l->held());
     ::close(w);
     ASSERT_TRUE(l->hold());

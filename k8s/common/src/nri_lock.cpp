@@ -95,7 +95,8 @@ inject::Result<void> NriLock::hold() {
     if (::fcntl(fd_.get(), F_OFD_SETLK, &fl) != 0) {
         if (errno == EAGAIN || errno == EACCES)
             return fail(Errc::Conflict,
-                        "NRI lock file '" + path_ + "': another process holds it for writing", errno);
+                        "NRI lock file '" + path_ + "': another process holds it for writing",
+                        errno);
         return fail(inject::sys_error("NRI lock file '" + path_ + "': lock"));
     }
     held_ = true;
