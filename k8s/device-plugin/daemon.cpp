@@ -53,6 +53,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     l.discover = inject::discover::options_from(cfg);
     l.discover.with_drs = o.drs;
     l.scheduler = o.scheduler ? *o.scheduler : sharing.scheduler.value_or("");
+    if (o.require_nri.value_or(sharing.require_nri.value_or(false)))
+        l.settings.require_nri_lock = o.nri_lock;
     if (l.scheduler == "hami" && o.node_name.empty())
         return inject::fail(inject::Errc::InvalidInput,
                             "--scheduler=hami: --node-name missing (set it or NODE_NAME, e.g. from "
@@ -468,6 +470,9 @@ int run(DaemonOptions o) {
     if (!loaded) return fail_with(loaded.error());
     if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
         inject::log::warn("no Enflame cards found: advertising none");
+    if (!loaded->settings.require_nri_lock.empty())
+        inject::log::info("Allocate answers only while enflame-nri-plugin holds {}",
+                          loaded->settings.require_nri_lock);
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
     std::shared_ptr<hami::Mode> hami;

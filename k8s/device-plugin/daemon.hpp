@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "k8s/nri_lock.hpp"
 #include "plugin.hpp"
 
 namespace edp {
@@ -36,6 +37,10 @@ struct DaemonOptions {
     std::optional<bool> hami_legacy;
     /// Its slices per card; unset: flags.hamiSharedSlices, else gcushare's 6.
     std::optional<std::uint32_t> hami_slices;
+    /// Allocate only while enflame-nri-plugin holds `nri_lock` (--require-nri). Unset: the
+    /// plugin config's flags.requireNri, else off.
+    std::optional<bool> require_nri;
+    std::string nri_lock{k8s::kNriLockPath};
     std::chrono::milliseconds sweep_interval{
         2000};  ///< HAMi mode: pods gone -> instances destroyed
     std::chrono::milliseconds health_interval{5000};

@@ -98,6 +98,17 @@ int main(int argc, char** argv) try {
                                       "flags.hamiSharedSlices, else gcushare's 6)")
                            ->envname("HAMI_SHARED_SLICES")
                            ->check(CLI::Range(1, 64));
+    bool require_nri = false;
+    auto* require_nri_opt =
+        app.add_flag("--require-nri", require_nri,
+                     "refuse Allocate while enflame-nri-plugin is not running on the node (it "
+                     "holds --nri-lock-file), so a container never starts without its card "
+                     "(default: the plugin config's flags.requireNri)")
+            ->envname("REQUIRE_NRI");
+    app.add_option("--nri-lock-file", o.nri_lock,
+                   "the file enflame-nri-plugin holds locked while it runs (its --lock-file)")
+        ->envname("NRI_LOCK_FILE")
+        ->capture_default_str();
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
     const auto fail = k8s::exit_error;
@@ -119,6 +130,7 @@ int main(int argc, char** argv) try {
     if (scheduler_opt->count() > 0) o.scheduler = scheduler;
     if (legacy_opt->count() > 0) o.hami_legacy = legacy;
     if (slices_opt->count() > 0) o.hami_slices = slices;
+    if (require_nri_opt->count() > 0) o.require_nri = require_nri;
     return edp::run(std::move(o));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";

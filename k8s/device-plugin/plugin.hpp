@@ -39,6 +39,9 @@ struct Settings {
     /// The config's host-dev-root: the DeviceSpecs' host paths are the host's (kubelet hands
     /// them to the runtime on the host); empty = the nodes' paths as discovery found them.
     std::string host_dev_root;
+    /// --require-nri: enflame-nri-plugin's liveness lock (k8s/nri_lock.hpp), which must be held
+    /// for Allocate to answer; empty = not required.
+    std::string require_nri_lock;
 };
 
 /// "uuid" or "index".

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "service.hpp"
 
-#include "inject/log.hpp"
-
 #include <google/protobuf/util/message_differencer.h>
 
 #include <chrono>
+
+#include "inject/log.hpp"
+#include "k8s/nri_lock.hpp"
 
 namespace edp {
 
@@ -62,6 +63,21 @@ std::size_t State::waiting() const {
 Inventory State::inventory() const {
     const std::lock_guard lock(mu_);
     return inv_;
+}
+
+std::optional<std::string> nri_missing(const std::string& lock,
+                                       const v1beta1::AllocateRequest& req) {
+    if (lock.empty()) return std::nullopt;
+    auto held = k8s::nri_lock_held(lock);
+    if (held && *held) return std::nullopt;
+    std::string ids;
+    for (const auto& c : req.container_requests()) {
+        for (const auto& id : c.devices_ids()) ids += (ids.empty() ? "" : ",") + id;
+    }
+    if (!held)
+        return "cannot tell whether enflame-nri-plugin runs on this node (" + held.error().what() +
+               "): cannot inject " + ids;
+    return "enflame-nri-plugin is not running on this node: cannot inject " + ids;
 }
 
 v1beta1::DevicePluginOptions plugin_options() {
@@ -125,6 +141,10 @@ grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1
 grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req, v1beta1::AllocateResponse* out) {
     const Inventory inv = state_->inventory();
     const Settings s = state_->settings();
+    if (auto why = nri_missing(s.require_nri_lock, *req)) {
+        inject::log::warn("Allocate refused: {}", *why);
+        return {grpc::StatusCode::FAILED_PRECONDITION, *why};
+    }
     if (const auto hook = state_->allocator()) return hook(inv, s, *req, out);
     for (const auto& c : req->container_requests()) {
         const std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());

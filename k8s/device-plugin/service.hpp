@@ -6,16 +6,17 @@
 // gets a fresh service object on the same state; ending an epoch ends that service's
 // ListAndWatch streams.
 
-#include "plugin.hpp"
-
-#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
+#include "plugin.hpp"
 
 namespace edp {
 
@@ -86,6 +87,13 @@ private:
     std::uint64_t epoch_;
     std::chrono::milliseconds cancel_check_;
 };
+
+/// With `lock` set (--require-nri), why Allocate must refuse `req`: enflame-nri-plugin does not
+/// hold `lock` (or it cannot be checked), so the env we answer would reach no one who turns it
+/// into a card and the container would start without it. One line naming the device IDs.
+/// nullopt: answer (the plugin runs, or `lock` is empty).
+[[nodiscard]] std::optional<std::string> nri_missing(const std::string& lock,
+                                                     const v1beta1::AllocateRequest& req);
 
 /// The options we register with (and GetDevicePluginOptions answers).
 [[nodiscard]] v1beta1::DevicePluginOptions plugin_options();

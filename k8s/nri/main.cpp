@@ -5,15 +5,22 @@
 // the runtime restarts. Pre-launched from the runtime's plugin folder (e.g. /opt/nri/plugins/
 // 10-enflame): NRI_PLUGIN_SOCKET is the connected fd, NRI_PLUGIN_NAME/NRI_PLUGIN_IDX our
 // identity; the process exits when that connection closes.
+// --lock-file: while connected to the runtime (and --lock-grace after losing it, so a runtime
+// restart does not count as the plugin gone) we hold the liveness lock the device plugin's
+// --require-nri checks in Allocate (k8s/nri_lock.hpp): not before the first connection, so a
+// runtime with NRI off never sees cards allocated that no one would inject.
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "k8s/daemon_cli.hpp"
 #include "k8s/daemon_setup.hpp"
+#include "k8s/nri_lock.hpp"
 #include "plugin.hpp"
 
 namespace {
@@ -35,6 +42,34 @@ std::string ctk_beside_self() {
     return ::access(ctk.c_str(), X_OK) == 0 ? ctk : std::string();
 }
 
+// The liveness lock, when --lock-file names one: held while connected to the runtime.
+class Liveness {
+public:
+    explicit Liveness(std::optional<k8s::NriLock> lock, double grace_s)
+        : lock_(std::move(lock)), grace_(std::chrono::duration<double>(grace_s)) {}
+
+    void connected() {
+        if (!lock_ || lock_->held()) return;
+        if (auto r = lock_->hold(); !r)
+            spdlog::warn("{}", r.error().what());
+        else
+            spdlog::info("holding {}: device plugins with --require-nri allocate", lock_->path());
+    }
+    void disconnected() { since_ = std::chrono::steady_clock::now(); }
+    /// Called while waiting for the runtime: drops the lock once the grace is over.
+    void waiting() {
+        if (!lock_ || !lock_->held() || std::chrono::steady_clock::now() - since_ < grace_) return;
+        lock_->release();
+        spdlog::warn("released {}: not connected to the runtime for {:.0f}s", lock_->path(),
+                     grace_.count());
+    }
+
+private:
+    std::optional<k8s::NriLock> lock_;
+    std::chrono::duration<double> grace_;
+    std::chrono::steady_clock::time_point since_{};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -43,7 +78,8 @@ int main(int argc, char** argv) try {
     o.idx = env_or("NRI_PLUGIN_IDX", o.idx);
     std::string config_path, log_level = "info", socket = "/var/run/nri/nri.sock", ctk = "auto";
     bool config_given = false;
-    double retry_s = 1.0;
+    double retry_s = 1.0, grace_s = 30.0;
+    std::string lock_file;
     CLI::App app{
         "enflame-nri-plugin: give containers their Enflame GCUs through NRI, with no runtime "
         "wrapper",
@@ -63,6 +99,17 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     app.add_option("--retry-interval", retry_s, "seconds between connection attempts")
         ->capture_default_str();
+    app.add_option(
+           "--lock-file", lock_file,
+           "hold this file locked while connected to the runtime, for enflame-device-plugin "
+           "--require-nri (e.g. " +
+               std::string(k8s::kNriLockPath) + "; '' for none)")
+        ->capture_default_str();
+    app.add_option(
+           "--lock-grace", grace_s,
+           "seconds the lock stays held after the runtime's connection is lost (its restart)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 3600.0));
     app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-nri-plugin", log_level))
         return *code;
@@ -72,12 +119,21 @@ int main(int argc, char** argv) try {
     o.cfg = std::move(*cfg);
     o.edits.ctk_path = ctk == "auto" ? ctk_beside_self() : ctk;
 
+    std::optional<k8s::NriLock> lock;
+    if (!lock_file.empty()) {
+        auto l = k8s::NriLock::create(lock_file);
+        if (!l) return k8s::exit_error(std::move(l).error().context("--lock-file"));
+        lock.emplace(std::move(*l));
+    }
+    Liveness live(std::move(lock), grace_s);
+
     auto sig = k8s::signal_fd({SIGTERM, SIGINT});
     if (!sig) return k8s::exit_error(sig.error());
 
     // Pre-launched: the runtime's socketpair end; one connection, then exit.
     if (const std::string pre = env_or("NRI_PLUGIN_SOCKET", ""); !pre.empty()) {
         const int fd = std::atoi(pre.c_str());
+        live.connected();
         auto r = enri::serve(fd, o, sig->get());
         if (!r) return k8s::exit_error(r.error());
         spdlog::info("the runtime closed the connection");
@@ -90,7 +146,9 @@ int main(int argc, char** argv) try {
             inject::fs::UniqueFd conn(*fd);
             said_waiting = false;
             spdlog::info("connected to {}", socket);
+            live.connected();
             auto r = enri::serve(conn.get(), o, sig->get());
+            live.disconnected();
             if (!r)
                 spdlog::warn("{}", r.error().what());
             else
@@ -99,6 +157,7 @@ int main(int argc, char** argv) try {
             spdlog::info("waiting for the runtime: {}", fd.error().what());
             said_waiting = true;
         }
+        live.waiting();
         signalfd_siginfo si{};
         pollfd p{sig->get(), POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(retry_s * 1000)) > 0 &&

@@ -4,15 +4,15 @@
 // its epoch does; Allocate's errors carry a gRPC code and name the ID.
 #include "service.hpp"
 
-#include "k8s/socket.hpp"
-
-#include "temp_dir.hpp"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <thread>
+
+#include "k8s/nri_lock.hpp"
+#include "k8s/socket.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -117,6 +117,62 @@ TEST(Service, AllocateErrorsAndOptions) {
     ASSERT_TRUE(f.stub->GetDevicePluginOptions(&ctx, e, &o).ok());
     EXPECT_TRUE(o.get_preferred_allocation_available());
     EXPECT_FALSE(o.pre_start_required());
+}
+
+// --require-nri: Allocate answers only while enflame-nri-plugin holds its lock, and its refusal
+// (what kubelet shows as the pod's UnexpectedAdmissionError) names the reason and the devices.
+// The HAMi allocator is not reached either (it would make DRS instances for nothing).
+TEST(Service, AllocateRequiresTheNriPlugin) {
+    Fixture f;
+    edp::Settings s;
+    s.require_nri_lock = f.dir.path() + "/nri-plugin.lock";
+    f.state->update(s, two_cards());
+    auto call = [&](const std::vector<std::string>& ids, v1beta1::AllocateResponse* resp) {
+        grpc::ClientContext ctx;
+        v1beta1::AllocateRequest req;
+        auto* one = req.add_container_requests();
+        for (const auto& id : ids) one->add_devices_ids(id);
+        return f.stub->Allocate(&ctx, req, resp);
+    };
+    v1beta1::AllocateResponse resp;
+    // no lock file: no plugin ever ran here
+    auto st = call({"U0", "U1"}, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(st.error_message(),
+              "enflame-nri-plugin is not running on this node: cannot inject U0,U1");
+    EXPECT_EQ(resp.container_responses_size(), 0);
+
+    auto lock = k8s::NriLock::create(s.require_nri_lock);
+    ASSERT_TRUE(lock) << lock.error().what();
+    // the file there but nobody holding it: the plugin is gone
+    st = call({"U1"}, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(st.error_message(),
+              "enflame-nri-plugin is not running on this node: cannot inject U1");
+
+    // held (a different open file description conflicts as another process's would)
+    ASSERT_TRUE(lock->hold());
+    st = call({"U1"}, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.container_responses(0).envs().at("ENFLAME_VISIBLE_DEVICES"), "U1");
+
+    bool hook_called = false;
+    f.state->set_allocator([&](const edp::Inventory&, const edp::Settings&,
+                               const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        hook_called = true;
+        return grpc::Status::OK;
+    });
+    lock->release();
+    v1beta1::AllocateResponse none;
+    st = call({"U0"}, &none);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_FALSE(hook_called);
+
+    // without --require-nri nothing is checked
+    f.state->set_allocator({});
+    f.state->update(edp::Settings{}, two_cards());
+    st = call({"U0"}, &none);
+    EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
 }  // namespace

@@ -70,6 +70,8 @@ TEST(PluginConfig, Bad) {
         {"version: v1\nflags: hami\n", "p.yaml: line 2: flags: want a mapping"},
         {"version: v1\nflags:\n  hamiLegacyVgcu: yes\n",
          "p.yaml: line 3: flags.hamiLegacyVgcu: want true or false, got 'yes'"},
+        {"version: v1\nflags:\n  requireNri: 1\n",
+         "p.yaml: line 3: flags.requireNri: want true or false, got '1'"},
         {"version: v1\nflags:\n  hamiSharedSlices: 0\n",
          "p.yaml: line 3: flags.hamiSharedSlices: want 1 to 64, got '0'"},
         {"version: v1\nflags:\n  hamiSharedSlices: 6x\n",
@@ -110,6 +112,20 @@ TEST(PluginConfig, HamiLegacy) {
     ASSERT_TRUE(on) << on.error().what();
     EXPECT_EQ(on->hami_legacy, true);
     EXPECT_EQ(on->hami_slices, 8u);
+}
+
+// flags.requireNri: unset when absent, so --require-nri / REQUIRE_NRI decide.
+TEST(PluginConfig, RequireNri) {
+    const std::pair<const char*, std::optional<bool>> cases[] = {
+        {"version: v1\n", std::nullopt},
+        {"version: v1\nflags:\n  requireNri: true\n", true},
+        {"version: v1\nflags:\n  requireNri: false\n", false},
+    };
+    for (const auto& [yaml, want] : cases) {
+        auto r = k8s::parse_plugin_config(yaml, "p.yaml", kRes);
+        ASSERT_TRUE(r) << yaml << ": " << r.error().what();
+        EXPECT_EQ(r->require_nri, want) << yaml;
+    }
 }
 
 inject::device::Host host4() {

@@ -50,6 +50,9 @@ PRIVILEGED = {"enflame-toolkit-installer", "enflame-device-plugin", "enflame-fea
 # paths its adjustment names; the runtime, not the plugin, mounts them)
 HOST_ROOT = PRIVILEGED | {"enflame-nri-plugin"}
 HOST_ROOT_RW = {"enflame-toolkit-installer"}
+# host folders of our own an unprivileged daemon may write, and only that one: the NRI plugin
+# creates its liveness lock there (k8s/nri_lock.hpp), which the device plugin only reads
+OWN_RW = {("enflame-nri-plugin", "/var/run/enflame")}
 # host folders shared with other software: never mounted whole (other drivers' and CSI
 # sockets, every pod's volumes)
 SHARED_DIRS = {"/var/lib/kubelet", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pods",
@@ -126,7 +129,7 @@ def check_privilege(by_kind):
                     bad(o, f"mounts all of the host's {path}: only the folder it needs")
                 elif path.startswith(KUBELET_PLUGINS) and path != KUBELET_PLUGINS + DRIVER:
                     bad(o, f"mounts {path}: another driver's plugin folder")
-                elif name not in PRIVILEGED and not ro:
+                elif name not in PRIVILEGED and not ro and (name, path) not in OWN_RW:
                     bad(o, f"unprivileged daemon mounts the host's {path} writable")
 
 

@@ -265,5 +265,17 @@ env = lambda n: {e["name"]: e.get("value") for e in next(
 )["spec"]["template"]["spec"]["containers"][0].get("env", [])}
 assert env("enflame-toolkit-installer")["ENABLE_NRI"] == "true", env("enflame-toolkit-installer")
 assert env("enflame-device-plugin")["DEVICE_LIST_STRATEGY"] == "envvar", env("enflame-device-plugin")
+# fail closed: the device plugin reads the lock the NRI plugin holds, in the same host folder
+assert env("enflame-device-plugin")["REQUIRE_NRI"] == "true", env("enflame-device-plugin")
+def lock_dir(n):
+    pod = next(o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == n)["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    m = next(m for m in c["volumeMounts"] if m["mountPath"] == "/var/run/enflame")
+    v = next(v for v in pod["volumes"] if v["name"] == m["name"])
+    return v["hostPath"]["path"], c.get("args", [])
+assert lock_dir("enflame-device-plugin")[0] == "/var/run/enflame"
+path, args = lock_dir("enflame-nri-plugin")
+assert path == "/var/run/enflame", path
+assert args[args.index("--lock-file") + 1] == "/var/run/enflame/nri-plugin.lock", args
 PY
 }

@@ -49,11 +49,11 @@ restart_containerd() {
   wait_for test -S "$NRI_SOCK"
 }
 
-# start_nri: the plugin, external, on $NRI_SOCK; waits until containerd has it.
+# start_nri [FLAG]...: the plugin, external, on $NRI_SOCK; waits until containerd has it.
 start_nri() {
   local n
   n=$(grep -c 'registered as' "$SCRATCH/nri.log" 2>/dev/null || true)
-  "$NRI" --socket "$NRI_SOCK" --retry-interval 0.2 >>"$SCRATCH/nri.log" 2>&1 3>&- &
+  "$NRI" --socket "$NRI_SOCK" --retry-interval 0.2 "$@" >>"$SCRATCH/nri.log" 2>&1 3>&- &
   NRI_PID=$!
   on_teardown "stop_pid $NRI_PID"
   wait_for registered_more_than "${n:-0}"
@@ -143,6 +143,43 @@ only_cards() {
   run in_cri_pod -- /bin/sh -c "echo started"
   [ "$status" -eq 0 ]
   [ "$output" = started ]
+}
+
+# lock_held FILE: some process holds an open-file-description read lock on FILE, as the kernel
+# lists it in /proc/locks (by the file's inode); lock_free FILE: none does.
+lock_held() {
+  local ino; ino=$(stat -c %i "$1") || return 1
+  grep -Eq "OFDLCK +ADVISORY +READ +[-0-9]+ [0-9a-f]+:[0-9a-f]+:$ino " /proc/locks
+}
+lock_free() { ! lock_held "$1"; }
+
+@test "nri: --lock-file held while connected, through a containerd restart; released --lock-grace after containerd stays away; gone with the process" {
+  nri_containerd_up
+  local lock=$SCRATCH/run/enflame/nri-plugin.lock
+  mkdir "$SCRATCH/run"   # as /var/run: the plugin makes only the last folder
+  start_nri --lock-file "$lock" --lock-grace 2
+  wait_for lock_held "$lock"
+  [ "$(stat -c %a "$SCRATCH/run/enflame")" = 755 ]
+  grep -q "holding $lock" "$SCRATCH/nri.log"
+  # a restart is not the plugin gone: held throughout, and after the reconnection
+  restart_containerd
+  wait_for registered_more_than 1
+  lock_held "$lock"
+  # containerd away for longer than the grace: released, so a device plugin with --require-nri
+  # no longer allocates cards no one would inject
+  stop_pid "$CTRD_PID"
+  lock_held "$lock"
+  wait_for lock_free "$lock"
+  grep -q "released $lock: not connected to the runtime for 2s" "$SCRATCH/nri.log"
+  # containerd back: held again
+  cri_start
+  wait_for ctr_up
+  wait_for registered_more_than 2
+  wait_for lock_held "$lock"
+  # the plugin killed: the kernel drops it at once
+  kill -KILL "$NRI_PID"
+  wait "$NRI_PID" 2>/dev/null || true
+  lock_free "$lock"
 }
 
 @test "nri: pre-installed in containerd's plugin folder as 10-enflame, started by containerd itself" {

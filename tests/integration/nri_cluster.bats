@@ -5,7 +5,8 @@
 # tests/cluster/overlay.sh (only the simulated host's folder changes). The overlay's installer
 # turns NRI on in containerd (ENABLE_NRI) and restarts it because that changed its config; the
 # device plugin answers Allocate with ENFLAME_VISIBLE_DEVICES alone, so a pod's cards come from
-# the NRI plugin's adjustment and nothing else: no RuntimeClass, no shim on the pod's path.
+# the NRI plugin's adjustment and nothing else: no RuntimeClass, no shim on the pod's path. The
+# device plugin runs with REQUIRE_NRI: while the NRI plugin is gone it refuses the allocation.
 # The tests run in order on one cluster (each builds on the one before).
 
 load helpers
@@ -149,8 +150,7 @@ gets_exactly_its_card() {
   local id; id=$(allocated "$1")
   [ -n "$id" ]
   [ "${lines[0]}" = "$(card_named "$id")" ]
-  # ENFLAME_VISIBLE_DEVICES as the NRI plugin's edits leave it: void, "the cards are in" (while
-  # the plugin is away the pod sees the device plugin's id instead, see below)
+  # ENFLAME_VISIBLE_DEVICES as the NRI plugin's edits leave it: void, "the cards are in"
   kc logs "$1" | grep -qx visible=void
   kc logs "$1" | grep -qx gcuctl
   nri_log | grep -F "container main (pod default/$1): "
@@ -204,28 +204,59 @@ gets_exactly_its_card() {
   kc delete pod after-restart --wait > /dev/null
 }
 
-@test "nri cluster: the plugin gone: containerd 1.7 (no required plugins) starts a pod asking a card without it; a pod asking none starts" {
+# admission_refused POD: kubelet failed POD's admission (phase Failed, UnexpectedAdmissionError)
+# with the device plugin's reason, naming the card it was to get; no container of it ever ran.
+admission_refused() {
+  kc wait --for=jsonpath='{.status.phase}'=Failed "pod/$1" --timeout=60s > /dev/null || {
+    kc describe "pod/$1" | tail -n 25
+    return 1
+  }
+  local reason message
+  reason=$(kc get pod "$1" -o jsonpath='{.status.reason}')
+  message=$(kc get pod "$1" -o jsonpath='{.status.message}')
+  echo "$1: $reason: $message"
+  [ "$reason" = UnexpectedAdmissionError ]
+  [[ "$message" == *"enflame-nri-plugin is not running on this node: cannot inject "* ]]
+  # the device it names is one of the node's cards (uuid IDs)
+  local id=${message##*cannot inject }; id=${id%%,*}; id=${id%%[!A-Za-z0-9-]*}
+  card_named "$id"
+  # the runtime never created a container for it (kubelet may still list them, not running)
+  [ -z "$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[*].containerID}')" ]
+  [ -z "$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[*].state.running}')" ]
+}
+
+@test "nri cluster: the plugin gone: a pod asking a card is not admitted (the device plugin names why), one asking none starts; the plugin back: a new card pod gets its card" {
   kc -n "$NS" delete ds enflame-nri-plugin --wait > /dev/null
   wait_until 60 no_pods enflame-nri-plugin
-  # NRI 0.6.1 in containerd 1.7 has no required plugins: the pod is created and runs, with
-  # its ENFLAME_VISIBLE_DEVICES but no card node (no card leaks; it has none)
+  # containerd 1.7's NRI has no required plugins, so the device plugin (REQUIRE_NRI) refuses
+  # the allocation while no NRI plugin holds /var/run/enflame/nri-plugin.lock: kubelet fails
+  # the pod's admission instead of starting it without its card
   card_pod orphan 1
-  wait_phase orphan Running
-  wait_until 30 listed orphan
-  kc logs orphan
-  run cards orphan
-  [ "$output" = "" ]
-  kc logs orphan | grep -E '^visible=[^v]'   # a card's id, not void
+  admission_refused orphan
+  kc -n "$NS" logs ds/enflame-device-plugin | grep -F "Allocate refused: enflame-nri-plugin is not running on this node"
   card_pod plain 0
   wait_phase plain Running
-  kc delete pod orphan plain --wait > /dev/null
+  # the plugin back (its DaemonSet applied again; nothing else changes, containerd is not restarted)
+  local restarts; restarts=$(restarts_of_containerd)
+  run kc apply -k "$NRIC/nri"
+  [ "$status" -eq 0 ]
+  ds_ready
+  wait_until 30 registered_more_than 0
+  [ "$(restarts_of_containerd)" = "$restarts" ]
+  gets_exactly_its_card back
+  kc delete pod orphan plain back --wait > /dev/null
 }
 
 @test "nri cluster: delete -k: the installer turns NRI off again, containerd's config byte-identical to before" {
   local restarts; restarts=$(restarts_of_containerd)
   run kc delete -k "$NRIC/nri" --ignore-not-found --wait --timeout=120s
   echo "$output"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || {
+    echo "at $(date +%T), what is left:"
+    kc get pods -A -o wide
+    kc get ns "$NS" -o jsonpath='{.status.conditions}'; echo
+    return 1
+  }
   # the installer's pod gone: its preStop (toolkit uninstall) has run
   wait_until 90 no_pods enflame-toolkit-installer
   in_ns cat "$CONTAINERD_CONFIG" | cmp - "$NRIC/containerd.before"

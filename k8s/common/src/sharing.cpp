@@ -71,8 +71,8 @@ inject::Result<bool> boolean(std::string_view source, const YAML::Node& n, const
 // `flags:`, as in NVIDIA's plugin config: options also given by a flag, which wins.
 inject::Result<void> parse_flags(std::string_view source, const YAML::Node& flags, Sharing& out) {
     if (!flags || flags.IsNull()) return inject::ok();
-    INJECT_TRY_VOID(
-        only_keys(source, flags, "flags", {"scheduler", "hamiLegacyVgcu", "hamiSharedSlices"}));
+    INJECT_TRY_VOID(only_keys(source, flags, "flags",
+                              {"scheduler", "hamiLegacyVgcu", "hamiSharedSlices", "requireNri"}));
     if (const auto n = flags["scheduler"]; n && n.IsNull()) {
         out.scheduler = std::string();
     } else if (n) {
@@ -83,6 +83,9 @@ inject::Result<void> parse_flags(std::string_view source, const YAML::Node& flag
     }
     if (const auto n = flags["hamiLegacyVgcu"]) {
         INJECT_TRY(out.hami_legacy, boolean(source, n, "flags.hamiLegacyVgcu"));
+    }
+    if (const auto n = flags["requireNri"]) {
+        INJECT_TRY(out.require_nri, boolean(source, n, "flags.requireNri"));
     }
     if (const auto n = flags["hamiSharedSlices"]) {
         INJECT_TRY(const auto s, scalar(source, n, "flags.hamiSharedSlices"));
@@ -176,7 +179,8 @@ inject::Result<Sharing> parse_plugin_config(std::string_view text, std::string_v
 }
 
 inject::Result<Sharing> load_plugin_config(const std::string& path, const std::string& resource_name) {
-    if (path.empty()) return Sharing{1, resource_name, std::nullopt, std::nullopt, std::nullopt};
+    if (path.empty())
+        return Sharing{1, resource_name, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
     auto text = inject::fs::read_file(path, 1 << 20);
     if (!text) return fail(std::move(text).error().context("--plugin-config"));
     return parse_plugin_config(*text, path, resource_name);

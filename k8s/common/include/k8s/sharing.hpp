@@ -17,6 +17,7 @@
 //     scheduler: hami               # who picks the card ("" = kubelet); --scheduler wins
 //     hamiLegacyVgcu: true          # HAMi <= 2.9: enflame.com/shared-gcu; --hami-legacy-vgcu wins
 //     hamiSharedSlices: 6           # its slices per card; --hami-shared-slices wins
+//     requireNri: true              # Allocate only while enflame-nri-plugin runs; flag wins
 //
 // Every key is checked: an unknown one, a wrong type or a bad value is one error naming the
 // file, the line and the key path.
@@ -41,6 +42,9 @@ struct Sharing {
     std::optional<bool> hami_legacy;
     /// `flags.hamiSharedSlices`: slices per card of that resource (1 to kMaxReplicas).
     std::optional<std::uint32_t> hami_slices;
+    /// `flags.requireNri`: refuse Allocate while enflame-nri-plugin is not running; unset when
+    /// the file has none.
+    std::optional<bool> require_nri;
 };
 
 /// The most replicas of one card we advertise.
