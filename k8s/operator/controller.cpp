@@ -354,7 +354,7 @@ void Controller::service_monitor_crd_changed() {
         for (const auto& c : st.value("conditions", Json::array()))
             established =
                 established || (str(c, "type") == "Established" && str(c, "status") == "True");
-        for (const auto& v : crd["spec"].value("versions", Json::array()))
+        for (const auto& v : crd.value("spec", Json::object()).value("versions", Json::array()))
             served = served || (established && str(v, "name") == "v1" && v.value("served", false));
     }
     if (served != service_monitors_.exchange(served))
