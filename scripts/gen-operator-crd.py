@@ -119,8 +119,18 @@ spec = {
             "apiVersion": s("The resource.k8s.io version to use; auto: the newest the server serves.",
                             default="auto", enum=["auto", "v1", "v1beta1"]),
         }),
-        # no `serviceMonitor` yet: deployments/monitoring/operator ships one to apply by hand
-        "exporter": component("the metrics exporter (enflame-gcu-exporter)", True),
+        "exporter": component("the metrics exporter (enflame-gcu-exporter)", True, {
+            "serviceMonitor": {"type": "object", "default": {}, "description": "The exporter's "
+                               "ServiceMonitor (deployments/monitoring/operator), applied only where the "
+                               "API server serves monitoring.coreos.com/v1 ServiceMonitor (Prometheus "
+                               "Operator); elsewhere status.components says it was skipped.",
+                               "properties": {
+                                   "enabled": b("Apply the ServiceMonitor.", False),
+                                   "interval": s("Scrape interval (a Prometheus duration, e.g. 30s or 1m). "
+                                                 "Empty: the manifest's.", pattern=r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"),
+                                   "labels": string_map("Labels added to the ServiceMonitor (e.g. the "
+                                                        "release label your Prometheus selects).")}},
+        }),
         "npd": component("Node Problem Detector with the GCU checks", False),
         "nodeExporter": component("the Prometheus node exporter", False),
         "daemonsets": {"type": "object", "default": {}, "description": "Settings for every "
@@ -182,7 +192,9 @@ status = {"type": "object", "description": "What the operator found, written by 
                                  "desired": {"type": "integer", "description": "Pods wanted."},
                                  "readyPods": {"type": "integer", "description": "Pods ready."},
                                  "updated": {"type": "integer", "description": "Pods at the current spec."},
-                                 "message": s("One line.")}}},
+                                 "message": s("One line."),
+                                 "serviceMonitor": s("exporter with serviceMonitor enabled: applied, "
+                                                     "or why it was skipped.")}}},
               "upgrade": {"type": "object", "description": "The node-by-node roll of the DaemonSets.",
                           "properties": {
                               "nodes": {"type": "array", "x-kubernetes-list-type": "map",

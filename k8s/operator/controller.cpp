@@ -20,6 +20,8 @@ namespace {
 constexpr const char* kFinalizer = "enflame.com/gpu-operator";
 constexpr const char* kGroupVersion = "enflame.com/v1";
 const std::string kCrs = "/apis/enflame.com/v1/gpuresources";
+const std::string kMonitorGroupVersion = "monitoring.coreos.com/v1";
+const std::string kMonitorCrd = "servicemonitors.monitoring.coreos.com";
 
 std::string str(const Json& j, const char* f) {
     return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
@@ -48,12 +50,13 @@ std::string micro_time(std::chrono::system_clock::time_point t) {
 
 Informer::Informer(k8s::api::Client& client, std::string collection, std::string api_version,
                    std::string kind, std::string label_selector,
-                   std::function<void(const Json&)> on_change)
+                   std::function<void(const Json&)> on_change, std::string field_selector)
     : client_(client),
       collection_(std::move(collection)),
       api_version_(std::move(api_version)),
       kind_(std::move(kind)),
       selector_(std::move(label_selector)),
+      field_selector_(std::move(field_selector)),
       on_change_(std::move(on_change)) {}
 
 std::optional<Json> Informer::get(const std::string& key) const {
@@ -71,7 +74,7 @@ std::vector<Json> Informer::items() const {
 }
 
 inject::Result<std::string> Informer::relist() {
-    INJECT_TRY(Json list, client_.list(collection_, selector_));
+    INJECT_TRY(Json list, client_.list(collection_, selector_, field_selector_));
     std::map<std::string, Json> fresh;
     for (auto o : list.value("items", Json::array())) {
         o["kind"] = kind_;
@@ -99,6 +102,7 @@ inject::Result<void> Informer::watch(std::string& rv) {
     std::string path = collection_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv +
                        "&timeoutSeconds=" + std::to_string(timeout);
     if (!selector_.empty()) path += "&labelSelector=" + selector_;
+    if (!field_selector_.empty()) path += "&fieldSelector=" + field_selector_;
     bool gone = false;
     INJECT_TRY_VOID(client_.watch(
         path,
@@ -331,14 +335,56 @@ std::optional<Json> Controller::live(const Json& obj) const {
     return it->second->get(key_of(obj));
 }
 
+void Controller::discover_service_monitors() {
+    auto d = client_.get("/apis/" + kMonitorGroupVersion);
+    bool served = false;
+    if (d)
+        for (const auto& r : d->value("resources", Json::array()))
+            served = served || str(r, "name") == "servicemonitors";
+    service_monitors_ = served;
+    inject::log::info("discovery: {} ServiceMonitor {}", kMonitorGroupVersion,
+                      served ? "served" : "not served");
+}
+
+void Controller::service_monitor_crd_changed() {
+    bool served = false;
+    for (const auto& crd : monitor_crd_->items()) {
+        const Json st = crd.value("status", Json::object());
+        bool established = false;
+        for (const auto& c : st.value("conditions", Json::array()))
+            established =
+                established || (str(c, "type") == "Established" && str(c, "status") == "True");
+        for (const auto& v : crd.value("spec", Json::object()).value("versions", Json::array()))
+            served = served || (established && str(v, "name") == "v1" && v.value("served", false));
+    }
+    if (served != service_monitors_.exchange(served))
+        inject::log::info("{}: ServiceMonitor {}", kMonitorCrd,
+                          served ? "served" : "no longer served");
+    enqueue_all();
+}
+
+void Controller::watch_service_monitors() {
+    const std::string id = kMonitorGroupVersion + "/ServiceMonitor";
+    if (!service_monitors_ || owned_.count(id)) return;
+    auto inf = std::make_unique<Informer>(
+        client_, "/apis/" + kMonitorGroupVersion + "/servicemonitors", kMonitorGroupVersion,
+        "ServiceMonitor", std::string(kManagedBy) + "=" + kManagerName,
+        [this](const Json&) { enqueue_all(); });
+    std::thread([p = inf.get()] { p->run(); }).detach();
+    owned_[id] = std::move(inf);
+    inject::log::info("watching ServiceMonitors");
+}
+
 inject::Result<void> Controller::run() {
     if (auto v = client_.resource_api_version()) dra_version_ = *v;
-    // Every kind any component can apply: render with everything on.
+    discover_service_monitors();
+    // Every kind any component can apply: render with everything on (the ServiceMonitor's
+    // informer starts when the kind is served: watch_service_monitors).
     Json all = Json::object();
     for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
                           "exporter", "npd", "nodeExporter"})
         all[c]["enabled"] = true;
-    INJECT_TRY(auto objs, render(o_.manifests, all, dra_version_));
+    INJECT_TRY(auto objs, render(o_.manifests, all, Served{dra_version_, false}));
     crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
                                       [this](const Json&) { enqueue_all(); });
     for (const auto& ob : objs) {
@@ -357,8 +403,13 @@ inject::Result<void> Controller::run() {
     pods_ = std::make_unique<Informer>(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
                                        "Pod", std::string(kManagedBy) + "=" + kManagerName,
                                        [this](const Json&) { enqueue_all(); });
+    monitor_crd_ = std::make_unique<Informer>(
+        client_, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "apiextensions.k8s.io/v1", "CustomResourceDefinition", "",
+        [this](const Json&) { service_monitor_crd_changed(); }, "metadata.name=" + kMonitorCrd);
     std::vector<std::thread> threads;
     threads.emplace_back([this] { crs_->run(); });
+    threads.emplace_back([this] { monitor_crd_->run(); });
     threads.emplace_back([this] { nodes_->run(); });
     threads.emplace_back([this] { pods_->run(); });
     for (auto& [_, inf] : owned_) threads.emplace_back([p = inf.get()] { p->run(); });
@@ -424,7 +475,7 @@ Json condition(const Json& old_conds, const std::string& type, bool status,
 }  // namespace
 
 Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
-                              const std::string& error) const {
+                              const std::string& error, const std::string& service_monitor) const {
     std::map<std::string, Json> comps;
     for (const auto& o : objs) {
         if (o.component == "base") continue;
@@ -461,6 +512,8 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
     int n = 0, ready = 0;
     bool progressing = false;
     std::string not_ready;
+    if (!service_monitor.empty() && comps.count("exporter"))
+        comps["exporter"]["serviceMonitor"] = service_monitor;
     for (auto& [name, c] : comps) {
         ++n;
         if (c["ready"].get<bool>())
@@ -646,7 +699,9 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     if (spec.contains("draDriver") && str(spec["draDriver"], "apiVersion") != "" &&
         str(spec["draDriver"], "apiVersion") != "auto")
         dra = str(spec["draDriver"], "apiVersion");
-    INJECT_TRY(auto objs, render(o_.manifests, spec, dra));
+    watch_service_monitors();
+    const Served served{dra, service_monitors_};
+    INJECT_TRY(auto objs, render(o_.manifests, spec, served));
     prepare_roll(objs);
     INJECT_TRY_VOID(label_nodes(true, writes));
     std::string error;
@@ -675,7 +730,11 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
             ++writes;
             inject::log::info("removed {}: its component is off", key_of(l));
         }
-    Json status = stack_status(cr, objs, error);
+    std::string monitor = service_monitor_skipped(spec, served);
+    if (monitor.empty())
+        for (const auto& o : objs)
+            if (str(o.obj, "kind") == "ServiceMonitor") monitor = "applied " + key_of(o.obj);
+    Json status = stack_status(cr, objs, error, monitor);
     INJECT_TRY(status["upgrade"], roll(spec, objs, writes));
     int gcu_nodes = 0;
     for (const auto& n : nodes_->items())

@@ -32,9 +32,10 @@ public:
     /// `collection` is the REST collection ("/apis/apps/v1/daemonsets"); `kind` and
     /// `api_version` are set on each cached object (list items lack them); `on_change` is called
     /// (from the informer's thread) for each object that changed, or was removed.
+    /// `field_selector` narrows it further (one CRD by name).
     Informer(k8s::api::Client& client, std::string collection, std::string api_version,
              std::string kind, std::string label_selector,
-             std::function<void(const Json&)> on_change);
+             std::function<void(const Json&)> on_change, std::string field_selector = {});
     /// List and watch until the process ends (run it on its own thread).
     void run();
     [[nodiscard]] bool synced() const { return synced_.load(); }
@@ -47,7 +48,7 @@ private:
     [[nodiscard]] inject::Result<void> watch(std::string& rv);
 
     k8s::api::Client& client_;
-    std::string collection_, api_version_, kind_, selector_;
+    std::string collection_, api_version_, kind_, selector_, field_selector_;
     std::function<void(const Json&)> on_change_;
     mutable std::mutex mu_;
     std::map<std::string, Json> objs_;
@@ -111,12 +112,22 @@ private:
     [[nodiscard]] inject::Result<Json> roll(const Json& spec, const std::vector<Object>& objs,
                                             int& writes);
     [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
-                                    const std::string& error) const;
+                                    const std::string& error,
+                                    const std::string& service_monitor) const;
     void enqueue_all();
+    /// Whether the server serves monitoring.coreos.com/v1 ServiceMonitor: discovery at start,
+    /// then the CRD's watch events (Established, v1 served) as it comes and goes.
+    void discover_service_monitors();
+    void service_monitor_crd_changed();
+    /// The ServiceMonitor informer, started the first time the kind is served (never watched
+    /// before: a cluster without prometheus-operator has no such collection).
+    void watch_service_monitors();
 
     k8s::api::Client& client_;
     Options o_;
     std::string dra_version_ = "v1";
+    std::atomic<bool> service_monitors_{false};
+    std::unique_ptr<Informer> monitor_crd_;  ///< servicemonitors.monitoring.coreos.com only
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
     std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"

@@ -17,7 +17,7 @@
 namespace {
 
 int print_render(const std::string& manifests, const std::string& spec_file,
-                 const std::string& dra) {
+                 const op::Served& served) {
     op::Json spec = op::Json::object();
     if (spec_file != "-default") {
         std::ifstream in(spec_file);
@@ -30,7 +30,7 @@ int print_render(const std::string& manifests, const std::string& spec_file,
         if (!docs) return k8s::exit_error(docs.error());
         if (!docs->empty()) spec = (*docs)[0].value("spec", op::Json::object());
     }
-    auto objs = op::render(manifests, spec, dra);
+    auto objs = op::render(manifests, spec, served);
     if (!objs) return k8s::exit_error(objs.error());
     for (const auto& o : *objs) std::cout << o.obj.dump() << "\n";
     return 0;
@@ -75,12 +75,16 @@ int main(int argc, char** argv) try {
         "JSON a line, and exit");
     app.add_option("--dra-version", dra, "with --render: resource.k8s.io version (v1 or v1beta1)")
         ->check(CLI::IsMember({"v1", "v1beta1"}));
+    bool service_monitors = false;
+    app.add_flag("--service-monitors", service_monitors,
+                 "with --render: the server serves monitoring.coreos.com/v1 ServiceMonitor");
     app.add_option("--log-level", log_level, "debug, info, warn or error")
         ->envname("LOG_LEVEL")
         ->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
         return *code;
-    if (!render_spec.empty()) return print_render(o.manifests, render_spec, dra);
+    if (!render_spec.empty())
+        return print_render(o.manifests, render_spec, op::Served{dra, service_monitors});
 
     auto cfg =
         kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operator's renderer: kustomize's resources / namespace / images / patches (JSON 6902)
-// over yaml-cpp, then the GpuResource's fields. `kubectl kustomize` is the reference: a test
-// compares the two for a default CR (tests/integration/operator.bats).
+// The operator's renderer: kustomize's resources / namespace / images / patches (JSON 6902) /
+// configMapGenerator over yaml-cpp, then the GpuResource's fields. `kubectl kustomize` is the
+// reference: a test compares the two for a default CR (tests/integration/operator.bats).
 #include "render.hpp"
 
+#include <openssl/sha.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 namespace op {
 
@@ -217,20 +220,165 @@ void set_images(const Json& images, std::vector<Object>& objs) {
         });
 }
 
+/// A string as Go's encoding/json writes it (kustomize hashes that): HTML characters and the
+/// line/paragraph separators escaped as \uXXXX, control characters too.
+std::string go_json_string(const std::string& s) {
+    static const char* kHex = "0123456789abcdef";
+    std::string out = "\"";
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xf];
+        } else if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+                   (static_cast<unsigned char>(s[i + 2]) & 0xfe) == 0xa8) {
+            out += static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
+            i += 2;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out + "\"";
+}
+
+/// kustomize's name suffix for a generated ConfigMap (api/hasher, v5.5 as kubectl 1.32 ships
+/// it): sha256 of {"data":{...},"kind":"ConfigMap","name":""} as Go marshals it, its first ten
+/// hex digits with 0 1 3 a e spelled g h k m t (no vowels, no word).
+std::string configmap_hash(const Json& data) {
+    std::string enc = "{\"data\":{";
+    bool first = true;
+    for (const auto& [k, v] : data.items()) {  // nlohmann's object: keys sorted, as Go's
+        enc += (first ? "" : ",") + go_json_string(k) + ":" + go_json_string(v.get<std::string>());
+        first = false;
+    }
+    enc += "},\"kind\":\"ConfigMap\",\"name\":\"\"}";
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(enc.data()), enc.size(), md);
+    static const char* kHex = "0123456789abcdef";
+    std::string h;
+    for (int i = 0; i < 5; ++i) {
+        h += kHex[md[i] >> 4];
+        h += kHex[md[i] & 0xf];
+    }
+    for (char& c : h) {
+        const auto at = std::string_view("013ae").find(c);
+        if (at != std::string_view::npos) c = "ghkmt"[at];
+    }
+    return h;
+}
+
+/// A configMapGenerator's ConfigMaps (files: KEY=PATH or PATH, literals: KEY=VALUE; options:
+/// labels, annotations, disableNameSuffixHash). What kustomize has beyond that is refused.
+inject::Result<void> generate_configmaps(const Json& gens, const fs::path& kfile,
+                                         const std::string& component, std::vector<Object>& out) {
+    const std::string where = kfile.string() + ": configMapGenerator";
+    static const std::set<std::string> kGen{"name", "namespace", "files", "literals", "options"},
+        kOpts{"labels", "annotations", "disableNameSuffixHash"};
+    for (const auto& g : gens) {
+        for (const auto& [f, _] : g.items())
+            if (!kGen.count(f))
+                return inject::fail(
+                    Errc::Unsupported,
+                    where + ": '" + f + "' is not supported by the operator's renderer");
+        const Json opts = g.value("options", Json::object());
+        for (const auto& [f, _] : opts.items())
+            if (!kOpts.count(f))
+                return inject::fail(
+                    Errc::Unsupported,
+                    where + ": options: '" + f + "' is not supported by the operator's renderer");
+        if (str(g, "name").empty()) return inject::fail(Errc::InvalidInput, where + ": no name");
+        Json cm = {{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata", {{"name", str(g, "name")}}},
+                   {"data", Json::object()}};
+        if (!str(g, "namespace").empty()) cm["metadata"]["namespace"] = g["namespace"];
+        for (const char* meta : {"labels", "annotations"})
+            if (opts.contains(meta)) cm["metadata"][meta] = opts[meta];
+        for (const auto& f : g.value("files", Json::array())) {
+            const std::string spec = f.get<std::string>();
+            const auto eq = spec.find('=');
+            const std::string rel = eq == std::string::npos ? spec : spec.substr(eq + 1);
+            const std::string key =
+                eq == std::string::npos ? fs::path(rel).filename().string() : spec.substr(0, eq);
+            INJECT_TRY(std::string body, read_text(kfile.parent_path() / rel));
+            cm["data"][key] = body;
+        }
+        for (const auto& l : g.value("literals", Json::array())) {
+            const std::string lit = l.get<std::string>();
+            const auto eq = lit.find('=');
+            if (eq == std::string::npos)
+                return inject::fail(Errc::InvalidInput,
+                                    where + ": literal '" + lit + "' is not KEY=VALUE");
+            cm["data"][lit.substr(0, eq)] = lit.substr(eq + 1);
+        }
+        out.push_back({std::move(cm), component, !opts.value("disableNameSuffixHash", false)});
+    }
+    return inject::ok();
+}
+
+/// The content hash on each generated ConfigMap's name, and the new name wherever a pod
+/// template in its namespace refers to it (volumes, projected volumes, env, envFrom), as
+/// kustomize's name references do.
+void suffix_generated(std::vector<Object>& objs) {
+    for (auto& cm : objs) {
+        if (!cm.generated) continue;
+        cm.generated = false;
+        const std::string old = str(cm.obj["metadata"], "name");
+        const std::string ns = str(cm.obj["metadata"], "namespace");
+        const std::string name = old + "-" + configmap_hash(cm.obj.value("data", Json::object()));
+        cm.obj["metadata"]["name"] = name;
+        auto fix = [&](Json& parent, const char* ref) {
+            if (parent.is_object() && parent.contains(ref) && str(parent[ref], "name") == old)
+                parent[ref]["name"] = name;
+        };
+        auto each = [](Json& parent, const char* list, const auto& f) {
+            if (parent.is_object() && parent.contains(list) && parent[list].is_array())
+                for (auto& e : parent[list]) f(e);
+        };
+        for (auto& o : objs) {
+            if (str(o.obj["metadata"], "namespace") != ns || !o.obj.contains("spec") ||
+                !o.obj["spec"].contains("template"))
+                continue;
+            each(o.obj["spec"]["template"]["spec"], "volumes", [&](Json& v) {
+                fix(v, "configMap");
+                if (v.contains("projected"))
+                    each(v["projected"], "sources", [&](Json& src) { fix(src, "configMap"); });
+            });
+            each_container(o.obj, [&](Json& c) {
+                each(c, "env", [&](Json& e) {
+                    if (e.contains("valueFrom")) fix(e["valueFrom"], "configMapKeyRef");
+                });
+                each(c, "envFrom", [&](Json& e) { fix(e, "configMapRef"); });
+            });
+        }
+    }
+}
+
 inject::Result<std::vector<Object>> load_dir(const fs::path& dir) {
     fs::path kfile = dir / "kustomization.yaml";
     if (!fs::exists(kfile)) kfile = dir / "kustomization.yml";
     INJECT_TRY(std::string text, read_text(kfile));
     INJECT_TRY(auto docs, parse_yaml_stream(text, kfile.string()));
     const Json k = docs.empty() ? Json::object() : docs[0];
-    static const std::set<std::string> kKnown{"apiVersion", "kind",   "resources",
-                                              "namespace",  "images", "patches"};
+    static const std::set<std::string> kKnown{
+        "apiVersion", "kind", "resources", "namespace", "images", "patches", "configMapGenerator"};
     for (const auto& [field, _] : k.items())
         if (!kKnown.count(field))
             return inject::fail(Errc::Unsupported,
                                 kfile.string() + ": '" + field +
                                     "' is not supported by the operator's renderer "
-                                    "(resources, namespace, images, patches are)");
+                                    "(resources, namespace, images, patches, "
+                                    "configMapGenerator are)");
     const std::string folder = dir.filename().string();
     const auto comp = kComponentOf.find(folder);
     const std::string component = comp == kComponentOf.end() ? "base" : comp->second;
@@ -246,6 +394,8 @@ inject::Result<std::vector<Object>> load_dir(const fs::path& dir) {
         INJECT_TRY(auto objs, parse_yaml_stream(body, p.string()));
         for (auto& o : objs) out.push_back({std::move(o), component});
     }
+    INJECT_TRY_VOID(
+        generate_configmaps(k.value("configMapGenerator", Json::array()), kfile, component, out));
     INJECT_TRY_VOID(apply_patches(k.value("patches", Json::array()), kfile, out));
     if (!str(k, "namespace").empty()) set_namespace(str(k, "namespace"), out);
     set_images(k.value("images", Json::array()), out);
@@ -356,10 +506,12 @@ void customize_host_paths(Object& o, const Json& spec) {
     const std::string root = hp.value("driverRoot", "/");
     const std::string kubelet = hp.value("kubeletRoot", "/var/lib/kubelet");
     const std::string kind = str(o.obj, "kind");
-    if (root != "/" && kind == "ConfigMap" && o.obj.contains("data") &&
-        o.obj["data"].contains("config.toml"))
-        o.obj["data"]["config.toml"] = retarget_config(
-            o.obj["data"]["config.toml"].get<std::string>(), root, o.component == "draDriver");
+    // config.toml: the daemons' ConfigMaps; enflame-ctk.toml: NPD's plugin's
+    for (const char* key : {"config.toml", "enflame-ctk.toml"})
+        if (root != "/" && kind == "ConfigMap" && o.obj.contains("data") &&
+            o.obj["data"].contains(key))
+            o.obj["data"][key] = retarget_config(o.obj["data"][key].get<std::string>(), root,
+                                                 o.component == "draDriver");
     if (kind != "DaemonSet") return;
     Json& ps = o.obj["spec"]["template"]["spec"];
     if (root != "/" && o.component == "toolkit")
@@ -421,19 +573,75 @@ inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
 }
 
 inject::Result<std::vector<Object>> kustomize(const std::string& dir) {
-    return load_dir(fs::path(dir));
+    INJECT_TRY(auto objs, load_dir(fs::path(dir)));
+    suffix_generated(objs);
+    return objs;
+}
+
+namespace {
+
+constexpr const char* kExporterMonitor = "enflame-gcu-exporter";
+
+Json service_monitor_spec(const Json& spec) {
+    return spec.value("exporter", Json::object()).value("serviceMonitor", Json::object());
+}
+
+/// The exporter's ServiceMonitor from deployments/monitoring/operator, with the CR's interval
+/// and labels.
+inject::Result<Object> service_monitor(const std::string& manifests, const Json& sm) {
+    INJECT_TRY(auto objs, load_dir(fs::path(manifests) / "monitoring" / "operator"));
+    for (auto& o : objs) {
+        if (str(o.obj, "kind") != "ServiceMonitor" ||
+            str(o.obj["metadata"], "name") != kExporterMonitor)
+            continue;
+        if (sm.contains("labels"))
+            for (const auto& [k, v] : sm["labels"].items()) o.obj["metadata"]["labels"][k] = v;
+        if (!str(sm, "interval").empty())
+            for (auto& e : o.obj["spec"]["endpoints"]) e["interval"] = sm["interval"];
+        o.component = "exporter";
+        return std::move(o);
+    }
+    return inject::fail(Errc::NotFound,
+                        manifests + "/monitoring/operator: no ServiceMonitor " + kExporterMonitor);
+}
+
+}  // namespace
+
+std::string service_monitor_skipped(const Json& spec, const Served& served) {
+    if (!enabled(spec, "exporter") || !service_monitor_spec(spec).value("enabled", false) ||
+        served.service_monitors)
+        return "";
+    return "skipped: the API server does not serve monitoring.coreos.com/v1 ServiceMonitor "
+           "(install the Prometheus Operator's CRDs)";
 }
 
 inject::Result<std::vector<Object>> render(const std::string& manifests, const Json& spec,
-                                           const std::string& dra_version) {
-    INJECT_TRY(auto objs, kustomize(manifests));
+                                           const Served& served) {
+    INJECT_TRY(auto objs, load_dir(fs::path(manifests)));
+    std::set<std::string> have;
+    for (const auto& o : objs) have.insert(key_of(o.obj));
+    auto add = [&](std::vector<Object> more) {
+        for (auto& o : more)
+            if (have.insert(key_of(o.obj)).second) objs.push_back(std::move(o));
+    };
     if (enabled(spec, "draDriver")) {
-        INJECT_TRY(auto dra, kustomize(manifests + "/overlays/" +
-                                       (dra_version == "v1beta1" ? "dra-v1beta1" : "dra")));
-        std::set<std::string> have;
-        for (const auto& o : objs) have.insert(key_of(o.obj));
-        for (auto& o : dra)
-            if (!have.count(key_of(o.obj))) objs.push_back(std::move(o));
+        INJECT_TRY(auto dra, load_dir(fs::path(manifests) / "overlays" /
+                                      (served.dra_version == "v1beta1" ? "dra-v1beta1" : "dra")));
+        add(std::move(dra));
+    }
+    // not in deployments/ (the default install): their own folders, as `kubectl apply -k` them
+    for (const auto& [component, folder] :
+         {std::pair{"npd", "npd"}, std::pair{"nodeExporter", "node-exporter"}})
+        if (enabled(spec, component)) {
+            INJECT_TRY(auto more, load_dir(fs::path(manifests) / folder));
+            add(std::move(more));
+        }
+    const Json sm = service_monitor_spec(spec);
+    if (enabled(spec, "exporter") && sm.value("enabled", false) && served.service_monitors) {
+        INJECT_TRY(Object o, service_monitor(manifests, sm));
+        std::vector<Object> one;
+        one.push_back(std::move(o));
+        add(std::move(one));
     }
     std::vector<Object> out;
     const Json ds = spec.value("daemonsets", Json::object());
@@ -447,6 +655,7 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
         o.obj["metadata"]["labels"][kManagedBy] = kManagerName;
         out.push_back(std::move(o));
     }
+    suffix_generated(out);
     return out;
 }
 

@@ -24,13 +24,23 @@ using Json = nlohmann::json;
 struct Object {
     Json obj;
     std::string component;
+    /// Made by a configMapGenerator: its name gets kustomize's content hash once the CR's
+    /// fields are in (so a changed config rolls the pods that mount it).
+    bool generated = false;
+};
+
+/// What the API server serves that changes what is rendered (discovery).
+struct Served {
+    std::string dra_version = "v1";  ///< resource.k8s.io: v1 or v1beta1
+    bool service_monitors = false;   ///< monitoring.coreos.com/v1 ServiceMonitor
 };
 
 /// The label on everything the operator applies (its watches select on it).
 inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char* kManagerName = "enflame-gpu-operator";
 
-/// `kubectl kustomize DIR` for the features deployments/ uses. Errors name the file and field.
+/// `kubectl kustomize DIR` for the features deployments/ uses (resources, namespace, images,
+/// patches, configMapGenerator). Errors name the file and field.
 [[nodiscard]] inject::Result<std::vector<Object>> kustomize(const std::string& dir);
 
 /// A YAML stream (documents separated by ---) as JSON values, nulls left out.
@@ -39,13 +49,18 @@ inline constexpr const char* kManagerName = "enflame-gpu-operator";
 
 /// What the operator applies for a GpuResource `spec` (defaults filled by the API server):
 /// deployments/overlays/device-plugin, plus deployments/overlays/dra (or dra-v1beta1 when
-/// `dra_version` is v1beta1) when the DRA driver is on, under `manifests`; objects of disabled
-/// components left out; image, args, env, resources, nodeSelector, tolerations,
-/// priorityClassName, hostPaths and daemonsets settings filled in. A default spec gives
-/// exactly `kubectl kustomize deployments/`.
+/// `served.dra_version` is v1beta1) when the DRA driver is on, deployments/npd and
+/// deployments/node-exporter when npd / nodeExporter are on, and the exporter's ServiceMonitor
+/// of deployments/monitoring/operator when spec.exporter.serviceMonitor.enabled and the server
+/// serves the kind, all under `manifests`; objects of disabled components left out; image,
+/// args, env, resources, nodeSelector, tolerations, priorityClassName, hostPaths and
+/// daemonsets settings filled in. A default spec gives exactly `kubectl kustomize deployments/`.
 [[nodiscard]] inject::Result<std::vector<Object>> render(const std::string& manifests,
-                                                         const Json& spec,
-                                                         const std::string& dra_version);
+                                                         const Json& spec, const Served& served);
+
+/// Why spec.exporter.serviceMonitor renders nothing ("" when it renders the ServiceMonitor or
+/// is off): for the CR's status.
+[[nodiscard]] std::string service_monitor_skipped(const Json& spec, const Served& served);
 
 /// "Kind/namespace/name" (namespace empty for cluster-scoped objects).
 [[nodiscard]] std::string key_of(const Json& obj);

@@ -23,8 +23,9 @@ const Json* find(const std::vector<op::Object>& objs, const std::string& key) {
     return nullptr;
 }
 
-std::vector<op::Object> render(const Json& spec, const std::string& dra = "v1") {
-    auto r = op::render(kTree, spec, dra);
+std::vector<op::Object> render(const Json& spec, const std::string& dra = "v1",
+                               bool service_monitors = false) {
+    auto r = op::render(kTree, spec, op::Served{dra, service_monitors});
     EXPECT_TRUE(r) << r.error().what();
     return r ? *r : std::vector<op::Object>{};
 }
@@ -153,13 +154,178 @@ TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
 TEST(OperatorKustomize, UnsupportedFieldRefusedNamingFileAndField) {
     k8s_test::TempDir d;
     std::ofstream(d.path() + "/kustomization.yaml")
-        << "resources: []\nconfigMapGenerator:\n- name: x\n";
+        << "resources: []\nsecretGenerator:\n- name: x\n";
     auto r = op::kustomize(d.path());
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message(),
               d.path() +
-                  "/kustomization.yaml: 'configMapGenerator' is not supported by the "
-                  "operator's renderer (resources, namespace, images, patches are)");
+                  "/kustomization.yaml: 'secretGenerator' is not supported by the "
+                  "operator's renderer (resources, namespace, images, patches, "
+                  "configMapGenerator are)");
+    std::ofstream(d.path() + "/kustomization.yaml")
+        << "configMapGenerator:\n- name: x\n  behavior: merge\n";
+    r = op::kustomize(d.path());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message(),
+              d.path() +
+                  "/kustomization.yaml: configMapGenerator: 'behavior' is not supported by the "
+                  "operator's renderer");
+}
+
+// The names and references kubectl kustomize (v1.32, kustomize v5.5) printed for this very
+// folder: its content hash (Go's JSON escaping of " \\ < & > and tabs included) and every kind
+// of reference a pod template has to a ConfigMap.
+TEST(OperatorKustomize, ConfigMapGeneratorNamesAndReferencesAsKubectl) {
+    k8s_test::TempDir d;
+    std::ofstream(d.path() + "/conf.txt") << "line one\n\ttab \"quoted\" <html> & \\ back\n";
+    std::ofstream(d.path() + "/kustomization.yaml")
+        << "namespace: ns\nresources: [ds.yaml]\nconfigMapGenerator:\n- name: cx\n  literals: "
+           "[a=b]\n- name: cy\n  files: [k=conf.txt]\n  literals: [\"z=<1&2>\"]\n  options: "
+           "{labels: {l: v}}\n";
+    std::ofstream(d.path() + "/ds.yaml")
+        << "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\nspec:\n  template:\n    "
+           "spec:\n      containers:\n      - name: c\n        image: i\n        env: [{name: E, "
+           "valueFrom: {configMapKeyRef: {name: cx, key: a}}}]\n        envFrom: [{configMapRef: "
+           "{name: cy}}]\n      volumes: [{name: v, configMap: {name: cy}}, {name: p, projected: "
+           "{sources: [{configMap: {name: cx}}]}}]\n";
+    auto r = op::kustomize(d.path());
+    ASSERT_TRUE(r) << r.error().what();
+    const Json* cx = find(*r, "ConfigMap/ns/cx-4h2mbtbbt6");
+    const Json* cy = find(*r, "ConfigMap/ns/cy-c95776c64f");
+    ASSERT_TRUE(cx);
+    ASSERT_TRUE(cy);
+    EXPECT_EQ((*cy)["metadata"]["labels"], Json({{"l", "v"}}));
+    EXPECT_EQ((*cy)["data"]["z"], "<1&2>");
+    const Json* ds = find(*r, "DaemonSet/ns/d");
+    ASSERT_TRUE(ds);
+    const Json& ps = (*ds)["spec"]["template"]["spec"];
+    EXPECT_EQ(ps["containers"][0]["env"][0]["valueFrom"]["configMapKeyRef"]["name"],
+              "cx-4h2mbtbbt6");
+    EXPECT_EQ(ps["containers"][0]["envFrom"][0]["configMapRef"]["name"], "cy-c95776c64f");
+    EXPECT_EQ(ps["volumes"][0]["configMap"]["name"], "cy-c95776c64f");
+    EXPECT_EQ(ps["volumes"][1]["projected"]["sources"][0]["configMap"]["name"], "cx-4h2mbtbbt6");
+}
+
+const op::Object* find_obj(const std::vector<op::Object>& objs, const std::string& kind,
+                           const std::string& name) {
+    for (const auto& o : objs)
+        if (o.obj["kind"] == kind && o.obj["metadata"]["name"] == name) return &o;
+    return nullptr;
+}
+
+std::string first_image(const Json& ds) {
+    return ds["spec"]["template"]["spec"]["containers"][0]["image"];
+}
+
+TEST(OperatorRender, NpdAndNodeExporterOffByDefault) {
+    auto objs = render(Json::object());
+    EXPECT_FALSE(find_obj(objs, "DaemonSet", "enflame-npd"));
+    EXPECT_FALSE(find_obj(objs, "ClusterRoleBinding", "enflame-npd"));
+    EXPECT_FALSE(find_obj(objs, "DaemonSet", "enflame-node-exporter"));
+    EXPECT_FALSE(find_obj(objs, "Service", "enflame-node-exporter"));
+}
+
+TEST(OperatorRender, NpdOnItsFolderWithTheCrsImage) {
+    auto objs = render(
+        {{"npd",
+          {{"enabled", true}, {"repository", "registry.example.com/npd"}, {"version", "v9.9"}}}});
+    const op::Object* ds = find_obj(objs, "DaemonSet", "enflame-npd");
+    ASSERT_TRUE(ds);
+    EXPECT_EQ(ds->component, "npd");
+    EXPECT_EQ(ds->obj["metadata"]["namespace"], "enflame-system");
+    EXPECT_EQ(first_image(ds->obj), "registry.example.com/npd/node-problem-detector:v9.9");
+    // the init container that copies our plugin in keeps our image
+    EXPECT_EQ(ds->obj["spec"]["template"]["spec"]["initContainers"][0]["image"],
+              "enflame-container-toolkit/enflame-toolkit:0.1.0");
+    EXPECT_TRUE(find(objs, "ServiceAccount/enflame-system/enflame-npd"));
+    const Json* crb = find(objs, "ClusterRoleBinding//enflame-npd");
+    ASSERT_TRUE(crb);
+    EXPECT_EQ((*crb)["roleRef"]["name"], "system:node-problem-detector");
+    // its generated ConfigMap under kustomize's hashed name, which the DaemonSet mounts
+    const Json* vol = nullptr;
+    for (const auto& v : ds->obj["spec"]["template"]["spec"]["volumes"])
+        if (v["name"] == "config") vol = &v;
+    ASSERT_TRUE(vol);
+    const std::string cm = (*vol)["configMap"]["name"];
+    EXPECT_EQ(cm.rfind("enflame-npd-", 0), 0U) << cm;
+    EXPECT_EQ(cm.size(), std::string("enflame-npd-").size() + 10);
+    const Json* data = find(objs, "ConfigMap/enflame-system/" + cm);
+    ASSERT_TRUE(data);
+    EXPECT_TRUE((*data)["data"].contains("enflame-gcu-monitor.json"));
+    EXPECT_FALSE(find_obj(objs, "DaemonSet", "enflame-node-exporter"));
+}
+
+TEST(OperatorRender, NpdConfigFollowsDriverRootUnderANewName) {
+    auto plain = render({{"npd", {{"enabled", true}}}});
+    auto moved =
+        render({{"npd", {{"enabled", true}}}, {"hostPaths", {{"driverRoot", "/opt/sim"}}}});
+    auto cm_of = [](const std::vector<op::Object>& objs) -> const Json* {
+        for (const auto& o : objs)
+            if (o.obj["kind"] == "ConfigMap" && o.component == "npd") return &o.obj;
+        return nullptr;
+    };
+    const Json* a = cm_of(plain);
+    const Json* b = cm_of(moved);
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(b);
+    const std::string toml = (*b)["data"]["enflame-ctk.toml"];
+    EXPECT_NE(toml.find("driver-root = \"/host/opt/sim\""), std::string::npos) << toml;
+    // another content, another name: the DaemonSet's pods are replaced, not left on the old
+    EXPECT_NE((*a)["metadata"]["name"], (*b)["metadata"]["name"]);
+    const op::Object* ds = find_obj(moved, "DaemonSet", "enflame-npd");
+    ASSERT_TRUE(ds);
+    EXPECT_EQ(ds->obj["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+              (*b)["metadata"]["name"]);
+}
+
+TEST(OperatorRender, NodeExporterOnItsFolderWithTheCrsImage) {
+    auto objs = render({{"nodeExporter", {{"enabled", true}, {"version", "1.2.3"}}}});
+    const op::Object* ds = find_obj(objs, "DaemonSet", "enflame-node-exporter");
+    ASSERT_TRUE(ds);
+    EXPECT_EQ(ds->component, "nodeExporter");
+    EXPECT_EQ(ds->obj["metadata"]["namespace"], "kube-system");
+    EXPECT_EQ(first_image(ds->obj), "enflame-container-toolkit/node-exporter:1.2.3");
+    EXPECT_TRUE(find(objs, "Service/kube-system/enflame-node-exporter"));
+    EXPECT_FALSE(find_obj(objs, "DaemonSet", "enflame-npd"));
+}
+
+TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
+    const Json on = {
+        {"exporter",
+         {{"serviceMonitor",
+           {{"enabled", true}, {"interval", "30s"}, {"labels", {{"release", "kube-prom"}}}}}}}};
+    // asked and served: deployments/monitoring/operator's, with the CR's interval and labels,
+    // beside the exporter's Service it selects
+    auto objs = render(on, "v1", true);
+    const op::Object* sm = find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter");
+    ASSERT_TRUE(sm);
+    EXPECT_EQ(sm->component, "exporter");
+    EXPECT_EQ(sm->obj["spec"]["endpoints"][0]["interval"], "30s");
+    EXPECT_EQ(sm->obj["metadata"]["labels"]["release"], "kube-prom");
+    EXPECT_EQ(sm->obj["metadata"]["labels"][op::kManagedBy], op::kManagerName);
+    EXPECT_EQ(op::path_of(sm->obj),
+              "/apis/monitoring.coreos.com/v1/namespaces/enflame-system/servicemonitors/"
+              "enflame-gcu-exporter");
+    const op::Object* svc = find_obj(objs, "Service", "enflame-gcu-exporter");
+    ASSERT_TRUE(svc);
+    EXPECT_EQ(sm->obj["spec"]["namespaceSelector"]["matchNames"],
+              Json::array({svc->obj["metadata"]["namespace"]}));
+    EXPECT_EQ(sm->obj["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+              svc->obj["metadata"]["labels"]["app.kubernetes.io/name"]);
+    EXPECT_EQ(op::service_monitor_skipped(on, op::Served{"v1", true}), "");
+    // asked, not served: nothing, and the reason for the status
+    EXPECT_FALSE(find_obj(render(on, "v1", false), "ServiceMonitor", "enflame-gcu-exporter"));
+    const std::string why = op::service_monitor_skipped(on, op::Served{"v1", false});
+    EXPECT_NE(why.find("does not serve monitoring.coreos.com/v1 ServiceMonitor"), std::string::npos)
+        << why;
+    // served, not asked (the default), or the exporter off: nothing, nothing to say
+    EXPECT_FALSE(
+        find_obj(render(Json::object(), "v1", true), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_EQ(op::service_monitor_skipped(Json::object(), op::Served{"v1", false}), "");
+    Json off = on;
+    off["exporter"]["enabled"] = false;
+    EXPECT_FALSE(find_obj(render(off, "v1", true), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_EQ(op::service_monitor_skipped(off, op::Served{"v1", false}), "");
 }
 
 TEST(OperatorContains, Table) {

@@ -46,7 +46,7 @@ TEST(OperatorNodeLabels, ApplyBodies) {
 }
 
 std::vector<op::Object> rendered(const Json& spec) {
-    auto r = op::render(kTree, spec, "v1");
+    auto r = op::render(kTree, spec, op::Served{});
     EXPECT_TRUE(r) << r.error().what();
     auto objs = r ? *r : std::vector<op::Object>{};
     op::prepare_roll(objs);

@@ -9,6 +9,7 @@
 #   BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
 
 load helpers
+load npd
 bats_require_minimum_version 1.5.0
 
 NS=enflame-system
@@ -139,12 +140,15 @@ refused() {
   [[ $text == *"ignored: another GpuResource is older and is the one in effect"* ]]
 }
 
-@test "render: a default GpuResource gives what kubectl kustomize deployments/ renders (plus the operator's label)" {
-  local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator
+# same_as_kustomize SPEC_FILE DIR...: the operator's --render of SPEC_FILE is exactly what
+# kubectl kustomize renders of the DIRs together, plus the operator's label on each object.
+same_as_kustomize() {
+  local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator spec=$1 d
+  shift
   [ -x "$bin" ] || skip_or_fail "no $bin: cmake --build --preset dev --target enflame-gpu-operator"
-  run -0 "$bin" --manifests "$TOP/deployments" --render "$TOP/deployments/operator/examples/gpuresource.yaml"
+  run -0 "$bin" --manifests "$TOP/deployments" --render "$spec"
   echo "$output" > "$OP/rendered.jsonl"
-  kc kustomize "$TOP/deployments" > "$OP/kustomized.yaml"
+  for d in "$@"; do kc kustomize "$d"; echo ---; done > "$OP/kustomized.yaml"
   run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" <<'PY'
 import json, sys, yaml
 key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
@@ -160,6 +164,17 @@ for k in ours:
 print(len(ours), "objects equal")
 PY
   echo "$output"
+}
+
+@test "render: a default GpuResource gives what kubectl kustomize deployments/ renders (plus the operator's label)" {
+  same_as_kustomize "$TOP/deployments/operator/examples/gpuresource.yaml" "$TOP/deployments"
+}
+
+@test "render: npd and nodeExporter on add what kubectl kustomize deployments/npd and deployments/node-exporter render (NPD's generated ConfigMap under the same hashed name)" {
+  cr x '  npd: {enabled: true}
+  nodeExporter: {enabled: true}' > "$OP/npd-cr.yaml"
+  same_as_kustomize "$OP/npd-cr.yaml" "$TOP/deployments" "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
+  [[ $output == "17 objects equal" ]]
 }
 
 # leader: the pod holding the operator's Lease.
@@ -451,6 +466,76 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=120s
 }
 gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
+
+# in_ns_gone NS KIND NAME: no KIND NAME in namespace NS ("" for a cluster-scoped KIND).
+in_ns_gone() { ! kc ${1:+-n "$1"} get "$2" "$3" > /dev/null 2>&1; }
+port_closed() { ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/"; }
+# component_field NAME FIELD: status.components[NAME].FIELD of the CR.
+component_field() { kc get gr enflame -o json | jq -r --arg n "$1" --arg f "$2" '.status.components[] | select(.name == $n) | .[$f] // ""'; }
+no_npd_configmap() { local l; l=$(kc -n "$NS" get cm -o name) && [[ $l != *enflame-npd* ]]; }
+monitor_says() { [[ $(component_field exporter serviceMonitor) == *"$1"* ]]; }
+
+@test "npd, nodeExporter, exporter.serviceMonitor: on -> NPD and the node exporter Ready, the ServiceMonitor once its CRD is served; off -> all gone" {
+  port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
+  local npd; npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
+  # NPD: a stand-in under upstream's shipped name holding the real NPD binary (npd_cluster.bats'
+  # way: this machine cannot pull upstream's image); the node exporter: its image as built
+  local image; image=$(grep -oE 'registry\.k8s\.io/node-problem-detector/node-problem-detector:[^ ]+' \
+    "$TOP/deployments/npd/daemonset.yaml")
+  python3 "$TOP/tests/cluster/oci_image.py" "$OP/npd.oci.tar" --name "$image" \
+    --file "$npd:/node-problem-detector" --entrypoint '["/node-problem-detector"]' --cmd '[]'
+  make -s -C "$TOP" node-exporter-image > "$OP/node-exporter-image.log" 2>&1 ||
+    { tail -n 3 "$OP/node-exporter-image.log"; false; }
+  "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$OP/npd.oci.tar" \
+    "$TOP/build/images/node-exporter.oci.tar" > /dev/null
+  kc patch gr enflame --type=merge -p '{"spec":{"npd":{"enabled":true},"nodeExporter":{"enabled":true},
+    "exporter":{"serviceMonitor":{"enabled":true,"interval":"30s","labels":{"release":"kube-prom"}}}}}' > /dev/null
+  run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=6/6 --timeout=120s
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o jsonpath='{.status.components}'; echo
+    kc get pods -A -o wide; kc -n "$ONS" logs "$(leader)" | tail -n 20
+  fi
+  [ "$status" -eq 0 ]
+  run -0 kc -n "$NS" get ds enflame-npd -o json
+  jq -e '.status.numberReady == 1' <<<"$output"
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  run -0 kc get clusterrolebinding enflame-npd -o jsonpath='{.roleRef.name}'
+  [ "$output" = system:node-problem-detector ]
+  run -0 kc -n kube-system get ds enflame-node-exporter -o json
+  jq -e '.status.numberReady == 1' <<<"$output"
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  # the node exporter answers with this node's figures (hostNetwork, as shipped)
+  run -0 curl -sf --max-time 5 "http://127.0.0.1:9100/metrics"
+  [[ $output == *"node_uname_info{"*"nodename=\"$(uname -n)\""* ]]
+  # no ServiceMonitor kind on this server: skipped, and the status says why
+  run -0 wait_for 10 monitor_says "does not serve monitoring.coreos.com/v1 ServiceMonitor"
+  # the kind appears (just prometheus-operator's CRD): the ServiceMonitor follows, as the CR says
+  run -0 kc apply -f "$TOP/tests/cluster/servicemonitor-crd.yaml"
+  run wait_for 30 kc -n "$NS" get servicemonitor enflame-gcu-exporter
+  echo "# ServiceMonitor applied $output ms after its CRD" >&3
+  [ "$status" -eq 0 ] || { kc -n "$ONS" logs "$(leader)" | tail -n 20; false; }
+  run -0 kc -n "$NS" get servicemonitor enflame-gcu-exporter -o json
+  jq -e '.spec.endpoints[0].interval == "30s"' <<<"$output"
+  jq -e '.metadata.labels.release == "kube-prom"' <<<"$output"
+  jq -e '.spec.namespaceSelector.matchNames == ["enflame-system"]' <<<"$output"
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  run -0 wait_for 10 monitor_says "applied ServiceMonitor/enflame-system/enflame-gcu-exporter"
+  # all three off: their objects go, the node exporter's port closes
+  kc patch gr enflame --type=merge -p '{"spec":{"npd":{"enabled":false},"nodeExporter":{"enabled":false},
+    "exporter":{"serviceMonitor":{"enabled":false}}}}' > /dev/null
+  run -0 wait_for 30 in_ns_gone "$NS" ds enflame-npd
+  run -0 wait_for 10 in_ns_gone "" clusterrolebinding enflame-npd
+  run -0 wait_for 10 in_ns_gone "$NS" sa enflame-npd
+  run -0 wait_for 10 no_npd_configmap
+  run -0 wait_for 10 in_ns_gone kube-system ds enflame-node-exporter
+  run -0 wait_for 10 in_ns_gone kube-system svc enflame-node-exporter
+  run -0 wait_for 10 in_ns_gone "$NS" servicemonitor enflame-gcu-exporter
+  run -0 wait_for 60 port_closed 9100
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=60s
+  [ -z "$(component_field exporter serviceMonitor)" ]
+  run -0 kc delete -f "$TOP/tests/cluster/servicemonitor-crd.yaml" --wait=true
+}
 
 @test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
   run kc delete gr enflame --timeout=180s
