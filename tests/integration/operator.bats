@@ -406,16 +406,30 @@ dup_free() {
   [ -n "$pid" ]
   local uid; uid=$(kc -n "$NS" get ds enflame-gcu-exporter -o jsonpath='{.metadata.uid}')
   # the leader gone at once (its process, then its pod), then drift nobody repairs but a new leader
+  local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
   kill -KILL "$pid"
   kc -n "$ONS" delete pod "$old" --grace-period=0 --force > /dev/null 2>&1
   kc -n "$NS" delete ds enflame-gcu-exporter --wait=false > /dev/null
   run -0 wait_for 60 leader_is_not "$old"
   echo "# Lease taken over after $output ms" >&3
   run -0 wait_for 30 ds_is_new enflame-gcu-exporter "$uid"
-  run -0 kc -n "$ONS" logs "$(leader)"
+  # put back by a replica that is not the killed one: the leader now, or one that led before
+  # it (a leader that lost its Lease under load exits and restarts: its earlier lines are in
+  # the previous container's log)
+  run -0 replica_logs "$old" "$since"
   [[ $output == *"applied DaemonSet/enflame-system/enflame-gcu-exporter"* ]]
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
   dup_free
+}
+# replica_logs SKIP SINCE: the lines logged at or after SINCE (UTC, 2026-12-02T04:42:12) by every
+# operator pod but SKIP, their previous containers included.
+replica_logs() {
+  local p
+  for p in $(kc -n "$ONS" get pods -o name); do
+    if [ "${p#pod/}" = "$1" ]; then continue; fi
+    kc -n "$ONS" logs "$p"
+    kc -n "$ONS" logs --previous "$p" 2>/dev/null || true
+  done | awk -v since="$2" '$1 >= since'
 }
 # operator_pid POD: the pid of the operator process in pod POD.
 operator_pid() {
