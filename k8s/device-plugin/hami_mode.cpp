@@ -161,6 +161,28 @@ void Mode::report(const std::string& ns, const std::string& name, const std::str
         inject::log::warn("hami: event for pod {}/{}: {}", ns, name, r.error().what());
 }
 
+inject::Result<Mode::Chosen> Mode::chosen_cards(const Inventory& cards,
+                                                const std::vector<std::uint32_t>& indexes,
+                                                const std::string& ns, const std::string& name,
+                                                const std::string& uid, bool card_protocol) {
+    Chosen c;
+    for (auto i : indexes) {
+        const auto* dev = whole(cards, i);
+        if (!dev || !dev->healthy) {
+            // the whole-card protocol names its devices <node>-GCU-<index>: say which
+            const std::string named =
+                card_protocol ? " (" + d_.node + "-GCU-" + std::to_string(i) + ")" : "";
+            const std::string why = "card " + std::to_string(i) + " that HAMi chose" + named +
+                                    " is " + (dev ? "unhealthy" : "not on this node");
+            report(ns, name, uid, why, card_protocol);
+            return fail(Errc::NotFound, "pod " + ns + "/" + name + ": " + why);
+        }
+        c.ids.push_back(dev->id);
+        c.minors.push_back(dev->minor);
+    }
+    return c;
+}
+
 inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(const Inventory& cards,
                                                                             const Settings& s,
                                                                             std::size_t n_ids,
@@ -172,22 +194,10 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(cons
     if (!p.decision) return fail(Errc::NotFound, "no pod HAMi bound waits");
     served = true;
     auto& d = *p.decision;
-    std::vector<std::string> ids;
-    std::vector<std::uint32_t> minors;
-    for (auto i : d.containers[p.container]) {
-        const auto* dev = whole(cards, i);
-        if (!dev || !dev->healthy) {
-            const std::string why = "card " + std::to_string(i) + " that HAMi chose (" + d_.node +
-                                    "-GCU-" + std::to_string(i) + ") is " +
-                                    (dev ? "unhealthy" : "not on this node");
-            report(d.ns, d.name, d.uid, why, true);
-            return fail(Errc::NotFound, "pod " + d.ns + "/" + d.name + ": " + why);
-        }
-        ids.push_back(dev->id);
-        minors.push_back(dev->minor);
-    }
-    INJECT_TRY(auto r, allocate(cards, s, ids));
-    minors_env(r, s, minors);
+    INJECT_TRY(const auto chosen,
+               chosen_cards(cards, d.containers[p.container], d.ns, d.name, d.uid, true));
+    INJECT_TRY(auto r, allocate(cards, s, chosen.ids));
+    minors_env(r, s, chosen.minors);
     d.containers[p.container].clear();
     const bool done = std::all_of(d.containers.begin(), d.containers.end(),
                                   [](const auto& c) { return c.empty(); });
@@ -346,23 +356,11 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_shared_container(
                                         " (HAMi's " + kAssigned + "=false)");
     auto& d = *p.decision;
     auto& c = d.containers[p.container];
-    std::vector<std::string> ids;
-    std::vector<std::uint32_t> minors;
-    for (auto i : d.cards) {
-        const auto* dev = whole(cards, i);
-        if (!dev || !dev->healthy) {
-            const std::string why = "card " + std::to_string(i) + " that HAMi chose is " +
-                                    (dev ? "unhealthy" : "not on this node");
-            report(d.ns, d.name, d.uid, why, false);
-            return fail(Errc::NotFound, "pod " + d.ns + "/" + d.name + ": " + why);
-        }
-        ids.push_back(dev->id);
-        minors.push_back(dev->minor);
-    }
+    INJECT_TRY(const auto chosen, chosen_cards(cards, d.cards, d.ns, d.name, d.uid, false));
     // Shared, no DRS instance: the card whole to every container on it (gcushare's
     // ENFLAME_CONTAINER_USABLE_* limits are not known, so not given).
-    INJECT_TRY(auto r, allocate(cards, s, ids));
-    minors_env(r, s, minors);
+    INJECT_TRY(auto r, allocate(cards, s, chosen.ids));
+    minors_env(r, s, chosen.minors);
     c.served = true;
     const bool done = std::all_of(d.containers.begin(), d.containers.end(),
                                   [](const auto& x) { return x.served; });

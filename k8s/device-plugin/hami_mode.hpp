@@ -87,6 +87,16 @@ private:
                                                                             std::size_t n_ids);
     void report(const std::string& ns, const std::string& name, const std::string& uid,
                 const std::string& why, bool card_protocol);
+    /// The device IDs and minors of the whole cards HAMi chose (`indexes`) for pod ns/name; a
+    /// card gone or unhealthy is reported on the pod (as `report`) and is the error.
+    struct Chosen {
+        std::vector<std::string> ids;
+        std::vector<std::uint32_t> minors;
+    };
+    inject::Result<Chosen> chosen_cards(const Inventory& cards,
+                                        const std::vector<std::uint32_t>& indexes,
+                                        const std::string& ns, const std::string& name,
+                                        const std::string& uid, bool card_protocol);
     void publish(const inject::device::Host& host);
     inject::Result<void> save();
     void load_checkpoint();
