@@ -488,15 +488,31 @@ void customize_pods(Json& obj, const Json& cs, const Json& ds) {
 
 /// The toolkit config.toml a ConfigMap carries, pointed at a driver root other than the
 /// node's / (the daemons see the host's / at /host; the DRA plugin also names the host path).
+/// The DRA plugin's host-driver-root / host-dev-root are set where the ConfigMap has them (the
+/// shipped one names host-driver-root = "/") and added after the section header where not.
 std::string retarget_config(const std::string& toml, const std::string& root, bool dra) {
     std::istringstream in(toml);
     std::string line, out;
+    std::vector<std::string> lines;
+    std::size_t header = std::string::npos;
+    bool host_driver = false, host_dev = false;
+    auto starts = [&](std::string_view key) { return line.rfind(key, 0) == 0; };
     while (std::getline(in, line)) {
-        if (line.rfind("driver-root =", 0) == 0 || line.rfind("dev-root =", 0) == 0)
+        if (starts("driver-root =") || starts("dev-root ="))
             line = line.substr(0, line.find('=')) + "= \"/host" + root + "\"";
-        out += line + "\n";
-        if (dra && line == "[enflame-container-cli]")
-            out += "host-driver-root = \"" + root + "\"\nhost-dev-root = \"" + root + "\"\n";
+        if (dra && (starts("host-driver-root =") || starts("host-dev-root ="))) {
+            (starts("host-driver-root =") ? host_driver : host_dev) = true;
+            line = line.substr(0, line.find('=')) + "= \"" + root + "\"";
+        }
+        if (line == "[enflame-container-cli]") header = lines.size();
+        lines.push_back(line);
+    }
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        out += lines[i] + "\n";
+        if (dra && i == header) {
+            if (!host_driver) out += "host-driver-root = \"" + root + "\"\n";
+            if (!host_dev) out += "host-dev-root = \"" + root + "\"\n";
+        }
     }
     return out;
 }

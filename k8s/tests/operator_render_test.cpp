@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "inject/config.hpp"
 #include "k8s/sharing.hpp"
 #include "render.hpp"
 #include "temp_dir.hpp"
@@ -110,6 +111,31 @@ TEST(OperatorRender, DriverRootReachesInstallerAndConfigs) {
     const std::string toml = (*cm)["data"]["config.toml"];
     EXPECT_NE(toml.find("driver-root = \"/host/opt/sim\""), std::string::npos) << toml;
     EXPECT_NE(toml.find("dev-root = \"/host/opt/sim\""), std::string::npos) << toml;
+}
+
+// Every config.toml the operator rewrites for another driver root is one the daemons load:
+// the shipped DRA ConfigMap names host-driver-root already, and a second one made the plugin
+// refuse its config (seen on the cluster: "cannot redefine existing string").
+TEST(OperatorRender, DriverRootConfigsParseAsTheDaemonsReadThem) {
+    auto objs = render({{"hostPaths", {{"driverRoot", "/opt/sim"}}}, {"draDriver", {{"enabled", true}}}});
+    int seen = 0;
+    for (const auto& o : objs) {
+        if (o.obj["kind"] != "ConfigMap" || !o.obj.contains("data") ||
+            !o.obj["data"].contains("config.toml"))
+            continue;
+        ++seen;
+        auto cfg = inject::config::parse(o.obj["data"]["config.toml"].get<std::string>(),
+                                         op::key_of(o.obj));
+        ASSERT_TRUE(cfg) << cfg.error().what();
+        EXPECT_EQ(cfg->cli.driver_root, "/host/opt/sim") << op::key_of(o.obj);
+        if (o.component == "draDriver") {
+            EXPECT_EQ(cfg->cli.host_driver_root, "/opt/sim");
+            EXPECT_EQ(cfg->cli.host_dev_root, "/opt/sim");
+        }
+    }
+    EXPECT_GE(seen, 3);
+    const Json* dra = find(objs, "ConfigMap/enflame-system/enflame-dra-plugin");
+    ASSERT_TRUE(dra);
 }
 
 TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {
