@@ -222,7 +222,7 @@ debian_bins() {
 prerequisites() {
   local c
   [ "$(id -u)" -eq 0 ] || missing "needs root (mount namespaces, cgroups, containers)"
-  for c in runc unshare nsenter setsid openssl python3 curl ss ip; do
+  for c in runc unshare nsenter setsid openssl python3 curl ss ip iptables; do
     command -v "$c" >/dev/null || missing "needs $c on PATH"
   done
   [ -x /bin/busybox ] && file -L /bin/busybox | grep -q 'statically linked' ||
@@ -353,9 +353,20 @@ EOF
 # the cluster is up, the whole POD_NET is `unreachable` in the host's routing table, so a packet
 # for a pod that is gone fails here instead of leaving the machine (pod addresses are never
 # sent anywhere but to this machine's own network namespaces). containerd also runs
-# "loopback" for lo, the same script.
+# "loopback" for lo, the same script. The "kubernetes" Service (SVC_IP:443) reaches the API
+# server as kube-proxy would route it (there is no kube-proxy here): each pod has a route to
+# SVC_IP through GW, and one DNAT rule in the host's nat table (svc_rule) sends what pods send
+# there to the API server on 127.0.0.1, which the kernel allows from a pod's host end only
+# (route_localnet is set on those interfaces, not globally). So in-cluster clients work as
+# shipped, with no hostNetwork or KUBERNETES_SERVICE_HOST override.
 POD_NET=10.88
 GW=169.254.88.1
+SVC_IP=10.96.0.1
+# svc_rule -A|-D: add or delete the DNAT rule (tagged with DIR) in the host's nat table.
+svc_rule() {
+  iptables -w 5 -t nat "$1" PREROUTING -s "$POD_NET.0.0/16" -d "$SVC_IP/32" -p tcp --dport 443 \
+    -m comment --comment "ectk-cluster $D" -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT"
+}
 cni() {
   mkdir -p "$D/cni/bin" "$D/cni/conf" "$D/cni/state"
   cat > "$D/cni/bin/ectk-noop" <<EOF
@@ -382,8 +393,10 @@ case $CNI_COMMAND in
       ip link add "$h" type veth peer name "$CNI_IFNAME" netns "$CNI_NETNS" || err "veth $h"
       ip addr add __GW__/32 dev "$h" && ip link set "$h" up &&
         ip route add "$ip/32" dev "$h" src __GW__ || err "host side of $h"
+      echo 1 > "/proc/sys/net/ipv4/conf/$h/route_localnet" || err "route_localnet on $h"
       nsenter --net="$CNI_NETNS" sh -c "ip addr add $ip/32 dev $CNI_IFNAME && ip link set $CNI_IFNAME up &&
-        ip route add __GW__/32 dev $CNI_IFNAME" || err "pod side of $h"
+        ip route add __GW__/32 dev $CNI_IFNAME && ip route add __SVC_IP__/32 via __GW__ dev $CNI_IFNAME" ||
+        err "pod side of $h"
       echo "$CNI_CONTAINERID $h $ip" >> "$state/pods"
       ip=$ip/32
     fi
@@ -394,21 +407,25 @@ case $CNI_COMMAND in
 esac
 exit 0
 EOF
-  sed -i "s/__POD_NET__/$POD_NET/; s/__GW__/$GW/g" "$D/cni/bin/ectk-noop"
+  sed -i "s/__POD_NET__/$POD_NET/; s/__GW__/$GW/g; s/__SVC_IP__/$SVC_IP/g" "$D/cni/bin/ectk-noop"
   chmod 755 "$D/cni/bin/ectk-noop"
   ln -sf ectk-noop "$D/cni/bin/loopback"
   echo '{"cniVersion":"0.4.0","name":"ectk-noop","plugins":[{"type":"ectk-noop"}]}' > "$D/cni/conf/10-ectk-noop.conflist"
   # a packet for a pod address without its /32 route stops here
   ip route add unreachable "$POD_NET.0.0/16" 2>/dev/null || true
+  svc_rule -A || fail "iptables: cannot add the kubernetes Service's DNAT rule"
 }
 
-# cni_down: the veth pairs of pods whose DEL never came, and the unreachable route.
+# cni_down: the veth pairs of pods whose DEL never came, the unreachable route, the DNAT rule.
 cni_down() {
   local id h ip
   if [ -f "$D/cni/state/pods" ]; then
     while read -r id h ip; do ip link del "$h" 2>/dev/null || true; done < "$D/cni/state/pods"
   fi
   ip route del unreachable "$POD_NET.0.0/16" 2>/dev/null || true
+  if [ -n "${APISERVER_PORT:-}" ]; then
+    while svc_rule -D 2>/dev/null; do :; done
+  fi
 }
 
 kubelet_config() {
