@@ -1,10 +1,9 @@
 #!/usr/bin/env bats
 # enflame-gpu-operator on a real one-node Kubernetes (tests/cluster/cluster.sh): the GpuResource
 # CRD as the API server sees it (defaults, CEL, kubectl explain), then the operator installed
-# as shipped (`kubectl apply -k deployments/operator`) running the whole stack from one CR.
-# The harness's only changes to what deployments/operator ships are in operator_overlay below
-# (the API server's loopback address: the test node has no kube-proxy); the simulated host's
-# folder is the CR's spec.hostPaths.driverRoot, a field users set too.
+# as shipped (`kubectl apply -k deployments/operator`, unpatched: the harness routes the
+# kubernetes Service to the API server as kube-proxy would) running the whole stack from one
+# CR. The simulated host's folder is the CR's spec.hostPaths.driverRoot, a field users set too.
 # The tests run in order on one cluster. Run under the cluster lock:
 #   BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
 
@@ -30,29 +29,6 @@ setup_file() {
   # what NFD says about a node with an Enflame card (PCI vendor 1e36); the operator itself
   # puts enflame.com/gpu.present=true, which the stack's DaemonSets select, on such nodes
   "$KUBECTL" label node "$NODE_NAME" feature.node.kubernetes.io/pci-1e36.present=true --overwrite > /dev/null
-  operator_overlay "$OP/install"
-}
-
-# operator_overlay OUT: deployments/operator as shipped, plus what the harness needs: the test
-# node has no kube-proxy, so the operator reaches the API server on the host's loopback
-# (hostNetwork, which the namespace's restricted Pod Security level refuses: privileged there).
-operator_overlay() {
-  # shellcheck source=../cluster/overlay.sh
-  . "$TOP/tests/cluster/overlay.sh"  # api_route
-  mkdir -p "$1"
-  cat > "$1/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - $(realpath --relative-to="$1" "$TOP/deployments/operator")
-patches:
-  - target: {kind: Namespace, name: enflame-operator}
-    patch: |-
-      - op: replace
-        path: /metadata/labels/pod-security.kubernetes.io~1enforce
-        value: privileged
-$(api_route Deployment enflame-gpu-operator "$APISERVER_PORT")
-YAML
 }
 
 teardown_file() {
@@ -200,7 +176,7 @@ PY
 }
 
 @test "install: kubectl apply -k deployments/operator + the sample CR -> every component Ready, state ready 4/4" {
-  run -0 kc apply -k "$OP/install"
+  run -0 kc apply -k "$TOP/deployments/operator"
   run kc -n "$ONS" rollout status deploy/enflame-gpu-operator --timeout=120s
   [ "$status" -eq 0 ] || {
     kc -n "$ONS" get pods -o wide; kc -n "$ONS" describe pods | tail -n 20
@@ -479,6 +455,39 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   kc patch gr enflame --type=merge -p '{"spec":{"exporter":{"enabled":true}}}' > /dev/null
   run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=120s
 }
+
+# slice_devices: the names of the devices this node's ResourceSlices of our driver publish, sorted.
+slice_devices() {
+  kc get --raw "/apis/resource.k8s.io/v1beta1/resourceslices?fieldSelector=spec.nodeName=$NODE_NAME,spec.driver=gcu.enflame.com" |
+    jq -r '[.items[].spec.devices[]?.name] | sort | join(" ")'
+}
+has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
+
+@test "dual track: draDriver on beside the device plugin (auto: v1beta1, what 1.32 serves) -> the DRA plugin Ready, the cards as ResourceSlices, the shipped CEL S60 claim's pod gets one card; off -> its objects go, the device plugin stays" {
+  kc patch gr enflame --type=merge -p '{"spec":{"draDriver":{"enabled":true}}}' > /dev/null
+  run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=5/5 --timeout=180s
+  [ "$status" -eq 0 ] || { kc get gr enflame -o yaml; kc -n "$NS" get pods -o wide; false; }
+  run -0 kc get deviceclass gcu.enflame.com -o jsonpath='{.apiVersion} {.metadata.labels.app\.kubernetes\.io/managed-by}'
+  [ "$output" = "resource.k8s.io/v1beta1 enflame-gpu-operator" ]
+  run wait_for 30 has_slices
+  [ "$status" -eq 0 ] || { slice_devices; kc -n "$NS" logs ds/enflame-dra-plugin --tail=20; false; }
+  run -0 kc apply -f "$TOP/deployments/dra/examples/v1beta1/s60-32gi.yaml"
+  run kc wait --for=condition=Ready pod/s60-32gi --timeout=120s
+  [ "$status" -eq 0 ] || { kc describe pod s60-32gi | tail -n 15; false; }
+  run -0 wait_for 10 logs_name_a_card s60-32gi
+  run -0 kc logs s60-32gi
+  echo "$output"
+  run -0 grep -cE '/dev/gcu[0-9]+$' <<<"$output"
+  [ "$output" = 1 ]
+  kc delete -f "$TOP/deployments/dra/examples/v1beta1/s60-32gi.yaml" --grace-period=1 --wait > /dev/null
+  kc patch gr enflame --type=merge -p '{"spec":{"draDriver":{"enabled":false}}}' > /dev/null
+  run -0 wait_for 30 gone ds enflame-dra-plugin
+  run -0 wait_for 10 in_ns_gone "" deviceclass gcu.enflame.com
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=60s
+  run -0 kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.status.numberReady}'
+  [ "$output" = 1 ]
+}
+logs_name_a_card() { kc logs "$1" | grep -qE '/dev/gcu[0-9]+$'; }
 gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
 
 # in_ns_gone NS KIND NAME: no KIND NAME in namespace NS ("" for a cluster-scoped KIND).
@@ -554,7 +563,10 @@ monitor_says() { [[ $(component_field exporter serviceMonitor) == *"$1"* ]]; }
 @test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
   run kc delete gr enflame --timeout=180s
   echo "$output"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || {
+    kc -n "$NS" get ds,pods -o wide; kc get gr enflame -o yaml | tail -n 30
+    kc -n "$ONS" logs "$(leader)" --tail=30; false
+  }
   run -0 wait_for 120 gone_ns
   # the label the operator set is gone with its record; NFD's stays
   run -0 wait_for 10 no_gpu_label
