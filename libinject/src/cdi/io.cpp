@@ -183,53 +183,74 @@ Result<Node> from_json(const nlohmann::json& j, std::string_view source, int dep
 // ---------------------------------------------------------------------------------------------
 // The strict decoder.
 
+// Where a node sits in the spec ("devices[2].containerEdits.mounts[0]"), kept as a chain of
+// stack frames and written out only for an error message: building the string for every field
+// of every device was a fifth of a create's spec reading.
+struct Path {
+    const Path* parent = nullptr;  // nullptr: the top of the document
+    std::string_view key;           // a field's name
+    std::size_t index = 0;          // an item's index
+    bool is_item = false;
+
+    Path field(std::string_view k) const { return Path{this, k, 0, false}; }
+    Path item(std::size_t i) const { return Path{this, {}, i, true}; }
+
+    std::string str() const {
+        if (parent == nullptr) return {};
+        std::string out = parent->str();
+        if (is_item) return out + "[" + std::to_string(index) + "]";
+        return out.empty() ? std::string(key) : out + "." + std::string(key);
+    }
+};
+
+// Decodes the tree into a Spec, moving its strings out (the tree is dropped afterwards).
 class Decoder {
 public:
     explicit Decoder(std::string_view source) : source_(source) {}
 
-    Unexpected error(const Node& n, const std::string& path, const std::string& what) const {
+    Unexpected error(const Node& n, const Path& path, const std::string& what) const {
         std::string msg(source_);
         if (n.line > 0) msg += ": line " + std::to_string(n.line);
-        if (!path.empty()) msg += ": " + path;
+        if (const auto p = path.str(); !p.empty()) msg += ": " + p;
         return fail(Errc::InvalidInput, msg + ": " + what);
     }
-    Unexpected type_error(const Node& n, const std::string& path, std::string_view want) const {
+    Unexpected type_error(const Node& n, const Path& path, std::string_view want) const {
         return error(n, path, "want " + std::string(want) + ", got " + std::string(kind_name(n.kind)) +
                                   (n.kind == Node::Kind::Number || n.kind == Node::Kind::Bool
                                        ? " (quote it to make it a string)"
                                        : ""));
     }
 
-    Result<std::string> str(const Node& n, const std::string& path) const {
+    Result<std::string> str(Node& n, const Path& path) const {
         if (n.kind == Node::Kind::Null) return std::string();
         if (n.kind != Node::Kind::String) return type_error(n, path, "a string");
-        return n.text;
+        return std::move(n.text);
     }
 
-    Result<std::vector<std::string>> strs(const Node& n, const std::string& path) const {
+    Result<std::vector<std::string>> strs(Node& n, const Path& path) const {
         std::vector<std::string> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list of strings");
+        out.reserve(n.items.size());
         for (std::size_t i = 0; i < n.items.size(); ++i) {
-            INJECT_TRY(auto s, str(n.items[i], path + "[" + std::to_string(i) + "]"));
+            INJECT_TRY(auto s, str(n.items[i], path.item(i)));
             out.push_back(std::move(s));
         }
         return out;
     }
 
-    Result<std::map<std::string, std::string>> str_map(const Node& n, const std::string& path) const {
+    Result<std::map<std::string, std::string>> str_map(Node& n, const Path& path) const {
         std::map<std::string, std::string> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping of strings");
-        for (const auto& [k, v] : n.fields) {
-            INJECT_TRY(auto s, str(v, path + "." + k));
+        for (auto& [k, v] : n.fields) {
+            INJECT_TRY(auto s, str(v, path.field(k)));
             out[k] = std::move(s);
         }
         return out;
     }
 
-    Result<std::int64_t> integer(const Node& n, const std::string& path, std::int64_t lo,
-                                 std::int64_t hi) const {
+    Result<std::int64_t> integer(const Node& n, const Path& path, std::int64_t lo, std::int64_t hi) const {
         if (n.kind != Node::Kind::Number) return type_error(n, path, "an integer");
         std::string t = n.text;
         t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
@@ -257,7 +278,7 @@ public:
     }
 
     template <typename T>
-    Result<std::optional<T>> opt_int(const Node& n, const std::string& path) const {
+    Result<std::optional<T>> opt_int(const Node& n, const Path& path) const {
         if (n.kind == Node::Kind::Null) return std::optional<T>();
         INJECT_TRY(auto v, integer(n, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
                                    static_cast<std::int64_t>(std::numeric_limits<T>::max())));
@@ -266,23 +287,22 @@ public:
 
     // Walks a mapping, handing each known field to `fn(key, node, path)`; unknown fields fail.
     template <typename Fn>
-    Result<void> fields(const Node& n, const std::string& path, std::initializer_list<std::string_view> known,
-                        Fn&& fn) const {
+    Result<void> fields(Node& n, const Path& path, std::initializer_list<std::string_view> known, Fn&& fn) const {
         if (n.kind == Node::Kind::Null) return ok();
         if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping");
-        for (const auto& [k, v] : n.fields) {
+        for (auto& [k, v] : n.fields) {
             if (std::find(known.begin(), known.end(), k) == known.end())
                 return error(v, path, "unknown field '" + k + "'");
-            INJECT_TRY_VOID(fn(k, v, path.empty() ? k : path + "." + k));
+            INJECT_TRY_VOID(fn(k, v, path.field(k)));
         }
         return ok();
     }
 
-    Result<DeviceNode> device_node(const Node& n, const std::string& path) const {
+    Result<DeviceNode> device_node(Node& n, const Path& path) const {
         DeviceNode d;
         INJECT_TRY_VOID(fields(n, path,
                                {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "path") { INJECT_TRY(d.path, str(v, p)); }
             else if (k == "hostPath") { INJECT_TRY(d.host_path, str(v, p)); }
             else if (k == "type") { INJECT_TRY(d.type, str(v, p)); }
@@ -297,10 +317,10 @@ public:
         return d;
     }
 
-    Result<Mount> mount(const Node& n, const std::string& path) const {
+    Result<Mount> mount(Node& n, const Path& path) const {
         Mount m;
         INJECT_TRY_VOID(fields(n, path, {"hostPath", "containerPath", "type", "options"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "hostPath") { INJECT_TRY(m.host_path, str(v, p)); }
             else if (k == "containerPath") { INJECT_TRY(m.container_path, str(v, p)); }
             else if (k == "type") { INJECT_TRY(m.type, str(v, p)); }
@@ -310,10 +330,10 @@ public:
         return m;
     }
 
-    Result<Hook> hook(const Node& n, const std::string& path) const {
+    Result<Hook> hook(Node& n, const Path& path) const {
         Hook h;
         INJECT_TRY_VOID(fields(n, path, {"hookName", "path", "args", "env", "timeout"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "hookName") { INJECT_TRY(h.hook_name, str(v, p)); }
             else if (k == "path") { INJECT_TRY(h.path, str(v, p)); }
             else if (k == "args") { INJECT_TRY(h.args, strs(v, p)); }
@@ -325,33 +345,34 @@ public:
     }
 
     template <typename T, typename Fn>
-    Result<std::vector<T>> list(const Node& n, const std::string& path, Fn&& item) const {
+    Result<std::vector<T>> list(Node& n, const Path& path, Fn&& item) const {
         std::vector<T> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list");
+        out.reserve(n.items.size());
         for (std::size_t i = 0; i < n.items.size(); ++i) {
-            INJECT_TRY(T v, item(n.items[i], path + "[" + std::to_string(i) + "]"));
+            INJECT_TRY(T v, item(n.items[i], path.item(i)));
             out.push_back(std::move(v));
         }
         return out;
     }
 
-    Result<ContainerEdits> edits(const Node& n, const std::string& path) const {
+    Result<ContainerEdits> edits(Node& n, const Path& path) const {
         ContainerEdits e;
         INJECT_TRY_VOID(fields(n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "env") {
                 INJECT_TRY(e.env, strs(v, p));
             } else if (k == "deviceNodes") {
-                INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](const Node& x, const std::string& xp) {
+                INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](Node& x, const Path& xp) {
                     return device_node(x, xp);
                 }));
             } else if (k == "hooks") {
-                INJECT_TRY(e.hooks, list<Hook>(v, p, [&](const Node& x, const std::string& xp) { return hook(x, xp); }));
+                INJECT_TRY(e.hooks, list<Hook>(v, p, [&](Node& x, const Path& xp) { return hook(x, xp); }));
             } else if (k == "mounts") {
-                INJECT_TRY(e.mounts, list<Mount>(v, p, [&](const Node& x, const std::string& xp) { return mount(x, xp); }));
+                INJECT_TRY(e.mounts, list<Mount>(v, p, [&](Node& x, const Path& xp) { return mount(x, xp); }));
             } else {
-                INJECT_TRY(e.additional_gids, list<std::uint32_t>(v, p, [&](const Node& x, const std::string& xp)
+                INJECT_TRY(e.additional_gids, list<std::uint32_t>(v, p, [&](Node& x, const Path& xp)
                                                                             -> Result<std::uint32_t> {
                     INJECT_TRY(auto g, integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
                     return static_cast<std::uint32_t>(g);
@@ -362,10 +383,10 @@ public:
         return e;
     }
 
-    Result<Device> device(const Node& n, const std::string& path) const {
+    Result<Device> device(Node& n, const Path& path) const {
         Device d;
         INJECT_TRY_VOID(fields(n, path, {"name", "annotations", "containerEdits"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "name") { INJECT_TRY(d.name, str(v, p)); }
             else if (k == "annotations") { INJECT_TRY(d.annotations, str_map(v, p)); }
             else { INJECT_TRY(d.edits, edits(v, p)); }
@@ -374,16 +395,17 @@ public:
         return d;
     }
 
-    Result<Spec> spec(const Node& n) const {
-        if (n.kind != Node::Kind::Map) return type_error(n, "", "a mapping at the top");
+    Result<Spec> spec(Node& n) const {
+        const Path top;
+        if (n.kind != Node::Kind::Map) return type_error(n, top, "a mapping at the top");
         Spec s;
-        INJECT_TRY_VOID(fields(n, "", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
+        INJECT_TRY_VOID(fields(n, top, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
             if (k == "cdiVersion") { INJECT_TRY(s.version, str(v, p)); }
             else if (k == "kind") { INJECT_TRY(s.kind, str(v, p)); }
             else if (k == "annotations") { INJECT_TRY(s.annotations, str_map(v, p)); }
             else if (k == "devices") {
-                INJECT_TRY(s.devices, list<Device>(v, p, [&](const Node& x, const std::string& xp) { return device(x, xp); }));
+                INJECT_TRY(s.devices, list<Device>(v, p, [&](Node& x, const Path& xp) { return device(x, xp); }));
             } else { INJECT_TRY(s.edits, edits(v, p)); }
             return ok();
         }));
