@@ -188,8 +188,8 @@ Result<Node> from_json(const nlohmann::json& j, std::string_view source, int dep
 // of every device was a fifth of a create's spec reading.
 struct Path {
     const Path* parent = nullptr;  // nullptr: the top of the document
-    std::string_view key;           // a field's name
-    std::size_t index = 0;          // an item's index
+    std::string_view key;          // a field's name
+    std::size_t index = 0;         // an item's index
     bool is_item = false;
 
     Path field(std::string_view k) const { return Path{this, k, 0, false}; }
@@ -250,7 +250,8 @@ public:
         return out;
     }
 
-    Result<std::int64_t> integer(const Node& n, const Path& path, std::int64_t lo, std::int64_t hi) const {
+    Result<std::int64_t> integer(const Node& n, const Path& path, std::int64_t lo,
+                                 std::int64_t hi) const {
         if (n.kind != Node::Kind::Number) return type_error(n, path, "an integer");
         std::string t = n.text;
         t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
@@ -287,7 +288,8 @@ public:
 
     // Walks a mapping, handing each known field to `fn(key, node, path)`; unknown fields fail.
     template <typename Fn>
-    Result<void> fields(Node& n, const Path& path, std::initializer_list<std::string_view> known, Fn&& fn) const {
+    Result<void> fields(Node& n, const Path& path, std::initializer_list<std::string_view> known,
+                        Fn&& fn) const {
         if (n.kind == Node::Kind::Null) return ok();
         if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping");
         for (auto& [k, v] : n.fields) {
@@ -300,20 +302,31 @@ public:
 
     Result<DeviceNode> device_node(Node& n, const Path& path) const {
         DeviceNode d;
-        INJECT_TRY_VOID(fields(n, path,
-                               {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
-                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "path") { INJECT_TRY(d.path, str(v, p)); }
-            else if (k == "hostPath") { INJECT_TRY(d.host_path, str(v, p)); }
-            else if (k == "type") { INJECT_TRY(d.type, str(v, p)); }
-            else if (k == "major") { INJECT_TRY(d.major, opt_int<std::int64_t>(v, p)); }
-            else if (k == "minor") { INJECT_TRY(d.minor, opt_int<std::int64_t>(v, p)); }
-            else if (k == "fileMode") { INJECT_TRY(d.file_mode, opt_int<std::uint32_t>(v, p)); }
-            else if (k == "permissions") { INJECT_TRY(d.permissions, str(v, p)); }
-            else if (k == "uid") { INJECT_TRY(d.uid, opt_int<std::uint32_t>(v, p)); }
-            else { INJECT_TRY(d.gid, opt_int<std::uint32_t>(v, p)); }
-            return ok();
-        }));
+        INJECT_TRY_VOID(fields(
+            n, path,
+            {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
+            [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                if (k == "path") {
+                    INJECT_TRY(d.path, str(v, p));
+                } else if (k == "hostPath") {
+                    INJECT_TRY(d.host_path, str(v, p));
+                } else if (k == "type") {
+                    INJECT_TRY(d.type, str(v, p));
+                } else if (k == "major") {
+                    INJECT_TRY(d.major, opt_int<std::int64_t>(v, p));
+                } else if (k == "minor") {
+                    INJECT_TRY(d.minor, opt_int<std::int64_t>(v, p));
+                } else if (k == "fileMode") {
+                    INJECT_TRY(d.file_mode, opt_int<std::uint32_t>(v, p));
+                } else if (k == "permissions") {
+                    INJECT_TRY(d.permissions, str(v, p));
+                } else if (k == "uid") {
+                    INJECT_TRY(d.uid, opt_int<std::uint32_t>(v, p));
+                } else {
+                    INJECT_TRY(d.gid, opt_int<std::uint32_t>(v, p));
+                }
+                return ok();
+            }));
         return d;
     }
 
@@ -321,12 +334,17 @@ public:
         Mount m;
         INJECT_TRY_VOID(fields(n, path, {"hostPath", "containerPath", "type", "options"},
                                [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "hostPath") { INJECT_TRY(m.host_path, str(v, p)); }
-            else if (k == "containerPath") { INJECT_TRY(m.container_path, str(v, p)); }
-            else if (k == "type") { INJECT_TRY(m.type, str(v, p)); }
-            else { INJECT_TRY(m.options, strs(v, p)); }
-            return ok();
-        }));
+                                   if (k == "hostPath") {
+                                       INJECT_TRY(m.host_path, str(v, p));
+                                   } else if (k == "containerPath") {
+                                       INJECT_TRY(m.container_path, str(v, p));
+                                   } else if (k == "type") {
+                                       INJECT_TRY(m.type, str(v, p));
+                                   } else {
+                                       INJECT_TRY(m.options, strs(v, p));
+                                   }
+                                   return ok();
+                               }));
         return m;
     }
 
@@ -334,13 +352,19 @@ public:
         Hook h;
         INJECT_TRY_VOID(fields(n, path, {"hookName", "path", "args", "env", "timeout"},
                                [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "hookName") { INJECT_TRY(h.hook_name, str(v, p)); }
-            else if (k == "path") { INJECT_TRY(h.path, str(v, p)); }
-            else if (k == "args") { INJECT_TRY(h.args, strs(v, p)); }
-            else if (k == "env") { INJECT_TRY(h.env, strs(v, p)); }
-            else { INJECT_TRY(h.timeout, opt_int<int>(v, p)); }
-            return ok();
-        }));
+                                   if (k == "hookName") {
+                                       INJECT_TRY(h.hook_name, str(v, p));
+                                   } else if (k == "path") {
+                                       INJECT_TRY(h.path, str(v, p));
+                                   } else if (k == "args") {
+                                       INJECT_TRY(h.args, strs(v, p));
+                                   } else if (k == "env") {
+                                       INJECT_TRY(h.env, strs(v, p));
+                                   } else {
+                                       INJECT_TRY(h.timeout, opt_int<int>(v, p));
+                                   }
+                                   return ok();
+                               }));
         return h;
     }
 
@@ -359,27 +383,36 @@ public:
 
     Result<ContainerEdits> edits(Node& n, const Path& path) const {
         ContainerEdits e;
-        INJECT_TRY_VOID(fields(n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
-                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "env") {
-                INJECT_TRY(e.env, strs(v, p));
-            } else if (k == "deviceNodes") {
-                INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](Node& x, const Path& xp) {
-                    return device_node(x, xp);
-                }));
-            } else if (k == "hooks") {
-                INJECT_TRY(e.hooks, list<Hook>(v, p, [&](Node& x, const Path& xp) { return hook(x, xp); }));
-            } else if (k == "mounts") {
-                INJECT_TRY(e.mounts, list<Mount>(v, p, [&](Node& x, const Path& xp) { return mount(x, xp); }));
-            } else {
-                INJECT_TRY(e.additional_gids, list<std::uint32_t>(v, p, [&](Node& x, const Path& xp)
-                                                                            -> Result<std::uint32_t> {
-                    INJECT_TRY(auto g, integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
-                    return static_cast<std::uint32_t>(g);
-                }));
-            }
-            return ok();
-        }));
+        INJECT_TRY_VOID(fields(
+            n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
+            [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                if (k == "env") {
+                    INJECT_TRY(e.env, strs(v, p));
+                } else if (k == "deviceNodes") {
+                    INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](Node& x, const Path& xp) {
+                                   return device_node(x, xp);
+                               }));
+                } else if (k == "hooks") {
+                    INJECT_TRY(e.hooks, list<Hook>(v, p, [&](Node& x, const Path& xp) {
+                                   return hook(x, xp);
+                               }));
+                } else if (k == "mounts") {
+                    INJECT_TRY(e.mounts, list<Mount>(v, p, [&](Node& x, const Path& xp) {
+                                   return mount(x, xp);
+                               }));
+                } else {
+                    INJECT_TRY(
+                        e.additional_gids,
+                        list<std::uint32_t>(
+                            v, p, [&](Node& x, const Path& xp) -> Result<std::uint32_t> {
+                                INJECT_TRY(
+                                    auto g,
+                                    integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
+                                return static_cast<std::uint32_t>(g);
+                            }));
+                }
+                return ok();
+            }));
         return e;
     }
 
@@ -387,11 +420,15 @@ public:
         Device d;
         INJECT_TRY_VOID(fields(n, path, {"name", "annotations", "containerEdits"},
                                [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "name") { INJECT_TRY(d.name, str(v, p)); }
-            else if (k == "annotations") { INJECT_TRY(d.annotations, str_map(v, p)); }
-            else { INJECT_TRY(d.edits, edits(v, p)); }
-            return ok();
-        }));
+                                   if (k == "name") {
+                                       INJECT_TRY(d.name, str(v, p));
+                                   } else if (k == "annotations") {
+                                       INJECT_TRY(d.annotations, str_map(v, p));
+                                   } else {
+                                       INJECT_TRY(d.edits, edits(v, p));
+                                   }
+                                   return ok();
+                               }));
         return d;
     }
 
@@ -399,16 +436,24 @@ public:
         const Path top;
         if (n.kind != Node::Kind::Map) return type_error(n, top, "a mapping at the top");
         Spec s;
-        INJECT_TRY_VOID(fields(n, top, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
-                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
-            if (k == "cdiVersion") { INJECT_TRY(s.version, str(v, p)); }
-            else if (k == "kind") { INJECT_TRY(s.kind, str(v, p)); }
-            else if (k == "annotations") { INJECT_TRY(s.annotations, str_map(v, p)); }
-            else if (k == "devices") {
-                INJECT_TRY(s.devices, list<Device>(v, p, [&](Node& x, const Path& xp) { return device(x, xp); }));
-            } else { INJECT_TRY(s.edits, edits(v, p)); }
-            return ok();
-        }));
+        INJECT_TRY_VOID(
+            fields(n, top, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
+                   [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                       if (k == "cdiVersion") {
+                           INJECT_TRY(s.version, str(v, p));
+                       } else if (k == "kind") {
+                           INJECT_TRY(s.kind, str(v, p));
+                       } else if (k == "annotations") {
+                           INJECT_TRY(s.annotations, str_map(v, p));
+                       } else if (k == "devices") {
+                           INJECT_TRY(s.devices, list<Device>(v, p, [&](Node& x, const Path& xp) {
+                                          return device(x, xp);
+                                      }));
+                       } else {
+                           INJECT_TRY(s.edits, edits(v, p));
+                       }
+                       return ok();
+                   }));
         return s;
     }
 
