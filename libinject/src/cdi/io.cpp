@@ -74,9 +74,10 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     // '.' or '_' (numbers) nor the first letter of a null/bool word, or are longer than every
     // such word (5 chars), and are strings. The word lists and the number grammar below are for
     // the rest; they took a quarter of the shim's spec parsing before this shortcut.
+    bool number_start = true;
     if (!s.empty()) {
         const char c = s.front();
-        const bool number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
+        number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
         if (!number_start && (s.size() > 5 || std::string_view("~nNtTfFyYoO").find(c) == std::string_view::npos))
             return Node::Kind::String;
     }
@@ -84,7 +85,8 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
                       "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
         return Node::Kind::Bool;
-    if (is_yaml_number(s)) return Node::Kind::Number;
+    // A number starts with a digit, a sign, '.' or '_' (is_yaml_number() refuses anything else).
+    if (number_start && is_yaml_number(s)) return Node::Kind::Number;
     return Node::Kind::String;
 }
 
