@@ -4,14 +4,14 @@
 // for the configured mode, write config.json back atomically. The caller then execs the
 // low-level runtime either way.
 
+#include <memory>
+#include <string>
+
 #include "inject/cdi.hpp"
 #include "inject/config.hpp"
 #include "inject/request.hpp"
 #include "inject/result.hpp"
 #include "runc_log.hpp"
-
-#include <memory>
-#include <string>
 
 namespace shim {
 
