@@ -156,6 +156,7 @@ Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::str
     // The context names the file: a failed mkostemp alone only names the folder.
     INJECT_TRY_CTX(inject::fs::atomic_write(path, json, wopts), "writing " + path);
     out.rewritten = true;
+    out.document = std::make_shared<Json>(std::move(doc));
     out.summary = "mode " + std::string(inject::config::mode_name(cfg.runtime.mode)) + ": " + req.source + ": " +
                   std::to_string(edits.device_nodes.size()) + " device nodes, " + std::to_string(edits.mounts.size()) +
                   " mounts, " + std::to_string(edits.hooks.size()) + " hooks" +

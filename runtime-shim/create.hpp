@@ -4,13 +4,14 @@
 // for the configured mode, write config.json back atomically. The caller then execs the
 // low-level runtime either way.
 
+#include <memory>
+#include <string>
+
 #include "inject/cdi.hpp"
 #include "inject/config.hpp"
 #include "inject/request.hpp"
 #include "inject/result.hpp"
 #include "runc_log.hpp"
-
-#include <string>
 
 namespace shim {
 
@@ -28,6 +29,9 @@ struct ShimEnv {
 struct Outcome {
     bool rewritten = false;  ///< config.json was rewritten
     std::string summary;     ///< one line for the log
+    /// The parsed config.json. main() keeps the outcome until it execs the runtime, so the
+    /// document is never torn down: freeing its thousand nodes was 5 % of a create's work.
+    std::shared_ptr<void> document;
 };
 
 /// Edits `<bundle>/config.json` for the request it carries. A container that asks for nothing

@@ -109,6 +109,9 @@ int run(int argc, char** argv) {
     auto runtime = shim::find_runtime(cfg->runtime.runtimes, env_or_empty("PATH"));
     if (!runtime) die(log, runtime.error());
 
+    // Lives until the exec below, which never returns: what it holds is never freed, work that
+    // the exec makes pointless.
+    shim::Outcome edited;
     if (ra.edits_bundle()) {
         route_library_logs(log);
         const shim::ShimEnv env{self_dir(), cfg_path.given ? cfg_path.path : std::string(), env_or_empty("PATH")};
@@ -116,6 +119,7 @@ int run(int argc, char** argv) {
         auto out = shim::prepare_bundle(*cfg, bundle, env, log);
         if (!out) die(log, std::move(out).error().context("container '" + ra.container_id + "'"));
         log.debug("container '" + ra.container_id + "': " + out->summary);
+        edited = std::move(*out);
     }
 
     if (log.debug_enabled()) log.debug("exec " + *runtime + " " + ra.command);

@@ -74,9 +74,10 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     // '.' or '_' (numbers) nor the first letter of a null/bool word, or are longer than every
     // such word (5 chars), and are strings. The word lists and the number grammar below are for
     // the rest; they took a quarter of the shim's spec parsing before this shortcut.
+    bool number_start = true;
     if (!s.empty()) {
         const char c = s.front();
-        const bool number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
+        number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
         if (!number_start && (s.size() > 5 || std::string_view("~nNtTfFyYoO").find(c) == std::string_view::npos))
             return Node::Kind::String;
     }
@@ -84,7 +85,8 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
                       "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
         return Node::Kind::Bool;
-    if (is_yaml_number(s)) return Node::Kind::Number;
+    // A number starts with a digit, a sign, '.' or '_' (is_yaml_number() refuses anything else).
+    if (number_start && is_yaml_number(s)) return Node::Kind::Number;
     return Node::Kind::String;
 }
 
@@ -183,52 +185,74 @@ Result<Node> from_json(const nlohmann::json& j, std::string_view source, int dep
 // ---------------------------------------------------------------------------------------------
 // The strict decoder.
 
+// Where a node sits in the spec ("devices[2].containerEdits.mounts[0]"), kept as a chain of
+// stack frames and written out only for an error message: building the string for every field
+// of every device was a fifth of a create's spec reading.
+struct Path {
+    const Path* parent = nullptr;  // nullptr: the top of the document
+    std::string_view key;          // a field's name
+    std::size_t index = 0;         // an item's index
+    bool is_item = false;
+
+    Path field(std::string_view k) const { return Path{this, k, 0, false}; }
+    Path item(std::size_t i) const { return Path{this, {}, i, true}; }
+
+    std::string str() const {
+        if (parent == nullptr) return {};
+        std::string out = parent->str();
+        if (is_item) return out + "[" + std::to_string(index) + "]";
+        return out.empty() ? std::string(key) : out + "." + std::string(key);
+    }
+};
+
+// Decodes the tree into a Spec, moving its strings out (the tree is dropped afterwards).
 class Decoder {
 public:
     explicit Decoder(std::string_view source) : source_(source) {}
 
-    Unexpected error(const Node& n, const std::string& path, const std::string& what) const {
+    Unexpected error(const Node& n, const Path& path, const std::string& what) const {
         std::string msg(source_);
         if (n.line > 0) msg += ": line " + std::to_string(n.line);
-        if (!path.empty()) msg += ": " + path;
+        if (const auto p = path.str(); !p.empty()) msg += ": " + p;
         return fail(Errc::InvalidInput, msg + ": " + what);
     }
-    Unexpected type_error(const Node& n, const std::string& path, std::string_view want) const {
+    Unexpected type_error(const Node& n, const Path& path, std::string_view want) const {
         return error(n, path, "want " + std::string(want) + ", got " + std::string(kind_name(n.kind)) +
                                   (n.kind == Node::Kind::Number || n.kind == Node::Kind::Bool
                                        ? " (quote it to make it a string)"
                                        : ""));
     }
 
-    Result<std::string> str(const Node& n, const std::string& path) const {
+    Result<std::string> str(Node& n, const Path& path) const {
         if (n.kind == Node::Kind::Null) return std::string();
         if (n.kind != Node::Kind::String) return type_error(n, path, "a string");
-        return n.text;
+        return std::move(n.text);
     }
 
-    Result<std::vector<std::string>> strs(const Node& n, const std::string& path) const {
+    Result<std::vector<std::string>> strs(Node& n, const Path& path) const {
         std::vector<std::string> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list of strings");
+        out.reserve(n.items.size());
         for (std::size_t i = 0; i < n.items.size(); ++i) {
-            INJECT_TRY(auto s, str(n.items[i], path + "[" + std::to_string(i) + "]"));
+            INJECT_TRY(auto s, str(n.items[i], path.item(i)));
             out.push_back(std::move(s));
         }
         return out;
     }
 
-    Result<std::map<std::string, std::string>> str_map(const Node& n, const std::string& path) const {
+    Result<std::map<std::string, std::string>> str_map(Node& n, const Path& path) const {
         std::map<std::string, std::string> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping of strings");
-        for (const auto& [k, v] : n.fields) {
-            INJECT_TRY(auto s, str(v, path + "." + k));
+        for (auto& [k, v] : n.fields) {
+            INJECT_TRY(auto s, str(v, path.field(k)));
             out[k] = std::move(s);
         }
         return out;
     }
 
-    Result<std::int64_t> integer(const Node& n, const std::string& path, std::int64_t lo,
+    Result<std::int64_t> integer(const Node& n, const Path& path, std::int64_t lo,
                                  std::int64_t hi) const {
         if (n.kind != Node::Kind::Number) return type_error(n, path, "an integer");
         std::string t = n.text;
@@ -257,7 +281,7 @@ public:
     }
 
     template <typename T>
-    Result<std::optional<T>> opt_int(const Node& n, const std::string& path) const {
+    Result<std::optional<T>> opt_int(const Node& n, const Path& path) const {
         if (n.kind == Node::Kind::Null) return std::optional<T>();
         INJECT_TRY(auto v, integer(n, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
                                    static_cast<std::int64_t>(std::numeric_limits<T>::max())));
@@ -266,127 +290,172 @@ public:
 
     // Walks a mapping, handing each known field to `fn(key, node, path)`; unknown fields fail.
     template <typename Fn>
-    Result<void> fields(const Node& n, const std::string& path, std::initializer_list<std::string_view> known,
+    Result<void> fields(Node& n, const Path& path, std::initializer_list<std::string_view> known,
                         Fn&& fn) const {
         if (n.kind == Node::Kind::Null) return ok();
         if (n.kind != Node::Kind::Map) return type_error(n, path, "a mapping");
-        for (const auto& [k, v] : n.fields) {
+        for (auto& [k, v] : n.fields) {
             if (std::find(known.begin(), known.end(), k) == known.end())
                 return error(v, path, "unknown field '" + k + "'");
-            INJECT_TRY_VOID(fn(k, v, path.empty() ? k : path + "." + k));
+            INJECT_TRY_VOID(fn(k, v, path.field(k)));
         }
         return ok();
     }
 
-    Result<DeviceNode> device_node(const Node& n, const std::string& path) const {
+    Result<DeviceNode> device_node(Node& n, const Path& path) const {
         DeviceNode d;
-        INJECT_TRY_VOID(fields(n, path,
-                               {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "path") { INJECT_TRY(d.path, str(v, p)); }
-            else if (k == "hostPath") { INJECT_TRY(d.host_path, str(v, p)); }
-            else if (k == "type") { INJECT_TRY(d.type, str(v, p)); }
-            else if (k == "major") { INJECT_TRY(d.major, opt_int<std::int64_t>(v, p)); }
-            else if (k == "minor") { INJECT_TRY(d.minor, opt_int<std::int64_t>(v, p)); }
-            else if (k == "fileMode") { INJECT_TRY(d.file_mode, opt_int<std::uint32_t>(v, p)); }
-            else if (k == "permissions") { INJECT_TRY(d.permissions, str(v, p)); }
-            else if (k == "uid") { INJECT_TRY(d.uid, opt_int<std::uint32_t>(v, p)); }
-            else { INJECT_TRY(d.gid, opt_int<std::uint32_t>(v, p)); }
-            return ok();
-        }));
+        INJECT_TRY_VOID(fields(
+            n, path,
+            {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"},
+            [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                if (k == "path") {
+                    INJECT_TRY(d.path, str(v, p));
+                } else if (k == "hostPath") {
+                    INJECT_TRY(d.host_path, str(v, p));
+                } else if (k == "type") {
+                    INJECT_TRY(d.type, str(v, p));
+                } else if (k == "major") {
+                    INJECT_TRY(d.major, opt_int<std::int64_t>(v, p));
+                } else if (k == "minor") {
+                    INJECT_TRY(d.minor, opt_int<std::int64_t>(v, p));
+                } else if (k == "fileMode") {
+                    INJECT_TRY(d.file_mode, opt_int<std::uint32_t>(v, p));
+                } else if (k == "permissions") {
+                    INJECT_TRY(d.permissions, str(v, p));
+                } else if (k == "uid") {
+                    INJECT_TRY(d.uid, opt_int<std::uint32_t>(v, p));
+                } else {
+                    INJECT_TRY(d.gid, opt_int<std::uint32_t>(v, p));
+                }
+                return ok();
+            }));
         return d;
     }
 
-    Result<Mount> mount(const Node& n, const std::string& path) const {
+    Result<Mount> mount(Node& n, const Path& path) const {
         Mount m;
         INJECT_TRY_VOID(fields(n, path, {"hostPath", "containerPath", "type", "options"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "hostPath") { INJECT_TRY(m.host_path, str(v, p)); }
-            else if (k == "containerPath") { INJECT_TRY(m.container_path, str(v, p)); }
-            else if (k == "type") { INJECT_TRY(m.type, str(v, p)); }
-            else { INJECT_TRY(m.options, strs(v, p)); }
-            return ok();
-        }));
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                                   if (k == "hostPath") {
+                                       INJECT_TRY(m.host_path, str(v, p));
+                                   } else if (k == "containerPath") {
+                                       INJECT_TRY(m.container_path, str(v, p));
+                                   } else if (k == "type") {
+                                       INJECT_TRY(m.type, str(v, p));
+                                   } else {
+                                       INJECT_TRY(m.options, strs(v, p));
+                                   }
+                                   return ok();
+                               }));
         return m;
     }
 
-    Result<Hook> hook(const Node& n, const std::string& path) const {
+    Result<Hook> hook(Node& n, const Path& path) const {
         Hook h;
         INJECT_TRY_VOID(fields(n, path, {"hookName", "path", "args", "env", "timeout"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "hookName") { INJECT_TRY(h.hook_name, str(v, p)); }
-            else if (k == "path") { INJECT_TRY(h.path, str(v, p)); }
-            else if (k == "args") { INJECT_TRY(h.args, strs(v, p)); }
-            else if (k == "env") { INJECT_TRY(h.env, strs(v, p)); }
-            else { INJECT_TRY(h.timeout, opt_int<int>(v, p)); }
-            return ok();
-        }));
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                                   if (k == "hookName") {
+                                       INJECT_TRY(h.hook_name, str(v, p));
+                                   } else if (k == "path") {
+                                       INJECT_TRY(h.path, str(v, p));
+                                   } else if (k == "args") {
+                                       INJECT_TRY(h.args, strs(v, p));
+                                   } else if (k == "env") {
+                                       INJECT_TRY(h.env, strs(v, p));
+                                   } else {
+                                       INJECT_TRY(h.timeout, opt_int<int>(v, p));
+                                   }
+                                   return ok();
+                               }));
         return h;
     }
 
     template <typename T, typename Fn>
-    Result<std::vector<T>> list(const Node& n, const std::string& path, Fn&& item) const {
+    Result<std::vector<T>> list(Node& n, const Path& path, Fn&& item) const {
         std::vector<T> out;
         if (n.kind == Node::Kind::Null) return out;
         if (n.kind != Node::Kind::Seq) return type_error(n, path, "a list");
+        out.reserve(n.items.size());
         for (std::size_t i = 0; i < n.items.size(); ++i) {
-            INJECT_TRY(T v, item(n.items[i], path + "[" + std::to_string(i) + "]"));
+            INJECT_TRY(T v, item(n.items[i], path.item(i)));
             out.push_back(std::move(v));
         }
         return out;
     }
 
-    Result<ContainerEdits> edits(const Node& n, const std::string& path) const {
+    Result<ContainerEdits> edits(Node& n, const Path& path) const {
         ContainerEdits e;
-        INJECT_TRY_VOID(fields(n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "env") {
-                INJECT_TRY(e.env, strs(v, p));
-            } else if (k == "deviceNodes") {
-                INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](const Node& x, const std::string& xp) {
-                    return device_node(x, xp);
-                }));
-            } else if (k == "hooks") {
-                INJECT_TRY(e.hooks, list<Hook>(v, p, [&](const Node& x, const std::string& xp) { return hook(x, xp); }));
-            } else if (k == "mounts") {
-                INJECT_TRY(e.mounts, list<Mount>(v, p, [&](const Node& x, const std::string& xp) { return mount(x, xp); }));
-            } else {
-                INJECT_TRY(e.additional_gids, list<std::uint32_t>(v, p, [&](const Node& x, const std::string& xp)
-                                                                            -> Result<std::uint32_t> {
-                    INJECT_TRY(auto g, integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
-                    return static_cast<std::uint32_t>(g);
-                }));
-            }
-            return ok();
-        }));
+        INJECT_TRY_VOID(fields(
+            n, path, {"env", "deviceNodes", "hooks", "mounts", "additionalGids"},
+            [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                if (k == "env") {
+                    INJECT_TRY(e.env, strs(v, p));
+                } else if (k == "deviceNodes") {
+                    INJECT_TRY(e.device_nodes, list<DeviceNode>(v, p, [&](Node& x, const Path& xp) {
+                                   return device_node(x, xp);
+                               }));
+                } else if (k == "hooks") {
+                    INJECT_TRY(e.hooks, list<Hook>(v, p, [&](Node& x, const Path& xp) {
+                                   return hook(x, xp);
+                               }));
+                } else if (k == "mounts") {
+                    INJECT_TRY(e.mounts, list<Mount>(v, p, [&](Node& x, const Path& xp) {
+                                   return mount(x, xp);
+                               }));
+                } else {
+                    INJECT_TRY(
+                        e.additional_gids,
+                        list<std::uint32_t>(
+                            v, p, [&](Node& x, const Path& xp) -> Result<std::uint32_t> {
+                                INJECT_TRY(
+                                    auto g,
+                                    integer(x, xp, 0, std::numeric_limits<std::uint32_t>::max()));
+                                return static_cast<std::uint32_t>(g);
+                            }));
+                }
+                return ok();
+            }));
         return e;
     }
 
-    Result<Device> device(const Node& n, const std::string& path) const {
+    Result<Device> device(Node& n, const Path& path) const {
         Device d;
         INJECT_TRY_VOID(fields(n, path, {"name", "annotations", "containerEdits"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "name") { INJECT_TRY(d.name, str(v, p)); }
-            else if (k == "annotations") { INJECT_TRY(d.annotations, str_map(v, p)); }
-            else { INJECT_TRY(d.edits, edits(v, p)); }
-            return ok();
-        }));
+                               [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                                   if (k == "name") {
+                                       INJECT_TRY(d.name, str(v, p));
+                                   } else if (k == "annotations") {
+                                       INJECT_TRY(d.annotations, str_map(v, p));
+                                   } else {
+                                       INJECT_TRY(d.edits, edits(v, p));
+                                   }
+                                   return ok();
+                               }));
         return d;
     }
 
-    Result<Spec> spec(const Node& n) const {
-        if (n.kind != Node::Kind::Map) return type_error(n, "", "a mapping at the top");
+    Result<Spec> spec(Node& n) const {
+        const Path top;
+        if (n.kind != Node::Kind::Map) return type_error(n, top, "a mapping at the top");
         Spec s;
-        INJECT_TRY_VOID(fields(n, "", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
-                               [&](const std::string& k, const Node& v, const std::string& p) -> Result<void> {
-            if (k == "cdiVersion") { INJECT_TRY(s.version, str(v, p)); }
-            else if (k == "kind") { INJECT_TRY(s.kind, str(v, p)); }
-            else if (k == "annotations") { INJECT_TRY(s.annotations, str_map(v, p)); }
-            else if (k == "devices") {
-                INJECT_TRY(s.devices, list<Device>(v, p, [&](const Node& x, const std::string& xp) { return device(x, xp); }));
-            } else { INJECT_TRY(s.edits, edits(v, p)); }
-            return ok();
-        }));
+        INJECT_TRY_VOID(
+            fields(n, top, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"},
+                   [&](const std::string& k, Node& v, const Path& p) -> Result<void> {
+                       if (k == "cdiVersion") {
+                           INJECT_TRY(s.version, str(v, p));
+                       } else if (k == "kind") {
+                           INJECT_TRY(s.kind, str(v, p));
+                       } else if (k == "annotations") {
+                           INJECT_TRY(s.annotations, str_map(v, p));
+                       } else if (k == "devices") {
+                           INJECT_TRY(s.devices, list<Device>(v, p, [&](Node& x, const Path& xp) {
+                                          return device(x, xp);
+                                      }));
+                       } else {
+                           INJECT_TRY(s.edits, edits(v, p));
+                       }
+                       return ok();
+                   }));
         return s;
     }
 

@@ -207,8 +207,9 @@ private:
             if (rest.empty() || rest.front() == '#') {
                 ++pos_;
                 item = nested(indent, false);
-            } else if (is_seq_item(rest) || split_entry(rest)) {
-                // "- key: v" / "- - x": the item is a block starting at this column
+            } else if (is_seq_item(rest) || (pending_ = split_entry(rest))) {
+                // "- key: v" / "- - x": the item is a block starting at this column (map() takes
+                // the entry split here instead of splitting the line again)
                 l.indent = indent + 1 + static_cast<int>(skipped);
                 l.text = rest;
                 item = node(l.indent);
@@ -229,7 +230,8 @@ private:
         while (at(indent) && !is_seq_item(lines_[pos_].text)) {
             const Line& l = lines_[pos_];
             const int no = l.no;
-            auto e = split_entry(l.text);
+            std::optional<Entry> e = pending_ ? std::move(pending_) : split_entry(l.text);
+            pending_.reset();
             if (!e) return std::nullopt;
             if (std::any_of(m.fields.begin(), m.fields.end(), [&](const auto& f) { return f.first == e->key; }))
                 return std::nullopt;  // yaml-cpp's path reports the duplicate
@@ -245,6 +247,7 @@ private:
     int eof_line_;  // the line where the end of the text is
     std::size_t pos_ = 0;
     int depth_ = 0;
+    std::optional<Entry> pending_;  // the entry seq() split from the line at pos_, for map()
 };
 
 }  // namespace
