@@ -325,6 +325,10 @@ cluster_up() {
 cluster_down() {
   if [ -z "${1:-}" ] || [ ! -d "$1" ]; then return 0; fi
   "$TOP/tests/cluster/cluster.sh" down "$1/cluster" >&3 2>&1 || true
+  # KEEP_CLUSTER_LOGS=DIR: the daemons' logs kept (DIR/<suite folder>) to read a failure after
+  if [ -n "${KEEP_CLUSTER_LOGS:-}" ] && [ -d "$1/cluster/logs" ]; then
+    mkdir -p "$KEEP_CLUSTER_LOGS" && cp -r "$1/cluster/logs" "$KEEP_CLUSTER_LOGS/$(basename "$1")" || true
+  fi
   rm -rf "$1"
 }
 
