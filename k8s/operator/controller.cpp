@@ -348,8 +348,9 @@ void Controller::discover_monitoring() {
         const std::lock_guard lock(monitoring_mu_);
         monitoring_ = served;
     }
-    inject::log::info("discovery: {} serves{}", kMonitoringGroupVersion,
-                      names.empty() ? " none of ServiceMonitor, PodMonitor, PrometheusRule" : names);
+    inject::log::info(
+        "discovery: {} serves{}", kMonitoringGroupVersion,
+        names.empty() ? " none of ServiceMonitor, PodMonitor, PrometheusRule" : names);
 }
 
 void Controller::monitoring_crd_changed() {
@@ -515,7 +516,7 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
         const Json st = l ? l->value("status", Json::object()) : Json::object();
         // a Deployment (NFD's master): its replicas as a DaemonSet's pods
         const bool ds = kind == "DaemonSet";
-        const long long want = ds ? st.value("desiredNumberScheduled", 0LL)
+        const long long want = ds  ? st.value("desiredNumberScheduled", 0LL)
                                : l ? (*l)["spec"].value("replicas", 1LL)
                                    : 0LL,
                         ready = st.value(ds ? "numberReady" : "readyReplicas", 0LL),

@@ -84,13 +84,12 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
         return *code;
-    if (!render_spec.empty())
-        return print_render(
-            o.manifests, render_spec,
-            op::Served{dra, prometheus_operator
-                                ? std::set<std::string>(op::kMonitoringKinds.begin(),
-                                                        op::kMonitoringKinds.end())
-                                : std::set<std::string>{}});
+    if (!render_spec.empty()) {
+        op::Served served{dra, {}};
+        if (prometheus_operator)
+            served.monitoring.insert(op::kMonitoringKinds.begin(), op::kMonitoringKinds.end());
+        return print_render(o.manifests, render_spec, served);
+    }
 
     auto cfg =
         kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);

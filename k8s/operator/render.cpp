@@ -618,8 +618,8 @@ inject::Result<std::vector<Object>> monitors(const std::string& manifests, const
             return str(o.obj, "kind") == m.kind && str(o.obj["metadata"], "name") == m.name;
         });
         if (it == tree.end())
-            return inject::fail(Errc::NotFound, manifests + "/monitoring/operator: no " +
-                                                    m.kind + " " + m.name);
+            return inject::fail(Errc::NotFound,
+                                manifests + "/monitoring/operator: no " + m.kind + " " + m.name);
         Object o = *it;
         const Json ms = monitor_spec(spec, m);
         if (ms.contains("labels"))
@@ -667,9 +667,8 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
         add(std::move(dra));
     }
     // not in deployments/ (the default install): their own folders, as `kubectl apply -k` them
-    for (const auto& [component, folder] :
-         {std::pair{"nfd", "nfd"}, std::pair{"npd", "npd"},
-          std::pair{"nodeExporter", "node-exporter"}})
+    for (const auto& [component, folder] : {std::pair{"nfd", "nfd"}, std::pair{"npd", "npd"},
+                                            std::pair{"nodeExporter", "node-exporter"}})
         if (enabled(spec, component)) {
             INJECT_TRY(auto more, load_dir(fs::path(manifests) / folder));
             add(std::move(more));

@@ -39,7 +39,7 @@ inline const std::vector<std::string> kMonitoringKinds{"ServiceMonitor", "PodMon
 
 /// What the API server serves that changes what is rendered (discovery).
 struct Served {
-    std::string dra_version = "v1";       ///< resource.k8s.io: v1 or v1beta1
+    std::string dra_version = "v1";      ///< resource.k8s.io: v1 or v1beta1
     std::set<std::string> monitoring{};  ///< monitoring.coreos.com/v1 kinds served
 };
 

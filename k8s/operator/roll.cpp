@@ -30,7 +30,8 @@ std::string annotation(const Json& o, const char* key) {
 /// NFD's default [class, vendor], pci-<class>_1e36.present (the class of Enflame's cards: 1200).
 bool enflame_pci(const Json& node) {
     const Json labels = node.value("metadata", Json::object()).value("labels", Json::object());
-    static const std::regex kPci("^feature\\.node\\.kubernetes\\.io/pci-([0-9a-f]{4}_)?1e36\\.present$");
+    static const std::regex kPci(
+        "^feature\\.node\\.kubernetes\\.io/pci-([0-9a-f]{4}_)?1e36\\.present$");
     for (const auto& [k, v] : labels.items())
         if (v == "true" && std::regex_match(k, kPci)) return true;
     return false;

@@ -333,19 +333,21 @@ TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
     EXPECT_FALSE(find_obj(objs, "ServiceMonitor", "enflame-node-exporter"));
     EXPECT_FALSE(find_obj(objs, "PrometheusRule", "enflame-gcu"));
     // asked, not served (another kind is): nothing, and the reason for the status
-    EXPECT_FALSE(find_obj(render(on, "v1", {"PodMonitor"}), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_FALSE(
+        find_obj(render(on, "v1", {"PodMonitor"}), "ServiceMonitor", "enflame-gcu-exporter"));
     const std::string why = monitor_status(on, {"PodMonitor"}, "exporter", "serviceMonitor");
     EXPECT_NE(why.find("skipped: the API server does not serve monitoring.coreos.com/v1 "
                        "ServiceMonitor"),
               std::string::npos)
         << why;
     // served, not asked (the default), or the exporter off: nothing, nothing to say
-    EXPECT_FALSE(
-        find_obj(render(Json::object(), "v1", kAllMonitoring), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_FALSE(find_obj(render(Json::object(), "v1", kAllMonitoring), "ServiceMonitor",
+                          "enflame-gcu-exporter"));
     EXPECT_EQ(monitor_status(Json::object(), {}, "exporter", "serviceMonitor"), "");
     Json off = on;
     off["exporter"]["enabled"] = false;
-    EXPECT_FALSE(find_obj(render(off, "v1", kAllMonitoring), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_FALSE(
+        find_obj(render(off, "v1", kAllMonitoring), "ServiceMonitor", "enflame-gcu-exporter"));
     EXPECT_EQ(monitor_status(off, {}, "exporter", "serviceMonitor"), "");
 }
 
@@ -424,8 +426,7 @@ TEST(OperatorRender, NfdOnItsFolderWithTheCrsImage) {
     ASSERT_TRUE(worker);
     EXPECT_EQ(master->component, "nfd");
     EXPECT_EQ(first_image(master->obj), first_image(worker->obj));
-    EXPECT_EQ(first_image(master->obj).rfind("registry.k8s.io/nfd/node-feature-discovery:v", 0),
-              0U)
+    EXPECT_EQ(first_image(master->obj).rfind("registry.k8s.io/nfd/node-feature-discovery:v", 0), 0U)
         << first_image(master->obj);
     for (const char* crd : {"nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io",
                             "nodefeaturegroups.nfd.k8s-sigs.io"}) {

@@ -51,9 +51,10 @@ TEST(OperatorNodeLabels, NfdDefaultClassVendorLabelCounts) {
         with("feature.node.kubernetes.io/pci-1200_1e36.present", "false"),
         with("feature.node.kubernetes.io/pci-1e36_1e36x.present", "true"),
         with("feature.node.kubernetes.io/pci-1200_10de_1e36.present", "true")};
-    EXPECT_EQ(op::plan_node_labels(nodes, true),
-              (std::map<std::string, bool>{{"feature.node.kubernetes.io/pci-1200_1e36.present", true},
-                                           {"feature.node.kubernetes.io/pci-0b40_1e36.present", true}}));
+    EXPECT_EQ(
+        op::plan_node_labels(nodes, true),
+        (std::map<std::string, bool>{{"feature.node.kubernetes.io/pci-1200_1e36.present", true},
+                                     {"feature.node.kubernetes.io/pci-0b40_1e36.present", true}}));
 }
 
 TEST(OperatorNodeLabels, ApplyBodies) {
