@@ -591,7 +591,7 @@ nfd_stand_in() {
     --file "$OP/nfd/healthz:/www/healthz"
 }
 component_says() { [[ $(component_field "$1" "$2") == *"$3"* ]]; }
-crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True; }
+crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
 
 @test "nfd, npd.podMonitor, nodeExporter.serviceMonitor, exporter.prometheusRule: NFD's objects applied and Ready (a stand-in image), each monitoring object skipped until its kind is served, then applied; an unchanged reconcile writes nothing; off -> all gone" {
   port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
@@ -696,6 +696,10 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
 @test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
   run kc delete gr enflame --timeout=180s
   echo "$output"
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o yaml | tail -n 40; kc get ds,deploy,pods -A -o wide
+    kc -n "$ONS" logs "$(leader)" | tail -n 30
+  fi
   [ "$status" -eq 0 ]
   run -0 wait_for 120 gone_ns
   # the label the operator set is gone with its record; NFD's stays
