@@ -47,6 +47,20 @@ QUANTITY = {"x-kubernetes-int-or-string": True,
             "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"}
 
 
+def monitor(kind, what, interval=True):
+    """A Prometheus Operator object of deployments/monitoring/operator the CR can ask for."""
+    props = {"enabled": b(f"Apply the {kind}.", False),
+             "labels": string_map(f"Labels added to the {kind} (e.g. the release label your "
+                                  "Prometheus selects).")}
+    if interval:
+        props["interval"] = s("Scrape interval (a Prometheus duration, e.g. 30s or 1m). Empty: the "
+                              "manifest's.", pattern=r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$")
+    return {"type": "object", "default": {}, "description": f"{what} (deployments/monitoring/"
+            f"operator), applied only where the API server serves monitoring.coreos.com/v1 {kind} "
+            "(Prometheus Operator); elsewhere status.components says it was skipped.",
+            "properties": props}
+
+
 def component(what, enabled, extra=None, rules=None):
     props = {
         "enabled": b(f"Deploy {what}.", enabled),
@@ -106,7 +120,8 @@ spec = {
         }, [{"rule": "!has(self.setAsDefault) || !self.setAsDefault || !has(self.enabled) || self.enabled",
              "message": "setAsDefault needs the toolkit enabled"}]),
         "featureDiscovery": component("the node labeler (enflame-feature-discovery)", True),
-        "nfd": component("Node Feature Discovery (off: use the one already in the cluster)", False),
+        "nfd": component("Node Feature Discovery (deployments/nfd: nfd-master, nfd-worker and NFD's "
+                         "CRDs, upstream's image; off: use the one already in the cluster)", False),
         "devicePlugin": component("the device plugin (enflame.com/gcu)", True, {
             "sharing": {"type": "object", "description": "Card sharing.", "properties": {
                 "timeSlicing": {"type": "object", "description": "Time-slicing: each card "
@@ -120,19 +135,17 @@ spec = {
                             default="auto", enum=["auto", "v1", "v1beta1"]),
         }),
         "exporter": component("the metrics exporter (enflame-gcu-exporter)", True, {
-            "serviceMonitor": {"type": "object", "default": {}, "description": "The exporter's "
-                               "ServiceMonitor (deployments/monitoring/operator), applied only where the "
-                               "API server serves monitoring.coreos.com/v1 ServiceMonitor (Prometheus "
-                               "Operator); elsewhere status.components says it was skipped.",
-                               "properties": {
-                                   "enabled": b("Apply the ServiceMonitor.", False),
-                                   "interval": s("Scrape interval (a Prometheus duration, e.g. 30s or 1m). "
-                                                 "Empty: the manifest's.", pattern=r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"),
-                                   "labels": string_map("Labels added to the ServiceMonitor (e.g. the "
-                                                        "release label your Prometheus selects).")}},
+            "serviceMonitor": monitor("ServiceMonitor", "The exporter's ServiceMonitor"),
+            "prometheusRule": monitor("PrometheusRule", "The GCU alerting rules "
+                                      "(deployments/monitoring/enflame-gcu.rules.yaml) as a PrometheusRule",
+                                      interval=False),
         }),
-        "npd": component("Node Problem Detector with the GCU checks", False),
-        "nodeExporter": component("the Prometheus node exporter", False),
+        "npd": component("Node Problem Detector with the GCU checks", False, {
+            "podMonitor": monitor("PodMonitor", "NPD's PodMonitor (its problem_gauge metrics)"),
+        }),
+        "nodeExporter": component("the Prometheus node exporter", False, {
+            "serviceMonitor": monitor("ServiceMonitor", "The node exporter's ServiceMonitor"),
+        }),
         "daemonsets": {"type": "object", "default": {}, "description": "Settings for every "
                        "DaemonSet the operator deploys.", "properties": {
                            "labels": string_map("Labels added to every DaemonSet's pods."),
@@ -193,7 +206,11 @@ status = {"type": "object", "description": "What the operator found, written by 
                                  "readyPods": {"type": "integer", "description": "Pods ready."},
                                  "updated": {"type": "integer", "description": "Pods at the current spec."},
                                  "message": s("One line."),
-                                 "serviceMonitor": s("exporter with serviceMonitor enabled: applied, "
+                                 "serviceMonitor": s("exporter or nodeExporter with serviceMonitor "
+                                                     "enabled: applied, or why it was skipped."),
+                                 "podMonitor": s("npd with podMonitor enabled: applied, or why it was "
+                                                 "skipped."),
+                                 "prometheusRule": s("exporter with prometheusRule enabled: applied, "
                                                      "or why it was skipped.")}}},
               "upgrade": {"type": "object", "description": "The node-by-node roll of the DaemonSets.",
                           "properties": {

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "inject/log.hpp"
 
@@ -20,8 +21,7 @@ namespace {
 constexpr const char* kFinalizer = "enflame.com/gpu-operator";
 constexpr const char* kGroupVersion = "enflame.com/v1";
 const std::string kCrs = "/apis/enflame.com/v1/gpuresources";
-const std::string kMonitorGroupVersion = "monitoring.coreos.com/v1";
-const std::string kMonitorCrd = "servicemonitors.monitoring.coreos.com";
+const std::string kMonitorGroup = "monitoring.coreos.com";
 
 std::string str(const Json& j, const char* f) {
     return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
@@ -335,56 +335,79 @@ std::optional<Json> Controller::live(const Json& obj) const {
     return it->second->get(key_of(obj));
 }
 
-void Controller::discover_service_monitors() {
-    auto d = client_.get("/apis/" + kMonitorGroupVersion);
-    bool served = false;
+void Controller::discover_monitoring() {
+    auto d = client_.get(std::string("/apis/") + kMonitoringGroupVersion);
+    std::set<std::string> served;
     if (d)
         for (const auto& r : d->value("resources", Json::array()))
-            served = served || str(r, "name") == "servicemonitors";
-    service_monitors_ = served;
-    inject::log::info("discovery: {} ServiceMonitor {}", kMonitorGroupVersion,
-                      served ? "served" : "not served");
+            for (const auto& kind : kMonitoringKinds)
+                if (str(r, "name") == plural_of(kind)) served.insert(kind);
+    std::string names;
+    for (const auto& k : served) names += " " + k;
+    {
+        const std::lock_guard lock(monitoring_mu_);
+        monitoring_ = served;
+    }
+    inject::log::info(
+        "discovery: {} serves{}", kMonitoringGroupVersion,
+        names.empty() ? " none of ServiceMonitor, PodMonitor, PrometheusRule" : names);
 }
 
-void Controller::service_monitor_crd_changed() {
-    bool served = false;
-    for (const auto& crd : monitor_crd_->items()) {
-        const Json st = crd.value("status", Json::object());
-        bool established = false;
-        for (const auto& c : st.value("conditions", Json::array()))
-            established =
-                established || (str(c, "type") == "Established" && str(c, "status") == "True");
-        for (const auto& v : crd.value("spec", Json::object()).value("versions", Json::array()))
-            served = served || (established && str(v, "name") == "v1" && v.value("served", false));
+void Controller::monitoring_crd_changed() {
+    std::set<std::string> served;
+    for (const auto& inf : monitoring_crds_)
+        for (const auto& crd : inf->items()) {
+            const Json spec = crd.value("spec", Json::object());
+            bool established = false;
+            for (const auto& c :
+                 crd.value("status", Json::object()).value("conditions", Json::array()))
+                established =
+                    established || (str(c, "type") == "Established" && str(c, "status") == "True");
+            for (const auto& v : spec.value("versions", Json::array()))
+                if (established && str(v, "name") == "v1" && v.value("served", false))
+                    served.insert(str(spec.value("names", Json::object()), "kind"));
+        }
+    std::set<std::string> was;
+    {
+        const std::lock_guard lock(monitoring_mu_);
+        was = std::exchange(monitoring_, served);
     }
-    if (served != service_monitors_.exchange(served))
-        inject::log::info("{}: ServiceMonitor {}", kMonitorCrd,
-                          served ? "served" : "no longer served");
+    for (const auto& k : kMonitoringKinds)
+        if (served.count(k) != was.count(k))
+            inject::log::info("{}.{}: {} {}", plural_of(k), kMonitorGroup, k,
+                              served.count(k) ? "served" : "no longer served");
     enqueue_all();
 }
 
-void Controller::watch_service_monitors() {
-    const std::string id = kMonitorGroupVersion + "/ServiceMonitor";
-    if (!service_monitors_ || owned_.count(id)) return;
-    auto inf = std::make_unique<Informer>(
-        client_, "/apis/" + kMonitorGroupVersion + "/servicemonitors", kMonitorGroupVersion,
-        "ServiceMonitor", std::string(kManagedBy) + "=" + kManagerName,
-        [this](const Json&) { enqueue_all(); });
-    std::thread([p = inf.get()] { p->run(); }).detach();
-    owned_[id] = std::move(inf);
-    inject::log::info("watching ServiceMonitors");
+std::set<std::string> Controller::monitoring_served() const {
+    const std::lock_guard lock(monitoring_mu_);
+    return monitoring_;
+}
+
+void Controller::watch_monitoring() {
+    for (const auto& kind : monitoring_served()) {
+        const std::string id = std::string(kMonitoringGroupVersion) + "/" + kind;
+        if (owned_.count(id)) continue;
+        auto inf = std::make_unique<Informer>(
+            client_, std::string("/apis/") + kMonitoringGroupVersion + "/" + plural_of(kind),
+            kMonitoringGroupVersion, kind, std::string(kManagedBy) + "=" + kManagerName,
+            [this](const Json&) { enqueue_all(); });
+        std::thread([p = inf.get()] { p->run(); }).detach();
+        owned_[id] = std::move(inf);
+        inject::log::info("watching {}s", kind);
+    }
 }
 
 inject::Result<void> Controller::run() {
     if (auto v = client_.resource_api_version()) dra_version_ = *v;
-    discover_service_monitors();
-    // Every kind any component can apply: render with everything on (the ServiceMonitor's
-    // informer starts when the kind is served: watch_service_monitors).
+    discover_monitoring();
+    // Every kind any component can apply: render with everything on (the monitoring kinds'
+    // informers start when a kind is served: watch_monitoring).
     Json all = Json::object();
     for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
                           "exporter", "npd", "nodeExporter"})
         all[c]["enabled"] = true;
-    INJECT_TRY(auto objs, render(o_.manifests, all, Served{dra_version_, false}));
+    INJECT_TRY(auto objs, render(o_.manifests, all, Served{dra_version_, {}}));
     crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
                                       [this](const Json&) { enqueue_all(); });
     for (const auto& ob : objs) {
@@ -403,13 +426,15 @@ inject::Result<void> Controller::run() {
     pods_ = std::make_unique<Informer>(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
                                        "Pod", std::string(kManagedBy) + "=" + kManagerName,
                                        [this](const Json&) { enqueue_all(); });
-    monitor_crd_ = std::make_unique<Informer>(
-        client_, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        "apiextensions.k8s.io/v1", "CustomResourceDefinition", "",
-        [this](const Json&) { service_monitor_crd_changed(); }, "metadata.name=" + kMonitorCrd);
+    for (const auto& kind : kMonitoringKinds)
+        monitoring_crds_.push_back(std::make_unique<Informer>(
+            client_, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            "apiextensions.k8s.io/v1", "CustomResourceDefinition", "",
+            [this](const Json&) { monitoring_crd_changed(); },
+            "metadata.name=" + plural_of(kind) + "." + kMonitorGroup));
     std::vector<std::thread> threads;
     threads.emplace_back([this] { crs_->run(); });
-    threads.emplace_back([this] { monitor_crd_->run(); });
+    for (auto& inf : monitoring_crds_) threads.emplace_back([p = inf.get()] { p->run(); });
     threads.emplace_back([this] { nodes_->run(); });
     threads.emplace_back([this] { pods_->run(); });
     for (auto& [_, inf] : owned_) threads.emplace_back([p = inf.get()] { p->run(); });
@@ -475,7 +500,8 @@ Json condition(const Json& old_conds, const std::string& type, bool status,
 }  // namespace
 
 Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
-                              const std::string& error, const std::string& service_monitor) const {
+                              const std::string& error,
+                              const std::vector<MonitorStatus>& monitors) const {
     std::map<std::string, Json> comps;
     for (const auto& o : objs) {
         if (o.component == "base") continue;
@@ -484,13 +510,18 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
             c = {{"name", o.component}, {"ready", true}, {"objects", Json::array()}, {"desired", 0},
                  {"readyPods", 0},      {"updated", 0},  {"message", "applied"}};
         c["objects"].push_back(key_of(o.obj));
-        if (str(o.obj, "kind") != "DaemonSet") continue;
+        const std::string kind = str(o.obj, "kind");
+        if (kind != "DaemonSet" && kind != "Deployment") continue;
         const auto l = live(o.obj);
         const Json st = l ? l->value("status", Json::object()) : Json::object();
-        const long long want = st.value("desiredNumberScheduled", 0LL),
-                        ready = st.value("numberReady", 0LL),
-                        upd = st.value("updatedNumberScheduled", 0LL),
-                        avail = st.value("numberAvailable", 0LL);
+        // a Deployment (NFD's master): its replicas as a DaemonSet's pods
+        const bool ds = kind == "DaemonSet";
+        const long long want = ds  ? st.value("desiredNumberScheduled", 0LL)
+                               : l ? (*l)["spec"].value("replicas", 1LL)
+                                   : 0LL,
+                        ready = st.value(ds ? "numberReady" : "readyReplicas", 0LL),
+                        upd = st.value(ds ? "updatedNumberScheduled" : "updatedReplicas", 0LL),
+                        avail = st.value(ds ? "numberAvailable" : "availableReplicas", 0LL);
         c["desired"] = c["desired"].get<long long>() + want;
         c["readyPods"] = c["readyPods"].get<long long>() + ready;
         c["updated"] = c["updated"].get<long long>() + upd;
@@ -499,9 +530,9 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
         const std::string name = str(o.obj["metadata"], "name");
         if (!l || !current || want == 0 || upd < want || avail < want) {
             c["ready"] = false;
-            c["message"] = !l          ? "DaemonSet " + name + " not created yet"
-                           : want == 0 ? "DaemonSet " + name + ": no node selected"
-                                       : "DaemonSet " + name + ": " + std::to_string(avail) + "/" +
+            c["message"] = !l          ? kind + " " + name + " not created yet"
+                           : want == 0 ? kind + " " + name + ": no node selected"
+                                       : kind + " " + name + ": " + std::to_string(avail) + "/" +
                                              std::to_string(want) + " available, " +
                                              std::to_string(upd) + " updated";
         } else if (c["ready"].get<bool>()) {
@@ -512,8 +543,8 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
     int n = 0, ready = 0;
     bool progressing = false;
     std::string not_ready;
-    if (!service_monitor.empty() && comps.count("exporter"))
-        comps["exporter"]["serviceMonitor"] = service_monitor;
+    for (const auto& m : monitors)
+        if (comps.count(m.component)) comps[m.component][m.field] = m.message;
     for (auto& [name, c] : comps) {
         ++n;
         if (c["ready"].get<bool>())
@@ -699,8 +730,8 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     if (spec.contains("draDriver") && str(spec["draDriver"], "apiVersion") != "" &&
         str(spec["draDriver"], "apiVersion") != "auto")
         dra = str(spec["draDriver"], "apiVersion");
-    watch_service_monitors();
-    const Served served{dra, service_monitors_};
+    watch_monitoring();
+    const Served served{dra, monitoring_served()};
     INJECT_TRY(auto objs, render(o_.manifests, spec, served));
     prepare_roll(objs);
     INJECT_TRY_VOID(label_nodes(true, writes));
@@ -730,11 +761,7 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
             ++writes;
             inject::log::info("removed {}: its component is off", key_of(l));
         }
-    std::string monitor = service_monitor_skipped(spec, served);
-    if (monitor.empty())
-        for (const auto& o : objs)
-            if (str(o.obj, "kind") == "ServiceMonitor") monitor = "applied " + key_of(o.obj);
-    Json status = stack_status(cr, objs, error, monitor);
+    Json status = stack_status(cr, objs, error, monitoring_status(spec, served, objs));
     INJECT_TRY(status["upgrade"], roll(spec, objs, writes));
     int gcu_nodes = 0;
     for (const auto& n : nodes_->items())

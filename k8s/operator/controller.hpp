@@ -113,21 +113,24 @@ private:
                                             int& writes);
     [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
                                     const std::string& error,
-                                    const std::string& service_monitor) const;
+                                    const std::vector<MonitorStatus>& monitors) const;
     void enqueue_all();
-    /// Whether the server serves monitoring.coreos.com/v1 ServiceMonitor: discovery at start,
-    /// then the CRD's watch events (Established, v1 served) as it comes and goes.
-    void discover_service_monitors();
-    void service_monitor_crd_changed();
-    /// The ServiceMonitor informer, started the first time the kind is served (never watched
-    /// before: a cluster without prometheus-operator has no such collection).
-    void watch_service_monitors();
+    /// Which monitoring.coreos.com/v1 kinds (kMonitoringKinds) the server serves: discovery at
+    /// start, then the watch events of their CRDs (Established, v1 served) as they come and go.
+    void discover_monitoring();
+    void monitoring_crd_changed();
+    [[nodiscard]] std::set<std::string> monitoring_served() const;
+    /// The informer of each monitoring kind, started the first time the kind is served (never
+    /// watched before: a cluster without prometheus-operator has no such collection).
+    void watch_monitoring();
 
     k8s::api::Client& client_;
     Options o_;
     std::string dra_version_ = "v1";
-    std::atomic<bool> service_monitors_{false};
-    std::unique_ptr<Informer> monitor_crd_;  ///< servicemonitors.monitoring.coreos.com only
+    mutable std::mutex monitoring_mu_;
+    std::set<std::string> monitoring_;  ///< kinds served, under monitoring_mu_
+    /// one per kind: its CRD by name (<plural>.monitoring.coreos.com), nothing else
+    std::vector<std::unique_ptr<Informer>> monitoring_crds_;
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
     std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"

@@ -75,16 +75,21 @@ int main(int argc, char** argv) try {
         "JSON a line, and exit");
     app.add_option("--dra-version", dra, "with --render: resource.k8s.io version (v1 or v1beta1)")
         ->check(CLI::IsMember({"v1", "v1beta1"}));
-    bool service_monitors = false;
-    app.add_flag("--service-monitors", service_monitors,
-                 "with --render: the server serves monitoring.coreos.com/v1 ServiceMonitor");
+    bool prometheus_operator = false;
+    app.add_flag("--prometheus-operator", prometheus_operator,
+                 "with --render: the server serves monitoring.coreos.com/v1 ServiceMonitor, "
+                 "PodMonitor and PrometheusRule");
     app.add_option("--log-level", log_level, "debug, info, warn or error")
         ->envname("LOG_LEVEL")
         ->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
         return *code;
-    if (!render_spec.empty())
-        return print_render(o.manifests, render_spec, op::Served{dra, service_monitors});
+    if (!render_spec.empty()) {
+        op::Served served{dra, {}};
+        if (prometheus_operator)
+            served.monitoring.insert(op::kMonitoringKinds.begin(), op::kMonitoringKinds.end());
+        return print_render(o.manifests, render_spec, served);
+    }
 
     auto cfg =
         kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);

@@ -596,39 +596,76 @@ inject::Result<std::vector<Object>> kustomize(const std::string& dir) {
 
 namespace {
 
-constexpr const char* kExporterMonitor = "enflame-gcu-exporter";
+/// The objects of deployments/monitoring/operator a GpuResource can ask for: which component's
+/// field (spec.<component>.<field>: {enabled, interval, labels}) asks, and the object.
+struct Monitor {
+    const char* component;
+    const char* field;
+    const char* kind;
+    const char* name;
+};
+constexpr Monitor kMonitors[] = {
+    {"exporter", "serviceMonitor", "ServiceMonitor", "enflame-gcu-exporter"},
+    {"exporter", "prometheusRule", "PrometheusRule", "enflame-gcu"},
+    {"nodeExporter", "serviceMonitor", "ServiceMonitor", "enflame-node-exporter"},
+    {"npd", "podMonitor", "PodMonitor", "enflame-npd"},
+};
 
-Json service_monitor_spec(const Json& spec) {
-    return spec.value("exporter", Json::object()).value("serviceMonitor", Json::object());
+Json monitor_spec(const Json& spec, const Monitor& m) {
+    return spec.value(m.component, Json::object()).value(m.field, Json::object());
+}
+bool asked(const Json& spec, const Monitor& m) {
+    return enabled(spec, m.component) && monitor_spec(spec, m).value("enabled", false);
 }
 
-/// The exporter's ServiceMonitor from deployments/monitoring/operator, with the CR's interval
-/// and labels.
-inject::Result<Object> service_monitor(const std::string& manifests, const Json& sm) {
-    INJECT_TRY(auto objs, load_dir(fs::path(manifests) / "monitoring" / "operator"));
-    for (auto& o : objs) {
-        if (str(o.obj, "kind") != "ServiceMonitor" ||
-            str(o.obj["metadata"], "name") != kExporterMonitor)
-            continue;
-        if (sm.contains("labels"))
-            for (const auto& [k, v] : sm["labels"].items()) o.obj["metadata"]["labels"][k] = v;
-        if (!str(sm, "interval").empty())
-            for (auto& e : o.obj["spec"]["endpoints"]) e["interval"] = sm["interval"];
-        o.component = "exporter";
-        return std::move(o);
+/// The monitoring objects the CR asks for and the server serves, from
+/// deployments/monitoring/operator, with the CR's labels and scrape interval.
+inject::Result<std::vector<Object>> monitors(const std::string& manifests, const Json& spec,
+                                             const Served& served) {
+    std::vector<Object> out;
+    const bool any = std::any_of(std::begin(kMonitors), std::end(kMonitors), [&](const Monitor& m) {
+        return asked(spec, m) && served.monitoring.count(m.kind);
+    });
+    if (!any) return out;
+    INJECT_TRY(const auto tree, load_dir(fs::path(manifests) / "monitoring" / "operator"));
+    for (const auto& m : kMonitors) {
+        if (!asked(spec, m) || !served.monitoring.count(m.kind)) continue;
+        auto it = std::find_if(tree.begin(), tree.end(), [&](const Object& o) {
+            return str(o.obj, "kind") == m.kind && str(o.obj["metadata"], "name") == m.name;
+        });
+        if (it == tree.end())
+            return inject::fail(Errc::NotFound,
+                                manifests + "/monitoring/operator: no " + m.kind + " " + m.name);
+        Object o = *it;
+        const Json ms = monitor_spec(spec, m);
+        if (ms.contains("labels"))
+            for (const auto& [k, v] : ms["labels"].items()) o.obj["metadata"]["labels"][k] = v;
+        for (const char* list : {"endpoints", "podMetricsEndpoints"})
+            if (!str(ms, "interval").empty() && o.obj["spec"].contains(list))
+                for (auto& e : o.obj["spec"][list]) e["interval"] = ms["interval"];
+        o.component = m.component;
+        out.push_back(std::move(o));
     }
-    return inject::fail(Errc::NotFound,
-                        manifests + "/monitoring/operator: no ServiceMonitor " + kExporterMonitor);
+    return out;
 }
 
 }  // namespace
 
-std::string service_monitor_skipped(const Json& spec, const Served& served) {
-    if (!enabled(spec, "exporter") || !service_monitor_spec(spec).value("enabled", false) ||
-        served.service_monitors)
-        return "";
-    return "skipped: the API server does not serve monitoring.coreos.com/v1 ServiceMonitor "
-           "(install the Prometheus Operator's CRDs)";
+std::vector<MonitorStatus> monitoring_status(const Json& spec, const Served& served,
+                                             const std::vector<Object>& rendered) {
+    std::vector<MonitorStatus> out;
+    for (const auto& m : kMonitors) {
+        if (!asked(spec, m)) continue;
+        std::string msg = std::string("skipped: the API server does not serve ") +
+                          kMonitoringGroupVersion + " " + m.kind +
+                          " (install the Prometheus Operator's CRDs)";
+        for (const auto& o : rendered)
+            if (served.monitoring.count(m.kind) && str(o.obj, "kind") == m.kind &&
+                str(o.obj["metadata"], "name") == m.name)
+                msg = "applied " + key_of(o.obj);
+        out.push_back({m.component, m.field, msg});
+    }
+    return out;
 }
 
 inject::Result<std::vector<Object>> render(const std::string& manifests, const Json& spec,
@@ -646,25 +683,22 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
         add(std::move(dra));
     }
     // not in deployments/ (the default install): their own folders, as `kubectl apply -k` them
-    for (const auto& [component, folder] :
-         {std::pair{"npd", "npd"}, std::pair{"nodeExporter", "node-exporter"}})
+    for (const auto& [component, folder] : {std::pair{"nfd", "nfd"}, std::pair{"npd", "npd"},
+                                            std::pair{"nodeExporter", "node-exporter"}})
         if (enabled(spec, component)) {
             INJECT_TRY(auto more, load_dir(fs::path(manifests) / folder));
             add(std::move(more));
         }
-    const Json sm = service_monitor_spec(spec);
-    if (enabled(spec, "exporter") && sm.value("enabled", false) && served.service_monitors) {
-        INJECT_TRY(Object o, service_monitor(manifests, sm));
-        std::vector<Object> one;
-        one.push_back(std::move(o));
-        add(std::move(one));
-    }
+    INJECT_TRY(auto mon, monitors(manifests, spec, served));
+    add(std::move(mon));
     std::vector<Object> out;
     const Json ds = spec.value("daemonsets", Json::object());
     for (auto& o : objs) {
         if (!enabled(spec, o.component)) continue;
         const Json cs = spec.value(o.component, Json::object());
         if (str(o.obj, "kind") == "DaemonSet") customize_pods(o.obj, cs, ds);
+        // NFD's master: the component's own settings, not the DaemonSets' (spec.daemonsets)
+        if (str(o.obj, "kind") == "Deployment") customize_pods(o.obj, cs, Json::object());
         if (o.component == "toolkit") customize_toolkit(o, cs);
         if (o.component == "devicePlugin") customize_sharing(o, cs);
         customize_host_paths(o, spec);

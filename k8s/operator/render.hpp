@@ -9,6 +9,7 @@
 /// `render()` then fills in a GpuResource's spec.
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,17 @@ struct Object {
     bool generated = false;
 };
 
+/// The Prometheus Operator's group, whose kinds the operator applies only while they are served.
+inline constexpr const char* kMonitoringGroupVersion = "monitoring.coreos.com/v1";
+/// Its kinds the GpuResource can ask for (deployments/monitoring/operator holds one of each
+/// for our components).
+inline const std::vector<std::string> kMonitoringKinds{"ServiceMonitor", "PodMonitor",
+                                                       "PrometheusRule"};
+
 /// What the API server serves that changes what is rendered (discovery).
 struct Served {
-    std::string dra_version = "v1";  ///< resource.k8s.io: v1 or v1beta1
-    bool service_monitors = false;   ///< monitoring.coreos.com/v1 ServiceMonitor
+    std::string dra_version = "v1";      ///< resource.k8s.io: v1 or v1beta1
+    std::set<std::string> monitoring{};  ///< monitoring.coreos.com/v1 kinds served
 };
 
 /// The label on everything the operator applies (its watches select on it).
@@ -49,18 +57,28 @@ inline constexpr const char* kManagerName = "enflame-gpu-operator";
 
 /// What the operator applies for a GpuResource `spec` (defaults filled by the API server):
 /// deployments/overlays/device-plugin, plus deployments/overlays/dra (or dra-v1beta1 when
-/// `served.dra_version` is v1beta1) when the DRA driver is on, deployments/npd and
-/// deployments/node-exporter when npd / nodeExporter are on, and the exporter's ServiceMonitor
-/// of deployments/monitoring/operator when spec.exporter.serviceMonitor.enabled and the server
-/// serves the kind, all under `manifests`; objects of disabled components left out; image,
+/// `served.dra_version` is v1beta1) when the DRA driver is on, deployments/nfd,
+/// deployments/npd and deployments/node-exporter when nfd / npd / nodeExporter are on, and the
+/// objects of deployments/monitoring/operator the CR asks for (exporter.serviceMonitor,
+/// exporter.prometheusRule, nodeExporter.serviceMonitor, npd.podMonitor) whose kind the server
+/// serves, all under `manifests`; objects of disabled components left out; image,
 /// args, env, resources, nodeSelector, tolerations, priorityClassName, hostPaths and
 /// daemonsets settings filled in. A default spec gives exactly `kubectl kustomize deployments/`.
 [[nodiscard]] inject::Result<std::vector<Object>> render(const std::string& manifests,
                                                          const Json& spec, const Served& served);
 
-/// Why spec.exporter.serviceMonitor renders nothing ("" when it renders the ServiceMonitor or
-/// is off): for the CR's status.
-[[nodiscard]] std::string service_monitor_skipped(const Json& spec, const Served& served);
+/// One monitoring object the CR asks for, for status.components[component].field: "applied
+/// Kind/namespace/name", or "skipped: " and why.
+struct MonitorStatus {
+    std::string component, field, message;
+};
+/// Every monitoring object an enabled component asks for, with what became of it (`rendered`:
+/// render()'s output for the same spec and served).
+[[nodiscard]] std::vector<MonitorStatus> monitoring_status(const Json& spec, const Served& served,
+                                                           const std::vector<Object>& rendered);
+
+/// A kind's REST resource name (ServiceMonitor -> servicemonitors).
+[[nodiscard]] std::string plural_of(const std::string& kind);
 
 /// "Kind/namespace/name" (namespace empty for cluster-scoped objects).
 [[nodiscard]] std::string key_of(const Json& obj);

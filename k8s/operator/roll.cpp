@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <regex>
 
 namespace op {
 
@@ -23,6 +24,17 @@ std::string label(const Json& o, const char* key) {
 }
 std::string annotation(const Json& o, const char* key) {
     return str(meta(o).value("annotations", Json::object()), key);
+}
+
+/// NFD found an Enflame PCI device: pci-1e36.present (deviceLabelFields [vendor]) or, with
+/// NFD's default [class, vendor], pci-<class>_1e36.present (the class of Enflame's cards: 1200).
+bool enflame_pci(const Json& node) {
+    const Json labels = node.value("metadata", Json::object()).value("labels", Json::object());
+    static const std::regex kPci(
+        "^feature\\.node\\.kubernetes\\.io/pci-([0-9a-f]{4}_)?1e36\\.present$");
+    for (const auto& [k, v] : labels.items())
+        if (v == "true" && std::regex_match(k, kPci)) return true;
+    return false;
 }
 
 bool is_plugin(const std::string& name) {
@@ -92,7 +104,7 @@ std::map<std::string, bool> plan_node_labels(const std::vector<Json>& nodes, boo
     std::map<std::string, bool> out;
     for (const auto& n : nodes) {
         const std::string name = str(meta(n), "name");
-        const bool want = active && label(n, kNfdPciLabel) == "true";
+        const bool want = active && enflame_pci(n);
         const bool ours = !annotation(n, kLabelsSetAnnotation).empty();
         if (want && (!ours || label(n, kGpuPresent) != "true"))
             out[name] = true;

@@ -4,7 +4,8 @@
 /// \file
 /// What the operator does on nodes, as pure functions of the cache (the controller writes):
 /// - node labels: `enflame.com/gpu.present=true` on nodes where NFD found an Enflame PCI device
-///   (`feature.node.kubernetes.io/pci-1e36.present=true`), as NVIDIA's operator does with 10de;
+///   (`feature.node.kubernetes.io/pci-1e36.present=true`, or NFD's default class_vendor form
+///   `pci-1200_1e36.present`), as NVIDIA's operator does with 10de (pci-0300_10de too);
 /// - the ordered rolling upgrade: the toolkit installer and the plugins are OnDelete DaemonSets
 ///   the operator rolls itself, node by node, at most `daemonsets.maxUnavailable` nodes at once,
 ///   on each node the toolkit first and the device plugin / DRA plugin only once the node's
@@ -20,6 +21,8 @@
 
 namespace op {
 
+/// NFD's label for an Enflame PCI device with deviceLabelFields [vendor]; with its default
+/// [class, vendor] the label is pci-<class>_1e36.present, which counts too.
 inline constexpr const char* kNfdPciLabel = "feature.node.kubernetes.io/pci-1e36.present";
 inline constexpr const char* kGpuPresent = "enflame.com/gpu.present";
 /// On a node: the labels the operator set (so it removes those only). Its field manager for

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "inject/config.hpp"
 #include "k8s/sharing.hpp"
@@ -24,9 +25,13 @@ const Json* find(const std::vector<op::Object>& objs, const std::string& key) {
     return nullptr;
 }
 
+/// Every monitoring.coreos.com/v1 kind the operator applies, served (prometheus-operator's CRDs).
+const std::set<std::string> kAllMonitoring(op::kMonitoringKinds.begin(),
+                                           op::kMonitoringKinds.end());
+
 std::vector<op::Object> render(const Json& spec, const std::string& dra = "v1",
-                               bool service_monitors = false) {
-    auto r = op::render(kTree, spec, op::Served{dra, service_monitors});
+                               const std::set<std::string>& monitoring = {}) {
+    auto r = op::render(kTree, spec, op::Served{dra, monitoring});
     EXPECT_TRUE(r) << r.error().what();
     return r ? *r : std::vector<op::Object>{};
 }
@@ -315,6 +320,16 @@ TEST(OperatorRender, NodeExporterOnItsFolderWithTheCrsImage) {
     EXPECT_FALSE(find_obj(objs, "DaemonSet", "enflame-npd"));
 }
 
+/// The status line for COMPONENT's FIELD ("" when monitoring_status has none).
+std::string monitor_status(const Json& spec, const std::set<std::string>& served,
+                           const std::string& component, const std::string& field) {
+    const op::Served sv{"v1", served};
+    auto objs = render(spec, "v1", served);
+    for (const auto& m : op::monitoring_status(spec, sv, objs))
+        if (m.component == component && m.field == field) return m.message;
+    return "";
+}
+
 TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
     const Json on = {
         {"exporter",
@@ -322,7 +337,7 @@ TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
            {{"enabled", true}, {"interval", "30s"}, {"labels", {{"release", "kube-prom"}}}}}}}};
     // asked and served: deployments/monitoring/operator's, with the CR's interval and labels,
     // beside the exporter's Service it selects
-    auto objs = render(on, "v1", true);
+    auto objs = render(on, "v1", {"ServiceMonitor"});
     const op::Object* sm = find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter");
     ASSERT_TRUE(sm);
     EXPECT_EQ(sm->component, "exporter");
@@ -338,20 +353,136 @@ TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
               Json::array({svc->obj["metadata"]["namespace"]}));
     EXPECT_EQ(sm->obj["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
               svc->obj["metadata"]["labels"]["app.kubernetes.io/name"]);
-    EXPECT_EQ(op::service_monitor_skipped(on, op::Served{"v1", true}), "");
-    // asked, not served: nothing, and the reason for the status
-    EXPECT_FALSE(find_obj(render(on, "v1", false), "ServiceMonitor", "enflame-gcu-exporter"));
-    const std::string why = op::service_monitor_skipped(on, op::Served{"v1", false});
-    EXPECT_NE(why.find("does not serve monitoring.coreos.com/v1 ServiceMonitor"), std::string::npos)
+    EXPECT_EQ(monitor_status(on, {"ServiceMonitor"}, "exporter", "serviceMonitor"),
+              "applied ServiceMonitor/enflame-system/enflame-gcu-exporter");
+    // only the one asked for: not the node exporter's, not the rules
+    EXPECT_FALSE(find_obj(objs, "ServiceMonitor", "enflame-node-exporter"));
+    EXPECT_FALSE(find_obj(objs, "PrometheusRule", "enflame-gcu"));
+    // asked, not served (another kind is): nothing, and the reason for the status
+    EXPECT_FALSE(
+        find_obj(render(on, "v1", {"PodMonitor"}), "ServiceMonitor", "enflame-gcu-exporter"));
+    const std::string why = monitor_status(on, {"PodMonitor"}, "exporter", "serviceMonitor");
+    EXPECT_NE(why.find("skipped: the API server does not serve monitoring.coreos.com/v1 "
+                       "ServiceMonitor"),
+              std::string::npos)
         << why;
     // served, not asked (the default), or the exporter off: nothing, nothing to say
-    EXPECT_FALSE(
-        find_obj(render(Json::object(), "v1", true), "ServiceMonitor", "enflame-gcu-exporter"));
-    EXPECT_EQ(op::service_monitor_skipped(Json::object(), op::Served{"v1", false}), "");
+    EXPECT_FALSE(find_obj(render(Json::object(), "v1", kAllMonitoring), "ServiceMonitor",
+                          "enflame-gcu-exporter"));
+    EXPECT_EQ(monitor_status(Json::object(), {}, "exporter", "serviceMonitor"), "");
     Json off = on;
     off["exporter"]["enabled"] = false;
-    EXPECT_FALSE(find_obj(render(off, "v1", true), "ServiceMonitor", "enflame-gcu-exporter"));
-    EXPECT_EQ(op::service_monitor_skipped(off, op::Served{"v1", false}), "");
+    EXPECT_FALSE(
+        find_obj(render(off, "v1", kAllMonitoring), "ServiceMonitor", "enflame-gcu-exporter"));
+    EXPECT_EQ(monitor_status(off, {}, "exporter", "serviceMonitor"), "");
+}
+
+// The node exporter's ServiceMonitor, NPD's PodMonitor and the alert rules: each from
+// deployments/monitoring/operator, each only with its component on, asked and its kind served.
+TEST(OperatorRender, NodeExporterServiceMonitorNpdPodMonitorPrometheusRule) {
+    const Json spec = {
+        {"nodeExporter",
+         {{"enabled", true}, {"serviceMonitor", {{"enabled", true}, {"interval", "1m"}}}}},
+        {"npd",
+         {{"enabled", true},
+          {"podMonitor", {{"enabled", true}, {"interval", "45s"}, {"labels", {{"r", "p"}}}}}}},
+        {"exporter", {{"prometheusRule", {{"enabled", true}, {"labels", {{"release", "x"}}}}}}}};
+    auto objs = render(spec, "v1", kAllMonitoring);
+    const op::Object* nsm = find_obj(objs, "ServiceMonitor", "enflame-node-exporter");
+    ASSERT_TRUE(nsm);
+    EXPECT_EQ(nsm->component, "nodeExporter");
+    EXPECT_EQ(nsm->obj["spec"]["endpoints"][0]["interval"], "1m");
+    const op::Object* pm = find_obj(objs, "PodMonitor", "enflame-npd");
+    ASSERT_TRUE(pm);
+    EXPECT_EQ(pm->component, "npd");
+    EXPECT_EQ(pm->obj["spec"]["podMetricsEndpoints"][0]["interval"], "45s");
+    EXPECT_EQ(pm->obj["metadata"]["labels"]["r"], "p");
+    // it selects the pods deployments/npd makes, on their port's name
+    const op::Object* npd = find_obj(objs, "DaemonSet", "enflame-npd");
+    ASSERT_TRUE(npd);
+    EXPECT_EQ(pm->obj["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+              npd->obj["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]);
+    EXPECT_EQ(pm->obj["spec"]["podMetricsEndpoints"][0]["port"],
+              npd->obj["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"]);
+    const op::Object* rule = find_obj(objs, "PrometheusRule", "enflame-gcu");
+    ASSERT_TRUE(rule);
+    EXPECT_EQ(rule->component, "exporter");
+    EXPECT_EQ(rule->obj["metadata"]["labels"]["release"], "x");
+    EXPECT_FALSE(rule->obj["spec"]["groups"][0]["rules"].empty());
+    EXPECT_EQ(op::path_of(rule->obj),
+              "/apis/monitoring.coreos.com/v1/namespaces/kube-system/prometheusrules/enflame-gcu");
+    EXPECT_FALSE(find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter"));  // not asked
+    EXPECT_EQ(monitor_status(spec, kAllMonitoring, "npd", "podMonitor"),
+              "applied PodMonitor/kube-system/enflame-npd");
+    EXPECT_EQ(monitor_status(spec, kAllMonitoring, "exporter", "prometheusRule"),
+              "applied PrometheusRule/kube-system/enflame-gcu");
+    // only ServiceMonitor served: the PodMonitor and the rules skipped, each saying why
+    objs = render(spec, "v1", {"ServiceMonitor"});
+    EXPECT_TRUE(find_obj(objs, "ServiceMonitor", "enflame-node-exporter"));
+    EXPECT_FALSE(find_obj(objs, "PodMonitor", "enflame-npd"));
+    EXPECT_FALSE(find_obj(objs, "PrometheusRule", "enflame-gcu"));
+    EXPECT_NE(monitor_status(spec, {"ServiceMonitor"}, "npd", "podMonitor")
+                  .find("does not serve monitoring.coreos.com/v1 PodMonitor"),
+              std::string::npos);
+    EXPECT_NE(monitor_status(spec, {"ServiceMonitor"}, "exporter", "prometheusRule")
+                  .find("does not serve monitoring.coreos.com/v1 PrometheusRule"),
+              std::string::npos);
+    // the component off: its monitor goes with it, and nothing is said
+    Json off = spec;
+    off["npd"]["enabled"] = false;
+    EXPECT_FALSE(find_obj(render(off, "v1", kAllMonitoring), "PodMonitor", "enflame-npd"));
+    EXPECT_EQ(monitor_status(off, kAllMonitoring, "npd", "podMonitor"), "");
+}
+
+TEST(OperatorRender, NfdOffByDefault) {
+    auto objs = render(Json::object());
+    for (const auto& o : objs) EXPECT_NE(o.component, "nfd") << op::key_of(o.obj);
+    EXPECT_FALSE(find_obj(objs, "Deployment", "enflame-nfd-master"));
+    EXPECT_FALSE(find_obj(objs, "CustomResourceDefinition", "nodefeatures.nfd.k8s-sigs.io"));
+}
+
+// nfd on: deployments/nfd (upstream's image by its reference, pinned in its kustomization), the
+// CRDs NFD's daemons use, their accounts and RBAC; the CR's image fields reach both daemons;
+// spec.daemonsets (a DaemonSet-only setting) stays off the master's Deployment.
+TEST(OperatorRender, NfdOnItsFolderWithTheCrsImage) {
+    auto objs = render({{"nfd", {{"enabled", true}}}});
+    const op::Object* master = find_obj(objs, "Deployment", "enflame-nfd-master");
+    const op::Object* worker = find_obj(objs, "DaemonSet", "enflame-nfd-worker");
+    ASSERT_TRUE(master);
+    ASSERT_TRUE(worker);
+    EXPECT_EQ(master->component, "nfd");
+    EXPECT_EQ(first_image(master->obj), first_image(worker->obj));
+    EXPECT_EQ(first_image(master->obj).rfind("registry.k8s.io/nfd/node-feature-discovery:v", 0), 0U)
+        << first_image(master->obj);
+    for (const char* crd : {"nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io",
+                            "nodefeaturegroups.nfd.k8s-sigs.io"}) {
+        const Json* c = find(objs, std::string("CustomResourceDefinition//") + crd);
+        ASSERT_TRUE(c) << crd;
+        EXPECT_EQ(op::path_of(*c),
+                  std::string("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/") + crd);
+    }
+    EXPECT_TRUE(find(objs, "ServiceAccount/enflame-system/enflame-nfd-master"));
+    EXPECT_TRUE(find(objs, "Role/enflame-system/enflame-nfd-worker"));
+    const Json* crb = find(objs, "ClusterRoleBinding//enflame-nfd-master");
+    ASSERT_TRUE(crb);
+    EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");
+
+    objs = render({{"nfd",
+                    {{"enabled", true},
+                     {"repository", "mirror.example.com/nfd"},
+                     {"version", "v0.99.0"},
+                     {"nodeSelector", {{"pool", "gcu"}}}}},
+                   {"daemonsets", {{"updateStrategy", "OnDelete"}}}});
+    master = find_obj(objs, "Deployment", "enflame-nfd-master");
+    worker = find_obj(objs, "DaemonSet", "enflame-nfd-worker");
+    ASSERT_TRUE(master);
+    ASSERT_TRUE(worker);
+    for (const auto* o : {master, worker}) {
+        EXPECT_EQ(first_image(o->obj), "mirror.example.com/nfd/node-feature-discovery:v0.99.0");
+        EXPECT_EQ(o->obj["spec"]["template"]["spec"]["nodeSelector"]["pool"], "gcu");
+    }
+    EXPECT_EQ(worker->obj["spec"]["updateStrategy"]["type"], "OnDelete");
+    EXPECT_FALSE(master->obj["spec"].contains("updateStrategy"));
 }
 
 TEST(OperatorContains, Table) {

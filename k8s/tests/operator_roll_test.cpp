@@ -36,6 +36,27 @@ TEST(OperatorNodeLabels, SetWhereNfdFoundTheCardRemoveOnlyOurs) {
     EXPECT_EQ(off, (std::map<std::string, bool>{{"done", false}, {"gone", false}}));
 }
 
+// The NFD deployments/nfd ships runs with upstream's default PCI label fields (class, vendor):
+// an Enflame card (class 1200) shows as pci-1200_1e36.present. Other vendors' labels, a false
+// value, or 1e36 as a device id do not count.
+TEST(OperatorNodeLabels, NfdDefaultClassVendorLabelCounts) {
+    auto with = [](const std::string& label, const std::string& value) {
+        Json n = {{"metadata", {{"name", label}, {"labels", {{label, value}}}}}};
+        return n;
+    };
+    const std::vector<Json> nodes = {
+        with("feature.node.kubernetes.io/pci-1200_1e36.present", "true"),
+        with("feature.node.kubernetes.io/pci-0b40_1e36.present", "true"),
+        with("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+        with("feature.node.kubernetes.io/pci-1200_1e36.present", "false"),
+        with("feature.node.kubernetes.io/pci-1e36_1e36x.present", "true"),
+        with("feature.node.kubernetes.io/pci-1200_10de_1e36.present", "true")};
+    EXPECT_EQ(
+        op::plan_node_labels(nodes, true),
+        (std::map<std::string, bool>{{"feature.node.kubernetes.io/pci-1200_1e36.present", true},
+                                     {"feature.node.kubernetes.io/pci-0b40_1e36.present", true}}));
+}
+
 TEST(OperatorNodeLabels, ApplyBodies) {
     const Json set = op::node_label_body("n1", true);
     EXPECT_EQ(set["metadata"]["labels"][op::kGpuPresent], "true");

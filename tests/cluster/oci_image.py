@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""oci_image.py OUT --name NAME [--name NAME...] [--entrypoint JSON] [--cmd JSON] [--file SRC:DEST...]
+"""oci_image.py OUT --name NAME [--name NAME...] [--entrypoint JSON] [--cmd JSON] [--user UID] [--file SRC:DEST...]
 
 Writes OUT, an OCI image layout as a tar (oci-layout, index.json, blobs) holding one image
 whose single layer is a static busybox with its applet links, for `ctr images import`. Every
 --name becomes an index entry (annotations io.containerd.image.name and
 org.opencontainers.image.ref.name), so one import creates all the names. Byte-for-byte
 reproducible: no timestamps, root-owned entries, sorted applets. --file adds a host file at DEST
-(relative to /, mode kept): a stand-in for an upstream image, e.g. NPD's binary.
+(relative to /, mode kept): a stand-in for an upstream image, e.g. NPD's binary. --user sets
+the image's user (a numeric one passes a pod's runAsNonRoot).
 """
 import argparse
 import hashlib
@@ -60,6 +61,7 @@ def main():
     p.add_argument("--entrypoint", type=json.loads)
     p.add_argument("--cmd", type=json.loads, default=["sh"])
     p.add_argument("--file", action="append", default=[])
+    p.add_argument("--user")
     a = p.parse_args()
 
     blobs = {}
@@ -76,6 +78,8 @@ def main():
               "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(lay).hexdigest()]}}
     if a.entrypoint:
         config["config"]["Entrypoint"] = a.entrypoint
+    if a.user:
+        config["config"]["User"] = a.user
     manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "config": blob(json.dumps(config, sort_keys=True).encode(),
                                "application/vnd.oci.image.config.v1+json"),

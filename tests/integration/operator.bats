@@ -118,11 +118,13 @@ refused() {
 
 # same_as_kustomize SPEC_FILE DIR...: the operator's --render of SPEC_FILE is exactly what
 # kubectl kustomize renders of the DIRs together, plus the operator's label on each object.
+# RENDER_FLAGS: more flags for --render (--prometheus-operator: the monitoring kinds served).
 same_as_kustomize() {
   local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator spec=$1 d
   shift
   [ -x "$bin" ] || skip_or_fail "no $bin: cmake --build --preset dev --target enflame-gpu-operator"
-  run -0 "$bin" --manifests "$TOP/deployments" --render "$spec"
+  # shellcheck disable=SC2086
+  run -0 "$bin" --manifests "$TOP/deployments" --render "$spec" ${RENDER_FLAGS:-}
   echo "$output" > "$OP/rendered.jsonl"
   for d in "$@"; do kc kustomize "$d"; echo ---; done > "$OP/kustomized.yaml"
   run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" <<'PY'
@@ -151,6 +153,21 @@ PY
   nodeExporter: {enabled: true}' > "$OP/npd-cr.yaml"
   same_as_kustomize "$OP/npd-cr.yaml" "$TOP/deployments" "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
   [[ $output == "17 objects equal" ]]
+}
+
+@test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
+  cr x '  nfd: {enabled: true}
+  npd: {enabled: true, podMonitor: {enabled: true}}
+  nodeExporter: {enabled: true, serviceMonitor: {enabled: true}}
+  exporter: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}' > "$OP/nfd-cr.yaml"
+  RENDER_FLAGS=--prometheus-operator same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" \
+    "$TOP/deployments/nfd" "$TOP/deployments/npd" "$TOP/deployments/node-exporter" \
+    "$TOP/deployments/monitoring/operator"
+  [[ $output == "32 objects equal" ]]
+  # the kinds not served: the same without the four monitoring objects
+  same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" "$TOP/deployments/nfd" \
+    "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
+  [[ $output == "28 objects equal" ]]
 }
 
 # leader: the pod holding the operator's Lease.
@@ -498,19 +515,27 @@ component_field() { kc get gr enflame -o json | jq -r --arg n "$1" --arg f "$2" 
 no_npd_configmap() { local l; l=$(kc -n "$NS" get cm -o name) && [[ $l != *enflame-npd* ]]; }
 monitor_says() { [[ $(component_field exporter serviceMonitor) == *"$1"* ]]; }
 
-@test "npd, nodeExporter, exporter.serviceMonitor: on -> NPD and the node exporter Ready, the ServiceMonitor once its CRD is served; off -> all gone" {
-  port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
+npd_image() {
+  grep -oE 'registry\.k8s\.io/node-problem-detector/node-problem-detector:[^ ]+' \
+    "$TOP/deployments/npd/daemonset.yaml"
+}
+# npd_and_node_exporter_images: NPD, a stand-in under upstream's shipped name holding the real
+# NPD binary (npd_cluster.bats' way: this machine cannot pull upstream's image), and the node
+# exporter's image as built, imported into the cluster.
+npd_and_node_exporter_images() {
   local npd; npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
-  # NPD: a stand-in under upstream's shipped name holding the real NPD binary (npd_cluster.bats'
-  # way: this machine cannot pull upstream's image); the node exporter: its image as built
-  local image; image=$(grep -oE 'registry\.k8s\.io/node-problem-detector/node-problem-detector:[^ ]+' \
-    "$TOP/deployments/npd/daemonset.yaml")
-  python3 "$TOP/tests/cluster/oci_image.py" "$OP/npd.oci.tar" --name "$image" \
+  python3 "$TOP/tests/cluster/oci_image.py" "$OP/npd.oci.tar" --name "$(npd_image)" \
     --file "$npd:/node-problem-detector" --entrypoint '["/node-problem-detector"]' --cmd '[]'
   make -s -C "$TOP" node-exporter-image > "$OP/node-exporter-image.log" 2>&1 ||
     { tail -n 3 "$OP/node-exporter-image.log"; false; }
   "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$OP/npd.oci.tar" \
     "$TOP/build/images/node-exporter.oci.tar" > /dev/null
+}
+
+@test "npd, nodeExporter, exporter.serviceMonitor: on -> NPD and the node exporter Ready, the ServiceMonitor once its CRD is served; off -> all gone" {
+  port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
+  local image; image=$(npd_image)
+  npd_and_node_exporter_images
   kc patch gr enflame --type=merge -p '{"spec":{"npd":{"enabled":true},"nodeExporter":{"enabled":true},
     "exporter":{"serviceMonitor":{"enabled":true,"interval":"30s","labels":{"release":"kube-prom"}}}}}' > /dev/null
   run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=6/6 --timeout=120s
@@ -560,13 +585,131 @@ monitor_says() { [[ $(component_field exporter serviceMonitor) == *"$1"* ]]; }
   run -0 kc delete -f "$TOP/tests/cluster/servicemonitor-crd.yaml" --wait=true
 }
 
+# nfd_image: the NFD image deployments/nfd pins (its kustomization's images:).
+nfd_image() { kc kustomize "$TOP/deployments/nfd" | grep -m1 -oE 'registry\.k8s\.io/nfd/node-feature-discovery:[^ ]+'; }
+# nfd_stand_in OUT IMAGE: an image named IMAGE whose nfd-master and nfd-worker only answer
+# /healthz on :8080 (kubelet's probes) as user 65534: upstream's image cannot be pulled here.
+nfd_stand_in() {
+  mkdir -p "$OP/nfd"
+  printf '#!/bin/sh\n# stand-in for NFD: /healthz on :8080, nothing else\nexec httpd -f -p 8080 -h /www\n' \
+    > "$OP/nfd/nfd"
+  chmod 755 "$OP/nfd/nfd"
+  echo ok > "$OP/nfd/healthz"
+  python3 "$TOP/tests/cluster/oci_image.py" "$1" --name "$2" --user 65534 \
+    --file "$OP/nfd/nfd:/usr/bin/nfd-master" --file "$OP/nfd/nfd:/usr/bin/nfd-worker" \
+    --file "$OP/nfd/healthz:/www/healthz"
+}
+component_says() { [[ $(component_field "$1" "$2") == *"$3"* ]]; }
+crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
+
+@test "nfd, npd.podMonitor, nodeExporter.serviceMonitor, exporter.prometheusRule: NFD's objects applied and Ready (a stand-in image), each monitoring object skipped until its kind is served, then applied; an unchanged reconcile writes nothing; off -> all gone" {
+  port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
+  npd_and_node_exporter_images
+  local image; image=$(nfd_image)
+  [[ $image == registry.k8s.io/nfd/node-feature-discovery:v* ]]
+  nfd_stand_in "$OP/nfd.oci.tar" "$image"
+  "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$OP/nfd.oci.tar" > /dev/null
+  kc patch gr enflame --type=merge -p '{"spec":{"nfd":{"enabled":true},
+    "npd":{"enabled":true,"podMonitor":{"enabled":true,"interval":"45s"}},
+    "nodeExporter":{"enabled":true,"serviceMonitor":{"enabled":true,"labels":{"release":"kube-prom"}}},
+    "exporter":{"prometheusRule":{"enabled":true}}}}' > /dev/null
+  run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=7/7 --timeout=150s
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o jsonpath='{.status.components}'; echo
+    kc get pods -A -o wide; kc -n "$ONS" logs "$(leader)" | tail -n 20
+  fi
+  [ "$status" -eq 0 ]
+  # NFD: upstream's image by the reference deployments/nfd pins; master and worker Ready; its
+  # CRDs served; all owned by the CR
+  run -0 kc -n "$NS" get deploy enflame-nfd-master -o json
+  jq -e '.status.readyReplicas == 1' <<<"$output"
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  run -0 kc -n "$NS" get ds enflame-nfd-worker -o json
+  jq -e '.status.numberReady == 1' <<<"$output"
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
+  local crd
+  for crd in nodefeatures nodefeaturerules nodefeaturegroups; do
+    run -0 crd_established "$crd.nfd.k8s-sigs.io"
+    run -0 kc get crd "$crd.nfd.k8s-sigs.io" -o jsonpath='{.metadata.ownerReferences[0].kind}'
+    [ "$output" = GpuResource ]
+  done
+  run -0 kc get clusterrolebinding enflame-nfd-master -o jsonpath='{.subjects[0].namespace}'
+  [ "$output" = "$NS" ]
+  run -0 component_field nfd message
+  [ "$output" = "1/1 pods ready" ]
+  # no monitoring kind on this server: each object skipped, the status says which kind is missing
+  run -0 wait_for 10 component_says npd podMonitor "does not serve monitoring.coreos.com/v1 PodMonitor"
+  run -0 component_says nodeExporter serviceMonitor "does not serve monitoring.coreos.com/v1 ServiceMonitor"
+  run -0 component_says exporter prometheusRule "does not serve monitoring.coreos.com/v1 PrometheusRule"
+  # PodMonitor served: NPD's PodMonitor follows; the other two stay skipped
+  run -0 kc apply -f "$TOP/tests/cluster/podmonitor-crd.yaml"
+  run wait_for 30 kc -n kube-system get podmonitor enflame-npd
+  echo "# PodMonitor applied $output ms after its CRD" >&3
+  [ "$status" -eq 0 ] || { kc -n "$ONS" logs "$(leader)" | tail -n 20; false; }
+  run -0 kc -n kube-system get podmonitor enflame-npd -o json
+  jq -e '.spec.podMetricsEndpoints[0].interval == "45s"' <<<"$output"
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  run -0 wait_for 10 component_says npd podMonitor "applied PodMonitor/kube-system/enflame-npd"
+  run -0 component_says exporter prometheusRule "does not serve monitoring.coreos.com/v1 PrometheusRule"
+  run -1 kc -n kube-system get prometheusrule enflame-gcu
+  # the other two kinds served: the node exporter's ServiceMonitor and the rules
+  run -0 kc apply -f "$TOP/tests/cluster/servicemonitor-crd.yaml" -f "$TOP/tests/cluster/prometheusrule-crd.yaml"
+  run -0 wait_for 30 kc -n kube-system get servicemonitor enflame-node-exporter
+  run -0 wait_for 30 kc -n kube-system get prometheusrule enflame-gcu
+  run -0 kc -n kube-system get servicemonitor enflame-node-exporter -o jsonpath='{.metadata.labels.release}'
+  [ "$output" = kube-prom ]
+  # the rules as deployments/monitoring/operator ships them (one source of truth)
+  kc -n kube-system get prometheusrule enflame-gcu -o json | jq -S .spec > "$OP/rule.live.json"
+  python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))["spec"]))' \
+    "$TOP/deployments/monitoring/operator/prometheusrule.yaml" | jq -S . > "$OP/rule.tree.json"
+  diff "$OP/rule.tree.json" "$OP/rule.live.json"
+  run -0 wait_for 10 component_says exporter prometheusRule "applied PrometheusRule/kube-system/enflame-gcu"
+  run -0 component_says nodeExporter serviceMonitor "applied ServiceMonitor/kube-system/enflame-node-exporter"
+  # the exporter's own ServiceMonitor was not asked for: none
+  run -1 kc -n "$NS" get servicemonitor enflame-gcu-exporter
+  # settled with all of it on: a reconcile of the unchanged cluster writes nothing (NFD's CRDs
+  # and Deployment as the server keeps them still contain what the operator renders)
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=7/7 --timeout=60s
+  sleep 2
+  local pod; pod=$(leader)
+  local before; before=$(kc -n "$ONS" logs "$pod" | wc -l)
+  kc annotate gr enflame test.enflame.com/poke="$(date +%s%N)" --overwrite > /dev/null
+  run -0 wait_for 10 new_reconcile "$pod" "$before"
+  run -0 bash -c "\"$KUBECTL\" -n $ONS logs $pod | tail -n +$(( before + 1 )) | grep 'reconciled GpuResource enflame'"
+  echo "$output"
+  [[ $output == *"reconciled GpuResource enflame (active): 0 writes"* ]]
+  run ! grep -E ' [1-9][0-9]* writes' <<<"$output"
+  # all off: NFD's objects (its CRDs too) and the monitoring objects go
+  kc patch gr enflame --type=merge -p '{"spec":{"nfd":{"enabled":false},"npd":{"enabled":false},
+    "nodeExporter":{"enabled":false},"exporter":{"prometheusRule":{"enabled":false}}}}' > /dev/null
+  run -0 wait_for 30 in_ns_gone "$NS" deploy enflame-nfd-master
+  run -0 wait_for 10 in_ns_gone "$NS" ds enflame-nfd-worker
+  for crd in nodefeatures nodefeaturerules nodefeaturegroups; do
+    run -0 wait_for 30 in_ns_gone "" crd "$crd.nfd.k8s-sigs.io"
+  done
+  run -0 wait_for 10 in_ns_gone "" clusterrole enflame-nfd-master
+  run -0 wait_for 10 in_ns_gone "$NS" role enflame-nfd-worker
+  run -0 wait_for 10 in_ns_gone "$NS" sa enflame-nfd-worker
+  run -0 wait_for 10 in_ns_gone kube-system podmonitor enflame-npd
+  run -0 wait_for 10 in_ns_gone kube-system servicemonitor enflame-node-exporter
+  run -0 wait_for 10 in_ns_gone kube-system prometheusrule enflame-gcu
+  run -0 wait_for 30 in_ns_gone "$NS" ds enflame-npd
+  run -0 wait_for 60 port_closed 9100
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=60s
+  [ -z "$(component_field exporter prometheusRule)" ]
+  run -0 kc delete -f "$TOP/tests/cluster/podmonitor-crd.yaml" -f "$TOP/tests/cluster/servicemonitor-crd.yaml" \
+    -f "$TOP/tests/cluster/prometheusrule-crd.yaml" --wait=true
+}
+
 @test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
   run kc delete gr enflame --timeout=180s
   echo "$output"
-  [ "$status" -eq 0 ] || {
-    kc -n "$NS" get ds,pods -o wide; kc get gr enflame -o yaml | tail -n 30
-    kc -n "$ONS" logs "$(leader)" --tail=30; false
-  }
+  if [ "$status" -ne 0 ]; then
+    kc get gr enflame -o yaml | tail -n 40; kc get ds,deploy,pods -A -o wide
+    kc -n "$ONS" logs "$(leader)" | tail -n 30
+  fi
+  [ "$status" -eq 0 ]
   run -0 wait_for 120 gone_ns
   # the label the operator set is gone with its record; NFD's stays
   run -0 wait_for 10 no_gpu_label
