@@ -349,8 +349,8 @@ inject::Result<void> Controller::run() {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     inject::log::info("watching GpuResources and {} kinds it applies; reconciling", owned_.size());
     enqueue_all();
-    for (;;) {
-        const std::string key = queue_.get();
+    while (const auto next = queue_.get()) {  // never shut down: the process ends
+        const std::string& key = *next;
         auto r = reconcile(key);
         if (r) {
             queue_.forget(key);
@@ -360,6 +360,7 @@ inject::Result<void> Controller::run() {
         }
         queue_.done(key);
     }
+    return inject::ok();
 }
 
 namespace {
