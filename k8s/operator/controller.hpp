@@ -43,8 +43,15 @@ public:
 
 private:
     [[nodiscard]] inject::Result<std::string> relist();
-    /// Watches from `rv`; returns the last resourceVersion seen, or an error (410: relist).
+    /// Watches from `rv`, moving it on with each event, until the server ends the stream;
+    /// a 410 Gone is an Errc::Conflict error carrying the server's message.
     [[nodiscard]] inject::Result<void> watch(std::string& rv);
+    /// Watches from `rv` again and again, as client-go's reflector does: after the server's
+    /// timeout, and after a dropped connection, a 5xx or a 429 (backing off): the API server's
+    /// watch cache still holds what happened meanwhile, a new list is not needed. Returns
+    /// why the cache must be listed again: a 410 Gone (the server no longer has `rv`: after
+    /// its restart, or an etcd compaction that reset its watch cache), or too many failures.
+    [[nodiscard]] std::string watch_until_gone(std::string rv);
 
     k8s::api::Client& client_;
     std::string collection_, api_version_, kind_, selector_, field_selector_;

@@ -35,8 +35,8 @@ void WorkQueue::add_rate_limited(const std::string& key) {
         const std::lock_guard lock(mu_);
         n = failures_[key]++;
     }
-    add_after(key, std::min<std::chrono::milliseconds>(kBaseDelay * (1LL << std::min(n, 10)),
-                                                       kMaxDelay));
+    add_after(
+        key, std::min<std::chrono::milliseconds>(kBaseDelay * (1LL << std::min(n, 10)), kMaxDelay));
 }
 
 void WorkQueue::forget(const std::string& key) {

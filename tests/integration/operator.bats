@@ -399,6 +399,18 @@ dup_free() {
   jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output"
 }
 
+# drift_repaired_after WHEN: the device plugin's DaemonSet deleted by hand is back within 2 s
+# (WHEN names the moment in the timing line), then the CR is ready and nothing is duplicated.
+drift_repaired_after() {
+  local uid; uid=$(kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.metadata.uid}')
+  kc -n "$NS" delete ds enflame-device-plugin --wait=false > /dev/null
+  run -0 wait_for 10 ds_is_new enflame-device-plugin "$uid"
+  echo "# $1: DaemonSet back after $output ms" >&3
+  [ "$output" -lt 2000 ]
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
+  dup_free
+}
+
 @test "failover: the leader killed -> the other replica takes the Lease, puts back what drifted meanwhile, no duplicates" {
   local old; old=$(leader)
   [ -n "$old" ]
@@ -451,13 +463,42 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   # backoff is at most 5 s)
   run -0 wait_for 90 leader_renews
   sleep 6
-  local uid; uid=$(kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.metadata.uid}')
-  kc -n "$NS" delete ds enflame-device-plugin --wait=false > /dev/null
-  run -0 wait_for 10 ds_is_new enflame-device-plugin "$uid"
-  echo "# after the API server's restart: DaemonSet back after $output ms" >&3
-  [ "$output" -lt 2000 ]
-  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
-  dup_free
+  drift_repaired_after "after the API server's restart"
+}
+
+@test "failover: etcd compacted and restarted -> the API server answers the leader's watches 410 Gone, its informers relist, drift is still repaired within 2 s, no duplicates" {
+  local pod; pod=$(leader)
+  [ -n "$pod" ]
+  local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
+  # two writes after every informer's last event, then etcd's history compacted up to now: the
+  # revisions the informers (and the API server's watch caches) last saw are gone
+  kc -n default create configmap op-compact-probe > /dev/null
+  kc -n default delete configmap op-compact-probe > /dev/null
+  run -0 "$TOP/tests/cluster/cluster.sh" compact-etcd "$OP/cluster"
+  echo "# etcd compacted at revision $output" >&3
+  # etcd restarted: the API server's watch caches resume at compacted revisions, list again
+  # and end their clients' watches; the informers watch again from their resourceVersion
+  run "$TOP/tests/cluster/cluster.sh" restart-etcd "$OP/cluster"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run wait_for 60 relisted_on_410 "$pod" "$since" DaemonSet
+  if [ "$status" -ne 0 ]; then kc -n "$ONS" logs "$pod" | tail -n 30; fi
+  [ "$status" -eq 0 ]
+  local log; log=$(kc -n "$ONS" logs "$pod" | awk -v since="$since" '$1 >= since')
+  run -0 grep -o 'informer [A-Za-z]*: relisting: .*' <<<"$log"
+  echo "$output"
+  echo "# informers relisted after a 410: $(grep -c '410 Gone' <<<"$output") ($(grep -o '^informer [A-Za-z]*' <<<"$output" | cut -d' ' -f2 | sort -u | tr '\n' ' '))" >&3
+  # one line per relist, naming the kind and the server's answer
+  [[ $output == *"informer DaemonSet: relisting: the watch from resourceVersion "*" answered 410 Gone: too old resource version"* ]]
+  # the same process: it kept its Lease through the restart
+  [ "$(leader)" = "$pod" ]
+  drift_repaired_after "after the 410 and the relist"
+}
+# relisted_on_410 POD SINCE KIND: POD's operator logged, at or after SINCE, that its KIND
+# informer lists again because a watch was answered 410 Gone.
+relisted_on_410() {
+  kc -n "$ONS" logs "$1" | awk -v since="$2" '$1 >= since' |
+    grep -q "informer $3: relisting: the watch from resourceVersion [0-9]* answered 410 Gone"
 }
 
 @test "a second GpuResource is ignored, the first stays in effect" {
