@@ -10,7 +10,6 @@
 #   cluster.sh restart-apiserver DIR     stop kube-apiserver and start it again, wait until ready
 #   cluster.sh compact-etcd DIR          compact etcd's history up to its current revision (printed)
 #   cluster.sh restart-etcd DIR          stop etcd and start it again, wait until healthy
-#   cluster.sh restart-controller-manager DIR  the same for kube-controller-manager
 #
 # etcd and the control plane run on the host, bound to 127.0.0.1 only. containerd 1.7 (under a
 # supervisor that restarts it, as systemd's Restart=always) and kubelet run in a private mount
@@ -42,7 +41,7 @@ garbage-collector-controller,namespace-controller,resourceclaim-controller
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 usage() {
-  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd|restart-apiserver|compact-etcd|restart-etcd|restart-controller-manager DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
+  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd|restart-apiserver|compact-etcd|restart-etcd DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
   exit 2
 }
 
@@ -895,17 +894,6 @@ cmd_restart_etcd() {
   wait_ready etcd 20 etcd_ready
 }
 
-# Its garbage collector can stay behind after etcd's restart (its graph no longer in sync:
-# kubernetes/kubernetes#60037, #101740); a new process lists everything again.
-cmd_restart_controller_manager() {
-  load_state
-  ours kube-controller-manager >/dev/null ||
-    { echo "cluster: kube-controller-manager in '$D' is not running" >&2; exit 1; }
-  stop kube-controller-manager
-  relaunch kube-controller-manager
-  wait_ready kube-controller-manager 30 healthz "$(port kube-controller-manager)"
-}
-
 cmd_restart_containerd() {
   load_state
   NS_PID=$(ours namespace) || { echo "cluster: the cluster in '$D' is not running" >&2; exit 1; }
@@ -952,6 +940,5 @@ case $cmd in
   restart-apiserver) [ $# -eq 0 ] || usage; cmd_restart_apiserver ;;
   compact-etcd) [ $# -eq 0 ] || usage; cmd_compact_etcd ;;
   restart-etcd) [ $# -eq 0 ] || usage; cmd_restart_etcd ;;
-  restart-controller-manager) [ $# -eq 0 ] || usage; cmd_restart_controller_manager ;;
   *) usage ;;
 esac

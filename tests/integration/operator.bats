@@ -487,10 +487,6 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   run "$TOP/tests/cluster/cluster.sh" restart-etcd "$OP/cluster"
   echo "$output"
   [ "$status" -eq 0 ]
-  # not the operator's part: the controller-manager's garbage collector did not catch up after
-  # etcd's restart (the first run: a hand-deleted DaemonSet's pod left, then the deletion
-  # test's foreground deletes hung); a new one lists afresh
-  run -0 "$TOP/tests/cluster/cluster.sh" restart-controller-manager "$OP/cluster"
   run wait_for 60 relisted_on_410 "$pod" "$since"
   if [ "$status" -ne 0 ]; then kc -n "$ONS" logs "$pod" | tail -n 30; fi
   [ "$status" -eq 0 ]
