@@ -391,18 +391,12 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
 }
 
 # dup_free: every object the operator applied exists once (per kind and name), each DaemonSet
-# has one pod (within 60 s: the pod of a DaemonSet deleted by hand goes when the garbage
-# collector gets to it, later when its own watches were just answered 410).
+# has one pod.
 dup_free() {
   run -0 kc -n "$NS" get ds -o json
   jq -e 'all(.items[]; .status.currentNumberScheduled == 1 and .status.numberMisscheduled == 0)' <<<"$output"
-  run wait_for 60 one_pod_per_ds
-  [ "$status" -eq 0 ] || { kc -n "$NS" get pods -o wide; false; }
-  echo "# one pod per DaemonSet after $output ms" >&3
-}
-one_pod_per_ds() {
-  kc -n "$NS" get pods -o json | jq -e '[.items[] | select(.metadata.deletionTimestamp == null) |
-    .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)'
+  run -0 kc -n "$NS" get pods -o json
+  jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output"
 }
 
 # drift_repaired_after WHEN: the device plugin's DaemonSet deleted by hand is back within 2 s
