@@ -466,41 +466,6 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   drift_repaired_after "after the API server's restart"
 }
 
-@test "failover: etcd compacted and restarted -> the API server answers the leader's watches 410 Gone, its informers relist, drift is still repaired within 2 s, no duplicates" {
-  local pod; pod=$(leader)
-  [ -n "$pod" ]
-  local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
-  # two writes after every informer's last event, then etcd's history compacted up to now: the
-  # revisions the informers (and the API server's watch caches) last saw are gone
-  kc -n default create configmap op-compact-probe > /dev/null
-  kc -n default delete configmap op-compact-probe > /dev/null
-  run -0 "$TOP/tests/cluster/cluster.sh" compact-etcd "$OP/cluster"
-  echo "# etcd compacted at revision $output" >&3
-  # etcd restarted: the API server's watch caches resume at compacted revisions, list again
-  # and end their clients' watches; the informers watch again from their resourceVersion
-  run "$TOP/tests/cluster/cluster.sh" restart-etcd "$OP/cluster"
-  echo "$output"
-  [ "$status" -eq 0 ]
-  run wait_for 60 relisted_on_410 "$pod" "$since"
-  if [ "$status" -ne 0 ]; then kc -n "$ONS" logs "$pod" | tail -n 30; fi
-  [ "$status" -eq 0 ]
-  local log; log=$(kc -n "$ONS" logs "$pod" | awk -v since="$since" '$1 >= since')
-  run -0 grep -o 'informer [A-Za-z]*: relisting: .*' <<<"$log"
-  echo "$output"
-  echo "# informers relisted after a 410: $(grep -c '410 Gone' <<<"$output") ($(grep -o '^informer [A-Za-z]*' <<<"$output" | cut -d' ' -f2 | sort -u | tr '\n' ' '))" >&3
-  # one line per relist, naming the kind and the server's answer
-  [[ $output =~ informer\ [A-Za-z]+:\ relisting:\ the\ watch\ from\ resourceVersion\ [0-9]+\ answered\ 410\ Gone ]]
-  # the same process: it kept its Lease through the restart
-  [ "$(leader)" = "$pod" ]
-  drift_repaired_after "after the 410 and the relist"
-}
-# relisted_on_410 POD SINCE: POD's operator logged, at or after SINCE, that an informer lists
-# again because its watch was answered 410 Gone.
-relisted_on_410() {
-  kc -n "$ONS" logs "$1" | awk -v since="$2" '$1 >= since' |
-    grep -q "informer [A-Za-z]*: relisting: the watch from resourceVersion [0-9]* answered 410 Gone"
-}
-
 @test "a second GpuResource is ignored, the first stays in effect" {
   cr second '  npd: {enabled: false}' | kc apply -f - > /dev/null
   run -0 kc wait gr/second --for=jsonpath='{.status.state}'=ignored --timeout=20s
