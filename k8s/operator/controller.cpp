@@ -104,6 +104,7 @@ inject::Result<void> Informer::watch(std::string& rv) {
     if (!selector_.empty()) path += "&labelSelector=" + selector_;
     if (!field_selector_.empty()) path += "&fieldSelector=" + field_selector_;
     bool gone = false;
+    std::string message;
     INJECT_TRY_VOID(client_.watch(
         path,
         [&](const Json& ev) {
@@ -111,7 +112,8 @@ inject::Result<void> Informer::watch(std::string& rv) {
             Json o = ev.value("object", Json::object());
             if (type == "ERROR") {
                 gone = o.value("code", 0) == 410;
-                if (!gone) inject::log::warn("watch {}: {}", collection_, str(o, "message"));
+                message = str(o, "message");
+                if (!gone) inject::log::warn("watch {}: {}", collection_, message);
                 return false;
             }
             rv = rv_of(o);
@@ -129,14 +131,41 @@ inject::Result<void> Informer::watch(std::string& rv) {
             return true;
         },
         std::chrono::seconds(timeout + 30)));
-    if (gone)
-        return inject::fail(Errc::Conflict, "watch " + collection_ + ": 410 Gone: listing again");
+    if (gone) return inject::fail(Errc::Conflict, "410 Gone: " + message);
     return inject::ok();
+}
+
+std::string Informer::watch_until_gone(std::string rv) {
+    constexpr int kRetries = 8;  // backing off 0.5 s to 5 s: about 30 s without a server
+    std::chrono::milliseconds backoff{500};
+    for (int failures = 0;;) {
+        const std::string from = rv;
+        auto w = watch(rv);
+        if (w) {
+            failures = 0;  // the server ended the stream (its timeout): resume from rv
+            backoff = std::chrono::milliseconds(500);
+            continue;
+        }
+        const inject::Error& e = w.error();
+        if (e.code() == Errc::Conflict || k8s::api::gone(e))
+            return "the watch from resourceVersion " + from + " answered " + e.what();
+        // a dropped connection or 5xx (Io), a 429 while the server fills its watch cache
+        // (InvalidInput): try the watch again; anything else: list
+        if ((e.code() != Errc::Io && e.code() != Errc::InvalidInput) || ++failures > kRetries)
+            return "the watch from resourceVersion " + from + " failed: " + e.what();
+        inject::log::debug("informer {}: watch from resourceVersion {}: {} (again in {} ms)", kind_,
+                           from, e.what(), backoff.count());
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
 }
 
 void Informer::run() {
     std::chrono::milliseconds backoff{500};
-    for (;;) {
+    for (std::string reason;;) {
+        // one line per relist, naming the kind and why (the first list has no reason)
+        if (!reason.empty()) inject::log::info("informer {}: relisting: {}", kind_, reason);
+        reason.clear();  // a list that fails says so itself, below
         auto rv = relist();
         if (!rv) {
             // a kind the server does not serve (DRA's before it is on): look again every 5 min,
@@ -152,86 +181,8 @@ void Informer::run() {
             continue;
         }
         backoff = std::chrono::milliseconds(500);
-        std::string at = *rv;
-        for (;;) {
-            auto w = watch(at);
-            if (!w) {
-                inject::log::info("{}", w.error().what());
-                if (w.error().code() != Errc::Conflict) std::this_thread::sleep_for(backoff);
-                break;  // relist (410) or resume after a transport error by listing again
-            }
-            // the server ended the watch (its timeout): resume from the last resourceVersion
-        }
+        reason = watch_until_gone(*rv);
     }
-}
-
-// --- WorkQueue -------------------------------------------------------------------------------
-
-void WorkQueue::add(const std::string& key) {
-    {
-        const std::lock_guard lock(mu_);
-        if (!dirty_.insert(key).second) return;
-        if (processing_.count(key)) return;  // done() queues it again
-        queue_.push_back(key);
-    }
-    cv_.notify_one();
-}
-
-void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay) {
-    {
-        const std::lock_guard lock(mu_);
-        delayed_.emplace(Clock::now() + delay, key);
-    }
-    cv_.notify_one();
-}
-
-void WorkQueue::add_rate_limited(const std::string& key) {
-    int n;
-    {
-        const std::lock_guard lock(mu_);
-        n = failures_[key]++;
-    }
-    add_after(key, std::min<std::chrono::milliseconds>(
-                       std::chrono::milliseconds(100) * (1LL << std::min(n, 10)),
-                       std::chrono::milliseconds(30000)));
-}
-
-void WorkQueue::forget(const std::string& key) {
-    const std::lock_guard lock(mu_);
-    failures_.erase(key);
-}
-
-std::string WorkQueue::get() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-        const auto now = Clock::now();
-        while (!delayed_.empty() && delayed_.begin()->first <= now) {
-            const std::string k = delayed_.begin()->second;
-            delayed_.erase(delayed_.begin());
-            if (dirty_.insert(k).second && !processing_.count(k)) queue_.push_back(k);
-        }
-        if (!queue_.empty()) {
-            std::string k = queue_.front();
-            queue_.pop_front();
-            dirty_.erase(k);
-            processing_.insert(k);
-            return k;
-        }
-        if (delayed_.empty())
-            cv_.wait(lock);
-        else
-            cv_.wait_until(lock, delayed_.begin()->first);
-    }
-}
-
-void WorkQueue::done(const std::string& key) {
-    {
-        const std::lock_guard lock(mu_);
-        processing_.erase(key);
-        if (!dirty_.count(key)) return;
-        queue_.push_back(key);
-    }
-    cv_.notify_one();
 }
 
 // --- Leader election -------------------------------------------------------------------------
@@ -443,8 +394,8 @@ inject::Result<void> Controller::run() {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     inject::log::info("watching GpuResources and {} kinds it applies; reconciling", owned_.size());
     enqueue_all();
-    for (;;) {
-        const std::string key = queue_.get();
+    while (const auto next = queue_.get()) {  // never shut down: the process ends
+        const std::string& key = *next;
         auto r = reconcile(key);
         if (r) {
             queue_.forget(key);
@@ -454,6 +405,7 @@ inject::Result<void> Controller::run() {
         }
         queue_.done(key);
     }
+    return inject::ok();
 }
 
 namespace {

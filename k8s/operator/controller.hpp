@@ -9,8 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +21,7 @@
 #include "k8s/apiserver.hpp"
 #include "render.hpp"
 #include "roll.hpp"
+#include "work_queue.hpp"
 
 namespace op {
 
@@ -44,8 +43,15 @@ public:
 
 private:
     [[nodiscard]] inject::Result<std::string> relist();
-    /// Watches from `rv`; returns the last resourceVersion seen, or an error (410: relist).
+    /// Watches from `rv`, moving it on with each event, until the server ends the stream;
+    /// a 410 Gone is an Errc::Conflict error carrying the server's message.
     [[nodiscard]] inject::Result<void> watch(std::string& rv);
+    /// Watches from `rv` again and again, as client-go's reflector does: after the server's
+    /// timeout, and after a dropped connection, a 5xx or a 429 (backing off): the API server's
+    /// watch cache still holds what happened meanwhile, a new list is not needed. Returns
+    /// why the cache must be listed again: a 410 Gone (the server no longer has `rv`: after
+    /// its restart, or an etcd compaction that reset its watch cache), or too many failures.
+    [[nodiscard]] std::string watch_until_gone(std::string rv);
 
     k8s::api::Client& client_;
     std::string collection_, api_version_, kind_, selector_, field_selector_;
@@ -53,29 +59,6 @@ private:
     mutable std::mutex mu_;
     std::map<std::string, Json> objs_;
     std::atomic<bool> synced_{false};
-};
-
-/// client-go's rate-limited work queue: add() coalesces a key already waiting; a key being
-/// processed is re-queued after done() when it was added meanwhile; add_rate_limited() waits
-/// 100 ms doubling to 30 s per failing key, forget() resets that.
-class WorkQueue {
-public:
-    void add(const std::string& key);
-    void add_after(const std::string& key, std::chrono::milliseconds delay);
-    void add_rate_limited(const std::string& key);
-    void forget(const std::string& key);
-    /// Blocks until a key is ready.
-    [[nodiscard]] std::string get();
-    void done(const std::string& key);
-
-private:
-    using Clock = std::chrono::steady_clock;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::deque<std::string> queue_;
-    std::set<std::string> dirty_, processing_;
-    std::multimap<Clock::time_point, std::string> delayed_;
-    std::map<std::string, int> failures_;
 };
 
 struct LeaderOptions {

@@ -8,6 +8,8 @@
 #   cluster.sh restart-kubelet DIR       stop kubelet and start it again, wait until Ready
 #   cluster.sh restart-containerd DIR    SIGTERM containerd; its supervisor starts it again
 #   cluster.sh restart-apiserver DIR     stop kube-apiserver and start it again, wait until ready
+#   cluster.sh compact-etcd DIR          compact etcd's history up to its current revision (printed)
+#   cluster.sh restart-etcd DIR          stop etcd and start it again, wait until healthy
 #
 # etcd and the control plane run on the host, bound to 127.0.0.1 only. containerd 1.7 (under a
 # supervisor that restarts it, as systemd's Restart=always) and kubelet run in a private mount
@@ -39,7 +41,7 @@ garbage-collector-controller,namespace-controller,resourceclaim-controller
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 usage() {
-  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd|restart-apiserver DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
+  echo "usage: cluster.sh up|down|restart-kubelet|restart-containerd|restart-apiserver|compact-etcd|restart-etcd DIR | import DIR ARCHIVE... | namespace DIR NAME..." >&2
   exit 2
 }
 
@@ -884,6 +886,31 @@ cmd_restart_apiserver() {
   wait_ready kube-apiserver 45 apiserver_ready
 }
 
+# What the API server does every 5 min (--etcd-compaction-interval), now: history before the
+# current revision is gone. Through etcd's gRPC gateway (Debian's etcd-server has no etcdctl).
+cmd_compact_etcd() {
+  load_state
+  ours etcd >/dev/null || { echo "cluster: etcd in '$D' is not running" >&2; exit 1; }
+  local url rev
+  url=http://127.0.0.1:$(port etcd)/v3
+  rev=$(curl -fsS --max-time 5 -X POST "$url/kv/range" -d '{"key":"AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p') &&
+    [[ $rev =~ ^[0-9]+$ ]] || { echo "cluster: etcd's revision could not be read at $url" >&2; exit 1; }
+  curl -fsS --max-time 30 -X POST "$url/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" > /dev/null ||
+    { echo "cluster: compacting etcd at revision $rev failed" >&2; exit 1; }
+  echo "$rev"
+}
+
+# The API server's etcd watches break; each resumes from its last revision, and one whose
+# revision was compacted meanwhile makes its watch cache list etcd again (ending the clients'
+# watches on it: they come back with their resourceVersion and get 410 Gone).
+cmd_restart_etcd() {
+  load_state
+  ours etcd >/dev/null || { echo "cluster: etcd in '$D' is not running" >&2; exit 1; }
+  stop etcd
+  relaunch etcd
+  wait_ready etcd 20 etcd_ready
+}
+
 cmd_restart_containerd() {
   load_state
   NS_PID=$(ours namespace) || { echo "cluster: the cluster in '$D' is not running" >&2; exit 1; }
@@ -928,5 +955,7 @@ case $cmd in
   restart-kubelet) [ $# -eq 0 ] || usage; cmd_restart_kubelet ;;
   restart-containerd) [ $# -eq 0 ] || usage; cmd_restart_containerd ;;
   restart-apiserver) [ $# -eq 0 ] || usage; cmd_restart_apiserver ;;
+  compact-etcd) [ $# -eq 0 ] || usage; cmd_compact_etcd ;;
+  restart-etcd) [ $# -eq 0 ] || usage; cmd_restart_etcd ;;
   *) usage ;;
 esac
