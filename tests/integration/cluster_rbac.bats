@@ -21,12 +21,9 @@ setup_file() {
   "$SIM_HOST" example --cards 2 > "$RB/desc.yaml"
   "$SIM_HOST" build --desc "$RB/desc.yaml" --root "$RB/host" > /dev/null
   cluster_up "$RB" images "$TOP/build/images/enflame-toolkit.oci.tar"
-  kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$RB/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$RB/dra" "$RB/deployments/overlays/dra-v1beta1" "$RB/host" "$APISERVER_PORT"
-  "$TOP/tests/cluster/cluster.sh" namespace "$RB/cluster" "$NS" > /dev/null
-  kc apply -k "$RB/dra" > "$RB/apply.log" 2>&1 || { cat "$RB/apply.log" >&2; return 1; }
-  kc -n "$NS" rollout status ds/enflame-dra-plugin --timeout=180s > /dev/null
+  cluster_overlay "$RB" dra overlays/dra-v1beta1
+  cluster_apply "$RB" dra
+  ds_ready >&2
 }
 
 teardown_file() {
