@@ -16,10 +16,7 @@ NS=enflame-system
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export CD; CD=$(mktemp -d /tmp/ectk-cdra.XXXXXX)
-  chmod 755 "$CD"
-  "$SIM_HOST" example --cards 2 > "$CD/desc.yaml"
-  "$SIM_HOST" build --desc "$CD/desc.yaml" --root "$CD/host" > /dev/null
+  export CD; CD=$(cluster_dir cdra 2)
   cluster_up "$CD" images "$TOP/build/images/enflame-toolkit.oci.tar"
   cluster_overlay "$CD" dra overlays/dra-v1beta1
   cluster_apply "$CD" dra

@@ -16,10 +16,7 @@ OTHER=node-not-ours
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export RB; RB=$(mktemp -d /tmp/ectk-rbac.XXXXXX)
-  chmod 755 "$RB"
-  "$SIM_HOST" example --cards 2 > "$RB/desc.yaml"
-  "$SIM_HOST" build --desc "$RB/desc.yaml" --root "$RB/host" > /dev/null
+  export RB; RB=$(cluster_dir rbac 2)
   cluster_up "$RB" images "$TOP/build/images/enflame-toolkit.oci.tar"
   cluster_overlay "$RB" dra overlays/dra-v1beta1
   cluster_apply "$RB" dra

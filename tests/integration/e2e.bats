@@ -98,13 +98,7 @@ apply_all() {
   run in_ns grep -c "name: \"\?[0-9]" /run/cdi/enflame.com-gpu.yaml
   [ "$status" -eq 0 ]
   # the device plugin registered every healthy card with kubelet
-  local n=0
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
-    [ "$n" = 3 ] && break
-    sleep 1
-  done
-  [ "$n" = 3 ]
+  allocatable_is enflame.com/gcu 3
   # the split card's two instances as a resource of their own
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-1g\.11gb}')" = 2 ]
   # the labeler's labels for NFD, and the exporter's scrape on its pod address (as Prometheus)

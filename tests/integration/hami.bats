@@ -99,13 +99,7 @@ runs_in_instance() {
 
 @test "hami: overlays/hami as shipped: enflame.com/gcu 4, enflame.com/drs-gcu 16 slices, the node annotations HAMi parses" {
   ds_ready
-  local n=
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-gcu}')
-    [ "$n" = 16 ] && break
-    sleep 1
-  done
-  [ "$n" = 16 ]
+  allocatable_is enflame.com/drs-gcu 16
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')" = 4 ]
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.capacity.enflame\.com/gcu-count}')" = 4 ]
   run kc get node "$NODE_NAME" -o json

@@ -300,6 +300,21 @@ log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail 
 
 # --- the one-node cluster (tests/cluster/cluster.sh), one per bats file ---
 
+# cluster_dir NAME CARDS: prints a new folder /tmp/ectk-NAME.XXXXXX (mode 755) for a cluster
+# suite, with the simulated host of enflame-sim-host's example of CARDS cards: its description in
+# desc.yaml, the host laid out in host/. Nothing is left when it fails.
+cluster_dir() {
+  local d
+  d=$(mktemp -d "/tmp/ectk-$1.XXXXXX") || return 1
+  if chmod 755 "$d" && "$SIM_HOST" example --cards "$2" > "$d/desc.yaml" &&
+    "$SIM_HOST" build --desc "$d/desc.yaml" --root "$d/host" > /dev/null; then
+    echo "$d"
+  else
+    rm -rf "$d"
+    return 1
+  fi
+}
+
 # cluster_up DIR TARGET [ARCHIVE...]: for a cluster suite's setup_file: `make TARGET` (the images
 # it runs: images, node-exporter-image), the cluster up in DIR/cluster, each ARCHIVE imported
 # into its containerd, and DIR/cluster/env sourced (KUBECONFIG, KUBECTL, NODE_NAME, NS_PID,
@@ -386,6 +401,19 @@ ds_ready() {
       return 1
     }
   done
+}
+
+# allocatable_is RESOURCE N: wait (60 s) until the node's allocatable RESOURCE (e.g.
+# enflame.com/gcu) is N; on failure what it is.
+allocatable_is() {
+  local n=
+  for _ in $(seq 60); do
+    n=$("$KUBECTL" get node "$NODE_NAME" -o json | jq -r --arg r "$1" '.status.allocatable[$r] // ""')
+    [ "$n" = "$2" ] && return 0
+    sleep 1
+  done
+  echo "allocatable $1 is '$n', not $2, after 60 s"
+  return 1
 }
 
 # wait_phase POD PHASE [NAMESPACE]: wait (120 s) until the pod's phase is PHASE (NAMESPACE:

@@ -16,10 +16,7 @@ NS=enflame-system
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export NRIC; NRIC=$(mktemp -d /tmp/ectk-nri.XXXXXX)
-  chmod 755 "$NRIC"
-  "$SIM_HOST" example --cards 3 > "$NRIC/desc.yaml"
-  "$SIM_HOST" build --desc "$NRIC/desc.yaml" --root "$NRIC/host" > /dev/null
+  export NRIC; NRIC=$(cluster_dir nri 3)
   cluster_up "$NRIC" images "$TOP/build/images/enflame-toolkit.oci.tar"
   "$TOP/tests/cluster/cluster.sh" namespace "$NRIC/cluster" "$NS" > /dev/null
   in_ns cat "$CONTAINERD_CONFIG" > "$NRIC/containerd.before"
@@ -130,13 +127,7 @@ gets_exactly_its_card() {
   kc -n "$NS" logs ds/enflame-toolkit-installer | grep -F "signalled: containerd"
   wait_until 30 registered_more_than 0
   nri_log | grep -F "configured by containerd"
-  local n=0
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
-    [ "$n" = 3 ] && break
-    sleep 1
-  done
-  [ "$n" = 3 ]
+  allocatable_is enflame.com/gcu 3
 }
 
 @test "nri cluster: a pod asking enflame.com/gcu: 1 (runc, no RuntimeClass) sees exactly its card through NRI, the others absent" {
