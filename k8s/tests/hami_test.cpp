@@ -7,29 +7,36 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace {
 
 using edp::hami::Json;
 
+// A pending pod default/NAME that HAMi's Enflame backend has bound at TIME (gcu-assigned
+// false, until our Allocate serves it), with the backend's own ANNOTATIONS besides.
+Json bound_pod(const std::string& name, const std::string& time, Json annotations) {
+    annotations["enflame.com/gcu-assigned"] = "false";
+    annotations["enflame.com/gcu-assigned-time"] = time;
+    return Json{{"metadata",
+                 {{"namespace", "default"},
+                  {"name", name},
+                  {"uid", "uid-" + name},
+                  {"annotations", std::move(annotations)}}},
+                {"status", {{"phase", "Pending"}}}};
+}
+
 // A pod as HAMi v2.10's Enflame backend leaves it after Bind (DRS, one container).
 Json drs_pod(const std::string& name, const std::string& time, const std::string& containers,
              const std::string& index = "1") {
-    return Json{
-        {"metadata",
-         {{"namespace", "default"},
-          {"name", name},
-          {"uid", "uid-" + name},
-          {"annotations",
-           {{"enflame.com/gcu-assigned", "false"},
-            {"enflame.com/gcu-assigned-time", time},
-            {"enflame.com/gcu-assigned-index", index},
-            {"enflame.com/gcu-assigned-id", index},
-            {"enflame.com/gcu-assigned-minor", index},
-            {"enflame.com/gcu-request-size", "1"},
-            {"hami.io/enflame-vgpu-devices-allocated", "n-enflame-drs-1,Enflame,11264,25:;"},
-            {"assigned-containers", containers}}}}},
-        {"status", {{"phase", "Pending"}}}};
+    return bound_pod(
+        name, time,
+        {{"enflame.com/gcu-assigned-index", index},
+         {"enflame.com/gcu-assigned-id", index},
+         {"enflame.com/gcu-assigned-minor", index},
+         {"enflame.com/gcu-request-size", "1"},
+         {"hami.io/enflame-vgpu-devices-allocated", "n-enflame-drs-1,Enflame,11264,25:;"},
+         {"assigned-containers", containers}});
 }
 
 const std::string kOne =
@@ -257,16 +264,9 @@ Json shared_pod(const std::string& name, const std::string& time, const std::str
             c["resources"] = {{"limits", {{"enflame.com/shared-gcu", std::to_string(slices)}}}};
         containers.push_back(c);
     }
-    return Json{{"metadata",
-                 {{"namespace", "default"},
-                  {"name", name},
-                  {"uid", "uid-" + name},
-                  {"annotations",
-                   {{"enflame.com/gcu-assigned", "false"},
-                    {"enflame.com/gcu-assigned-time", time},
-                    {"enflame.com/gcu-assigned-id", ids}}}}},
-                {"spec", {{"containers", containers}}},
-                {"status", {{"phase", "Pending"}}}};
+    Json pod = bound_pod(name, time, {{"enflame.com/gcu-assigned-id", ids}});
+    pod["spec"] = {{"containers", containers}};
+    return pod;
 }
 
 TEST(HamiShared, ReadsWhatHami29Writes) {

@@ -16,22 +16,11 @@ NS=enflame-system
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export CD; CD=$(mktemp -d /tmp/ectk-cdra.XXXXXX)
-  chmod 755 "$CD"
-  "$SIM_HOST" example --cards 2 > "$CD/desc.yaml"
-  "$SIM_HOST" build --desc "$CD/desc.yaml" --root "$CD/host" > /dev/null
+  export CD; CD=$(cluster_dir cdra 2)
   cluster_up "$CD" images "$TOP/build/images/enflame-toolkit.oci.tar"
-  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$CD/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$CD/dra" "$CD/deployments/overlays/dra-v1beta1" "$CD/host" "$APISERVER_PORT"
-  # the namespace made first by the harness (this fork's ServiceAccount admission needs a
-  # ConfigMap in every namespace with pods), as e2e.bats does
-  "$TOP/tests/cluster/cluster.sh" namespace "$CD/cluster" "$NS" > /dev/null
-  "$KUBECTL" apply -k "$CD/dra" > "$CD/apply.log" 2>&1 || { tail -n 3 "$CD/apply.log" >&2; return 1; }
-  "$KUBECTL" -n "$NS" rollout status ds/enflame-dra-plugin --timeout=180s > /dev/null || {
-    "$KUBECTL" -n "$NS" describe ds/enflame-dra-plugin | tail -n 15 >&2
-    return 1
-  }
+  cluster_overlay "$CD" dra overlays/dra-v1beta1
+  cluster_apply "$CD" dra
+  ds_ready >&2
 }
 
 teardown_file() {

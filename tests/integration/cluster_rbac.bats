@@ -16,17 +16,11 @@ OTHER=node-not-ours
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export RB; RB=$(mktemp -d /tmp/ectk-rbac.XXXXXX)
-  chmod 755 "$RB"
-  "$SIM_HOST" example --cards 2 > "$RB/desc.yaml"
-  "$SIM_HOST" build --desc "$RB/desc.yaml" --root "$RB/host" > /dev/null
+  export RB; RB=$(cluster_dir rbac 2)
   cluster_up "$RB" images "$TOP/build/images/enflame-toolkit.oci.tar"
-  kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$RB/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$RB/dra" "$RB/deployments/overlays/dra-v1beta1" "$RB/host" "$APISERVER_PORT"
-  "$TOP/tests/cluster/cluster.sh" namespace "$RB/cluster" "$NS" > /dev/null
-  kc apply -k "$RB/dra" > "$RB/apply.log" 2>&1 || { cat "$RB/apply.log" >&2; return 1; }
-  kc -n "$NS" rollout status ds/enflame-dra-plugin --timeout=180s > /dev/null
+  cluster_overlay "$RB" dra overlays/dra-v1beta1
+  cluster_apply "$RB" dra
+  ds_ready >&2
 }
 
 teardown_file() {

@@ -26,10 +26,8 @@ setup_file() {
   cluster_up "$E2E" images "$TOP/build/images/enflame-toolkit.oci.tar"
   # what containerd's config was before we installed anything
   in_ns cat "$CONTAINERD_CONFIG" > "$E2E/containerd.before"
-  kc label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$E2E/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$E2E/dp" "$E2E/deployments" "$E2E/host" "$APISERVER_PORT"
-  "$TOP/tests/cluster/overlay.sh" "$E2E/dra" "$E2E/deployments/overlays/dra-v1beta1" "$E2E/host" "$APISERVER_PORT"
+  cluster_overlay "$E2E" dp .
+  cluster_overlay "$E2E" dra overlays/dra-v1beta1
 }
 
 teardown_file() {
@@ -52,46 +50,13 @@ yaml.safe_dump(d, sys.stdout, sort_keys=False)'
 # node's /etc/containerd, /run/cdi, /usr/local/enflame ...).
 in_ns() { nsenter -t "$NS_PID" -m -- "$@"; }
 
-# ds_ready: every DaemonSet in $NS rolled out and Ready (one line per DaemonSet on failure).
-ds_ready() {
-  local ds
-  for ds in $(kc -n "$NS" get ds -o name); do
-    kc -n "$NS" rollout status "$ds" --timeout=180s > /dev/null || {
-      kc -n "$NS" get pods -o wide
-      kc -n "$NS" describe "$ds" | tail -n 15
-      return 1
-    }
-  done
-}
-
-# wait_phase POD PHASE [NS]: wait (120 s) until the pod's phase is PHASE.
-wait_phase() {
-  kc -n "${3:-default}" wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=120s > /dev/null || {
-    kc -n "${3:-default}" describe "pod/$1" | tail -n 25
-    return 1
-  }
-}
-
 # cards POD [CONTAINER]: the /dev/gcuN (not gcuctl) the pod's container listed, one a line.
 cards() {
   kc logs "$1" ${2:+-c "$2"} | grep -oE '/dev/gcu[0-9]+$' | sort
 }
 
 # one_card_pod NAME: a pod asking one enflame.com/gcu that lists its cards and sleeps.
-one_card_pod() {
-  kc apply -f - > /dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: ["sh", "-c", "ls -l /dev/gcu*; sleep 3600"]
-    resources: {limits: {enflame.com/gcu: 1}}
-YAML
-}
+one_card_pod() { cluster_pod "$1" 'ls -l /dev/gcu*; sleep 3600' 'enflame.com/gcu: 1'; }
 
 # gets_one_card NAME: a new pod asking one card runs and lists exactly one; then it is deleted.
 gets_one_card() {
@@ -133,13 +98,7 @@ apply_all() {
   run in_ns grep -c "name: \"\?[0-9]" /run/cdi/enflame.com-gpu.yaml
   [ "$status" -eq 0 ]
   # the device plugin registered every healthy card with kubelet
-  local n=0
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
-    [ "$n" = 3 ] && break
-    sleep 1
-  done
-  [ "$n" = 3 ]
+  allocatable_is enflame.com/gcu 3
   # the split card's two instances as a resource of their own
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-1g\.11gb}')" = 2 ]
   # the labeler's labels for NFD, and the exporter's scrape on its pod address (as Prometheus)

@@ -24,11 +24,8 @@ d["drs"]["instances"] = []
 yaml.safe_dump(d, sys.stdout, sort_keys=False)' > "$HM/desc.yaml"
   "$SIM_HOST" build --desc "$HM/desc.yaml" --root "$HM/host" > /dev/null
   cluster_up "$HM" images "$TOP/build/images/enflame-toolkit.oci.tar"
-  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$HM/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$HM/hami" "$HM/deployments/overlays/hami" "$HM/host" "$APISERVER_PORT"
-  "$TOP/tests/cluster/cluster.sh" namespace "$HM/cluster" "$NS" > /dev/null
-  "$KUBECTL" apply -k "$HM/hami" > "$HM/apply.log" 2>&1 || { cat "$HM/apply.log" >&2; return 1; }
+  cluster_overlay "$HM" hami overlays/hami
+  cluster_apply "$HM" hami
 }
 
 teardown_file() {
@@ -47,41 +44,13 @@ instances() {
     awk -F'|' '$2 ~ /^ *[0-9]+ *$/ { gsub(/ /, ""); print $2, $3, $4, $5 }'
 }
 
-ds_ready() {
-  local ds
-  for ds in $(kc -n "$NS" get ds -o name); do
-    kc -n "$NS" rollout status "$ds" --timeout=180s > /dev/null || {
-      kc -n "$NS" get pods -o wide
-      kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=20 || true
-      return 1
-    }
-  done
-}
-
-wait_phase() {
-  kc wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=120s > /dev/null || {
-    kc describe "pod/$1" | tail -n 25
-    kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=20 || true
-    return 1
-  }
-}
+# cluster_diag: shown when ds_ready or wait_phase (helpers.bash) fails: the device plugin's last lines
+cluster_diag() { kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=20; }
 
 # hami_pod NAME RESOURCE N [RESOURCE2 N2]: a pod HAMi's webhook would have given to HAMi's
 # scheduler; it prints its env and cards, then sleeps.
 hami_pod() {
-  kc apply -f - > /dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  schedulerName: hami-scheduler
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: ["sh", "-c", "env; ls -l /dev/gcu*; sleep 3600"]
-    resources: {limits: {$2: $3${4:+, $4: $5}}}
-YAML
+  cluster_pod "$1" 'env; ls -l /dev/gcu*; sleep 3600' "$2: $3${4:+, $4: $5}" 'schedulerName: hami-scheduler'
 }
 
 # allocatable NAME: the node's allocatable count of resource NAME ("" when none)
@@ -111,15 +80,26 @@ until_empty() {
   return 1
 }
 
+# runs_in_instance POD CARD PROFILE: POD runs and lists /dev/gcuCARD alone, the host has one DRS
+# instance, of PROFILE, the pod's TOPS_VISIBLE_DEVICES names it and the pod is marked assigned;
+# UUID is set to the instance's uuid.
+runs_in_instance() {
+  wait_phase "$1" Running
+  run cards "$1"
+  [ "$output" = "/dev/gcu$2" ]
+  run instances
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  [[ ${lines[0]} == *"$3"* ]]
+  UUID=$(awk '{print $NF}' <<<"${lines[0]}")
+  run kc logs "$1"
+  [[ $output == *"TOPS_VISIBLE_DEVICES=DRS-${UUID#DRS-}"* ]]
+  [ "$(annotation "$1" enflame.com/gcu-assigned)" = true ]
+}
+
 @test "hami: overlays/hami as shipped: enflame.com/gcu 4, enflame.com/drs-gcu 16 slices, the node annotations HAMi parses" {
   ds_ready
-  local n=
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/drs-gcu}')
-    [ "$n" = 16 ] && break
-    sleep 1
-  done
-  [ "$n" = 16 ]
+  allocatable_is enflame.com/drs-gcu 16
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')" = 4 ]
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.capacity.enflame\.com/gcu-count}')" = 4 ]
   run kc get node "$NODE_NAME" -o json
@@ -147,18 +127,8 @@ until_empty() {
   [ -z "$(instances)" ]
   hami_pod slice enflame.com/drs-gcu 1
   sched drs default slice "$NODE_NAME" 1 1 0 1g.11gb
-  wait_phase slice Running
-  run cards slice
-  [ "$output" = /dev/gcu1 ]
-  run instances
-  echo "$output"
-  [ "${#lines[@]}" -eq 1 ]
-  local uuid; uuid=$(awk '{print $NF}' <<<"${lines[0]}")
-  [[ ${lines[0]} == *1g.11gb* ]]
-  run kc logs slice
-  [[ $output == *"TOPS_VISIBLE_DEVICES=DRS-${uuid#DRS-}"* ]]
-  [ "$(annotation slice enflame.com/gcu-assigned)" = true ]
-  annotation slice assigned-containers | jq -e --arg u "${uuid#DRS-}" '.main.allocated == true and .main.kubeletAllocated == true and (.main.instanceUUID | endswith($u))'
+  runs_in_instance slice 1 1g.11gb
+  annotation slice assigned-containers | jq -e --arg u "${UUID#DRS-}" '.main.allocated == true and .main.kubeletAllocated == true and (.main.instanceUUID | endswith($u))'
   # HAMi counts the slices it gave from its pods: an instance we made for it leaves the card's
   # published capacity as it was
   kc get node "$NODE_NAME" -o json | jq -e '.metadata.annotations["enflame.com/gcu-drs-capacity"] | fromjson | .devices[1].capacity == 4'
@@ -178,18 +148,8 @@ until_empty() {
   hami_pod memcore enflame.com/gcu-memory 11 enflame.com/gcu-core 25
   # HAMi: the smallest profile with >= 11 GB and >= 25 % of the cores
   sched drs default memcore "$NODE_NAME" 0 0 0 1g.11gb
-  wait_phase memcore Running
-  run cards memcore
-  [ "$output" = /dev/gcu0 ]
   # kubelet allocated both resources for the container: one instance, not two
-  run instances
-  echo "$output"
-  [ "${#lines[@]}" -eq 1 ]
-  [[ ${lines[0]} == *1g.11gb* ]]
-  local uuid; uuid=$(awk '{print $NF}' <<<"${lines[0]}")
-  run kc logs memcore
-  [[ $output == *"TOPS_VISIBLE_DEVICES=DRS-${uuid#DRS-}"* ]]
-  [ "$(annotation memcore enflame.com/gcu-assigned)" = true ]
+  runs_in_instance memcore 0 1g.11gb
   kc delete pod memcore --wait > /dev/null
   until_empty instances
 }
@@ -259,18 +219,7 @@ until_empty() {
 }
 
 @test "hami: a pod HAMi did not schedule asking enflame.com/gcu is served as without HAMi" {
-  kc apply -f - > /dev/null <<'YAML'
-apiVersion: v1
-kind: Pod
-metadata: {name: plain}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: ["sh", "-c", "ls -l /dev/gcu*; sleep 3600"]
-    resources: {limits: {enflame.com/gcu: 1}}
-YAML
+  cluster_pod plain 'ls -l /dev/gcu*; sleep 3600' 'enflame.com/gcu: 1'
   wait_phase plain Running
   run cards plain
   echo "$output"

@@ -162,6 +162,15 @@ host_files() {
     while read -r f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "$f"; fi; done'
 }
 
+# installed [ARG...]: `toolkit install ARG...` succeeds and stops containerd; the test starts it
+# again, as systemd would.
+installed() {
+  install_tk "$@"
+  [ "$status" -eq 0 ]
+  wait_for gone "$CTRD_PID"
+  start_containerd
+}
+
 # install_gets_card: install stops containerd once (the test starts it again, as systemd
 # would); it comes back with our runtime, the copies and the CDI spec are in place, status is
 # ready, and a container started through containerd with that runtime gets the card it asks for.
@@ -235,10 +244,7 @@ uninstall_restores() {
 
 @test "install twice: the second changes no file and does not touch containerd" {
   start_containerd
-  install_tk
-  [ "$status" -eq 0 ]
-  wait_for gone "$CTRD_PID"
-  start_containerd
+  installed
   local files; files=$(host_files)
   install_tk
   [ "$status" -eq 0 ]
@@ -252,10 +258,7 @@ uninstall_restores() {
 @test "uninstall: containerd's config byte-identical to before, nothing of ours left, containerd without the runtime" {
   local files_before; files_before=$(host_files)
   start_containerd
-  install_tk
-  [ "$status" -eq 0 ]
-  wait_for gone "$CTRD_PID"
-  start_containerd
+  installed
   uninstall_restores "$files_before"
   # uninstall again: nothing to undo, still fine
   uninstall_tk
@@ -351,10 +354,7 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   start_containerd
   [ "$(nri_dump)" = "True False /var/run/nri/nri.sock" ]
   run ! in_host grep -F nri /etc/containerd/conf.d/99-enflame.toml
-  install_tk --enable-nri
-  [ "$status" -eq 0 ]
-  wait_for gone "$CTRD_PID"
-  start_containerd
+  installed --enable-nri
   uninstall_restores "$files_before"
   [ "$(nri_dump)" = "True False /var/run/nri/nri.sock" ]
 }
@@ -431,10 +431,7 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
 
 @test "handover (the operator replaces the pod, same flags): status not ready, uninstall undoes nothing and leaves containerd running; without the mark it uninstalls" {
   start_containerd
-  install_tk
-  [ "$status" -eq 0 ]
-  wait_for gone "$CTRD_PID"
-  start_containerd
+  installed
   local files; files=$(host_files)
   # the pod's annotations as a downward API volume writes them, in the pod's own root
   printf 'enflame.com/pod-template-hash="0123"\nenflame.com/toolkit-handover="true"' > "$CD/pod/tmp/annotations"

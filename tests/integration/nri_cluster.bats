@@ -16,32 +16,15 @@ NS=enflame-system
 
 setup_file() {
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
-  export NRIC; NRIC=$(mktemp -d /tmp/ectk-nri.XXXXXX)
-  chmod 755 "$NRIC"
-  "$SIM_HOST" example --cards 3 > "$NRIC/desc.yaml"
-  "$SIM_HOST" build --desc "$NRIC/desc.yaml" --root "$NRIC/host" > /dev/null
-  make -s -C "$TOP" images > "$NRIC/images.log" 2>&1 ||
-    { echo "make images failed: $(tail -n 3 "$NRIC/images.log")" >&2; return 1; }
-  local rc=0
-  "$TOP/tests/cluster/cluster.sh" up "$NRIC/cluster" > "$NRIC/up.log" 2>&1 || rc=$?
-  if [ "$rc" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$NRIC/up.log")"; fi  # binaries missing
-  [ "$rc" -eq 0 ] || { tail -n 1 "$NRIC/up.log" >&2; return 1; }
-  "$TOP/tests/cluster/cluster.sh" import "$NRIC/cluster" "$TOP/build/images/enflame-toolkit.oci.tar" > /dev/null
+  export NRIC; NRIC=$(cluster_dir nri 3)
+  cluster_up "$NRIC" images "$TOP/build/images/enflame-toolkit.oci.tar"
   "$TOP/tests/cluster/cluster.sh" namespace "$NRIC/cluster" "$NS" > /dev/null
-  # shellcheck disable=SC1091
-  . "$NRIC/cluster/env"
-  export KUBECONFIG KUBECTL NS_PID NODE_NAME APISERVER_PORT CONTAINERD_CONFIG
   in_ns cat "$CONTAINERD_CONFIG" > "$NRIC/containerd.before"
-  "$KUBECTL" label node "$NODE_NAME" enflame.com/gpu.present=true --overwrite > /dev/null
-  cp -r "$TOP/deployments" "$NRIC/deployments"
-  "$TOP/tests/cluster/overlay.sh" "$NRIC/nri" "$NRIC/deployments/overlays/nri" "$NRIC/host" "$APISERVER_PORT"
+  cluster_overlay "$NRIC" nri overlays/nri
 }
 
 teardown_file() {
-  if [ -n "${NRIC:-}" ] && [ -d "$NRIC" ]; then
-    "$TOP/tests/cluster/cluster.sh" down "$NRIC/cluster" >&3 2>&1 || true
-    rm -rf "$NRIC"
-  fi
+  cluster_down "${NRIC:-}"
 }
 
 setup() {
@@ -77,39 +60,11 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
 # no_pods NAME: no pod of the DaemonSet NAME is left.
 no_pods() { [ -z "$(kc -n "$NS" get pod -l app.kubernetes.io/name="$1" -o name)" ]; }
 
-ds_ready() {
-  local ds
-  for ds in $(kc -n "$NS" get ds -o name); do
-    kc -n "$NS" rollout status "$ds" --timeout=150s > /dev/null || {
-      kc -n "$NS" get pods -o wide
-      kc -n "$NS" describe "$ds" | tail -n 15
-      return 1
-    }
-  done
-}
-
 # card_pod NAME N: a pod (no RuntimeClass) asking N enflame.com/gcu that lists its cards,
 # prints its ENFLAME_VISIBLE_DEVICES and sleeps.
 card_pod() {
-  kc apply -f - > /dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: ["sh", "-c", "ls /dev; echo visible=\$ENFLAME_VISIBLE_DEVICES; echo listed; sleep 3600"]
-    resources: {limits: {enflame.com/gcu: $2}}
-YAML
-}
-
-wait_phase() {
-  kc wait --for=jsonpath='{.status.phase}'="$2" "pod/$1" --timeout=90s > /dev/null || {
-    kc describe "pod/$1" | tail -n 25
-    return 1
-  }
+  # shellcheck disable=SC2016  # the pod's shell expands it
+  cluster_pod "$1" 'ls /dev; echo visible=$ENFLAME_VISIBLE_DEVICES; echo listed; sleep 3600' "enflame.com/gcu: $2"
 }
 
 listed() { kc logs "$1" | grep -qx listed; }
@@ -172,13 +127,7 @@ gets_exactly_its_card() {
   kc -n "$NS" logs ds/enflame-toolkit-installer | grep -F "signalled: containerd"
   wait_until 30 registered_more_than 0
   nri_log | grep -F "configured by containerd"
-  local n=0
-  for _ in $(seq 60); do
-    n=$(kc get node "$NODE_NAME" -o jsonpath='{.status.allocatable.enflame\.com/gcu}')
-    [ "$n" = 3 ] && break
-    sleep 1
-  done
-  [ "$n" = 3 ]
+  allocatable_is enflame.com/gcu 3
 }
 
 @test "nri cluster: a pod asking enflame.com/gcu: 1 (runc, no RuntimeClass) sees exactly its card through NRI, the others absent" {

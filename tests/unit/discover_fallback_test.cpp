@@ -6,7 +6,7 @@
 // --json-format and the DRS tables' borders (docs/efsmi-model.md, not captured from a real driver), so
 // "efsmi-json answers a healthy host" holds for that model.
 #include "inject/discover.hpp"
-#include "inject/process.hpp"
+#include "sim_host.hpp"
 #include "test_util.hpp"
 
 #include <fnmatch.h>
@@ -19,8 +19,6 @@ namespace {
 
 using namespace inject::discover;
 using testutil::TempDir;
-
-const std::string kSimHost = std::string(ENFLAME_BINARY_DIR) + "/sim/enflame-sim-host";
 
 const char* kCards = R"(driver_version: "1.4.3.4"
 cards:
@@ -88,15 +86,9 @@ bool matches(const std::string& pattern, const std::string& text) {
 
 // Lays out a simulated host; an empty string when it worked, else why not (for GTEST_SKIP).
 std::string build_host(const TempDir& t, const std::string& desc) {
-    if (::geteuid() != 0) return "needs root (the host builder makes device nodes with mknod)";
-    if (::access(kSimHost.c_str(), X_OK) != 0) return "no " + kSimHost + " (build enflame-sim-host)";
+    if (auto why = testutil::sim_host_unusable(); !why.empty()) return why;
     testutil::write_file(t / "desc.yaml", desc);
-    inject::process::Command cmd;
-    cmd.path = kSimHost;
-    cmd.argv = {kSimHost, "build", "--desc", t / "desc.yaml", "--root", t / "root"};
-    cmd.env = {"PATH=/usr/bin:/bin"};
-    auto r = inject::process::run(cmd);
-    EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->err : r.error().what());
+    EXPECT_EQ(testutil::sim_host({"build", "--desc", t / "desc.yaml", "--root", t / "root"}), "");
     return "";
 }
 

@@ -5,7 +5,7 @@
 // message. The host builder makes real device nodes with mknod: needs root and the built
 // simulator, else every test skips with the reason.
 #include "inject/drs.hpp"
-#include "inject/process.hpp"
+#include "sim_host.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -16,8 +16,6 @@ namespace {
 using inject::device::DrsInstance;
 using inject::device::DrsProfile;
 using testutil::TempDir;
-
-const std::string kSimHost = std::string(ENFLAME_BINARY_DIR) + "/sim/enflame-sim-host";
 
 // Two S60 cards with 1g (4 per card) and 2g (2 per card) profiles; card 1 already holds
 // instance 0, made by someone else.
@@ -42,15 +40,10 @@ const DrsProfile k2g{"2g.22gb", 1, 2, 21488ULL << 20, 0};
 class DrsOps : public testing::TestWithParam<const char*> {
 protected:
     void SetUp() override {
-        if (::geteuid() != 0) GTEST_SKIP() << "needs root (the host builder makes device nodes with mknod)";
-        if (::access(kSimHost.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << kSimHost << " (build enflame-sim-host)";
+        if (auto why = testutil::sim_host_unusable(); !why.empty()) GTEST_SKIP() << why;
         testutil::write_file(t_ / "desc.yaml", desc(GetParam()));
-        inject::process::Command cmd;
-        cmd.path = kSimHost;
-        cmd.argv = {kSimHost, "build", "--desc", t_ / "desc.yaml", "--root", t_ / "root"};
-        cmd.env = {"PATH=/usr/bin:/bin"};
-        auto r = inject::process::run(cmd);
-        ASSERT_TRUE(r && r->exit_code == 0) << (r ? r->err : r.error().what());
+        ASSERT_EQ(testutil::sim_host({"build", "--desc", t_ / "desc.yaml", "--root", t_ / "root"}),
+                  "");
         o_.driver_root = o_.dev_root = t_ / "root";
     }
     [[nodiscard]] std::vector<std::uint32_t> ids(std::uint32_t card) const {

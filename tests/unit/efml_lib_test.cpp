@@ -17,13 +17,14 @@
 
 #include "inject/discover.hpp"
 #include "inject/efml.hpp"
-#include "inject/process.hpp"
+#include "sim_host.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using namespace inject::efml;
 namespace abi = inject::efml::abi;
+using testutil::kSimHost;
 using testutil::TempDir;
 
 // --- the ABI: sizes and offsets as the C compiler lays efml.h's structs out on x86-64/arm64.
@@ -84,8 +85,6 @@ TEST(EfmlAbi, MemoryTotalUnitByMagnitude) {
 }
 
 // --- against the simulator.
-const std::string kSimHost = std::string(ENFLAME_BINARY_DIR) + "/sim/enflame-sim-host";
-
 const char* kCards = R"(driver_version: "1.4.3.4"
 cards:
   - {index: 0, minor: 0, product: S60, uuid: TR6Y46010302, serial: A0A1650510676, bus_id: "0000:17:00.0", numa_node: 0}
@@ -94,14 +93,7 @@ cards:
 
 // Runs enflame-sim-host with `args`; its stderr when it failed, else "".
 std::string sim(const std::vector<std::string>& args) {
-    inject::process::Command cmd;
-    cmd.path = kSimHost;
-    cmd.argv = {kSimHost};
-    cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
-    cmd.env = {"PATH=/usr/bin:/bin"};
-    auto r = inject::process::run(cmd);
-    if (!r) return r.error().what();
-    return r->exit_code == 0 ? "" : "exit " + std::to_string(r->exit_code) + ": " + r->err;
+    return testutil::sim_host(args);
 }
 
 class SimLib : public testing::Test {

@@ -4,7 +4,9 @@
 // The JSON format was not captured from a real driver: it is our own model
 // (docs/efsmi-model.md), so these tests show the parser reads that model, not that a real
 // efsmi prints it. The `efsmi -q` text parser (efsmi_text_test.cpp) has real samples.
+#include "efsmi_card.hpp"
 #include "inject/discover.hpp"
+#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +15,8 @@
 namespace {
 
 using namespace inject::discover;
-
-constexpr std::uint64_t kMiB = 1ULL << 20;
+using testutil::edit;
+using testutil::expect_card0;
 
 // Our model of docs/efsmi-model.md (not a real capture), one card.
 const std::string kOneCard = R"({"devices": [
@@ -26,27 +28,6 @@ const std::string kOneCard = R"({"devices": [
                  "Dev": "00", "Func": 0},
    "Device Mem Info": {"Total Size": "42976 MiB", "Used Size": "0 MiB"}}
 ]})";
-
-std::string edit(std::string text, const std::string& from, const std::string& to) {
-    const auto pos = text.find(from);
-    EXPECT_NE(pos, std::string::npos) << "no '" << from << "'";
-    if (pos != std::string::npos) text.replace(pos, from.size(), to);
-    return text;
-}
-
-void expect_card0(const RawCard& c) {
-    EXPECT_EQ(c.index, 0u);
-    EXPECT_FALSE(c.minor.has_value());
-    EXPECT_EQ(c.uuid, "TR6Y46010302");
-    EXPECT_EQ(c.serial, "A0A1650510676");
-    EXPECT_EQ(c.product, "S60");
-    EXPECT_EQ(c.pci_bus_id, "0000:17:00.0");
-    EXPECT_EQ(c.pci_device_id, "c035");
-    EXPECT_EQ(c.driver_version, "1.4.3.4");
-    EXPECT_EQ(c.memory_bytes, 42976 * kMiB);
-    EXPECT_EQ(c.numa_node, -1);
-    EXPECT_EQ(c.healthy, std::optional<bool>(true));
-}
 
 struct Variant {
     const char* name;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `efsmi -q` text parser on the shared fixtures as they are, on the variants drivers print,
 // and on every malformed case with the exact error a user sees. Also parse_memory.
+#include "efsmi_card.hpp"
 #include "inject/discover.hpp"
 #include "test_util.hpp"
 
@@ -12,40 +13,20 @@ namespace {
 
 using inject::discover::parse_efsmi_text;
 using inject::discover::parse_memory;
-using inject::discover::RawCard;
+using testutil::edit;
+using testutil::expect_card;
+using testutil::expect_card0;
 
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
 std::string fixture1() { return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-1dev.txt")); }
 std::string fixture2() { return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-2dev.txt")); }
 
-// Replaces the first occurrence of `from` (which must exist) with `to`.
-std::string edit(std::string text, const std::string& from, const std::string& to) {
-    const auto pos = text.find(from);
-    EXPECT_NE(pos, std::string::npos) << "fixture has no '" << from << "'";
-    if (pos != std::string::npos) text.replace(pos, from.size(), to);
-    return text;
-}
-
 // Replaces every occurrence.
 std::string edit_all(std::string text, const std::string& from, const std::string& to) {
     for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
         text.replace(pos, from.size(), to);
     return text;
-}
-
-void expect_card0(const RawCard& c) {
-    EXPECT_EQ(c.index, 0u);
-    EXPECT_FALSE(c.minor.has_value());
-    EXPECT_EQ(c.uuid, "TR6Y46010302");
-    EXPECT_EQ(c.serial, "A0A1650510676");
-    EXPECT_EQ(c.product, "S60");
-    EXPECT_EQ(c.pci_bus_id, "0000:17:00.0");
-    EXPECT_EQ(c.pci_device_id, "c035");
-    EXPECT_EQ(c.driver_version, "1.4.3.4");
-    EXPECT_EQ(c.memory_bytes, 42976 * kMiB);
-    EXPECT_EQ(c.numa_node, -1);
-    EXPECT_EQ(c.healthy, std::optional<bool>(true));
 }
 
 TEST(EfsmiText, OneCardFixtureEveryField) {
@@ -60,36 +41,16 @@ TEST(EfsmiText, TwoCardFixtureEveryField) {
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     expect_card0((*r)[0]);
-    const RawCard& c = (*r)[1];
-    EXPECT_EQ(c.index, 1u);
-    EXPECT_FALSE(c.minor.has_value());
-    EXPECT_EQ(c.uuid, "TR1V57100501");
-    EXPECT_EQ(c.serial, "A0A1650510677");
-    EXPECT_EQ(c.product, "S60");
-    EXPECT_EQ(c.pci_bus_id, "0000:b1:00.0");
-    EXPECT_EQ(c.pci_device_id, "c035");
-    EXPECT_EQ(c.driver_version, "1.4.3.4");
-    EXPECT_EQ(c.memory_bytes, 42976 * kMiB);
-    EXPECT_EQ(c.numa_node, -1);
-    EXPECT_EQ(c.healthy, std::optional<bool>(true));
+    expect_card((*r)[1], {1, "TR1V57100501", "A0A1650510677", "S60", "0000:b1:00.0", "c035",
+                          "1.4.3.4", 42976});
 }
 
 TEST(EfsmiText, OldDriverT10FixtureEveryField) {
     auto r = parse_efsmi_text(testutil::read_file(testutil::fixture("efsmi/efsmi-q-t10-old-driver.txt")));
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 1u);
-    const RawCard& c = (*r)[0];
-    EXPECT_EQ(c.index, 0u);
-    EXPECT_FALSE(c.minor.has_value());
-    EXPECT_EQ(c.uuid, "GCU-U53000080105");
-    EXPECT_EQ(c.serial, "B1C2330100021");
-    EXPECT_EQ(c.product, "T10");
-    EXPECT_EQ(c.pci_bus_id, "0000:3b:00.0");
-    EXPECT_EQ(c.pci_device_id, "c033");
-    EXPECT_EQ(c.driver_version, "1.2.0.19");
-    EXPECT_EQ(c.memory_bytes, 16384 * kMiB);
-    EXPECT_EQ(c.numa_node, -1);
-    EXPECT_EQ(c.healthy, std::optional<bool>(true));
+    expect_card((*r)[0], {0, "GCU-U53000080105", "B1C2330100021", "T10", "0000:3b:00.0", "c033",
+                          "1.2.0.19", 16384});
 }
 
 // Variants that must give exactly the fixture's card.

@@ -10,12 +10,13 @@
 
 #include <filesystem>
 
-#include "inject/process.hpp"
+#include "sim_host.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using namespace inject::health;
+using testutil::kSimHost;
 using testutil::TempDir;
 
 struct FitCase {
@@ -50,8 +51,6 @@ TEST(Health, UnknownCheckNamesTheChecks) {
               "pcie, cdi");
 }
 
-const std::string kSimHost = std::string(ENFLAME_BINARY_DIR) + "/sim/enflame-sim-host";
-
 const char* kCards = R"(driver_version: "1.4.3.4"
 cards:
   - {index: 0, minor: 0, product: S60, uuid: TR6Y46010302, serial: A0A1650510676, bus_id: "0000:17:00.0", numa_node: 0}
@@ -67,14 +66,9 @@ protected:
         return sim({"build", "--desc", t_ / "desc.yaml", "--root", t_ / "root"}) == "";
     }
     std::string sim(const std::vector<std::string>& args) {
-        inject::process::Command cmd;
-        cmd.path = kSimHost;
-        cmd.argv = {kSimHost};
-        cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
-        cmd.env = {"PATH=/usr/bin:/bin"};
-        auto r = inject::process::run(cmd);
-        EXPECT_TRUE(r && r->exit_code == 0) << (r ? r->err : r.error().what());
-        return r && r->exit_code == 0 ? "" : "failed";
+        const std::string err = testutil::sim_host(args);
+        EXPECT_EQ(err, "");
+        return err.empty() ? "" : "failed";
     }
     Options opts(std::chrono::seconds later = std::chrono::seconds(0)) {
         Options o;

@@ -67,6 +67,13 @@ std::string fixture(std::string_view rel) {
     return std::string(ENFLAME_SOURCE_DIR) + "/tests/fixtures/" + std::string(rel);
 }
 
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << "the text has no '" << from << "'";
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+    return text;
+}
+
 void expect_golden(const std::string& path, const std::string& got) {
     const char* update = std::getenv("ENFLAME_UPDATE_GOLDEN");
     if (update != nullptr && std::string_view(update) == "1") {

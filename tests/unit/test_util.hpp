@@ -33,6 +33,10 @@ std::string fixture(std::string_view rel);
 /// file never approves itself: the diff is for a person to review, and the next run compares.
 void expect_golden(const std::string& path, const std::string& got);
 
+/// `text` with the first occurrence of `from` replaced by `to`; a failed expectation (and `text`
+/// as it was) when there is none, so a variant that no longer edits anything cannot pass unseen.
+std::string edit(std::string text, const std::string& from, const std::string& to);
+
 /// True when CI=true: a test that cannot run must then fail, not skip (skip_or_fail in bats).
 bool in_ci();
 
