@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -524,6 +525,23 @@ inject::Result<void> install(const ToolkitArgs& a) {
     return inject::fail(std::move(r).error());
 }
 
+/// An exclusive lock on the toolkit folder (flock on the folder itself, released when the fd
+/// closes), taken by uninstall and by the waiting installer's re-check; nullopt when the folder
+/// does not exist (nothing installed).
+inject::Result<std::optional<inject::fs::UniqueFd>> lock_toolkit(const ToolkitArgs& a,
+                                                                 const HostRoot& h) {
+    auto fd = inject::fs::open_in_root(h.fd(), a.toolkit_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!fd) {
+        if (!h.exists(a.toolkit_dir)) return std::optional<inject::fs::UniqueFd>{};
+        return inject::fail(std::move(fd).error());
+    }
+    while (::flock(fd->get(), LOCK_EX) != 0)
+        if (errno != EINTR)
+            return inject::fail(inject::Errc::Io, h.show(a.toolkit_dir) + ": flock: " +
+                                                      std::strerror(errno));
+    return std::optional<inject::fs::UniqueFd>{std::move(*fd)};
+}
+
 inject::Result<void> uninstall(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
     if (handing_over(a)) {
@@ -532,6 +550,10 @@ inject::Result<void> uninstall(const ToolkitArgs& a) {
                      "running)\n";
         return inject::ok();
     }
+    // the DaemonSet's waiting installer re-checks under the same lock: it never sees half of
+    // the undo, and finds no state after it (nothing to repair)
+    INJECT_TRY(auto lock, lock_toolkit(a, h));
+    (void)lock;
     INJECT_TRY(auto st, read_state(a, h));
     if (!st) {
         std::cout << "nothing to undo: no " << h.show(state_path(a)) << "\n";
@@ -606,6 +628,13 @@ void wait_for_stop(const ToolkitArgs& a) {
         if (errno != EAGAIN || handing_over(a)) continue;  // EINTR; or leaving: leave it as it is
         auto h = open_host(a);
         if (!h) continue;
+        // An uninstall (the pod's preStop runs it before this process gets SIGTERM) holds the
+        // lock while it undoes and removes the state: no state is no install to repair. The
+        // re-install fought the preStop's undo before (the engine's config put back and the
+        // engine signalled again, the pod stuck terminating).
+        auto lock = lock_toolkit(a, *h);
+        if (!lock || !*lock) continue;
+        if (auto st = read_state(a, *h); !st || !*st) continue;
         auto in_place = check_installed(a, *h);
         if (in_place) continue;
         std::cout << "drift: " << in_place.error().what() << ": installing again\n";

@@ -383,7 +383,7 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   [ "$output" = "error: missing: enflame-container-runtime-hook" ]
 }
 
-@test "--wait re-checks: containerd's config rewritten by someone else is repaired and containerd signalled once; unchanged, nothing is touched" {
+@test "--wait re-checks: containerd's config rewritten by someone else is repaired and containerd signalled once; unchanged, nothing is touched; after the preStop's uninstall, nothing is repaired" {
   start_containerd
   local first=$CTRD_PID
   # the DaemonSet's main process, re-checking every second
@@ -424,6 +424,19 @@ print(n["disable"], n["disable_connections"], n["socket_path"])'
   sleep 3
   kill -0 "$CTRD_PID"
   [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  # the pod's preStop uninstalls while this process still waits (SIGTERM comes after it): the
+  # re-check finds nothing installed and repairs nothing, the config stays as it was before
+  local third=$CTRD_PID
+  run -0 in_pod "$CD/src/enflame-ctk" toolkit uninstall --host-root "$R" --engine-socket "$CD/ctrd/containerd.sock"
+  wait_for gone "$third"
+  start_containerd
+  sleep 3
+  kill -0 "$CTRD_PID"
+  [ "$(grep -c drift "$CD/wait.log")" -eq 1 ]
+  [ "$(grep -c "^signalled: containerd" "$CD/wait.log")" -eq 2 ]
+  in_host cat /etc/containerd/config.toml | cmp - "$CD/before.toml"
+  status_tk
+  [ "$status" -ne 0 ]
   # SIGTERM ends the wait
   kill -TERM "$inst"
   wait_for gone "$inst"
