@@ -25,6 +25,7 @@ PKGS=(
   runc crun podman uidmap containerd docker.io e2fsprogs
   mmdebstrap       # make images: the image's Debian 12 libraries
   strace           # dra_plugin.bats: the kernel kills the plugin at a chosen rename (strace --inject)
+  iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)
   clang-tidy-14 cppcheck
 )
