@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -131,7 +132,11 @@ TEST(AtomicWrite, NotDurableNeverStrandsADirectoryThatAppears) {
     inject::fs::AtomicWriteOptions o;
     o.durable = false;
     int written = 0;
-    for (int i = 0; i < 5000; ++i) {
+    // At least 5000 tries, and on until one has succeeded (10 s at most): on a loaded machine
+    // the flipper can be descheduled between its mkdir and rmdir for longer than 5000 quick
+    // refusals take (seen once in a full run: 5000 refusals in 13 ms, nothing written).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int i = 0; i < 5000 || (written == 0 && std::chrono::steady_clock::now() < until); ++i) {
         if (inject::fs::atomic_write(p, "x", o)) {
             ++written;
             ::unlink(p.c_str());
