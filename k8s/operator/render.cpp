@@ -220,10 +220,16 @@ void set_images(const Json& images, std::vector<Object>& objs) {
         });
 }
 
+/// Appends a byte as two lowercase hex digits.
+void append_hex(std::string& out, unsigned char b) {
+    static constexpr std::string_view kHex = "0123456789abcdef";
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
+}
+
 /// A string as Go's encoding/json writes it (kustomize hashes that): HTML characters and the
 /// line/paragraph separators escaped as \uXXXX, control characters too.
 std::string go_json_string(const std::string& s) {
-    static const char* kHex = "0123456789abcdef";
     std::string out = "\"";
     for (std::size_t i = 0; i < s.size(); ++i) {
         const auto c = static_cast<unsigned char>(s[i]);
@@ -238,8 +244,7 @@ std::string go_json_string(const std::string& s) {
             out += "\\t";
         } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
             out += "\\u00";
-            out += kHex[c >> 4];
-            out += kHex[c & 0xf];
+            append_hex(out, c);
         } else if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
                    (static_cast<unsigned char>(s[i + 2]) & 0xfe) == 0xa8) {
             out += static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
@@ -264,12 +269,8 @@ std::string configmap_hash(const Json& data) {
     enc += "},\"kind\":\"ConfigMap\",\"name\":\"\"}";
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256(reinterpret_cast<const unsigned char*>(enc.data()), enc.size(), md);
-    static const char* kHex = "0123456789abcdef";
     std::string h;
-    for (int i = 0; i < 5; ++i) {
-        h += kHex[md[i] >> 4];
-        h += kHex[md[i] & 0xf];
-    }
+    for (int i = 0; i < 5; ++i) append_hex(h, md[i]);
     for (char& c : h) {
         const auto at = std::string_view("013ae").find(c);
         if (at != std::string_view::npos) c = "ghkmt"[at];
