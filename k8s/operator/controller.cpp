@@ -273,6 +273,13 @@ inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
 
 // --- Controller ------------------------------------------------------------------------------
 
+void Writes::add(std::string_view w) {
+    ++n;
+    if (what.size() > 400) return;  // a log line, not a list: the count says the rest
+    if (!what.empty()) what += ", ";
+    what += w;
+}
+
 Controller::Controller(k8s::api::Client& client, Options o) : client_(client), o_(std::move(o)) {}
 
 void Controller::enqueue_all() {
@@ -523,16 +530,19 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
                     error.empty() ? "every object applied" : error, gen)}}};
 }
 
-inject::Result<void> Controller::write_status(const Json& cr, Json status, int& writes) {
-    if (cr.value("status", Json::object()) == status) return inject::ok();
-    INJECT_TRY(Json r,
-               client_.patch_merge(path_of(cr) + "/status", {{"status", std::move(status)}}));
+inject::Result<void> Controller::write_status(const Json& cr, Json status, Writes& writes) {
+    const Json have = cr.value("status", Json::object());
+    if (have == status) return inject::ok();
+    const Json patch = merge_patch(have, status);
+    std::string fields;
+    for (const auto& [k, _] : patch.items()) fields += (fields.empty() ? "" : " ") + k;
+    INJECT_TRY(Json r, client_.patch_merge(path_of(cr) + "/status", {{"status", patch}}));
     (void)r;
-    ++writes;
+    writes.add("status: " + fields);
     return inject::ok();
 }
 
-inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
+inject::Result<void> Controller::remove_stack(const Json& cr, Writes& writes) {
     const std::string uid = str(cr["metadata"], "uid");
     // In order: what hands out cards, then the toolkit (its pods' preStop uninstalls it from
     // the node), then everything else through the garbage collector.
@@ -547,7 +557,7 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
             waiting = true;
             if (ds["metadata"].contains("deletionTimestamp")) continue;
             INJECT_TRY_VOID(client_.remove(path_of(ds) + "?propagationPolicy=Foreground"));
-            ++writes;
+            writes.add("delete " + key_of(ds));
             inject::log::info("GpuResource {} deleted: removing {}", str(cr["metadata"], "name"),
                               key_of(ds));
         }
@@ -562,7 +572,7 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
                            path_of(cr),
                            {{"metadata", {{"finalizers", fins}, {"resourceVersion", rv_of(cr)}}}}));
     (void)r;
-    ++writes;
+    writes.add("finalizer off");
     inject::log::info(
         "GpuResource {}: plugins, toolkit and node labels removed; the garbage collector removes "
         "the rest",
@@ -570,12 +580,12 @@ inject::Result<void> Controller::remove_stack(const Json& cr, int& writes) {
     return inject::ok();
 }
 
-inject::Result<void> Controller::label_nodes(bool active, int& writes) {
+inject::Result<void> Controller::label_nodes(bool active, Writes& writes) {
     for (const auto& [node, set] : plan_node_labels(nodes_->items(), active)) {
         INJECT_TRY(Json r, client_.apply("/api/v1/nodes/" + node, node_label_body(node, set),
                                          kNodeLabelManager));
         (void)r;
-        ++writes;
+        writes.add("labels node/" + node);
         inject::log::info("node {}: {} {}", node, set ? "labelled" : "removed the label",
                           std::string(kGpuPresent) + (set ? "=true (NFD: PCI vendor 1e36)" : ""));
     }
@@ -583,7 +593,7 @@ inject::Result<void> Controller::label_nodes(bool active, int& writes) {
 }
 
 inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object>& objs,
-                                      int& writes) {
+                                      Writes& writes) {
     // Only once every rolled DaemonSet in the cache carries its new template: the DaemonSet's
     // own watch event brings us back when it does.
     std::map<std::string, std::string> want;
@@ -614,7 +624,7 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
                    client_.patch_merge(path_of(p),
                                        {{"metadata", {{"annotations", {{kHandover, "true"}}}}}}));
         (void)r;
-        ++writes;
+        writes.add("handover mark pod/" + str(p["metadata"], "name"));
         inject::log::info(
             "upgrade: node {}: marked pod {} for handover (same install flags: the new installer "
             "takes the toolkit over as it is)",
@@ -622,7 +632,7 @@ inject::Result<Json> Controller::roll(const Json& spec, const std::vector<Object
     }
     for (const auto& p : plan.delete_pods) {
         INJECT_TRY_VOID(client_.remove(path_of(p)));
-        ++writes;
+        writes.add("delete pod/" + str(p["metadata"], "name"));
         deleting_.insert(str(p["metadata"], "uid"));
         inject::log::info("upgrade: node {}: deleted pod {} (DaemonSet {})",
                           str(p["spec"], "nodeName"), str(p["metadata"], "name"),
@@ -640,10 +650,11 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     if (!found) return inject::ok();
     Json cr = *found;
     cr["apiVersion"] = kGroupVersion;
-    int writes = 0;
+    Writes writes;
     auto finish = [&](const char* what) {
         inject::log::info(
-            "reconciled GpuResource {} ({}): {} writes, {} ms", name, what, writes,
+            "reconciled GpuResource {} ({}): {} writes{}, {} ms", name, what, writes.n,
+            writes.what.empty() ? "" : " (" + writes.what + ")",
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
     };
     if (cr["metadata"].contains("deletionTimestamp")) {
@@ -675,7 +686,7 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
             client_.patch_merge(
                 path_of(cr), {{"metadata", {{"finalizers", f}, {"resourceVersion", rv_of(cr)}}}}));
         (void)r;
-        ++writes;
+        writes.add("finalizer on");
     }
     const Json spec = cr.value("spec", Json::object());
     std::string dra = dra_version_;
@@ -696,7 +707,7 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
         const auto l = live(o.obj);
         if (l && contains(*l, o.obj)) continue;
         auto r = client_.apply(path_of(o.obj), o.obj, kManagerName);
-        ++writes;
+        writes.add("apply " + key_of(o.obj));
         if (!r) {
             error = r.error().what();
             continue;
@@ -710,7 +721,7 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
                 l["metadata"].contains("deletionTimestamp"))
                 continue;
             INJECT_TRY_VOID(client_.remove(path_of(l)));
-            ++writes;
+            writes.add("delete " + key_of(l));
             inject::log::info("removed {}: its component is off", key_of(l));
         }
     Json status = stack_status(cr, objs, error, monitoring_status(spec, served, objs));

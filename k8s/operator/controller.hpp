@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "k8s/apiserver.hpp"
@@ -72,6 +73,14 @@ struct LeaderOptions {
 /// OnStoppedLeading does in most operators): another replica takes over.
 [[nodiscard]] inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o);
 
+/// The writes one reconcile sent, counted and named for its log line ("0 writes" is the
+/// steady state; anything else says what changed).
+struct Writes {
+    int n = 0;
+    std::string what;
+    void add(std::string_view w);
+};
+
 struct Options {
     std::string manifests = "/usr/share/enflame/manifests";
 };
@@ -86,14 +95,14 @@ public:
 
 private:
     [[nodiscard]] inject::Result<void> reconcile(const std::string& name);
-    [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, int& writes);
+    [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, Writes& writes);
     [[nodiscard]] std::optional<Json> live(const Json& obj) const;
-    [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, int& writes);
+    [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, Writes& writes);
     /// Node labels from NFD's (`active` false: remove the ones the operator set).
-    [[nodiscard]] inject::Result<void> label_nodes(bool active, int& writes);
+    [[nodiscard]] inject::Result<void> label_nodes(bool active, Writes& writes);
     /// One step of the ordered roll of the toolkit and the plugins; returns status.upgrade.
     [[nodiscard]] inject::Result<Json> roll(const Json& spec, const std::vector<Object>& objs,
-                                            int& writes);
+                                            Writes& writes);
     [[nodiscard]] Json stack_status(const Json& cr, const std::vector<Object>& objs,
                                     const std::string& error,
                                     const std::vector<MonitorStatus>& monitors) const;

@@ -753,4 +753,14 @@ bool contains(const Json& have, const Json& want) {
     return have == want;
 }
 
+Json merge_patch(const Json& from, const Json& to) {
+    if (!from.is_object() || !to.is_object()) return to;
+    Json patch = Json::object();
+    for (const auto& [k, v] : to.items())
+        if (!from.contains(k) || from[k] != v) patch[k] = merge_patch(from.value(k, Json()), v);
+    for (const auto& [k, v] : from.items())
+        if (!to.contains(k)) patch[k] = nullptr;
+    return patch;
+}
+
 }  // namespace op

@@ -502,4 +502,28 @@ TEST(OperatorContains, Table) {
     for (const auto& c : cases) EXPECT_EQ(op::contains(c.have, c.want), c.out) << c.name;
 }
 
+// The status patch: applied (RFC 7386, nlohmann's merge_patch) to what the server has, it gives
+// exactly the status wanted, keys the new status dropped included. (A patch of the new status
+// alone left status.upgrade.message from an earlier reconcile on the server: the cached status
+// never equalled the computed one and every reconcile wrote it again.)
+TEST(OperatorMergePatch, TurnsTheServersStatusIntoTheWantedOne) {
+    const Json from = {{"state", "ready"},
+                       {"upgrade", {{"message", "DaemonSets being applied"}}},
+                       {"components", {{{"name", "toolkit"}, {"ready", true}}}},
+                       {"gone", 1}};
+    const Json to = {{"state", "ready"},
+                     {"upgrade", {{"nodes", Json::array()}, {"totalNodes", 1}}},
+                     {"components", {{{"name", "toolkit"}, {"ready", false}}}}};
+    const Json patch = op::merge_patch(from, to);
+    EXPECT_EQ(patch, Json::parse(R"({"upgrade": {"message": null, "nodes": [], "totalNodes": 1},
+        "components": [{"name": "toolkit", "ready": false}], "gone": null})"));
+    Json server = from;
+    server.merge_patch(patch);
+    EXPECT_EQ(server, to);
+    EXPECT_EQ(op::merge_patch(to, to), Json::object());
+    Json empty = Json::object();
+    empty.merge_patch(op::merge_patch(empty, to));
+    EXPECT_EQ(empty, to);
+}
+
 }  // namespace

@@ -57,22 +57,22 @@ cr() {
   [ "$status" -eq 0 ]
   run -0 kc wait --for=condition=Established crd/gpuresources.enflame.com --timeout=90s
   run -0 kc get crd gpuresources.enflame.com -o json
-  jq -e '.spec.scope == "Cluster"' <<<"$output"
-  jq -e '.spec.names.shortNames == ["gr"]' <<<"$output"
-  jq -e '[.spec.versions[0].additionalPrinterColumns[].name] == ["Ready","State","Age"]' <<<"$output"
+  jq -e '.spec.scope == "Cluster"' <<<"$output" > /dev/null
+  jq -e '.spec.names.shortNames == ["gr"]' <<<"$output" > /dev/null
+  jq -e '[.spec.versions[0].additionalPrinterColumns[].name] == ["Ready","State","Age"]' <<<"$output" > /dev/null
   run -0 jq -r '[.status.conditions[] | select(.type == "NonStructuralSchema")] | length' <<<"$output"
   [ "$output" = 0 ]
 }
 
 @test "CRD: the sample CR is accepted, defaults filled in; kubectl get gr shows the columns" {
   run -0 kc apply --dry-run=server -f "$TOP/deployments/operator/examples/gpuresource.yaml" -o json
-  jq -e '.spec.toolkit.runtime == "auto"' <<<"$output"
-  jq -e '.spec.toolkit | has("cdi") | not' <<<"$output"
-  jq -e '.spec.featureDiscovery.enabled == true' <<<"$output"
-  jq -e '.spec.npd.enabled == false' <<<"$output"
-  jq -e '.spec.daemonsets.updateStrategy == "RollingUpdate"' <<<"$output"
-  jq -e '.spec.daemonsets.maxUnavailable == 1' <<<"$output"
-  jq -e '.spec.hostPaths.kubeletRoot == "/var/lib/kubelet"' <<<"$output"
+  jq -e '.spec.toolkit.runtime == "auto"' <<<"$output" > /dev/null
+  jq -e '.spec.toolkit | has("cdi") | not' <<<"$output" > /dev/null
+  jq -e '.spec.featureDiscovery.enabled == true' <<<"$output" > /dev/null
+  jq -e '.spec.npd.enabled == false' <<<"$output" > /dev/null
+  jq -e '.spec.daemonsets.updateStrategy == "RollingUpdate"' <<<"$output" > /dev/null
+  jq -e '.spec.daemonsets.maxUnavailable == 1' <<<"$output" > /dev/null
+  jq -e '.spec.hostPaths.kubeletRoot == "/var/lib/kubelet"' <<<"$output" > /dev/null
   cr probe '  npd: {enabled: true}' | kc apply -f - > /dev/null
   run -0 kc get gr
   [[ ${lines[0]} =~ ^NAME\ +READY\ +STATE\ +AGE$ ]]
@@ -207,22 +207,22 @@ PY
   fi
   [ "$status" -eq 0 ]
   run -0 kc get gr enflame -o json
-  jq -e '.status.readyResource == "4/4"' <<<"$output"
-  jq -e '.metadata.finalizers == ["enflame.com/gpu-operator"]' <<<"$output"
-  jq -e '.status.conditions[] | select(.type == "Ready") | .status == "True"' <<<"$output"
-  jq -e '[.status.components[].name] | sort == ["devicePlugin","exporter","featureDiscovery","toolkit"]' <<<"$output"
+  jq -e '.status.readyResource == "4/4"' <<<"$output" > /dev/null
+  jq -e '.metadata.finalizers == ["enflame.com/gpu-operator"]' <<<"$output" > /dev/null
+  jq -e '.status.conditions[] | select(.type == "Ready") | .status == "True"' <<<"$output" > /dev/null
+  jq -e '[.status.components[].name] | sort == ["devicePlugin","exporter","featureDiscovery","toolkit"]' <<<"$output" > /dev/null
   run -0 kc get gr
   [[ ${lines[1]} =~ ^enflame\ +4/4\ +ready\  ]]
   # the node NFD reported: labelled by the operator, which recorded that it did
   run -0 kc get node "$NODE_NAME" -o json
-  jq -e '.metadata.labels["enflame.com/gpu.present"] == "true"' <<<"$output"
-  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == "enflame.com/gpu.present"' <<<"$output"
+  jq -e '.metadata.labels["enflame.com/gpu.present"] == "true"' <<<"$output" > /dev/null
+  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == "enflame.com/gpu.present"' <<<"$output" > /dev/null
   run -0 kc get gr enflame -o jsonpath='{.status.clusterGCUNodes}'
   [ "$output" = 1 ]
   # every object the operator applied is owned by the CR
   run -0 kc -n "$NS" get ds,cm,sa,svc -l app.kubernetes.io/managed-by=enflame-gpu-operator -o json
-  jq -e '(.items | length) >= 8' <<<"$output"
-  jq -e 'all(.items[]; .metadata.ownerReferences[0].kind == "GpuResource" and .metadata.ownerReferences[0].controller)' <<<"$output"
+  jq -e '(.items | length) >= 8' <<<"$output" > /dev/null
+  jq -e 'all(.items[]; .metadata.ownerReferences[0].kind == "GpuResource" and .metadata.ownerReferences[0].controller)' <<<"$output" > /dev/null
 }
 
 @test "install: the shipped example pod gets its two cards" {
@@ -342,8 +342,8 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
   fi
   [ "$status" -eq 0 ]
   run -0 kc get gr enflame -o json
-  jq -e '.status.upgrade.cordonedNodes == 1' <<<"$output"
-  jq -e '.status.upgrade.nodes[0].message | test("cordoned")' <<<"$output"
+  jq -e '.status.upgrade.cordonedNodes == 1' <<<"$output" > /dev/null
+  jq -e '.status.upgrade.nodes[0].message | test("cordoned")' <<<"$output" > /dev/null
   # the DaemonSet has the new template, its pod stays (OnDelete): nothing touched for 5 s
   run -0 kc -n "$NS" get ds enflame-toolkit-installer -o jsonpath='{.spec.template.spec.containers[0].image}'
   [[ $output == *:0.1.1 ]]
@@ -387,9 +387,9 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
 # has one pod.
 dup_free() {
   run -0 kc -n "$NS" get ds -o json
-  jq -e 'all(.items[]; .status.currentNumberScheduled == 1 and .status.numberMisscheduled == 0)' <<<"$output"
+  jq -e 'all(.items[]; .status.currentNumberScheduled == 1 and .status.numberMisscheduled == 0)' <<<"$output" > /dev/null
   run -0 kc -n "$NS" get pods -o json
-  jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output"
+  jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output" > /dev/null
 }
 
 # drift_repaired_after WHEN: the device plugin's DaemonSet deleted by hand is back within 2 s
@@ -426,6 +426,7 @@ drift_repaired_after() {
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
   dup_free
 }
+
 # replica_logs SKIP SINCE: the lines logged at or after SINCE (UTC, 2026-12-02T04:42:12) by every
 # operator pod but SKIP, their previous containers included.
 replica_logs() {
@@ -490,6 +491,12 @@ has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
   kc patch gr enflame --type=merge -p '{"spec":{"draDriver":{"enabled":true}}}' > /dev/null
   run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=5/5 --timeout=180s
   [ "$status" -eq 0 ] || { kc get gr enflame -o yaml; kc -n "$NS" get pods -o wide; false; }
+  # the roll's status is the roll's nodes alone: the "DaemonSets being applied" message the
+  # first reconcile wrote (the DRA plugin's DaemonSet not yet in the cache) went with the next
+  # status (a patch that only added fields kept it, and every later reconcile wrote again)
+  run -0 upgrade_status
+  [[ $output == *'"totalNodes":1'* ]]
+  [[ $output != *message* ]]
   run -0 kc get deviceclass gcu.enflame.com -o jsonpath='{.apiVersion} {.metadata.labels.app\.kubernetes\.io/managed-by}'
   [ "$output" = "resource.k8s.io/v1beta1 enflame-gpu-operator" ]
   run wait_for 30 has_slices
@@ -510,6 +517,7 @@ has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
   run -0 kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.status.numberReady}'
   [ "$output" = 1 ]
 }
+upgrade_status() { kc get gr enflame -o json | jq -c .status.upgrade; }
 logs_name_a_card() { kc logs "$1" | grep -qE '/dev/gcu[0-9]+$'; }
 gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
 
@@ -551,14 +559,14 @@ npd_and_node_exporter_images() {
   fi
   [ "$status" -eq 0 ]
   run -0 kc -n "$NS" get ds enflame-npd -o json
-  jq -e '.status.numberReady == 1' <<<"$output"
-  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
-  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  jq -e '.status.numberReady == 1' <<<"$output" > /dev/null
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output" > /dev/null
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output" > /dev/null
   run -0 kc get clusterrolebinding enflame-npd -o jsonpath='{.roleRef.name}'
   [ "$output" = system:node-problem-detector ]
   run -0 kc -n kube-system get ds enflame-node-exporter -o json
-  jq -e '.status.numberReady == 1' <<<"$output"
-  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  jq -e '.status.numberReady == 1' <<<"$output" > /dev/null
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output" > /dev/null
   # the node exporter answers with this node's figures (hostNetwork, as shipped)
   run -0 curl -sf --max-time 5 "http://127.0.0.1:9100/metrics"
   [[ $output == *"node_uname_info{"*"nodename=\"$(uname -n)\""* ]]
@@ -570,10 +578,10 @@ npd_and_node_exporter_images() {
   echo "# ServiceMonitor applied $output ms after its CRD" >&3
   [ "$status" -eq 0 ] || { kc -n "$ONS" logs "$(leader)" | tail -n 20; false; }
   run -0 kc -n "$NS" get servicemonitor enflame-gcu-exporter -o json
-  jq -e '.spec.endpoints[0].interval == "30s"' <<<"$output"
-  jq -e '.metadata.labels.release == "kube-prom"' <<<"$output"
-  jq -e '.spec.namespaceSelector.matchNames == ["enflame-system"]' <<<"$output"
-  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  jq -e '.spec.endpoints[0].interval == "30s"' <<<"$output" > /dev/null
+  jq -e '.metadata.labels.release == "kube-prom"' <<<"$output" > /dev/null
+  jq -e '.spec.namespaceSelector.matchNames == ["enflame-system"]' <<<"$output" > /dev/null
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output" > /dev/null
   run -0 wait_for 10 monitor_says "applied ServiceMonitor/enflame-system/enflame-gcu-exporter"
   # all three off: their objects go, the node exporter's port closes
   kc patch gr enflame --type=merge -p '{"spec":{"npd":{"enabled":false},"nodeExporter":{"enabled":false},
@@ -628,12 +636,12 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
   # NFD: upstream's image by the reference deployments/nfd pins; master and worker Ready; its
   # CRDs served; all owned by the CR
   run -0 kc -n "$NS" get deploy enflame-nfd-master -o json
-  jq -e '.status.readyReplicas == 1' <<<"$output"
-  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
-  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  jq -e '.status.readyReplicas == 1' <<<"$output" > /dev/null
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output" > /dev/null
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output" > /dev/null
   run -0 kc -n "$NS" get ds enflame-nfd-worker -o json
-  jq -e '.status.numberReady == 1' <<<"$output"
-  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output"
+  jq -e '.status.numberReady == 1' <<<"$output" > /dev/null
+  jq -e --arg i "$image" '.spec.template.spec.containers[0].image == $i' <<<"$output" > /dev/null
   local crd
   for crd in nodefeatures nodefeaturerules nodefeaturegroups; do
     run -0 crd_established "$crd.nfd.k8s-sigs.io"
@@ -654,8 +662,8 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
   echo "# PodMonitor applied $output ms after its CRD" >&3
   [ "$status" -eq 0 ] || { kc -n "$ONS" logs "$(leader)" | tail -n 20; false; }
   run -0 kc -n kube-system get podmonitor enflame-npd -o json
-  jq -e '.spec.podMetricsEndpoints[0].interval == "45s"' <<<"$output"
-  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output"
+  jq -e '.spec.podMetricsEndpoints[0].interval == "45s"' <<<"$output" > /dev/null
+  jq -e '.metadata.ownerReferences[0].kind == "GpuResource"' <<<"$output" > /dev/null
   run -0 wait_for 10 component_says npd podMonitor "applied PodMonitor/kube-system/enflame-npd"
   run -0 component_says exporter prometheusRule "does not serve monitoring.coreos.com/v1 PrometheusRule"
   run -1 kc -n kube-system get prometheusrule enflame-gcu
@@ -728,8 +736,8 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
   # the label the operator set is gone with its record; NFD's stays
   run -0 wait_for 10 no_gpu_label
   run -0 kc get node "$NODE_NAME" -o json
-  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == null' <<<"$output"
-  jq -e '.metadata.labels["feature.node.kubernetes.io/pci-1e36.present"] == "true"' <<<"$output"
+  jq -e '.metadata.annotations["enflame.com/gpu-operator.labels"] == null' <<<"$output" > /dev/null
+  jq -e '.metadata.labels["feature.node.kubernetes.io/pci-1e36.present"] == "true"' <<<"$output" > /dev/null
   nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.after"
   cmp "$OP/containerd.before" "$OP/containerd.after"
   # the toolkit folder and the CDI spec gone (/usr/local/enflame is the harness's mount point)
