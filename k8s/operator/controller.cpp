@@ -189,6 +189,9 @@ void Informer::run() {
 
 namespace {
 
+/// Set by release(): the renewal thread stops trying (it would take a released Lease again).
+std::atomic<bool> releasing{false};
+
 /// One try: take the Lease when it is free or expired, renew it when ours. True when ours.
 inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o,
                                std::string& seen_record, Clock::time_point& seen_at) {
@@ -254,6 +257,7 @@ inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
         auto last_ok = Clock::now();
         for (;;) {
             std::this_thread::sleep_for(o.retry_period);
+            if (releasing.load()) continue;
             auto r = try_lease(client, o, s, at);
             if (r && *r) {
                 last_ok = Clock::now();
@@ -269,6 +273,22 @@ inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
         }
     }).detach();
     return inject::ok();
+}
+
+inject::Result<bool> release(k8s::api::Client& client, const LeaderOptions& o) {
+    releasing.store(true);  // the renewal thread must not take it back meanwhile
+    const std::string path =
+        "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases/" + o.name;
+    INJECT_TRY(Json lease, client.get(path));
+    Json& spec = lease["spec"];
+    if (str(spec, "holderIdentity") != o.identity) return false;
+    spec["holderIdentity"] = "";
+    spec["leaseDurationSeconds"] = 1;
+    spec["renewTime"] = micro_time(std::chrono::system_clock::now());
+    INJECT_TRY(Json r, client.update(path, lease));  // a 409: someone else holds it by now
+    (void)r;
+    inject::log::info("leader election: released lease {}/{}", o.ns, o.name);
+    return true;
 }
 
 // --- Controller ------------------------------------------------------------------------------

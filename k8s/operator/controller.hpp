@@ -73,6 +73,11 @@ struct LeaderOptions {
 /// OnStoppedLeading does in most operators): another replica takes over.
 [[nodiscard]] inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o);
 
+/// Gives the Lease up when `o.identity` holds it (client-go's ReleaseOnCancel: no holder, a
+/// duration of 1 s), so the other replica leads at its next try instead of after the lease's
+/// 15 s; called when the process is told to stop. False when it was not ours.
+[[nodiscard]] inject::Result<bool> release(k8s::api::Client& client, const LeaderOptions& o);
+
 /// The writes one reconcile sent, counted and named for its log line ("0 writes" is the
 /// steady state; anything else says what changed).
 struct Writes {

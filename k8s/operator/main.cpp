@@ -2,14 +2,18 @@
 // enflame-gpu-operator: one GpuResource (enflame.com/v1) deploys and keeps the Enflame stack
 // as deployments/ describes it (controller.hpp). This file parses flags and hands over;
 // `--render SPEC` prints what the operator would apply for a spec file and exits.
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "controller.hpp"
+#include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
 #include "render.hpp"
@@ -42,6 +46,19 @@ std::string hostname() {
     return buf;
 }
 
+// "_" and 16 random hex digits: this process's part of its Lease identity, as client-go's
+// hostname_uuid. With the pod name alone a container restarted in the same pod took the Lease
+// back at once as its own, and two hostNetwork replicas on one node shared one identity.
+std::string process_suffix() {
+    unsigned char b[8] = {};
+    if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b))
+        return "_" + std::to_string(::getpid());
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s = "_";
+    for (const unsigned char c : b) s += {kHex[c >> 4], kHex[c & 15]};
+    return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -67,7 +84,9 @@ int main(int argc, char** argv) try {
         ->envname("POD_NAMESPACE")
         ->capture_default_str();
     app.add_option("--lease-name", lo.name, "the Lease's name")->capture_default_str();
-    app.add_option("--identity", lo.identity, "this replica's name in the Lease")
+    app.add_option("--identity", lo.identity,
+                   "this replica's name in the Lease (its pod's); \"_\" and a random suffix per "
+                   "process are added")
         ->envname("POD_NAME");
     app.add_option(
         "--render", render_spec,
@@ -91,11 +110,30 @@ int main(int argc, char** argv) try {
         return print_render(o.manifests, render_spec, served);
     }
 
+    // SIGTERM and SIGINT go to one thread of their own (blocked here, before any thread starts):
+    // give the Lease up if it is ours, then exit. As PID 1 of its container the operator would
+    // otherwise ignore SIGTERM and wait for the kubelet's SIGKILL, and the other replica for
+    // the lease's 15 s.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     auto cfg =
         kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);
     if (!cfg) return k8s::exit_error(cfg.error());
     auto client = k8s::api::Client::create(*cfg);
     if (!client) return k8s::exit_error(client.error());
+    if (leader_elect) lo.identity += process_suffix();
+    std::thread([stop_signals, cl = client->get(), lo, leader_elect] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        inject::log::info("{}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (leader_elect)
+            if (auto r = op::release(*cl, lo); !r)
+                inject::log::warn("leader election: releasing: {}", r.error().what());
+        std::_Exit(0);
+    }).detach();
     if (leader_elect) {
         if (auto r = op::lead(**client, lo); !r) return k8s::exit_error(r.error());
     }

@@ -170,8 +170,10 @@ PY
   [[ $output == "28 objects equal" ]]
 }
 
-# leader: the pod holding the operator's Lease.
-leader() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.holderIdentity}'; }
+# holder: the Lease's holderIdentity (each process adds "_" and 16 hex digits to its
+# pod's name); leader: the pod of that process.
+holder() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.holderIdentity}'; }
+leader() { local h; h=$(holder) && echo "${h%_*}"; }
 # wait_for SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s); prints the time taken.
 wait_for() {
   local t=$1 start; shift
@@ -405,8 +407,13 @@ drift_repaired_after() {
 }
 
 @test "failover: the leader killed -> the other replica takes the Lease, puts back what drifted meanwhile, no duplicates" {
+  local id; id=$(holder)
   local old; old=$(leader)
   [ -n "$old" ]
+  # one identity per process: a container the kubelet restarts in the killed leader's pod is
+  # someone new and waits for the Lease to expire like the others (with the pod's name alone
+  # it took the Lease back at once and the drift was repaired by the pod being deleted)
+  [[ $id =~ ^${old}_[0-9a-f]{16}$ ]]
   local pid; pid=$(operator_pid "$old")
   [ -n "$pid" ]
   local uid; uid=$(kc -n "$NS" get ds enflame-gcu-exporter -o jsonpath='{.metadata.uid}')
@@ -425,6 +432,19 @@ drift_repaired_after() {
   [[ $output == *"applied DaemonSet/enflame-system/enflame-gcu-exporter"* ]]
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
   dup_free
+}
+
+@test "failover: the leader's pod deleted as kubectl does -> it gives the Lease up on SIGTERM, the other replica leads within 5 s (not the lease's 15 s)" {
+  local old; old=$(leader)
+  [ -n "$old" ]
+  kc -n "$ONS" delete pod "$old" --wait=false > /dev/null
+  run -0 wait_for 30 leader_is_not "$old"
+  echo "# Lease taken over after $output ms" >&3
+  [ "$output" -lt 5000 ]
+  run -0 wait_for 30 in_ns_gone "$ONS" pod "$old"
+  echo "# the old pod gone after $output ms (terminationGracePeriodSeconds 5)" >&3
+  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
+  run -0 kc -n "$ONS" rollout status deploy/enflame-gpu-operator --timeout=120s
 }
 
 # replica_logs SKIP SINCE: the lines logged at or after SINCE (UTC, 2026-12-02T04:42:12) by every
