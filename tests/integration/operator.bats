@@ -469,6 +469,7 @@ leader_renews() { local a; a=$(renew_time) && sleep 2.5 && [ "$(renew_time)" != 
 leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
 
 @test "failover: the API server restarted -> watches resume and drift is still repaired within 2 s" {
+  local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
   run "$TOP/tests/cluster/cluster.sh" restart-apiserver "$OP/cluster"
   echo "$output"
   [ "$status" -eq 0 ]
@@ -477,8 +478,31 @@ leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
   # backoff is at most 5 s)
   run -0 wait_for 90 leader_renews
   sleep 6
+  run -0 replica_logs none "$since"
+  echo "# after the API server's restart: $(grep -c 'relisting' <<<"$output") relists, $(grep -c 'relisting.*\(410\|too old\)' <<<"$output") on 410" >&3
+  grep 'relisting' <<<"$output" | head -n 3 | sed 's/^/# /' >&3
   drift_repaired_after "after the API server's restart"
 }
+
+@test "failover: etcd compacted and restarted -> the API server's watch cache lists etcd again, the operator's watches get 410 Gone and list again; drift still repaired within 2 s" {
+  local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
+  local pod; pod=$(leader)
+  [ -n "$pod" ]
+  run -0 "$TOP/tests/cluster/cluster.sh" compact-etcd "$OP/cluster"
+  run "$TOP/tests/cluster/cluster.sh" restart-etcd "$OP/cluster"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run -0 wait_for 90 leader_renews
+  # each informer's watch comes back with its resourceVersion, older than what the API server's
+  # new watch cache starts from: 410 Gone, one "relisting" line per informer that got it
+  run wait_for 30 relisted_on_410 "$since"
+  [ "$status" -eq 0 ] || { replica_logs none "$since" | tail -n 20; false; }
+  run -0 replica_logs none "$since"
+  echo "# after etcd's compaction and restart: $(grep -c 'relisting' <<<"$output") informers listed again, e.g.:" >&3
+  grep 'relisting' <<<"$output" | head -n 2 | sed 's/^/#   /' >&3
+  drift_repaired_after "after the 410s"
+}
+relisted_on_410() { replica_logs none "$1" | grep -qE 'relisting: .*(410|too old)'; }
 
 @test "a second GpuResource is ignored, the first stays in effect" {
   cr second '  npd: {enabled: false}' | kc apply -f - > /dev/null
@@ -511,12 +535,11 @@ has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
   kc patch gr enflame --type=merge -p '{"spec":{"draDriver":{"enabled":true}}}' > /dev/null
   run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=5/5 --timeout=180s
   [ "$status" -eq 0 ] || { kc get gr enflame -o yaml; kc -n "$NS" get pods -o wide; false; }
-  # the roll's status is the roll's nodes alone: the "DaemonSets being applied" message the
-  # first reconcile wrote (the DRA plugin's DaemonSet not yet in the cache) went with the next
-  # status (a patch that only added fields kept it, and every later reconcile wrote again)
-  run -0 upgrade_status
-  [[ $output == *'"totalNodes":1'* ]]
-  [[ $output != *message* ]]
+  # the roll's status settles to the roll's nodes alone: the "DaemonSets being applied" message
+  # the first reconcile wrote (the DRA plugin's DaemonSet not yet in the cache) goes with a later
+  # status (a patch that only added fields kept it for good, and every reconcile wrote again)
+  run wait_for 10 upgrade_settled
+  [ "$status" -eq 0 ] || { upgrade_status; false; }
   run -0 kc get deviceclass gcu.enflame.com -o jsonpath='{.apiVersion} {.metadata.labels.app\.kubernetes\.io/managed-by}'
   [ "$output" = "resource.k8s.io/v1beta1 enflame-gpu-operator" ]
   run wait_for 30 has_slices
@@ -538,6 +561,8 @@ has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
   [ "$output" = 1 ]
 }
 upgrade_status() { kc get gr enflame -o json | jq -c .status.upgrade; }
+# upgrade_settled: status.upgrade holds the roll's nodes and no leftover top-level message
+upgrade_settled() { kc get gr enflame -o json | jq -e '.status.upgrade | .totalNodes == 1 and (has("message") | not)' > /dev/null; }
 logs_name_a_card() { kc logs "$1" | grep -qE '/dev/gcu[0-9]+$'; }
 gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
 
