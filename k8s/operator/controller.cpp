@@ -160,6 +160,19 @@ std::string Informer::watch_until_gone(std::string rv) {
     }
 }
 
+void Informer::forget() {
+    const std::lock_guard lock(mu_);
+    objs_.clear();
+}
+
+void Informer::kick() {
+    {
+        const std::lock_guard lock(wake_mu_);
+        kicked_ = true;
+    }
+    wake_.notify_all();
+}
+
 void Informer::run() {
     std::chrono::milliseconds backoff{500};
     for (std::string reason;;) {
@@ -174,8 +187,15 @@ void Informer::run() {
                 inject::log::debug("{}", rv.error().what());
             else
                 inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
-            std::this_thread::sleep_for(
-                rv.error().code() == Errc::NotFound ? std::chrono::milliseconds(300000) : backoff);
+            {
+                std::unique_lock lock(wake_mu_);
+                wake_.wait_for(lock,
+                               rv.error().code() == Errc::NotFound
+                                   ? std::chrono::milliseconds(300000)
+                                   : backoff,
+                               [this] { return kicked_; });
+                kicked_ = false;
+            }
             // at most 5 s: after an API server restart every watch is back within that
             backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             continue;
@@ -363,9 +383,16 @@ std::set<std::string> Controller::monitoring_served() const {
 }
 
 void Controller::watch_monitoring() {
-    for (const auto& kind : monitoring_served()) {
+    const auto served = monitoring_served();
+    for (const auto& kind : kMonitoringKinds) {
         const std::string id = std::string(kMonitoringGroupVersion) + "/" + kind;
-        if (owned_.count(id)) continue;
+        const bool on = served.count(kind) != 0, was = monitoring_watched_.count(kind) != 0;
+        if (const auto it = owned_.find(id); it != owned_.end()) {
+            if (on && !was) it->second->kick();     // back: list it now
+            if (!on && was) it->second->forget();   // its CRD went, and its objects with it
+            continue;
+        }
+        if (!on) continue;
         auto inf = std::make_unique<Informer>(
             client_, std::string("/apis/") + kMonitoringGroupVersion + "/" + plural_of(kind),
             kMonitoringGroupVersion, kind, std::string(kManagedBy) + "=" + kManagerName,
@@ -374,6 +401,7 @@ void Controller::watch_monitoring() {
         owned_[id] = std::move(inf);
         inject::log::info("watching {}s", kind);
     }
+    monitoring_watched_ = served;
 }
 
 inject::Result<void> Controller::run() {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,6 +42,12 @@ public:
     [[nodiscard]] bool synced() const { return synced_.load(); }
     [[nodiscard]] std::optional<Json> get(const std::string& key) const;  ///< by key_of()
     [[nodiscard]] std::vector<Json> items() const;
+    /// Its collection is gone (a CRD deleted, which ends watches with no DELETED events): the
+    /// cache is emptied, so nothing is "live" that the server no longer has.
+    void forget();
+    /// Its collection is served again: a list now, not after the 5 min a collection that
+    /// answered 404 waits.
+    void kick();
 
 private:
     [[nodiscard]] inject::Result<std::string> relist();
@@ -60,6 +67,9 @@ private:
     mutable std::mutex mu_;
     std::map<std::string, Json> objs_;
     std::atomic<bool> synced_{false};
+    std::mutex wake_mu_;
+    std::condition_variable wake_;
+    bool kicked_ = false;  ///< under wake_mu_
 };
 
 struct LeaderOptions {
@@ -118,7 +128,8 @@ private:
     void monitoring_crd_changed();
     [[nodiscard]] std::set<std::string> monitoring_served() const;
     /// The informer of each monitoring kind, started the first time the kind is served (never
-    /// watched before: a cluster without prometheus-operator has no such collection).
+    /// watched before: a cluster without prometheus-operator has no such collection); when the
+    /// kind's CRD goes its cache is forgotten, when it is back the informer lists at once.
     void watch_monitoring();
 
     k8s::api::Client& client_;
@@ -131,6 +142,7 @@ private:
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
     std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"
+    std::set<std::string> monitoring_watched_;  ///< kinds served at the last watch_monitoring()
     std::unique_ptr<Informer> nodes_;                         ///< every Node (labels, cordons)
     std::unique_ptr<Informer> pods_;                          ///< the rolled DaemonSets' pods
     /// uids of pods the roll deleted, until the cache shows them terminating or gone
