@@ -160,11 +160,6 @@ std::string Informer::watch_until_gone(std::string rv) {
     }
 }
 
-void Informer::forget() {
-    const std::lock_guard lock(mu_);
-    objs_.clear();
-}
-
 void Informer::kick() {
     {
         const std::lock_guard lock(wake_mu_);
@@ -388,8 +383,7 @@ void Controller::watch_monitoring() {
         const std::string id = std::string(kMonitoringGroupVersion) + "/" + kind;
         const bool on = served.count(kind) != 0, was = monitoring_watched_.count(kind) != 0;
         if (const auto it = owned_.find(id); it != owned_.end()) {
-            if (on && !was) it->second->kick();     // back: list it now
-            if (!on && was) it->second->forget();   // its CRD went, and its objects with it
+            if (on && !was) it->second->kick();  // back: list it now, not in 5 min
             continue;
         }
         if (!on) continue;

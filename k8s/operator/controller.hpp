@@ -42,9 +42,6 @@ public:
     [[nodiscard]] bool synced() const { return synced_.load(); }
     [[nodiscard]] std::optional<Json> get(const std::string& key) const;  ///< by key_of()
     [[nodiscard]] std::vector<Json> items() const;
-    /// Its collection is gone (a CRD deleted, which ends watches with no DELETED events): the
-    /// cache is emptied, so nothing is "live" that the server no longer has.
-    void forget();
     /// Its collection is served again: a list now, not after the 5 min a collection that
     /// answered 404 waits.
     void kick();
@@ -128,8 +125,9 @@ private:
     void monitoring_crd_changed();
     [[nodiscard]] std::set<std::string> monitoring_served() const;
     /// The informer of each monitoring kind, started the first time the kind is served (never
-    /// watched before: a cluster without prometheus-operator has no such collection); when the
-    /// kind's CRD goes its cache is forgotten, when it is back the informer lists at once.
+    /// watched before: a cluster without prometheus-operator has no such collection); when a
+    /// kind's CRD is back after it was deleted, its informer lists at once. (A CRD's deletion
+    /// deletes its objects first, so the informer saw them go.)
     void watch_monitoring();
 
     k8s::api::Client& client_;
