@@ -748,7 +748,9 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
   run -0 wait_for 30 in_ns_gone "$NS" deploy enflame-nfd-master
   run -0 wait_for 10 in_ns_gone "$NS" ds enflame-nfd-worker
   for crd in nodefeatures nodefeaturerules nodefeaturegroups; do
-    run -0 wait_for 30 in_ns_gone "" crd "$crd.nfd.k8s-sigs.io"
+    run wait_for 90 in_ns_gone "" crd "$crd.nfd.k8s-sigs.io"
+    [ "$status" -eq 0 ] || { kc get crd "$crd.nfd.k8s-sigs.io" -o json | jq -c '{metadata: (.metadata | {deletionTimestamp, finalizers, ownerReferences}), status: .status.conditions}'
+      kc -n "$ONS" logs "$(leader)" | grep -v reconciled | tail -n 15; false; }
   done
   run -0 wait_for 10 in_ns_gone "" clusterrole enflame-nfd-master
   run -0 wait_for 10 in_ns_gone "$NS" role enflame-nfd-worker
