@@ -137,17 +137,27 @@ plugin_pid() {
   done
   return 1
 }
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# cpu_ns PID: the CPU time of every thread of PID so far, in ns (the scheduler's own count in
+# /proc/PID/task/*/schedstat; utime+stime are 10 ms ticks charged to whoever runs when the tick
+# comes, so a few ms of work can show as two ticks, as a full run under load once did)
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ n += $1 } END { print n }'; }
 
-@test "cluster DRA: idle with the watch open, the plugin uses 0-1 clock tick in 30 s" {
+@test "cluster DRA: idle with the watch open, the plugin uses at most 30 ms of CPU in 30 s (0.1 % of a core)" {
   wait_for has_devices
-  local pid t0 t1
+  local pid t0 t1 try ok=""
   pid=$(plugin_pid)
   echo "plugin pid $pid"
   sleep 1
-  t0=$(ticks "$pid")
-  sleep 30
-  t1=$(ticks "$pid")
-  echo "plugin $pid: $((t1 - t0)) ticks (utime+stime, $(getconf CLK_TCK)/s) in 30 s idle"
-  [ "$((t1 - t0))" -le 1 ]
+  # measured with the scheduler's count: 13-17 ms per 30 s on a loaded machine (its threads'
+  # timers, not examined further; the old check of at most one 10 ms tick passed by the ticks'
+  # sampling); a client that listed the API server every second would spend more. Two 30 s
+  # windows at most: a poller or a busy loop exceeds both, a loaded machine slows down one
+  for try in 1 2; do
+    t0=$(cpu_ns "$pid")
+    sleep 30
+    t1=$(cpu_ns "$pid")
+    echo "# plugin $pid, window $try: $(( (t1 - t0) / 1000 )) us of CPU in 30 s idle" >&3
+    if [ $(( t1 - t0 )) -le 30000000 ]; then ok=$try; break; fi
+  done
+  [ -n "$ok" ]
 }
