@@ -53,9 +53,8 @@ std::string process_suffix() {
     unsigned char b[8] = {};
     if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b))
         return "_" + std::to_string(::getpid());
-    static constexpr char kHex[] = "0123456789abcdef";
     std::string s = "_";
-    for (const unsigned char c : b) s += {kHex[c >> 4], kHex[c & 15]};
+    for (const unsigned char c : b) op::append_hex(s, c);
     return s;
 }
 

@@ -220,13 +220,6 @@ void set_images(const Json& images, std::vector<Object>& objs) {
         });
 }
 
-/// Appends a byte as two lowercase hex digits.
-void append_hex(std::string& out, unsigned char b) {
-    static constexpr std::string_view kHex = "0123456789abcdef";
-    out += kHex[b >> 4];
-    out += kHex[b & 0xf];
-}
-
 /// A string as Go's encoding/json writes it (kustomize hashes that): HTML characters and the
 /// line/paragraph separators escaped as \uXXXX, control characters too.
 std::string go_json_string(const std::string& s) {
@@ -751,6 +744,12 @@ bool contains(const Json& have, const Json& want) {
         return true;
     }
     return have == want;
+}
+
+void append_hex(std::string& out, unsigned char b) {
+    static constexpr std::string_view kHex = "0123456789abcdef";
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
 }
 
 Json merge_patch(const Json& from, const Json& to) {

@@ -89,6 +89,9 @@ struct MonitorStatus {
 /// Every field in `want` is in `have` with the same value (lists: same length, item by item).
 [[nodiscard]] bool contains(const Json& have, const Json& want);
 
+/// Appends a byte as two lowercase hex digits.
+void append_hex(std::string& out, unsigned char b);
+
 /// The JSON merge patch (RFC 7386) that turns `from` into `to`: changed keys with their new
 /// value, removed keys as null, arrays whole. A patch of `to` alone would leave keys `from`
 /// had and `to` dropped (a status field that no longer applies), so the object never equals
