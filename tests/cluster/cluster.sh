@@ -173,23 +173,44 @@ wait_ready() {
 
 # --- binaries --------------------------------------------------------------------------------
 
-# kube_bins: sets KBIN (a folder holding the five Kubernetes binaries), unpacking NAME.zst
-# files from $ENFLAME_KUBE_BIN (default ../shared/kube/bin beside the repository) into
-# build/kube/bin once, checked against their SHA256SUMS.
+# kube_bins: sets KBIN (a folder holding the five Kubernetes binaries of one release, 1.32 or
+# newer) from $ENFLAME_KUBE_BIN, unpacking NAME.zst files there into build/kube/bin once (checked
+# against a SHA256SUMS beside them when there is one). No package registry serves these
+# binaries: the user names them (tests/cluster/README.md).
 kube_bins() {
-  local src=${ENFLAME_KUBE_BIN:-} n lacking=() want got tmp
-  if [ -z "$src" ]; then
-    [ -d "$TOP/../shared/kube/bin" ] ||
-      missing "no Kubernetes binaries: set ENFLAME_KUBE_BIN to a folder holding ${KUBE_NAMES[*]} (v1.32)"
-    src=$(cd "$TOP/../shared/kube/bin" && pwd)
-  fi
-  [ -d "$src" ] || missing "ENFLAME_KUBE_BIN '$src' is not a folder: set it to a folder holding ${KUBE_NAMES[*]} (v1.32)"
+  local src=${ENFLAME_KUBE_BIN:-} n lacking=()
+  [ -n "$src" ] ||
+    missing "ENFLAME_KUBE_BIN is not set: name a folder holding ${KUBE_NAMES[*]} of one release, 1.32 or newer (plain or NAME.zst)"
+  [ -d "$src" ] || missing "ENFLAME_KUBE_BIN '$src' is not a folder: set it to a folder holding ${KUBE_NAMES[*]} (1.32 or newer)"
   for n in "${KUBE_NAMES[@]}"; do
     [ -x "$src/$n" ] || [ -f "$src/$n.zst" ] || lacking+=("$n")
   done
   [ ${#lacking[@]} -eq 0 ] ||
-    missing "no ${lacking[*]} in '$src': set ENFLAME_KUBE_BIN to a folder holding ${KUBE_NAMES[*]} (v1.32, plain or NAME.zst)"
-  if [ ! -f "$src/${KUBE_NAMES[0]}.zst" ]; then KBIN=$src; return 0; fi
+    missing "no ${lacking[*]} in '$src': set ENFLAME_KUBE_BIN to a folder holding ${KUBE_NAMES[*]} (1.32 or newer, plain or NAME.zst)"
+  unpack_kube_bins "$src"
+  kube_release "$src"
+}
+
+# kube_release SRC: the five binaries in $KBIN are of one release, 1.32 or newer; else missing.
+kube_release() {
+  local n v first= bad=()
+  for n in "${KUBE_NAMES[@]}"; do
+    if [ "$n" = kubectl ]; then v=$("$KBIN/$n" version --client 2>/dev/null | grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' | sed -n 1p)
+    else v=$("$KBIN/$n" --version 2>/dev/null | grep -oE 'v[0-9]+\.[0-9]+\.[0-9]+' | sed -n 1p); fi
+    [ -n "$v" ] || missing "'$1/$n' does not tell its version: ENFLAME_KUBE_BIN must hold the release binaries (1.32 or newer)"
+    first=${first:-$v}
+    [ "$v" = "$first" ] || bad+=("$n $v")
+  done
+  [ ${#bad[@]} -eq 0 ] || missing "'$1' mixes releases: ${KUBE_NAMES[0]} is $first, $(IFS=,; echo "${bad[*]}"): use the five binaries of one release"
+  v=${first#v}; v=${v#1.}; v=${v%%.*}
+  [ "$v" -ge 32 ] || missing "'$1' holds Kubernetes $first: the cluster suites need 1.32 or newer"
+  KUBE_VERSION=$first
+}
+
+# unpack_kube_bins SRC: KBIN=SRC for plain binaries; NAME.zst files unpacked into build/kube/bin.
+unpack_kube_bins() {
+  local src=$1 n want got tmp
+  if [ ! -f "$src/${KUBE_NAMES[0]}.zst" ]; then KBIN=$(cd "$src" && pwd); return 0; fi
   KBIN=$TOP/build/kube/bin
   mkdir -p "$KBIN"
   for n in "${KUBE_NAMES[@]}"; do
@@ -227,7 +248,7 @@ prerequisites() {
   for c in runc unshare nsenter setsid openssl python3 curl ss ip iptables; do
     command -v "$c" >/dev/null || missing "needs $c on PATH"
   done
-  [ -x /bin/busybox ] && file -L /bin/busybox | grep -q 'statically linked' ||
+  [ -x /bin/busybox ] && file -L /bin/busybox | grep 'statically linked' >/dev/null ||
     missing "needs a static /bin/busybox for the busybox and pause images (apt-get install busybox-static)"
 }
 
@@ -444,6 +465,7 @@ containerRuntimeEndpoint: unix://$NS_SOCK
 cgroupDriver: cgroupfs
 cgroupRoot: /$CGROUP_ROOT
 failSwapOn: false
+failCgroupV1: false
 makeIPTablesUtilChains: false
 protectKernelDefaults: false
 staticPodPath: $D/kubelet/manifests
@@ -536,7 +558,7 @@ cgroup_root() {
 # the node's Hostname address), else localhost.
 node_name() {
   NODE_NAME=$(hostname | tr '[:upper:]' '[:lower:]')
-  getent hosts "$NODE_NAME" | awk '{print $1}' | grep -qE '^(127\.|::1$)' || NODE_NAME=localhost
+  getent hosts "$NODE_NAME" | awk '{print $1}' | grep -E '^(127\.|::1$)' >/dev/null || NODE_NAME=localhost
 }
 
 # --- talking to it ---------------------------------------------------------------------------
@@ -548,7 +570,7 @@ apiserver_ready() {
     "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/null)" = ok ]
 }
 healthz() { [ "$(curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz" 2>/dev/null)" = ok ]; }
-etcd_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$(port etcd)/health" 2>/dev/null | grep -q '"health":"true"'; }
+etcd_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$(port etcd)/health" 2>/dev/null | grep '"health":"true"' >/dev/null; }
 containerd_answers() { ctr_ns version >/dev/null 2>&1; }
 
 node_ready() {
@@ -601,7 +623,7 @@ import_archive() {
   for try in 1 2 3 4 5; do
     if out=$(ctr_ns -n k8s.io images import --all-platforms - < "$a" 2>&1); then
       ok=1
-      for n in $names; do ctr_ns -n k8s.io images ls -q "name==$n" | grep -qFx "$n" || ok=; done
+      for n in $names; do ctr_ns -n k8s.io images ls -q "name==$n" | grep -Fx "$n" >/dev/null || ok=; done
       [ -z "$ok" ] || return 0
     fi
     sleep "$try"

@@ -4,7 +4,8 @@
 # brought up once for this file in setup_file. Each test acts as a user of it would (kubectl,
 # the harness's restart commands); the last one takes it down and checks that nothing is left:
 # no process, no mount, no cgroup, the host's folders as they were. Without the Kubernetes
-# binaries (ENFLAME_KUBE_BIN) the tests skip with the line saying what to set (fail under CI).
+# binaries (ENFLAME_KUBE_BIN unset) the tests skip with the line saying what to set, under CI
+# too; a folder named there that lacks one fails under CI.
 
 load helpers
 bats_require_minimum_version 1.5.0   # `run !`
@@ -28,6 +29,8 @@ setup_file() {
   CL=$(mktemp -d /tmp/ectk-cluster.XXXXXX)
   export CL
   chmod 755 "$CL"
+  # without ENFLAME_KUBE_BIN only the test of that very error runs (setup)
+  if [ -z "${ENFLAME_KUBE_BIN:-}" ]; then echo unset > "$CL/up.status"; return 0; fi
   host_listing > "$CL/host-before"
   local t0=$SECONDS
   "$CLUSTER" up "$CL/c" > "$CL/up.out" 2>&1 3>&- && echo 0 > "$CL/up.status" || echo $? > "$CL/up.status"
@@ -44,6 +47,10 @@ setup() {
   setup_scratch
   local st
   st=$(cat "$CL/up.status")
+  if [ "$st" = unset ]; then
+    [[ $BATS_TEST_DESCRIPTION == "bad input: no Kubernetes binaries"* ]] || skip "$KUBE_BIN_REASON"
+    return 0
+  fi
   if [ "$st" -eq 3 ]; then skip_or_fail "$(tail -n 1 "$CL/up.out")"; fi
   if [[ $BATS_TEST_DESCRIPTION == "bad input"* ]]; then return 0; fi
   if [ "$st" -ne 0 ]; then
@@ -255,6 +262,22 @@ started_nothing() {
   done
   ENFLAME_KUBE_BIN=$SCRATCH/empty run -3 "$CLUSTER" up "$SCRATCH/c"
   [[ $output == "cluster: no kube-controller-manager in '$SCRATCH/empty': set ENFLAME_KUBE_BIN to "* ]]
+  # the variable unset: one line naming it and what to put there
+  ENFLAME_KUBE_BIN= run -3 "$CLUSTER" up "$SCRATCH/c"
+  [ "${#lines[@]}" -eq 1 ]
+  [[ $output == "cluster: ENFLAME_KUBE_BIN is not set: name a folder holding kubelet "* ]]
+  # five binaries that are not of one release 1.32 or newer are refused before anything starts
+  for n in kubelet kube-apiserver kube-scheduler kube-controller-manager; do
+    printf '#!/bin/sh\necho "Kubernetes v1.31.4"\n' > "$SCRATCH/empty/$n"
+  done
+  printf '#!/bin/sh\necho "Client Version: v1.31.4"\n' > "$SCRATCH/empty/kubectl"
+  chmod +x "$SCRATCH/empty"/*
+  ENFLAME_KUBE_BIN=$SCRATCH/empty run -3 "$CLUSTER" up "$SCRATCH/c"
+  [ "$output" = "cluster: '$SCRATCH/empty' holds Kubernetes v1.31.4: the cluster suites need 1.32 or newer" ]
+  printf '#!/bin/sh\necho "Kubernetes v1.33.1"\n' > "$SCRATCH/empty/kubelet"
+  ENFLAME_KUBE_BIN=$SCRATCH/empty run -3 "$CLUSTER" up "$SCRATCH/c"
+  [[ $output == "cluster: '$SCRATCH/empty' mixes releases: kubelet is v1.33.1, kube-apiserver v1.31.4,"* ]]
+  started_nothing "$SCRATCH/c"
   # a folder that is not empty is refused before anything
   mkdir -p "$SCRATCH/full" && touch "$SCRATCH/full/x"
   run -2 "$CLUSTER" up "$SCRATCH/full"
@@ -292,8 +315,11 @@ fake_bins() {
    for f in "$KBIN"/*; do ln -s "$f" "$d/kube/"; done
    for f in "$PREFIX"/usr/bin/*; do ln -s "$f" "$d/trixie/usr/bin/"; done)
   f=$(find "$d" -name "$2")
+  # it still tells its version (cluster.sh checks the release before starting anything)
+  printf '#!/bin/sh\n[ "$1" != --version ] || exec %s --version\necho "%s: broken on purpose" >&2\nexit 1\n' \
+    "$(readlink -f "$f")" "$2" > "$f.broken"
   rm "$f"
-  printf '#!/bin/sh\necho "%s: broken on purpose" >&2\nexit 1\n' "$2" > "$f"
+  mv "$f.broken" "$f"
   chmod +x "$f"
 }
 

@@ -20,6 +20,22 @@ skip_or_fail() {
   skip "$1"
 }
 
+# Parts that no package registry our machines reach serves (the Kubernetes release binaries,
+# the Node Problem Detector): a test that needs one runs when the user names it in a variable
+# and otherwise skips with one line naming the variable and what to put there, under CI too.
+# That is the one reason a test may skip under CI (tests/README.md). A variable that is set but
+# names something unusable fails under CI like any other missing part (skip_or_fail).
+KUBE_BIN_REASON="ENFLAME_KUBE_BIN is not set: name a folder holding kubelet, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of one Kubernetes release, 1.32 or newer (plain or NAME.zst)"
+NPD_BIN_REASON="ENFLAME_NPD_BIN is not set: name the node-problem-detector binary of an official v0.8.x release (plain or .zst)"
+# In a test: skip with the reason when the variable is unset.
+needs_kube_bin() { [ -n "${ENFLAME_KUBE_BIN:-}" ] || skip "$KUBE_BIN_REASON"; }
+needs_npd_bin() { [ -n "${ENFLAME_NPD_BIN:-}" ] || skip "$NPD_BIN_REASON"; }
+# In setup_file (`kube_bin_named || return 0`): false when unset, and then every test of the file
+# skips with the reason in its setup (skip_if_file_skipped); bats 1.8 cannot skip in setup_file.
+kube_bin_named() { [ -n "${ENFLAME_KUBE_BIN:-}" ] || { export FILE_SKIP_REASON=$KUBE_BIN_REASON; return 1; }; }
+npd_bin_named() { [ -n "${ENFLAME_NPD_BIN:-}" ] || { export FILE_SKIP_REASON=$NPD_BIN_REASON; return 1; }; }
+skip_if_file_skipped() { [ -z "${FILE_SKIP_REASON:-}" ] || skip "$FILE_SKIP_REASON"; }
+
 # requires root|podman|runc|crun|containerd|dockerd ... : skip (fail under CI) with a reason
 # when missing.
 requires() {
@@ -164,6 +180,23 @@ sim_setup() {
 }
 
 # --- runtime helpers (shim/hooks files) ---
+
+# other_vendor_spec DIR: DIR/othervendor.yaml, a CDI spec of kind othervendor.com/gpu whose
+# device `all` mounts DIR/other.txt ("other-vendor") at /other.txt: a container that shows that
+# line got another vendor's device.
+other_vendor_spec() {
+  mkdir -p "$1"
+  echo other-vendor > "$1/other.txt"
+  cat > "$1/othervendor.yaml" <<YAML
+cdiVersion: "0.6.0"
+kind: othervendor.com/gpu
+devices:
+  - name: all
+    containerEdits:
+      mounts:
+        - {hostPath: "$1/other.txt", containerPath: /other.txt, options: [ro, bind]}
+YAML
+}
 
 # refute_grep GREP_ARGS...: fail, showing what matched, when `grep GREP_ARGS` finds a line of
 # $output. (A mid-test `! echo "$output" | grep ...` asserts nothing under bats' set -e.)

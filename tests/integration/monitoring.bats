@@ -8,6 +8,7 @@
 # Prometheus needs more, up to 30 s (wait_long).
 
 load helpers
+load npd
 bats_require_minimum_version 1.5.0
 
 EXP=$BUILD_DIR/k8s/exporter/enflame-gcu-exporter
@@ -270,14 +271,10 @@ PY
 }
 
 @test "NPD: a GCU problem condition in the real Node Problem Detector's problem_gauge raises EnflameGCUNodeProblem; cleared, it goes" {
+  needs_npd_bin
   requires prometheus zstd
-  local npd=$BUILD_DIR/npd/node-problem-detector
-  if [ ! -x "$npd" ]; then
-    [ -f "$TOP/../shared/npd/bin/node-problem-detector.zst" ] || skip_or_fail "no ../shared/npd (NPD v0.8.20)"
-    mkdir -p "$BUILD_DIR/npd"
-    zstd -q -d --long=27 -f -o "$npd.tmp" "$TOP/../shared/npd/bin/node-problem-detector.zst"
-    chmod +x "$npd.tmp" && mv "$npd.tmp" "$npd"
-  fi
+  local npd
+  npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
   # a stand-in for the GCU plugin (deployments/npd/ ships the real one): a problem while the
   # flag file exists, as NPD reads a plugin (exit 1, one line)
   cat > "$SCRATCH/check.sh" <<SH

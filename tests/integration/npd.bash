@@ -1,15 +1,28 @@
 # Shared by npd.bats and npd_cluster.bats: the real Node Problem Detector and the shipped
 # monitor config with the test's paths and interval. Load after helpers.
 
-# npd_binary: the unpacked NPD under $BUILD_DIR/npd (unpacked and checked on first use), or why not.
+# npd_binary: the real Node Problem Detector that $ENFLAME_NPD_BIN names (no package registry
+# serves it), or why not. A plain binary is used as it is; NAME.zst is unpacked under
+# $BUILD_DIR/npd once, checked against a SHA256SUMS beside it when there is one. Callers skip
+# first with needs_npd_bin when the variable is unset.
 npd_binary() {
-  local zst=${NPD_ZST:-$TOP/../shared/npd/bin/node-problem-detector.zst} out=$BUILD_DIR/npd/node-problem-detector
-  if [ ! -x "$out" ]; then
-    [ -f "$zst" ] || { echo "$zst is missing"; return 1; }
+  local src=${ENFLAME_NPD_BIN:-} out=$BUILD_DIR/npd/node-problem-detector want got
+  [ -n "$src" ] || { echo "$NPD_BIN_REASON"; return 1; }
+  [ -f "$src" ] || { echo "ENFLAME_NPD_BIN '$src' is not a file"; return 1; }
+  if [[ $src != *.zst ]]; then
+    [ -x "$src" ] || { echo "ENFLAME_NPD_BIN '$src' is not executable"; return 1; }
+    echo "$src"
+    return 0
+  fi
+  if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
     mkdir -p "$BUILD_DIR/npd"
-    zstd -q -f -d --long=27 -o "$out.tmp" "$zst" &&
-      (cd "$(dirname "$zst")" && sed 's|node-problem-detector$|'"$out.tmp"'|' SHA256SUMS | sha256sum -c --quiet) &&
-      chmod 755 "$out.tmp" && mv "$out.tmp" "$out" || { echo "unpacking $zst failed"; return 1; }
+    zstd -q -f -d --long=27 -o "$out.tmp" "$src" || { echo "unpacking $src failed"; return 1; }
+    want=$(awk '$2 ~ /(^|[*\/])node-problem-detector$/ {print $1}' "$(dirname "$src")/SHA256SUMS" 2>/dev/null || true)
+    got=$(sha256sum "$out.tmp" | cut -d' ' -f1)
+    if [ -n "$want" ] && [ "$want" != "$got" ]; then
+      rm -f "$out.tmp"; echo "$src unpacks to sha256 $got, SHA256SUMS says $want"; return 1
+    fi
+    chmod 755 "$out.tmp" && mv "$out.tmp" "$out"
   fi
   echo "$out"
 }

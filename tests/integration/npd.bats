@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The real Node Problem Detector (v0.8.20, ../shared/npd) with deployments/npd's monitors on a
+# The real Node Problem Detector (an official v0.8.x release named by ENFLAME_NPD_BIN) with deployments/npd's monitors on a
 # simulated 8-card host, no cluster: the shipped custom-plugin-monitor JSON with only its paths
 # changed (the plugin copied by `enflame-ctk health --install` into $SCRATCH, the toolkit config
 # and state folder in $SCRATCH) and its invoke_interval cut from 30s to 2s; the shipped
@@ -13,6 +13,7 @@ bats_require_minimum_version 1.5.0
 INTERVAL=2
 
 setup() {
+  needs_npd_bin
   requires root python3 curl zstd
   setup_scratch
   [ -x "$SIM_HOST" ] || skip_or_fail "no $SIM_HOST (build enflame-sim-host)"

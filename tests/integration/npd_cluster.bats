@@ -15,6 +15,8 @@ NS=enflame-system
 INTERVAL=5
 
 setup_file() {
+  kube_bin_named || return 0
+  npd_bin_named || return 0
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
   local npd; npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
   export NPDC; NPDC=$(mktemp -d /tmp/ectk-npd.XXXXXX)
@@ -38,6 +40,7 @@ teardown_file() {
 }
 
 setup() {
+  skip_if_file_skipped
   [ -f "$NPDC/cluster/env" ] || skip "the cluster is not up"
   SIMDIR=$(echo "$NPDC"/host/usr/local/efsmi/efsmi-*)
 }

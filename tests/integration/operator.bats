@@ -15,6 +15,7 @@ NS=enflame-system
 ONS=enflame-operator
 
 setup_file() {
+  kube_bin_named || return 0
   [ "$(id -u)" -eq 0 ] || skip_or_fail "needs root"
   export OP; OP=$(mktemp -d /tmp/ectk-op.XXXXXX)
   chmod 755 "$OP"
@@ -36,6 +37,7 @@ teardown_file() {
 }
 
 setup() {
+  skip_if_file_skipped
   [ -f "$OP/cluster/env" ] || skip "the cluster is not up"
 }
 
@@ -582,6 +584,7 @@ npd_image() {
 # NPD binary (npd_cluster.bats' way: this machine cannot pull upstream's image), and the node
 # exporter's image as built, imported into the cluster.
 npd_and_node_exporter_images() {
+  needs_npd_bin
   local npd; npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
   python3 "$TOP/tests/cluster/oci_image.py" "$OP/npd.oci.tar" --name "$(npd_image)" \
     --file "$npd:/node-problem-detector" --entrypoint '["/node-problem-detector"]' --cmd '[]'
