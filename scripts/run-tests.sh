@@ -163,6 +163,10 @@ if [ "$(( new_failed + stages ))" -gt 0 ]; then
     sed 's/^/  /' "$results/rerun.new-failures" "$results/stage.failed"
 fi
 echo "distinct tests: $(( unit_total + int_total )) (unit $unit_total, integration $int_total); a test failed in any stage counts as failed once"
+if [ "$skipped" -gt 0 ]; then
+    echo "skipped $skipped tests, and why (each reason once):"
+    skip_reasons "$BUILD_DIR/bats.log" "$BUILD_DIR/ctest.log"
+fi
 stage_times+=("total ${SECONDS}s")
 echo "stage times: $(printf '%s, ' "${stage_times[@]}" | sed 's/, $//')"
 echo "tests: $(counts_line $(( total - failed - skipped )) "$failed" "$skipped")"

@@ -62,5 +62,14 @@ run_bats() {
     read -r int_total int_failed int_skipped < <(bats_counts "$log")
 }
 
+# skip_reasons BATS_LOG [CTEST_LOG]: "  N tests: REASON" for each distinct reason the first run
+# skipped tests for, most first (GoogleTest's skips, whose reason ctest does not keep, as one).
+skip_reasons() {
+    {
+        [ -f "$1" ] && sed -n 's/^ok [0-9]* .* # skip *\(.*\)$/\1/p' "$1"
+        [ -n "${2:-}" ] && ctest_keys "$2" skip | sed 's/.*/a unit test skipped itself (ctest.log names it)/'
+    } | sort | uniq -c | sort -rn | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "  %d test%s: %s\n", n, n == 1 ? "" : "s", $0 }'
+}
+
 # counts_line P F S: "P passed, F failed, S skipped".
 counts_line() { echo "$1 passed, $2 failed, $3 skipped"; }
