@@ -26,12 +26,17 @@ integration: build
 test: configure
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-tests.sh
 
-demo: build
+# The demo builds only what it runs (the CLI, the shim, the simulated host and its efsmi and
+# libefml), not the tests, benchmarks or Kubernetes daemons.
+DEMO_TARGETS := enflame-ctk enflame-container-runtime enflame-sim-host enflame-sim-efsmi efml-sim
+demo: configure
+	@cmake --build --preset $(PRESET) --target $(DEMO_TARGETS)
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/demo.sh
 
-# The Kubernetes half (needs the Kubernetes binaries: ENFLAME_KUBE_BIN, tests/cluster/README.md):
+# The Kubernetes half (needs the Kubernetes binaries a user names in ENFLAME_KUBE_BIN, README):
 # a real one-node cluster, `kubectl apply -k deployments/`, the example pod, then all removed.
-demo-cluster: build
+demo-cluster: configure
+	@cmake --build --preset $(PRESET) --target enflame-sim-host enflame-sim-efsmi efml-sim
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/demo-cluster.sh
 
 # The end-to-end suite on that cluster alone (`make test` runs it too, among the bats files).
