@@ -48,7 +48,7 @@ pkg_of() {
   local p c
   for p in "$1" "$(realpath "$1")"; do
     for c in "$p" "${p#/usr}" "/usr$p"; do
-      dpkg -S "$c" 2>/dev/null | head -n 1 | cut -d: -f1 && return 0
+      dpkg -S "$c" 2>/dev/null | sed -n 1p | cut -d: -f1 && return 0
     done
   done
   echo "build-images: no package holds $1" >&2

@@ -6,15 +6,16 @@
 # harness's own changes, tests/cluster/overlay.sh), runs the shipped example pod and prints
 # what it saw, the node's enflame.com/gcu capacity, the labels the labeler writes for NFD and a
 # scrape of the exporter; then it removes everything (kubectl delete -k, the cluster stopped).
-# Needs root, the Kubernetes binaries in ENFLAME_KUBE_BIN (default ../shared/kube/bin) and the
-# network to Debian's mirror the first time (etcd and containerd 1.7 from Debian 13, unpacked
-# under build/).
+# Needs root, the Kubernetes binaries of one release, 1.32 or newer, in the folder ENFLAME_KUBE_BIN
+# names (no package registry serves them; tests/cluster/README.md), and Debian's mirror the first
+# time (etcd and containerd 1.7 from Debian 13, unpacked under build/).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$TOP/build/dev}
 SIM_HOST=$BUILD_DIR/sim/enflame-sim-host
 [ "$(id -u)" -eq 0 ] || { echo "demo-cluster: needs root (containerd, kubelet)" >&2; exit 1; }
 [ -x "$SIM_HOST" ] || { echo "demo-cluster: $SIM_HOST missing: run make build" >&2; exit 1; }
+[ -n "${ENFLAME_KUBE_BIN:-}" ] || { echo "demo-cluster: ENFLAME_KUBE_BIN is not set: name a folder holding kubelet, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of one release, 1.32 or newer" >&2; exit 1; }
 
 D=$(mktemp -d /tmp/ectk-demo-cluster.XXXXXX)
 chmod 755 "$D"
@@ -82,9 +83,9 @@ nsenter -t "$NS_PID" -m -- sh -c 'cat /etc/kubernetes/node-feature-discovery/fea
 
 step "a scrape of the exporter (first lines)"
 pid=$(nsenter -t "$NS_PID" -m -- sh -c "grep -l enflame-gcu-exporter /proc/[0-9]*/cmdline 2>/dev/null" |
-      head -n 1 | cut -d/ -f3)
+      sed -n 1p | cut -d/ -f3)
 if [ -n "$pid" ]; then
-  nsenter -t "$pid" -n -- curl -s http://127.0.0.1:9400/metrics | grep '^enflame_' | head -n 12
+  nsenter -t "$pid" -n -- curl -s http://127.0.0.1:9400/metrics | grep '^enflame_' | sed -n 1,12p
 else
   echo "(no exporter process found)"
 fi

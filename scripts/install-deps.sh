@@ -19,7 +19,7 @@ PKGS=(
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
   prometheus       # promtool (exposition, rules); monitoring.bats runs its daemon on loopback
   prometheus-node-exporter  # monitoring.bats scrapes it; make node-exporter-image packs it
-  zstd             # monitoring.bats unpacks ../shared/npd's Node Problem Detector
+  zstd             # unpacks the NPD or Kubernetes binaries a user names as .zst (ENFLAME_NPD_BIN, ENFLAME_KUBE_BIN)
   openssl          # k8s/tests/fake_apiserver.py makes its CA and certificates with it
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
@@ -32,7 +32,7 @@ PKGS=(
 
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep '^ii' >/dev/null || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
