@@ -14,19 +14,24 @@ start=$EPOCHREALTIME
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rm -f "$out"/*.json "$out"/*.txt "$out/times"
 rc=0
-# NVIDIA's runtime (issue 27): shim_interleaved.sh puts it into its rounds when it is unpacked here.
-nv_zst=${NVIDIA_ZST:-$top/../shared/nvidia/nvidia-container-runtime-1.17.9.zst}
-if [ -f "$nv_zst" ]; then
-  zstd -q -f -d -o "$out/nvidia-container-runtime" "$nv_zst" && chmod +x "$out/nvidia-container-runtime" || rc=1
+# NVIDIA's runtime: no package registry serves it, so the user names an official release binary
+# (plain or .zst) in NVIDIA_RUNTIME; shim_interleaved.sh then puts it into the same rounds.
+nv=
+if [ -z "${NVIDIA_RUNTIME:-}" ]; then
+  echo "NVIDIA not given: ours alone (set NVIDIA_RUNTIME to nvidia-container-runtime 1.17.x for the ratios)"
+elif [[ $NVIDIA_RUNTIME == *.zst ]]; then
+  nv=$out/nvidia-container-runtime
+  zstd -q -f -d -o "$nv" "$NVIDIA_RUNTIME" && chmod +x "$nv" || { echo "NVIDIA_RUNTIME '$NVIDIA_RUNTIME': cannot unpack"; rc=1; nv=; }
+elif [ -x "$NVIDIA_RUNTIME" ]; then
+  nv=$(realpath "$NVIDIA_RUNTIME")
 else
-  rm -f "$out/nvidia-container-runtime"
-  echo "no $nv_zst: measuring ours alone (no NVIDIA column)"
+  echo "NVIDIA_RUNTIME '$NVIDIA_RUNTIME' is not an executable file"; rc=1
 fi
 for b in "$top"/bench/*.sh; do
   name=$(basename "$b" .sh)
   case $name in run | lib | shim_order) continue ;; esac  # shim_order writes the link order, measures nothing
   t0=$EPOCHREALTIME
-  NVIDIA=$out/nvidia-container-runtime BUILD_DIR=$BUILD_DIR BENCH_JSON=$out/$name.json bash "$b" > "$out/$name.txt" 2>&1
+  NVIDIA=$nv BUILD_DIR=$BUILD_DIR BENCH_JSON=$out/$name.json bash "$b" > "$out/$name.txt" 2>&1
   s=$?
   t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
   printf '%s %s %d\n' "$name" "$t" "$s" >> "$out/times"

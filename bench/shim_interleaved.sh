@@ -18,9 +18,9 @@
 # time, without the waits for a core or the disk).
 # Needs root and runc. RUNS rounds (default 200), SEED for the order (default: random),
 # BENCH_TMPDIR for the bundles' filesystem (default /tmp; /dev/shm for tmpfs like containerd's).
-# NVIDIA=/path/to/nvidia-container-runtime (default build/bench/nvidia-container-runtime, which
-# bench/run.sh unpacks from ../shared/nvidia when it is there) puts NVIDIA's runtime 1.17.9 into
-# the same rounds doing the same work (../shared/nvidia/README.md: CDI mode, a copy of the same
+# NVIDIA=/path/to/nvidia-container-runtime (bench/run.sh passes what NVIDIA_RUNTIME names; no
+# package registry serves it) puts NVIDIA's runtime into the same rounds doing the same work
+# (bench/README.md: CDI mode, a copy of the same
 # spec with kind nvidia.com/gpu, NVIDIA_VISIBLE_DEVICES in the same bundles): its passthrough,
 # creates, own exec in front of real runc and lifecycle, each with the ratio to ours. After every
 # create (ours and NVIDIA's) config.json must hold the requested device nodes, else the bench fails
@@ -55,7 +55,7 @@ done
 
 # NVIDIA's runtime (optional): its config under XDG_CONFIG_HOME, its spec a copy of ours with its
 # kind and void-env key, so both inject the same nodes, mounts and hooks.
-nv=${NVIDIA-$(cd "$bench_dir/.." && pwd)/build/bench/nvidia-container-runtime}
+nv=${NVIDIA:-${NVIDIA_RUNTIME:-}}
 if [ -n "$nv" ] && [ -x "$nv" ]; then
   for spec in cdi1 cdi8; do
     mkdir -p "$tmp/nv-$spec"
@@ -69,7 +69,7 @@ if [ -n "$nv" ] && [ -x "$nv" ]; then
     done
   done
 else
-  echo "shim_interleaved: no NVIDIA runtime (${nv:-NVIDIA empty}), measuring ours alone"
+  echo "NVIDIA not given: ours alone${nv:+ ('$nv' is not executable)}"
   nv=
 fi
 
@@ -105,7 +105,7 @@ env0 = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 rr = f"{tmp}/rr"
 runc = "/usr/sbin/runc"
 counter = [0]
-NV = "NVIDIA 1.17.9"
+NV = "NVIDIA " + (subprocess.run([nv, "--version"], capture_output=True, text=True).stdout.split("version")[-1].split()[:1] or ["?"])[0] if nv else "NVIDIA"
 
 def timed(argv, cfg=None, ok=(0,), xdg=None):
     """(ms, peak RSS KiB, minor faults, CPU ms) of one run of ARGV through shim_time. CFG: our
