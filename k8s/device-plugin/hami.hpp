@@ -5,7 +5,7 @@
 // pod and reads from a node, as data. HAMi's scheduler extender picks the card (whole cards:
 // `hami.io/enflame-gcu-devices-to-allocate`; DRS: `enflame.com/gcu-assigned-*` and
 // `assigned-containers`), the device plugin on the node finds that pod in Allocate and honours
-// the decision (gcushare's protocol; ../shared/facts/hami.md). No API calls, no efsmi here:
+// the decision (gcushare's annotation protocol). No API calls, no efsmi here:
 // hami_mode.cpp does those.
 
 #include "plugin.hpp"

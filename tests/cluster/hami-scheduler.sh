@@ -2,7 +2,7 @@
 # hami-scheduler.sh: the part of HAMi's scheduler (v2.10, pkg/device/enflame and
 # pkg/scheduler) the HAMi tests need, since HAMi itself cannot be built or pulled here. It
 # writes on a pod exactly the annotations HAMi's Enflame backend writes for a decision
-# (../shared/facts/hami.md section 3; HAMi's Filter, PatchAnnotations and Bind), and then
+# (HAMi's Filter, PatchAnnotations and Bind; k8s/device-plugin/hami.hpp lists them), and then
 # binds the pod to the node through pods/binding as HAMi's Bind does. Everything after that
 # (kubelet, our device plugin, containerd) is the real thing. The decision (which card, which
 # DRS profile) is the caller's: that is the part of HAMi this stands in for.

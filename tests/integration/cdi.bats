@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # enflame-ctk cdi generate|list|validate, and the generated spec applied by the real podman.
 # podman runs as root with private storage (--root/--runroot/--tmpdir in a per-file dir),
-# runc, cgroupfs and default_ulimits (../shared/runtimes: crun and the default nofile fail
+# runc, cgroupfs and default_ulimits (on this cgroup v1 hybrid host crun and the default nofile fail
 # here). podman 4.3.1 reads specs only from /etc/cdi and /var/run/cdi, so every podman command
 # runs in a private mount namespace (cdi_ns) where this file's own folder $PMDIR/ns is /run:
 # specs go to $PMDIR/ns/cdi/<unique>.yaml, podman sees /var/run/cdi/<unique>.yaml, and the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shim's scan of runc's argv, in the forms podman, containerd and dockerd really send
-// (../shared/runtimes/RUNTIMES.md), and the runc-format log lines containerd reads back.
+// (podman 4.3, containerd 1.6/1.7, dockerd 20.10 as Debian 12 ships them), and the runc-format
+// log lines containerd reads back.
 #include "args.hpp"
 #include "exec.hpp"
 #include "runc_log.hpp"
