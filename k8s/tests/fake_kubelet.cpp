@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// fake-kubelet: the kubelet side of the device plugin API, for tests (KUBERNETES.md section 6).
+// fake-kubelet: the kubelet side of the device plugin API, for tests (tests/README.md: what it models).
 //
 //   fake-kubelet serve --dir D --events F
 //       Serves Registration on D/kubelet.sock like kubelet: checks the request, answers, then
@@ -7,10 +7,12 @@
 //       holds ListAndWatch open. Each event is one JSON line appended to F: "register",
 //       "options", "list" (every ListAndWatch message), "stream-end" (all but "register" with
 //       the "resource" they belong to). A second registration of
-//       a resource cancels the first's stream. Runs until SIGTERM/SIGINT.
+//       a resource cancels the first's stream. At start it removes every socket in D, as
+//       kubelet does (a restart deletes the plugins' sockets). Runs until SIGTERM/SIGINT.
 //   fake-kubelet allocate  --socket S --ids a,b [--repeat N]
 //   fake-kubelet preferred --socket S --available a,b,c [--must a] --size N
 //   fake-kubelet options   --socket S
+//   fake-kubelet prestart  --socket S --ids a,b
 //   fake-kubelet list      --socket S          (the first ListAndWatch message)
 //       One call to the plugin on socket S, the answer as JSON on stdout; a gRPC error is
 //       "error: CODE: message" on stderr and exit 1. --repeat N measures Allocate (kubelet
@@ -27,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -124,6 +127,11 @@ int serve(const std::string& dir, const std::string& events) {
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     Events ev(events);
+    // As kubelet's device manager does at every start: every socket in the folder is removed
+    // (the plugins' too: their signal to serve and register again); other files stay.
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_socket(ec)) std::filesystem::remove(e.path(), ec);
     Kubelet k(dir, ev);
     auto path = k8s::socket_path(dir, "kubelet.sock");
     if (!path) {
@@ -171,9 +179,10 @@ int main(int argc, char** argv) try {
     auto* srv = app.add_subcommand("serve", "serve kubelet.sock in --dir");
     srv->add_option("--dir", dir)->required();
     srv->add_option("--events", events)->required();
-    for (const char* name : {"allocate", "preferred", "options", "list"}) {
+    for (const char* name : {"allocate", "preferred", "options", "list", "prestart"}) {
         auto* c = app.add_subcommand(name);
         c->add_option("--socket", socket)->required();
+        if (std::string(name) == "prestart") c->add_option("--ids", ids)->required();
         if (std::string(name) == "allocate") {
             c->add_option("--ids", ids)->required();
             c->add_option("--repeat", repeat);
@@ -234,6 +243,13 @@ int main(int argc, char** argv) try {
         for (const auto& id : resp.container_responses(0).deviceids()) out += (out.empty() ? "" : ",") + id;
         std::cout << out << "\n";
         return 0;
+    }
+    if (cmd == "prestart") {
+        // what kubelet calls before a container starts when the options ask for it
+        v1beta1::PreStartContainerRequest req;
+        for (auto& id : split(ids)) req.add_devices_ids(id);
+        v1beta1::PreStartContainerResponse resp;
+        return finish(stub->PreStartContainer(&ctx, req, &resp), resp);
     }
     if (cmd == "options") {
         v1beta1::Empty e;

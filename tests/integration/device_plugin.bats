@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# enflame-device-plugin against the simulated host and a fake kubelet (KUBERNETES.md section 6):
+# enflame-device-plugin against the simulated host and a fake kubelet (tests/README.md):
 # build/dev/k8s/tests/fake-kubelet serves Registration on a temp kubelet.sock, dials the plugin
 # back, holds ListAndWatch open and logs every event as a JSON line; its one-shot commands call
 # Allocate / GetPreferredAllocation on the plugin's socket as kubelet would. A "kubelet restart"
-# is what kubelet does: the process goes, every socket in the folder is deleted, kubelet.sock
-# comes back. End to end, the envs of an envvar Allocate go through our shim with runc, and the
+# is what kubelet does: the process goes, and the new one deletes every socket in the folder and
+# serves kubelet.sock again. End to end, the envs of an envvar Allocate go through our shim with runc, and the
 # cdi_devices of a cdi-cri Allocate go to podman --device (specs in a private mount namespace,
 # cdi_ns: never the host's /etc/cdi or /var/run/cdi).
 
@@ -70,6 +70,10 @@ allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
   [ "$(stat -c %a "$SOCK")" = 600 ]
   run "$FK" options --socket "$SOCK"
   [ "$output" = '{"pre_start_required":false,"get_preferred_allocation_available":true}' ]
+  # kubelet calls PreStartContainer only when asked to; called anyway, it answers empty and OK
+  run "$FK" prestart --socket "$SOCK" --ids TR6Y46010000
+  [ "$status" -eq 0 ]
+  [ "$output" = '{}' ]
 }
 
 @test "--resource-name and --device-id-strategy index: registered name, index IDs, index envvar" {
@@ -339,8 +343,12 @@ in_spec() {
 @test "kubelet restart: sockets deleted and kubelet.sock recreated -> served and registered again" {
   registered
   stop_pid "$KPID"
-  rm -f "$KDIR"/*.sock
+  # the fake kubelet, as kubelet does, deletes every socket in the folder when it starts
+  touch "$KDIR/not-a-socket"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$KDIR/stale.sock"
   start_kubelet
+  [ ! -e "$KDIR/stale.sock" ]
+  [ -e "$KDIR/not-a-socket" ]
   local t0=$SECONDS
   wait_for at_least 2 register
   wait_for at_least 2 list
@@ -547,8 +555,7 @@ list_of() {
   start_plugin
   wait_for at_least 3 list
   stop_pid "$KPID"
-  rm -f "$KDIR"/*.sock
-  start_kubelet
+  start_kubelet   # deletes every socket, as kubelet does
   wait_for at_least 6 register
   wait_for at_least 6 list
   [ "$(jq -r 'select(.event == "register") | .data.resource_name' "$EV" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" = "2 2 2 " ]
