@@ -212,16 +212,7 @@ bad_input_ok() {  # $1 = expected line
 }
 
 @test "bad input: another vendor's CDI name is refused, its devices in the spec dirs not injected" {
-  echo other > "$SCRATCH/other.txt"
-  cat > "$SCRATCH/cdi/othervendor.yaml" <<YAML
-cdiVersion: "0.6.0"
-kind: othervendor.com/gpu
-devices:
-  - name: all
-    containerEdits:
-      mounts:
-        - {hostPath: "$SCRATCH/other.txt", containerPath: /other.txt, options: [ro, bind]}
-YAML
+  other_vendor_spec "$SCRATCH/cdi"
   for v in othervendor.com/gpu=all 0,othervendor.com/gpu=all; do
     rm -rf "$SCRATCH/b"
     hook_bundle "$SCRATCH/b" "ENFLAME_VISIBLE_DEVICES=$v"
@@ -230,7 +221,7 @@ YAML
     echo "$output"
     [ "$status" -ne 0 ]
     echo "$output" | grep -F "ENFLAME_VISIBLE_DEVICES: CDI device 'othervendor.com/gpu=all' is not of kind enflame.com/gpu: other kinds are not injected"
-    refute_grep -Fx other
+    refute_grep -Fx other-vendor
     [ ! -e "$SCRATCH/b/rootfs/other.txt" ]
     hook_direct "{\"status\":\"creating\",\"pid\":$$,\"bundle\":\"$SCRATCH/b\"}"
     bad_input_ok "error: ENFLAME_VISIBLE_DEVICES: CDI device 'othervendor.com/gpu=all' is not of kind enflame.com/gpu: other kinds are not injected"

@@ -43,7 +43,8 @@ struct EditsOptions {
 
 /// The container's request from its env and annotations, as the shim and the legacy hook both
 /// read it: the env is not looked at (annotations still are) when accept-envvar-when-unprivileged
-/// is false and the container is not `privileged` (oci::privileged()).
+/// is false and the container is not `privileged` (oci::privileged()). A CDI name in the env
+/// that is not of the configured kind is an InvalidInput error naming it (docs/security.md).
 [[nodiscard]] Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
                                          const std::map<std::string, std::string>& annotations, bool privileged);
 

@@ -101,6 +101,15 @@ std::vector<std::string> env_besides_request(const ContainerEdits& edits) {
 Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
                            const std::map<std::string, std::string>& annotations, bool privileged) {
     if (!cfg.runtime.accept_envvar_when_unprivileged && !privileged) return parse({}, annotations);
+    // The environment is anyone's to set (the image, the pod spec): it names our kind's devices
+    // only, never another vendor's, whose own runtime hardening it would bypass.
+    INJECT_TRY(Request from_env, parse(env, {}));
+    const std::string prefix = cfg.runtime.cdi_kind + "=";
+    for (const auto& n : from_env.cdi_names)
+        if (!n.starts_with(prefix))
+            return fail(Errc::InvalidInput, std::string(kVisibleDevicesEnv) + ": CDI device '" + n +
+                                                "' is not of kind " + cfg.runtime.cdi_kind +
+                                                ": other kinds are not injected");
     return parse(env, annotations);
 }
 
