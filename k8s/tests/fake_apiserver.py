@@ -20,6 +20,10 @@ and serves what the DRA plugin uses, the way a real API server answers:
                                                  PATCH: merge-patch+json and json-patch+json
   GET  /api/v1/nodes/<name>                      a Node with a fixed uid
   GET  /version                                  1.<--kube-minor> (34 unless told)
+  anything else: any object of a kind it serves, as a real server keeps it (fake_objects.py:
+  discovery, lists, watches, create/update/patch/server-side apply/delete, /status,
+  CustomResourceDefinitions that add kinds); a watch from a resourceVersion older than the
+  last --event-window events: an ERROR event 410 Expired. A Node nobody stored is made up.
 
 Slices are validated like that Kubernetes version does (1.34: a device's counter set must be in
 its slice; 1.35+: a slice has devices or counter sets, not both); with --no-partitionable the
@@ -58,7 +62,6 @@ import argparse
 import copy
 import json
 import os
-import re
 import ssl
 import subprocess
 import sys
@@ -68,13 +71,12 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fake_common import SLICES, Control, Store, json_patch, merge_patch, selected, status, \
+    stream_watch
+from fake_objects import Objects
+from fake_slices import drop_partitionable, normalize, validate_slice
+
 GROUP = "resource.k8s.io"
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-# ResourceSlice validation limits of Kubernetes 1.34 (resource.k8s.io types.go).
-MAX_DEVICES = 128
-MAX_DEVICES_WITH_COUNTERS = 64
-MAX_ATTRS_AND_CAPS = 32
-MAX_COUNTER_SETS = 8
 
 
 def openssl(*args, cwd):
@@ -98,246 +100,6 @@ def make_certs(d):
                 "-keyout", name + ".key", "-out", name + ".csr", "-subj", cn, cwd=d)
         openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key",
                 "-CAcreateserial", "-out", name + ".crt", "-days", "2", *ext, cwd=d)
-
-
-class Store:
-    """ResourceSlices in memory, one resourceVersion counter, and the write log."""
-
-    def __init__(self, d):
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.events = []  # (rv as int, type, object) of every change, for watches
-        self.slices = {}
-        self.rv = 100
-        self.dir = d
-        self.log = open(os.path.join(d, "writes.jsonl"), "a", buffering=1)
-        self.stored_log = open(os.path.join(d, "stored.jsonl"), "a", buffering=1)
-        self.dry_log = open(os.path.join(d, "dryruns.jsonl"), "a", buffering=1)
-
-    def next_rv(self):
-        self.rv += 1
-        return str(self.rv)
-
-    def event(self, kind, obj):
-        """A change watches see (the lock held)."""
-        self.events.append((int(obj["metadata"]["resourceVersion"]), kind, copy.deepcopy(obj)))
-        self.changed.notify_all()
-
-    def record(self, verb, path, body):
-        self.log.write(json.dumps({"verb": verb, "path": path, "body": body},
-                                  sort_keys=True) + "\n")
-
-    def store(self, name, obj):
-        """Keeps `obj` as the slice `name` and logs it as stored (every generation)."""
-        self.slices[name] = obj
-        self.stored_log.write(json.dumps(obj, sort_keys=True) + "\n")
-
-
-class Control:
-    """control.json, re-read on every request; counters written back when consumed."""
-
-    def __init__(self, d):
-        self.path = os.path.join(d, "control.json")
-        self.lock = threading.Lock()
-
-    def read(self):
-        try:
-            with open(self.path) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return {}
-
-    def take(self, key):
-        """True (and the count goes down by one) when `key` is a positive count."""
-        with self.lock:
-            c = self.read()
-            n = int(c.get(key, 0) or 0)
-            if n <= 0:
-                return False
-            c[key] = n - 1
-            tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(c, f)
-            os.replace(tmp, self.path)
-            return True
-
-
-def status(code, reason, message):
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
-
-
-def merge_patch(target, patch):
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-def json_patch(doc, ops):
-    doc = copy.deepcopy(doc)
-    for op in ops:
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        parent = doc
-        for p in parts[:-1]:
-            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
-        last = parts[-1]
-        kind = op["op"]
-        if isinstance(parent, list):
-            idx = len(parent) if last == "-" else int(last)
-            if kind == "add":
-                parent.insert(idx, op["value"])
-            elif kind == "remove":
-                del parent[idx]
-            elif kind == "replace":
-                parent[idx] = op["value"]
-            elif kind == "test" and parent[idx] != op["value"]:
-                raise ValueError("test failed at " + op["path"])
-        else:
-            if kind in ("add", "replace"):
-                if kind == "replace" and last not in parent:
-                    raise KeyError(op["path"])
-                parent[last] = op["value"]
-            elif kind == "remove":
-                del parent[last]
-            elif kind == "test" and parent.get(last) != op["value"]:
-                raise ValueError("test failed at " + op["path"])
-    return doc
-
-
-def label_match(labels, selector):
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if labels.get(k) == v:
-                return False
-        elif "=" in term:
-            k, v = term.split("==", 1) if "==" in term else term.split("=", 1)
-            if labels.get(k) != v:
-                return False
-        elif term.startswith("!"):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-FIELDS = {"spec.nodeName": lambda o: o.get("spec", {}).get("nodeName", ""),
-          "spec.driver": lambda o: o.get("spec", {}).get("driver", ""),
-          "metadata.name": lambda o: o.get("metadata", {}).get("name", "")}
-
-
-def field_match(obj, selector):
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        neg = "!=" in term
-        k, v = term.split("!=" if neg else "=", 1)
-        v = v.lstrip("=")
-        if k not in FIELDS:
-            raise KeyError(k)
-        if (FIELDS[k](obj) == v) == neg:
-            return False
-    return True
-
-
-def canonical(q):
-    """A plain integer quantity the way the API server writes it back (1000 -> 1k)."""
-    if not isinstance(q, str) or not q.isdigit():
-        return q
-    v, e = int(q), 0
-    while v and v % 1000 == 0 and e < 6:
-        v, e = v // 1000, e + 1
-    return str(v) + ["", "k", "M", "G", "T", "P", "E"][e]
-
-
-def normalize(obj):
-    """What the API server stores: quantities canonical, empty lists left out (omitempty)."""
-    spec = obj.get("spec") or {}
-    for key in ("devices", "sharedCounters"):
-        if key in spec and not spec[key]:
-            del spec[key]
-    counters = [c.get("counters") or {} for c in spec.get("sharedCounters") or []]
-    for d in spec.get("devices") or []:
-        body = d.get("basic") or d
-        counters.append(body.get("capacity") or {})
-        counters += [u.get("counters") or {} for u in body.get("consumesCounters") or []]
-    for m in counters:
-        for v in m.values():
-            if isinstance(v, dict) and "value" in v:
-                v["value"] = canonical(v["value"])
-
-
-def drop_partitionable(obj):
-    """DRAPartitionableDevices off: the API server silently drops the fields on write."""
-    spec = obj.get("spec") or {}
-    spec.pop("sharedCounters", None)
-    for d in spec.get("devices") or []:
-        (d.get("basic") or d).pop("consumesCounters", None)
-
-
-def validate_slice(obj, version, minor):
-    """The checks of the real API server (Kubernetes 1.<minor>) that matter to us; a list of
-    messages."""
-    errs = []
-    spec = obj.get("spec") or {}
-    name = (obj.get("metadata") or {}).get("name", "")
-    if not name:
-        errs.append("metadata.name: Required value")
-    for f in ("driver", "pool"):
-        if f not in spec:
-            errs.append("spec.%s: Required value" % f)
-    pool = spec.get("pool") or {}
-    if "name" not in pool or "resourceSliceCount" not in pool or "generation" not in pool:
-        errs.append("spec.pool: Required value: name, generation, resourceSliceCount")
-    if not spec.get("nodeName") and not spec.get("allNodes") and "nodeSelector" not in spec:
-        errs.append("spec: Required value: exactly one of nodeName, nodeSelector, allNodes")
-    devices = spec.get("devices") or []
-    set_names = {c.get("name") for c in spec.get("sharedCounters") or []}
-    if minor >= 35 and devices and set_names:
-        errs.append("spec: Invalid value: only one of devices and sharedCounters may be set")
-    uses_counters = False
-    seen = set()
-    for i, d in enumerate(devices):
-        where = "spec.devices[%d]" % i
-        if not DNS_LABEL.match(d.get("name", "")):
-            errs.append("%s.name: Invalid value: %r: a DNS label" % (where, d.get("name")))
-        if d.get("name") in seen:
-            errs.append("%s.name: Duplicate value: %r" % (where, d.get("name")))
-        seen.add(d.get("name"))
-        if version == "v1beta1":
-            if set(d) - {"name", "basic"}:
-                errs.append("%s: Forbidden: v1beta1 device fields go under basic" % where)
-            body = d.get("basic") or {}
-        else:
-            if "basic" in d:
-                errs.append("%s.basic: Forbidden: not a field of resource.k8s.io/v1" % where)
-            body = d
-        n = len(body.get("attributes") or {}) + len(body.get("capacity") or {})
-        if n > MAX_ATTRS_AND_CAPS:
-            errs.append("%s: Too many: %d: must have at most %d attributes and capacities"
-                        % (where, n, MAX_ATTRS_AND_CAPS))
-        for aname, a in (body.get("attributes") or {}).items():
-            if len(a) != 1 or next(iter(a)) not in ("int", "bool", "string", "version"):
-                errs.append("%s.attributes[%s]: Invalid value: exactly one of int, bool, "
-                            "string, version" % (where, aname))
-        if body.get("consumesCounters"):
-            uses_counters = True
-            for j, use in enumerate(body["consumesCounters"]):
-                if minor < 35 and use.get("counterSet") not in set_names:
-                    errs.append("%s.consumesCounters[%d].counterSet: Invalid value: %r: must "
-                                "reference a counter set in this slice" % (where, j,
-                                                                           use.get("counterSet")))
-    limit = MAX_DEVICES_WITH_COUNTERS if uses_counters else MAX_DEVICES
-    if len(devices) > limit:
-        errs.append("spec.devices: Too many: %d: must have at most %d items" % (len(devices), limit))
-    if len(spec.get("sharedCounters") or []) > MAX_COUNTER_SETS:
-        errs.append("spec.sharedCounters: Too many: must have at most %d items" % MAX_COUNTER_SETS)
-    return errs
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -437,11 +199,13 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ["version"] and verb == "GET":
             return self.send_json(200, {"major": "1", "minor": "%d" % self.server.minor,
                                         "gitVersion": "v1.%d.0-fake" % self.server.minor})
-        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 and verb == "GET":
+        objects = self.server.objects
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4 and verb == "GET" and \
+                not objects.get("", "nodes", "", parts[3]):  # a Node nobody stored: made up
             return self.send_json(200, {"kind": "Node", "apiVersion": "v1", "metadata": {
                 "name": parts[3], "uid": "node-uid-" + parts[3], "resourceVersion": "1"}})
         if len(parts) < 4 or parts[:2] != ["apis", GROUP] or parts[2] not in versions:
-            return self.fail(404, "NotFound", "the server could not find the requested resource")
+            return objects.serve(self, verb, path, parts, query, body)
         version, rest = parts[2], parts[3:]
         if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "resourceclaims":
             if verb != "GET":
@@ -450,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
         if rest[0] == "resourceslices" and len(rest) <= 2:
             return self.slices(verb, version, path, rest[1] if len(rest) == 2 else None,
                                query, body)
-        return self.fail(404, "NotFound", "the server could not find the requested resource")
+        return objects.serve(self, verb, path, parts, query, body)
 
     def claim(self, version, ns, name):
         f = os.path.join(self.server.dir, "claims", ns, name + ".json")
@@ -467,52 +231,8 @@ class Handler(BaseHTTPRequestHandler):
     def not_found(self, name):
         self.fail(404, "NotFound", 'resourceslices.%s "%s" not found' % (GROUP, name))
 
-    def chunk(self, obj):
-        data = (json.dumps(obj) + "\n").encode()
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
     def watch(self, version, query):
-        """A watch: the events after resourceVersion that match the selectors, as they come."""
-        st, ctl = self.server.store, self.server.control
-        with self.server.log_lock, open(os.path.join(self.server.dir, "watches.jsonl"), "a") as f:
-            f.write(json.dumps(query, sort_keys=True) + "\n")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.close_connection = True
-        if ctl.take("watch_gone"):
-            self.chunk({"type": "ERROR", "object": status(410, "Expired",
-                                                          "too old resource version")})
-            self.wfile.write(b"0\r\n\r\n")
-            return
-        deadline = time.time() + int(query.get("timeoutSeconds", "1800"))
-        bookmarks = query.get("allowWatchBookmarks") == "true"
-        since = int(query.get("resourceVersion") or 0)
-        last_bookmark = time.time()
-        while time.time() < deadline:
-            with st.lock:
-                st.changed.wait(0.05)
-                todo = [(rv, kind, obj) for rv, kind, obj in st.events if rv > since]
-                now_rv = st.rv
-            for rv, kind, obj in todo:
-                since = rv
-                if label_match(obj["metadata"].get("labels") or {},
-                               query.get("labelSelector", "")) and \
-                        field_match(obj, query.get("fieldSelector", "")):
-                    self.chunk({"type": kind, "object": self.as_version(obj, version)})
-            c = ctl.read()
-            every = int(c.get("bookmark_ms") or 0)
-            if bookmarks and every and (time.time() - last_bookmark) * 1000 >= every:
-                last_bookmark = time.time()
-                self.chunk({"type": "BOOKMARK", "object": {
-                    "kind": "ResourceSlice", "apiVersion": GROUP + "/" + version,
-                    "metadata": {"resourceVersion": str(now_rv)}}})
-            if c.get("drop_watch") and ctl.take("drop_watch"):
-                self.connection.shutdown(2)
-                return
-        self.wfile.write(b"0\r\n\r\n")
+        stream_watch(self, query, SLICES, lambda o: self.as_version(o, version), "ResourceSlice")
 
     def slices(self, verb, version, path, name, query, body):
         st = self.server.store
@@ -522,9 +242,7 @@ class Handler(BaseHTTPRequestHandler):
             if name is None and verb == "GET":
                 try:
                     items = [o for _, o in sorted(st.slices.items())
-                             if label_match(o["metadata"].get("labels") or {},
-                                            query.get("labelSelector", ""))
-                             and field_match(o, query.get("fieldSelector", ""))]
+                             if selected(o, query)]
                 except (KeyError, ValueError) as e:
                     return self.fail(400, "BadRequest",
                                      '"%s" is not a known field selector' % e.args[0])
@@ -660,6 +378,8 @@ def main():
                     help="DRAPartitionableDevices off: drop sharedCounters/consumesCounters")
     ap.add_argument("--parent-pid", type=int, default=0,
                     help="exit when this process (the test that started us) is gone, even if it crashed")
+    ap.add_argument("--event-window", type=int, default=10000,
+                    help="events kept for watches; a watch from an older resourceVersion: 410")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     d = os.path.abspath(a.dir)
@@ -676,7 +396,8 @@ def main():
     srv.versions = [v for v in a.versions.split(",") if v]
     srv.client_cert_ok = not a.no_client_cert
     srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
-    srv.store, srv.control = Store(d), Control(d)
+    srv.store, srv.control = Store(d, a.event_window), Control(d)
+    srv.objects = Objects(srv.store, srv.versions)
     srv.log_lock = threading.Lock()
     if a.parent_pid:
         def watch_parent():
