@@ -48,11 +48,6 @@ cr() {
   printf 'apiVersion: enflame.com/v1\nkind: GpuResource\nmetadata: {name: %s}\nspec:\n%s\n' "$1" "$2"
 }
 
-@test "crd.yaml is what scripts/gen-operator-crd.py writes" {
-  run -0 "$TOP/scripts/gen-operator-crd.py"
-  diff <(echo "$output") "$TOP/deployments/operator/crd.yaml"
-}
-
 @test "CRD: applied, Established, short name gr, printer columns Ready State Age" {
   run kc apply -f "$TOP/deployments/operator/crd.yaml"
   echo "$output"
@@ -116,60 +111,6 @@ refused() {
   run -0 kc explain gr.status.state
   text=$(tr -s ' \n\t' ' ' <<<"$output")
   [[ $text == *"ignored: another GpuResource is older and is the one in effect"* ]]
-}
-
-# same_as_kustomize SPEC_FILE DIR...: the operator's --render of SPEC_FILE is exactly what
-# kubectl kustomize renders of the DIRs together, plus the operator's label on each object.
-# RENDER_FLAGS: more flags for --render (--prometheus-operator: the monitoring kinds served).
-same_as_kustomize() {
-  local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator spec=$1 d
-  shift
-  [ -x "$bin" ] || skip_or_fail "no $bin: cmake --build --preset dev --target enflame-gpu-operator"
-  # shellcheck disable=SC2086
-  run -0 "$bin" --manifests "$TOP/deployments" --render "$spec" ${RENDER_FLAGS:-}
-  echo "$output" > "$OP/rendered.jsonl"
-  for d in "$@"; do kc kustomize "$d"; echo ---; done > "$OP/kustomized.yaml"
-  run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" <<'PY'
-import json, sys, yaml
-key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
-ours = {}
-for line in open(sys.argv[1]):
-    o = json.loads(line)
-    assert o["metadata"]["labels"].pop("app.kubernetes.io/managed-by") == "enflame-gpu-operator"
-    ours[key(o)] = o
-theirs = {key(o): o for o in yaml.safe_load_all(open(sys.argv[2])) if o}
-assert set(ours) == set(theirs), set(ours) ^ set(theirs)
-for k in ours:
-    assert ours[k] == theirs[k], k
-print(len(ours), "objects equal")
-PY
-  echo "$output"
-}
-
-@test "render: a default GpuResource gives what kubectl kustomize deployments/ renders (plus the operator's label)" {
-  same_as_kustomize "$TOP/deployments/operator/examples/gpuresource.yaml" "$TOP/deployments"
-}
-
-@test "render: npd and nodeExporter on add what kubectl kustomize deployments/npd and deployments/node-exporter render (NPD's generated ConfigMap under the same hashed name)" {
-  cr x '  npd: {enabled: true}
-  nodeExporter: {enabled: true}' > "$OP/npd-cr.yaml"
-  same_as_kustomize "$OP/npd-cr.yaml" "$TOP/deployments" "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
-  [[ $output == "17 objects equal" ]]
-}
-
-@test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
-  cr x '  nfd: {enabled: true}
-  npd: {enabled: true, podMonitor: {enabled: true}}
-  nodeExporter: {enabled: true, serviceMonitor: {enabled: true}}
-  exporter: {serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}}' > "$OP/nfd-cr.yaml"
-  RENDER_FLAGS=--prometheus-operator same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" \
-    "$TOP/deployments/nfd" "$TOP/deployments/npd" "$TOP/deployments/node-exporter" \
-    "$TOP/deployments/monitoring/operator"
-  [[ $output == "32 objects equal" ]]
-  # the kinds not served: the same without the four monitoring objects
-  same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" "$TOP/deployments/nfd" \
-    "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
-  [[ $output == "28 objects equal" ]]
 }
 
 # holder: the Lease's holderIdentity (each process adds "_" and 16 hex digits to its
