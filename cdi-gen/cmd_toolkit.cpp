@@ -64,6 +64,8 @@ struct ToolkitArgs {
     bool enable_nri = false;
     std::string nri_socket = "/var/run/nri/nri.sock";
     bool wait = false;
+    /// --accept-envvar-when-unprivileged: "true", "false" or "" (not given).
+    std::string accept_envvar;
 };
 
 /// The pod annotation the operator sets on an installer pod it is about to replace with a new
@@ -450,6 +452,21 @@ inject::Result<json> first_state(const ToolkitArgs& a, const std::string& engine
     return st;
 }
 
+/// accept-envvar-when-unprivileged for the toolkit config: the flag when given; else the value
+/// in the config this installer wrote before (an administrator's edit of it is kept); else
+/// false: on a shared node the environment, which any pod sets, gives no card
+/// (docs/security.md). A config from before the state recorded it (an older installer wrote
+/// true) counts as not ours.
+inject::Result<bool> accept_envvar(const ToolkitArgs& a, const HostRoot& h, const json& st) {
+    if (!a.accept_envvar.empty()) return a.accept_envvar == "true";
+    if (!st.contains("accept_envvar_written")) return false;
+    INJECT_TRY(auto now, h.read(kToolkitConfig, kMaxText));
+    if (!now) return false;
+    auto cfg = inject::config::parse(*now, h.show(kToolkitConfig));
+    if (!cfg) return false;  // not ours to trust: the safe value, and own_file rewrites it
+    return cfg->runtime.accept_envvar_when_unprivileged;
+}
+
 inject::Result<void> install_steps(const ToolkitArgs& a, const HostRoot& h, json& st) {
     auto& dirs = st["created_dirs"];
     INJECT_TRY_VOID(make_dirs(h, a.toolkit_dir, dirs));
@@ -470,6 +487,8 @@ inject::Result<void> install_steps(const ToolkitArgs& a, const HostRoot& h, json
     cfg.cli.dev_root = a.dev_root;
     cfg.runtime.hook_path = (fsys::path(a.toolkit_dir) / "enflame-container-runtime-hook").string();
     cfg.runtime.spec_dirs = st.at("cdi_spec_dirs").get<std::vector<std::string>>();
+    INJECT_TRY(cfg.runtime.accept_envvar_when_unprivileged, accept_envvar(a, h, st));
+    st["accept_envvar_written"] = cfg.runtime.accept_envvar_when_unprivileged;
     INJECT_TRY_VOID(own_file(a, h, st, "toolkit_config", kToolkitConfig, inject::config::to_toml(cfg)));
     INJECT_TRY_VOID(write_cdi_spec(a, h, st));
     INJECT_TRY_VOID(write_state(a, h, st));
@@ -695,6 +714,12 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
     inst->add_option("--nri-socket", a->nri_socket,
                      "the NRI socket --enable-nri writes (host path)")
         ->capture_default_str();
+    inst->add_option("--accept-envvar-when-unprivileged", a->accept_envvar,
+                     "true: an unprivileged container's ENFLAME_VISIBLE_DEVICES gives cards (only "
+                     "where every tenant is trusted); default: keep the installed config's value, "
+                     "false on a first install")
+        ->check(CLI::IsMember({"true", "false"}))
+        ->envname("ACCEPT_ENVVAR_WHEN_UNPRIVILEGED");
     inst->add_flag("--wait", a->wait, "after installing, keep running until SIGTERM (a DaemonSet's main process)");
     inst->add_option(
             "--recheck-interval", a->recheck,

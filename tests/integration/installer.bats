@@ -200,16 +200,28 @@ print(r["runtime_type"], r["options"]["BinaryName"])' <<<"$output"
   refute_grep -F "$R/"
   status_tk
   [ "$status" -eq 0 ]
-  # a container started through containerd with the runtime it now names
-  local id; id=$(unique_id inst)
-  run timeout 120 "${C[@]}" run --rm --runtime io.containerd.runc.v2 --runc-binary "$TK/enflame-container-runtime" \
-    --runc-root "$CD/ctrd/runc" --fifo-dir "$CD/ctrd/fifo" --env ENFLAME_VISIBLE_DEVICES=1 \
-    --rootfs "$CD/rootfs" "$id" /bin/sh -c 'ls /dev'
-  echo "$output"
+  # the toolkit config it writes gives no card through an unprivileged container's env
+  in_host grep -Fx 'accept-envvar-when-unprivileged = false' /etc/enflame-container-runtime/config.toml
+  ctr_via_runtime --env ENFLAME_VISIBLE_DEVICES=all
+  [ "$status" -eq 0 ]
+  refute_grep -E '^gcu[0-9]'
+  # a container started through containerd with the runtime it now names, given card 1 the way
+  # kubelet passes a device plugin's answer (a container annotation, which a pod cannot set)
+  ctr_via_runtime --annotation cdi.k8s.io/enflame-device-plugin_1=enflame.com/gpu=1
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx gcu1
   echo "$output" | grep -Fx gcuctl
   refute_grep -Fx gcu0
+}
+
+# ctr_via_runtime ARGS...: `ctr run` of a busybox container through the installed runtime with
+# ARGS (--env, --annotation, --privileged), listing its /dev; output in $output.
+ctr_via_runtime() {
+  local id; id=$(unique_id inst)
+  run timeout 120 "${C[@]}" run --rm --runtime io.containerd.runc.v2 --runc-binary "$TK/enflame-container-runtime" \
+    --runc-root "$CD/ctrd/runc" --fifo-dir "$CD/ctrd/fifo" "$@" \
+    --rootfs "$CD/rootfs" "$id" /bin/sh -c 'ls /dev'
+  echo "$output"
 }
 
 # uninstall_restores: uninstall stops containerd once more; its config is byte-identical to
@@ -240,6 +252,41 @@ uninstall_restores() {
   run ! in_pod test -e /run/.ready
   install_gets_card
 
+}
+
+@test "accept-envvar-when-unprivileged: false unless asked; the flag (or its env) sets it, an administrator's edit survives a re-install, an older installer's true does not" {
+  local cfg=/etc/enflame-container-runtime/config.toml
+  start_containerd
+  installed
+  in_host grep -Fx 'accept-envvar-when-unprivileged = false' "$cfg"
+  # the administrator trusts every tenant and turns it on: a re-install (the DaemonSet's restart,
+  # the waiting installer's repair) keeps it
+  in_host sed -i 's/^accept-envvar-when-unprivileged = false$/accept-envvar-when-unprivileged = true/' "$cfg"
+  install_tk
+  [ "$status" -eq 0 ]
+  in_host grep -Fx 'accept-envvar-when-unprivileged = true' "$cfg"
+  # an unprivileged container's env now gives its card, as the administrator chose
+  kill -0 "$CTRD_PID"
+  ctr_via_runtime --env ENFLAME_VISIBLE_DEVICES=1
+  echo "$output" | grep -Fx gcu1
+  # the flag, or ACCEPT_ENVVAR_WHEN_UNPRIVILEGED as the DaemonSet sets it, wins
+  install_tk --accept-envvar-when-unprivileged=false
+  [ "$status" -eq 0 ]
+  in_host grep -Fx 'accept-envvar-when-unprivileged = false' "$cfg"
+  run in_pod env ACCEPT_ENVVAR_WHEN_UNPRIVILEGED=true "$CD/src/enflame-ctk" toolkit install --host-root "$R" \
+    --engine-socket "$CD/ctrd/containerd.sock" --cdi-dir=/var/run/cdi --driver-root "$CD/host" --dev-root "$CD/host"
+  [ "$status" -eq 0 ]
+  in_host grep -Fx 'accept-envvar-when-unprivileged = true' "$cfg"
+  install_tk --accept-envvar-when-unprivileged=yes
+  [ "$status" -ne 0 ]
+  [[ $output == *"--accept-envvar-when-unprivileged: yes not in {true,false}"* || $output == *"--accept-envvar-when-unprivileged"*"yes"* ]]
+  # a config an older installer wrote (true, and no record of it in the state) is not an
+  # administrator's choice: the upgrade writes false
+  in_host python3 -c 'import json, sys; p = sys.argv[1]; s = json.load(open(p)); s.pop("accept_envvar_written"); json.dump(s, open(p, "w"))' \
+    "$TK/.install-state.json"
+  install_tk
+  [ "$status" -eq 0 ]
+  in_host grep -Fx 'accept-envvar-when-unprivileged = false' "$cfg"
 }
 
 @test "install twice: the second changes no file and does not touch containerd" {
@@ -494,8 +541,10 @@ print(json.dumps({"data-root": d + "/root", "exec-root": d + "/exec", "pidfile":
   local D=(/usr/bin/docker -H "unix://$d/docker.sock")
   wait_for "${D[@]}" version
   local files_before; files_before=$(in_host ls -A /etc/docker)
+  # Docker 20.10 sets no OCI annotations (docker run --annotation came in 24), so a Docker node
+  # asks by env; whoever may run docker is root on the node anyway, and the flag says so
   run in_pod "$CD/src/enflame-ctk" toolkit install --host-root "$R" --runtime docker --engine-socket "$d/docker.sock" \
-    --driver-root "$CD/host" --dev-root "$CD/host"
+    --driver-root "$CD/host" --dev-root "$CD/host" --accept-envvar-when-unprivileged=true
   echo "$output"
   [ "$status" -eq 0 ]
   echo "$output" | grep -Fx "signalled: docker (pid $pid) with SIGHUP (reload)"
