@@ -115,6 +115,12 @@ spec = {
                          enum=["auto", "containerd", "crio", "docker"]),
             "setAsDefault": b("Make enflame the engine's default runtime (else pods ask for it with "
                               "runtimeClassName: enflame).", False),
+            "acceptEnvvarWhenUnprivileged": {
+                "type": "boolean",
+                "description": "true: an unprivileged container's ENFLAME_VISIBLE_DEVICES gives it "
+                               "cards, as on a single-tenant host (only where every tenant is "
+                               "trusted: docs/security.md). Unset: each node keeps its config's "
+                               "value, false when first installed."},
             # no `cdi` switch: the installer always writes the CDI spec, which the device
             # plugin's cdi-cri strategy and the DRA driver need (k8s/README.md)
         }, [{"rule": "!has(self.setAsDefault) || !self.setAsDefault || !has(self.enabled) || self.enabled",

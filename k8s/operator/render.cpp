@@ -541,6 +541,9 @@ void customize_toolkit(Object& o, const Json& tk) {
     for (auto& a : cmd)
         if (a == "--runtime=auto" && runtime != "auto") a = "--runtime=" + runtime;
     if (tk.value("setAsDefault", false)) cmd.push_back("--set-as-default");
+    if (tk.contains("acceptEnvvarWhenUnprivileged"))
+        cmd.push_back(std::string("--accept-envvar-when-unprivileged=") +
+                      (tk["acceptEnvvarWhenUnprivileged"].get<bool>() ? "true" : "false"));
 }
 
 /// spec.devicePlugin.sharing into the plugin's own config (plugin.yaml in its ConfigMap, the

@@ -118,6 +118,26 @@ TEST(OperatorRender, DriverRootReachesInstallerAndConfigs) {
     EXPECT_NE(toml.find("dev-root = \"/host/opt/sim\""), std::string::npos) << toml;
 }
 
+// spec.toolkit.acceptEnvvarWhenUnprivileged reaches the installer only when set: unset, each
+// node keeps its config's value (false on a first install).
+TEST(OperatorRender, AcceptEnvvarOnlyWhenSet) {
+    const auto installer_cmd = [](const Json& tk) {
+        auto objs = render({{"toolkit", tk}});
+        const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-toolkit-installer");
+        return ds ? (*ds)["spec"]["template"]["spec"]["containers"][0]["command"] : Json();
+    };
+    const auto has = [](const Json& cmd, const std::string& a) {
+        return std::find(cmd.begin(), cmd.end(), a) != cmd.end();
+    };
+    const Json unset = installer_cmd(Json::object());
+    for (const auto& a : unset)
+        EXPECT_NE(a.get<std::string>().rfind("--accept-envvar", 0), 0U) << a;
+    EXPECT_TRUE(has(installer_cmd({{"acceptEnvvarWhenUnprivileged", true}}),
+                    "--accept-envvar-when-unprivileged=true"));
+    EXPECT_TRUE(has(installer_cmd({{"acceptEnvvarWhenUnprivileged", false}}),
+                    "--accept-envvar-when-unprivileged=false"));
+}
+
 // Every config.toml the operator rewrites for another driver root is one the daemons load:
 // the shipped DRA ConfigMap names host-driver-root already, and a second one made the plugin
 // refuse its config (seen on the cluster: "cannot redefine existing string").
