@@ -1,0 +1,264 @@
+#!/usr/bin/env bats
+# enflame-gpu-operator against k8s/tests/fake_apiserver.py (no Kubernetes binaries): the CRD and
+# a GpuResource posted as a user would, then what a user checks: the stack applied with the
+# operator's field manager, drift repaired, an idle reconcile that writes nothing, a relist after
+# 410, one leader per Lease, and an object of a CRD-served kind turned off once.
+# k8s/tests/FAKES.md says what the fake models; tests/integration/operator.bats checks the same
+# against real binaries (ENFLAME_KUBE_BIN).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+OP=$BUILD_DIR/k8s/operator/enflame-gpu-operator
+FAKE_API=$TOP/k8s/tests/fake_apiserver.py
+MANAGER=enflame-gpu-operator
+
+setup() {
+  setup_scratch
+  requires python3 openssl curl jq
+  [ -x "$OP" ] || skip_or_fail "no $OP: build the enflame-gpu-operator target"
+  API=$SCRATCH/api
+  mkdir -p "$API"
+  CR=$TOP/deployments/operator/examples/gpuresource.yaml
+}
+
+teardown() { teardown_scratch; }
+
+# start_api: the fake API server and a kubeconfig for it ($KC).
+start_api() {
+  python3 "$FAKE_API" --dir "$API" >>"$SCRATCH/api.log" 2>&1 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for test -s "$API/port"
+  KC=$SCRATCH/kubeconfig
+  cat > "$KC" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: https://127.0.0.1:$(cat "$API/port")
+    certificate-authority: $API/ca.crt
+users:
+- name: admin
+  user:
+    token: test-token
+contexts:
+- name: fake
+  context:
+    cluster: fake
+    user: admin
+current-context: fake
+EOF
+}
+
+# api VERB PATH [BODY [CONTENT-TYPE]]: one call as a user's client makes it.
+api() {
+  curl -sS --cacert "$API/ca.crt" -H "Authorization: Bearer test-token" -X "$1" \
+    -H "Content-Type: ${4:-application/json}" ${3:+--data-binary "$3"} \
+    "https://127.0.0.1:$(cat "$API/port")$2"
+}
+
+# as_json FILE: the first YAML document of FILE as JSON.
+as_json() { python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "$1"; }
+
+# start_operator NAME [ARGS]: an operator logging to $SCRATCH/NAME.log; its PID in $OP_PID.
+start_operator() {
+  local name=$1
+  shift
+  "$OP" --manifests "$TOP/deployments" --kubeconfig "$KC" "$@" >"$SCRATCH/$name.log" 2>&1 3>&- &
+  OP_PID=$!
+  on_teardown "stop_pid $OP_PID"
+}
+
+# wait_secs N CMD...: poll CMD every 0.2 s until it succeeds; fail after N seconds.
+wait_secs() {
+  local n=$(( $1 * 5 ))
+  shift
+  for (( ; n > 0; n-- )); do
+    if "$@"; then return 0; fi
+    sleep 0.2
+  done
+  echo "timed out waiting for: $*" >&2
+  return 1
+}
+
+# writes: how many writes reached the API server, but a Lease's renewals.
+writes() { grep -vc '/leases/' "$API/writes.jsonl" || true; }
+
+# settled: the write log did not grow for 2 s.
+settled() {
+  local before
+  before=$(writes)
+  sleep 2
+  [ "$(writes)" -eq "$before" ]
+}
+
+# stack_up [OPERATOR ARGS]: the API server, the CRD, the operator, the example GpuResource
+# (its spec edited by $CR_EDIT, python on `d`), everything applied and quiet. The API server
+# is started unless $API_STARTED says it is.
+stack_up() {
+  [ -n "${API_STARTED:-}" ] || start_api
+  api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+    "$(as_json "$TOP/deployments/operator/crd.yaml")" > /dev/null
+  start_operator op "$@"
+  python3 -c 'import json, sys, yaml; d = yaml.safe_load(open(sys.argv[1])); exec(sys.argv[2]); print(json.dumps(d))' \
+    "$CR" "${CR_EDIT:-pass}" > "$SCRATCH/cr.json"
+  api POST /apis/enflame.com/v1/gpuresources "$(cat "$SCRATCH/cr.json")" > /dev/null
+  wait_secs 20 grep -q "reconciled GpuResource enflame (active): [1-9]" "$SCRATCH/op.log"
+  wait_secs 20 settled
+}
+
+# rendered_paths: the API path of each object the operator renders for the posted CR, the
+# plural and scope from the server's discovery.
+rendered_paths() {
+  python3 -c 'import json, sys; print(json.dumps({"spec": json.load(open(sys.argv[1]))["spec"]}))' \
+    "$SCRATCH/cr.json" > "$SCRATCH/cr-spec.json"
+  "$OP" --manifests "$TOP/deployments" --render "$SCRATCH/cr-spec.json" "${RENDER_ARGS[@]}" |
+    python3 -c '
+import json, ssl, sys, urllib.request
+api = sys.argv[1]
+port = open(api + "/port").read().strip()
+ctx = ssl.create_default_context(cafile=api + "/ca.crt")
+def get(path):
+    req = urllib.request.Request("https://127.0.0.1:%s%s" % (port, path),
+                                 headers={"Authorization": "Bearer test-token"})
+    return json.load(urllib.request.urlopen(req, context=ctx))
+for line in sys.stdin:
+    o = json.loads(line)
+    base = ("/apis/" if "/" in o["apiVersion"] else "/api/") + o["apiVersion"]
+    r = next(r for r in get(base)["resources"] if r["kind"] == o["kind"] and "/" not in r["name"])
+    ns = "/namespaces/" + o["metadata"]["namespace"] if r["namespaced"] else ""
+    print(base + ns + "/" + r["name"] + "/" + o["metadata"]["name"])
+' "$API"
+}
+
+# appliers PATH: the managers that applied the object at PATH, comma-separated.
+appliers() {
+  api GET "$1" | jq -r '[.metadata.managedFields[]? | select(.operation == "Apply") | .manager] | join(",")'
+}
+
+image_of() { api GET "$1" | jq -r '.spec.template.spec.containers[0].image'; }
+image_is() { [ "$(image_of "$1")" = "$2" ]; }
+exists() { [ "$(api GET "$1" | jq -r .kind)" != Status ]; }
+missing() { [ "$(api GET "$1" | jq -r .code)" = 404 ]; }
+count() { grep -c -- "$1" "$2" || true; }
+# more_than N PATTERN FILE: more than N lines of FILE match PATTERN.
+more_than() { [ "$(count "$2" "$3")" -gt "$1" ]; }
+faults_used() { [ "$(jq '.watch_gone + .drop_watch' "$API/control.json")" -eq 0 ]; }
+
+# an_idle_reconcile: a label on the GpuResource (no spec change) makes the operator reconcile;
+# the number of writes after that label (it settled first).
+an_idle_reconcile() {
+  local n before
+  n=$(count "(active): 0 writes" "$SCRATCH/op.log")
+  api PATCH /apis/enflame.com/v1/gpuresources/enflame \
+    "{\"metadata\":{\"labels\":{\"touched\":\"$RANDOM\"}}}" application/merge-patch+json > /dev/null
+  before=$(writes)
+  wait_secs 10 more_than "$n" "reconciled GpuResource enflame (active)" "$SCRATCH/op.log"
+  sleep 3
+  echo $(( $(writes) - before ))
+}
+
+@test "reconcile: every object the operator renders for a GpuResource is in the API server, applied by the operator's field manager" {
+  CR_EDIT='d["spec"]["draDriver"]["enabled"] = True'
+  stack_up
+  RENDER_ARGS=()
+  mapfile -t paths < <(rendered_paths)
+  [ "${#paths[@]}" -ge 5 ]
+  printf '%s\n' "${paths[@]}" > "$SCRATCH/paths"
+  grep -q "/apps/v1/namespaces/.*/daemonsets/" "$SCRATCH/paths"
+  grep -q "/api/v1/namespaces/.*/configmaps/" "$SCRATCH/paths"
+  grep -q "/rbac.authorization.k8s.io/v1/clusterroles/" "$SCRATCH/paths"
+  grep -q "/resource.k8s.io/v1/deviceclasses/" "$SCRATCH/paths"
+  grep -q "/node.k8s.io/v1/runtimeclasses/" "$SCRATCH/paths"
+  for p in "${paths[@]}"; do
+    run appliers "$p"
+    [ "$output" = "$MANAGER" ] || { echo "$p: applied by '$output'"; return 1; }
+  done
+  # the CR's status went through /status, the finalizer through the object
+  run api GET /apis/enflame.com/v1/gpuresources/enflame
+  [ "$(jq -r .status.readyResource <<<"$output")" != null ]
+  [ "$(jq -r '.metadata.finalizers[0]' <<<"$output")" = enflame.com/gpu-operator ]
+}
+
+@test "drift: a DaemonSet deleted and another's image edited through the API server are both restored within seconds" {
+  stack_up
+  RENDER_ARGS=()
+  mapfile -t dss < <(rendered_paths | grep /daemonsets/)
+  [ "${#dss[@]}" -ge 2 ]
+  gone=${dss[0]} edited=${dss[1]}
+  image=$(image_of "$edited")
+  api DELETE "$gone" > /dev/null
+  run api PATCH "$edited" '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"example.com/drift:1"}]' \
+    application/json-patch+json
+  [ "$(jq -r '.spec.template.spec.containers[0].image' <<<"$output")" = example.com/drift:1 ]
+  wait_secs 5 exists "$gone"
+  wait_secs 5 image_is "$edited" "$image"
+  grep -q "applied DaemonSet/.* (it had drifted)" "$SCRATCH/op.log"
+  [ "$(appliers "$gone")" = "$MANAGER" ]
+}
+
+@test "idle: a reconcile with nothing to change writes nothing to the API server" {
+  stack_up
+  run an_idle_reconcile
+  [ "$status" -eq 0 ]
+  [ "$output" -eq 0 ]
+  grep -q "reconciled GpuResource enflame (active): 0 writes" "$SCRATCH/op.log"
+}
+
+@test "410: watches answered 410 Expired and cut: the operator lists again and still repairs drift" {
+  stack_up
+  RENDER_ARGS=()
+  echo '{"watch_gone": 20, "drop_watch": 20}' > "$API/control.json"
+  wait_secs 20 faults_used
+  grep -q "relisting: the watch from resourceVersion [0-9]* answered 410 Gone" "$SCRATCH/op.log"
+  wait_secs 10 settled
+  ds=$(rendered_paths | grep /daemonsets/ | head -n 1)
+  api DELETE "$ds" > /dev/null
+  wait_secs 5 exists "$ds"
+}
+
+@test "Lease: with --leader-elect one operator holds the Lease and reconciles; killed, the other takes over after the lease duration" {
+  lease=/apis/coordination.k8s.io/v1/namespaces/enflame-system/leases/enflame-gpu-operator
+  stack_up --leader-elect --namespace enflame-system --identity first
+  first=$OP_PID
+  # the holder is the identity the first one says it waits as
+  [ "$(api GET $lease | jq -r .spec.holderIdentity)" = "$(grep -o 'as first_[0-9a-f]*' "$SCRATCH/op.log" | cut -d' ' -f2)" ]
+  "$OP" --manifests "$TOP/deployments" --kubeconfig "$KC" --leader-elect --namespace enflame-system \
+    --identity second >"$SCRATCH/second.log" 2>&1 3>&- &
+  second=$!
+  on_teardown "stop_pid $second"
+  wait_secs 5 grep -q "waiting for lease enflame-system/enflame-gpu-operator as second_" "$SCRATCH/second.log"
+  # the second one does not reconcile, even when there is drift to repair
+  sleep 3
+  run ! grep -q "reconciled\|applied" "$SCRATCH/second.log"
+  kill -KILL "$first"
+  killed=$SECONDS
+  wait_secs 40 grep -q "acquired by second_" "$SCRATCH/second.log"
+  took=$(( SECONDS - killed ))
+  [ "$took" -ge 10 ] || { echo "took over after $took s, before the 15 s lease ran out"; return 1; }
+  [[ "$(api GET $lease | jq -r .spec.holderIdentity)" == second_* ]]
+  wait_secs 10 grep -q "reconciled GpuResource enflame" "$SCRATCH/second.log"
+}
+
+@test "CRD-served kind: a ServiceMonitor turned off in the GpuResource is deleted once, then an idle reconcile writes nothing" {
+  start_api
+  api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"servicemonitors.monitoring.coreos.com"},"spec":{"group":"monitoring.coreos.com","scope":"Namespaced","names":{"plural":"servicemonitors","singular":"servicemonitor","kind":"ServiceMonitor","listKind":"ServiceMonitorList"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}' > /dev/null
+  API_STARTED=1
+  CR_EDIT='d["spec"]["exporter"]["serviceMonitor"] = {"enabled": True}'
+  stack_up
+  RENDER_ARGS=(--prometheus-operator)
+  sm=$(rendered_paths | grep /servicemonitors/)
+  [ -n "$sm" ]
+  exists "$sm"
+  [ "$(appliers "$sm")" = "$MANAGER" ]
+  api PATCH /apis/enflame.com/v1/gpuresources/enflame '{"spec":{"exporter":{"serviceMonitor":{"enabled":false}}}}' \
+    application/merge-patch+json > /dev/null
+  wait_secs 5 missing "$sm"
+  wait_secs 10 settled
+  [ "$(count "removed ServiceMonitor/" "$SCRATCH/op.log")" -eq 1 ]
+  run an_idle_reconcile
+  [ "$status" -eq 0 ]
+  [ "$output" -eq 0 ]
+  [ "$(count "removed ServiceMonitor/" "$SCRATCH/op.log")" -eq 1 ]
+}
