@@ -31,11 +31,12 @@ inject::Result<bool> health_disabled_by_env() {
 int main(int argc, char** argv) try {
     edp::DaemonOptions o;
     std::string id_strategy = "uuid";
-    // envvar,cdi-cri: the CDI names make a runtime with CDI on (containerd 1.7+ with enable_cdi,
-    // CRI-O) give the cards with plain runc, as the shipped example pod expects; the env is for
-    // our shim and the legacy hook (the spec's ENFLAME_VISIBLE_DEVICES=void stops them adding
-    // the cards a second time where the runtime applied the CDI devices).
-    std::vector<std::string> list_strategies{"envvar", "cdi-cri"};
+    // cdi-cri,cdi-annotations: the CDI names make a runtime with CDI on (containerd 1.7+ with
+    // enable_cdi, CRI-O) give the cards with plain runc, as the shipped example pod expects; the
+    // annotations (kubelet's, which a pod cannot set) give them through our shim, the legacy
+    // hook and the NRI plugin. No env: the installer's toolkit config ignores an unprivileged
+    // container's env, which any pod sets (docs/security.md).
+    std::vector<std::string> list_strategies{"cdi-cri", "cdi-annotations"};
     std::string interval = "5s";
     bool no_health = false;
     bool no_drs = false;

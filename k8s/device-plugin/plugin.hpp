@@ -31,9 +31,10 @@ struct ListStrategies {
 struct Settings {
     std::string resource_name = "enflame.com/gcu";
     IdStrategy id_strategy = IdStrategy::Uuid;
-    /// Default envvar + cdi-cri: containerd 1.7+ (enable_cdi) and CRI-O resolve the CDI names
-    /// with any runtime, plain runc too; the env serves our shim and the legacy hook.
-    ListStrategies lists{true, true, false};
+    /// Default cdi-cri + cdi-annotations: containerd 1.7+ (enable_cdi) and CRI-O resolve the CDI
+    /// names with any runtime, plain runc too; the annotations serve our shim, the legacy hook
+    /// and the NRI plugin (kubelet sets them; a pod cannot).
+    ListStrategies lists{false, true, true};
     bool pass_device_specs = false;
     std::string cdi_kind = "enflame.com/gpu";  ///< from the config's cdi-kind
     /// The config's host-dev-root: the DeviceSpecs' host paths are the host's (kubelet hands

@@ -229,6 +229,8 @@ PY
   }
   mutate exporter-privileged 'ds("enflame-gcu-exporter")["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": True}'
   refused exporter-privileged "DaemonSet/enflame-gcu-exporter: container enflame-gcu-exporter: privileged"
+  mutate exporter-caps 'ds("enflame-gcu-exporter")["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"]["add"].append("NET_ADMIN")'
+  refused exporter-caps "DaemonSet/enflame-gcu-exporter: container enflame-gcu-exporter: adds capabilities ['NET_ADMIN']"
   mutate exporter-root 'p = ds("enflame-gcu-exporter")["spec"]["template"]["spec"]; p["volumes"].append({"name": "h", "hostPath": {"path": "/"}}); p["containers"][0]["volumeMounts"].append({"name": "h", "mountPath": "/host", "readOnly": True})'
   refused exporter-root "DaemonSet/enflame-gcu-exporter: mounts the host's / (/host)"
   mutate labeler-token 'del ds("enflame-feature-discovery")["spec"]["template"]["spec"]["automountServiceAccountToken"]'
@@ -254,6 +256,7 @@ assert pod["serviceAccountName"] == "enflame-device-plugin", pod.get("serviceAcc
 assert pod["automountServiceAccountToken"] is True, "HAMi mode calls the API server: it needs its token"
 env = {e["name"]: e for e in pod["containers"][0]["env"]}
 assert env["SCHEDULER"]["value"] == "hami", env
+assert env["DEVICE_LIST_STRATEGY"]["value"] == "envvar,cdi-cri,cdi-annotations", env
 PY
   render overlays/nri
   # NRI mode: the installer turns NRI on, the device plugin leaves the cards to the NRI plugin
@@ -264,7 +267,8 @@ env = lambda n: {e["name"]: e.get("value") for e in next(
     o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == n
 )["spec"]["template"]["spec"]["containers"][0].get("env", [])}
 assert env("enflame-toolkit-installer")["ENABLE_NRI"] == "true", env("enflame-toolkit-installer")
-assert env("enflame-device-plugin")["DEVICE_LIST_STRATEGY"] == "envvar", env("enflame-device-plugin")
+# the cards as annotations kubelet sets, which a pod cannot (never the env: docs/security.md)
+assert env("enflame-device-plugin")["DEVICE_LIST_STRATEGY"] == "cdi-annotations", env("enflame-device-plugin")
 # fail closed: the device plugin reads the lock the NRI plugin holds, in the same host folder
 assert env("enflame-device-plugin")["REQUIRE_NRI"] == "true", env("enflame-device-plugin")
 def lock_dir(n):

@@ -77,7 +77,7 @@ allocate() { "$FK" allocate --socket "$SOCK" --ids "$1"; }
 }
 
 @test "--resource-name and --device-id-strategy index: registered name, index IDs, index envvar" {
-  registered --resource-name example.com/accel --device-id-strategy index
+  registered --resource-name example.com/accel --device-id-strategy index --device-list-strategy envvar
   run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
   [ "$output" = example.com/accel ]
   run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
@@ -240,13 +240,14 @@ list_count_is() { [ "$(count list)" -eq "$1" ]; }
   [ "$status" -eq 0 ]
 }
 
-@test "Allocate: envvar,cdi-cri (default), envvar, cdi-cri, cdi-annotations, combined with --pass-device-specs" {
+@test "Allocate: cdi-cri,cdi-annotations (default), envvar, cdi-cri, cdi-annotations, combined with --pass-device-specs" {
   # The default: the CDI names (a runtime with CDI on gives the cards with plain runc) and the
-  # env (our shim, the legacy hook).
+  # annotations (our shim, the legacy hook, the NRI plugin); no env, which any pod can forge.
   registered
   run allocate "$U1,$U3"
   [ "$status" -eq 0 ]
-  [ "$output" = '{"envs":{"ENFLAME_VISIBLE_DEVICES":"TR6Y46010001,TR6Y46010003"},"mounts":[],"devices":[],"annotations":{},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}' ]
+  # (a protobuf map's keys come in no fixed order: compared sorted)
+  [ "$(jq -cS . <<<"$output")" = "$(jq -cS . <<<'{"envs":{},"mounts":[],"devices":[],"annotations":{"cdi.k8s.io/enflame-device-plugin_TR6Y46010001":"enflame.com/gpu=TR6Y46010001","cdi.k8s.io/enflame-device-plugin_TR6Y46010003":"enflame.com/gpu=TR6Y46010003"},"cdi_devices":[{"name":"enflame.com/gpu=TR6Y46010001"},{"name":"enflame.com/gpu=TR6Y46010003"}]}')" ]
   stop_pid "$DPID"
 
   start_plugin --device-list-strategy envvar
@@ -300,7 +301,7 @@ in_spec() {
   in_spec $names
   stop_pid "$DPID"
 
-  start_plugin --device-id-strategy index
+  start_plugin --device-id-strategy index --device-list-strategy envvar,cdi-cri
   wait_for listed 3
   run allocate "2,3"
   [ "$status" -eq 0 ]
@@ -440,7 +441,7 @@ sharing_config() {
 
 @test "time-slicing: replicas 2, renameByDefault: enflame.com/gcu.shared, IDs <uuid>::<n>, Allocate gives each card once" {
   sharing_config "$SCRATCH/p.yaml" 2 '    renameByDefault: true'
-  registered --plugin-config "$SCRATCH/p.yaml"
+  registered --plugin-config "$SCRATCH/p.yaml" --device-list-strategy envvar,cdi-cri
   run jq -r 'select(.event == "register") | .data.resource_name' "$EV"
   [ "$output" = enflame.com/gcu.shared ]
   run jq -c 'select(.event == "list") | [.data.devices[].ID]' "$EV"
@@ -519,7 +520,7 @@ list_of() {
 @test "DRS: one resource per profile with its instances as DRS-<uuid>; split cards not advertised whole" {
   drs_host
   start_kubelet
-  start_plugin
+  start_plugin --device-list-strategy envvar,cdi-cri
   wait_for at_least 3 list
   run jq -r 'select(.event == "register") | "\(.data.resource_name) \(.data.endpoint)"' "$EV"
   [ "$(echo "$output" | sort | tr '\n' ' ')" = "enflame.com/drs-1g.11gb enflame-drs-1g.11gb.sock enflame.com/drs-2g.22gb enflame-drs-2g.22gb.sock enflame.com/gcu enflame-gcu.sock " ]
@@ -595,12 +596,12 @@ in_podman() {
 
 # Allocate's answer handed by the test to one runtime, with no kubelet: what each runtime makes of
 # the plugin's envs and CDI names (the shim of RuntimeClass enflame; podman's CDI). These are not
-# end to end: the shipped default (kubelet, containerd, runc, envvar,cdi-cri, no RuntimeClass)
+# end to end: the shipped default (kubelet, containerd, runc, cdi-cri,cdi-annotations, no RuntimeClass)
 # runs in e2e.bats ("the shipped example pod"), and kubelet's hand-over of the answer to
 # containerd in the containerd 1.7 test below.
 @test "Allocate's envvar answer, handed to our shim (RuntimeClass enflame's path) with runc, gives exactly those /dev/gcu nodes" {
   requires runc python3
-  registered
+  registered --device-list-strategy envvar
   run allocate "$U1,$U3"
   [ "$status" -eq 0 ]
   local env; env=$(echo "$output" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"')
@@ -641,13 +642,15 @@ in_podman() {
 }
 
 # allocation_args IDS: the default Allocate for IDS as kubelet hands it to the runtime: a
-# --cdi-device per cdi_devices name and an --env per env, for in_cri_pod (cri.bash).
+# --cdi-device per cdi_devices name, an --env per env and an --annotation per annotation (the
+# container's, where kubelet puts them), for in_cri_pod (cri.bash).
 allocation_args() {
   local out n kv
   out=$(allocate "$1")
   ALLOC=()
   for n in $(echo "$out" | jq -r '.cdi_devices[].name'); do ALLOC+=(--cdi-device "$n"); done
   for kv in $(echo "$out" | jq -r '.envs | to_entries[] | "\(.key)=\(.value)"'); do ALLOC+=(--env "$kv"); done
+  for kv in $(echo "$out" | jq -r '.annotations | to_entries[] | "\(.key)=\(.value)"'); do ALLOC+=(--annotation "$kv"); done
 }
 # What a pod sees: its /dev/gcu* nodes, any mount point it has twice, its libefml mounts, the env.
 POD_PROBE='ls /dev | grep ^gcu; awk "{print \$5}" /proc/self/mountinfo | sort | uniq -d | sed "s/^/twice: /"; echo libefml=$(grep -c libefml /proc/self/mountinfo); echo env=$ENFLAME_VISIBLE_DEVICES'
@@ -661,7 +664,7 @@ POD_PROBE='ls /dev | grep ^gcu; awk "{print \$5}" /proc/self/mountinfo | sort | 
   cri_setup
   registered
   allocation_args "$U1,$U3"
-  [ "${#ALLOC[@]}" -eq 6 ]   # two CDI names and the env
+  [ "${#ALLOC[@]}" -eq 8 ]   # two CDI names and two annotations
   # runc, containerd's default runtime: the example pod as shipped
   run in_cri_pod "${ALLOC[@]}" -- /bin/sh -c "$POD_PROBE"
   echo "$output"
@@ -705,9 +708,10 @@ assert "/var/lib/kubelet/device-plugins" in mounts, mounts
 paths = {v["hostPath"]["path"] for v in ds["volumes"] if "hostPath" in v}
 assert "/var/lib/kubelet/device-plugins" in paths, paths
 assert docs["ConfigMap"]["metadata"]["name"] == ds["volumes"][-1]["configMap"]["name"]
-# the example pod (no RuntimeClass) gets its cards through containerd's CDI; the env for the shim
+# the example pod (no RuntimeClass) gets its cards through containerd's CDI; the annotations
+# (which a pod cannot set, unlike the env) for the shim, the legacy hook and the NRI plugin
 env = {e["name"]: e.get("value") for e in ds["containers"][0]["env"]}
-assert env["DEVICE_LIST_STRATEGY"] == "envvar,cdi-cri", env
+assert env["DEVICE_LIST_STRATEGY"] == "cdi-cri,cdi-annotations", env
 print(json.dumps(docs["ConfigMap"]["data"]))
 PY
   jq -r '."config.toml"' "$SCRATCH/cm.json" > "$SCRATCH/cm-config.toml"
