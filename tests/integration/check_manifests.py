@@ -45,6 +45,10 @@ UPSTREAM_REGISTRIES = ("registry.k8s.io/",)
 # NPD DaemonSet runs privileged.)
 PRIVILEGED = {"enflame-toolkit-installer", "enflame-device-plugin", "enflame-feature-discovery",
               "enflame-dra-plugin", "enflame-npd"}
+# capabilities an unprivileged daemon may add, and only these: the exporter asks for every card
+# by env, which the toolkit's runtime honours only where CAP_SYS_ADMIN is in the bounding set
+# (accept-envvar-when-unprivileged = false: any pod could set the env)
+ADDED_CAPS = {"enflame-gcu-exporter": {"SYS_ADMIN"}}
 # who may mount the host's / (read-only), and who may write it
 # (the NRI plugin, unprivileged, reads the host's / to find the driver's libraries whose host
 # paths its adjustment names; the runtime, not the plugin, mounts them)
@@ -115,6 +119,9 @@ def check_privilege(by_kind):
                 bad(o, f"container {c['name']}: privileged, which this daemon does not need")
             if name not in PRIVILEGED and sc.get("allowPrivilegeEscalation") is not False:
                 bad(o, f"container {c['name']}: unprivileged daemon without allowPrivilegeEscalation: false")
+            added = set((sc.get("capabilities") or {}).get("add") or []) - ADDED_CAPS.get(name, set())
+            if name not in PRIVILEGED and added:
+                bad(o, f"container {c['name']}: adds capabilities {sorted(added)}, which this daemon does not need")
             for m in c.get("volumeMounts", []):
                 path = host.get(m["name"])
                 if path is None:
