@@ -2,7 +2,8 @@
 // fake-cri: kubelet's container start through the CRI, for tests (a CRI client, not a runtime):
 //
 //   fake-cri run --socket S --image IMG --log-dir D [--cgroup-parent P] [--cdi-device ID]...
-//                [--env K=V]... [--annotation K=V]... [--runtime-handler H] [--timeout-ms N]
+//                [--env K=V]... [--annotation K=V]... [--pod-annotation K=V]...
+//                [--runtime-handler H] [--timeout-ms N]
 //                -- CMD...
 //
 // What kubelet does for a pod with one container that was given DRA devices: RunPodSandbox (host
@@ -49,9 +50,15 @@ std::string log_text(const std::string& path) {
 
 struct Options {
     std::string socket, image, log_dir, cgroup_parent, runtime_handler;
-    std::vector<std::string> cdi, envs, annotations, command;
+    std::vector<std::string> cdi, envs, annotations, pod_annotations, command;
     int timeout_ms = 60000;
 };
+
+/// "K=V" entries into a CRI annotation map.
+void add_annotations(google::protobuf::Map<std::string, std::string>& to, const std::vector<std::string>& kvs) {
+    for (const auto& kv : kvs)
+        to[kv.substr(0, kv.find('='))] = kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1);
+}
 
 cri::PodSandboxConfig sandbox_config(const Options& o) {
     cri::PodSandboxConfig c;
@@ -61,6 +68,7 @@ cri::PodSandboxConfig sandbox_config(const Options& o) {
     c.set_log_directory(o.log_dir);
     c.mutable_linux()->set_cgroup_parent(o.cgroup_parent);
     c.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(cri::NODE);
+    add_annotations(*c.mutable_annotations(), o.pod_annotations);  // the pod's own metadata.annotations
     return c;
 }
 
@@ -112,9 +120,7 @@ int run(const Options& o) {
         e->set_key(kv.substr(0, kv.find('=')));
         e->set_value(kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1));
     }
-    for (const auto& kv : o.annotations)
-        (*cfg->mutable_annotations())[kv.substr(0, kv.find('='))] =
-            kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1);
+    add_annotations(*cfg->mutable_annotations(), o.annotations);
     cri::CreateContainerResponse created;
     {
         grpc::ClientContext ctx;
@@ -171,7 +177,10 @@ int main(int argc, char** argv) try {
     r->add_option("--log-dir", o.log_dir, "the pod's log folder (absolute)")->required();
     r->add_option("--cdi-device", o.cdi, "a CDI device name (repeatable)");
     r->add_option("--env", o.envs, "an env K=V of the container (repeatable)");
-    r->add_option("--annotation", o.annotations, "an annotation K=V of the container (repeatable)");
+    r->add_option("--annotation", o.annotations,
+                  "an annotation K=V of the container, where kubelet puts a device plugin's (repeatable)");
+    r->add_option("--pod-annotation", o.pod_annotations,
+                  "an annotation K=V of the pod (its metadata.annotations, which its owner writes; repeatable)");
     r->add_option("--runtime-handler", o.runtime_handler, "the pod's RuntimeClass handler (default: the runtime's default)");
     r->add_option("--cgroup-parent", o.cgroup_parent, "the pod's cgroup parent (cgroupfs: a path)");
     r->add_option("--timeout-ms", o.timeout_ms);

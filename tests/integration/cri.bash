@@ -63,6 +63,15 @@ TOML
   "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
 }
 ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
+# cri_image_with_env NAME K=V: the busybox image again as NAME with ENV K=V in its config (what
+# an image's Dockerfile ENV sets), imported into containerd (after cri_setup).
+cri_image_with_env() {
+  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change "ENV $2" \
+    --change 'CMD ["/bin/sleep", "100000"]' "$SCRATCH/rootfs.tar" "$1" >/dev/null
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/env-image.tar" "$1"
+  "${CTR[@]}" image import "$SCRATCH/env-image.tar" >/dev/null
+}
 # cri_start: containerd on $SCRATCH/ctrd/config.toml in its private mount namespace ($CTRD_PID).
 cri_start() {
   # shellcheck disable=SC2016  # expands in the namespace's shell
@@ -90,9 +99,10 @@ cri_teardown() {
   done
 }
 # in_cri_pod [--cdi-device ID]... [--env K=V]... [--runtime-handler H] -- CMD...: a pod's
-# container through containerd's CRI, as kubelet starts it (fake-cri: RunPodSandbox,
+# container (image $CRI_IMAGE, default localhost/dra-bb:latest) through containerd's CRI, as
+# kubelet starts it (fake-cri: RunPodSandbox,
 # CreateContainer with CDI_devices and envs, StartContainer).
 in_cri_pod() {
   timeout 120 "$BUILD_DIR/k8s/tests/fake-cri" run --socket "$SCRATCH/ctrd/containerd.sock" \
-    --image localhost/dra-bb:latest --log-dir "$SCRATCH/pods" --cgroup-parent "$CRI_CG" "$@"
+    --image "${CRI_IMAGE:-localhost/dra-bb:latest}" --log-dir "$SCRATCH/pods" --cgroup-parent "$CRI_CG" "$@"
 }

@@ -102,6 +102,35 @@ only_cards() {
   grep -q 'container c (pod default/fake-cri-pod): ENFLAME_VISIBLE_DEVICES: ' "$SCRATCH/nri.log"
 }
 
+@test "nri attack matrix, the installer's config: env all from the spec or the image, another vendor's name, CDI annotations on the pod give nothing; the device plugin's annotation for card 1 with env all gives exactly card 1" {
+  nri_containerd_up
+  # the toolkit config as the installer writes it on a node
+  printf '[enflame-container-runtime]\naccept-envvar-when-unprivileged = false\n' >> "$SCRATCH/config.toml"
+  start_nri
+  cri_image_with_env localhost/attack-env:latest ENFLAME_VISIBLE_DEVICES=all
+  other_vendor_spec "$SCRATCH/cdi"
+  local args
+  for args in "--env ENFLAME_VISIBLE_DEVICES=all" "--env ENFLAME_VISIBLE_DEVICES=0,1,2" \
+              "--env ENFLAME_VISIBLE_DEVICES=othervendor.com/gpu=all" \
+              "--pod-annotation cdi.k8s.io/mine=enflame.com/gpu=all"; do
+    # shellcheck disable=SC2086
+    run in_cri_pod $args -- /bin/sh -c "cat /other.txt 2>/dev/null; $PROBE"
+    echo "$args: $output"
+    [ "$status" -eq 0 ]
+    [ "$output" = end ]
+  done
+  CRI_IMAGE=localhost/attack-env:latest run in_cri_pod -- /bin/sh -c "$PROBE"
+  [ "$status" -eq 0 ]
+  [ "$output" = end ]
+  # a pod the device plugin gave card 1 (kubelet's container annotation) raising it to all
+  run in_cri_pod --annotation cdi.k8s.io/enflame-device-plugin_x=enflame.com/gpu=1 \
+    --env ENFLAME_VISIBLE_DEVICES=all -- /bin/sh -c "$PROBE"
+  only_cards 1
+  CRI_IMAGE=localhost/attack-env:latest run in_cri_pod \
+    --annotation cdi.k8s.io/enflame-device-plugin_x=enflame.com/gpu=1 -- /bin/sh -c "$PROBE"
+  only_cards 1
+}
+
 @test "nri: a request the plugin cannot satisfy fails the container's creation, naming the device" {
   nri_containerd_up
   start_nri
