@@ -50,6 +50,7 @@ Every write (POST, PUT, PATCH, DELETE) that reaches the store is appended to
                       server does for a compacted resourceVersion)
   {"drop_watch": 1}   cut the next N open watch streams without ending the chunked body
   {"bookmark_ms": 200} send a BOOKMARK with the current resourceVersion this often
+  {"watch_delay_ms": {"servicemonitors": 500}}  deliver that plural's watch events this late
 Each watch request's query is appended to <dir>/watches.jsonl (the resourceVersion it asked
 for: the test sees where a reconnect resumed).
 Each request's bearer token is appended to <dir>/tokens.log (one line per request, "-" for

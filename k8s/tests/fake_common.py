@@ -137,7 +137,7 @@ class Store:
     def __init__(self, d, window=10000):
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
-        self.events = []  # (rv as int, type, object, (group, plural)) of every change
+        self.events = []  # (rv as int, type, object, (group, plural), time) of every change
         self.window = window
         self.compacted_rv = 0  # the newest resourceVersion no longer in self.events
         self.slices = {}
@@ -155,7 +155,7 @@ class Store:
     def event(self, kind, obj, res=SLICES):
         """A change watches see (the lock held)."""
         self.events.append((int(obj["metadata"]["resourceVersion"]), kind, copy.deepcopy(obj),
-                            res))
+                            res, time.time()))
         if len(self.events) > self.window:
             gone = self.events[:len(self.events) - self.window]
             self.compacted_rv = gone[-1][0]
@@ -183,7 +183,8 @@ def stream_watch(h, query, res, out, kind, ns=None, current=None):
     match the selectors (and namespace ns), as they come, each object through out(obj).
     current(): the objects there now; with it a watch without resourceVersion (or "0") starts
     with an ADDED for each, as a real server's does. A resourceVersion older than the oldest
-    event kept: an ERROR event 410 Expired."""
+    event kept: an ERROR event 410 Expired. control.json's {"watch_delay_ms": {PLURAL: MS}}
+    holds the events of that plural back that long (a watch that lags, as under load)."""
     st, ctl = h.server.store, h.server.control
     with h.server.log_lock, open(os.path.join(h.server.dir, "watches.jsonl"), "a") as f:
         f.write(json.dumps(query, sort_keys=True) + "\n")
@@ -213,16 +214,25 @@ def stream_watch(h, query, res, out, kind, ns=None, current=None):
     deadline = time.time() + int(query.get("timeoutSeconds", "1800"))
     bookmarks = query.get("allowWatchBookmarks") == "true"
     last_bookmark = time.time()
+    delay = 0
     while time.time() < deadline:
         with st.lock:
             st.changed.wait(0.05)
-            todo = [(rv, t, o) for rv, t, o, r in st.events if rv > since and r == res]
-            since = max([since] + [e[0] for e in st.events])
+            todo = []
+            for rv, t, o, r, at in st.events:
+                if rv <= since or (r == res and at + delay > time.time()):
+                    if rv > since:
+                        break  # held back, and everything after it
+                    continue
+                since = rv
+                if r == res:
+                    todo.append((rv, t, o))
             now_rv = st.rv
         for rv, t, o in todo:
             if (ns is None or o["metadata"].get("namespace") == ns) and selected(o, query):
                 chunk(h, {"type": t, "object": out(o)})
         c = ctl.read()
+        delay = int((c.get("watch_delay_ms") or {}).get(res[1], 0)) / 1000.0
         every = int(c.get("bookmark_ms") or 0)
         if bookmarks and every and (time.time() - last_bookmark) * 1000 >= every:
             last_bookmark = time.time()
