@@ -55,11 +55,11 @@ bool stat_at(const char* p, struct stat* st) {
                 0) == 0;
 }
 
-// NUL-terminated string equal to the n bytes at s.
+// NUL-terminated string equal to the n bytes at s (never read past lit's end: s may hold a NUL).
 bool eq(const char* s, int n, const char* lit) {
     int i = 0;
     for (; i < n; ++i)
-        if (lit[i] != s[i]) return false;
+        if (lit[i] == '\0' || lit[i] != s[i]) return false;
     return lit[i] == '\0';
 }
 bool eqz(const char* a, const char* b) {
@@ -178,6 +178,9 @@ bool string_ok(int id, const char* s, int n) {
 }
 
 bool parse_config(char* buf, long size, Parsed* out) {
+    // a NUL byte is main()'s error to report (TOML allows none)
+    for (long i = 0; i < size; ++i)
+        if (buf[i] == '\0') return false;
     Cursor c{buf, buf + size};
     int table = 0;
     unsigned tables = 0;

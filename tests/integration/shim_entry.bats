@@ -85,7 +85,13 @@ refused() {
     "must be a positive integer|[enflame-container-cli]\nefsmi-timeout-ms = 0\n"
     "line 2|[enflame-container-runtime]\nmode = \"cdi\" x\n"
     "line 2|[enflame-container-runtime]\nmode = \"cdi\n"
+    "line 1|[enflame-container-cli\0]\n"
+    "line 1|[enflame-container-cli\0enflame-container-runtime]\n"
+    "line 1|[enflame-container-cli\0hook-path]\n"
+    "line 2|[enflame-container-runtime]\nmode = \"cdi\"\0\n"
   )
+  # (a NUL in a table header: the release binary keeps "hook-path" right after the literal
+  # "enflame-container-cli", so a fast path reading past it accepted that header)
   local c
   for c in "${cases[@]}"; do
     echo "case: ${c%%|*}"
