@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-nri-plugin's liveness lock as the device plugin checks it: held by another process
 // (a child, as the plugin's pod is) while that process lives and holds it, free when it
-// released it or died, absent when no plugin ever ran; the unsafe places refused by name.
+// released it or died, absent when no plugin ever ran; the unsafe places refused by name: a file
+// others than root may open or lock (mode, owner), another file put at the path.
 #include "k8s/nri_lock.hpp"
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 
 #include "temp_dir.hpp"
@@ -155,6 +157,95 @@ TEST(NriLock, UnsafePlacesRefusedByName) {
         auto l = k8s::NriLock::create(c.path);
         EXPECT_FALSE(l) << c.name;
     }
+}
+
+mode_t mode_of(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+// Only root may lock it: made 0600; an older plugin's 0644 file narrowed when opened again.
+TEST(NriLock, Made0600AnOlderFileNarrowed) {
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    ASSERT_TRUE(k8s::NriLock::create(path));
+    EXPECT_EQ(mode_of(path), 0600u);
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+    auto l = k8s::NriLock::create(path);
+    ASSERT_TRUE(l) << l.error().what();
+    EXPECT_EQ(mode_of(path), 0600u);
+}
+
+// A file anyone else may open: anyone could hold the read lock. Refused, naming file and mode.
+TEST(NriLock, OpenToOthersRefusedByName) {
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    ASSERT_TRUE(k8s::NriLock::create(path));
+    for (const mode_t m : {0644u, 0640u, 0620u, 0604u, 0602u}) {
+        ASSERT_EQ(::chmod(path.c_str(), m), 0);
+        auto held = k8s::nri_lock_held(path);
+        ASSERT_FALSE(held) << std::oct << m;
+        char want[8];
+        std::snprintf(want, sizeof(want), "%04o", static_cast<unsigned>(m));
+        EXPECT_EQ(held.error().what(), "NRI lock file '" + path + "': mode " + want +
+                                           ", others than its owner may open it, refused");
+    }
+    ASSERT_EQ(::chmod(path.c_str(), 0700), 0);  // execute bits give no access
+    EXPECT_TRUE(k8s::nri_lock_held(path));
+}
+
+TEST(NriLock, NotRootsRefusedByName) {
+    if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    ASSERT_TRUE(k8s::NriLock::create(path));
+    ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+    const std::string want = "NRI lock file '" + path + "': owned by uid 65534, not root, refused";
+    auto held = k8s::nri_lock_held(path);
+    ASSERT_FALSE(held);
+    EXPECT_EQ(held.error().what(), want);
+    auto l = k8s::NriLock::create(path);
+    ASSERT_FALSE(l);
+    EXPECT_EQ(l.error().what(), want);
+}
+
+// The checker's answer is about the file at the path: one replaced while it looked is refused.
+std::string g_replace_from, g_replace_to;
+TEST(NriLock, ReplacedWhileCheckedRefused) {
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    Holder h(path, false);
+    ASSERT_TRUE(h.ready());
+    ASSERT_TRUE(k8s::NriLock::create(d.path() + "/other.lock"));
+    g_replace_from = d.path() + "/other.lock";
+    g_replace_to = path;
+    k8s::detail::nri_lock_checked_hook = [] {
+        (void)::rename(g_replace_from.c_str(), g_replace_to.c_str());
+    };
+    auto held = k8s::nri_lock_held(path);
+    k8s::detail::nri_lock_checked_hook = nullptr;
+    ASSERT_FALSE(held);
+    EXPECT_EQ(held.error().what(), "NRI lock file '" + path + "': replaced while checked, refused");
+    // the new file, checked on its own: free (the holder locked the old one)
+    EXPECT_FALSE(*k8s::nri_lock_held(path));
+}
+
+// The plugin's side: another file at the path (or none) is locked at its next hold().
+TEST(NriLock, HoldLocksTheFileNowAtThePath) {
+    TempDir d;
+    const std::string path = d.path() + "/nri-plugin.lock";
+    auto l = k8s::NriLock::create(path);
+    ASSERT_TRUE(l) << l.error().what();
+    ASSERT_TRUE(l->hold());
+    ASSERT_TRUE(k8s::NriLock::create(d.path() + "/new.lock"));
+    ASSERT_EQ(::rename((d.path() + "/new.lock").c_str(), path.c_str()), 0);
+    EXPECT_FALSE(*k8s::nri_lock_held(path));
+    ASSERT_TRUE(l->hold());
+    EXPECT_TRUE(*k8s::nri_lock_held(path));
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    ASSERT_TRUE(l->hold());
+    EXPECT_TRUE(*k8s::nri_lock_held(path));
+    EXPECT_EQ(mode_of(path), 0600u);
 }
 
 }  // namespace
