@@ -73,6 +73,11 @@ std::vector<Json> Informer::items() const {
     return out;
 }
 
+void Informer::erase(const std::string& key) {
+    const std::lock_guard lock(mu_);
+    objs_.erase(key);
+}
+
 inject::Result<std::string> Informer::relist() {
     INJECT_TRY(Json list, client_.list(collection_, selector_, field_selector_));
     std::map<std::string, Json> fresh;
@@ -763,6 +768,7 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
                 l["metadata"].contains("deletionTimestamp"))
                 continue;
             INJECT_TRY_VOID(client_.remove(path_of(l)));
+            inf->erase(key_of(l));
             writes.add("delete " + key_of(l));
             inject::log::info("removed {}: its component is off", key_of(l));
         }

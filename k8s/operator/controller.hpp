@@ -42,6 +42,9 @@ public:
     [[nodiscard]] bool synced() const { return synced_.load(); }
     [[nodiscard]] std::optional<Json> get(const std::string& key) const;  ///< by key_of()
     [[nodiscard]] std::vector<Json> items() const;
+    /// The caller deleted it: out of the cache now, not when its DELETED event comes (a
+    /// reconcile in between would delete it again).
+    void erase(const std::string& key);
     /// Its collection is served again: a list now, not after the 5 min a collection that
     /// answered 404 waits.
     void kick();
