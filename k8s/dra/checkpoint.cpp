@@ -105,18 +105,24 @@ inject::Result<Checkpoint> load_checkpoint(const std::string& path) {
     return parse_checkpoint(text, path);
 }
 
-inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp) {
-    // The current file becomes .prev: a link under a temporary name renamed over the old .prev,
-    // so a crash anywhere leaves a good checkpoint.json or a good .prev. No current file (the
-    // first save, or after a fallback moved a corrupt one away): .prev stays as it is.
-    const std::string prev = path + ".prev", link_tmp = prev + ".tmp";
-    (void)::unlink(link_tmp.c_str());  // a crash between link and rename left it
-    if (::link(path.c_str(), link_tmp.c_str()) == 0) {
-        if (::rename(link_tmp.c_str(), prev.c_str()) != 0) (void)::unlink(link_tmp.c_str());
-    }
+inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp,
+                                     bool drops_claims) {
+    const std::string prev = path + ".prev", link_tmp = prev + ".tmp", text = to_text(cp);
     inject::fs::AtomicWriteOptions o;
     o.mode = 0600;
-    if (auto r = inject::fs::atomic_write(path, to_text(cp), o); !r)
+    (void)::unlink(link_tmp.c_str());  // a crash between link and rename left it
+    if (drops_claims) {
+        // .prev first: a crash before the file leaves the file as it was (kubelet not told yet)
+        // and a .prev that is only missing what is going anyway.
+        if (auto r = inject::fs::atomic_write(prev, text, o); !r)
+            return fail(std::move(r).error().context("writing checkpoint '" + prev + "'"));
+    } else if (::link(path.c_str(), link_tmp.c_str()) == 0) {
+        // The current file becomes .prev: a link under a temporary name renamed over the old
+        // .prev, so a crash anywhere leaves a good checkpoint.json or a good .prev. No current
+        // file (the first save, or after a fallback moved a corrupt one away): .prev stays.
+        if (::rename(link_tmp.c_str(), prev.c_str()) != 0) (void)::unlink(link_tmp.c_str());
+    }
+    if (auto r = inject::fs::atomic_write(path, text, o); !r)
         return fail(std::move(r).error().context("writing checkpoint '" + path + "'"));
     return inject::ok();
 }

@@ -20,6 +20,10 @@
 // Both keys are left out when empty, so a checkpoint without DRS reads as version 1 always did.
 // Each save keeps the file it replaces as checkpoint.json.prev; a corrupt checkpoint.json (a disk
 // fault, a hand edit) is moved to checkpoint.json.corrupt and the plugin starts from .prev.
+// A save that drops claims (an unprepare) writes its content as .prev first, then the file:
+// neither ever holds a claim kubelet was told is unprepared, so a fallback cannot bring one back
+// (its instance made again and leaked, its spec written for nobody). Tombstones in the file would
+// not do: the file that holds them is the one found corrupt.
 
 #include <cstdint>
 #include <map>
@@ -89,8 +93,10 @@ struct Checkpoint {
 /// Reads `path`; a missing file is an empty checkpoint.
 [[nodiscard]] inject::Result<Checkpoint> load_checkpoint(const std::string& path);
 /// Replaces `path` atomically (mode 0600); the file it replaces becomes `<path>.prev` (a hard
-/// link, swapped in atomically: one good copy exists at every moment).
-[[nodiscard]] inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp);
+/// link, swapped in atomically: one good copy exists at every moment). `drops_claims`: `cp`
+/// lacks claims the file lists; `<path>.prev` is replaced by `cp` first (see above).
+[[nodiscard]] inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& cp,
+                                                   bool drops_claims = false);
 
 /// A checkpoint as the plugin starts with it.
 struct LoadedCheckpoint {

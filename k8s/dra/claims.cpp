@@ -234,4 +234,18 @@ inject::Result<std::vector<Allocated>> allocated_devices(const Json& claim, cons
     return out;
 }
 
+inject::Result<void> check_pool(const std::vector<Allocated>& results, const ClaimRef& ref,
+                                std::string_view node) {
+    const ClaimErrors err(ref);
+    if (node.empty())
+        return err.other(Errc::InvalidInput, "this plugin has no node name: not prepared");
+    for (const auto& a : results)
+        if (a.pool != node)
+            return err.other(Errc::Conflict, "device '" + a.device + "' is allocated from pool '" +
+                                                 a.pool + "', not this node's ('" +
+                                                 std::string(node) +
+                                                 "'): allocated for another node, not prepared here");
+    return inject::ok();
+}
+
 }  // namespace edra

@@ -73,6 +73,13 @@ struct DeviceName {
 [[nodiscard]] inject::Result<std::vector<Allocated>> allocated_devices(
     const Json& claim, const ClaimRef& ref, std::string_view driver = kDriverName);
 
+/// Refuses a claim any of whose `results` (ours, from allocated_devices) is from a pool other
+/// than `node`, this node's (our ResourceSlices' pool): the scheduler allocated it on another
+/// node. Conflict naming the claim, the device, its pool and this node; an empty `node` refuses
+/// every claim (fail closed).
+[[nodiscard]] inject::Result<void> check_pool(const std::vector<Allocated>& results,
+                                              const ClaimRef& ref, std::string_view node);
+
 /// Checks one opaque configuration's `parameters` addressed to our driver: an object with
 /// apiVersion gcu.enflame.com/v1alpha1 and kind GcuConfig (whole cards) or DrsConfig (DRS
 /// instances), and no other field (strict, like the API server's decoding). `targets` are the

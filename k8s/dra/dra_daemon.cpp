@@ -57,6 +57,7 @@ inject::Result<Setup> setup(const DaemonOptions& o) {
     INJECT_TRY(s.driver.cdi, inject::cdi::options_from(cfg));
     s.driver.cdi.ctk_path = o.ctk_path;
     s.driver.cdi_root = o.cdi_root;
+    s.driver.node_name = o.node_name;
     const std::string name(kDriverName);
     const std::string own = o.plugins_dir + (o.plugins_dir.ends_with('/') ? "" : "/") + name;
     INJECT_TRY_CTX(

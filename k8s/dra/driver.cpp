@@ -73,9 +73,9 @@ const inject::device::DrsProfile* profile_of(const inject::device::Host& host, c
 }
 
 // A fetched claim, checked, with the answer it will get (no files).
-inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref,
-                                            const std::string& driver) {
-    INJECT_TRY(const auto results, allocated_devices(obj, ref, driver));
+inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref, const DriverOptions& o) {
+    INJECT_TRY(const auto results, allocated_devices(obj, ref, o.driver_name));
+    INJECT_TRY_VOID(check_pool(results, ref, o.node_name));
     PreparedClaim pc{ref.ns, ref.name, {}};
     for (const auto& a : results) {
         INJECT_TRY(auto n, parse_device_name(a.device));
@@ -573,7 +573,7 @@ std::map<std::string, inject::Result<PreparedClaim>> Driver::fetch_all(
             if (!obj)
                 return fail(
                     std::move(obj).error().context("claim '" + ref.text() + "': fetching it"));
-            return prepared_from(*obj, ref, o_.driver_name);
+            return prepared_from(*obj, ref, o_);
         }());
     }
     return out;
@@ -738,7 +738,7 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
         }
     }
     if (!removed.empty()) {
-        if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
+        if (auto r = save_checkpoint(o_.checkpoint_path, cp_, true); !r) {
             for (auto& [uid, c] : removed) {
                 cp_.claims[uid] = std::move(c);
                 out[uid] = r.error().what();

@@ -8,7 +8,9 @@
 // Order of writes, and what a crash in between leaves:
 //   prepare:   spec file, then checkpoint, then the answer. Killed after the spec: a spec with
 //              no checkpoint entry, which kubelet never saw answered; it retries the prepare.
-//   unprepare: checkpoint, then spec file. Killed in between: the same leftover.
+//   unprepare: checkpoint (.prev first: checkpoint.hpp), then spec file. Killed in between:
+//              the same leftover.
+// A claim allocated from another node's pool is refused (check_pool): nothing written.
 // A prepare fetches its claims without the lock; it commits (instance, spec, checkpoint) under
 // the lock only when its call is still wanted: not cancelled, not past its deadline, and no
 // unprepare of that claim came in since the call started (kubelet unprepares claims whose
@@ -89,6 +91,7 @@ struct DriverOptions {
     std::string checkpoint_path;
     inject::cdi::GenerateOptions cdi;  ///< roots, library paths, hook
     std::string driver_name = std::string(kDriverName);
+    std::string node_name;  ///< our pool: a claim allocated from another is refused (check_pool)
     DrsOps drs;
 };
 

@@ -40,6 +40,7 @@ protected:
         edra::DriverOptions o;
         o.cdi_root = cdi_;
         o.checkpoint_path = tmp_.path() + "/checkpoint.json";
+        o.node_name = "node1";
         o.cdi.driver_root = tmp_.path() + "/root";
         return o;
     }

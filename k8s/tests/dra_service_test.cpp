@@ -25,6 +25,7 @@ protected:
         edra::DriverOptions o;
         o.cdi_root = tmp_.path() + "/cdi";
         o.checkpoint_path = tmp_.path() + "/cp.json";
+        o.node_name = "node1";
         o.cdi.driver_root = tmp_.path() + "/root";
         claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
         claims_["ns/b"] = claim("b", "uid-b", {"gcu-1-drs-2"});

@@ -452,6 +452,55 @@ slices_json() {
   jq -e '.claims | keys == ["uid-b"]' "$CP"
 }
 
+@test "a corrupt checkpoint after an unprepare: the previous one never brings the unprepared claim back (its DRS instance stays destroyed, no spec); the other claim is restored" {
+  drs_up
+  put_claim ns a uid-a gcu-0-1g-11gb-0
+  put_claim ns b uid-b gcu-1-1g-11gb-0
+  run prepare v1 ns/a/uid-a ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == "" and .claims["uid-b"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "0:1g.11gb:0 1:1g.11gb:0" ]
+  run unprepare v1 ns/a/uid-a
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-a"].error == ""' <<<"$output"
+  [ "$(drs_list)" = "1:1g.11gb:0" ]
+  [ ! -e "$(spec_of uid-a)" ]
+  stop_pid "$DPID"
+  head -c 40 "$CP" > "$CP.cut"
+  mv "$CP.cut" "$CP"   # a disk fault
+  start_plugin
+  wait_for grep -qF "using the previous one, '$CP.prev'" "$SCRATCH/dra.log"
+  # a's instance is not made again, its spec not written; b's are as they were
+  [ "$(drs_list)" = "1:1g.11gb:0" ]
+  [ ! -e "$(spec_of uid-a)" ]
+  [ -e "$(spec_of uid-b)" ]
+  [ "$(jq -c '.claims | keys' "$CP.prev")" = '["uid-b"]' ]
+  run prepare v1 ns/b/uid-b
+  [ "$status" -eq 0 ]
+  jq -e '.claims["uid-b"].error == "" and .claims["uid-b"].devices[0].device_name == "gcu-1-1g-11gb-0"' <<<"$output"
+  # kubelet's retried unprepare of a, then b's: nothing left
+  run unprepare v1 ns/a/uid-a ns/b/uid-b
+  [ "$(jq -cS . <<<"$output")" = '{"claims":{"uid-a":{"error":""},"uid-b":{"error":""}}}' ]
+  [ "$(drs_list)" = "" ]
+  [ "$(ls "$CDIR")" = "" ]
+}
+
+@test "a claim allocated from another node's pool is refused: one error naming the claim, the pool and this node; no spec, no instance, no checkpoint entry; the other claim is prepared" {
+  drs_up
+  put_claim ns here uid-h gcu-0
+  put_claim ns there uid-t gcu-1-1g-11gb-0
+  jq '.status.allocation.devices.results[0].pool = "node2"' "$API/claims/ns/there.json" > "$SCRATCH/t.json"
+  mv "$SCRATCH/t.json" "$API/claims/ns/there.json"
+  run prepare v1 ns/there/uid-t ns/here/uid-h
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.claims["uid-t"].error' <<<"$output")" = "claim 'ns/there': device 'gcu-1-1g-11gb-0' is allocated from pool 'node2', not this node's ('node1'): allocated for another node, not prepared here" ]
+  [ "$(jq -r '.claims["uid-h"].error' <<<"$output")" = "" ]
+  [ "$(ls "$CDIR")" = "k8s.gcu.enflame.com-claim_uid-h.yaml" ]
+  [ "$(drs_list)" = "" ]
+  [ "$(jq -c '.claims | keys' "$CP")" = '["uid-h"]' ]
+  [ "$(jq -c '.pending' "$CP")" = null ]
+}
+
 # start_plugin_killed_at N [args]: the daemon under strace, which has the kernel deliver SIGKILL
 # to it when a thread enters its N-th rename(2) (strace counts each thread's calls: a prepare runs
 # on one gRPC thread, whose renames are the specs' and the checkpoint's, in that order; efsmi
