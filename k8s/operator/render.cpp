@@ -4,6 +4,8 @@
 // reference: a test compares the two for a default CR (tests/integration/operator.bats).
 #include "render.hpp"
 
+#include "inject/config.hpp"
+
 #include <openssl/sha.h>
 #include <yaml-cpp/yaml.h>
 
@@ -492,11 +494,12 @@ std::string retarget_config(const std::string& toml, const std::string& root, bo
     bool host_driver = false, host_dev = false;
     auto starts = [&](std::string_view key) { return line.rfind(key, 0) == 0; };
     while (std::getline(in, line)) {
+        // the CR's path goes in as a TOML string: quotes or newlines in it stay in the value
         if (starts("driver-root =") || starts("dev-root ="))
-            line = line.substr(0, line.find('=')) + "= \"/host" + root + "\"";
+            line = line.substr(0, line.find('=')) + "= " + inject::config::toml_string("/host" + root);
         if (dra && (starts("host-driver-root =") || starts("host-dev-root ="))) {
             (starts("host-driver-root =") ? host_driver : host_dev) = true;
-            line = line.substr(0, line.find('=')) + "= \"" + root + "\"";
+            line = line.substr(0, line.find('=')) + "= " + inject::config::toml_string(root);
         }
         if (line == "[enflame-container-cli]") header = lines.size();
         lines.push_back(line);
@@ -504,8 +507,8 @@ std::string retarget_config(const std::string& toml, const std::string& root, bo
     for (std::size_t i = 0; i < lines.size(); ++i) {
         out += lines[i] + "\n";
         if (dra && i == header) {
-            if (!host_driver) out += "host-driver-root = \"" + root + "\"\n";
-            if (!host_dev) out += "host-dev-root = \"" + root + "\"\n";
+            if (!host_driver) out += "host-driver-root = " + inject::config::toml_string(root) + "\n";
+            if (!host_dev) out += "host-dev-root = " + inject::config::toml_string(root) + "\n";
         }
     }
     return out;

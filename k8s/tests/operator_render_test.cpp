@@ -138,11 +138,9 @@ TEST(OperatorRender, AcceptEnvvarOnlyWhenSet) {
                     "--accept-envvar-when-unprivileged=false"));
 }
 
-// Every config.toml the operator rewrites for another driver root is one the daemons load:
-// the shipped DRA ConfigMap names host-driver-root already, and a second one made the plugin
-// refuse its config (seen on the cluster: "cannot redefine existing string").
-TEST(OperatorRender, DriverRootConfigsParseAsTheDaemonsReadThem) {
-    auto objs = render({{"hostPaths", {{"driverRoot", "/opt/sim"}}}, {"draDriver", {{"enabled", true}}}});
+/// The ConfigMaps' config.toml files for driver root `root` load, and name it.
+static void expect_configs_use(const std::string& root) {
+    auto objs = render({{"hostPaths", {{"driverRoot", root}}}, {"draDriver", {{"enabled", true}}}});
     int seen = 0;
     for (const auto& o : objs) {
         if (o.obj["kind"] != "ConfigMap" || !o.obj.contains("data") ||
@@ -152,15 +150,27 @@ TEST(OperatorRender, DriverRootConfigsParseAsTheDaemonsReadThem) {
         auto cfg = inject::config::parse(o.obj["data"]["config.toml"].get<std::string>(),
                                          op::key_of(o.obj));
         ASSERT_TRUE(cfg) << cfg.error().what();
-        EXPECT_EQ(cfg->cli.driver_root, "/host/opt/sim") << op::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.driver_root, "/host" + root) << op::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.device_prefix, "gcu") << op::key_of(o.obj);
         if (o.component == "draDriver") {
-            EXPECT_EQ(cfg->cli.host_driver_root, "/opt/sim");
-            EXPECT_EQ(cfg->cli.host_dev_root, "/opt/sim");
+            EXPECT_EQ(cfg->cli.host_driver_root, root);
+            EXPECT_EQ(cfg->cli.host_dev_root, root);
         }
     }
     EXPECT_GE(seen, 3);
     const Json* dra = find(objs, "ConfigMap/enflame-system/enflame-dra-plugin");
     ASSERT_TRUE(dra);
+}
+
+// Every config.toml the operator rewrites for another driver root is one the daemons load:
+// the shipped DRA ConfigMap names host-driver-root already, and a second one made the plugin
+// refuse its config (seen on the cluster: "cannot redefine existing string"). A root holding a
+// quote and a newline stays in the value: it adds no key to every daemon's config.
+TEST(OperatorRender, DriverRootConfigsParseAsTheDaemonsReadThem) {
+    for (const std::string root : {"/opt/sim", "/opt/x\"\ndevice-prefix = \"evil"}) {
+        SCOPED_TRACE(root);
+        expect_configs_use(root);
+    }
 }
 
 TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {

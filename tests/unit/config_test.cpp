@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 using inject::config::Mode;
 
 TEST(Config, EmptyTextGivesTheDefaults) {
@@ -99,4 +102,19 @@ TEST(Config, ToTomlRoundTrips) {
     ASSERT_TRUE(again) << again.error().what();
     EXPECT_EQ(again->runtime.mode, Mode::Legacy);
     EXPECT_EQ(inject::config::to_toml(*again), inject::config::to_toml(*c));
+}
+
+// A value from outside input written with toml_string() reads back as itself and adds no key.
+TEST(Config, TomlStringKeepsEveryCharacterInTheValue) {
+    const std::vector<std::string> values{"/opt/sim", "/a\"b", "/a\\b", "/x\"\ndevice-prefix = \"evil",
+                                          "/t\tc\x01\x7f", "/\xc3\xa9t\xc3\xa9"};
+    for (const auto& v : values) {
+        const std::string text = "[enflame-container-cli]\ndriver-root = " +
+                                 inject::config::toml_string(v) + "\n";
+        auto c = inject::config::parse(text, "t.toml");
+        ASSERT_TRUE(c) << c.error().what() << "\n" << text;
+        EXPECT_EQ(c->cli.driver_root, v);
+        EXPECT_EQ(c->cli.device_prefix, "gcu");
+    }
+    EXPECT_EQ(inject::config::toml_string("/opt/sim"), "\"/opt/sim\"");
 }

@@ -87,4 +87,8 @@ struct Config {
 /// The effective configuration as TOML (every key, defaults included).
 [[nodiscard]] std::string to_toml(const Config& cfg);
 
+/// `s` as a TOML basic string ("..."), every character that needs it escaped: a value written
+/// into a config from outside input cannot end the string or add a key.
+[[nodiscard]] std::string toml_string(const std::string& s);
+
 }  // namespace inject::config
