@@ -271,3 +271,59 @@ an_idle_reconcile() {
   last_reconcile_wrote_nothing
   [ "$(count "removed ServiceMonitor/" "$SCRATCH/op.log")" -eq 1 ]
 }
+
+@test "fake API server: server-side apply keeps each manager's fields, drops what a manager alone no longer applies; 409 without force; /status apart from the object" {
+  start_api
+  cm=/api/v1/namespaces/ns/configmaps/c
+  ssa=application/apply-patch+yaml
+  run api PATCH "$cm" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1"}}' $ssa
+  [ "$(jq -r .code <<<"$output")" = 400 ]
+  api PATCH "$cm?fieldManager=one" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1","b":"1"}}' $ssa > /dev/null
+  api PATCH "$cm?fieldManager=two" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"b":"1","c":"2"}}' $ssa > /dev/null
+  run api PATCH "$cm?fieldManager=two" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"2"}}' $ssa
+  [ "$(jq -r .code <<<"$output")" = 409 ]
+  [[ "$(jq -r .message <<<"$output")" == *'conflict with "one": .data.a'* ]]
+  # one no longer applies a (it alone owned it: gone) nor b (two owns it too: kept)
+  run api PATCH "$cm?fieldManager=one&force=true" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"d":"4"}}' $ssa
+  [ "$(jq -c .data <<<"$output")" = '{"b":"1","c":"2","d":"4"}' ]
+  [ "$(jq -c '[.metadata.managedFields[] | .manager] | sort' <<<"$output")" = '["one","two"]' ]
+  rv=$(jq -r .metadata.resourceVersion <<<"$output")
+  run api PUT "$cm" '{"metadata":{"name":"c","resourceVersion":"1"},"data":{}}'
+  [ "$(jq -r .code <<<"$output")" = 409 ]
+  [ "$(api GET "$cm" | jq -r .metadata.resourceVersion)" = "$rv" ]
+  # a Deployment's status only through /status, its spec never through /status
+  dep=/apis/apps/v1/namespaces/ns/deployments/d
+  api POST /apis/apps/v1/namespaces/ns/deployments '{"metadata":{"name":"d"},"spec":{"replicas":1},"status":{"readyReplicas":9}}' > /dev/null
+  [ "$(api GET $dep | jq -c '[.status, .metadata.generation]')" = '[null,1]' ]
+  api PATCH $dep/status '{"spec":{"replicas":5},"status":{"readyReplicas":1}}' application/merge-patch+json > /dev/null
+  api PATCH $dep '{"spec":{"replicas":2},"status":{"readyReplicas":7}}' application/merge-patch+json > /dev/null
+  [ "$(api GET $dep | jq -c '[.spec.replicas, .status.readyReplicas, .metadata.generation]')" = '[2,1,2]' ]
+}
+
+@test "fake API server: a CRD serves its kind (discovery too); deleted, its objects go with DELETED events; a watch from before the kept events gets 410 Expired" {
+  python3 "$FAKE_API" --dir "$API" --event-window 3 >>"$SCRATCH/api.log" 2>&1 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for test -s "$API/port"
+  run api GET /apis/example.com/v1
+  [ "$(jq -r .code <<<"$output")" = 404 ]
+  api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions '{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true}]}}' > /dev/null
+  [ "$(api GET /apis | jq -r '[.groups[].name] | index("example.com") != null')" = true ]
+  [ "$(api GET /apis/example.com/v1 | jq -r '.resources[0].name')" = widgets ]
+  [ "$(api GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com | jq -r '.status.conditions[] | select(.type == "Established") | .status')" = True ]
+  api POST /apis/example.com/v1/namespaces/ns/widgets '{"metadata":{"name":"w"},"spec":{}}' > /dev/null
+  from=$(api GET /apis/example.com/v1/widgets | jq -r .metadata.resourceVersion)
+  curl -sSN --cacert "$API/ca.crt" -H "Authorization: Bearer test-token" --max-time 5 \
+    "https://127.0.0.1:$(cat "$API/port")/apis/example.com/v1/widgets?watch=1&resourceVersion=$from&timeoutSeconds=2" > "$SCRATCH/watch" 3>&- &
+  watcher=$!
+  on_teardown "stop_pid $watcher"
+  sleep 0.5
+  api DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com > /dev/null
+  wait "$watcher"
+  [ "$(jq -r '.type + " " + .object.metadata.name' "$SCRATCH/watch")" = "DELETED w" ]
+  run api GET /apis/example.com/v1/namespaces/ns/widgets/w
+  [ "$(jq -r .code <<<"$output")" = 404 ]
+  # three more events: the one after $from is no longer kept
+  for n in a b c; do api POST /api/v1/namespaces/ns/configmaps "{\"metadata\":{\"name\":\"$n\"}}" > /dev/null; done
+  run api GET "/api/v1/configmaps?watch=1&resourceVersion=$from&timeoutSeconds=1"
+  [ "$(jq -r '.type + " " + (.object.code | tostring) + " " + .object.reason' <<<"$output")" = "ERROR 410 Expired" ]
+}
