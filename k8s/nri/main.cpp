@@ -5,10 +5,11 @@
 // the runtime restarts. Pre-launched from the runtime's plugin folder (e.g. /opt/nri/plugins/
 // 10-enflame): NRI_PLUGIN_SOCKET is the connected fd, NRI_PLUGIN_NAME/NRI_PLUGIN_IDX our
 // identity; the process exits when that connection closes.
-// --lock-file: while connected to the runtime (and --lock-grace after losing it, so a runtime
-// restart does not count as the plugin gone) we hold the liveness lock the device plugin's
-// --require-nri checks in Allocate (k8s/nri_lock.hpp): not before the first connection, so a
-// runtime with NRI off never sees cards allocated that no one would inject.
+// --lock-file: while the runtime has us registered (its Synchronize answered), and --lock-grace
+// after the last such connection ends (a runtime restart is not the plugin gone), we hold the
+// liveness lock the device plugin's --require-nri checks in Allocate (k8s/nri_lock.hpp). A
+// connection the runtime refuses or drops before that neither takes it nor extends the grace:
+// while the runtime refuses us, no card is allocated that no one would inject.
 #include <poll.h>
 #include <unistd.h>
 
@@ -42,32 +43,55 @@ std::string ctk_beside_self() {
     return ::access(ctk.c_str(), X_OK) == 0 ? ctk : std::string();
 }
 
-// The liveness lock, when --lock-file names one: held while connected to the runtime.
+// The liveness lock, when --lock-file names one: held while the runtime has us registered.
 class Liveness {
 public:
     explicit Liveness(std::optional<k8s::NriLock> lock, double grace_s)
         : lock_(std::move(lock)), grace_(std::chrono::duration<double>(grace_s)) {}
 
-    void connected() {
-        if (!lock_ || lock_->held()) return;
-        if (auto r = lock_->hold(); !r)
-            spdlog::warn("{}", r.error().what());
-        else
-            spdlog::info("holding {}: device plugins with --require-nri allocate", lock_->path());
+    /// The runtime synchronized us: hold it.
+    void registered() {
+        registered_ = true;
+        hold();
     }
-    void disconnected() { since_ = std::chrono::steady_clock::now(); }
-    /// Called while waiting for the runtime: drops the lock once the grace is over.
-    void waiting() {
-        if (!lock_ || !lock_->held() || std::chrono::steady_clock::now() - since_ < grace_) return;
+    /// The connection ended: the grace starts only if the runtime had us on it.
+    void disconnected() {
+        if (registered_) since_ = std::chrono::steady_clock::now();
+        registered_ = false;
+    }
+    /// About once a second: while registered, held on the file now at the path; else dropped
+    /// once the grace is over.
+    void tick() {
+        if (!lock_) return;
+        if (registered_) {
+            hold();
+            return;
+        }
+        if (!lock_->held() || std::chrono::steady_clock::now() - since_ < grace_) return;
         lock_->release();
-        spdlog::warn("released {}: not connected to the runtime for {:.0f}s", lock_->path(),
+        spdlog::warn("released {}: not registered with the runtime for {:.0f}s", lock_->path(),
                      grace_.count());
     }
 
 private:
+    void hold() {
+        if (!lock_) return;
+        const bool was = lock_->held();
+        if (auto r = lock_->hold(); !r) {
+            if (r.error().what() != last_error_) spdlog::warn("{}", r.error().what());
+            last_error_ = r.error().what();
+            return;
+        }
+        last_error_.clear();
+        if (!was)
+            spdlog::info("holding {}: device plugins with --require-nri allocate", lock_->path());
+    }
+
     std::optional<k8s::NriLock> lock_;
     std::chrono::duration<double> grace_;
     std::chrono::steady_clock::time_point since_{};
+    bool registered_ = false;
+    std::string last_error_;
 };
 
 }  // namespace
@@ -101,13 +125,15 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     app.add_option(
            "--lock-file", lock_file,
-           "hold this file locked while connected to the runtime, for enflame-device-plugin "
+           "hold this file locked while the runtime has us registered, for "
+           "enflame-device-plugin "
            "--require-nri (e.g. " +
                std::string(k8s::kNriLockPath) + "; '' for none)")
         ->capture_default_str();
     app.add_option(
            "--lock-grace", grace_s,
-           "seconds the lock stays held after the runtime's connection is lost (its restart)")
+           "seconds the lock stays held after the last registered connection ends (the "
+           "runtime's restart)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
     app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
@@ -126,6 +152,7 @@ int main(int argc, char** argv) try {
         lock.emplace(std::move(*l));
     }
     Liveness live(std::move(lock), grace_s);
+    const enri::ServeHooks hooks{[&live] { live.registered(); }, [&live] { live.tick(); }};
 
     auto sig = k8s::signal_fd({SIGTERM, SIGINT});
     if (!sig) return k8s::exit_error(sig.error());
@@ -133,8 +160,7 @@ int main(int argc, char** argv) try {
     // Pre-launched: the runtime's socketpair end; one connection, then exit.
     if (const std::string pre = env_or("NRI_PLUGIN_SOCKET", ""); !pre.empty()) {
         const int fd = std::atoi(pre.c_str());
-        live.connected();
-        auto r = enri::serve(fd, o, sig->get());
+        auto r = enri::serve(fd, o, sig->get(), hooks);
         if (!r) return k8s::exit_error(r.error());
         spdlog::info("the runtime closed the connection");
         return 0;
@@ -146,8 +172,7 @@ int main(int argc, char** argv) try {
             inject::fs::UniqueFd conn(*fd);
             said_waiting = false;
             spdlog::info("connected to {}", socket);
-            live.connected();
-            auto r = enri::serve(conn.get(), o, sig->get());
+            auto r = enri::serve(conn.get(), o, sig->get(), hooks);
             live.disconnected();
             if (!r)
                 spdlog::warn("{}", r.error().what());
@@ -157,7 +182,7 @@ int main(int argc, char** argv) try {
             spdlog::info("waiting for the runtime: {}", fd.error().what());
             said_waiting = true;
         }
-        live.waiting();
+        live.tick();
         signalfd_siginfo si{};
         pollfd p{sig->get(), POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(retry_s * 1000)) > 0 &&

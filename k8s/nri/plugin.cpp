@@ -72,9 +72,10 @@ int code_of(Errc e) {
     }
 }
 
-/// One request of the runtime's, answered. `closing` is set by Shutdown.
+/// One request of the runtime's, answered. `closing` is set by Shutdown, `synced` by the last
+/// Synchronize.
 inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, SpecCache& specs,
-                            bool& closing) {
+                            bool& closing, bool& synced) {
     ::ttrpc::Request req;
     if (!req.ParseFromString(m.body))
         return fail(Errc::InvalidInput, "NRI socket: a request on stream " +
@@ -127,9 +128,22 @@ inject::Result<void> handle(int fd, const Message& m, const PluginOptions& o, Sp
         api::SynchronizeRequest in;
         if (!in.ParseFromString(req.payload()))
             return reply(fd, m.stream, nullptr, kInvalidArgument, "bad SynchronizeRequest");
+        const auto t0 = std::chrono::steady_clock::now();
         api::SynchronizeResponse out;
         out.set_more(in.more());
-        return reply(fd, m.stream, &out);
+        INJECT_TRY_VOID(reply(fd, m.stream, &out));
+        if (in.more()) return inject::ok();
+        // Answered past the runtime's deadline (timeout_nano: what was left of it when sent), the
+        // runtime has dropped us but keeps the connection: not registered, so we reconnect.
+        const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - t0)
+                              .count();
+        if (req.timeout_nano() != 0 && took >= req.timeout_nano())
+            return fail(Errc::Io, "the runtime's Synchronize deadline (" +
+                                      std::to_string(req.timeout_nano()) +
+                                      " ns) passed before our answer: it does not have us");
+        synced = true;
+        return inject::ok();
     }
     if (method == "Shutdown") {
         closing = true;
@@ -171,7 +185,8 @@ inject::Result<int> connect_socket(const std::string& path) {
     return fd;
 }
 
-inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
+inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd,
+                           const ServeHooks& hooks) {
     {
         ::ttrpc::Request r;
         r.set_service(std::string(kRuntimeService));
@@ -186,13 +201,21 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
     SpecCache specs;
     std::vector<Message> msgs;
     std::string buf(64 * 1024, '\0');
-    bool registered = false, closing = false;
+    bool registered = false, closing = false, synced = false, told = false;
+    constexpr auto kTick = std::chrono::seconds(1);
+    auto last_tick = std::chrono::steady_clock::now();
     while (!closing) {
+        if (hooks.tick && std::chrono::steady_clock::now() - last_tick >= kTick) {
+            last_tick = std::chrono::steady_clock::now();
+            hooks.tick();
+        }
         pollfd p[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-        if (::poll(p, stop_fd >= 0 ? 2 : 1, -1) < 0) {
+        const int n_ready = ::poll(p, stop_fd >= 0 ? 2 : 1, hooks.tick ? 1000 : -1);
+        if (n_ready < 0) {
             if (errno == EINTR) continue;
             return fail(inject::sys_error("poll"));
         }
+        if (n_ready == 0) continue;
         if (stop_fd >= 0 && (p[1].revents & POLLIN) != 0) return inject::ok();
         const ssize_t n = ::read(fd, buf.data(), buf.size());
         if (n < 0) {
@@ -223,7 +246,12 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd) {
                 registered = true;
                 inject::log::info("registered as {}-{}", o.idx, o.name);
             } else if (m.conn == kPluginConn && m.type == kRequest) {
-                INJECT_TRY_VOID(handle(fd, m, o, specs, closing));
+                INJECT_TRY_VOID(handle(fd, m, o, specs, closing, synced));
+                if (synced && !told) {
+                    told = true;
+                    inject::log::info("synchronized by the runtime: it has us");
+                    if (hooks.synchronized) hooks.synchronized();
+                }
             } else {
                 return fail(
                     Errc::InvalidInput,

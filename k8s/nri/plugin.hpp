@@ -4,6 +4,7 @@
 // Configure (we take CreateContainer only), Synchronize (echoed, O(1)) and CreateContainer
 // calls on connection 1, answered inline in arrival order.
 
+#include <functional>
 #include <string>
 
 #include "inject/config.hpp"
@@ -28,8 +29,17 @@ struct PluginOptions {
 /// Connects to the unix socket `path` (non-blocking connect is not needed: a local socket).
 [[nodiscard]] inject::Result<int> connect_socket(const std::string& path);
 
+/// What serve() tells its caller.
+struct ServeHooks {
+    /// Once: the runtime has us (its last Synchronize answered, so its Configure went through).
+    std::function<void()> synchronized;
+    /// About once a second, whatever the runtime does (or not).
+    std::function<void()> tick;
+};
+
 /// Serves the connected NRI socket `fd` until the runtime closes it (ok) or `stop_fd` (a
 /// signalfd, or -1) is readable (ok). Errors: registration refused, a protocol error, I/O.
-[[nodiscard]] inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd);
+[[nodiscard]] inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd,
+                                         const ServeHooks& hooks = {});
 
 }  // namespace enri

@@ -39,6 +39,7 @@ nri_containerd_up() {
   socket_path = "$NRI_SOCK"
   plugin_path = "$SCRATCH/nri/plugins"
   plugin_config_path = "$SCRATCH/nri/conf.d"
+  plugin_request_timeout = "2s"
 TOML
   restart_containerd
 }
@@ -182,7 +183,7 @@ lock_held() {
 }
 lock_free() { ! lock_held "$1"; }
 
-@test "nri: --lock-file held while connected, through a containerd restart; released --lock-grace after containerd stays away; gone with the process" {
+@test "nri: --lock-file held while registered, through a containerd restart; released --lock-grace after containerd stays away; gone with the process" {
   nri_containerd_up
   local lock=$SCRATCH/run/enflame/nri-plugin.lock
   mkdir "$SCRATCH/run"   # as /var/run: the plugin makes only the last folder
@@ -199,7 +200,7 @@ lock_free() { ! lock_held "$1"; }
   stop_pid "$CTRD_PID"
   lock_held "$lock"
   wait_for lock_free "$lock"
-  grep -q "released $lock: not connected to the runtime for 2s" "$SCRATCH/nri.log"
+  grep -q "released $lock: not registered with the runtime for 2s" "$SCRATCH/nri.log"
   # containerd back: held again
   cri_start
   wait_for ctr_up
@@ -209,6 +210,49 @@ lock_free() { ! lock_held "$1"; }
   kill -KILL "$NRI_PID"
   wait "$NRI_PID" 2>/dev/null || true
   lock_free "$lock"
+}
+
+# nri_request_timeout T: containerd's NRI request timeout set to T, containerd restarted. At 1ns
+# its Configure call times out before any plugin can answer: it drops every plugin that registers.
+nri_request_timeout() {
+  sed -i "s/^  plugin_request_timeout = .*/  plugin_request_timeout = \"$1\"/" "$SCRATCH/ctrd/config.toml"
+  grep -q "^  plugin_request_timeout = \"$1\"$" "$SCRATCH/ctrd/config.toml"
+  restart_containerd
+}
+# refused_more_than N: containerd has dropped a plugin at its start more than N times (when its
+# Configure wins the race, its Synchronize is late).
+refused() { grep -cE 'failed to (start external|synchronize) plugin' "$SCRATCH/ctrd/containerd.log"; }
+refused_more_than() { [ "$(refused)" -gt "$1" ]; }
+
+@test "nri: --lock-file only while containerd has the plugin: never while it refuses every registration; refused attempts do not keep it past --lock-grace" {
+  nri_containerd_up
+  local lock=$SCRATCH/run/enflame/nri-plugin.lock n
+  mkdir "$SCRATCH/run"
+  start_nri --lock-file "$lock" --lock-grace 2
+  wait_for lock_held "$lock"
+  [ "$(stat -c '%a %u' "$lock")" = "600 0" ]
+  # containerd refusing the plugin: connections go on, each dropped; the lock goes after the grace
+  nri_request_timeout 1ns
+  wait_for refused_more_than 0
+  wait_for lock_free "$lock"
+  grep -q "released $lock: not registered with the runtime for 2s" "$SCRATCH/nri.log"
+  n=$(refused)
+  wait_for refused_more_than $((n + 2))
+  lock_free "$lock"
+  kill -0 "$NRI_PID"
+  # a new plugin process against the refusing containerd never takes it
+  stop_pid "$NRI_PID"
+  "$NRI" --socket "$NRI_SOCK" --retry-interval 0.2 --lock-file "$lock" --lock-grace 2 \
+    >>"$SCRATCH/nri.log" 2>&1 3>&- &
+  NRI_PID=$!
+  on_teardown "stop_pid $NRI_PID"
+  n=$(refused)
+  wait_for refused_more_than $((n + 3))
+  lock_free "$lock"
+  # containerd accepting it again: held
+  nri_request_timeout 2s
+  wait_for lock_held "$lock"
+  grep -q "holding $lock" "$SCRATCH/nri.log"
 }
 
 @test "nri: pre-installed in containerd's plugin folder as 10-enflame, started by containerd itself" {
