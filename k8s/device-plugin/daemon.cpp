@@ -426,6 +426,7 @@ inject::Result<std::shared_ptr<hami::Mode>> start_hami(const DaemonOptions& o,
     deps.api = std::shared_ptr<k8s::api::Client>(std::move(client));
     deps.node = o.node_name;
     deps.names = names;
+    deps.scheduler = o.hami_scheduler;
     deps.discover = [disc] { return inject::discover::discover(disc); };
     deps.create = [disc](std::uint32_t card, const inject::device::DrsProfile& p) {
         return inject::drs::create_instance(disc, card, p);

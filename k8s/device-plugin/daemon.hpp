@@ -32,6 +32,8 @@ struct DaemonOptions {
     std::string node_name;   ///< HAMi mode: this node (pods by spec.nodeName, the annotations)
     std::string kubeconfig;  ///< HAMi mode: empty = the in-cluster service account
     std::string drs_resource = "enflame.com/drs-gcu";  ///< HAMi mode: the slices' resource
+    /// HAMi mode: HAMi's scheduler's name; only pods naming it (and bound) are served.
+    std::string hami_scheduler = "hami-scheduler";
     /// HAMi mode, HAMi <= 2.9: enflame.com/shared-gcu (gcushare's shared mode) instead of
     /// drs-gcu, gcu-memory and gcu-core. Unset: the plugin config's flags.hamiLegacyVgcu.
     std::optional<bool> hami_legacy;

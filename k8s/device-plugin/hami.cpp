@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami.hpp"
+#include "hami_trust.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -316,7 +317,12 @@ Pick<SharedDecision> pick_shared(const Json& pods, const std::string& resource,
     return pick<SharedDecision>(pods, parse, fits, &SharedDecision::assigned_time);
 }
 
-Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::size_t request) {
+Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::size_t request,
+                              const std::string& by) {
+    std::map<std::string, Json> spec;  // uid -> pod spec, for the limits of `by`
+    if (!by.empty() && pods.is_object() && pods.contains("items") && pods["items"].is_array())
+        for (const auto& pod : pods["items"])
+            spec[meta(pod, "uid")] = Json{{"spec", pod.value("spec", Json::object())}};
     auto parse = [&](const Json& pod) -> inject::Result<CardDecision> {
         if (annotation(pod, kBindPhase) != "allocating" || !annotation(pod, kCardsToAllocate) ||
             annotation(pod, kError))
@@ -327,7 +333,10 @@ Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::si
         // HAMi's order: the first container not served yet is the one kubelet asks for.
         for (std::size_t i = 0; i < d.containers.size(); ++i) {
             if (d.containers[i].empty()) continue;
-            if (d.containers[i].size() == request) return i;
+            const auto& pod = spec[d.uid];
+            const std::size_t n = by.empty() ? d.containers[i].size()
+                                             : container_request(pod, container_at(pod, i), by);
+            if (n == request) return i;
             return std::nullopt;
         }
         return std::nullopt;

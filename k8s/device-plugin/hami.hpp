@@ -134,8 +134,10 @@ struct SharedDecision {
                                                std::size_t request);
 /// kSharedServed for `d`.
 [[nodiscard]] std::string served_json(const SharedDecision& d);
+/// `by` empty: the container whose decision has `request` cards; else the one whose limit of
+/// resource `by` (kubelet's count, which the decision is checked against) is `request`.
 [[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node,
-                                            std::size_t request);
+                                            std::size_t request, const std::string& by = {});
 
 /// Slices of a card offering `profiles`: the largest `<g> * max_instances` of its
 /// `<g>g.<m>gb` profiles (S60: 4); 0 when none has that shape.

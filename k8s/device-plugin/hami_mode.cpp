@@ -70,7 +70,8 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
     m->load_checkpoint();
     for (const auto& pod : pods["items"]) {
         auto d = parse_drs_decision(pod);
-        if (!d) continue;
+        // a pod HAMi did not place names no instance of ours (it could name anyone's)
+        if (!d || !not_placed_by(pod, m->d_.scheduler).empty()) continue;
         for (const auto& c : d->containers) {
             std::uint32_t id = 0;
             if (c.instance_id.empty()) continue;
@@ -135,6 +136,30 @@ inject::Result<Json> Mode::pods_on_node() {
     return pods;
 }
 
+inject::Result<Json> Mode::waiting() {
+    INJECT_TRY(auto pods, pods_on_node());
+    auto sc = screen(pods, d_.scheduler, static_cast<std::int64_t>(std::time(nullptr)));
+    if (skipped_.size() > 4096) skipped_.clear();
+    for (const auto& b : sc.skipped)
+        if (skipped_.insert(b.uid).second)
+            inject::log::warn("hami: pod {}/{} skipped, its annotations not honoured: {}", b.ns,
+                              b.name, b.why);
+    return std::move(sc.pods);
+}
+
+namespace {
+// Pod `uid` of `pods` (a list); null when gone.
+const Json& pod_of(const Json& pods, const std::string& uid) {
+    static const Json none;
+    if (!pods.contains("items")) return none;
+    for (const auto& p : pods.at("items")) {
+        const auto m = p.find("metadata");
+        if (m != p.end() && m->is_object() && m->value("uid", "") == uid) return p;
+    }
+    return none;
+}
+}  // namespace
+
 // The pod cannot have what HAMi chose: say why on the pod (annotation and Warning event), so
 // `kubectl describe` shows it and no later Allocate takes the decision again.
 void Mode::report(const std::string& ns, const std::string& name, const std::string& uid,
@@ -188,12 +213,17 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(cons
                                                                             std::size_t n_ids,
                                                                             bool& served) {
     served = false;
-    INJECT_TRY(auto pods, pods_on_node());
-    auto p = pick_cards(pods, d_.node, n_ids);
+    INJECT_TRY(auto pods, waiting());
+    auto p = pick_cards(pods, d_.node, n_ids, d_.names.cards);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, true);
     if (!p.decision) return fail(Errc::NotFound, "no pod HAMi bound waits");
     served = true;
     auto& d = *p.decision;
+    if (auto why = check_cards(pod_of(pods, d.uid), d, p.container, d_.names.cards);
+        !why.empty()) {
+        report(d.ns, d.name, d.uid, why, true);
+        return fail(Errc::InvalidInput, "pod " + d.ns + "/" + d.name + ": " + why);
+    }
     INJECT_TRY(const auto chosen,
                chosen_cards(cards, d.containers[p.container], d.ns, d.name, d.uid, true));
     INJECT_TRY(auto r, allocate(cards, s, chosen.ids));
@@ -239,7 +269,7 @@ grpc::Status Mode::preferred_cards(const Inventory& cards,
                                    const v1beta1::PreferredAllocationRequest& req,
                                    v1beta1::PreferredAllocationResponse* out) {
     const std::lock_guard lock(mu_);
-    auto pods = pods_on_node();
+    auto pods = waiting();
     for (const auto& c : req.container_requests()) {
         const std::vector<std::string> avail(c.available_deviceids().begin(),
                                              c.available_deviceids().end());
@@ -248,8 +278,10 @@ grpc::Status Mode::preferred_cards(const Inventory& cards,
         const auto size = static_cast<std::size_t>(std::max(0, c.allocation_size()));
         std::vector<std::string> ids;
         if (pods) {
-            const auto p = pick_cards(*pods, d_.node, size);
-            if (p.decision) {
+            const auto p = pick_cards(*pods, d_.node, size, d_.names.cards);
+            if (p.decision && check_cards(pod_of(*pods, p.decision->uid), *p.decision,
+                                          p.container, d_.names.cards)
+                                  .empty()) {
                 for (auto i : p.decision->containers[p.container]) {
                     const auto* dev = whole(cards, i);
                     if (dev && std::find(avail.begin(), avail.end(), dev->id) != avail.end())
@@ -268,8 +300,9 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
                                                                            const Settings& s,
                                                                            std::size_t n_ids,
                                                                            const std::string& by) {
-    INJECT_TRY(auto pods, pods_on_node());
-    auto p = pick_drs(pods, n_ids, by);
+    INJECT_TRY(auto pods, waiting());
+    // by kubelet's count (the container's limit), not assigned-containers' (checked below)
+    auto p = pick_drs(pods, n_ids, by.empty() ? d_.names.drs : by);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
     if (!p.decision)
         return fail(Errc::NotFound,
@@ -298,6 +331,12 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     if (prof == host->drs_profiles.end())
         return failed("DRS profile '" + (c.profile_name.empty() ? c.profile_id : c.profile_name) +
                       "' that HAMi chose is not offered by card " + std::to_string(d.index));
+    if (auto why = check_drs(pod_of(pods, d.uid), c, prof->name, host->drs_profiles, d_.names);
+        !why.empty())
+        return failed(why);
+    if (d.minor && *d.minor != card->minor)
+        return failed(std::string(kAssignedMinor) + " " + std::to_string(*d.minor) +
+                      " is not the minor of card " + std::to_string(d.index));
     auto in = d_.create(d.index, *prof);
     if (!in) return failed(in.error().what());
     const std::string name = inject::device::drs_address(*in);
@@ -347,7 +386,7 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
 
 inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_shared_container(
     const Inventory& cards, const Settings& s, std::size_t n_ids) {
-    INJECT_TRY(auto pods, pods_on_node());
+    INJECT_TRY(auto pods, waiting());
     auto p = pick_shared(pods, d_.names.shared, n_ids);
     for (const auto& b : p.broken) report(b.ns, b.name, b.uid, b.why, false);
     if (!p.decision)
@@ -356,6 +395,10 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_shared_container(
                                         " (HAMi's " + kAssigned + "=false)");
     auto& d = *p.decision;
     auto& c = d.containers[p.container];
+    if (auto why = check_shared(d, p.container, d_.names.legacy_slices); !why.empty()) {
+        report(d.ns, d.name, d.uid, why, false);
+        return fail(Errc::InvalidInput, "pod " + d.ns + "/" + d.name + ": " + why);
+    }
     INJECT_TRY(const auto chosen, chosen_cards(cards, d.cards, d.ns, d.name, d.uid, false));
     // Shared, no DRS instance: the card whole to every container on it (gcushare's
     // ENFLAME_CONTAINER_USABLE_* limits are not known, so not given).

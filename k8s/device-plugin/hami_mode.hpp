@@ -20,10 +20,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "hami.hpp"
+#include "hami_trust.hpp"
 #include "inject/discover.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/proto/deviceplugin_v1beta1.pb.h"
@@ -43,6 +45,8 @@ struct Deps {
     /// The instances' checkpoint (hami::checkpoint_text); empty: in memory only.
     std::string checkpoint;
     Names names;  ///< what is registered (legacy_slices > 0: HAMi <= 2.9)
+    /// HAMi's scheduler's name: only pods it placed are served (hami_trust.hpp).
+    std::string scheduler = kDefaultScheduler;
 };
 
 class Mode {
@@ -74,6 +78,8 @@ public:
 private:
     explicit Mode(Deps d) : d_(std::move(d)) {}
     inject::Result<Json> pods_on_node();
+    /// The pods on the node Allocate may serve (hami::screen); the others logged once each.
+    inject::Result<Json> waiting();
     inject::Result<v1beta1::ContainerAllocateResponse> one_card_container(const Inventory& cards,
                                                                           const Settings& s,
                                                                           std::size_t n_ids,
@@ -105,6 +111,7 @@ private:
     std::mutex mu_;  ///< one Allocate or sweep at a time
     std::vector<Recorded> own_;
     std::string published_;  ///< the last node annotations written
+    std::set<std::string> skipped_;  ///< the pods logged as not placed by HAMi (uids)
     /// The container served by a gcu-memory or gcu-core Allocate that also asks the other one:
     /// kubelet's next Allocate for it (same resource and count, within a minute) gets an empty
     /// answer, the instance made once.

@@ -86,6 +86,11 @@ int main(int argc, char** argv) try {
                    "HAMi mode: the DRS slices' resource (HAMi's resourceNameDRSGCU)")
         ->envname("DRS_RESOURCE_NAME")
         ->capture_default_str();
+    app.add_option("--hami-scheduler-name", o.hami_scheduler,
+                   "HAMi mode: HAMi's scheduler's name; only pods naming it as spec.schedulerName "
+                   "and bound by it are served")
+        ->envname("HAMI_SCHEDULER_NAME")
+        ->capture_default_str();
     bool legacy = false;
     auto* legacy_opt = app.add_flag("--hami-legacy-vgcu", legacy,
                                     "HAMi mode for HAMi <= 2.9: register enflame.com/shared-gcu "

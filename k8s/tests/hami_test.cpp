@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // HAMi mode's pure half (k8s/device-plugin/hami.cpp): HAMi's pod annotations read, garbage
 // refused with the annotation and the value named, the pod Allocate serves, the node
-// annotations HAMi parses.
+// annotations HAMi parses; whose decisions are honoured and whether they fit their pod
+// (hami_trust.cpp, issue 36).
 #include "hami.hpp"
+#include "hami_trust.hpp"
 
 #include <gtest/gtest.h>
 
@@ -405,3 +407,165 @@ TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
 }
 
 }  // namespace
+
+namespace {
+
+constexpr std::int64_t kNow = 1700000600;  // 10 minutes after the pods' creation
+
+// A pod as tests/cluster/hami-scheduler.sh leaves it: created by `kubectl apply` naming HAMi's
+// scheduler (its managedFields entry owns no nodeName), annotated, then bound through
+// pods/binding (spec.nodeName and PodScheduled, no managedFields entry), kubelet not yet there.
+Json genuine(Json pod, const std::string& limit_resource, int limit) {
+    pod["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z";  // 1700000000
+    pod["metadata"]["managedFields"] = Json::array(
+        {{{"manager", "kubectl-client-side-apply"},
+          {"operation", "Update"},
+          {"fieldsV1", {{"f:spec", {{"f:containers", Json::object()},
+                                    {"f:schedulerName", Json::object()}}}}}},
+         {{"manager", "kubectl-annotate"},
+          {"operation", "Update"},
+          {"fieldsV1", {{"f:metadata", {{"f:annotations", Json::object()}}}}}}});
+    pod["spec"]["schedulerName"] = "hami-scheduler";
+    pod["spec"]["nodeName"] = "n";
+    if (!pod["spec"].contains("containers"))
+        pod["spec"]["containers"] = Json::array(
+            {{{"name", "main"},
+              {"resources", {{"limits", {{limit_resource, std::to_string(limit)}}}}}}});
+    pod["status"] = {{"phase", "Pending"},
+                     {"conditions", Json::array({{{"type", "PodScheduled"}, {"status", "True"}}})}};
+    return pod;
+}
+
+Json whole_card_pod(const std::string& name, const std::string& bind_time, const std::string& devs,
+                    int limit = 1) {
+    return genuine(Json{{"metadata",
+                         {{"namespace", "default"},
+                          {"name", name},
+                          {"uid", "uid-" + name},
+                          {"annotations",
+                           {{"hami.io/bind-phase", "allocating"},
+                            {"hami.io/bind-time", bind_time},
+                            {"hami.io/enflame-gcu-devices-to-allocate", devs}}}}}},
+                   "enflame.com/gcu", limit);
+}
+
+Json list(const std::vector<Json>& pods) {
+    Json items = Json::array();
+    for (const auto& p : pods) items.push_back(p);
+    return Json{{"items", items}};
+}
+
+}  // namespace
+
+// Only pods HAMi's scheduler placed are served: a pod naming another scheduler, or whose
+// nodeName its creator wrote (managedFields, no PodScheduled), is skipped with why, even when
+// it is "oldest"; one the kubelet admitted already waits for nothing.
+TEST(HamiTrust, ForgedPodsAreSkippedTheGenuineOneServed) {
+    const auto real = whole_card_pod("real", "1700000100", "n-GCU-2,GCU,100,100:;");
+    auto other = whole_card_pod("other", "1700000001", "n-GCU-0,GCU,100,100:;");
+    other["spec"]["schedulerName"] = "default-scheduler";
+    auto created = whole_card_pod("created", "1700000001", "n-GCU-1,GCU,100,100:;");
+    created["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:nodeName"] = Json::object();
+    auto unbound = whole_card_pod("unbound", "1700000001", "n-GCU-3,GCU,100,100:;");
+    unbound["metadata"].erase("managedFields");
+    unbound["status"].erase("conditions");
+    auto running = whole_card_pod("running", "1700000001", "n-GCU-0,GCU,100,100:;");
+    running["status"]["startTime"] = "2023-11-14T22:13:30Z";
+    const auto pods = list({other, created, unbound, running, real});
+
+    const auto sc = edp::hami::screen(pods, "hami-scheduler", kNow);
+    ASSERT_EQ(sc.skipped.size(), 3u);
+    EXPECT_EQ(sc.skipped[0].name, "other");
+    EXPECT_EQ(sc.skipped[0].why,
+              "spec.schedulerName 'default-scheduler' is not HAMi's scheduler 'hami-scheduler'");
+    EXPECT_EQ(sc.skipped[1].name, "created");
+    EXPECT_EQ(sc.skipped[1].why, "spec.nodeName was written by 'kubectl-client-side-apply' "
+                                 "(managedFields), not by a binding");
+    EXPECT_EQ(sc.skipped[2].name, "unbound");
+    EXPECT_EQ(sc.skipped[2].why,
+              "no PodScheduled condition: spec.nodeName was not set by a binding");
+    const auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    ASSERT_TRUE(p.decision);
+    EXPECT_EQ(p.decision->name, "real");
+    EXPECT_EQ(edp::hami::check_cards(real, *p.decision, p.container, "enflame.com/gcu"), "");
+    // another scheduler name given to the plugin: the genuine pod is not HAMi's then
+    EXPECT_EQ(edp::hami::screen(list({real}), "my-hami", kNow).skipped.size(), 1u);
+}
+
+// A bind or assigned time before the pod was created, or in the future, does not make a pod
+// "oldest": it comes after the pods whose time is plausible.
+TEST(HamiTrust, ImplausibleTimesComeLast) {
+    const auto early = whole_card_pod("early", "1", "n-GCU-0,GCU,100,100:;");
+    const auto future = whole_card_pod("future", "1800000000", "n-GCU-1,GCU,100,100:;");
+    const auto real = whole_card_pod("real", "1700000300", "n-GCU-2,GCU,100,100:;");
+    auto sc = edp::hami::screen(list({early, future, real}), "hami-scheduler", kNow);
+    auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    ASSERT_TRUE(p.decision);
+    EXPECT_EQ(p.decision->name, "real");
+    auto drs_early = genuine(drs_pod("d-early", "5", kOne), "enflame.com/drs-gcu", 1);
+    auto drs_real = genuine(drs_pod("d-real", "1700000200000000000", kOne), "enflame.com/drs-gcu", 1);
+    sc = edp::hami::screen(list({drs_early, drs_real}), "hami-scheduler", kNow);
+    const auto d = edp::hami::pick_drs(sc.pods, 1, "enflame.com/drs-gcu");
+    ASSERT_TRUE(d.decision);
+    EXPECT_EQ(d.decision->name, "d-real");
+}
+
+// The decision may not give a container more cards than its limits ask: the pod is picked by
+// kubelet's count (its limit) and refused with the container and the reason named.
+TEST(HamiTrust, MoreCardsThanTheLimitAsksIsRefused) {
+    const auto four = whole_card_pod("four", "1700000100",
+                                     "n-GCU-0,GCU,100,100:n-GCU-1,GCU,100,100:n-GCU-2,GCU,100,"
+                                     "100:n-GCU-3,GCU,100,100:;");
+    const auto sc = edp::hami::screen(list({four}), "hami-scheduler", kNow);
+    const auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    ASSERT_TRUE(p.decision);
+    EXPECT_EQ(edp::hami::check_cards(four, *p.decision, p.container, "enflame.com/gcu"),
+              "container 'main': HAMi's decision gives 4 cards, its limits ask 1 enflame.com/gcu");
+    // HAMi <= 2.9: four cards for one slice
+    auto shared = genuine(shared_pod("shared", "1700000100000000000", "0,1,2,3", {{"main", 1}}),
+                          "", 0);
+    const auto s = edp::hami::pick_shared(
+        edp::hami::screen(list({shared}), "hami-scheduler", kNow).pods, "enflame.com/shared-gcu", 1);
+    ASSERT_TRUE(s.decision);
+    EXPECT_EQ(edp::hami::check_shared(*s.decision, s.container, 6),
+              "container 'main': HAMi's decision gives 4 cards, its 1 slice (6 a card) need 1 card");
+    auto one = genuine(shared_pod("one", "1700000100000000000", "2", {{"main", 4}}), "", 0);
+    const auto o = edp::hami::parse_shared_decision(one, "enflame.com/shared-gcu");
+    ASSERT_TRUE(o);
+    EXPECT_EQ(edp::hami::check_shared(*o, 0, 6), "");
+}
+
+// DRS: the profile's slices must be what the container asks (drs-gcu), or the smallest profile
+// fitting its gcu-memory and gcu-core.
+TEST(HamiTrust, DrsProfileMustMatchTheRequest) {
+    const std::vector<inject::device::DrsProfile> profiles{
+        {"1g.11gb", 0, 4, 0, 0}, {"2g.22gb", 1, 2, 0, 0}, {"4g.44gb", 2, 1, 0, 0}};
+    const edp::hami::Names names;
+    const std::string big =
+        R"({"main":{"allocated":false,"request":4,"profileID":"2","profileName":"4g.44gb"}})";
+    auto pod = genuine(drs_pod("big", "1700000100000000000", big), "enflame.com/drs-gcu", 1);
+    auto p = edp::hami::pick_drs(edp::hami::screen(list({pod}), "hami-scheduler", kNow).pods, 1,
+                                 names.drs);
+    ASSERT_TRUE(p.decision);  // by kubelet's count, not assigned-containers' request
+    const auto& c = p.decision->containers[p.container];
+    EXPECT_EQ(edp::hami::check_drs(pod, c, "4g.44gb", profiles, names),
+              "container 'main': its limits ask 1 enflame.com/drs-gcu, HAMi's DRS profile "
+              "'4g.44gb' has 4 slices");
+    auto lie = c;
+    lie.request = 1;
+    EXPECT_EQ(edp::hami::check_drs(pod, lie, "4g.44gb", profiles, names),
+              "container 'main': assigned-containers asks 1 slice, DRS profile '4g.44gb' has 4");
+    const auto one = genuine(drs_pod("one", "1700000100000000000", kOne), "enflame.com/drs-gcu", 1);
+    const auto d = edp::hami::parse_drs_decision(one);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(edp::hami::check_drs(one, d->containers[0], "1g.11gb", profiles, names), "");
+    // gcu-memory 11 + gcu-core 25: 1g.11gb is the smallest that fits, not 2g.22gb
+    auto mc = genuine(drs_pod("mc", "1700000100000000000", kOne), "enflame.com/gcu-memory", 11);
+    mc["spec"]["containers"][0]["resources"]["limits"]["enflame.com/gcu-core"] = "25";
+    auto two = d->containers[0];
+    EXPECT_EQ(edp::hami::check_drs(mc, two, "1g.11gb", profiles, names), "");
+    two.request = 2;
+    EXPECT_EQ(edp::hami::check_drs(mc, two, "2g.22gb", profiles, names),
+              "container 'main': its limits ask 11 GB and 25% of a card: the smallest profile "
+              "that fits has 1 slice, HAMi's DRS profile '2g.22gb' has 2");
+}
