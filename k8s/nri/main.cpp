@@ -123,17 +123,15 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     app.add_option("--retry-interval", retry_s, "seconds between connection attempts")
         ->capture_default_str();
-    app.add_option(
-           "--lock-file", lock_file,
-           "hold this file locked while the runtime has us registered, for "
-           "enflame-device-plugin "
-           "--require-nri (e.g. " +
-               std::string(k8s::kNriLockPath) + "; '' for none)")
+    app.add_option("--lock-file", lock_file,
+                   "hold this file locked while the runtime has us registered, for "
+                   "enflame-device-plugin "
+                   "--require-nri (e.g. " +
+                       std::string(k8s::kNriLockPath) + "; '' for none)")
         ->capture_default_str();
-    app.add_option(
-           "--lock-grace", grace_s,
-           "seconds the lock stays held after the last registered connection ends (the "
-           "runtime's restart)")
+    app.add_option("--lock-grace", grace_s,
+                   "seconds the lock stays held after the last registered connection ends (the "
+                   "runtime's restart)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
     app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();

@@ -185,8 +185,7 @@ inject::Result<int> connect_socket(const std::string& path) {
     return fd;
 }
 
-inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd,
-                           const ServeHooks& hooks) {
+inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd, const ServeHooks& hooks) {
     {
         ::ttrpc::Request r;
         r.set_service(std::string(kRuntimeService));

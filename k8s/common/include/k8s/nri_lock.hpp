@@ -7,11 +7,12 @@
 // container would start without its card).
 //
 // The NRI plugin holds an open-file-description (OFD) read lock on the whole file while the
-// runtime has it registered (its Synchronize answered); the kernel drops it when the process dies, however it dies. The
-// device plugin asks with F_OFD_GETLK whether a write lock could be placed: a conflicting lock
-// means a plugin holds it. OFD locks, not flock(2): the check takes no lock itself, so two
-// concurrent Allocate checks never see each other's probe as a live plugin, and read locks are
-// shared, so two plugin processes (a rolling update's old and new pod) both hold it.
+// runtime has it registered (its Synchronize answered); the kernel drops it when the process
+// dies, however it dies. The device plugin asks with F_OFD_GETLK whether a write lock could be
+// placed: a conflicting lock means a plugin holds it. OFD locks, not flock(2): the check takes
+// no lock itself, so two concurrent Allocate checks never see each other's probe as a live
+// plugin, and read locks are shared, so two plugin processes (a rolling update's old and new
+// pod) both hold it.
 //
 // The folder is ours (a hostPath both DaemonSets mount): its last component and the file are
 // opened with O_NOFOLLOW, the file must be a regular file, and a world-writable folder is refused.
