@@ -17,9 +17,17 @@
 #   hami-scheduler.sh bind NS POD NODE                          only the Bind step (pods/binding)
 #
 # With NO_BIND=1 only the annotations are written (the Filter/PatchAnnotations half).
-# Uses $KUBECTL (default kubectl) with $KUBECONFIG. Exit 0 done, 1 kubectl failed, 2 usage.
+# Uses $KUBECTL (default kubectl) with $KUBECONFIG, writing as HAMi's scheduler's account
+# ($HAMI_USER, default system:serviceaccount:kube-system:hami-scheduler, impersonated with
+# HAMi's cluster-wide rights; empty: as the kubeconfig's user): deployments/overlays/hami's
+# admission policy lets only that account write HAMi's annotations. Exit 0 done, 1 kubectl
+# failed, 2 usage.
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
+HAMI_USER=${HAMI_USER-system:serviceaccount:kube-system:hami-scheduler}
+as_hami=()
+[ -z "$HAMI_USER" ] || as_hami=(--as "$HAMI_USER" --as-group system:masters)
+kc() { "$KUBECTL" "${as_hami[@]}" "$@"; }
 usage() { sed -n '10,18p' "$0" >&2; exit 2; }
 [ $# -ge 4 ] || usage
 mode=$1 ns=$2 pod=$3 node=$4
@@ -27,9 +35,9 @@ shift 4
 
 bind() {
   # HAMi's Bind: bind-phase and bind-time on the pod, then the Binding.
-  "$KUBECTL" -n "$ns" annotate --overwrite pod "$pod" hami.io/bind-phase=allocating \
+  kc -n "$ns" annotate --overwrite pod "$pod" hami.io/bind-phase=allocating \
     "hami.io/bind-time=$(date +%s)" > /dev/null
-  "$KUBECTL" create --raw "/api/v1/namespaces/$ns/pods/$pod/binding" -f - > /dev/null <<JSON
+  kc create --raw "/api/v1/namespaces/$ns/pods/$pod/binding" -f - > /dev/null <<JSON
 {"apiVersion":"v1","kind":"Binding","metadata":{"name":"$pod","namespace":"$ns"},
  "target":{"apiVersion":"v1","kind":"Node","name":"$node"}}
 JSON
@@ -47,7 +55,7 @@ case $mode in
     IFS=, read -ra idx <<< "$1"
     for i in "${idx[@]}"; do devs+="$node-GCU-$i,GCU,100,100:"; done
     devs+=";"
-    "$KUBECTL" -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
+    kc -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
       "hami.io/enflame-gcu-devices-to-allocate=$devs" "hami.io/enflame-gcu-devices-allocated=$devs" > /dev/null
     ;;
   drs)
@@ -59,7 +67,7 @@ case $mode in
     mem=$(( ${mem%gb} * 1024 ))
     cores=$(( (slices * 100 + 3) / 4 ))
     ctr=$("$KUBECTL" -n "$ns" get pod "$pod" -o jsonpath='{.spec.containers[0].name}')
-    "$KUBECTL" -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
+    kc -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
       "hami.io/enflame-vgpu-devices-allocated=$node-enflame-drs-$index,Enflame,$mem,$cores:;" \
       enflame.com/gcu-assigned=false "enflame.com/gcu-assigned-time=$(date +%s%N)" \
       "enflame.com/gcu-assigned-index=$index" "enflame.com/gcu-assigned-id=$index" \
@@ -73,7 +81,7 @@ case $mode in
     # `enflame.com/shared-gcu: <slices>` in the container's limits, so the caller creates the
     # pod with it; PatchAnnotations writes the card index list and the assumed-pod marks, and
     # nothing per container (no assigned-containers before v2.10).
-    "$KUBECTL" -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
+    kc -n "$ns" annotate --overwrite pod "$pod" "${common[@]}" \
       "enflame.com/gcu-assigned-id=$1" enflame.com/gcu-assigned=false \
       "enflame.com/gcu-assigned-time=$(date +%s%N)" > /dev/null
     ;;

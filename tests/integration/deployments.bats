@@ -245,7 +245,7 @@ PY
   refused no-policy "ClusterRole/enflame-dra-plugin: lets enflame-dra-plugin write ResourceSlices of every node"
 }
 
-@test "overlays/hami and overlays/nri render valid under the least-privilege checks; HAMi's device plugin alone gets a token" {
+@test "overlays/hami and overlays/nri render valid under the least-privilege checks; HAMi's device plugin alone gets a token; HAMi's annotations held by an admission policy" {
   render overlays/hami
   python3 - "$SCRATCH/r.yaml" <<'PY'
 import sys, yaml
@@ -257,6 +257,24 @@ assert pod["automountServiceAccountToken"] is True, "HAMi mode calls the API ser
 env = {e["name"]: e for e in pod["containers"][0]["env"]}
 assert env["SCHEDULER"]["value"] == "hami", env
 assert env["DEVICE_LIST_STRATEGY"]["value"] == "envvar,cdi-cri,cdi-annotations", env
+# HAMi's decision annotations: only HAMi's scheduler and the plugin (its account as rendered) write them
+vap = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "enflame-hami-decision-annotations")
+assert "namespace" not in vap["metadata"], vap["metadata"]
+spec = vap["spec"]
+assert spec["failurePolicy"] == "Fail", spec
+rules = spec["matchConstraints"]["resourceRules"]
+assert any("pods" in r["resources"] and r["apiGroups"] == [""] and {"CREATE", "UPDATE"} <= set(r["operations"]) for r in rules), rules
+who = " ".join(c["expression"] for c in spec["matchConditions"])
+sa = next(o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == "enflame-device-plugin")
+assert f'"system:serviceaccount:{sa["metadata"]["namespace"]}:enflame-device-plugin"' in who, who
+assert '"system:serviceaccount:kube-system:hami-scheduler"' in who, who
+text = " ".join(v["expression"] for v in spec["validations"])
+for key in ["hami.io/bind-phase", "hami.io/bind-time", "hami.io/enflame-gcu-devices-to-allocate",
+            "assigned-containers", "enflame.com/gcu-shared-served", "enflame.com/gcu-allocate-error"]:
+    assert f'"{key}"' in text, key
+assert 'k.startsWith("enflame.com/gcu-assigned")' in text, text
+binding = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicyBinding" and o["spec"]["policyName"] == vap["metadata"]["name"])
+assert binding["spec"]["validationActions"] == ["Deny"], binding
 PY
   render overlays/nri
   # NRI mode: the installer turns NRI on, the device plugin leaves the cards to the NRI plugin

@@ -229,6 +229,52 @@ runs_in_instance() {
   kc delete pod plain --wait > /dev/null
 }
 
+# forged_pod NAME: a pod that names HAMi's scheduler and this node itself, with HAMi's
+# annotations giving it cards 0-3 for its one card, "oldest" (bind-time 1), as its owner writes it.
+forged_pod() {
+  local devs=""
+  for i in 0 1 2 3; do devs+="$NODE_NAME-GCU-$i,GCU,100,100:"; done
+  kc apply -f - <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  annotations: {hami.io/bind-phase: allocating, hami.io/bind-time: "1", hami.io/enflame-gcu-devices-to-allocate: "$devs;"}
+spec:
+  nodeName: $NODE_NAME
+  schedulerName: hami-scheduler
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "ls -l /dev/gcu*; sleep 3600"]
+    resources: {limits: {enflame.com/gcu: 1}}
+YAML
+}
+
+@test "hami: a pod's owner cannot write HAMi's decision (admission policy); without the policy the plugin skips the forged pod: one card, kubelet's choice" {
+  # the admin is neither HAMi's scheduler nor the plugin
+  run forged_pod forged
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *"may not write HAMi's decision annotations"* ]]
+  run kc get pod forged
+  [ "$status" -ne 0 ]
+  # the policy's binding removed: the plugin itself must not honour the forged decision
+  kc get validatingadmissionpolicybinding enflame-hami-decision-annotations -o json |
+    jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.managedFields, .metadata.generation)' > "$HM/vapb.json"
+  kc delete validatingadmissionpolicybinding enflame-hami-decision-annotations > /dev/null
+  for _ in $(seq 30); do forged_pod forged > /dev/null 2>&1 && break; sleep 1; done
+  kc apply -f "$HM/vapb.json" > /dev/null
+  wait_phase forged Running
+  run cards forged
+  echo "$output"
+  [ "${#lines[@]}" -eq 1 ]
+  run kc -n "$NS" logs -l app.kubernetes.io/name=enflame-device-plugin --tail=200
+  [[ $output == *"pod default/forged skipped, its annotations not honoured: spec.nodeName was written by"* ]]
+  kc delete pod forged --wait > /dev/null
+}
+
 # From here on the host keeps one card fewer until teardown_file.
 @test "hami: a decision naming a card removed at run time: the pod fails saying why, an event, no instance left" {
   [ -z "$(instances)" ]
