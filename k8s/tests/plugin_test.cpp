@@ -79,15 +79,18 @@ TEST(Preferred, Table) {
 
 // The default answers with the CDI names (a runtime with CDI on gives the cards with plain runc:
 // the shipped example pod) and the env (our shim, the legacy hook).
-TEST(Allocate, EnvvarAndCdiCriByDefault) {
+// The default answer holds nothing a pod could forge: CDI names and annotations, no env.
+TEST(Allocate, CdiCriAndAnnotationsByDefault) {
     const auto inv = inv8(edp::IdStrategy::Uuid);
     auto r = edp::allocate(inv, edp::Settings{}, {"UUID1", "UUID0"});
     ASSERT_TRUE(r) << r.error().what();
-    EXPECT_EQ(r->envs().at("ENFLAME_VISIBLE_DEVICES"), "UUID1,UUID0");
+    EXPECT_EQ(r->envs_size(), 0);
     ASSERT_EQ(r->cdi_devices_size(), 2);
     EXPECT_EQ(r->cdi_devices(0).name(), "enflame.com/gpu=UUID1");
     EXPECT_EQ(r->cdi_devices(1).name(), "enflame.com/gpu=UUID0");
-    EXPECT_EQ(r->annotations_size(), 0);
+    ASSERT_EQ(r->annotations_size(), 2);
+    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID1"), "enflame.com/gpu=UUID1");
+    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID0"), "enflame.com/gpu=UUID0");
     EXPECT_EQ(r->devices_size(), 0);
 }
 

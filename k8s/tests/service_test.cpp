@@ -109,7 +109,7 @@ TEST(Service, AllocateErrorsAndOptions) {
         const auto st = f.stub->Allocate(&ctx, req, &resp);
         EXPECT_EQ(st.error_code(), c.code) << c.name;
         EXPECT_EQ(st.error_message(), c.message) << c.name;
-        if (st.ok()) EXPECT_EQ(resp.container_responses(0).envs().at("ENFLAME_VISIBLE_DEVICES"), "U0");
+        if (st.ok()) EXPECT_EQ(resp.container_responses(0).cdi_devices(0).name(), "enflame.com/gpu=U0");
     }
     grpc::ClientContext ctx;
     v1beta1::Empty e;
@@ -154,7 +154,7 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
     ASSERT_TRUE(lock->hold());
     st = call({"U1"}, &resp);
     ASSERT_TRUE(st.ok()) << st.error_message();
-    EXPECT_EQ(resp.container_responses(0).envs().at("ENFLAME_VISIBLE_DEVICES"), "U1");
+    EXPECT_EQ(resp.container_responses(0).cdi_devices(0).name(), "enflame.com/gpu=U1");
 
     bool hook_called = false;
     f.state->set_allocator([&](const edp::Inventory&, const edp::Settings&,
