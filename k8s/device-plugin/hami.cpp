@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami.hpp"
-#include "hami_trust.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <map>
+
+#include "hami_trust.hpp"
 
 namespace edp::hami {
 

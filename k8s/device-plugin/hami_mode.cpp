@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami_mode.hpp"
 
-#include "inject/fs.hpp"
-#include "inject/log.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <optional>
+
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
 
 namespace edp::hami {
 
@@ -219,8 +219,7 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_card_container(cons
     if (!p.decision) return fail(Errc::NotFound, "no pod HAMi bound waits");
     served = true;
     auto& d = *p.decision;
-    if (auto why = check_cards(pod_of(pods, d.uid), d, p.container, d_.names.cards);
-        !why.empty()) {
+    if (auto why = check_cards(pod_of(pods, d.uid), d, p.container, d_.names.cards); !why.empty()) {
         report(d.ns, d.name, d.uid, why, true);
         return fail(Errc::InvalidInput, "pod " + d.ns + "/" + d.name + ": " + why);
     }
@@ -279,8 +278,8 @@ grpc::Status Mode::preferred_cards(const Inventory& cards,
         std::vector<std::string> ids;
         if (pods) {
             const auto p = pick_cards(*pods, d_.node, size, d_.names.cards);
-            if (p.decision && check_cards(pod_of(*pods, p.decision->uid), *p.decision,
-                                          p.container, d_.names.cards)
+            if (p.decision && check_cards(pod_of(*pods, p.decision->uid), *p.decision, p.container,
+                                          d_.names.cards)
                                   .empty()) {
                 for (auto i : p.decision->containers[p.container]) {
                     const auto* dev = whole(cards, i);

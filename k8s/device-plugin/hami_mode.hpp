@@ -110,7 +110,7 @@ private:
     Deps d_;
     std::mutex mu_;  ///< one Allocate or sweep at a time
     std::vector<Recorded> own_;
-    std::string published_;  ///< the last node annotations written
+    std::string published_;          ///< the last node annotations written
     std::set<std::string> skipped_;  ///< the pods logged as not placed by HAMi (uids)
     /// The container served by a gcu-memory or gcu-core Allocate that also asks the other one:
     /// kubelet's next Allocate for it (same resource and count, within a minute) gets an empty

@@ -61,7 +61,9 @@ std::int64_t created(const Json& pod) {
 }
 
 // The kubelet has admitted it (status.startTime): Allocate is not for it any more.
-bool admitted(const Json& pod) { return !str(field(pod, "status"), "startTime").empty(); }
+bool admitted(const Json& pod) {
+    return !str(field(pod, "status"), "startTime").empty();
+}
 
 bool looks_waiting(const Json& pod) {
     return annotation(pod, kBindPhase) == "allocating" || annotation(pod, kAssigned) == "false";
@@ -171,14 +173,13 @@ std::string check_shared(const SharedDecision& d, std::size_t i, std::uint32_t p
         return "container '" + c.name + "': HAMi's decision names a card twice";
     if (d.cards.size() > need)
         return "container '" + c.name + "': HAMi's decision gives " +
-               slices_of(d.cards.size(), "card") + ", its " + slices_of(c.request, "slice") +
-               " (" + std::to_string(per_card) + " a card) need " + slices_of(need, "card");
+               slices_of(d.cards.size(), "card") + ", its " + slices_of(c.request, "slice") + " (" +
+               std::to_string(per_card) + " a card) need " + slices_of(need, "card");
     return {};
 }
 
 std::string check_drs(const Json& pod, const DrsContainer& c, const std::string& profile,
-                      const std::vector<inject::device::DrsProfile>& profiles,
-                      const Names& names) {
+                      const std::vector<inject::device::DrsProfile>& profiles, const Names& names) {
     const std::string ctr = "container '" + c.name + "': ";
     const std::uint32_t slices = profile_slices(profile);
     if (slices == 0) return ctr + "DRS profile '" + profile + "' is not <g>g.<m>gb";

@@ -18,11 +18,11 @@
 // bound, which its owner can write at any time: the admission policy in
 // deployments/overlays/hami refuses that, and check_*() below bound what they can get.
 
-#include "hami.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "hami.hpp"
 
 namespace edp::hami {
 

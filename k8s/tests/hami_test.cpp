@@ -4,12 +4,13 @@
 // annotations HAMi parses; whose decisions are honoured and whether they fit their pod
 // (hami_trust.cpp, issue 36).
 #include "hami.hpp"
-#include "hami_trust.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <utility>
+
+#include "hami_trust.hpp"
 
 namespace {
 
@@ -420,17 +421,17 @@ Json genuine(Json pod, const std::string& limit_resource, int limit) {
     pod["metadata"]["managedFields"] = Json::array(
         {{{"manager", "kubectl-client-side-apply"},
           {"operation", "Update"},
-          {"fieldsV1", {{"f:spec", {{"f:containers", Json::object()},
-                                    {"f:schedulerName", Json::object()}}}}}},
+          {"fieldsV1",
+           {{"f:spec", {{"f:containers", Json::object()}, {"f:schedulerName", Json::object()}}}}}},
          {{"manager", "kubectl-annotate"},
           {"operation", "Update"},
           {"fieldsV1", {{"f:metadata", {{"f:annotations", Json::object()}}}}}}});
     pod["spec"]["schedulerName"] = "hami-scheduler";
     pod["spec"]["nodeName"] = "n";
     if (!pod["spec"].contains("containers"))
-        pod["spec"]["containers"] = Json::array(
-            {{{"name", "main"},
-              {"resources", {{"limits", {{limit_resource, std::to_string(limit)}}}}}}});
+        pod["spec"]["containers"] =
+            Json::array({{{"name", "main"},
+                          {"resources", {{"limits", {{limit_resource, std::to_string(limit)}}}}}}});
     pod["status"] = {{"phase", "Pending"},
                      {"conditions", Json::array({{{"type", "PodScheduled"}, {"status", "True"}}})}};
     return pod;
@@ -479,8 +480,9 @@ TEST(HamiTrust, ForgedPodsAreSkippedTheGenuineOneServed) {
     EXPECT_EQ(sc.skipped[0].why,
               "spec.schedulerName 'default-scheduler' is not HAMi's scheduler 'hami-scheduler'");
     EXPECT_EQ(sc.skipped[1].name, "created");
-    EXPECT_EQ(sc.skipped[1].why, "spec.nodeName was written by 'kubectl-client-side-apply' "
-                                 "(managedFields), not by a binding");
+    EXPECT_EQ(sc.skipped[1].why,
+              "spec.nodeName was written by 'kubectl-client-side-apply' "
+              "(managedFields), not by a binding");
     EXPECT_EQ(sc.skipped[2].name, "unbound");
     EXPECT_EQ(sc.skipped[2].why,
               "no PodScheduled condition: spec.nodeName was not set by a binding");
@@ -503,7 +505,8 @@ TEST(HamiTrust, ImplausibleTimesComeLast) {
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "real");
     auto drs_early = genuine(drs_pod("d-early", "5", kOne), "enflame.com/drs-gcu", 1);
-    auto drs_real = genuine(drs_pod("d-real", "1700000200000000000", kOne), "enflame.com/drs-gcu", 1);
+    auto drs_real =
+        genuine(drs_pod("d-real", "1700000200000000000", kOne), "enflame.com/drs-gcu", 1);
     sc = edp::hami::screen(list({drs_early, drs_real}), "hami-scheduler", kNow);
     const auto d = edp::hami::pick_drs(sc.pods, 1, "enflame.com/drs-gcu");
     ASSERT_TRUE(d.decision);
@@ -522,13 +525,15 @@ TEST(HamiTrust, MoreCardsThanTheLimitAsksIsRefused) {
     EXPECT_EQ(edp::hami::check_cards(four, *p.decision, p.container, "enflame.com/gcu"),
               "container 'main': HAMi's decision gives 4 cards, its limits ask 1 enflame.com/gcu");
     // HAMi <= 2.9: four cards for one slice
-    auto shared = genuine(shared_pod("shared", "1700000100000000000", "0,1,2,3", {{"main", 1}}),
-                          "", 0);
-    const auto s = edp::hami::pick_shared(
-        edp::hami::screen(list({shared}), "hami-scheduler", kNow).pods, "enflame.com/shared-gcu", 1);
+    auto shared =
+        genuine(shared_pod("shared", "1700000100000000000", "0,1,2,3", {{"main", 1}}), "", 0);
+    const auto s =
+        edp::hami::pick_shared(edp::hami::screen(list({shared}), "hami-scheduler", kNow).pods,
+                               "enflame.com/shared-gcu", 1);
     ASSERT_TRUE(s.decision);
-    EXPECT_EQ(edp::hami::check_shared(*s.decision, s.container, 6),
-              "container 'main': HAMi's decision gives 4 cards, its 1 slice (6 a card) need 1 card");
+    EXPECT_EQ(
+        edp::hami::check_shared(*s.decision, s.container, 6),
+        "container 'main': HAMi's decision gives 4 cards, its 1 slice (6 a card) need 1 card");
     auto one = genuine(shared_pod("one", "1700000100000000000", "2", {{"main", 4}}), "", 0);
     const auto o = edp::hami::parse_shared_decision(one, "enflame.com/shared-gcu");
     ASSERT_TRUE(o);
