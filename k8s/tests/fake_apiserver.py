@@ -72,7 +72,7 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fake_common import SLICES, Control, Store, json_patch, merge_patch, selected, status, \
+from fake_common import SLICES, Control, Store, patched, selected, status, \
     stream_watch
 from fake_objects import Objects
 from fake_slices import drop_partitionable, normalize, validate_slice
@@ -348,17 +348,9 @@ class Handler(BaseHTTPRequestHandler):
         self.store_update(st, version, path, "PUT", name, cur, obj, body)
 
     def patch(self, st, version, path, name, cur, body):
-        ctype = self.headers.get("Content-Type", "")
-        try:
-            if ctype.startswith("application/merge-patch+json"):
-                obj = merge_patch(cur, body)
-            elif ctype.startswith("application/json-patch+json"):
-                obj = json_patch(cur, body)
-            else:
-                return self.fail(415, "UnsupportedMediaType",
-                                 "the body of the request was in an unknown format: " + ctype)
-        except (KeyError, IndexError, ValueError, TypeError) as e:
-            return self.fail(422, "Invalid", "the patch does not apply: %s" % e)
+        obj, err = patched(self.headers.get("Content-Type", ""), cur, body)
+        if err:
+            return self.fail(*err)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if rv != cur["metadata"]["resourceVersion"]:
             return self.conflict(name)

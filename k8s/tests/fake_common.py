@@ -59,6 +59,25 @@ def json_patch(doc, ops):
     return doc
 
 
+def patched(ctype, cur, body):
+    """(object, None) for a merge or JSON patch of `cur`, or (None, (code, reason, message)) as a
+    real server answers: 415 for another content type, 422 for a patch that does not apply or
+    does not leave an object."""
+    try:
+        if ctype.startswith("application/merge-patch+json"):
+            obj = merge_patch(cur, body)
+        elif ctype.startswith("application/json-patch+json"):
+            obj = json_patch(cur, body)
+        else:
+            return None, (415, "UnsupportedMediaType",
+                          "the body of the request was in an unknown format: " + ctype)
+    except (KeyError, IndexError, ValueError, TypeError) as e:
+        return None, (422, "Invalid", "the patch does not apply: %s" % e)
+    if not isinstance(obj, dict):
+        return None, (422, "Invalid", "the patch does not leave an object")
+    return obj, None
+
+
 def label_match(labels, selector):
     for term in filter(None, (t.strip() for t in selector.split(","))):
         if "!=" in term:

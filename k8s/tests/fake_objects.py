@@ -25,7 +25,7 @@ import uuid
 
 from fake_apply import SERVER_SET, applied_fields, leaves, lookup, managers, now, \
     server_side_apply, set_managers
-from fake_common import json_patch, merge_patch, selected, stream_watch
+from fake_common import patched, selected, stream_watch
 
 CRD = ("apiextensions.k8s.io", "customresourcedefinitions")
 # (group, version, plural, kind, namespaced, has a /status subresource)
@@ -331,19 +331,9 @@ class Objects:
                       'try again' % (self.what(k), name))
 
     def patch(self, h, k, name, sub, path, query, cur, body):
-        ctype = h.headers.get("Content-Type", "")
-        try:
-            if ctype.startswith("application/merge-patch+json"):
-                obj = merge_patch(cur, body)
-            elif ctype.startswith("application/json-patch+json"):
-                obj = json_patch(cur, body)
-            else:
-                return h.fail(415, "UnsupportedMediaType",
-                              "the body of the request was in an unknown format: " + ctype)
-        except (KeyError, IndexError, ValueError, TypeError) as e:
-            return h.fail(422, "Invalid", "the patch does not apply: %s" % e)
-        if not isinstance(obj, dict):
-            return h.fail(422, "Invalid", "the patch does not leave an object")
+        obj, err = patched(h.headers.get("Content-Type", ""), cur, body)
+        if err:
+            return h.fail(*err)
         if obj.get("metadata", {}).get("resourceVersion") != cur["metadata"]["resourceVersion"]:
             return self.conflict(h, k, name)
         md = obj.setdefault("metadata", {})

@@ -39,26 +39,7 @@ start_api() {
   APID=$!
   on_teardown "stop_pid $APID"
   wait_for test -s "$API/port"
-  KC=$SCRATCH/kubeconfig
-  cat > "$KC" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: https://127.0.0.1:$(cat "$API/port")
-    certificate-authority: $API/ca.crt
-users:
-- name: plugin
-  user:
-    token: test-token
-contexts:
-- name: fake
-  context:
-    cluster: fake
-    user: plugin
-current-context: fake
-EOF
+  fake_api_kubeconfig
 }
 
 # start_plugin [args]: the daemon with every folder under $SCRATCH; log in $SCRATCH/dra.log.

@@ -331,6 +331,31 @@ man_covers_flags() {
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
 
+# fake_api_kubeconfig: $KC, a kubeconfig for the fake API server whose state folder is $API
+# (k8s/tests/fake_apiserver.py: its port file, its CA, the token test-token).
+fake_api_kubeconfig() {
+  KC=$SCRATCH/kubeconfig
+  cat > "$KC" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster:
+    server: https://127.0.0.1:$(cat "$API/port")
+    certificate-authority: $API/ca.crt
+users:
+- name: test
+  user:
+    token: test-token
+contexts:
+- name: fake
+  context:
+    cluster: fake
+    user: test
+current-context: fake
+EOF
+}
+
 # --- the one-node cluster (tests/cluster/cluster.sh), one per bats file ---
 
 # cluster_dir NAME CARDS: prints a new folder /tmp/ectk-NAME.XXXXXX (mode 755) for a cluster

@@ -29,26 +29,7 @@ start_api() {
   python3 "$FAKE_API" --dir "$API" >>"$SCRATCH/api.log" 2>&1 3>&- &
   on_teardown "stop_pid $!"
   wait_for test -s "$API/port"
-  KC=$SCRATCH/kubeconfig
-  cat > "$KC" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: fake
-  cluster:
-    server: https://127.0.0.1:$(cat "$API/port")
-    certificate-authority: $API/ca.crt
-users:
-- name: admin
-  user:
-    token: test-token
-contexts:
-- name: fake
-  context:
-    cluster: fake
-    user: admin
-current-context: fake
-EOF
+  fake_api_kubeconfig
 }
 
 # api VERB PATH [BODY [CONTENT-TYPE]]: one call as a user's client makes it.
