@@ -173,19 +173,22 @@ def check_rbac(by_kind):
                     elif verbs - allowed:
                         bad(o, f"grants {sorted(verbs - allowed)} on {res}, which no daemon calls")
                     if res == "resourceslices" and verbs & {"create", "update", "delete"}:
-                        writers[o["metadata"]["name"]] = o
-    for role in writers.values():
+                        writers.setdefault(o["metadata"]["name"], (o, set()))[1].add(("resource.k8s.io", res))
+                    if res in ("pods", "nodes", "nodes/status") and verbs & {"create", "update", "patch", "delete"}:
+                        writers.setdefault(o["metadata"]["name"], (o, set()))[1].add(("", res))
+    for role, written in writers.values():
         for b in by_kind.get("ClusterRoleBinding", []) + by_kind.get("RoleBinding", []):
             if b.get("roleRef", {}).get("name") != role["metadata"]["name"]:
                 continue
             for s in b.get("subjects", []) or []:
-                if not node_scoped(by_kind, s.get("name", "")):
-                    bad(role, f"lets {s.get('name')} write ResourceSlices of every node: no "
-                              "ValidatingAdmissionPolicy (with a Deny binding) holds it to its own node")
+                for group, res in sorted(written):
+                    if not node_scoped(by_kind, s.get("name", ""), group, res):
+                        bad(role, f"lets {s.get('name')} write {res} of every node: no "
+                                  "ValidatingAdmissionPolicy (with a Deny binding) holds it to its own node")
 
 
-def node_scoped(by_kind, account):
-    """Whether a ValidatingAdmissionPolicy bound with Deny matches ResourceSlice writes by
+def node_scoped(by_kind, account, group, resource):
+    """Whether a ValidatingAdmissionPolicy bound with Deny matches writes of `resource` by
     `account` and compares the object's node with the requester's."""
     denied = {b.get("spec", {}).get("policyName") for b in by_kind.get("ValidatingAdmissionPolicyBinding", [])
               if "Deny" in (b.get("spec", {}).get("validationActions") or [])}
@@ -195,7 +198,7 @@ def node_scoped(by_kind, account):
             continue
         ops = set()
         for r in spec.get("matchConstraints", {}).get("resourceRules", []):
-            if "resourceslices" in r.get("resources", []) and "resource.k8s.io" in r.get("apiGroups", []):
+            if resource in r.get("resources", []) and group in r.get("apiGroups", []):
                 ops |= set(r.get("operations", []))
         who = " ".join(c.get("expression", "") for c in spec.get("matchConditions", []))
         text = " ".join(str(x.get("expression", "")) for x in spec.get("variables", []) + spec.get("validations", []))

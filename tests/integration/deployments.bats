@@ -242,7 +242,7 @@ PY
   mutate slices-patch 'next(r for r in role["rules"] if "resourceslices" in r["resources"])["verbs"] += ["patch"]'
   refused slices-patch "ClusterRole/enflame-dra-plugin: grants ['patch'] on resourceslices"
   mutate no-policy 'objs[:] = [o for o in objs if o["kind"] != "ValidatingAdmissionPolicyBinding"]'
-  refused no-policy "ClusterRole/enflame-dra-plugin: lets enflame-dra-plugin write ResourceSlices of every node"
+  refused no-policy "ClusterRole/enflame-dra-plugin: lets enflame-dra-plugin write resourceslices of every node"
 }
 
 @test "overlays/hami and overlays/nri render valid under the least-privilege checks; HAMi's device plugin alone gets a token; HAMi's annotations held by an admission policy" {
@@ -276,6 +276,18 @@ assert 'k.startsWith("enflame.com/gcu-assigned")' in text, text
 binding = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicyBinding" and o["spec"]["policyName"] == vap["metadata"]["name"])
 assert binding["spec"]["validationActions"] == ["Deny"], binding
 PY
+  # without the own-node policy the plugin could patch every node's pods and Nodes: refused
+  python3 - "$SCRATCH/r.yaml" "$SCRATCH/hami-no-node-policy.yaml" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+objs = [o for o in objs if o["metadata"]["name"] != "enflame-device-plugin-own-node"]
+yaml.safe_dump_all(objs, open(sys.argv[2], "w"))
+PY
+  run python3 "$BATS_TEST_DIRNAME/check_manifests.py" "$SCRATCH/hami-no-node-policy.yaml" "$SCRATCH/images.txt"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ $output == *"ClusterRole/enflame-device-plugin: lets enflame-device-plugin write pods of every node"* ]]
+  [[ $output == *"ClusterRole/enflame-device-plugin: lets enflame-device-plugin write nodes of every node"* ]]
   render overlays/nri
   # NRI mode: the installer turns NRI on, the device plugin leaves the cards to the NRI plugin
   python3 - "$SCRATCH/r.yaml" <<'PY'
