@@ -201,6 +201,37 @@ PY
   done < "$SCRATCH/npd"
 }
 
+@test "the operator's own RBAC: no wildcard, no Namespace delete, escalate and bind only on named roles, no Secrets; each rule seen refusing" {
+  local check=$BATS_TEST_DIRNAME/check_operator_rbac.py rbac=$TOP/deployments/operator/rbac.yaml
+  run python3 "$check" "$rbac"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  # each rule refuses what it should (one mutation of the shipped file each)
+  mutated() {
+    python3 - "$rbac" "$SCRATCH/op-rbac.yaml" "$1" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+role = next(d for d in docs if d["kind"] == "ClusterRole")
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+    run python3 "$check" "$SCRATCH/op-rbac.yaml"
+    echo "$output"
+  }
+  mutated 'role["rules"].append({"apiGroups": ["apps"], "resources": ["*"], "verbs": ["get"]})'
+  [ "$status" -eq 1 ]
+  [[ $output == *"ClusterRole/enflame-gpu-operator: wildcard in"* ]]
+  mutated 'next(r for r in role["rules"] if "namespaces" in r["resources"])["verbs"].append("delete")'
+  [ "$status" -eq 1 ]
+  [[ $output == *"may delete Namespaces"* ]]
+  mutated 'next(r for r in role["rules"] if "escalate" in r["verbs"]).pop("resourceNames")'
+  [ "$status" -eq 1 ]
+  [[ $output == *"['bind', 'escalate'] on every role, not on named ones"* ]]
+  mutated 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})'
+  [ "$status" -eq 1 ]
+  [[ $output == *"grants ['get'] on Secrets"* ]]
+}
+
 @test "least privilege: every privileged container says why on the line above; what check_manifests.py refuses" {
   # each `privileged: true` in the tree sits under a comment giving its reason
   local f n
