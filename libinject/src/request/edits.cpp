@@ -101,16 +101,21 @@ std::vector<std::string> env_besides_request(const ContainerEdits& edits) {
 Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
                            const std::map<std::string, std::string>& annotations, bool privileged) {
     if (!cfg.runtime.accept_envvar_when_unprivileged && !privileged) return parse({}, annotations);
+    INJECT_TRY(Request req, parse(env, annotations));
     // The environment is anyone's to set (the image, the pod spec): it names our kind's devices
-    // only, never another vendor's, whose own runtime hardening it would bypass.
-    INJECT_TRY(Request from_env, parse(env, {}));
+    // only, never another vendor's, whose own runtime hardening it would bypass. (Parsed alone
+    // only when some CDI name is not ours: annotations may name other kinds.)
     const std::string prefix = cfg.runtime.cdi_kind + "=";
+    if (std::all_of(req.cdi_names.begin(), req.cdi_names.end(),
+                    [&](const std::string& n) { return n.starts_with(prefix); }))
+        return req;
+    INJECT_TRY(Request from_env, parse(env, {}));
     for (const auto& n : from_env.cdi_names)
         if (!n.starts_with(prefix))
             return fail(Errc::InvalidInput, std::string(kVisibleDevicesEnv) + ": CDI device '" + n +
                                                 "' is not of kind " + cfg.runtime.cdi_kind +
                                                 ": other kinds are not injected");
-    return parse(env, annotations);
+    return req;
 }
 
 Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg, const Request& req) {
