@@ -22,12 +22,6 @@ const Json* annotations(const Json& pod) {
     return &m["annotations"];
 }
 
-std::optional<std::string> annotation(const Json& pod, const char* key) {
-    const Json* a = annotations(pod);
-    if (!a || !a->contains(key) || !(*a)[key].is_string()) return std::nullopt;
-    return (*a)[key].get<std::string>();
-}
-
 std::string meta(const Json& pod, const char* key) {
     if (!pod.is_object() || !pod.contains("metadata")) return {};
     const auto& m = pod["metadata"];
@@ -43,16 +37,6 @@ bool parse_number(std::string_view s, T& out) {
 inject::Error bad(const char* key, const std::string& value, const std::string& want) {
     return inject::Error(Errc::InvalidInput,
                          "annotation " + std::string(key) + " '" + value + "': " + want);
-}
-
-// A pod that has ended holds nothing and waits for nothing.
-bool finished(const Json& pod) {
-    if (!pod.contains("status") || !pod["status"].is_object()) return false;
-    const auto& st = pod["status"];
-    const std::string phase =
-        st.contains("phase") && st["phase"].is_string() ? st["phase"].get<std::string>() : "";
-    return phase == "Succeeded" || phase == "Failed" ||
-           pod["metadata"].contains("deletionTimestamp");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -94,6 +78,21 @@ inject::Result<void> assigned(const Json& pod, Decision& d) {
 }
 
 }  // namespace
+
+std::optional<std::string> annotation(const Json& pod, const char* key) {
+    const Json* a = annotations(pod);
+    if (!a || !a->contains(key) || !(*a)[key].is_string()) return std::nullopt;
+    return (*a)[key].get<std::string>();
+}
+
+bool finished(const Json& pod) {
+    if (!pod.is_object()) return false;
+    const Json* st = pod.contains("status") && pod["status"].is_object() ? &pod["status"] : nullptr;
+    const bool ended = st && st->contains("phase") && (*st)["phase"].is_string() &&
+                       ((*st)["phase"] == "Succeeded" || (*st)["phase"] == "Failed");
+    return ended || (pod.contains("metadata") && pod["metadata"].is_object() &&
+                     pod["metadata"].contains("deletionTimestamp"));
+}
 
 inject::Result<DrsDecision> parse_drs_decision(const Json& pod) {
     DrsDecision d;

@@ -66,6 +66,12 @@ struct DrsDecision {
     std::vector<DrsContainer> containers;  ///< sorted by name
 };
 
+/// Annotation `key` of `pod` (a Pod object) when it is there as a string.
+[[nodiscard]] std::optional<std::string> annotation(const Json& pod, const char* key);
+/// Whether `pod` has ended (Succeeded, Failed) or is being deleted: it holds nothing and waits
+/// for nothing.
+[[nodiscard]] bool finished(const Json& pod);
+
 /// The decision in `pod` (a Pod object). Errors name the annotation and the value:
 /// "annotation enflame.com/gcu-assigned-index '-1': want a card index".
 [[nodiscard]] inject::Result<DrsDecision> parse_drs_decision(const Json& pod);

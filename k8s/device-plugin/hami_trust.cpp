@@ -27,15 +27,6 @@ const Json& field(const Json& o, const char* key) {
     return o.is_object() && o.contains(key) ? o[key] : none;
 }
 
-std::string annotation(const Json& pod, const char* key) {
-    return str(field(field(pod, "metadata"), "annotations"), key);
-}
-
-bool has_annotation(const Json& pod, const char* key) {
-    const auto& a = field(field(pod, "metadata"), "annotations");
-    return a.is_object() && a.contains(key);
-}
-
 Broken who(const Json& pod, std::string why) {
     const auto& m = field(pod, "metadata");
     return {str(m, "namespace"), str(m, "name"), str(m, "uid"), std::move(why)};
@@ -67,12 +58,6 @@ bool admitted(const Json& pod) {
 
 bool looks_waiting(const Json& pod) {
     return annotation(pod, kBindPhase) == "allocating" || annotation(pod, kAssigned) == "false";
-}
-
-bool finished(const Json& pod) {
-    const auto phase = str(field(pod, "status"), "phase");
-    return phase == "Succeeded" || phase == "Failed" ||
-           field(pod, "metadata").contains("deletionTimestamp");
 }
 
 std::string slices_of(std::size_t n, const char* what) {
@@ -128,11 +113,11 @@ Screened screen(const Json& pods, const std::string& scheduler, std::int64_t now
             return from >= 0 && t_s + kSkew >= from && t_s <= now_s + kSkew;
         };
         std::int64_t t = 0;
-        if (has_annotation(pod, kCardsToAllocate) &&
-            !(number(annotation(pod, kBindTime), t) && trusted(t)))
+        if (annotation(pod, kCardsToAllocate) &&
+            !(number(annotation(pod, kBindTime).value_or(""), t) && trusted(t)))
             p["metadata"]["annotations"][kBindTime] = kLast;
-        if (has_annotation(pod, kAssignedTime) &&
-            !(number(annotation(pod, kAssignedTime), t) && trusted(t / 1000000000)))
+        if (annotation(pod, kAssignedTime) &&
+            !(number(annotation(pod, kAssignedTime).value_or(""), t) && trusted(t / 1000000000)))
             p["metadata"]["annotations"][kAssignedTime] = kLast;
         out.pods["items"].push_back(std::move(p));
     }
