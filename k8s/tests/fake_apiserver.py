@@ -4,7 +4,8 @@
 
 It speaks HTTPS on 127.0.0.1 with a certificate signed by a CA it generates with `openssl` in
 its state folder (`--dir`), checks a bearer token (or a client certificate signed by that CA),
-and serves what the DRA plugin uses, the way a real API server answers:
+authorizes a `--rbac-user` token's requests by the RBAC objects it holds (fake_rbac.py: 403
+Forbidden, logged to <dir>/forbidden.log), and serves what the DRA plugin uses, the way a real API server answers:
 
   GET  /apis/resource.k8s.io                     discovery (`--versions v1,v1beta1`)
   GET  /apis/resource.k8s.io/<v>/namespaces/<ns>/resourceclaims/<name>
@@ -75,6 +76,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fake_common import SLICES, Control, Store, patched, selected, status, \
     stream_watch
 from fake_objects import Objects
+from fake_rbac import forbidden
 from fake_slices import drop_partitionable, normalize, validate_slice
 
 GROUP = "resource.k8s.io"
@@ -143,7 +145,24 @@ class Handler(BaseHTTPRequestHandler):
             f.write((auth[len("Bearer "):] if auth.startswith("Bearer ") else "-") + "\n")
         if self.server.client_cert_ok and self.connection.getpeercert():
             return True
-        return auth in ["Bearer " + t for t in (ctl.get("tokens") or [self.server.token])]
+        return auth in ["Bearer " + t for t in (ctl.get("tokens") or [self.server.token])] + \
+            ["Bearer " + t for t in self.server.rbac_users]
+
+    def rbac_forbidden(self, verb, path, query, body):
+        """The RBAC authorizer's answer (fake_rbac.py) for a --rbac-user token; None: allowed."""
+        auth = self.headers.get("Authorization", "")
+        user = self.server.rbac_users.get(auth[len("Bearer "):]) if auth.startswith("Bearer ") \
+            else None
+        if not user:
+            return None
+        parts = [p for p in path.split("/") if p]
+        with self.server.store.lock:
+            msg = forbidden(self.server.store.objs, user, verb, parts, query, body)
+        if msg:
+            with self.server.log_lock, open(os.path.join(self.server.dir, "forbidden.log"),
+                                            "a") as f:
+                f.write("%s %s: %s\n" % (verb, self.path, msg))
+        return msg
 
     def handle_any(self, verb):
         ctl = self.server.control
@@ -162,6 +181,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.fail(400, "BadRequest", "invalid JSON body: %s" % e)
         if not self.authorized(c):
             return self.fail(401, "Unauthorized", "Unauthorized")
+        msg = self.rbac_forbidden(verb, url.path, query, body)
+        if msg:
+            return self.fail(403, "Forbidden", msg)
         for code, reason in ((429, "TooManyRequests"), (503, "ServiceUnavailable")):
             if ctl.take("fail_%d" % code):
                 return self.fail(code, reason, "fake-apiserver: injected %d" % code,
@@ -363,6 +385,9 @@ def main():
     ap.add_argument("--versions", default="v1,v1beta1",
                     help="resource.k8s.io versions offered, preferred first")
     ap.add_argument("--token", default="test-token")
+    ap.add_argument("--rbac-user", action="append", default=[], metavar="TOKEN=USER",
+                    help="a token authenticating USER, whose requests RBAC authorizes "
+                         "(fake_rbac.py); the other token and client certificates are admins")
     ap.add_argument("--no-client-cert", action="store_true",
                     help="refuse client certificates (only the token authenticates)")
     ap.add_argument("--kube-minor", type=int, default=34,
@@ -388,6 +413,7 @@ def main():
     srv.dir, srv.token, srv.verbose = d, a.token, a.verbose
     srv.versions = [v for v in a.versions.split(",") if v]
     srv.client_cert_ok = not a.no_client_cert
+    srv.rbac_users = dict(u.split("=", 1) for u in a.rbac_user)
     srv.minor, srv.partitionable = a.kube_minor, not a.no_partitionable
     srv.store, srv.control = Store(d, a.event_window), Control(d)
     srv.objects = Objects(srv.store, srv.versions)
