@@ -30,6 +30,13 @@ std::string rv_of(const Json& obj) {
     return str(obj.value("metadata", Json::object()), "resourceVersion");
 }
 
+/// The informer an object is kept in: one per kind and namespace ("apiVersion/kind/namespace",
+/// the namespace empty for a cluster-scoped kind), as the operator's Roles are per namespace.
+std::string informer_id(const Json& obj) {
+    return str(obj, "apiVersion") + "/" + str(obj, "kind") + "/" +
+           str(obj.value("metadata", Json::object()), "namespace");
+}
+
 /// RFC 3339 with microseconds, UTC (a Lease's MicroTime; conditions take it too).
 std::string micro_time(std::chrono::system_clock::time_point t) {
     const auto us =
@@ -327,8 +334,16 @@ void Controller::enqueue_all() {
     for (const auto& cr : crs_->items()) queue_.add(str(cr["metadata"], "name"));
 }
 
+std::vector<Json> Controller::items_of(const std::string& kind) const {
+    std::vector<Json> out;
+    for (const auto& [id, inf] : owned_)
+        if (id.find("/" + kind + "/") != std::string::npos)
+            for (auto& o : inf->items()) out.push_back(std::move(o));
+    return out;
+}
+
 std::optional<Json> Controller::live(const Json& obj) const {
-    const auto it = owned_.find(str(obj, "apiVersion") + "/" + str(obj, "kind"));
+    const auto it = owned_.find(informer_id(obj));
     if (it == owned_.end()) return std::nullopt;
     return it->second->get(key_of(obj));
 }
@@ -384,21 +399,20 @@ std::set<std::string> Controller::monitoring_served() const {
 
 void Controller::watch_monitoring() {
     const auto served = monitoring_served();
-    for (const auto& kind : kMonitoringKinds) {
-        const std::string id = std::string(kMonitoringGroupVersion) + "/" + kind;
+    for (const auto& [id, where] : monitoring_objs_) {
+        const std::string kind = str(where, "kind");
         const bool on = served.count(kind) != 0, was = monitoring_watched_.count(kind) != 0;
         if (const auto it = owned_.find(id); it != owned_.end()) {
             if (on && !was) it->second->kick();  // back: list it now, not in 5 min
             continue;
         }
         if (!on) continue;
-        auto inf = std::make_unique<Informer>(
-            client_, std::string("/apis/") + kMonitoringGroupVersion + "/" + plural_of(kind),
-            kMonitoringGroupVersion, kind, std::string(kManagedBy) + "=" + kManagerName,
-            [this](const Json&) { enqueue_all(); });
+        auto inf = std::make_unique<Informer>(client_, path_of(where, true), kMonitoringGroupVersion,
+                                              kind, std::string(kManagedBy) + "=" + kManagerName,
+                                              [this](const Json&) { enqueue_all(); });
         std::thread([p = inf.get()] { p->run(); }).detach();
         owned_[id] = std::move(inf);
-        inject::log::info("watching {}s", kind);
+        inject::log::info("watching {}s in {}", kind, str(where["metadata"], "namespace"));
     }
     monitoring_watched_ = served;
 }
@@ -406,17 +420,19 @@ void Controller::watch_monitoring() {
 inject::Result<void> Controller::run() {
     if (auto v = client_.resource_api_version()) dra_version_ = *v;
     discover_monitoring();
-    // Every kind any component can apply: render with everything on (the monitoring kinds'
-    // informers start when a kind is served: watch_monitoring).
-    Json all = Json::object();
-    for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
-                          "exporter", "npd", "nodeExporter"})
-        all[c]["enabled"] = true;
-    INJECT_TRY(auto objs, render(o_.manifests, all, Served{dra_version_, {}}));
+    // Every kind any component can apply, in each namespace it goes to (the operator's Roles
+    // are per namespace): render with everything on. A monitoring kind's informers start when
+    // the kind is served (watch_monitoring).
+    std::set<std::string> all_monitoring(kMonitoringKinds.begin(), kMonitoringKinds.end());
+    INJECT_TRY(auto objs, render(o_.manifests, everything_on(), Served{dra_version_, all_monitoring}));
     crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
                                       [this](const Json&) { enqueue_all(); });
     for (const auto& ob : objs) {
-        const std::string id = str(ob.obj, "apiVersion") + "/" + str(ob.obj, "kind");
+        const std::string id = informer_id(ob.obj);
+        if (str(ob.obj, "apiVersion") == kMonitoringGroupVersion) {
+            monitoring_objs_.emplace(id, ob.obj);
+            continue;
+        }
         if (owned_.count(id)) continue;
         owned_[id] = std::make_unique<Informer>(
             client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
@@ -597,9 +613,7 @@ inject::Result<void> Controller::remove_stack(const Json& cr, Writes& writes) {
          {std::set<std::string>{"enflame-device-plugin", "enflame-dra-plugin"},
           std::set<std::string>{"enflame-toolkit-installer"}}) {
         bool waiting = false;
-        const auto it = owned_.find("apps/v1/DaemonSet");
-        if (it == owned_.end()) break;
-        for (const auto& ds : it->second->items()) {
+        for (const auto& ds : items_of("DaemonSet")) {
             if (!owned_by(ds, uid) || !stage.count(str(ds["metadata"], "name"))) continue;
             waiting = true;
             if (ds["metadata"].contains("deletionTimestamp")) continue;

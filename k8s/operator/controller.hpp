@@ -111,6 +111,8 @@ public:
 private:
     [[nodiscard]] inject::Result<void> reconcile(const std::string& name);
     [[nodiscard]] inject::Result<void> remove_stack(const Json& cr, Writes& writes);
+    /// Every object of `kind` the informers hold, in every namespace.
+    [[nodiscard]] std::vector<Json> items_of(const std::string& kind) const;
     [[nodiscard]] std::optional<Json> live(const Json& obj) const;
     [[nodiscard]] inject::Result<void> write_status(const Json& cr, Json status, Writes& writes);
     /// Node labels from NFD's (`active` false: remove the ones the operator set).
@@ -142,7 +144,9 @@ private:
     std::vector<std::unique_ptr<Informer>> monitoring_crds_;
     WorkQueue queue_;
     std::unique_ptr<Informer> crs_;
-    std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by "apiVersion/kind"
+    std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by informer_id()
+    /// the monitoring objects the operator can apply, one per informer_id(): where to watch
+    std::map<std::string, Json> monitoring_objs_;
     std::set<std::string> monitoring_watched_;  ///< kinds served at the last watch_monitoring()
     std::unique_ptr<Informer> nodes_;                         ///< every Node (labels, cordons)
     std::unique_ptr<Informer> pods_;                          ///< the rolled DaemonSets' pods

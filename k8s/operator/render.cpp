@@ -44,6 +44,9 @@ const std::set<std::string> kClusterScoped{"Namespace",
                                            "ValidatingWebhookConfiguration",
                                            "MutatingWebhookConfiguration"};
 const std::set<std::string> kServerClusterScoped{"DeviceClass", "GpuResource"};
+/// What deployments/operator ships, so the operator never writes it: the stack's namespace and
+/// the roles its daemons are bound to (writing a role would take `escalate`).
+const std::set<std::string> kShippedWithOperator{"Namespace", "ClusterRole", "Role"};
 
 /// deployments/ folder -> the GpuResource field that switches its objects.
 const std::map<std::string, std::string> kComponentOf{{"installer", "toolkit"},
@@ -668,6 +671,15 @@ std::vector<MonitorStatus> monitoring_status(const Json& spec, const Served& ser
     return out;
 }
 
+Json everything_on() {
+    Json all = Json::object();
+    for (const char* c : {"toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver",
+                          "exporter", "npd", "nodeExporter"})
+        all[c]["enabled"] = true;
+    for (const auto& m : kMonitors) all[m.component][m.field]["enabled"] = true;
+    return all;
+}
+
 inject::Result<std::vector<Object>> render(const std::string& manifests, const Json& spec,
                                            const Served& served) {
     INJECT_TRY(auto objs, load_dir(fs::path(manifests)));
@@ -694,7 +706,7 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
     std::vector<Object> out;
     const Json ds = spec.value("daemonsets", Json::object());
     for (auto& o : objs) {
-        if (!enabled(spec, o.component)) continue;
+        if (!enabled(spec, o.component) || kShippedWithOperator.count(str(o.obj, "kind"))) continue;
         const Json cs = spec.value(o.component, Json::object());
         if (str(o.obj, "kind") == "DaemonSet") customize_pods(o.obj, cs, ds);
         // NFD's master: the component's own settings, not the DaemonSets' (spec.daemonsets)
@@ -728,7 +740,7 @@ std::string path_of(const Json& obj, bool collection) {
     const std::string kind = str(obj, "kind");
     std::string p = group_of(av).empty() ? "/api/" + av : "/apis/" + av;
     const std::string ns = str(obj.value("metadata", Json::object()), "namespace");
-    if (!ns.empty() && !collection && !kClusterScoped.count(kind) &&
+    if (!ns.empty() && !kClusterScoped.count(kind) &&
         !kServerClusterScoped.count(kind))
         p += "/namespaces/" + ns;
     p += "/" + plural_of(kind);

@@ -63,7 +63,8 @@ inline constexpr const char* kManagerName = "enflame-gpu-operator";
 /// exporter.prometheusRule, nodeExporter.serviceMonitor, npd.podMonitor) whose kind the server
 /// serves, all under `manifests`; objects of disabled components left out; image,
 /// args, env, resources, nodeSelector, tolerations, priorityClassName, hostPaths and
-/// daemonsets settings filled in. A default spec gives exactly `kubectl kustomize deployments/`.
+/// daemonsets settings filled in. What deployments/operator ships (the Namespace, the roles) is
+/// left out. A default spec gives `kubectl kustomize deployments/` but those.
 [[nodiscard]] inject::Result<std::vector<Object>> render(const std::string& manifests,
                                                          const Json& spec, const Served& served);
 
@@ -72,6 +73,10 @@ inline constexpr const char* kManagerName = "enflame-gpu-operator";
 struct MonitorStatus {
     std::string component, field, message;
 };
+/// A spec with every component on and every monitoring object asked for: render() of it (all
+/// kinds served) is everything the operator can apply.
+[[nodiscard]] Json everything_on();
+
 /// Every monitoring object an enabled component asks for, with what became of it (`rendered`:
 /// render()'s output for the same spec and served).
 [[nodiscard]] std::vector<MonitorStatus> monitoring_status(const Json& spec, const Served& served,
@@ -83,7 +88,8 @@ struct MonitorStatus {
 /// "Kind/namespace/name" (namespace empty for cluster-scoped objects).
 [[nodiscard]] std::string key_of(const Json& obj);
 
-/// The REST path of an object (`collection` true: its collection, for list and watch).
+/// The REST path of an object (`collection` true: its collection in its namespace, for list
+/// and watch).
 [[nodiscard]] std::string path_of(const Json& obj, bool collection = false);
 
 /// Every field in `want` is in `have` with the same value (lists: same length, item by item).

@@ -84,8 +84,9 @@ TEST(OperatorRender, DisabledComponentLeftOutBaseKept) {
     EXPECT_FALSE(find(objs, "DaemonSet/enflame-system/enflame-gcu-exporter"));
     EXPECT_FALSE(find(objs, "Service/enflame-system/enflame-gcu-exporter"));
     EXPECT_FALSE(find(objs, "ConfigMap/enflame-system/enflame-device-plugin"));
-    EXPECT_TRUE(find(objs, "Namespace//enflame-system"));
     EXPECT_TRUE(find(objs, "DaemonSet/enflame-system/enflame-toolkit-installer"));
+    // deployments/operator ships the namespace: the operator never writes one
+    EXPECT_FALSE(find(objs, "Namespace//enflame-system"));
 }
 
 TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
@@ -102,6 +103,12 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     ASSERT_TRUE(crb);
     EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");
     EXPECT_TRUE(find(objs, "DaemonSet/enflame-system/enflame-device-plugin"));  // side by side
+    // the operator lists each kind where its Roles let it: a namespaced kind in its namespace
+    EXPECT_EQ(op::path_of(*dc, true), "/apis/resource.k8s.io/v1beta1/deviceclasses");
+    const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-dra-plugin");
+    ASSERT_TRUE(ds);
+    EXPECT_EQ(op::path_of(*ds, true), "/apis/apps/v1/namespaces/enflame-system/daemonsets");
+    EXPECT_FALSE(find(objs, "ClusterRole//enflame-dra-plugin"));  // deployments/operator's
 }
 
 TEST(OperatorRender, DriverRootReachesInstallerAndConfigs) {
@@ -492,7 +499,10 @@ TEST(OperatorRender, NfdOnItsFolderWithTheCrsImage) {
                   std::string("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/") + crd);
     }
     EXPECT_TRUE(find(objs, "ServiceAccount/enflame-system/enflame-nfd-master"));
-    EXPECT_TRUE(find(objs, "Role/enflame-system/enflame-nfd-worker"));
+    EXPECT_TRUE(find(objs, "RoleBinding/enflame-system/enflame-nfd-worker"));
+    // the roles come with deployments/operator: the operator binds them, never writes them
+    EXPECT_FALSE(find(objs, "ClusterRole//enflame-nfd-worker"));
+    EXPECT_FALSE(find(objs, "ClusterRole//enflame-nfd-master"));
     const Json* crb = find(objs, "ClusterRoleBinding//enflame-nfd-master");
     ASSERT_TRUE(crb);
     EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");

@@ -331,10 +331,21 @@ man_covers_flags() {
 # log_errors LOG: why a daemon did not come up: its last error lines, or its last lines.
 log_errors() { { grep -E 'level=(fatal|error)' "$1" || tail -n 3 "$1"; } | tail -n 3; }
 
-# fake_api_kubeconfig: $KC, a kubeconfig for the fake API server whose state folder is $API
-# (k8s/tests/fake_apiserver.py: its port file, its CA, the token test-token).
+# trixie_kubectl: $KUBECTL, Debian 13's kubectl (scripts/fetch-trixie.sh unpacks it under
+# $BUILD_DIR/trixie once), or the test skips (fails under CI) saying why it could not be had.
+trixie_kubectl() {
+  KUBECTL=$BUILD_DIR/trixie/usr/bin/kubectl
+  if [ ! -x "$KUBECTL" ]; then
+    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" kubectl > "$SCRATCH/fetch.log" 2>&1 ||
+      skip_or_fail "kubectl from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
+  fi
+}
+
+# fake_api_kubeconfig [TOKEN [FILE]]: $KC (FILE, else $SCRATCH/kubeconfig), a kubeconfig for the
+# fake API server whose state folder is $API (k8s/tests/fake_apiserver.py: its port file, its
+# CA) with TOKEN (the admin's, test-token, unless given).
 fake_api_kubeconfig() {
-  KC=$SCRATCH/kubeconfig
+  KC=${2:-$SCRATCH/kubeconfig}
   cat > "$KC" <<EOF
 apiVersion: v1
 kind: Config
@@ -346,7 +357,7 @@ clusters:
 users:
 - name: test
   user:
-    token: test-token
+    token: ${1:-test-token}
 contexts:
 - name: fake
   context:

@@ -170,6 +170,19 @@ PY
   jq -e 'all(.items[]; .metadata.ownerReferences[0].kind == "GpuResource" and .metadata.ownerReferences[0].controller)' <<<"$output" > /dev/null
 }
 
+@test "least privilege on the cluster: the operator's account binds the stack's roles by name and cannot write a role, bind cluster-admin, write in default, list DaemonSets everywhere, delete a namespace or read a Secret" {
+  local as=--as=system:serviceaccount:$ONS:enflame-gpu-operator
+  run -0 kc auth can-i "$as" bind clusterroles/enflame-dra-plugin
+  run -0 kc auth can-i "$as" -n "$NS" create daemonsets
+  run -1 kc auth can-i "$as" create clusterroles
+  run -1 kc auth can-i "$as" escalate clusterroles/enflame-dra-plugin
+  run -1 kc auth can-i "$as" bind clusterroles/cluster-admin
+  run -1 kc auth can-i "$as" -n default create daemonsets
+  run -1 kc auth can-i "$as" list daemonsets --all-namespaces
+  run -1 kc auth can-i "$as" delete namespaces/"$NS"
+  run -1 kc auth can-i "$as" -n "$NS" get secrets
+}
+
 @test "install: the shipped example pod gets its two cards" {
   run -0 kc apply -f "$TOP/deployments/device-plugin/example-pod.yaml"
   run -0 kc wait --for=jsonpath='{.status.phase}'=Succeeded pod/gcu-example --timeout=120s
@@ -696,8 +709,10 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
     [ "$status" -eq 0 ] || { kc get crd "$crd.nfd.k8s-sigs.io" -o json | jq -c '{metadata: (.metadata | {deletionTimestamp, finalizers, ownerReferences}), status: .status.conditions}'
       kc -n "$ONS" logs "$(leader)" | grep -v reconciled | tail -n 15; false; }
   done
-  run -0 wait_for 10 in_ns_gone "" clusterrole enflame-nfd-master
-  run -0 wait_for 10 in_ns_gone "$NS" role enflame-nfd-worker
+  run -0 wait_for 10 in_ns_gone "" clusterrolebinding enflame-nfd-master
+  run -0 wait_for 10 in_ns_gone "$NS" rolebinding enflame-nfd-worker
+  # their roles came with deployments/operator, not from the operator: they stay
+  run -0 kc get clusterrole enflame-nfd-master enflame-nfd-worker
   run -0 wait_for 10 in_ns_gone "$NS" sa enflame-nfd-worker
   run -0 wait_for 10 in_ns_gone kube-system podmonitor enflame-npd
   run -0 wait_for 10 in_ns_gone kube-system servicemonitor enflame-node-exporter

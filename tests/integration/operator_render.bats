@@ -12,11 +12,7 @@ setup() {
   requires python3
   setup_scratch
   OP=$SCRATCH
-  KUBECTL=$BUILD_DIR/trixie/usr/bin/kubectl
-  if [ ! -x "$KUBECTL" ]; then
-    "$TOP/scripts/fetch-trixie.sh" "$BUILD_DIR/trixie" kubectl > "$SCRATCH/fetch.log" 2>&1 ||
-      skip_or_fail "kubectl from Debian 13: $(tail -n 1 "$SCRATCH/fetch.log")"
-  fi
+  trixie_kubectl
 }
 
 teardown() { teardown_scratch; }
@@ -34,7 +30,9 @@ cr() {
 }
 
 # same_as_kustomize SPEC_FILE DIR...: the operator's --render of SPEC_FILE is exactly what
-# kubectl kustomize renders of the DIRs together, plus the operator's label on each object.
+# kubectl kustomize renders of the DIRs together, plus the operator's label on each object, but
+# the Namespace and roles, which the operator leaves to deployments/operator: each of those is
+# there, the same.
 # RENDER_FLAGS: more flags for --render (--prometheus-operator: the monitoring kinds served).
 same_as_kustomize() {
   local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator spec=$1 d
@@ -44,7 +42,8 @@ same_as_kustomize() {
   run -0 "$bin" --manifests "$TOP/deployments" --render "$spec" ${RENDER_FLAGS:-}
   echo "$output" > "$OP/rendered.jsonl"
   for d in "$@"; do kc kustomize "$d"; echo ---; done > "$OP/kustomized.yaml"
-  run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" <<'PY'
+  kc kustomize "$TOP/deployments/operator" > "$OP/operator.yaml"
+  run -0 python3 - "$OP/rendered.jsonl" "$OP/kustomized.yaml" "$OP/operator.yaml" <<'PY'
 import json, sys, yaml
 key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
 ours = {}
@@ -53,10 +52,15 @@ for line in open(sys.argv[1]):
     assert o["metadata"]["labels"].pop("app.kubernetes.io/managed-by") == "enflame-gpu-operator"
     ours[key(o)] = o
 theirs = {key(o): o for o in yaml.safe_load_all(open(sys.argv[2])) if o}
+shipped = {key(o): o for o in yaml.safe_load_all(open(sys.argv[3])) if o}
+left = {k for k in theirs if k[0] in ("Namespace", "ClusterRole", "Role")}
+for k in left:
+    assert shipped.get(k) == theirs[k], ("not shipped with deployments/operator", k)
+    del theirs[k]
 assert set(ours) == set(theirs), set(ours) ^ set(theirs)
 for k in ours:
     assert ours[k] == theirs[k], k
-print(len(ours), "objects equal")
+print(len(ours), "objects equal;", len(left), "shipped with deployments/operator")
 PY
   echo "$output"
 }
@@ -69,7 +73,7 @@ PY
   cr x '  npd: {enabled: true}
   nodeExporter: {enabled: true}' > "$OP/npd-cr.yaml"
   same_as_kustomize "$OP/npd-cr.yaml" "$TOP/deployments" "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
-  [[ $output == "17 objects equal" ]]
+  [[ $output == "16 objects equal; 1 shipped with deployments/operator" ]]
 }
 
 @test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
@@ -80,9 +84,9 @@ PY
   RENDER_FLAGS=--prometheus-operator same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" \
     "$TOP/deployments/nfd" "$TOP/deployments/npd" "$TOP/deployments/node-exporter" \
     "$TOP/deployments/monitoring/operator"
-  [[ $output == "32 objects equal" ]]
+  [[ $output == "29 objects equal; 3 shipped with deployments/operator" ]]
   # the kinds not served: the same without the four monitoring objects
   same_as_kustomize "$OP/nfd-cr.yaml" "$TOP/deployments" "$TOP/deployments/nfd" \
     "$TOP/deployments/npd" "$TOP/deployments/node-exporter"
-  [[ $output == "28 objects equal" ]]
+  [[ $output == "25 objects equal; 3 shipped with deployments/operator" ]]
 }
