@@ -150,6 +150,20 @@ YAML
   kc delete pod too-many --wait > /dev/null
 }
 
+@test "e2e: attack matrix, deployments/ as shipped: with no card request, env all (with and without RuntimeClass enflame), another vendor's CDI name and CDI annotations on the pod give no card; a pod given one card that sets env all sees exactly it" {
+  local rtc='runtimeClassName: enflame'
+  tenant_pod env-all all ''
+  tenant_pod env-all-rtc all '' "$rtc"
+  tenant_pod env-vendor nvidia.com/gpu=all '' "$rtc"
+  tenant_pod pod-annotation '' '' "$rtc" 'cdi.k8s.io/attack: enflame.com/gpu=all'
+  tenant_pod one-card-env-all all 'enflame.com/gcu: 1' "$rtc"
+  run -0 no_card_in env-all env-all-rtc env-vendor pod-annotation
+  echo "$output"
+  run -0 one_card_in one-card-env-all
+  echo "$output"
+  kc delete pod env-all env-all-rtc env-vendor pod-annotation one-card-env-all --wait > /dev/null
+}
+
 @test "e2e: the device plugin's pod deleted: a running pod keeps running, a new pod gets a card once it is back" {
   one_card_pod keeper
   wait_phase keeper Running
@@ -272,6 +286,17 @@ example_runs() {
 @test "e2e: DRA: any-gcu and the shared claim (two containers, one card)" {
   example_runs any-gcu.yaml
   example_runs shared-claim.yaml
+}
+
+@test "e2e: attack matrix, overlays/dra-v1beta1 as shipped: with no claim, env all (with and without RuntimeClass enflame), another vendor's CDI name and CDI annotations on the pod give no card" {
+  local rtc='runtimeClassName: enflame'
+  tenant_pod dra-env-all all ''
+  tenant_pod dra-env-all-rtc all '' "$rtc"
+  tenant_pod dra-env-vendor nvidia.com/gpu=all '' "$rtc"
+  tenant_pod dra-pod-annotation '' '' "$rtc" 'cdi.k8s.io/attack: enflame.com/gpu=all'
+  run -0 no_card_in dra-env-all dra-env-all-rtc dra-env-vendor dra-pod-annotation
+  echo "$output"
+  kc delete pod dra-env-all dra-env-all-rtc dra-env-vendor dra-pod-annotation --wait > /dev/null
 }
 
 @test "e2e: kubectl delete -k overlays/dra-v1beta1: containerd's config byte-identical, nothing left" {

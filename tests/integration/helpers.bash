@@ -455,6 +455,67 @@ spec:
 YAML
 }
 
+# tenant_pod NAME ENV LIMITS [SPEC_LINE [ANNOTATIONS]]: a tenant's pod, not privileged, whose
+# container sets ENFLAME_VISIBLE_DEVICES=ENV, lists /dev and exits.
+tenant_pod() {
+  "$KUBECTL" apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  annotations: {${5:-}}
+spec:
+  ${4:-}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "ls /dev; true"]
+    env: [{name: ENFLAME_VISIBLE_DEVICES, value: "$2"}]
+    resources: {limits: {$3}}
+YAML
+}
+
+# pod_outcome POD: "ran" once the pod ran to its end, "refused: REASON" once its container could
+# not be made (the shim's one line in the event), within 60 s.
+pod_outcome() {
+  local phase reason
+  for _ in $(seq 60); do
+    phase=$("$KUBECTL" get pod "$1" -o jsonpath='{.status.phase}')
+    reason=$("$KUBECTL" get pod "$1" -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')
+    [[ $phase != Succeeded && $phase != Failed ]] || { echo ran; return 0; }
+    [[ $reason != *Error ]] || { echo "refused: $reason"; return 0; }
+    sleep 1
+  done
+  "$KUBECTL" describe pod "$1" | tail -n 15
+  return 1
+}
+
+# tenant_cards POD: the gcuN (not gcuctl) in a tenant_pod's /dev, one a line.
+tenant_cards() { "$KUBECTL" logs "$1" | grep -E '^gcu[0-9]+$' | sort; }
+
+# no_card_in POD...: each tenant_pod ran or was refused, and none saw a card.
+no_card_in() {
+  local p out
+  for p in "$@"; do
+    out=$(pod_outcome "$p") || return 1
+    echo "$p: $out"
+    out=$(tenant_cards "$p" || true)
+    [ -z "$out" ] || { echo "$p got $out"; return 1; }
+  done
+}
+
+# one_card_in POD: the tenant_pod ran and saw exactly one card.
+one_card_in() {
+  local out
+  out=$(pod_outcome "$1") || return 1
+  [ "$out" = ran ] || { echo "$1: $out"; return 1; }
+  out=$(tenant_cards "$1" || true)
+  echo "$1: $out"
+  [ "$(grep -c . <<<"$out")" -eq 1 ]
+}
+
 # cluster_diag: what a suite wants shown when a wait below fails (say, a daemon's last log
 # lines); a suite defines it, or nothing more is shown.
 _cluster_diag() { if declare -F cluster_diag > /dev/null; then cluster_diag || true; fi; }

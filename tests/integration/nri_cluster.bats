@@ -144,6 +144,18 @@ gets_exactly_its_card() {
   kc delete pod one none --wait > /dev/null
 }
 
+@test "nri cluster: attack matrix, overlays/nri as shipped: with no card request, env all, another vendor's CDI name and CDI annotations on the pod give no card; a pod given one card that sets env all sees exactly it" {
+  tenant_pod nri-env-all all ''
+  tenant_pod nri-env-vendor nvidia.com/gpu=all ''
+  tenant_pod nri-pod-annotation '' '' '' 'cdi.k8s.io/attack: enflame.com/gpu=all'
+  tenant_pod nri-one-env-all all 'enflame.com/gcu: 1'
+  run -0 no_card_in nri-env-all nri-env-vendor nri-pod-annotation
+  echo "$output"
+  run -0 one_card_in nri-one-env-all
+  echo "$output"
+  kc delete pod nri-env-all nri-env-vendor nri-pod-annotation nri-one-env-all --wait > /dev/null
+}
+
 @test "nri cluster: containerd restarted mid-way: the same plugin process re-connects and the next pod gets its card" {
   local before restarts
   before=$(registrations)
