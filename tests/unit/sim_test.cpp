@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The simulated host's pure parts, no root needed: the description reader and its exact
 // error lines, the efsmi printer against the fixtures, the JSON model round trip, symbol
-// hiding, library link chains and the example generator. tests/integration/sim.bats covers
+// hiding, library link chains and the example generator. tests/integration/sim_*.bats cover
 // the builder and the simulators as programs.
 
 #include <gtest/gtest.h>
