@@ -93,8 +93,8 @@ inject::Result<v1::ListPodResourcesResponse> PodResourcesClient::list() {
         return inject::fail(inject::sys_error("pod-resources socket '" + socket_ + "'"));
     }
     // The channel is kept: gRPC reconnects it to a kubelet that restarted on the same path
-    // (exporter_test: AKubeletRestartBetweenPassesIsFollowedInTheSamePass). After a failure it
-    // is dropped and dialled afresh next time.
+    // (exporter_attribution_test: AKubeletRestartBetweenPassesIsFollowedInTheSamePass). After
+    // a failure it is dropped and dialled afresh next time.
     if (!channel_) {
         auto ch = k8s::dial_unix(socket_, timeout_);
         if (!ch) return inject::fail(std::move(ch).error());
