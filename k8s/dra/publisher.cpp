@@ -219,10 +219,21 @@ bool Publisher::own_write(const std::string& type, const Json& object) {
 
 SliceWatch::SliceWatch(std::shared_ptr<k8s::api::Client> client, Publisher& publisher,
                        std::function<void()> changed, Options opts)
-    : client_(std::move(client)),
-      publisher_(publisher),
-      changed_(std::move(changed)),
-      opts_(opts) {}
+    : client_(std::move(client)), publisher_(publisher), changed_(std::move(changed)) {
+    k8s::ReflectorOptions o;
+    o.name = "ResourceSlice watch";
+    o.collection = publisher_.collection();
+    o.field_selector = publisher_.field_selector();
+    o.min_timeout_seconds = o.max_timeout_seconds = opts.timeout_seconds;
+    o.backoff = opts.retry;
+    o.max_backoff = std::chrono::seconds(30);
+    reflector_ = std::make_unique<k8s::Reflector>(
+        *client_, std::move(o),
+        k8s::ReflectorHandlers{[this](std::vector<Json>, bool relist) {
+                                   if (relist) changed_();  // what happened between two streams
+                               },
+                               [this](const k8s::api::WatchEvent& ev) { on_event(ev); }});
+}
 
 SliceWatch::~SliceWatch() {
     try {
@@ -234,97 +245,24 @@ SliceWatch::~SliceWatch() {
 
 void SliceWatch::start() {
     if (thread_.joinable()) return;
-    stop_ = false;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] { reflector_->run(); });
 }
 
 void SliceWatch::stop() {
-    {
-        const std::lock_guard lock(mu_);
-        stop_ = true;
-    }
-    cv_.notify_all();
+    reflector_->stop();
     if (thread_.joinable()) thread_.join();
 }
 
-bool SliceWatch::pause(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
-}
-
-bool SliceWatch::on_event(const k8s::api::WatchEvent& ev) {
-    if (k8s::api::gone(ev)) {
-        relist_ = true;
-        return false;
-    }
-    if (ev.type == "ERROR") {
-        inject::log::warn("ResourceSlice watch: {}", ev.object.value("message", ev.object.dump()));
-        return false;
-    }
+void SliceWatch::on_event(const k8s::api::WatchEvent& ev) {
+    if (publisher_.own_write(ev.type, ev.object)) return;
     const Json meta =
         ev.object.is_object() ? ev.object.value("metadata", Json::object()) : Json::object();
-    if (meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
-        rv_ = meta["resourceVersion"].get<std::string>();
-    if (ev.type == "BOOKMARK" || publisher_.own_write(ev.type, ev.object)) return true;
     inject::log::info("ResourceSlice '{}' {} by someone else: publishing again",
                       meta.value("name", "?"),
                       ev.type == "DELETED" ? "deleted"
                       : ev.type == "ADDED" ? "created"
                                            : "changed");
     changed_();
-    return true;
-}
-
-void SliceWatch::run() {
-    auto backoff = opts_.retry;
-    const auto fail = [&](const inject::Error& e) {
-        inject::log::warn("ResourceSlice watch: {} (again in {} ms)", e.what(), backoff.count());
-        const bool go_on = pause(backoff);
-        backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(30));
-        return go_on;
-    };
-    while (!stop_) {
-        if (rv_.empty() || relist_) {
-            auto listed = client_->list(publisher_.collection(), "", publisher_.field_selector());
-            if (!listed) {
-                if (!fail(listed.error().context("listing this node's ResourceSlices"))) return;
-                continue;
-            }
-            rv_ = (*listed)["metadata"].value("resourceVersion", "");
-            // Changes between the old stream and this list were not seen: reconcile once.
-            if (relist_) changed_();
-            relist_ = false;
-        }
-        k8s::api::WatchOptions w;
-        w.field_selector = publisher_.field_selector();
-        w.resource_version = rv_;
-        w.timeout_seconds = opts_.timeout_seconds;
-        bool got_event = false;
-        const auto began = std::chrono::steady_clock::now();
-        auto r = client_->watch(
-            publisher_.collection(), w,
-            [&](const k8s::api::WatchEvent& ev) {
-                got_event = got_event || ev.type != "ERROR";
-                return on_event(ev);
-            },
-            stop_);
-        if (stop_) return;
-        if (relist_ || (!r && k8s::api::gone(r.error()))) {
-            inject::log::info("ResourceSlice watch: resourceVersion {} is too old: listing again",
-                              rv_);
-            relist_ = true;
-            continue;
-        }
-        // A stream that ends at once with nothing in it counts as a failure (no busy loop).
-        if (got_event) backoff = opts_.retry;
-        const bool worked =
-            got_event || std::chrono::steady_clock::now() - began > std::chrono::seconds(1);
-        if (r && worked) {
-            backoff = opts_.retry;
-            continue;
-        }
-        if (!fail(r ? inject::Error(Errc::Io, "the stream ended at once") : r.error())) return;
-    }
 }
 
 PublisherLoop::PublisherLoop(Publisher& publisher, Discover discover, std::chrono::milliseconds resync,

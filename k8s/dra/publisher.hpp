@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "k8s/apiserver.hpp"
+#include "k8s/reflector.hpp"
 #include "slices.hpp"
 
 namespace edra {
@@ -83,13 +84,13 @@ private:
     std::set<std::string> own_;  ///< "rv:<resourceVersion>" written, "del:<name>" deleted
 };
 
-/// Watches this node's slices of our driver (`fieldSelector` spec.nodeName and spec.driver):
-/// LIST for a resourceVersion, then WATCH from it with bookmarks and a server-side timeout,
-/// following the resourceVersion of each event and bookmark. A change that is not the echo of
-/// the publisher's own write (kubelet's startup wipe, `kubectl delete resourceslice`, an edit)
-/// calls `changed` at once. 410 Gone lists again; a dropped stream reconnects from the last
-/// resourceVersion after a backoff (`retry`, doubling up to 30 s, reset by a stream that
-/// worked). Between events the thread sleeps in the stream's poll: no CPU while idle.
+/// Watches this node's slices of our driver (`fieldSelector` spec.nodeName and spec.driver)
+/// through k8s/common's Reflector (list, then watch from its resourceVersion with bookmarks;
+/// 410 Gone lists again; a dropped stream is watched again after a backoff: `retry`, doubling up
+/// to 30 s, reset by a stream that worked). A change that is not the echo of the publisher's
+/// own write (kubelet's startup wipe, `kubectl delete resourceslice`, an edit) calls `changed`
+/// at once, and so does each list after the first (changes between two streams were not seen).
+/// Between events the thread sleeps in the stream's poll: no CPU while idle.
 class SliceWatch {
 public:
     struct Options {
@@ -107,19 +108,12 @@ public:
     void stop();
 
 private:
-    void run();
-    [[nodiscard]] bool pause(std::chrono::milliseconds d);  ///< false when stopped meanwhile
-    bool on_event(const k8s::api::WatchEvent& ev);
+    void on_event(const k8s::api::WatchEvent& ev);
 
     std::shared_ptr<k8s::api::Client> client_;
     Publisher& publisher_;
     std::function<void()> changed_;
-    Options opts_;
-    std::string rv_;  ///< where the next watch starts (empty: list first)
-    bool relist_ = false;
-    std::atomic<bool> stop_{false};
-    std::mutex mu_;
-    std::condition_variable cv_;
+    std::unique_ptr<k8s::Reflector> reflector_;
     std::thread thread_;
 };
 

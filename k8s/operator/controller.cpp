@@ -30,6 +30,20 @@ std::string rv_of(const Json& obj) {
     return str(obj.value("metadata", Json::object()), "resourceVersion");
 }
 
+/// An informer on `collection` (objects labelled `labels`, and `fields` when given).
+std::unique_ptr<k8s::Informer> informer(k8s::api::Client& c, std::string collection,
+                                        std::string api_version, std::string kind,
+                                        std::string labels,
+                                        std::function<void(const Json&)> on_change,
+                                        std::string fields = {}) {
+    k8s::ReflectorOptions o;
+    o.collection = std::move(collection);
+    o.label_selector = std::move(labels);
+    o.field_selector = std::move(fields);
+    return std::make_unique<k8s::Informer>(c, std::move(o), std::move(api_version),
+                                           std::move(kind), std::move(on_change));
+}
+
 /// The informer an object is kept in: one per kind and namespace ("apiVersion/kind/namespace",
 /// the namespace empty for a cluster-scoped kind), as the operator's Roles are per namespace.
 std::string informer_id(const Json& obj) {
@@ -37,286 +51,7 @@ std::string informer_id(const Json& obj) {
            str(obj.value("metadata", Json::object()), "namespace");
 }
 
-/// RFC 3339 with microseconds, UTC (a Lease's MicroTime; conditions take it too).
-std::string micro_time(std::chrono::system_clock::time_point t) {
-    const auto us =
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-    const std::time_t s = static_cast<std::time_t>(us / 1000000);
-    std::tm tm{};
-    gmtime_r(&s, &tm);
-    char buf[40];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    char out[64];
-    std::snprintf(out, sizeof out, "%s.%06lldZ", buf, static_cast<long long>(us % 1000000));
-    return out;
-}
-
 }  // namespace
-
-// --- Informer --------------------------------------------------------------------------------
-
-Informer::Informer(k8s::api::Client& client, std::string collection, std::string api_version,
-                   std::string kind, std::string label_selector,
-                   std::function<void(const Json&)> on_change, std::string field_selector)
-    : client_(client),
-      collection_(std::move(collection)),
-      api_version_(std::move(api_version)),
-      kind_(std::move(kind)),
-      selector_(std::move(label_selector)),
-      field_selector_(std::move(field_selector)),
-      on_change_(std::move(on_change)) {}
-
-std::optional<Json> Informer::get(const std::string& key) const {
-    const std::lock_guard lock(mu_);
-    const auto it = objs_.find(key);
-    if (it == objs_.end()) return std::nullopt;
-    return it->second;
-}
-
-std::vector<Json> Informer::items() const {
-    const std::lock_guard lock(mu_);
-    std::vector<Json> out;
-    for (const auto& [_, o] : objs_) out.push_back(o);
-    return out;
-}
-
-void Informer::erase(const std::string& key) {
-    const std::lock_guard lock(mu_);
-    objs_.erase(key);
-}
-
-inject::Result<std::string> Informer::relist() {
-    INJECT_TRY(Json list, client_.list(collection_, selector_, field_selector_));
-    std::map<std::string, Json> fresh;
-    for (auto o : list.value("items", Json::array())) {
-        o["kind"] = kind_;
-        o["apiVersion"] = api_version_;
-        const std::string key = key_of(o);  // json's operator= takes its argument by value:
-        fresh[key] = std::move(o);           // o is moved from before the left side runs
-    }
-    std::vector<Json> changed;
-    {
-        const std::lock_guard lock(mu_);
-        for (const auto& [k, o] : objs_)
-            if (!fresh.count(k)) changed.push_back(o);  // removed while we did not watch
-        for (const auto& [k, o] : fresh)
-            if (!objs_.count(k) || rv_of(objs_[k]) != rv_of(o)) changed.push_back(o);
-        objs_ = std::move(fresh);
-    }
-    synced_ = true;
-    for (const auto& o : changed) on_change_(o);
-    return rv_of(list);
-}
-
-inject::Result<void> Informer::watch(std::string& rv) {
-    static thread_local std::mt19937 rng{std::random_device{}()};
-    const int timeout = std::uniform_int_distribution<int>(300, 600)(rng);  // client-go's 5-10 min
-    std::string path = collection_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv +
-                       "&timeoutSeconds=" + std::to_string(timeout);
-    if (!selector_.empty()) path += "&labelSelector=" + selector_;
-    if (!field_selector_.empty()) path += "&fieldSelector=" + field_selector_;
-    bool gone = false;
-    std::string message;
-    INJECT_TRY_VOID(client_.watch(
-        path,
-        [&](const Json& ev) {
-            const std::string type = str(ev, "type");
-            Json o = ev.value("object", Json::object());
-            if (type == "ERROR") {
-                gone = o.value("code", 0) == 410;
-                message = str(o, "message");
-                if (!gone) inject::log::warn("watch {}: {}", collection_, message);
-                return false;
-            }
-            rv = rv_of(o);
-            if (type == "BOOKMARK") return true;
-            o["kind"] = kind_;
-            o["apiVersion"] = api_version_;
-            {
-                const std::lock_guard lock(mu_);
-                if (type == "DELETED")
-                    objs_.erase(key_of(o));
-                else
-                    objs_[key_of(o)] = o;
-            }
-            on_change_(o);
-            return true;
-        },
-        std::chrono::seconds(timeout + 30)));
-    if (gone) return inject::fail(Errc::Conflict, "410 Gone: " + message);
-    return inject::ok();
-}
-
-std::string Informer::watch_until_gone(std::string rv) {
-    constexpr int kRetries = 8;  // backing off 0.5 s to 5 s: about 30 s without a server
-    std::chrono::milliseconds backoff{500};
-    for (int failures = 0;;) {
-        const std::string from = rv;
-        auto w = watch(rv);
-        if (w) {
-            failures = 0;  // the server ended the stream (its timeout): resume from rv
-            backoff = std::chrono::milliseconds(500);
-            continue;
-        }
-        const inject::Error& e = w.error();
-        if (e.code() == Errc::Conflict || k8s::api::gone(e))
-            return "the watch from resourceVersion " + from + " answered " + e.what();
-        // a dropped connection or 5xx (Io), a 429 while the server fills its watch cache
-        // (InvalidInput): try the watch again; anything else: list
-        if ((e.code() != Errc::Io && e.code() != Errc::InvalidInput) || ++failures > kRetries)
-            return "the watch from resourceVersion " + from + " failed: " + e.what();
-        inject::log::debug("informer {}: watch from resourceVersion {}: {} (again in {} ms)", kind_,
-                           from, e.what(), backoff.count());
-        std::this_thread::sleep_for(backoff);
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-    }
-}
-
-void Informer::kick() {
-    {
-        const std::lock_guard lock(wake_mu_);
-        kicked_ = true;
-    }
-    wake_.notify_all();
-}
-
-void Informer::run() {
-    std::chrono::milliseconds backoff{500};
-    for (std::string reason;;) {
-        // one line per relist, naming the kind and why (the first list has no reason)
-        if (!reason.empty()) inject::log::info("informer {}: relisting: {}", kind_, reason);
-        reason.clear();  // a list that fails says so itself, below
-        auto rv = relist();
-        if (!rv) {
-            // a kind the server does not serve (DRA's before it is on): look again every 5 min,
-            // quietly
-            if (rv.error().code() == Errc::NotFound)
-                inject::log::debug("{}", rv.error().what());
-            else
-                inject::log::warn("{} (retrying in {} ms)", rv.error().what(), backoff.count());
-            {
-                std::unique_lock lock(wake_mu_);
-                wake_.wait_for(lock,
-                               rv.error().code() == Errc::NotFound
-                                   ? std::chrono::milliseconds(300000)
-                                   : backoff,
-                               [this] { return kicked_; });
-                kicked_ = false;
-            }
-            // at most 5 s: after an API server restart every watch is back within that
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-            continue;
-        }
-        backoff = std::chrono::milliseconds(500);
-        reason = watch_until_gone(*rv);
-    }
-}
-
-// --- Leader election -------------------------------------------------------------------------
-
-namespace {
-
-/// Set by release(): the renewal thread stops trying (it would take a released Lease again).
-std::atomic<bool> releasing{false};
-
-/// One try: take the Lease when it is free or expired, renew it when ours. True when ours.
-inject::Result<bool> try_lease(k8s::api::Client& c, const LeaderOptions& o,
-                               std::string& seen_record, Clock::time_point& seen_at) {
-    const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases";
-    const std::string now = micro_time(std::chrono::system_clock::now());
-    auto cur = c.get(coll + "/" + o.name);
-    if (!cur && cur.error().code() == Errc::NotFound) {
-        Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                      {"kind", "Lease"},
-                      {"metadata", {{"name", o.name}, {"namespace", o.ns}}},
-                      {"spec",
-                       {{"holderIdentity", o.identity},
-                        {"leaseDurationSeconds", o.lease_duration.count()},
-                        {"acquireTime", now},
-                        {"renewTime", now},
-                        {"leaseTransitions", 0}}}};
-        auto r = c.create(coll, lease);
-        if (!r && r.error().code() == Errc::Conflict) return false;
-        if (!r) return inject::fail(std::move(r).error());
-        return true;
-    }
-    if (!cur) return inject::fail(std::move(cur).error());
-    Json lease = *cur;
-    Json& spec = lease["spec"];
-    const std::string holder = str(spec, "holderIdentity");
-    // Expiry by our own clock: when the record last changed as we saw it (client-go does the
-    // same: clocks of two nodes are never compared).
-    const std::string record = holder + "|" + str(spec, "renewTime");
-    if (record != seen_record) seen_record = record, seen_at = Clock::now();
-    const bool expired = Clock::now() - seen_at > o.lease_duration;
-    if (holder != o.identity && !holder.empty() && !expired) return false;
-    if (holder != o.identity) {
-        spec["acquireTime"] = now;
-        spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
-        spec["holderIdentity"] = o.identity;
-        spec["leaseDurationSeconds"] = o.lease_duration.count();
-    }
-    spec["renewTime"] = now;
-    auto r = c.update(coll + "/" + o.name, lease);  // carries resourceVersion: a race is a 409
-    if (!r && r.error().code() == Errc::Conflict) return false;
-    if (!r) return inject::fail(std::move(r).error());
-    if (holder != o.identity)
-        inject::log::info("leader election: {}/{} acquired by {} (was '{}')", o.ns, o.name,
-                          o.identity, holder);
-    return true;
-}
-
-}  // namespace
-
-inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o) {
-    std::string seen;
-    Clock::time_point seen_at = Clock::now();
-    inject::log::info("leader election: waiting for lease {}/{} as {}", o.ns, o.name, o.identity);
-    for (;;) {
-        auto r = try_lease(client, o, seen, seen_at);
-        if (r && *r) break;
-        if (!r) inject::log::warn("leader election: {}", r.error().what());
-        std::this_thread::sleep_for(o.retry_period);
-    }
-    std::thread([&client, o] {
-        std::string s;
-        Clock::time_point at = Clock::now();
-        auto last_ok = Clock::now();
-        for (;;) {
-            std::this_thread::sleep_for(o.retry_period);
-            if (releasing.load()) continue;
-            auto r = try_lease(client, o, s, at);
-            if (r && *r) {
-                last_ok = Clock::now();
-                continue;
-            }
-            if (!r) inject::log::warn("leader election: renewing: {}", r.error().what());
-            if ((r && !*r) || Clock::now() - last_ok > o.renew_deadline) {
-                inject::log::warn(
-                    "leader election: lost lease {}/{}: exiting so another replica leads", o.ns,
-                    o.name);
-                std::_Exit(1);
-            }
-        }
-    }).detach();
-    return inject::ok();
-}
-
-inject::Result<bool> release(k8s::api::Client& client, const LeaderOptions& o) {
-    releasing.store(true);  // the renewal thread must not take it back meanwhile
-    const std::string path =
-        "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases/" + o.name;
-    INJECT_TRY(Json lease, client.get(path));
-    Json& spec = lease["spec"];
-    if (str(spec, "holderIdentity") != o.identity) return false;
-    spec["holderIdentity"] = "";
-    spec["leaseDurationSeconds"] = 1;
-    spec["renewTime"] = micro_time(std::chrono::system_clock::now());
-    INJECT_TRY(Json r, client.update(path, lease));  // a 409: someone else holds it by now
-    (void)r;
-    inject::log::info("leader election: released lease {}/{}", o.ns, o.name);
-    return true;
-}
 
 // --- Controller ------------------------------------------------------------------------------
 
@@ -407,7 +142,7 @@ void Controller::watch_monitoring() {
             continue;
         }
         if (!on) continue;
-        auto inf = std::make_unique<Informer>(client_, path_of(where, true), kMonitoringGroupVersion,
+        auto inf = informer(client_, path_of(where, true), kMonitoringGroupVersion,
                                               kind, std::string(kManagedBy) + "=" + kManagerName,
                                               [this](const Json&) { enqueue_all(); });
         std::thread([p = inf.get()] { p->run(); }).detach();
@@ -425,7 +160,7 @@ inject::Result<void> Controller::run() {
     // the kind is served (watch_monitoring).
     std::set<std::string> all_monitoring(kMonitoringKinds.begin(), kMonitoringKinds.end());
     INJECT_TRY(auto objs, render(o_.manifests, everything_on(), Served{dra_version_, all_monitoring}));
-    crs_ = std::make_unique<Informer>(client_, kCrs, kGroupVersion, "GpuResource", "",
+    crs_ = informer(client_, kCrs, kGroupVersion, "GpuResource", "",
                                       [this](const Json&) { enqueue_all(); });
     for (const auto& ob : objs) {
         const std::string id = informer_id(ob.obj);
@@ -434,21 +169,21 @@ inject::Result<void> Controller::run() {
             continue;
         }
         if (owned_.count(id)) continue;
-        owned_[id] = std::make_unique<Informer>(
+        owned_[id] = informer(
             client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
             std::string(kManagedBy) + "=" + kManagerName, [this](const Json&) { enqueue_all(); });
     }
     // Nodes (NFD's labels, cordons) and the rolled DaemonSets' pods, in their namespace.
-    nodes_ = std::make_unique<Informer>(client_, "/api/v1/nodes", "v1", "Node", "",
+    nodes_ = informer(client_, "/api/v1/nodes", "v1", "Node", "",
                                         [this](const Json&) { enqueue_all(); });
     std::string pods_ns = "enflame-system";
     for (const auto& ob : objs)
         if (rolled(ob.obj)) pods_ns = str(ob.obj["metadata"], "namespace");
-    pods_ = std::make_unique<Informer>(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
+    pods_ = informer(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
                                        "Pod", std::string(kManagedBy) + "=" + kManagerName,
                                        [this](const Json&) { enqueue_all(); });
     for (const auto& kind : kMonitoringKinds)
-        monitoring_crds_.push_back(std::make_unique<Informer>(
+        monitoring_crds_.push_back(informer(
             client_, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
             "apiextensions.k8s.io/v1", "CustomResourceDefinition", "",
             [this](const Json&) { monitoring_crd_changed(); },
@@ -508,7 +243,7 @@ bool owned_by(const Json& obj, const std::string& uid) {
 Json condition(const Json& old_conds, const std::string& type, bool status,
                const std::string& reason, const std::string& message, long long gen) {
     const std::string s = status ? "True" : "False";
-    std::string since = micro_time(std::chrono::system_clock::now()).substr(0, 19) + "Z";
+    std::string since = k8s::micro_time(std::chrono::system_clock::now()).substr(0, 19) + "Z";
     for (const auto& c : old_conds)
         if (str(c, "type") == type && str(c, "status") == s) since = str(c, "lastTransitionTime");
     return {{"type", type},

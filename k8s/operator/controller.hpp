@@ -2,10 +2,7 @@
 #pragma once
 
 /// \file
-/// The controller machinery client-go gives Go operators, over k8s/common's API client:
-/// informers (list, then watch from the list's resourceVersion with bookmarks; relist on 410),
-/// a rate-limited work queue of keys (a key is never processed twice at once), leader election
-/// on a coordination.k8s.io Lease, and the GpuResource reconciler.
+/// The GpuResource reconciler, on k8s/common's informers, work queue and Lease.
 
 #include <atomic>
 #include <chrono>
@@ -21,72 +18,13 @@
 #include <vector>
 
 #include "k8s/apiserver.hpp"
+#include "k8s/lease.hpp"
+#include "k8s/reflector.hpp"
+#include "k8s/work_queue.hpp"
 #include "render.hpp"
 #include "roll.hpp"
-#include "work_queue.hpp"
 
 namespace op {
-
-/// One kind's objects as the server last told us, kept current by a watch.
-class Informer {
-public:
-    /// `collection` is the REST collection ("/apis/apps/v1/daemonsets"); `kind` and
-    /// `api_version` are set on each cached object (list items lack them); `on_change` is called
-    /// (from the informer's thread) for each object that changed, or was removed.
-    /// `field_selector` narrows it further (one CRD by name).
-    Informer(k8s::api::Client& client, std::string collection, std::string api_version,
-             std::string kind, std::string label_selector,
-             std::function<void(const Json&)> on_change, std::string field_selector = {});
-    /// List and watch until the process ends (run it on its own thread).
-    void run();
-    [[nodiscard]] bool synced() const { return synced_.load(); }
-    [[nodiscard]] std::optional<Json> get(const std::string& key) const;  ///< by key_of()
-    [[nodiscard]] std::vector<Json> items() const;
-    /// The caller deleted it: out of the cache now, not when its DELETED event comes (a
-    /// reconcile in between would delete it again).
-    void erase(const std::string& key);
-    /// Its collection is served again: a list now, not after the 5 min a collection that
-    /// answered 404 waits.
-    void kick();
-
-private:
-    [[nodiscard]] inject::Result<std::string> relist();
-    /// Watches from `rv`, moving it on with each event, until the server ends the stream;
-    /// a 410 Gone is an Errc::Conflict error carrying the server's message.
-    [[nodiscard]] inject::Result<void> watch(std::string& rv);
-    /// Watches from `rv` again and again, as client-go's reflector does: after the server's
-    /// timeout, and after a dropped connection, a 5xx or a 429 (backing off): the API server's
-    /// watch cache still holds what happened meanwhile, a new list is not needed. Returns
-    /// why the cache must be listed again: a 410 Gone (the server no longer has `rv`: after
-    /// its restart, or an etcd compaction that reset its watch cache), or too many failures.
-    [[nodiscard]] std::string watch_until_gone(std::string rv);
-
-    k8s::api::Client& client_;
-    std::string collection_, api_version_, kind_, selector_, field_selector_;
-    std::function<void(const Json&)> on_change_;
-    mutable std::mutex mu_;
-    std::map<std::string, Json> objs_;
-    std::atomic<bool> synced_{false};
-    std::mutex wake_mu_;
-    std::condition_variable wake_;
-    bool kicked_ = false;  ///< under wake_mu_
-};
-
-struct LeaderOptions {
-    std::string ns, name, identity;
-    std::chrono::seconds lease_duration{15}, renew_deadline{10};
-    std::chrono::milliseconds retry_period{2000};
-};
-
-/// Blocks until this process holds the Lease, then renews it on a thread of its own; if a
-/// renewal has not succeeded within renew_deadline the process exits (as client-go's
-/// OnStoppedLeading does in most operators): another replica takes over.
-[[nodiscard]] inject::Result<void> lead(k8s::api::Client& client, const LeaderOptions& o);
-
-/// Gives the Lease up when `o.identity` holds it (client-go's ReleaseOnCancel: no holder, a
-/// duration of 1 s), so the other replica leads at its next try instead of after the lease's
-/// 15 s; called when the process is told to stop. False when it was not ours.
-[[nodiscard]] inject::Result<bool> release(k8s::api::Client& client, const LeaderOptions& o);
 
 /// The writes one reconcile sent, counted and named for its log line ("0 writes" is the
 /// steady state; anything else says what changed).
@@ -141,15 +79,15 @@ private:
     mutable std::mutex monitoring_mu_;
     std::set<std::string> monitoring_;  ///< kinds served, under monitoring_mu_
     /// one per kind: its CRD by name (<plural>.monitoring.coreos.com), nothing else
-    std::vector<std::unique_ptr<Informer>> monitoring_crds_;
-    WorkQueue queue_;
-    std::unique_ptr<Informer> crs_;
-    std::map<std::string, std::unique_ptr<Informer>> owned_;  ///< by informer_id()
+    std::vector<std::unique_ptr<k8s::Informer>> monitoring_crds_;
+    k8s::WorkQueue queue_;
+    std::unique_ptr<k8s::Informer> crs_;
+    std::map<std::string, std::unique_ptr<k8s::Informer>> owned_;  ///< by informer_id()
     /// the monitoring objects the operator can apply, one per informer_id(): where to watch
     std::map<std::string, Json> monitoring_objs_;
     std::set<std::string> monitoring_watched_;  ///< kinds served at the last watch_monitoring()
-    std::unique_ptr<Informer> nodes_;                         ///< every Node (labels, cordons)
-    std::unique_ptr<Informer> pods_;                          ///< the rolled DaemonSets' pods
+    std::unique_ptr<k8s::Informer> nodes_;                         ///< every Node (labels, cordons)
+    std::unique_ptr<k8s::Informer> pods_;                          ///< the rolled DaemonSets' pods
     /// uids of pods the roll deleted, until the cache shows them terminating or gone
     /// (client-go's "expectations": no second node started on a stale cache)
     std::set<std::string> deleting_;

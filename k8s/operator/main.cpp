@@ -16,6 +16,7 @@
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
+#include "k8s/lease.hpp"
 #include "render.hpp"
 
 namespace {
@@ -63,7 +64,7 @@ std::string process_suffix() {
 int main(int argc, char** argv) try {
     op::Options o;
     std::string kubeconfig, log_level = "info", render_spec, dra = "v1";
-    op::LeaderOptions lo{"enflame-operator", "enflame-gpu-operator", hostname()};
+    k8s::LeaderOptions lo{"enflame-operator", "enflame-gpu-operator", hostname()};
     bool leader_elect = false;
     CLI::App app{"enflame-gpu-operator: deploy and keep the Enflame GCU stack from one GpuResource",
                  "enflame-gpu-operator"};
@@ -129,12 +130,12 @@ int main(int argc, char** argv) try {
         sigwait(&stop_signals, &sig);
         inject::log::info("{}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         if (leader_elect)
-            if (auto r = op::release(*cl, lo); !r)
+            if (auto r = k8s::release(*cl, lo); !r)
                 inject::log::warn("leader election: releasing: {}", r.error().what());
         std::_Exit(0);
     }).detach();
     if (leader_elect) {
-        if (auto r = op::lead(**client, lo); !r) return k8s::exit_error(r.error());
+        if (auto r = k8s::lead(**client, lo); !r) return k8s::exit_error(r.error());
     }
     op::Controller c(**client, o);
     auto r = c.run();

@@ -5,6 +5,7 @@
 #include "render.hpp"
 
 #include "inject/config.hpp"
+#include "k8s/reflector.hpp"
 
 #include <openssl/sha.h>
 #include <yaml-cpp/yaml.h>
@@ -721,10 +722,7 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
     return out;
 }
 
-std::string key_of(const Json& obj) {
-    const Json md = obj.value("metadata", Json::object());
-    return str(obj, "kind") + "/" + str(md, "namespace") + "/" + str(md, "name");
-}
+std::string key_of(const Json& obj) { return k8s::object_key(obj); }
 
 std::string plural_of(const std::string& kind) {
     std::string p = kind;

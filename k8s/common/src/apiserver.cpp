@@ -38,46 +38,6 @@ struct Request {
     const char* content_type = "application/json";
 };
 
-/// A watch's stream: complete lines are parsed and handed on; a false answer aborts the
-/// transfer (returning 0 makes curl stop with CURLE_WRITE_ERROR).
-struct StreamSink {
-    std::string buf;
-    const std::function<bool(const Json&)>* on_event;
-    bool stopped = false;
-    long* status = nullptr;
-};
-
-size_t on_stream(char* ptr, size_t size, size_t n, void* user) {
-    auto* s = static_cast<StreamSink*>(user);
-    s->buf.append(ptr, size * n);
-    if (*s->status != 200) return size * n;  // an error body: kept whole for the message
-    std::size_t nl;
-    while ((nl = s->buf.find('\n')) != std::string::npos) {
-        const std::string line = s->buf.substr(0, nl);
-        s->buf.erase(0, nl + 1);
-        if (line.empty()) continue;
-        const Json ev = Json::parse(line, nullptr, false);
-        if (ev.is_discarded()) continue;
-        if (!(*s->on_event)(ev)) {
-            s->stopped = true;
-            return 0;
-        }
-    }
-    return size * n;
-}
-
-size_t on_header(char* ptr, size_t size, size_t n, void* user) {
-    // the status line of the answer: "HTTP/1.1 200 OK" / "HTTP/2 410"
-    const std::string_view h(ptr, size * n);
-    if (h.rfind("HTTP/", 0) == 0) {
-        const auto sp = h.find(' ');
-        if (sp != std::string_view::npos)
-            *static_cast<long*>(user) =
-                std::strtol(std::string(h.substr(sp + 1, 3)).c_str(), nullptr, 10);
-    }
-    return size * n;
-}
-
 size_t on_data(char* ptr, size_t size, size_t n, void* user) {
     static_cast<std::string*>(user)->append(ptr, size * n);
     return size * n;
@@ -108,6 +68,7 @@ std::string server_message(const std::string& body) {
 Errc status_code(long status) {
     if (status == 404) return Errc::NotFound;
     if (status == 409) return Errc::Conflict;
+    if (status == 410) return Errc::Expired;
     if (status == 401 || status == 403) return Errc::Permission;
     if (status >= 400 && status < 500) return Errc::InvalidInput;
     return Errc::Io;
@@ -514,47 +475,6 @@ inject::Result<Json> Client::apply(const std::string& path, const Json& body,
          &s, "application/apply-patch+yaml"});
 }
 
-inject::Result<void> Client::watch(const std::string& path,
-                                   const std::function<bool(const Json&)>& on_event,
-                                   std::chrono::milliseconds timeout) {
-    // Its own handle: a watch holds its connection for minutes, the pool's are for short calls.
-    CURL* h = curl_easy_init();
-    if (!h) return inject::fail(Errc::Io, "GET " + path + ": curl_easy_init failed");
-    curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-    if (const std::string tok = impl_->current_token(); !tok.empty())
-        headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
-    long status = 0;
-    StreamSink sink{{}, &on_event, false, &status};
-    std::array<char, CURL_ERROR_SIZE> errbuf{};
-    const std::string url = impl_->cfg.server + path;
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(impl_->cfg.timeout.count()));
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf.data());
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &status);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-    impl_->set_tls(h);
-    const CURLcode rc = curl_easy_perform(h);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
-    if (sink.stopped) return inject::ok();
-    if (rc == CURLE_OPERATION_TIMEDOUT && status == 200) return inject::ok();
-    if (rc != CURLE_OK)
-        return inject::fail(Errc::Io,
-                            "GET " + path + ": " + curl_easy_strerror(rc) +
-                                (errbuf[0] ? std::string(": ") + errbuf.data() : std::string()));
-    if (status != 200)
-        return inject::fail(status_code(status), "GET " + path + ": " + std::to_string(status) +
-                                                     ": " + server_message(sink.buf));
-    return inject::ok();
-}
-
 inject::Result<Json> Client::update_with_retry(const std::string& path,
                                                const std::function<bool(Json&)>& mutate) {
     const int attempts = 1 + std::max(0, impl_->cfg.retries);
@@ -572,9 +492,7 @@ inject::Result<void> Client::watch(const std::string& path, const WatchOptions& 
     return impl_->watch(path, opts, on_event, stop);
 }
 
-bool gone(const inject::Error& e) {
-    return e.code() == Errc::InvalidInput && e.message().find(": 410 Gone") != std::string::npos;
-}
+bool gone(const inject::Error& e) { return e.code() == Errc::Expired; }
 
 bool gone(const WatchEvent& ev) {
     return ev.type == "ERROR" && ev.object.is_object() && ev.object.value("code", 0) == 410;

@@ -23,6 +23,7 @@ enum class Errc {
     Conflict,      ///< two sources disagree (duplicate CDI device, ...)
     Io,            ///< a system call failed for another reason
     Internal,      ///< a broken invariant: a bug in this project
+    Expired,       ///< what was asked for is no longer kept (a watch's resourceVersion: 410)
 };
 
 /// The lowercase name of a code ("not found", "invalid input", ...).

@@ -14,6 +14,7 @@ std::string_view errc_name(Errc code) noexcept {
         case Errc::Conflict: return "conflict";
         case Errc::Io: return "i/o error";
         case Errc::Internal: return "internal error";
+        case Errc::Expired: return "expired";
     }
     return "unknown error";
 }

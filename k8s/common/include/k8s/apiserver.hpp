@@ -11,8 +11,9 @@
 // the verb, the path, the HTTP status and the server's message:
 //   "GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c: 404 Not Found:
 //    resourceclaims.resource.k8s.io \"c\" not found"
-// Error codes: 404 -> Errc::NotFound, 409 -> Errc::Conflict, 401/403 -> Errc::Permission,
-// other 4xx -> Errc::InvalidInput, 5xx and transport failures (after the retries) -> Errc::Io.
+// Error codes: 404 -> Errc::NotFound, 409 -> Errc::Conflict, 410 -> Errc::Expired,
+// 401/403 -> Errc::Permission, other 4xx -> Errc::InvalidInput, 5xx and transport failures
+// (after the retries) -> Errc::Io.
 
 #include <atomic>
 #include <chrono>
@@ -101,13 +102,6 @@ public:
     /// the fields in `body` become ours even when another manager set them.
     [[nodiscard]] inject::Result<Json> apply(const std::string& path, const Json& body,
                                              const std::string& field_manager);
-    /// A watch (`path` carries the query: `?watch=1&resourceVersion=...`): calls `on_event` with
-    /// each event object ({"type","object"}) as it arrives, until the server ends the stream
-    /// (its timeoutSeconds), `on_event` returns false, or `timeout` passes. No retries: the
-    /// caller lists again or resumes from the last resourceVersion.
-    [[nodiscard]] inject::Result<void> watch(const std::string& path,
-                                             const std::function<bool(const Json&)>& on_event,
-                                             std::chrono::milliseconds timeout);
     /// GET `path`, apply `mutate` to the object, PUT it back; on 409 re-read and try again
     /// (up to `retries` times). `mutate` returning false means nothing to change (no PUT).
     [[nodiscard]] inject::Result<Json> update_with_retry(const std::string& path,
@@ -116,8 +110,8 @@ public:
     /// A watch stream: each event goes to `on_event` as it arrives (returning false ends the
     /// stream). Returns when the server ends the stream (its timeoutSeconds), `on_event` says
     /// stop, or `stop` becomes true (checked at least once a second): all three are success.
-    /// An HTTP error is an error as for the other calls (410 Gone: Errc::InvalidInput with
-    /// "410" in it; see gone()); a dropped connection is Errc::Io. No retries: the caller
+    /// An HTTP error is an error as for the other calls (410 Gone: Errc::Expired; see gone());
+    /// a dropped connection is Errc::Io. No retries: the caller
     /// lists again or reconnects. TCP keep-alive notices a dead peer on an idle stream.
     [[nodiscard]] inject::Result<void> watch(const std::string& path, const WatchOptions& opts,
                                              const std::function<bool(const WatchEvent&)>& on_event,

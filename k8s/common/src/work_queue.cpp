@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The work queue (work_queue.hpp).
-#include "work_queue.hpp"
+#include "k8s/work_queue.hpp"
 
 #include <algorithm>
 
-namespace op {
+namespace k8s {
 
 WorkQueue::WorkQueue(std::function<Clock::time_point()> now) : now_(std::move(now)) {}
 
@@ -108,4 +108,4 @@ void WorkQueue::shut_down() {
     cv_.notify_all();
 }
 
-}  // namespace op
+}  // namespace k8s

@@ -2,7 +2,7 @@
 #pragma once
 
 /// \file
-/// The operator's work queue of keys (client-go's util/workqueue, rate-limited flavour).
+/// The work queue of keys (client-go's util/workqueue, rate-limited flavour).
 
 #include <chrono>
 #include <condition_variable>
@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-namespace op {
+namespace k8s {
 
 /// client-go's rate-limited work queue: add() coalesces a key already waiting; a key being
 /// processed is re-queued after done() when it was added meanwhile, so no two workers ever
@@ -60,4 +60,4 @@ private:
     bool shutting_down_ = false;
 };
 
-}  // namespace op
+}  // namespace k8s

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operator's work queue (work_queue.hpp) against what client-go's rate-limited queue
+// The work queue (k8s/work_queue.hpp) against what client-go's rate-limited queue
 // guarantees: a key queued many times is handed out once; a key being processed is never
 // handed to a second worker, and comes back after done() when it was added meanwhile; the
 // per-key backoff doubles up to its cap and restarts after forget(); shut_down() wakes every
@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "work_queue.hpp"
+#include "k8s/work_queue.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using op::WorkQueue;
+using k8s::WorkQueue;
 using Clock = WorkQueue::Clock;
 
 /// A clock the test moves by hand.
@@ -28,7 +28,7 @@ struct FakeClock {
     }
 };
 
-TEST(OperatorWorkQueue, AKeyAddedManyTimesWhileQueuedIsHandedOutOnce) {
+TEST(WorkQueue, AKeyAddedManyTimesWhileQueuedIsHandedOutOnce) {
     WorkQueue q;
     for (int i = 0; i < 100; ++i) q.add("a");
     q.add("b");
@@ -40,7 +40,7 @@ TEST(OperatorWorkQueue, AKeyAddedManyTimesWhileQueuedIsHandedOutOnce) {
     EXPECT_EQ(q.try_get(), std::nullopt);  // done() without a new add(): nothing comes back
 }
 
-TEST(OperatorWorkQueue, AKeyAddedWhileProcessedComesBackAfterDoneOnly) {
+TEST(WorkQueue, AKeyAddedWhileProcessedComesBackAfterDoneOnly) {
     WorkQueue q;
     q.add("a");
     ASSERT_EQ(q.try_get(), "a");
@@ -56,7 +56,7 @@ TEST(OperatorWorkQueue, AKeyAddedWhileProcessedComesBackAfterDoneOnly) {
 // Two real workers: while worker 1 holds "a", "a" is added again and then "b"; worker 2,
 // blocked in get(), is woken and gets "b", never "a" (FIFO: had "a" been queued it came
 // first); once worker 1 calls done("a"), worker 2's next get() returns "a".
-TEST(OperatorWorkQueue, TwoWorkersNeverHoldTheSameKey) {
+TEST(WorkQueue, TwoWorkersNeverHoldTheSameKey) {
     WorkQueue q;
     q.add("a");
     std::promise<std::string> w1_got;
@@ -94,7 +94,7 @@ TEST(OperatorWorkQueue, TwoWorkersNeverHoldTheSameKey) {
 
 // Many producers and workers: no key is ever held by two workers at once, and no add() is
 // lost (each key's last processing saw its last add).
-TEST(OperatorWorkQueue, UnderLoadNoKeyTwiceAtOnceAndNoAddLost) {
+TEST(WorkQueue, UnderLoadNoKeyTwiceAtOnceAndNoAddLost) {
     constexpr int kKeys = 8, kWorkers = 4, kProducers = 2, kAdds = 2000;
     WorkQueue q;
     std::array<std::atomic<int>, kKeys> in_flight{}, added{}, seen{};
@@ -142,7 +142,7 @@ TEST(OperatorWorkQueue, UnderLoadNoKeyTwiceAtOnceAndNoAddLost) {
     EXPECT_EQ(overlaps.load(), 0) << "a key was held by two workers at once";
 }
 
-TEST(OperatorWorkQueue, BackoffDoublesPerKeyUpToItsCapAndRestartsAfterForget) {
+TEST(WorkQueue, BackoffDoublesPerKeyUpToItsCapAndRestartsAfterForget) {
     FakeClock clock;
     WorkQueue q(clock.fn());
     // ready_after D: the key is not handed out 1 ms before D, and is at D
@@ -172,7 +172,7 @@ TEST(OperatorWorkQueue, BackoffDoublesPerKeyUpToItsCapAndRestartsAfterForget) {
     ready_after("k", 100ms);
 }
 
-TEST(OperatorWorkQueue, AKeyWaitingTwiceIsAddedOnceAtTheEarlierTime) {
+TEST(WorkQueue, AKeyWaitingTwiceIsAddedOnceAtTheEarlierTime) {
     FakeClock clock;
     WorkQueue q(clock.fn());
     for (const auto& [first, second] : {std::pair{5s, 1s}, std::pair{1s, 5s}}) {
@@ -188,7 +188,7 @@ TEST(OperatorWorkQueue, AKeyWaitingTwiceIsAddedOnceAtTheEarlierTime) {
 
 // A worker blocked on an empty queue is woken by add_after() and gets the key once its time
 // has come (the real clock).
-TEST(OperatorWorkQueue, GetWaitsForADelayedKey) {
+TEST(WorkQueue, GetWaitsForADelayedKey) {
     WorkQueue q;
     std::promise<void> waiting;
     auto got = std::async(std::launch::async, [&] {
@@ -203,7 +203,7 @@ TEST(OperatorWorkQueue, GetWaitsForADelayedKey) {
     EXPECT_GE(Clock::now() - t0, 50ms);
 }
 
-TEST(OperatorWorkQueue, ShutDownWakesEveryWaiter) {
+TEST(WorkQueue, ShutDownWakesEveryWaiter) {
     WorkQueue q;
     q.add_after("later", 1h);  // one waiter sleeps until then, not forever
     constexpr int kWaiters = 3;
@@ -227,7 +227,7 @@ TEST(OperatorWorkQueue, ShutDownWakesEveryWaiter) {
     EXPECT_EQ(q.try_get(), std::nullopt);
 }
 
-TEST(OperatorWorkQueue, ShutDownStillHandsOutWhatIsQueued) {
+TEST(WorkQueue, ShutDownStillHandsOutWhatIsQueued) {
     WorkQueue q;
     q.add("x");
     q.shut_down();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operator's informer (controller.hpp) against fake_apiserver.py: a dropped watch is
+// The informer (k8s/reflector.hpp) against fake_apiserver.py: a dropped watch is
 // watched again from the last resourceVersion it saw, without a list (client-go's reflector);
 // a watch answered 410 Gone lists again, logging one line that names the kind and the
 // server's answer. operator.bats provokes the real API server's 410 (etcd compacted and
@@ -10,7 +10,7 @@
 
 #include <functional>
 
-#include "controller.hpp"
+#include "k8s/reflector.hpp"
 #include "fake_apiserver.hpp"
 
 namespace {
@@ -20,7 +20,7 @@ using nlohmann::json;
 
 const std::string kSlices = "/apis/resource.k8s.io/v1/resourceslices";
 
-/// `op::Informer` on ResourceSlices in a child process, killed with the object.
+/// `k8s::Informer` on ResourceSlices in a child process, killed with the object.
 class InformerProcess {
 public:
     InformerProcess(const k8s::api::Config& cfg, const std::string& log) {
@@ -30,8 +30,10 @@ public:
         if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(3);  // spdlog: stdout
         auto client = k8s::api::Client::create(cfg);
         if (!client) ::_exit(3);
-        op::Informer inf(**client, kSlices, "resource.k8s.io/v1", "ResourceSlice", "",
-                         [](const op::Json&) {});
+        k8s::ReflectorOptions o;
+        o.collection = kSlices;
+        k8s::Informer inf(**client, o, "resource.k8s.io/v1", "ResourceSlice",
+                          [](const k8s::Json&) {});
         inf.run();
         ::_exit(0);
     }
@@ -71,7 +73,7 @@ std::size_t count(const std::string& text, const std::string& what) {
     return n;
 }
 
-TEST(OperatorInformer, ADroppedWatchResumesFromItsLastResourceVersionA410ListsAgain) {
+TEST(Informer, ADroppedWatchResumesFromItsLastResourceVersionA410ListsAgain) {
     k8s_test::FakeApiServer api;
     ASSERT_TRUE(api.up());
     auto client = k8s::api::Client::create(api.config());
