@@ -24,7 +24,7 @@ PKGS=(
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
   mmdebstrap       # make images: the image's Debian 12 libraries
-  strace           # dra_plugin.bats: the kernel kills the plugin at a chosen rename (strace --inject)
+  strace           # dra_plugin_restart.bats: the kernel kills the plugin at a chosen rename (strace --inject)
   iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)
   clang-tidy-14 cppcheck
