@@ -170,12 +170,17 @@ spec = {
         "hostPaths": {"type": "object", "default": {}, "description": "Where things are on the nodes.",
                       "properties": {
                           "driverRoot": s("Root of the Enflame driver installation on the node (efsmi, "
-                                          "libefml, /dev/gcu*).", default="/", maxLength=4096),
+                                          "libefml, sysfs).", default="/", maxLength=4096),
+                          "devRoot": s("Root under which the node's device nodes (dev/gcu*) are: / "
+                                       "unless the driver keeps them elsewhere.", default="/",
+                                       maxLength=4096),
                           "kubeletRoot": s("Kubelet's root folder.", default="/var/lib/kubelet",
                                            maxLength=4096)},
                       "x-kubernetes-validations": [
                           {"rule": "!has(self.driverRoot) || self.driverRoot.startsWith('/')", "message": "driverRoot must be an absolute path",
                            "fieldPath": ".driverRoot"},
+                          {"rule": "!has(self.devRoot) || self.devRoot.startsWith('/')", "message": "devRoot must be an absolute path",
+                           "fieldPath": ".devRoot"},
                           {"rule": "!has(self.kubeletRoot) || self.kubeletRoot.startsWith('/')", "message": "kubeletRoot must be an absolute path",
                            "fieldPath": ".kubeletRoot"}]},
     },

@@ -111,18 +111,51 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     EXPECT_FALSE(find(objs, "ClusterRole//enflame-dra-plugin"));  // deployments/operator's
 }
 
-TEST(OperatorRender, DriverRootReachesInstallerAndConfigs) {
+/// The toolkit config.toml of ConfigMap `name` in `objs`, parsed as the daemon reads it.
+static inject::config::Config config_of(const std::vector<op::Object>& objs, const std::string& name) {
+    const Json* cm = find(objs, "ConfigMap/enflame-system/" + name);
+    EXPECT_TRUE(cm) << name;
+    if (!cm) return {};
+    auto cfg = inject::config::parse((*cm)["data"]["config.toml"].get<std::string>(), name);
+    EXPECT_TRUE(cfg) << cfg.error().what();
+    return cfg ? *cfg : inject::config::Config{};
+}
+
+// Each component's config follows hostPaths as its daemon sees the node: the installer takes
+// both roots as flags; a daemon with the host's / at /host finds the driver there and the
+// device nodes in the host's /dev (at its /dev) unless devRoot moves them; the exporter sees
+// the driver through the runtime and keeps / (with /host<root> it found nothing, failed its
+// probe and restarted forever: seen on a cluster, 3/4 notReady).
+TEST(OperatorRender, HostPathsFollowEachComponentsViewOfTheNode) {
+    const auto installer_cmd = [](const std::vector<op::Object>& objs) {
+        const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-toolkit-installer");
+        return ds ? (*ds)["spec"]["template"]["spec"]["containers"][0]["command"] : Json();
+    };
+    const auto has = [](const Json& cmd, const std::string& a) {
+        return std::find(cmd.begin(), cmd.end(), a) != cmd.end();
+    };
     auto objs = render({{"hostPaths", {{"driverRoot", "/opt/sim"}}}});
-    const Json* inst = find(objs, "DaemonSet/enflame-system/enflame-toolkit-installer");
-    ASSERT_TRUE(inst);
-    const Json& cmd = (*inst)["spec"]["template"]["spec"]["containers"][0]["command"];
-    EXPECT_EQ(cmd[cmd.size() - 2], "--driver-root=/opt/sim");
-    EXPECT_EQ(cmd.back(), "--dev-root=/opt/sim");
-    const Json* cm = find(objs, "ConfigMap/enflame-system/enflame-device-plugin");
-    ASSERT_TRUE(cm);
-    const std::string toml = (*cm)["data"]["config.toml"];
-    EXPECT_NE(toml.find("driver-root = \"/host/opt/sim\""), std::string::npos) << toml;
-    EXPECT_NE(toml.find("dev-root = \"/host/opt/sim\""), std::string::npos) << toml;
+    Json cmd = installer_cmd(objs);
+    EXPECT_TRUE(has(cmd, "--driver-root=/opt/sim")) << cmd;
+    for (const auto& a : cmd) EXPECT_NE(a.get<std::string>().rfind("--dev-root", 0), 0U) << a;
+    auto dp = config_of(objs, "enflame-device-plugin");
+    EXPECT_EQ(dp.cli.driver_root, "/host/opt/sim");
+    EXPECT_EQ(dp.cli.dev_root, "/");
+    auto fd = config_of(objs, "enflame-feature-discovery");
+    EXPECT_EQ(fd.cli.driver_root, "/host/opt/sim");
+    auto ex = config_of(objs, "enflame-gcu-exporter");
+    EXPECT_EQ(ex.cli.driver_root, "/");
+    EXPECT_EQ(ex.cli.dev_root, "/");
+
+    objs = render({{"hostPaths", {{"driverRoot", "/opt/sim"}, {"devRoot", "/opt/sim"}}}});
+    cmd = installer_cmd(objs);
+    EXPECT_TRUE(has(cmd, "--driver-root=/opt/sim")) << cmd;
+    EXPECT_TRUE(has(cmd, "--dev-root=/opt/sim")) << cmd;
+    dp = config_of(objs, "enflame-device-plugin");
+    EXPECT_EQ(dp.cli.dev_root, "/host/opt/sim");
+    ex = config_of(objs, "enflame-gcu-exporter");
+    EXPECT_EQ(ex.cli.driver_root, "/");
+    EXPECT_EQ(ex.cli.dev_root, "/");
 }
 
 // spec.toolkit.acceptEnvvarWhenUnprivileged reaches the installer only when set: unset, each
@@ -145,7 +178,8 @@ TEST(OperatorRender, AcceptEnvvarOnlyWhenSet) {
                     "--accept-envvar-when-unprivileged=false"));
 }
 
-/// The ConfigMaps' config.toml files for driver root `root` load, and name it.
+/// The ConfigMaps' config.toml files for driver root `root` load, and name it where the
+/// daemon sees the host at /host.
 static void expect_configs_use(const std::string& root) {
     auto objs = render({{"hostPaths", {{"driverRoot", root}}}, {"draDriver", {{"enabled", true}}}});
     int seen = 0;
@@ -157,11 +191,14 @@ static void expect_configs_use(const std::string& root) {
         auto cfg = inject::config::parse(o.obj["data"]["config.toml"].get<std::string>(),
                                          op::key_of(o.obj));
         ASSERT_TRUE(cfg) << cfg.error().what();
-        EXPECT_EQ(cfg->cli.driver_root, "/host" + root) << op::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.driver_root, o.component == "exporter" ? "/" : "/host" + root)
+            << op::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.dev_root, "/") << op::key_of(o.obj);
         EXPECT_EQ(cfg->cli.device_prefix, "gcu") << op::key_of(o.obj);
         if (o.component == "draDriver") {
             EXPECT_EQ(cfg->cli.host_driver_root, root);
-            EXPECT_EQ(cfg->cli.host_dev_root, root);
+            EXPECT_TRUE(cfg->cli.host_dev_root.empty() || cfg->cli.host_dev_root == "/")
+                << cfg->cli.host_dev_root;
         }
     }
     EXPECT_GE(seen, 3);

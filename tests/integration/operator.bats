@@ -3,7 +3,8 @@
 # CRD as the API server sees it (defaults, CEL, kubectl explain), then the operator installed
 # as shipped (`kubectl apply -k deployments/operator`, unpatched: the harness routes the
 # kubernetes Service to the API server as kube-proxy would) running the whole stack from one
-# CR. The simulated host's folder is the CR's spec.hostPaths.driverRoot, a field users set too.
+# CR. The simulated host's folder is the CR's spec.hostPaths.driverRoot and devRoot, fields users
+# set too.
 # The tests run in order on one cluster. Run under the cluster lock:
 #   BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
 
@@ -90,6 +91,7 @@ refused() {
   refused '  devicePlugin: {version: "1.0/evil"}' 'spec.devicePlugin.version' 'must be an image tag'
   refused '  exporter: {repository: "registry.example.com/"}' 'spec.exporter.repository' "must not end with '/'"
   refused '  hostPaths: {driverRoot: relative/path}' 'spec.hostPaths.driverRoot' 'driverRoot must be an absolute path'
+  refused '  hostPaths: {devRoot: dev}' 'spec.hostPaths.devRoot' 'devRoot must be an absolute path'
   refused '  daemonsets: {maxUnavailable: 0}' 'spec.daemonsets.maxUnavailable' 'must be a number of nodes'
   refused '  daemonsets: {maxUnavailable: "150%"}' 'spec.daemonsets.maxUnavailable' 'or a percentage'
   refused '  toolkit: {enabled: false, setAsDefault: true}' 'spec.toolkit' 'setAsDefault needs the toolkit enabled'
@@ -132,7 +134,7 @@ sample_cr() {
   python3 - "$TOP/deployments/operator/examples/gpuresource.yaml" "$OP/host" <<'PY'
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
-d["spec"]["hostPaths"] = {"driverRoot": sys.argv[2]}
+d["spec"]["hostPaths"] = {"driverRoot": sys.argv[2], "devRoot": sys.argv[2]}
 print(yaml.safe_dump(d))
 PY
 }

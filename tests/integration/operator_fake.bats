@@ -54,6 +54,26 @@ an_idle_reconcile() {
   [ "$(jq -r '.metadata.finalizers[0]' <<<"$output")" = enflame.com/gpu-operator ]
 }
 
+# config_root NAME KEY: the KEY (driver-root, dev-root) of ConfigMap NAME's config.toml as the
+# API server holds it.
+config_root() {
+  api GET "/api/v1/namespaces/enflame-system/configmaps/$1" |
+    jq -r '.data["config.toml"]' | sed -n "s/^$2 = \"\\(.*\\)\"$/\\1/p"
+}
+
+@test "hostPaths: a driver root under a folder reaches each daemon as it sees the node: /host<root> where the host is mounted, / for the exporter (through the runtime), both roots as the installer's flags" {
+  CR_EDIT='d["spec"]["hostPaths"] = {"driverRoot": "/opt/enflame", "devRoot": "/opt/enflame"}'
+  stack_up
+  [ "$(config_root enflame-device-plugin driver-root)" = /host/opt/enflame ]
+  [ "$(config_root enflame-device-plugin dev-root)" = /host/opt/enflame ]
+  [ "$(config_root enflame-feature-discovery driver-root)" = /host/opt/enflame ]
+  [ "$(config_root enflame-gcu-exporter driver-root)" = / ]
+  [ "$(config_root enflame-gcu-exporter dev-root)" = / ]
+  run -0 api GET /apis/apps/v1/namespaces/enflame-system/daemonsets/enflame-toolkit-installer
+  jq -e '.spec.template.spec.containers[0].command | index("--driver-root=/opt/enflame")' <<<"$output" > /dev/null
+  jq -e '.spec.template.spec.containers[0].command | index("--dev-root=/opt/enflame")' <<<"$output" > /dev/null
+}
+
 @test "drift: a DaemonSet deleted and another's image edited through the API server are both restored within seconds" {
   stack_up
   RENDER_ARGS=()
