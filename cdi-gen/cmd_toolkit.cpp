@@ -550,7 +550,24 @@ inject::Result<json> check_installed(const ToolkitArgs& a, const HostRoot& h) {
     return std::move(*st);
 }
 
-/// Ready when check_installed finds everything in place (the readiness probe).
+/// Each installed binary runs on this host: `NAME --version`, run as install runs enflame-ctk,
+/// starts with its name. A binary built for another host (a library or glibc it lacks, another
+/// architecture) fails with the loader's or the kernel's reason (docs/host-binaries.md).
+inject::Result<void> binaries_run(const ToolkitArgs& a, const json& st) {
+    for (const auto& f : st.at("files")) {
+        const auto name = f.get<std::string>();
+        INJECT_TRY(auto r, run_in_root(a.root, {(fsys::path(a.toolkit_dir) / name).string(), "--version"}));
+        if (r.output.rfind(name + " ", 0) == 0) continue;
+        const auto why = last_line(r.output);
+        return inject::fail(inject::Errc::Unsupported,
+                            name + " cannot run on this host: " +
+                                (why.empty() ? "exit " + std::to_string(r.status) + ", no output" : why));
+    }
+    return inject::ok();
+}
+
+/// Ready when check_installed finds everything in place and the binaries run (the readiness
+/// probe).
 inject::Result<void> status(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
     // not Ready: the operator waits for this to know the pod has seen its mark before it
@@ -559,6 +576,7 @@ inject::Result<void> status(const ToolkitArgs& a) {
         return inject::fail(inject::Errc::Conflict,
                             "handing over to a new installer (enflame.com/toolkit-handover)");
     INJECT_TRY(auto st, check_installed(a, h));
+    INJECT_TRY_VOID(binaries_run(a, st));
     std::cout << "installed: " << st.at("engine").get<std::string>() << " uses "
               << st.at("runtime_path").get<std::string>() << "\n";
     return inject::ok();
@@ -676,7 +694,7 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
         auto r = uninstall(*a);
         if (!r) throw Exit{report(r.error())};
     });
-    auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed and wired in (a readiness probe)");
+    auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed, wired in, and its binaries run here (a readiness probe)");
     add_common(st, *a);
     add_handover(st, *a);
     st->callback([a] {

@@ -38,7 +38,12 @@ inject::Result<RunResult> run_in_root(const std::string& root, const std::vector
             ::_exit(126);
         }
         ::execve(args[0], args.data(), envp);
-        const std::string m = "cannot run '" + argv[0] + "': " + std::strerror(errno) + "\n";
+        const int e = errno;
+        // ENOENT for a file that is there: the loader (or #! program) it names is not
+        const std::string why = e == ENOENT && ::access(args[0], F_OK) == 0
+                                    ? "the interpreter it names (its dynamic loader) is not on this host"
+                                    : std::strerror(e);
+        const std::string m = "cannot run '" + argv[0] + "': " + why + "\n";
         (void)!::write(2, m.data(), m.size());
         ::_exit(127);
     }

@@ -226,6 +226,30 @@ check_shim_create() {
   created_with_card "$1" "$id"
 }
 
+# check_status ROOT WHY: `toolkit status` (the installer's readiness probe) is Ready; with
+# BUILD_DIR's dynamic hook in the toolkit folder it is not, and names the hook and WHY (a
+# pattern); Ready again with the static hook back.
+check_status() {
+  installed "$1"
+  local hook=$1$TK/enflame-container-runtime-hook
+  run node_ns "$1" "$FILE_DIR/src/enflame-ctk" toolkit status --host-root "$1"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  readelf -l "$HOOK" | grep -qF "program interpreter" ||
+    skip_or_fail "$HOOK is static: this needs a dynamic one (BUILD_DIR of the dev preset)"
+  on_teardown "cp '$FILE_DIR/src/enflame-container-runtime-hook' '$hook'"
+  cp "$HOOK" "$hook"
+  run node_ns "$1" "$FILE_DIR/src/enflame-ctk" toolkit status --host-root "$1"
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "${#lines[@]}" -eq 1 ]
+  # shellcheck disable=SC2053  # $2 is a pattern
+  [[ $output == "error: enflame-container-runtime-hook cannot run on this host: "$2 ]]
+  cp "$FILE_DIR/src/enflame-container-runtime-hook" "$hook"
+  run node_ns "$1" "$FILE_DIR/src/enflame-ctk" toolkit status --host-root "$1"
+  [ "$status" -eq 0 ]
+}
+
 @test "the roots: bullseye has glibc 2.31, the bare root no loader and no shared library" {
   run in_root "$FILE_DIR/bullseye" getconf GNU_LIBC_VERSION
   [ "$output" = "glibc 2.31" ]
@@ -242,3 +266,9 @@ check_shim_create() {
 @test "no libraries: the hook's prestart, run by runc, puts card 1 in the container" { check_hook "$FILE_DIR/bare"; }
 @test "bullseye: the shim's create rewrites config.json with card 1 and runc creates the container" { check_shim_create "$FILE_DIR/bullseye"; }
 @test "no libraries: the shim's create rewrites config.json with card 1 and runc creates the container" { check_shim_create "$FILE_DIR/bare"; }
+@test "bullseye: toolkit status is Ready, and names a binary that cannot run here with the loader's reason" {
+  check_status "$FILE_DIR/bullseye" "*: error while loading shared libraries: lib*.so*: cannot open shared object file: No such file or directory"
+}
+@test "no libraries: toolkit status is Ready, and names a binary that cannot run here with the loader's reason" {
+  check_status "$FILE_DIR/bare" "cannot run '$TK/enflame-container-runtime-hook': the interpreter it names (its dynamic loader) is not on this host"
+}
