@@ -235,7 +235,7 @@ check_status() {
   run node_ns "$1" "$FILE_DIR/src/enflame-ctk" toolkit status --host-root "$1"
   echo "$output"
   [ "$status" -eq 0 ]
-  readelf -l "$HOOK" | grep -qF "program interpreter" ||
+  [[ $(readelf -l "$HOOK") == *"program interpreter"* ]] ||
     skip_or_fail "$HOOK is static: this needs a dynamic one (BUILD_DIR of the dev preset)"
   on_teardown "cp '$FILE_DIR/src/enflame-container-runtime-hook' '$hook'"
   cp "$HOOK" "$hook"
