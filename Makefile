@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images node-exporter-image print-node-exporter-image
+.PHONY: all deps configure build host-binaries test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images node-exporter-image print-node-exporter-image
 
 all: build
 
@@ -16,10 +16,16 @@ configure: deps
 build: configure
 	@cmake --build --preset $(PRESET)
 
+# The shim, the hook and enflame-ctk alone, static, for any Linux host (docs/host-binaries.md):
+# build/static, configured every time so the tree has the preset's flags.
+host-binaries: deps
+	@cmake --preset static >/dev/null
+	@cmake --build --preset static
+
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure -j2
 
-integration: build
+integration: build host-binaries
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-integration.sh
 
 # scripts/run-tests.sh builds $(BUILD) itself, to time that stage with the others.

@@ -9,6 +9,7 @@
 // what was done; uninstall undoes exactly that and leaves the engine's config byte-identical.
 #include "context.hpp"
 #include "host_root.hpp"
+#include "run_in_root.hpp"
 #include "runtime_plan.hpp"
 
 #include "inject/fs.hpp"
@@ -143,70 +144,6 @@ std::string default_socket(std::string_view engine) {
     if (engine == "containerd") return "/run/containerd/containerd.sock";
     if (engine == "crio") return "/var/run/crio/crio.sock";
     return "/var/run/docker.sock";
-}
-
-struct RunResult {
-    int status = -1;
-    std::string output;  ///< stdout and stderr together
-};
-
-/// Runs argv[0] (a host path) chrooted into the root (no chroot when it is "/"), with a
-/// plain PATH and a 60 s bound. The output is what the program printed.
-inject::Result<RunResult> run_in_root(const std::string& root, const std::vector<std::string>& argv) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return inject::fail(inject::sys_error("pipe"));
-    std::vector<char*> args;
-    for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    char path_env[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    char* envp[] = {path_env, nullptr};
-    const bool chroot_needed = fsys::path(root).lexically_normal() != "/";
-    const pid_t pid = ::fork();
-    if (pid < 0) return inject::fail(inject::sys_error("fork"));
-    if (pid == 0) {
-        ::dup2(fds[1], 1);
-        ::dup2(fds[1], 2);
-        if (chroot_needed && (::chroot(root.c_str()) != 0 || ::chdir("/") != 0)) {
-            const std::string m = "cannot chroot into '" + root + "': " + std::strerror(errno) + "\n";
-            (void)!::write(2, m.data(), m.size());
-            ::_exit(126);
-        }
-        ::execve(args[0], args.data(), envp);
-        const std::string m = "cannot run '" + argv[0] + "': " + std::strerror(errno) + "\n";
-        (void)!::write(2, m.data(), m.size());
-        ::_exit(127);
-    }
-    ::close(fds[1]);
-    RunResult r;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    char buf[4096];
-    for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        pollfd p{fds[0], POLLIN, 0};
-        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
-            ::kill(pid, SIGKILL);
-            r.output += "\n(killed after 60 s)";
-            break;
-        }
-        const ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        if (r.output.size() < kMaxText) r.output.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fds[0]);
-    int ws = 0;
-    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    return r;
-}
-
-/// The last non-empty line of a program's output, for a one-line error.
-std::string last_line(std::string_view out) {
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.remove_suffix(1);
-    const auto nl = out.rfind('\n');
-    return std::string(nl == std::string_view::npos ? out : out.substr(nl + 1));
 }
 
 /// Makes the engine load its changed config. containerd has no reload (SIGHUP would kill it
@@ -613,7 +550,24 @@ inject::Result<json> check_installed(const ToolkitArgs& a, const HostRoot& h) {
     return std::move(*st);
 }
 
-/// Ready when check_installed finds everything in place (the readiness probe).
+/// Each installed binary runs on this host: `NAME --version`, run as install runs enflame-ctk,
+/// starts with its name. A binary built for another host (a library or glibc it lacks, another
+/// architecture) fails with the loader's or the kernel's reason (docs/host-binaries.md).
+inject::Result<void> binaries_run(const ToolkitArgs& a, const json& st) {
+    for (const auto& f : st.at("files")) {
+        const auto name = f.get<std::string>();
+        INJECT_TRY(auto r, run_in_root(a.root, {(fsys::path(a.toolkit_dir) / name).string(), "--version"}));
+        if (r.output.rfind(name + " ", 0) == 0) continue;
+        const auto why = last_line(r.output);
+        return inject::fail(inject::Errc::Unsupported,
+                            name + " cannot run on this host: " +
+                                (why.empty() ? "exit " + std::to_string(r.status) + ", no output" : why));
+    }
+    return inject::ok();
+}
+
+/// Ready when check_installed finds everything in place and the binaries run (the readiness
+/// probe).
 inject::Result<void> status(const ToolkitArgs& a) {
     INJECT_TRY(auto h, open_host(a));
     // not Ready: the operator waits for this to know the pod has seen its mark before it
@@ -622,6 +576,7 @@ inject::Result<void> status(const ToolkitArgs& a) {
         return inject::fail(inject::Errc::Conflict,
                             "handing over to a new installer (enflame.com/toolkit-handover)");
     INJECT_TRY(auto st, check_installed(a, h));
+    INJECT_TRY_VOID(binaries_run(a, st));
     std::cout << "installed: " << st.at("engine").get<std::string>() << " uses "
               << st.at("runtime_path").get<std::string>() << "\n";
     return inject::ok();
@@ -739,7 +694,7 @@ void register_toolkit(CLI::App& app, Context& /*ctx*/) {
         auto r = uninstall(*a);
         if (!r) throw Exit{report(r.error())};
     });
-    auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed and wired in (a readiness probe)");
+    auto* st = tk->add_subcommand("status", "exit 0 when the toolkit is installed, wired in, and its binaries run here (a readiness probe)");
     add_common(st, *a);
     add_handover(st, *a);
     st->callback([a] {

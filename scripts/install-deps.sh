@@ -23,7 +23,8 @@ PKGS=(
   openssl          # k8s/tests/fake_apiserver.py makes its CA and certificates with it
   man-db systemd   # package.bats: `man` for the man pages, systemd-analyze for the units
   runc crun podman uidmap containerd docker.io e2fsprogs
-  mmdebstrap       # make images: the image's Debian 12 libraries
+  mmdebstrap       # make images: the image's Debian 12 libraries; host_binaries.bats: a Debian 11 root
+  patchelf         # host_binaries.bats: runc's copy in a root, pointed at its own libraries
   strace           # dra_plugin_restart.bats: the kernel kills the plugin at a chosen rename (strace --inject)
   iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)

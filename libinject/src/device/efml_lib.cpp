@@ -235,16 +235,28 @@ Result<std::string> locate(const discover::Options& opts) {
                                     "' (searched " + dirs + ")");
 }
 
+// The one dlopen of the host's libefml. The static host binaries (ENFLAME_NO_DLOPEN) refuse:
+// glibc's static dlopen would map the host's libc.so beside our own (docs/host-binaries.md).
+Result<void*> load(const std::string& path) {
+#ifdef ENFLAME_NO_DLOPEN
+    return fail(Errc::Unsupported, "'" + path + "' not loaded: this static build does not dlopen " +
+                                       "host libraries (efsmi answers instead)");
+#else
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char* e = ::dlerror();
+        return fail(Errc::Io, "dlopen: " + std::string(e ? e : "unknown error"));
+    }
+    return h;
+#endif
+}
+
 }  // namespace
 
 Result<Probe> probe(const discover::Options& opts) {
     Probe p;
     INJECT_TRY(p.path, locate(opts));
-    void* h = ::dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char* e = ::dlerror();
-        return fail(Errc::Io, "dlopen: " + std::string(e ? e : "unknown error"));
-    }
+    INJECT_TRY(void* h, load(p.path));
     for (auto name : known_symbols()) {
         if (!::dlsym(h, std::string(name).c_str())) p.missing.emplace_back(name);
     }
@@ -260,11 +272,7 @@ Result<std::unique_ptr<Library>> Library::open(const discover::Options& opts) {
     log::debug("libefml: loading {}", path);
     auto impl = std::make_unique<Impl>();
     impl->path = path;
-    impl->handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!impl->handle) {
-        const char* e = ::dlerror();
-        return fail(Errc::Io, "dlopen: " + std::string(e ? e : "unknown error"));
-    }
+    INJECT_TRY(impl->handle, load(path));
     impl->bind_all();
     auto& f = impl->f;
     if (!f.init) return fail(Errc::Unsupported, "libefml has no EfmlInit");

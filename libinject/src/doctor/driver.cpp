@@ -136,6 +136,9 @@ Check efml_check(const discover::Options& d) {
     if (!p && p.error().code() == Errc::NotFound)
         return {"driver.libefml", Status::Warn, p.error().what(),
                 "install libefml with the Enflame driver package (efsmi then does all discovery)"};
+    if (!p && p.error().code() == Errc::Unsupported)  // the static host build (docs/host-binaries.md)
+        return {"driver.libefml", Status::Warn, p.error().what(),
+                "none needed: efsmi does the discovery; the package's dynamic enflame-ctk loads libefml"};
     if (!p) return {"driver.libefml", Status::Fail, p.error().what(), "reinstall the Enflame driver package"};
     if (p->missing.empty()) return {"driver.libefml", Status::Ok, p->path + " has every known call", ""};
     std::string seen = p->path + " lacks";
