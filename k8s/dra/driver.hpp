@@ -2,58 +2,8 @@
 #pragma once
 
 // The DRA driver's node side, without gRPC: prepare and unprepare claims against the cards
-// discovery found, writing per-claim CDI specs and the checkpoint. The API server is behind a
-// ClaimSource (a function), so unit tests feed claim JSON without one.
-//
-// Order of writes, and what a crash in between leaves:
-//   prepare:   spec file, then checkpoint, then the answer. Killed after the spec: a spec with
-//              no checkpoint entry, which kubelet never saw answered; it retries the prepare.
-//   unprepare: checkpoint (.prev first: checkpoint.hpp), then spec file. Killed in between:
-//              the same leftover.
-// A claim allocated from another node's pool is refused (check_pool): nothing written.
-// A prepare fetches its claims without the lock; it commits (instance, spec, checkpoint) under
-// the lock only when its call is still wanted: not cancelled, not past its deadline, and no
-// unprepare of that claim came in since the call started (kubelet unprepares claims whose
-// prepare it gave up on). Else nothing of that claim is made, and its answer says why.
-// On start (converge()): a spec with no checkpoint entry is removed (the retry writes it
-// again; kept when the checkpoint was restored from checkpoint.json.prev or lost); a checkpointed
-// claim whose spec is missing gets it written again from the checkpoint. A prepare of a
-// checkpointed claim answers from the checkpoint (no API call) and re-writes a missing spec.
-//
-// DRS placements (`gcu-<n>-<profile>-<k>`, published as partitionable devices) have no
-// instance until a prepare makes one:
-//   prepare:   checkpoint with "pending" entries (the card's instance ids now, tagged with this
-//              prepare attempt), efsmi create, spec, checkpoint recording the claim and its
-//              instances (this attempt's entries cleared), answer. Claims prepared earlier in
-//              the same call stay out of the checkpoint until that last save. A failure at any
-//              step destroys what this prepare made: no spec, no instance, no entry. A create
-//              that fails may still have made the instance (a timeout, a read-back failure):
-//              the card is listed at once, and the one new instance of that profile no claim
-//              records is destroyed; when there are more (someone else made one meanwhile) or
-//              a destroy fails, that entry stays for the next start (a later prepare of the
-//              same claim does not drop it: it is another attempt's).
-//   unprepare: destroy the instances the claim's entry records (one that is gone already is
-//              fine; an id now held by another profile or UUID, or recorded by another claim,
-//              is not ours: left alone), clearing each from the entry once gone (saved at
-//              once when another fails: kubelet's retry never touches that id again), then
-//              the checkpoint, then the spec. A failed destroy keeps the claim.
-// A placement's spec is written only from the instance recorded for it: the card's instance
-// of that id must still have that profile (and UUID), else the spec is refused.
-// A whole card (`gcu-<n>`) whose card holds DRS instances (efsmi asked at prepare, on a node
-// with DRS profiles) is that claim's error: a split card is never handed out whole.
-// At start a checkpointed placement whose instance is gone (a reboot, a driver reload: efsmi no
-// longer lists that id with that profile and UUID) is made again, the same way (pending entry,
-// create, checkpoint recording the new instance), and its spec written for the new instance.
-// When that fails: one log line naming the claim, card, profile and efsmi's message, and the
-// claim's spec is removed (fail closed: a container of it fails to start, kubelet's event names
-// the unresolvable CDI device, rather than run without its slice); the claim stays checkpointed
-// so its unprepare works, and a prepare of it answers the error.
-// Each pending entry records the id efsmi made for it, saved right after the create. At start
-// an entry's recorded instance is destroyed when the card still has that id with that profile
-// (and UUID, where efsmi prints one) and no claim records it; an entry without an id (killed
-// before efsmi answered, or before that save) destroys nothing and is logged: an instance new
-// since then may be an administrator's. Instances that existed before (made by an
-// administrator) are never destroyed.
+// discovery found, writing per-claim CDI specs and the checkpoint; the DRS instances of claims
+// in drs_instances.cpp. docs/dra-driver.md has the order of writes and the crash rules.
 
 #include <chrono>
 #include <functional>
@@ -70,6 +20,13 @@
 #include "inject/result.hpp"
 
 namespace edra {
+
+/// The card of `index` on `host`, or nullptr.
+[[nodiscard]] inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index);
+/// The DRS profile a placement name stands for on `host` (its name spelled as placement_name
+/// does), or nullptr.
+[[nodiscard]] const inject::device::DrsProfile* profile_of(const inject::device::Host& host,
+                                                           const DeviceName& n);
 
 /// Fetches a ResourceClaim object by namespace and name.
 using ClaimSource =
