@@ -9,6 +9,7 @@
 # one cluster at a time on a machine (ports, the pod network).
 
 load helpers
+load one_node_cluster
 bats_require_minimum_version 1.5.0
 
 DRIVER=gcu.enflame.com

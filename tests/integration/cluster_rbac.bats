@@ -9,6 +9,7 @@
 #   BUILD_DIR=$PWD/build/dev bats tests/integration/cluster_rbac.bats
 
 load helpers
+load one_node_cluster
 bats_require_minimum_version 1.5.0
 
 NS=enflame-system

@@ -10,6 +10,7 @@
 # user's would); `make e2e` runs this file alone.
 
 load helpers
+load one_node_cluster
 bats_require_minimum_version 1.5.0
 
 NS=enflame-system

@@ -8,6 +8,7 @@
 # turned unhealthy: the Node gets GCUUnhealthy True and a Warning event, and both clear.
 
 load helpers
+load one_node_cluster
 load npd
 bats_require_minimum_version 1.5.0
 

@@ -10,6 +10,7 @@
 # The tests run in order on one cluster (each builds on the one before).
 
 load helpers
+load one_node_cluster
 bats_require_minimum_version 1.5.0   # `run !`
 
 NS=enflame-system

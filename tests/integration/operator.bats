@@ -9,6 +9,8 @@
 #   BUILD_DIR=$PWD/build/dev bats tests/integration/operator.bats
 
 load helpers
+load one_node_cluster
+load operator_cluster
 load npd
 bats_require_minimum_version 1.5.0
 
@@ -42,13 +44,6 @@ setup() {
   [ -f "$OP/cluster/env" ] || skip "the cluster is not up"
 }
 
-kc() { "$KUBECTL" "$@"; }
-
-# cr NAME SPEC_YAML: a GpuResource NAME with SPEC_YAML (indented under spec:) on stdin of kubectl.
-cr() {
-  printf 'apiVersion: enflame.com/v1\nkind: GpuResource\nmetadata: {name: %s}\nspec:\n%s\n' "$1" "$2"
-}
-
 @test "CRD: applied, Established, short name gr, printer columns Ready State Age" {
   run kc apply -f "$TOP/deployments/operator/crd.yaml"
   echo "$output"
@@ -78,14 +73,6 @@ cr() {
   run -0 kc delete gr probe
 }
 
-# refused SPEC FIELD TEXT: the API server refuses a CR with SPEC, naming FIELD and saying TEXT.
-refused() {
-  run -1 kc apply --dry-run=server -f - < <(cr bad "$1")
-  echo "$output"
-  [[ $output == *"$2"* ]]
-  [[ $output == *"$3"* ]]
-}
-
 @test "CRD: wrong CRs are refused with the field named" {
   refused '  toolkit: {runtime: podman}' 'spec.toolkit.runtime' 'Unsupported value: "podman"'
   refused '  devicePlugin: {version: "1.0/evil"}' 'spec.devicePlugin.version' 'must be an image tag'
@@ -113,30 +100,6 @@ refused() {
   run -0 kc explain gr.status.state
   text=$(tr -s ' \n\t' ' ' <<<"$output")
   [[ $text == *"ignored: another GpuResource is older and is the one in effect"* ]]
-}
-
-# holder: the Lease's holderIdentity (each process adds "_" and 16 hex digits to its
-# pod's name); leader: the pod of that process.
-holder() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.holderIdentity}'; }
-leader() { local h; h=$(holder) && echo "${h%_*}"; }
-# wait_for SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s); prints the time taken.
-wait_for() {
-  local t=$1 start; shift
-  start=$(date +%s%N)
-  while ! "$@" > /dev/null 2>&1; do
-    (( $(date +%s%N) - start < t * 1000000000 )) || return 1
-    sleep 0.1
-  done
-  echo $(( ($(date +%s%N) - start) / 1000000 ))
-}
-# the sample CR, pointed at the simulated host
-sample_cr() {
-  python3 - "$TOP/deployments/operator/examples/gpuresource.yaml" "$OP/host" <<'PY'
-import sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
-d["spec"]["hostPaths"] = {"driverRoot": sys.argv[2], "devRoot": sys.argv[2]}
-print(yaml.safe_dump(d))
-PY
 }
 
 @test "install: kubectl apply -k deployments/operator + the sample CR -> every component Ready, state ready 4/4" {
@@ -203,11 +166,6 @@ PY
   echo "# DaemonSet back after $output ms" >&3
   [ "$output" -lt 2000 ]
 }
-# ds_is_new NAME OLD_UID: the DaemonSet NAME exists with another uid than OLD_UID.
-ds_is_new() {
-  local uid; uid=$(kc -n "$NS" get ds "$1" -o jsonpath='{.metadata.uid}') || return 1
-  [ -n "$uid" ] && [ "$uid" != "$2" ]
-}
 
 @test "drift: a DaemonSet's image edited by hand is reverted within 2 s" {
   local was; was=$(kc -n "$NS" get ds enflame-gcu-exporter -o jsonpath='{.spec.template.spec.containers[0].image}')
@@ -216,7 +174,6 @@ ds_is_new() {
   echo "# image reverted after $output ms" >&3
   [ "$output" -lt 2000 ]
 }
-image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.containers[0].image}')" = "$2" ]; }
 
 @test "budget: a reconcile of an unchanged cluster writes nothing; RSS and idle CPU of the leader" {
   # settled: the drift tests' rollouts over
@@ -254,33 +211,6 @@ image_is() { [ "$(kc -n "$NS" get ds "$1" -o jsonpath='{.spec.template.spec.cont
   echo "# API server audit log, the operator's writes over the reconcile + 10 s idle: $output" >&3
   [[ $output == "0 writes, "*" lease renewals" ]]
 }
-# operator_writes FROM_LINE: "N writes, M lease renewals" by the operator's ServiceAccount in the
-# audit log after line FROM_LINE (each write is logged once, at ResponseComplete).
-operator_writes() {
-  tail -n +$(( $1 + 1 )) "$AUDIT_LOG" | jq -rs --arg u "system:serviceaccount:$ONS:enflame-gpu-operator" '
-    [.[] | select(.user.username == $u and .stage == "ResponseComplete")] |
-    "\([.[] | select(.objectRef.resource != "leases")] | length) writes, \([.[] | select(.objectRef.resource == "leases")] | length) lease renewals"'
-}
-# ds_settled: every DaemonSet's controller has seen its spec and each scheduled pod is Ready.
-ds_settled() {
-  kc -n "$NS" get ds -o json | jq -e 'all(.items[]; .status.observedGeneration == .metadata.generation and
-    .status.numberReady == .status.desiredNumberScheduled)' > /dev/null
-}
-pod_uids() { kc -n "$NS" get pods -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort; }
-new_reconcile() { kc -n "$ONS" logs "$1" | tail -n +$(( $2 + 1 )) | grep -q 'reconciled GpuResource enflame'; }
-
-# live_pod DS: "uid ready image created" of DaemonSet DS's pod that is not terminating.
-live_pod() {
-  kc -n "$NS" get pods -l app.kubernetes.io/name="$1" -o json |
-    jq -er '[.items[] | select(.metadata.deletionTimestamp == null)] | if length == 1 then .[0] else error("not one pod") end |
-      "\(.metadata.uid) \(any(.status.conditions[]?; .type == "Ready" and .status == "True")) \(.spec.containers[0].image) \(.metadata.creationTimestamp)"'
-}
-# node_state: the node's entry in status.upgrade.nodes.
-node_state() { kc get gr enflame -o json | jq -r --arg n "$NODE_NAME" '.status.upgrade.nodes[] | select(.name == $n) | .state'; }
-state_is() { [ "$(node_state)" = "$1" ]; }
-uid_of() { local p; p=$(live_pod "$1") && echo "${p%% *}"; }
-uid_changed() { local p; p=$(live_pod "$1") && [ "${p%% *}" != "$2" ]; }
-toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p == *" true "*":0.1.1 "* ]]; }
 
 @test "upgrade: spec.toolkit.version changed -> a cordoned node is skipped and reported; uncordoned: the toolkit first (handed over: containerd not restarted), the plugin once the toolkit is Ready" {
   # the "new version": the imported image under a second tag
@@ -343,27 +273,6 @@ toolkit_new_ready() { local p; p=$(live_pod enflame-toolkit-installer) && [[ $p 
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
 }
 
-# dup_free: every object the operator applied exists once (per kind and name), each DaemonSet
-# has one pod.
-dup_free() {
-  run -0 kc -n "$NS" get ds -o json
-  jq -e 'all(.items[]; .status.currentNumberScheduled == 1 and .status.numberMisscheduled == 0)' <<<"$output" > /dev/null
-  run -0 kc -n "$NS" get pods -o json
-  jq -e '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.labels["app.kubernetes.io/name"]] | group_by(.) | all(length == 1)' <<<"$output" > /dev/null
-}
-
-# drift_repaired_after WHEN: the device plugin's DaemonSet deleted by hand is back within 2 s
-# (WHEN names the moment in the timing line), then the CR is ready and nothing is duplicated.
-drift_repaired_after() {
-  local uid; uid=$(kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.metadata.uid}')
-  kc -n "$NS" delete ds enflame-device-plugin --wait=false > /dev/null
-  run -0 wait_for 10 ds_is_new enflame-device-plugin "$uid"
-  echo "# $1: DaemonSet back after $output ms" >&3
-  [ "$output" -lt 2000 ]
-  run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
-  dup_free
-}
-
 @test "failover: the leader killed -> the other replica takes the Lease, puts back what drifted meanwhile, no duplicates" {
   local id; id=$(holder)
   local old; old=$(leader)
@@ -404,27 +313,6 @@ drift_repaired_after() {
   run -0 kc wait gr/enflame --for=jsonpath='{.status.state}'=ready --timeout=120s
   run -0 kc -n "$ONS" rollout status deploy/enflame-gpu-operator --timeout=120s
 }
-
-# replica_logs SKIP SINCE: the lines logged at or after SINCE (UTC, 2026-12-02T04:42:12) by every
-# operator pod but SKIP, their previous containers included.
-replica_logs() {
-  local p
-  for p in $(kc -n "$ONS" get pods -o name); do
-    if [ "${p#pod/}" = "$1" ]; then continue; fi
-    kc -n "$ONS" logs "$p"
-    kc -n "$ONS" logs --previous "$p" 2>/dev/null || true
-  done | awk -v since="$2" '$1 >= since'
-}
-# operator_pid POD: the pid of the operator process in pod POD.
-operator_pid() {
-  local p
-  for p in $(pgrep -x enflame-gpu-ope); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1"; then echo "$p"; fi
-  done
-}
-renew_time() { kc -n "$ONS" get lease enflame-gpu-operator -o jsonpath='{.spec.renewTime}'; }
-leader_renews() { local a; a=$(renew_time) && sleep 2.5 && [ "$(renew_time)" != "$a" ]; }
-leader_is_not() { local l; l=$(leader) && [ -n "$l" ] && [ "$l" != "$1" ]; }
 
 @test "failover: the API server restarted -> watches resume and drift is still repaired within 2 s" {
   local since; since=$(date -u +%Y-%m-%dT%H:%M:%S)
@@ -482,13 +370,6 @@ relisted_on_410() { replica_logs none "$1" | grep -qE 'relisting: .*(410|too old
   run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=120s
 }
 
-# slice_devices: the names of the devices this node's ResourceSlices of our driver publish, sorted.
-slice_devices() {
-  kc get --raw "/apis/resource.k8s.io/v1beta1/resourceslices?fieldSelector=spec.nodeName=$NODE_NAME,spec.driver=gcu.enflame.com" |
-    jq -r '[.items[].spec.devices[]?.name] | sort | join(" ")'
-}
-has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
-
 @test "dual track: draDriver on beside the device plugin (auto: v1beta1, what 1.32 serves) -> the DRA plugin Ready, the cards as ResourceSlices, the shipped CEL S60 claim's pod gets one card; off -> its objects go, the device plugin stays" {
   kc patch gr enflame --type=merge -p '{"spec":{"draDriver":{"enabled":true}}}' > /dev/null
   run kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=5/5 --timeout=180s
@@ -517,37 +398,6 @@ has_slices() { [ "$(slice_devices)" = "gcu-0 gcu-1 gcu-2 gcu-3" ]; }
   run -0 kc wait gr/enflame --for=jsonpath='{.status.readyResource}'=4/4 --timeout=60s
   run -0 kc -n "$NS" get ds enflame-device-plugin -o jsonpath='{.status.numberReady}'
   [ "$output" = 1 ]
-}
-upgrade_status() { kc get gr enflame -o json | jq -c .status.upgrade; }
-# upgrade_settled: status.upgrade holds the roll's nodes and no leftover top-level message
-upgrade_settled() { kc get gr enflame -o json | jq -e '.status.upgrade | .totalNodes == 1 and (has("message") | not)' > /dev/null; }
-logs_name_a_card() { kc logs "$1" | grep -qE '/dev/gcu[0-9]+$'; }
-gone() { ! kc -n "$NS" get "$1" "$2" > /dev/null 2>&1; }
-
-# in_ns_gone NS KIND NAME: no KIND NAME in namespace NS ("" for a cluster-scoped KIND).
-in_ns_gone() { ! kc ${1:+-n "$1"} get "$2" "$3" > /dev/null 2>&1; }
-port_closed() { ! curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/"; }
-# component_field NAME FIELD: status.components[NAME].FIELD of the CR.
-component_field() { kc get gr enflame -o json | jq -r --arg n "$1" --arg f "$2" '.status.components[] | select(.name == $n) | .[$f] // ""'; }
-no_npd_configmap() { local l; l=$(kc -n "$NS" get cm -o name) && [[ $l != *enflame-npd* ]]; }
-monitor_says() { [[ $(component_field exporter serviceMonitor) == *"$1"* ]]; }
-
-npd_image() {
-  grep -oE 'registry\.k8s\.io/node-problem-detector/node-problem-detector:[^ ]+' \
-    "$TOP/deployments/npd/daemonset.yaml"
-}
-# npd_and_node_exporter_images: NPD, a stand-in under upstream's shipped name holding the real
-# NPD binary (npd_cluster.bats' way: this machine cannot pull upstream's image), and the node
-# exporter's image as built, imported into the cluster.
-npd_and_node_exporter_images() {
-  needs_npd_bin
-  local npd; npd=$(npd_binary) || skip_or_fail "no Node Problem Detector: $npd"
-  python3 "$TOP/tests/cluster/oci_image.py" "$OP/npd.oci.tar" --name "$(npd_image)" \
-    --file "$npd:/node-problem-detector" --entrypoint '["/node-problem-detector"]' --cmd '[]'
-  make -s -C "$TOP" node-exporter-image > "$OP/node-exporter-image.log" 2>&1 ||
-    { tail -n 3 "$OP/node-exporter-image.log"; false; }
-  "$TOP/tests/cluster/cluster.sh" import "$OP/cluster" "$OP/npd.oci.tar" \
-    "$TOP/build/images/node-exporter.oci.tar" > /dev/null
 }
 
 @test "npd, nodeExporter, exporter.serviceMonitor: on -> NPD and the node exporter Ready, the ServiceMonitor once its CRD is served; off -> all gone" {
@@ -611,23 +461,6 @@ npd_and_node_exporter_images() {
   [ -z "$(component_field exporter serviceMonitor)" ]
   run -0 kc delete -f "$TOP/tests/cluster/servicemonitor-crd.yaml" --wait=true
 }
-
-# nfd_image: the NFD image deployments/nfd pins (its kustomization's images:).
-nfd_image() { kc kustomize "$TOP/deployments/nfd" | grep -m1 -oE 'registry\.k8s\.io/nfd/node-feature-discovery:[^ ]+'; }
-# nfd_stand_in OUT IMAGE: an image named IMAGE whose nfd-master and nfd-worker only answer
-# /healthz on :8080 (kubelet's probes) as user 65534: upstream's image cannot be pulled here.
-nfd_stand_in() {
-  mkdir -p "$OP/nfd"
-  printf '#!/bin/sh\n# stand-in for NFD: /healthz on :8080, nothing else\nexec httpd -f -p 8080 -h /www\n' \
-    > "$OP/nfd/nfd"
-  chmod 755 "$OP/nfd/nfd"
-  echo ok > "$OP/nfd/healthz"
-  python3 "$TOP/tests/cluster/oci_image.py" "$1" --name "$2" --user 65534 \
-    --file "$OP/nfd/nfd:/usr/bin/nfd-master" --file "$OP/nfd/nfd:/usr/bin/nfd-worker" \
-    --file "$OP/nfd/healthz:/www/healthz"
-}
-component_says() { [[ $(component_field "$1" "$2") == *"$3"* ]]; }
-crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
 
 @test "nfd, npd.podMonitor, nodeExporter.serviceMonitor, exporter.prometheusRule: NFD's objects applied and Ready (a stand-in image), each monitoring object skipped until its kind is served, then applied; an unchanged reconcile writes nothing; off -> all gone" {
   port_closed 9100 || skip_or_fail "port 9100 is in use on this machine (the node exporter's, hostNetwork)"
@@ -726,26 +559,6 @@ crd_established() { [ "$(kc get crd "$1" -o jsonpath='{.status.conditions[?(@.ty
   run -0 kc delete -f "$TOP/tests/cluster/podmonitor-crd.yaml" -f "$TOP/tests/cluster/servicemonitor-crd.yaml" \
     -f "$TOP/tests/cluster/prometheusrule-crd.yaml" --wait=true
 }
-# reconcile_writes_nothing: a reconcile of the unchanged cluster writes nothing. A pod that
-# just turned Ready still changes the status once: up to five pokes 3 s apart until a reconcile
-# reports 0 writes; one that writes on every reconcile fails all five (each poke's log lines
-# are printed: the reconcile line names its writes).
-reconcile_writes_nothing() {
-  local pod; pod=$(leader)
-  local before try
-  for try in 1 2 3 4 5; do
-    sleep 3
-    before=$(kc -n "$ONS" logs "$pod" | wc -l)
-    kc annotate gr enflame test.enflame.com/poke="$(date +%s%N)" --overwrite > /dev/null
-    run -0 wait_for 10 new_reconcile "$pod" "$before"
-    run -0 bash -c "\"$KUBECTL\" -n $ONS logs $pod | tail -n +$(( before + 1 ))"
-    echo "poke $try: $output"
-    if grep 'reconciled GpuResource enflame' <<<"$output" | tail -n 1 | grep -q '(active): 0 writes'; then
-      return 0
-    fi
-  done
-  return 1
-}
 
 @test "deletion: CR deleted -> plugins, then the toolkit uninstalled, then the rest; containerd's config as before" {
   run kc delete gr enflame --timeout=180s
@@ -755,7 +568,7 @@ reconcile_writes_nothing() {
     kc -n "$ONS" logs "$(leader)" | tail -n 30
   fi
   [ "$status" -eq 0 ]
-  run -0 wait_for 120 gone_ns
+  run -0 wait_for 120 stack_gone
   # the label the operator set is gone with its record; NFD's stays
   run -0 wait_for 10 no_gpu_label
   run -0 kc get node "$NODE_NAME" -o json
@@ -777,7 +590,3 @@ reconcile_writes_nothing() {
   [ -n "$inst" ]
   [ "$dp" -lt "$inst" ]
 }
-no_gpu_label() {
-  [ -z "$(kc get node "$NODE_NAME" -o jsonpath='{.metadata.labels.enflame\.com/gpu\.present}')" ]
-}
-gone_ns() { ! kc get ns "$NS" > /dev/null 2>&1; }
