@@ -8,7 +8,7 @@ A row (one per case; every script writes {"bench": NAME, "runs": N, "rows": [...
    "reference": {"what": "<command>", "median_ms", "p25_ms", "p75_ms", "peak_rss_kib"} or null,
    "added_ms": ours - reference median (null without a reference),
    "ratio":    ours / reference median (null without a reference),
-   "target":   {"added_ms_max": x, "peak_rss_kib_max": y, "source": "DESIGN.md 8 ..."} or null,
+   "target":   {"added_ms_max": x, "peak_rss_kib_max": y, "source": "docs/budgets.md ..."} or null,
    "note": "..." or absent}
 peak_rss_kib is null where it cannot be measured honestly (the table prints n/a).
 """
@@ -33,7 +33,7 @@ def side_from(what, median, p25, p75, rss_kib=None):
             "peak_rss_kib": rss_kib}
 
 
-def target(added_ms_max=None, peak_rss_kib_max=None, source="DESIGN.md section 8"):
+def target(added_ms_max=None, peak_rss_kib_max=None, source="docs/budgets.md"):
     return {"added_ms_max": added_ms_max, "peak_rss_kib_max": peak_rss_kib_max, "source": source}
 
 

@@ -4,7 +4,7 @@
 # starting any process) so every command sees the same machine load. "cost" =
 # median(generate to stdout) - median(env /bin/true), split into process start
 # (enflame-ctk --version), discovery (enflame-ctk info) and generation; --output (atomic write
-# with fsyncs) is timed separately. Targets (DESIGN.md section 8, issue 3): 64 cards under
+# with fsyncs) is timed separately. Targets (docs/budgets.md, cdi generate): 64 cards under
 # 50 ms with efsmi, under 10 ms with libefml. Every command runs through shim_time (fork +
 # wait4: wall time and the child's own peak RSS). Prints its detailed table and writes the
 # common row schema (bench/benchlib.py) to $BENCH_JSON: generate to stdout against env /bin/true
@@ -69,7 +69,7 @@ for n in cards_list:
             n, b, m["true"], m["version"], m["info"], m["stdout"], m["output"], d["cost_ms"], d["start_ms"],
             d["discovery_ms"], d["generation_ms"], d["write_ms"], d["spec_bytes"]))
         floor = bl.side("env /bin/true", t["true"], rss["true"])
-        tgt = bl.target(targets[b], source="DESIGN.md section 8 / issue 3: 64 cards") if int(n) == 64 and b in targets else None
+        tgt = bl.target(targets[b], source="docs/budgets.md, cdi generate: 64 cards") if int(n) == 64 and b in targets else None
         rows.append(bl.row("cdi_generate", f"generate to stdout, {n} cards, {b}", runs,
                            bl.side(f"enflame-ctk cdi generate --backend {b}", t["stdout"], rss["stdout"]), floor, tgt))
         if int(n) == 64:

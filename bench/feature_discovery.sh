@@ -72,7 +72,7 @@ for host in ("json", "text"):
                        bl.side("enflame-feature-discovery --oneshot --output -", t["stdout"], rss["stdout"]), floor))
     rows.append(bl.row("feature_discovery", f"one pass --output F, {cards} cards, {what}", runs,
                        bl.side("enflame-feature-discovery --oneshot --output F", t["output"], rss["output"]), floor,
-                       bl.target(target_ms, source="issue 14: one pass for 64 cards under 20 ms")))
+                       bl.target(target_ms, source="docs/budgets.md (issue 14): one pass for 64 cards under 20 ms")))
 for r in rows:
     if r["target"] and r["added_ms"] > r["target"]["added_ms_max"]:
         print(f"over target: {r['case']}: {r['added_ms']:.3f} ms > {r['target']['added_ms_max']} ms")

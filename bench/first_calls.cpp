@@ -5,7 +5,7 @@
 // functions it calls, in the order of their first call, until it execs another program or
 // exits. bench/shim_order.sh turns that into the shim's link order (runtime-shim/shim.order):
 // the functions a container start runs, packed together, are a few pages instead of ones
-// spread over the whole text (DESIGN.md section 8: page faults and peak RSS).
+// spread over the whole text (docs/budgets.md, start-up size: page faults and peak RSS).
 // Children it forks (efsmi in auto mode) are traced the same way (their calls count too)
 // until they exec; each exec ends tracing of that process, the first program's ends the run.
 #include <sys/ptrace.h>

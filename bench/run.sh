@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make bench: runs every benchmark script in bench/ against the release build, then
 # bench/report.py prints ONE table of all their rows (ours against the reference measured in
-# the same alternating loop: medians, p25-p75, added ms, ratio, peak RSS, the DESIGN.md
-# section 8 target where one applies) and writes build/bench/report.json. Each script's own
+# the same alternating loop: medians, p25-p75, added ms, ratio, peak RSS, the
+# docs/budgets.md target where one applies) and writes build/bench/report.json. Each script's own
 # detailed table goes to build/bench/<name>.txt, its rows to <name>.json.
 # RUNS=N applies to every script (defaults: each script's own, chosen for < 10 minutes on 2 cores).
 set -uo pipefail

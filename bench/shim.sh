@@ -159,17 +159,17 @@ for g, name, _ in variants:
     tgt, note = None, None
     if name == "shim --version":
         case = "passthrough: --version"
-        tgt = bl.target(0.5, source="DESIGN.md section 8: passthrough adds at most 0.5 ms")
+        tgt = bl.target(0.5, source="docs/budgets.md, the shim: passthrough adds at most 0.5 ms")
         note = "peak RSS is max(shim, runc): the shim execs runc in the same process"
     elif name.startswith("shim state"):
         case = "passthrough: state, the shim alone"
-        tgt = bl.target(0.5, 3072, "DESIGN.md section 8: passthrough adds at most 0.5 ms; RSS at most 3 MiB")
+        tgt = bl.target(0.5, 3072, "docs/budgets.md, the shim: passthrough adds at most 0.5 ms; RSS at most 3 MiB")
     elif g == "B":
         case = name[len("shim alone: "):] + ("" if "no request" in name else " mode") + ", the shim alone"
         if "8 cards" in name:
-            tgt = bl.target(0.8, 3072, "DESIGN.md section 8: create with 8 cards adds at most 0.8 ms; RSS at most 3 MiB")
+            tgt = bl.target(0.8, 3072, "docs/budgets.md, the shim: create with 8 cards adds at most 0.8 ms; RSS at most 3 MiB")
         else:
-            tgt = bl.target(None, 3072, "DESIGN.md section 8: RSS at most 3 MiB")
+            tgt = bl.target(None, 3072, "docs/budgets.md, the shim: RSS at most 3 MiB")
     elif name.startswith("env runc"):
         case = "(not ours) env in front of runc create, no request"
         note = "any exec in front of runc costs this much; the shim's real creates include it"

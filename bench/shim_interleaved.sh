@@ -290,11 +290,11 @@ if nv:
     detail["nvidia_over_ours"] = ratios
 
 rows = []
-for name, tgt in (("passthrough", bl.target(0.5, 2560, "issue 20: passthrough under 0.5 ms, RSS under 2.5 MiB")),
-                  ("create 1", bl.target(None, 2560, "issue 20: RSS under 2.5 MiB")),
-                  ("create 8", bl.target(1.0, 1331, "issue 20: create (8 cards) under 1 ms; issue 27: RSS under 1.3 MiB")),
+for name, tgt in (("passthrough", bl.target(0.5, 2560, "docs/budgets.md (issue 20): passthrough under 0.5 ms, RSS under 2.5 MiB")),
+                  ("create 1", bl.target(None, 2560, "docs/budgets.md (issue 20): RSS under 2.5 MiB")),
+                  ("create 8", bl.target(1.0, 1331, "docs/budgets.md (issues 20, 27): create (8 cards) under 1 ms; RSS under 1.3 MiB")),
                   ("exec", None),
-                  ("life shim", bl.target(4.0, None, "issue 20: lifecycle within 4 ms of plain runc"))):
+                  ("life shim", bl.target(4.0, None, "docs/budgets.md (issue 20): lifecycle within 4 ms of plain runc"))):
     for who in ("", " (NVIDIA)") if nv else ("",):
         key = "life NVIDIA" if who and name == "life shim" else name + who
         r_rss = None if name.startswith("life") or name == "exec" else rss[key]  # runc's otherwise (max)

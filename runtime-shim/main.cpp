@@ -3,8 +3,8 @@
 // injects the requested Enflame cards into the bundle's config.json, then execs the low-level
 // runtime with the same argv. Every other command execs the runtime at once.
 //
-// Hot path discipline (DESIGN.md section 8): a passthrough command scans argv, reads the small
-// config and execs; nothing else. Nothing is ever written to stdout except for --version.
+// Hot path discipline (docs/budgets.md, the shim): a passthrough command scans argv, reads the
+// small config and execs; nothing else. Nothing is ever written to stdout except for --version.
 #include "args.hpp"
 #include "create.hpp"
 #include "exec.hpp"

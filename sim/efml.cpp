@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// libefml simulator: exactly the C ABI of DESIGN.md section 3 (Enflame's efml.h names and struct
-// layouts, plus the NVML-like calls whose layout is public), answering from the enflame-sim.json
-// one folder above the library's own real path (found with dladdr). Telemetry, events and the
-// driver-gone switch are files beside it, read on every call (sim/README.md).
+// libefml simulator: exactly the C ABI of docs/efsmi-model.md, libefml (Enflame's efml.h names
+// and struct layouts, plus the NVML-like calls whose layout is public), answering from the
+// enflame-sim.json one folder above the library's own real path (found with dladdr). Telemetry,
+// events and the driver-gone switch are files beside it, read on every call (sim/README.md).
 // Return codes (docs/efsmi-model.md): 0 ok, 1 error, 2 invalid argument, 3 not initialised,
 // 6 driver not loaded, 10 timeout (EfmlGetEvent).
 // Only the ABI is exported (-fvisibility=hidden plus efml.map).
@@ -38,8 +38,8 @@ constexpr int kTimeout = 10;
 constexpr std::size_t kBufSize = 128;  // every char buffer of the ABI is 128 bytes
 constexpr std::uint64_t kMiB = 1024 * 1024;
 
-// efml.h's structs, written out here from DESIGN.md (not shared with libinject, so a layout
-// mistake on either side shows up in the tests).
+// efml.h's structs, written out here from docs/efsmi-model.md (not shared with libinject, so a
+// layout mistake on either side shows up in the tests).
 struct DeviceInfo {
     char name[kBufSize];
     std::uint32_t vendor_id, device_id, domain_id, bus_id, dev_id, func_id, logic_id;

@@ -91,7 +91,7 @@ struct ProductDefaults {
 /// "S60, T10, I20, T20 or T21" for error messages.
 [[nodiscard]] std::string known_products();
 
-/// The libefml symbols the simulator exports (DESIGN.md section 3).
+/// The libefml symbols the simulator exports (docs/efsmi-model.md, libefml).
 inline constexpr std::string_view kEfmlSymbols[] = {
     "EfmlInit",           "EfmlShutdown",        "EfmlGetDevCount",     "EfmlGetDriverVer",
     "EfmlGetDevName",     "EfmlGetDevUuid",      "EfmlGetDevSn",        "EfmlGetDevInfo",

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// enflame-device-plugin: kubelet's device plugin for Enflame GCUs (KUBERNETES.md section 2).
-// This file parses flags (each also readable from an environment variable of the same name,
-// as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
+// enflame-device-plugin: kubelet's device plugin for Enflame GCUs (docs/kubelet-wire.md, device
+// plugin). This file parses flags (each also readable from an environment variable of the same
+// name, as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
 #include "daemon.hpp"
 
 #include "k8s/daemon_cli.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The per-claim CDI spec (KUBERNETES.md section 3), as NVIDIA's DRA driver writes them: kind
+// The per-claim CDI spec (docs/kubelet-wire.md, DRA), as NVIDIA's DRA driver writes them: kind
 // k8s.gcu.enflame.com/claim, file <cdi-root>/k8s.gcu.enflame.com-claim_<claimUID>.yaml, one CDI
 // device per prepared device named <claimUID>-<device>. The edits are libinject's (the same
 // generator as `enflame-ctk cdi generate`): the card's node, /dev/gcuctl, efsmi and libefml

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// What a ResourceClaim asks of this driver (KUBERNETES.md section 3), as pure functions over
+// What a ResourceClaim asks of this driver (docs/kubelet-wire.md, DRA), as pure functions over
 // the claim's JSON: the allocation results addressed to us, our device names, and the opaque
 // configs addressed to us. No server, no files: unit tests feed claim JSON directly.
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-dra-plugin: the kubelet side of Enflame's DRA driver, gcu.enflame.com
-// (KUBERNETES.md section 3). This file parses flags (each also readable from an environment
+// (docs/kubelet-wire.md, DRA). This file parses flags (each also readable from an environment
 // variable), sets up logging and the API-server client, and hands over to the daemon.
 #include <CLI/CLI.hpp>
 #include <condition_variable>

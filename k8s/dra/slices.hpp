@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// This node's cards as ResourceSlices (KUBERNETES.md section 3): one pool named after the node,
+// This node's cards as ResourceSlices (docs/kubelet-wire.md, DRA): one pool named after the node,
 // driver gcu.enflame.com, a device per card (`gcu-<index>`) with the attributes and the
 // `memory` capacity a ResourceClaim's CEL selects on, in the shape of resource.k8s.io/v1 (device
 // fields flat) or v1beta1 (under `basic`). DRS either as partitionable devices (one counter set

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// Which containers hold which card, from kubelet's pod-resources API (v1 List; KUBERNETES.md
-// section 5). Two ways a container gets a card:
+// Which containers hold which card, from kubelet's pod-resources API (v1 List;
+// docs/kubelet-wire.md, pod attribution). Two ways a container gets a card:
 //   - the device plugin: resources of the enflame.com domain (enflame.com/gcu, a renamed
 //     time-slicing resource, enflame.com/drs-<profile>) whose device IDs are what our plugin
 //     advertises (k8s/device-plugin/plugin.cpp): the card's UUID or index, either with a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods
-// (KUBERNETES.md section 5). This file parses flags, sets up logging and signals, and wires
+// (docs/kubelet-wire.md, metrics). This file parses flags, sets up logging and signals, and wires
 // the collector (collector.cpp) to the HTTP server (http.cpp).
 #include "collector.hpp"
 #include "http.hpp"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The exposition: Enflame gcu-exporter's metric names and labels (KUBERNETES.md section 5, so
-// existing dashboards keep working), plus per-process device memory. Pure functions of a
+// The exposition: Enflame gcu-exporter's metric names and labels (docs/kubelet-wire.md, metrics;
+// so existing dashboards keep working), plus per-process device memory. Pure functions of a
 // Snapshot; prometheus-cpp writes the text (escaping, HELP, TYPE).
 //
 // Labels on every card series: host, minor_number, uuid, busid, slot, name, pod_name,

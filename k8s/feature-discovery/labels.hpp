@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// What enflame-feature-discovery writes, as pure functions (KUBERNETES.md section 4): the node
-// labels from what discovery found, the label-value rules, and NFD's features.d file text with
-// its optional expiry line and its 64 KiB bound. No I/O here; daemon.cpp does the writing.
+// What enflame-feature-discovery writes, as pure functions (docs/kubelet-wire.md, node labels):
+// the node labels from what discovery found, the label-value rules, and NFD's features.d file text
+// with its optional expiry line and its 64 KiB bound. No I/O here; daemon.cpp does the writing.
 
 #include "inject/device.hpp"
 #include "inject/result.hpp"

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-feature-discovery: node labels for Enflame GCUs through NFD's local source
-// (KUBERNETES.md section 4), the counterpart of NVIDIA's GPU feature discovery. This file parses
-// flags (each also readable from an environment variable, GFD's EFD_-style names for ours and
-// the device plugin's names for the options shared with it), sets up logging, and hands over.
+// (docs/kubelet-wire.md, node labels), the counterpart of NVIDIA's GPU feature discovery.
+// This file parses flags (each also readable from an environment variable: GFD's EFD_-style
+// names for ours, the device plugin's names for the options shared with it), sets up logging,
+// and hands over.
 #include "daemon.hpp"
 #include "labels.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// fake-dra-kubelet: kubelet's side of DRA, for tests (KUBERNETES.md sections 3 and 6).
+// fake-dra-kubelet: kubelet's side of DRA, for tests (docs/kubelet-wire.md: DRA, the fakes).
 //
 //   fake-dra-kubelet register --registry D --name gcu.enflame.com [--kubelet-minor 34] [--wait-ms
 //   N]

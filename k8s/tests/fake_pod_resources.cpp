@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // fake-pod-resources: kubelet's pod-resources API (v1 List), for the exporter's tests
-// (KUBERNETES.md section 5).
+// (docs/kubelet-wire.md, pod attribution).
 //
 //   fake-pod-resources --socket S --response F
 //       Serves /v1.PodResourcesLister/List on the unix socket S (mode 0600, as kubelet's). Every

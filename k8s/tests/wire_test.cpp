@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Our .proto files must put exactly upstream's field numbers and package names on the wire, or
-// kubelet will not understand us. These bytes are built by hand from the upstream field
-// numbers (KUBERNETES.md), not by our generated code, and then decoded with it.
+// kubelet will not understand us. These bytes are built by hand from the field numbers of the
+// upstream api.proto each of ours names, not by our generated code, and then decoded with it.
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"

@@ -35,7 +35,7 @@ teardown() { teardown_scratch; }
   wait_for is_health "$U2" Healthy
 }
 
-# The driver's events as DESIGN.md section 3 documents EfmlGetEvent's event_type (3 suspend,
+# The driver's events as docs/efsmi-model.md gives EfmlGetEvent's event_type (3 suspend,
 # 10 reset start, 11 reset finish, 20 EID), written here once as this file's expectation and
 # handed to the simulated libefml as numbers: the simulator's own table of names is not used,
 # so a plugin and a simulator that agreed on a wrong number would fail here. That event_id is

@@ -1,13 +1,13 @@
 # Helpers of the enflame-dra-plugin suites (dra_plugin_prepare.bats, dra_plugin_restart.bats,
 # dra_plugin_slices.bats, dra_plugin_drs.bats, dra_plugin_containers.bats,
 # dra_plugin_shipping.bats): the daemon against the simulated host, a fake API server and a
-# fake kubelet (KUBERNETES.md section 6). k8s/tests/fake_apiserver.py serves ResourceClaims from
-# $API/claims/<ns>/<name>.json over HTTPS (its own CA, a bearer token; faults from
-# $API/control.json); build/dev/k8s/tests/fake-dra-kubelet plays kubelet's plugin watcher
+# fake kubelet (docs/kubelet-wire.md, the fakes). k8s/tests/fake_apiserver.py serves
+# ResourceClaims from $API/claims/<ns>/<name>.json over HTTPS (its own CA, a bearer token; faults
+# from $API/control.json); build/dev/k8s/tests/fake-dra-kubelet plays kubelet's plugin watcher
 # (GetInfo, NotifyRegistrationStatus) and calls NodePrepare/NodeUnprepareResources in v1 and
-# v1beta1 as kubelet does. Every folder the plugin writes (plugins registry, plugins dir, CDI
-# root) is under $SCRATCH: never the host's /var/lib/kubelet or /var/run/cdi. podman reads the
-# per-claim specs in a private mount namespace (cdi_ns) where $SCRATCH/ns is /run.
+# v1beta1 as kubelet does. Every folder the plugin writes (plugins registry, plugins dir, CDI root)
+# is under $SCRATCH: never the host's /var/lib/kubelet or /var/run/cdi. podman reads the per-claim
+# specs in a private mount namespace (cdi_ns) where $SCRATCH/ns is /run.
 # shellcheck disable=SC2034  # what this sets, the suites that load it use
 
 DRA=$BUILD_DIR/k8s/dra/enflame-dra-plugin

@@ -72,7 +72,7 @@ back_within() {
   [ "$(slice_devices)" = "gcu-0 gcu-1" ]
 }
 
-# The driver's reset-start event (EfmlGetEvent's event_type 10, DESIGN.md section 3).
+# The driver's reset-start event (EfmlGetEvent's event_type 10, docs/efsmi-model.md, libefml).
 EV_RESET_START=10
 @test "ResourceSlices: a driver event publishes at once (within 2 s, resync 60 s): a card libefml calls unhealthy at that moment leaves them" {
   sim_setup 2

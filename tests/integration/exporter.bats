@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# enflame-gcu-exporter against the simulated host (KUBERNETES.md sections 5 and 6): the real
-# daemon on a random loopback port, scraped with curl and checked with promtool; the
+# enflame-gcu-exporter against the simulated host (docs/kubelet-wire.md: metrics, the fakes):
+# the real daemon on a random loopback port, scraped with curl and checked with promtool; the
 # simulator's runtime switches (`enflame-sim-host telemetry`, `driver gone|back`, the
 # enflame-sim-unhealthy file) change what libefml says while the exporter keeps it loaded;
 # build/dev/k8s/tests/fake-pod-resources plays kubelet's pod-resources socket, answering List

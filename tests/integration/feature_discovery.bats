@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
-# enflame-feature-discovery against the simulated host (KUBERNETES.md section 4): the labels
-# file NFD's local source reads, compared with golden files (tests/fixtures/labels/), its expiry
-# line, atomic replacement through a dot-file, refresh while the simulated host changes, the
-# last good labels kept when discovery fails, removal on SIGTERM, and one-line errors. Every
+# enflame-feature-discovery against the simulated host (docs/kubelet-wire.md, node labels):
+# the labels file NFD's local source reads, compared with golden files (tests/fixtures/labels/),
+# its expiry line, atomic replacement through a dot-file, refresh while the simulated host changes,
+# the last good labels kept when discovery fails, removal on SIGTERM, and one-line errors. Every
 # file goes to $SCRATCH (--output), never to the host's /etc/kubernetes.
 
 load helpers

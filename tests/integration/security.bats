@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# Security regressions for the hooks (DESIGN.md section 7): each test is a hostile rootfs or
-# image env. The container either starts cleanly or is refused with a clear error, and the host
-# is unchanged: no file of ours outside the rootfs, no marker, no new mount in the host's
-# mountinfo, the host's ld.so.cache untouched. Real runc; crun-hybrid where noted.
+# Security regressions for the hooks (docs/security.md, rules for code that touches a
+# container): each test is a hostile rootfs or image env. The container either starts cleanly or is
+# refused with a clear error, and the host is unchanged: no file of ours outside the rootfs, no
+# marker, no new mount in the host's mountinfo, the host's ld.so.cache untouched. Real runc;
+# crun-hybrid where noted.
 
 load helpers
 bats_require_minimum_version 1.5.0   # `run !`

@@ -2,11 +2,12 @@
 #pragma once
 
 /// \file
-/// Building the CDI spec for a discovered host (DESIGN.md sections 3-5): kind enflame.com/gpu,
-/// devices by index, by UUID and "all", DRS instances; spec-level edits with /dev/gcuctl, the
-/// efsmi / libefml / runtime library mounts, the ldcache hook and ENFLAME_VISIBLE_DEVICES=void.
-/// Pure apart from reading the driver root (stat/readlink/readdir of library folders): the
-/// same host and options give the same Spec, and to_yaml()/to_json() give the same bytes.
+/// Building the CDI spec for a discovered host (docs/requests.md, the CDI spec we write): kind
+/// enflame.com/gpu, devices by index, by UUID and "all", DRS instances; spec-level edits with
+/// /dev/gcuctl, the efsmi / libefml / runtime library mounts, the ldcache hook and
+/// ENFLAME_VISIBLE_DEVICES=void. Pure apart from reading the driver root (stat/readlink/readdir of
+/// library folders): the same host and options give the same Spec, and to_yaml()/to_json() give
+/// the same bytes.
 
 #include "inject/cdi.hpp"
 #include "inject/device.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // Which config.toml a binary reads, before its own --config flag: every binary resolves it the
-// same way (DESIGN.md section 5), from the ENFLAME_CTK_CONFIG value its caller read.
+// same way (docs/requests.md, the config file), from the ENFLAME_CTK_CONFIG value its caller read.
 
 #include <string>
 

@@ -64,7 +64,7 @@ struct RawCard {
 /// output cut short (no final newline, a block ending in a bare section name) is an error.
 [[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text,
                                                             std::string_view source = "efsmi -q");
-/// Parses `efsmi -q --json-format` (DESIGN.md section 3, tolerant of numbers vs strings; a bare
+/// Parses `efsmi -q --json-format` (docs/efsmi-model.md; tolerant of numbers vs strings; a bare
 /// number for a memory size is MiB, the unit efsmi prints). Syntax errors name the byte offset.
 [[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_json(std::string_view text,
                                                             std::string_view source = "efsmi -q --json-format");

@@ -3,10 +3,10 @@
 
 /// \file
 /// libefml, the Enflame management library, as Enflame's public `efml.h` declares it
-/// (DESIGN.md section 3): the C structs of its ABI, and a loaded library that discovery, the
-/// device plugin's health checks, the labeler and the exporter share. Every symbol is looked up
-/// on its own: a missing one makes its values unknown (nullopt), never a crash, and
-/// `missing()` names it so `enflame-ctk info` can say what a host's library lacks.
+/// (docs/efsmi-model.md, libefml): the C structs of its ABI, and a loaded library that discovery,
+/// the device plugin's health checks, the labeler and the exporter share. Every symbol is looked
+/// up on its own: a missing one makes its values unknown (nullopt), never a crash, and `missing()`
+/// names it so `enflame-ctk info` can say what a host's library lacks.
 
 #include "inject/discover.hpp"
 #include "inject/result.hpp"

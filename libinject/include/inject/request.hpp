@@ -2,7 +2,7 @@
 #pragma once
 
 /// \file
-/// What a container asks for (DESIGN.md section 4): ENFLAME_VISIBLE_DEVICES,
+/// What a container asks for (docs/requests.md): ENFLAME_VISIBLE_DEVICES,
 /// ENFLAME_DRIVER_CAPABILITIES and cdi.k8s.io/* annotations, parsed into a Request.
 /// Parsing is pure: the caller passes the container's env and annotations.
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writing a Config back as TOML (`enflame-ctk config`, the runtime-config defaults). Apart
 // from config.cpp so that the shim, which only reads its config, does not link toml++'s
-// formatter (and, through it, libm): DESIGN.md section 8, start-up size.
+// formatter (and, through it, libm): docs/budgets.md, start-up size.
 #include "inject/config.hpp"
 
 #include <toml++/toml.h>

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// inject::efml::Library: libefml as Enflame's public efml.h declares it (DESIGN.md section 3).
-// Every symbol is dlsym'd once, on its own; a missing one leaves its values unknown. Return code
-// 6 (driver not loaded) from any call makes the whole count()/sample() an error naming the call.
+// inject::efml::Library: libefml as Enflame's public efml.h declares it
+// (docs/efsmi-model.md, libefml). Every symbol is dlsym'd once, on its own; a missing one leaves
+// its values unknown. Return code 6 (driver not loaded) from any call makes the whole
+// count()/sample() an error naming the call.
 //
-// The NVML-like API of the 2024-2025 header is used only where DESIGN.md gives its layout, and
+// The NVML-like API of the 2024-2025 header is used only where its layout is public, and
 // only when the matching Efml* call is missing: efmlDeviceGetName, efmlDeviceGetMemoryInfo
 // ({u64 total, free, used} bytes), efmlDeviceGetPowerUsage (mW). efmlDeviceGetPciInfo_v3 (its
 // struct layout is not public), efmlDeviceGetTemperature (its sensor enum values are not public)

@@ -128,7 +128,7 @@ void add_drs(const Options& opts, device::Host& host) {
         return;
     }
     // Every card at once first: two efsmi runs whatever the number of cards (card by card,
-    // 64 cards cost 128 runs, several times DESIGN.md section 8's budget for cdi generate).
+    // 64 cards cost 128 runs, several times cdi generate's budget in docs/budgets.md).
     // When that answer is an error or holds a bad row, card by card with -i as gcushare asks,
     // so that a bad card loses its own DRS only; an efsmi that hangs or crashes is not asked again.
     std::vector<device::DrsProfile> profiles;

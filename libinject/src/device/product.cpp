@@ -7,7 +7,8 @@
 namespace inject::device {
 
 ProductInfo product_info(const std::string& product) {
-    // Public facts (DESIGN.md section 3). Unknown products keep empty fields: we never guess.
+    // Public facts (docs/device-model.md, products). Unknown products keep empty fields: we
+    // never guess.
     struct Row {
         std::string_view product, arch, family;
     };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a container asks for: ENFLAME_VISIBLE_DEVICES, ENFLAME_DRIVER_CAPABILITIES and
-// cdi.k8s.io/* annotations (DESIGN.md section 4). Pure parsing; select() matches a request
+// cdi.k8s.io/* annotations (docs/requests.md). Pure parsing; select() matches a request
 // against discovered cards.
 #include "inject/request.hpp"
 

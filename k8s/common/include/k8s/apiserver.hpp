@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// A small Kubernetes API-server client (KUBERNETES.md section 3, "API-server access"): libcurl
+// A small Kubernetes API-server client (docs/kubelet-wire.md, "API-server access"): libcurl
 // for HTTP and TLS, nlohmann-json for bodies. TLS is always verified: against the configured
 // CA, or the system store when none is configured (as client-go does).
 // Every call has a timeout; 5xx and connection errors are retried with backoff, a 429 (or a 503

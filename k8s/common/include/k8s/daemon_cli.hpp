@@ -2,8 +2,8 @@
 #pragma once
 
 // What every daemon's main.cpp of the Kubernetes plane does the same way: the toolkit config
-// flag (DESIGN.md section 5), --version, and the stderr logger. Header-only: the daemons link
-// CLI11 and spdlog themselves; k8s_common does not need them.
+// flag (docs/requests.md, the config file), --version, and the stderr logger. Header-only: the
+// daemons link CLI11 and spdlog themselves; k8s_common does not need them.
 
 #include "inject/config.hpp"
 #include "inject/config_path.hpp"

@@ -3,8 +3,8 @@
 
 /// \file
 /// gRPC over unix sockets the way kubelet expects them: our sockets live in a folder kubelet
-/// owns (KUBERNETES.md sections 2 and 3), are replaced when stale, readable by root only, and
-/// must fit in sockaddr_un's sun_path.
+/// owns (docs/kubelet-wire.md: device plugin, plugin registration), are replaced when stale,
+/// readable by root only, and must fit in sockaddr_un's sun_path.
 
 #include "inject/result.hpp"
 

@@ -3,10 +3,10 @@
 
 /// \file
 /// Noticing a kubelet restart without polling. Kubelet, when it starts, deletes every socket in
-/// its device-plugin folder (ours too) and creates kubelet.sock again (KUBERNETES.md section 2).
-/// An inotify watch on the folder sees both. The watch does not go deaf: after a queue overflow
-/// (events lost) the folder is compared with what it held before, and when the folder itself is
-/// removed its parent is watched until it is back, then the watch is made again.
+/// its device-plugin folder (ours too) and creates kubelet.sock again (docs/kubelet-wire.md,
+/// device plugin). An inotify watch on the folder sees both. The watch does not go deaf: after a
+/// queue overflow (events lost) the folder is compared with what it held before, and when the
+/// folder itself is removed its parent is watched until it is back, then the watch is made again.
 
 #include <sys/types.h>
 
