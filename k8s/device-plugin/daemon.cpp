@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon.hpp"
 
-#include "events.hpp"
+#include "k8s/driver_events.hpp"
 #include "hami_mode.hpp"
 #include "health.hpp"
 #include "service.hpp"
@@ -152,7 +152,7 @@ private:
     bool current() const;
     void reload();
     void health();
-    void on_event(const EventWatcher::Note& note);
+    void on_event(const k8s::EventWatcher::Note& note);
     bool has_card(std::uint32_t index) const;
     void apply_all(const DriverHealth& driver);
 
@@ -310,7 +310,7 @@ bool Daemon::has_card(std::uint32_t index) const {
     });
 }
 
-void Daemon::on_event(const EventWatcher::Note& note) {
+void Daemon::on_event(const k8s::EventWatcher::Note& note) {
     if (!note) {
         inject::log::info("health: driver events are back; checking every card");
         health();
@@ -342,9 +342,9 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
         std::cerr << "error: " << r.error().what() << "\n";
         return 1;
     }
-    std::unique_ptr<EventWatcher> events;
+    std::unique_ptr<k8s::EventWatcher> events;
     if (o_.health_checks) {
-        auto w = EventWatcher::start(discover_);
+        auto w = k8s::EventWatcher::start(discover_);
         if (w) events = std::move(*w);
         else spdlog::error("health: {}; periodic checks only", w.error().what());
     }

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "dra_service.hpp"
-#include "events.hpp"
+#include "k8s/driver_events.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/drs.hpp"
@@ -101,7 +101,7 @@ public:
 
     /// `events` (may be null): the driver's events; each one publishes the slices at once.
     int loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch,
-             edp::EventWatcher* events);
+             k8s::EventWatcher* events);
 
 private:
     inject::Result<void> serve_dra() {
@@ -136,7 +136,7 @@ private:
 };
 
 int Daemon::loop(int sig_fd, k8s::KubeletWatcher& reg_watch, k8s::KubeletWatcher& dra_watch,
-                 edp::EventWatcher* events) {
+                 k8s::EventWatcher* events) {
     if (auto r = serve_dra(); !r) return fail_with(r.error());
     if (auto r = serve_reg(); !r) {
         stop();
@@ -236,9 +236,9 @@ int run(const DaemonOptions& o, ClaimSource claims, const MakeCompanion& make_co
     Companion companion = make_companion ? make_companion(discover) : Companion{};
     // Driver events, as the device plugin watches them (libefml's EfmlGetEvent on a thread);
     // without them health changes reach the slices at the next resync.
-    std::unique_ptr<edp::EventWatcher> events;
+    std::unique_ptr<k8s::EventWatcher> events;
     if (make_companion) {
-        auto w = edp::EventWatcher::start(dopts);
+        auto w = k8s::EventWatcher::start(dopts);
         if (w)
             events = std::move(*w);
         else

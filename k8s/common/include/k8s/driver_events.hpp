@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The driver's events for the device plugin: a thread blocked in libefml's EfmlGetEvent (one
+// The driver's events for the device plugin and the DRA plugin: a thread blocked in libefml's EfmlGetEvent (one
 // wait of at most `wait` at a time, so stopping takes no longer than that) that hands each event
 // to the daemon's poll loop through an eventfd. Without EfmlGetEvent (no libefml, or a library
 // without the call) it retries now and then and the periodic health pass alone decides. When
@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-namespace edp {
+namespace k8s {
 
 class EventWatcher {
 public:
@@ -58,4 +58,4 @@ private:
     std::jthread thread_;  ///< last: stopped and joined first
 };
 
-}  // namespace edp
+}  // namespace k8s

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "events.hpp"
+#include "k8s/driver_events.hpp"
 
 #include "inject/log.hpp"
 
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace edp {
+namespace k8s {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -110,4 +110,4 @@ void EventWatcher::run(const std::stop_token& stop) {
     }
 }
 
-}  // namespace edp
+}  // namespace k8s
