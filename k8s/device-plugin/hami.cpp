@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hami_trust.hpp"
+#include "inject/text.hpp"
 
 namespace edp::hami {
 
@@ -39,16 +40,7 @@ inject::Error bad(const char* key, const std::string& value, const std::string& 
                          "annotation " + std::string(key) + " '" + value + "': " + want);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (;;) {
-        const auto at = s.find(sep, start);
-        out.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
-        if (at == std::string::npos) return out;
-        start = at + 1;
-    }
-}
+using inject::text::split;
 
 std::string string_field(const Json& o, const char* key) {
     if (!o.contains(key)) return {};

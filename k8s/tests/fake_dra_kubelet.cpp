@@ -31,6 +31,7 @@
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 #include "k8s/socket.hpp"
 #include "proto_json.hpp"
+#include "inject/text.hpp"
 
 namespace {
 
@@ -44,15 +45,9 @@ int error(const std::string& what) {
     return 1;
 }
 
+/// The parts of `s` between each `sep`; none for "".
 std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (!s.empty() && start <= s.size()) {
-        const auto c = std::min(s.find(sep, start), s.size());
-        out.push_back(s.substr(start, c - start));
-        start = c + 1;
-    }
-    return out;
+    return s.empty() ? std::vector<std::string>{} : inject::text::split(s, sep);
 }
 
 bool is_socket(const std::string& p) {

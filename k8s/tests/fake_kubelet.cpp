@@ -34,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include "inject/text.hpp"
 
 namespace {
 
@@ -149,15 +150,9 @@ int serve(const std::string& dir, const std::string& events) {
     std::_Exit(0);  // dial-back threads may still hold streams: nothing to join
 }
 
+/// The comma-separated parts of `s`; none for "".
 std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (!s.empty() && start <= s.size()) {
-        const auto c = std::min(s.find(',', start), s.size());
-        out.push_back(s.substr(start, c - start));
-        start = c + 1;
-    }
-    return out;
+    return s.empty() ? std::vector<std::string>{} : inject::text::split(s, ',');
 }
 
 int finish(const grpc::Status& st, const google::protobuf::Message& m) {

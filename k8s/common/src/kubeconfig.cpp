@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "inject/text.hpp"
 
 namespace k8s::api {
 
@@ -23,10 +24,7 @@ inject::Result<std::string> read_file(const std::string& path, const std::string
     return s.str();
 }
 
-std::string trim(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-    return s;
-}
+std::string trim(const std::string& s) { return std::string(inject::text::trim_end(s, "\n\r ")); }
 
 /// A kubeconfig being read: its path (for messages and relative file names) and the document.
 struct Kubeconfig {

@@ -4,6 +4,7 @@
 #include "inject/cdi_provenance.hpp"
 
 #include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -18,10 +19,7 @@ std::string devnum(std::uint32_t major, std::uint32_t minor) {
     return std::to_string(major) + ":" + std::to_string(minor);
 }
 
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-    return s;
-}
+std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n \r")); }
 
 std::optional<std::uint32_t> number(std::string_view s) {
     std::uint32_t v = 0;

@@ -9,15 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "inject/text.hpp"
+
 namespace inject::discover::detail {
 
-/// Trims ASCII spaces, tabs, carriage returns and newlines on both ends.
-inline std::string_view trim(std::string_view s) noexcept {
-    auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && ws(s.front())) s.remove_prefix(1);
-    while (!s.empty() && ws(s.back())) s.remove_suffix(1);
-    return s;
-}
+using inject::text::trim;
 
 /// Splits on '\n' (a trailing '\r' stays; callers trim). No empty last line for a final '\n'.
 inline std::vector<std::string_view> lines(std::string_view text) {

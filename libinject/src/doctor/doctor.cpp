@@ -2,6 +2,7 @@
 // The doctor's frame (status names, the exit code, running every group) and the config check:
 // each key's effective value and where it came from (a flag, the file, or the default).
 #include "inject/doctor.hpp"
+#include "inject/text.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -9,12 +10,7 @@
 namespace inject::doctor {
 namespace {
 
-std::string trim(std::string_view s) {
-    const auto b = s.find_first_not_of(" \t\r");
-    if (b == std::string_view::npos) return {};
-    const auto e = s.find_last_not_of(" \t\r");
-    return std::string(s.substr(b, e - b + 1));
-}
+std::string trim(std::string_view s) { return std::string(text::trim(s, " \t\r")); }
 
 // "section.key" of every key the file sets. The file already parsed (config::parse), so a
 // line scan is enough: a table header or `key = value` outside a multi-line value.

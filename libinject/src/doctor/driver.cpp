@@ -6,6 +6,7 @@
 #include "inject/doctor.hpp"
 #include "inject/efml.hpp"
 #include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -19,10 +20,7 @@ namespace {
 
 constexpr std::string_view kInfoHint = "'enflame-ctk info --debug' shows what each discovery backend saw";
 
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
+std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n ")); }
 
 std::string octal(unsigned mode) {
     std::string s;

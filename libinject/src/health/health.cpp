@@ -19,16 +19,14 @@
 #include "inject/doctor.hpp"
 #include "inject/efml.hpp"
 #include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 namespace inject::health {
 namespace {
 
 using doctor::Status;
 
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
+std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n ")); }
 
 Verdict fine(std::string line) {
     return {Code::Ok, std::move(line)};

@@ -3,6 +3,7 @@
 // cdi.k8s.io/* annotations (docs/requests.md). Pure parsing; select() matches a request
 // against discovered cards.
 #include "inject/request.hpp"
+#include "inject/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -17,11 +18,7 @@ constexpr std::uint32_t kMaxRange = 1024;
 
 std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
+std::string_view trim(std::string_view s) { return text::trim(s, " \t"); }
 
 std::vector<std::string_view> split_commas(std::string_view s) {
     std::vector<std::string_view> out;
