@@ -52,7 +52,8 @@ struct Options {
 
 /// Runs the sandboxed child to completion. A failure while setting up the sandbox in the child
 /// is an error naming the step ("sandbox: entering mount namespace /proc/9/ns/mnt: ..."); a
-/// non-zero exit of the program itself is not (read Output::exit_code).
+/// non-zero exit of the program itself is not (read Output::exit_code). The output, the timeout
+/// and the kill follow process::run's one policy (inject/process.hpp), with its default bound.
 [[nodiscard]] Result<process::Output> run(const Options& opts);
 
 }  // namespace inject::sandbox

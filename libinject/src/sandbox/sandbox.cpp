@@ -10,6 +10,7 @@
 // Dropping the bounding set is what keeps uid 0 from getting every capability back at execve.
 #include "inject/sandbox.hpp"
 
+#include "core/child.hpp"
 #include "core/cstrings.hpp"
 
 #include "inject/fs.hpp"
@@ -19,16 +20,13 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
-#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
-#include <signal.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -63,17 +61,7 @@ const char* step_name(int s) {
     }
 }
 
-struct ChildError {
-    int step;
-    int err;
-};
-
-[[noreturn]] void child_fail(int fd, int step) {
-    ChildError e{step, errno};
-    ssize_t n = ::write(fd, &e, sizeof e);
-    (void)n;
-    _exit(127);
-}
+using process::detail::child_fail;
 
 struct SeccompDeleter {
     void operator()(void* ctx) const { seccomp_release(ctx); }
@@ -176,45 +164,6 @@ Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& na
     child_fail(err_fd, kExec);
 }
 
-Result<process::Output> collect(pid_t pid, int out_fd, int err_fd, std::chrono::milliseconds timeout) {
-    process::Output res;
-    bool timed_out = false;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::array<pollfd, 2> fds{{{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}}};
-    int open_fds = 2;
-    char buf[16384];
-    while (open_fds > 0) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-            timed_out = true;
-            break;
-        }
-        int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) break;
-        for (std::size_t i = 0; i < fds.size(); ++i) {
-            if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-            ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-            if (r <= 0) {
-                fds[i].fd = -1;
-                --open_fds;
-                continue;
-            }
-            auto& sink = i == 0 ? res.out : res.err;
-            auto len = static_cast<std::size_t>(r);
-            if (sink.size() < (4U << 20)) sink.append(buf, std::min(len, (4U << 20) - sink.size()));
-        }
-    }
-    if (timed_out) ::kill(pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (timed_out) return fail(sys_error("sandboxed program timed out", ETIMEDOUT));
-    if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
-    return res;
-}
-
 }  // namespace
 
 const std::vector<std::string>& ldconfig_syscalls() {
@@ -279,18 +228,15 @@ Result<process::Output> run(const Options& o) {
     status_w.reset();
     out_w.reset();
     err_w.reset();
-    ChildError ce{0, 0};
-    ssize_t n;
-    do {
-        n = ::read(status_r.get(), &ce, sizeof ce);
-    } while (n < 0 && errno == EINTR);
-    auto res = collect(pid, out_r.get(), err_r.get(), o.timeout);
-    if (n == static_cast<ssize_t>(sizeof ce)) {
-        std::string what = std::string("sandbox: ") + step_name(ce.step);
-        if (ce.step == kSetns) what += " " + o.mount_namespace;
-        if (ce.step == kOpenRoot || ce.step == kChroot) what += " " + o.rootfs;
-        if (ce.step == kExec) what += " " + o.executable;
-        return fail(sys_error(what, ce.err));
+    const auto failed = process::detail::wait_for_exec(status_r.get());
+    auto res = process::detail::collect(pid, std::move(out_r), std::move(err_r), o.executable, o.timeout,
+                                        process::kMaxOutput);
+    if (failed) {
+        std::string what = std::string("sandbox: ") + step_name(failed->step);
+        if (failed->step == kSetns) what += " " + o.mount_namespace;
+        if (failed->step == kOpenRoot || failed->step == kChroot) what += " " + o.rootfs;
+        if (failed->step == kExec) what += " " + o.executable;
+        return fail(sys_error(what, failed->err));
     }
     return res;
 }
