@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `enflame-ctk runtime configure|unconfigure`: wires enflame-container-runtime into Docker,
-// containerd or CRI-O. The edits are inject::runtime_config's pure functions; this file picks
-// the files, reads them, and reports what changed.
+// containerd or CRI-O. inject::toolkit::plan picks the files and their new text and
+// apply_changes writes them; this file parses the flags and prints what changed.
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,16 +9,14 @@
 #include <memory>
 
 #include "context.hpp"
-#include "runtime_plan.hpp"
-#include "inject/fs.hpp"
-#include "inject/runtime_config.hpp"
-
-namespace rc = inject::runtime_config;
+#include "inject/runtime_plan.hpp"
 
 namespace ctk {
 namespace {
 
-constexpr std::size_t kMaxBytes = 4 << 20;
+using inject::toolkit::Change;
+using inject::toolkit::HostRoot;
+using inject::toolkit::RuntimeArgs;
 
 /// enflame-container-runtime next to this binary (an installed package), else /usr/bin's.
 std::string default_runtime_path() {
@@ -31,130 +29,14 @@ std::string default_runtime_path() {
     return "/usr/bin/enflame-container-runtime";
 }
 
-/// The file's text, "" if it does not exist.
-inject::Result<std::string> read_or_empty(const HostRoot& root, const std::string& path) {
-    INJECT_TRY(auto t, root.read(path, kMaxBytes));
-    return t ? std::move(*t) : std::string();
-}
-
-}  // namespace
-
-inject::Result<bool> apply_changes(const HostRoot& root, const std::vector<Change>& changes,
-                                   bool dry_run) {
-    bool changed = false;
+/// --dry-run: the files as they would be written, on stdout (a "# PATH" line before each when
+/// there are several).
+void print_plan(const HostRoot& root, const std::vector<Change>& changes) {
     for (const auto& c : changes) {
-        const auto shown = root.show(c.path);
-        if (dry_run) {
-            if (changes.size() > 1) std::cout << "# " << shown << (c.remove ? " (removed)" : "") << "\n";
-            if (!c.remove) std::cout << c.content;
-            continue;
-        }
-        if (auto dir = std::filesystem::path(c.path).parent_path(); !c.remove && !dir.empty()) {
-            std::vector<std::string> created;
-            INJECT_TRY_VOID(root.make_dirs(dir.string(), created));
-        }
-        INJECT_TRY(auto outcome, rc::write_file(root.fd(), c.path, c.content, c.remove));
-        switch (outcome) {
-            case rc::WriteOutcome::Unchanged:
-                std::cout << "unchanged: " << shown << " (nothing to do)\n";
-                break;
-            case rc::WriteOutcome::Written:
-                std::cout << "updated: " << shown << "\n";
-                break;
-            case rc::WriteOutcome::Removed:
-                std::cout << "removed: " << shown << "\n";
-                break;
-        }
-        changed = changed || outcome != rc::WriteOutcome::Unchanged;
-        if (c.drop_backup) INJECT_TRY_VOID(root.remove(rc::backup_path(c.path)));
+        if (changes.size() > 1) std::cout << "# " << root.show(c.path) << (c.remove ? " (removed)" : "") << "\n";
+        if (!c.remove) std::cout << c.content;
     }
-    return changed;
 }
-
-namespace {
-
-/// Undoing our edit of a whole file: back to the backup's bytes when nothing else changed, and
-/// removed when we created it (no backup) and only our own skeleton is left.
-inject::Result<Change> undo(const HostRoot& root, const std::string& path, std::string_view now,
-                            std::string_view skeleton,
-                            const std::function<inject::Result<std::string>(
-                                std::string_view, std::optional<std::string_view>)>& strip) {
-    auto bak_path = rc::backup_path(path);
-    INJECT_TRY(auto bak, root.read(bak_path, kMaxBytes));
-    INJECT_TRY(auto out, strip(now, bak ? std::optional<std::string_view>(*bak) : std::nullopt));
-    Change c{path, out};
-    if (!root.exists(path)) return c;  // nothing to undo: apply() reports "unchanged"
-    if (bak)
-        c.drop_backup = (out == *bak);
-    else
-        c.remove = (out == skeleton && now != out);
-    return c;
-}
-
-}  // namespace
-
-inject::Result<std::vector<Change>> plan(const RuntimeArgs& a, const HostRoot& root) {
-    INJECT_TRY(auto engine, rc::parse_engine(a.engine));
-    // Absolute: the files are opened in the root, so a relative --config names the file in the
-    // current folder only once it is made absolute here.
-    std::string config = a.config.empty() ? rc::default_config_path(engine)
-                                          : std::filesystem::absolute(a.config).lexically_normal().string();
-    std::optional<std::string> drop_in;
-    if (engine == rc::Engine::Docker) {
-        if (!a.drop_in.empty())
-            return inject::fail(
-                inject::Errc::InvalidInput,
-                "docker has no drop-in files: '--drop-in' is for containerd and crio");
-    } else if (!a.no_drop_in) {
-        // Absolute: containerd resolves a relative import against its config's folder.
-        drop_in = a.drop_in.empty()
-                      ? *rc::drop_in_for(engine, config)
-                      : std::filesystem::absolute(a.drop_in).lexically_normal().string();
-    }
-    INJECT_TRY(auto text, read_or_empty(root, config));
-    std::vector<Change> changes;
-    if (!drop_in) {  // edit the main config in place
-        if (!a.uninstall) {
-            INJECT_TRY(auto out, rc::configure(engine, text, a.opts, config));
-            changes.push_back({config, out});
-            return changes;
-        }
-        INJECT_TRY(auto fresh, rc::configure(engine, "", a.opts, config));
-        INJECT_TRY(auto skeleton, rc::unconfigure(engine, fresh, a.opts, config));
-        INJECT_TRY(auto c, undo(root, config, text, skeleton, [&](std::string_view now, auto orig) {
-                       return rc::unconfigure(engine, now, a.opts, config, orig);
-                   }));
-        changes.push_back(std::move(c));
-        return changes;
-    }
-    if (engine == rc::Engine::Crio) {
-        if (a.uninstall)
-            changes.push_back({*drop_in, "", true});
-        else {
-            INJECT_TRY(auto d, rc::drop_in(engine, "", a.opts, config));
-            changes.push_back({*drop_in, d});
-        }
-        return changes;
-    }
-    // containerd: our drop-in plus an `imports` entry in the main config.
-    constexpr std::string_view kNewMain = "version = 2\n";
-    std::string main = text.empty() ? std::string(kNewMain) : text;
-    if (a.uninstall) {
-        changes.push_back({*drop_in, "", true});
-        INJECT_TRY(auto c, undo(root, config, text, kNewMain, [&](std::string_view now, auto) {
-                       return rc::remove_import(now, *drop_in, config);
-                   }));
-        changes.push_back(std::move(c));
-        return changes;
-    }
-    INJECT_TRY(auto d, rc::drop_in(engine, main, a.opts, config));
-    INJECT_TRY(auto m, rc::add_import(main, *drop_in, config));
-    changes.push_back({*drop_in, d});
-    changes.push_back({config, m});
-    return changes;
-}
-
-namespace {
 
 void run(const RuntimeArgs& a) {
     if (a.opts.cdi_enabled && (a.engine == "crio" || a.engine == "cri-o"))
@@ -164,7 +46,10 @@ void run(const RuntimeArgs& a) {
     if (!root) throw Exit{report(root.error())};
     auto changes = plan(a, *root);
     if (!changes) throw Exit{report(changes.error())};
-    auto changed = apply_changes(*root, *changes, a.dry_run);
+    if (a.dry_run) return print_plan(*root, *changes);
+    std::vector<std::string> lines;
+    auto changed = apply_changes(*root, *changes, lines);
+    for (const auto& l : lines) std::cout << l << "\n";
     if (!changed) throw Exit{report(changed.error())};
     if (!*changed) return;
     if (a.engine == "docker" && a.uninstall)

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The node's root as `enflame-ctk toolkit` and `runtime configure` see it: opened once, and every
-// host path resolved inside it with openat2 RESOLVE_IN_ROOT (inject::fs::open_in_root). From a
-// pod that mounts the node's root at /host, the node's absolute links (`/var/run` -> `/run`)
-// lead where they lead on the node, not into the pod's own /run, and neither a `..` nor a
-// symlink in the node's root can lead a read or a write outside it.
+/// \file
+/// The node's root as `enflame-ctk toolkit` and `runtime configure` see it: opened once, and every
+/// host path resolved inside it with openat2 RESOLVE_IN_ROOT (inject::fs::open_in_root). From a
+/// pod that mounts the node's root at /host, the node's absolute links (`/var/run` -> `/run`)
+/// lead where they lead on the node, not into the pod's own /run, and neither a `..` nor a
+/// symlink in the node's root can lead a read or a write outside it.
 
 #include "inject/fs.hpp"
 #include "inject/result.hpp"
@@ -18,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ctk {
+namespace inject::toolkit {
 
 class HostRoot {
 public:
@@ -57,4 +58,4 @@ private:
     inject::fs::UniqueFd fd_;
 };
 
-}  // namespace ctk
+}  // namespace inject::toolkit

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The file edits behind `enflame-ctk runtime configure|unconfigure`, shared with
-// `enflame-ctk toolkit install|uninstall`: plan() reads the engine's files and returns what
-// to write, apply_changes() writes it.
+/// \file
+/// The file edits behind `enflame-ctk runtime configure|unconfigure`, shared with
+/// `enflame-ctk toolkit install|uninstall`: plan() reads the engine's files and returns what
+/// to write, apply_changes() writes it. The edits themselves are inject::runtime_config's pure
+/// functions; nothing here prints.
 
-#include "host_root.hpp"
+#include "inject/host_root.hpp"
 #include "inject/result.hpp"
 #include "inject/runtime_config.hpp"
 
 #include <string>
 #include <vector>
 
-namespace ctk {
+namespace inject::toolkit {
 
 struct RuntimeArgs {
     std::string engine;
@@ -20,7 +22,7 @@ struct RuntimeArgs {
     std::string config;
     std::string drop_in;
     bool no_drop_in = false;
-    bool dry_run = false;
+    bool dry_run = false;  ///< for the command: print the plan instead of applying it
     bool uninstall = false;
     inject::runtime_config::Options opts;
 };
@@ -36,9 +38,10 @@ struct Change {
 /// What configure (or, with a.uninstall, unconfigure) writes; the files are read inside `root`.
 [[nodiscard]] inject::Result<std::vector<Change>> plan(const RuntimeArgs& a, const HostRoot& root);
 
-/// Writes (or, dry_run, prints) every change inside `root`, creating missing folders, a line
-/// each on stdout; true when a file changed.
+/// Writes every change inside `root`, creating missing folders, and appends a line for each to
+/// `lines` ("updated: PATH", "unchanged: PATH (nothing to do)", "removed: PATH"; the lines of
+/// the files written before a failure too); true when a file changed.
 [[nodiscard]] inject::Result<bool> apply_changes(const HostRoot& root, const std::vector<Change>& changes,
-                                                 bool dry_run);
+                                                 std::vector<std::string>& lines);
 
-}  // namespace ctk
+}  // namespace inject::toolkit

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "host_root.hpp"
+#include "inject/host_root.hpp"
 
 #include "inject/mount.hpp"
 
@@ -12,9 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
-namespace ctk {
+namespace inject::toolkit {
 
-namespace fs = inject::fs;
 
 inject::Result<HostRoot> HostRoot::open(const std::string& path) {
     INJECT_TRY(auto fd, fs::open_root(path));
@@ -96,4 +95,4 @@ pid_t HostRoot::socket_owner(std::string_view host_path) const {
     return cred.pid;
 }
 
-}  // namespace ctk
+}  // namespace inject::toolkit
