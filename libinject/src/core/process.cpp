@@ -7,6 +7,7 @@
 #include "core/child.hpp"
 #include "core/cstrings.hpp"
 #include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -170,7 +171,7 @@ Result<Output> run(const Command& cmd) {
 }
 
 std::string last_line(std::string_view out) {
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.remove_suffix(1);
+    out = text::trim_end(out, "\n ");
     const auto nl = out.rfind('\n');
     return std::string(nl == std::string_view::npos ? out : out.substr(nl + 1));
 }
