@@ -3,7 +3,7 @@
 PRESET ?= dev
 BUILD  := build/$(PRESET)
 
-.PHONY: all deps configure build host-binaries test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images node-exporter-image print-node-exporter-image
+.PHONY: all deps configure build host-binaries packages test unit integration demo demo-cluster e2e bench fuzz clean lint asan images print-images node-exporter-image print-node-exporter-image
 
 all: build
 
@@ -21,6 +21,12 @@ build: configure
 host-binaries: deps
 	@cmake --preset static >/dev/null
 	@cmake --build --preset static
+
+# The host packages: .deb and .rpm of the static binaries, the same files in both, into
+# build/packages (the full Debian package of every daemon: `cpack -G DEB` in build/dev).
+packages: host-binaries
+	@cd build/static && cpack -B $(CURDIR)/build/packages >/dev/null
+	@ls build/packages/*.deb build/packages/*.rpm
 
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure -j2

@@ -25,6 +25,7 @@ PKGS=(
   runc crun podman uidmap containerd docker.io e2fsprogs
   mmdebstrap       # make images: the image's Debian 12 libraries; host_binaries.bats: a Debian 11 root
   patchelf         # host_binaries.bats: runc's copy in a root, pointed at its own libraries
+  rpm              # make packages: rpmbuild for the .rpm; package_host.bats: rpm --root
   strace           # dra_plugin_restart.bats: the kernel kills the plugin at a chosen rename (strace --inject)
   iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)
