@@ -122,7 +122,7 @@ spec = {
                                "trusted: docs/security.md). Unset: each node keeps its config's "
                                "value, false when first installed."},
             # no `cdi` switch: the installer always writes the CDI spec, which the device
-            # plugin's cdi-cri strategy and the DRA driver need (k8s/README.md)
+            # plugin's cdi-cri strategy and the DRA driver need (docs/operator.md)
         }, [{"rule": "!has(self.setAsDefault) || !self.setAsDefault || !has(self.enabled) || self.enabled",
              "message": "setAsDefault needs the toolkit enabled"}]),
         "featureDiscovery": component("the node labeler (enflame-feature-discovery)", True),

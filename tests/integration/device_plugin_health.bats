@@ -39,7 +39,7 @@ teardown() { teardown_scratch; }
 # 10 reset start, 11 reset finish, 20 EID), written here once as this file's expectation and
 # handed to the simulated libefml as numbers: the simulator's own table of names is not used,
 # so a plugin and a simulator that agreed on a wrong number would fail here. That event_id is
-# the card's index is k8s/README.md's reading of the ABI, which the documentation does not
+# the card's index is docs/device-plugin.md's reading of the ABI, which the documentation does not
 # state: these tests cannot check it.
 EV_SUSPEND=3
 EV_RESET_START=10
