@@ -3,7 +3,7 @@
 //
 //   fake-cri run --socket S --image IMG --log-dir D [--cgroup-parent P] [--cdi-device ID]...
 //                [--env K=V]... [--annotation K=V]... [--pod-annotation K=V]...
-//                [--runtime-handler H] [--timeout-ms N]
+//                [--runtime-handler H] [--timeout-ms N] [--delete-when FILE]
 //                -- CMD...
 //
 // What kubelet does for a pod with one container that was given DRA devices: RunPodSandbox (host
@@ -13,13 +13,18 @@
 // Allocate gave, the pod's RuntimeClass handler in RunPodSandbox, StartContainer, then ContainerStatus until it exited. Prints the
 // container's output (its CRI log in D, the stream/tag prefix stripped) on stdout, removes the
 // sandbox (and with it the container) and exits with the container's exit code; a CRI error is
-// "error: <call>: CODE: message" on stderr and exit 125.
+// "error: <call>: CODE: message" on stderr and exit 125. With --delete-when FILE, the container runs
+// until FILE exists; then the pod is deleted as kubelet deletes one (StopContainer,
+// StopPodSandbox, RemovePodSandbox; retried as kubelet retries, 15 times a second apart), each
+// call's failure an error line, and the exit code is 0 once all three succeeded.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include "k8s/socket.hpp"
 #include "proto/cri_v1.grpc.pb.h"
@@ -52,6 +57,7 @@ struct Options {
     std::string socket, image, log_dir, cgroup_parent, runtime_handler;
     std::vector<std::string> cdi, envs, annotations, pod_annotations, command;
     int timeout_ms = 60000;
+    std::string delete_when;
 };
 
 /// "K=V" entries into a CRI annotation map.
@@ -92,6 +98,7 @@ int run(const Options& o) {
         if (auto s = stub->RunPodSandbox(&ctx, rp, &pod); !s.ok()) return error("RunPodSandbox", s);
     }
     const auto remove_pod = [&] {
+        bool all_ok = true;
         for (const bool stop : {true, false}) {
             grpc::ClientContext ctx;
             deadline(ctx);
@@ -102,8 +109,12 @@ int run(const Options& o) {
             cri::StopPodSandboxResponse sresp;
             cri::RemovePodSandboxResponse rresp;
             const auto s = stop ? stub->StopPodSandbox(&ctx, sr, &sresp) : stub->RemovePodSandbox(&ctx, rr, &rresp);
-            if (!s.ok()) error(stop ? "StopPodSandbox" : "RemovePodSandbox", s);
+            if (!s.ok()) {
+                error(stop ? "StopPodSandbox" : "RemovePodSandbox", s);
+                all_ok = false;
+            }
         }
+        return all_ok;
     };
     cri::CreateContainerRequest cr;
     cr.set_pod_sandbox_id(pod.pod_sandbox_id());
@@ -139,6 +150,32 @@ int run(const Options& o) {
         if (auto s = stub->StartContainer(&ctx, sr, &sresp); !s.ok()) {
             remove_pod();
             return error("StartContainer", s);
+        }
+    }
+    if (!o.delete_when.empty()) {
+        const auto until = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
+        while (::access(o.delete_when.c_str(), F_OK) != 0 && Clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // kubelet retries a pod's deletion until it succeeds: 15 tries a second apart here, each
+        // on a new connection (the runtime may have restarted meanwhile)
+        for (int attempt = 1;; ++attempt) {
+            auto again = k8s::dial_unix(o.socket, std::chrono::milliseconds(5000));
+            if (again) {
+                stub = cri::RuntimeService::NewStub(*again);
+                grpc::ClientContext ctx;
+                deadline(ctx);
+                cri::StopContainerRequest sr;
+                sr.set_container_id(created.container_id());
+                sr.set_timeout(2);
+                cri::StopContainerResponse sresp;
+                const auto s = stub->StopContainer(&ctx, sr, &sresp);
+                if (!s.ok()) error("StopContainer", s);
+                if (s.ok() && remove_pod()) return 0;
+            } else {
+                std::cerr << "error: " << again.error().what() << "\n";
+            }
+            if (attempt == 15) return 125;
+            std::this_thread::sleep_for(std::chrono::seconds(1));
         }
     }
     const auto until = Clock::now() + std::chrono::milliseconds(o.timeout_ms);
@@ -184,6 +221,7 @@ int main(int argc, char** argv) try {
     r->add_option("--runtime-handler", o.runtime_handler, "the pod's RuntimeClass handler (default: the runtime's default)");
     r->add_option("--cgroup-parent", o.cgroup_parent, "the pod's cgroup parent (cgroupfs: a path)");
     r->add_option("--timeout-ms", o.timeout_ms);
+    r->add_option("--delete-when", o.delete_when, "run until this file exists, then delete the pod as kubelet does");
     // Everything after "--" is the container's command, flags and all: split off before CLI11.
     int n = 1;
     while (n < argc && std::string(argv[n]) != "--") ++n;

@@ -19,13 +19,7 @@ cri_setup() {
   fi
   CTR=("$tr/ctr" --address "$SCRATCH/ctrd/containerd.sock" -n k8s.io)
   busybox_rootfs "$SCRATCH/rootfs"
-  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
-  podman_conf "$SCRATCH/containers.conf"
-  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
-  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change 'CMD ["/bin/sleep", "100000"]' \
-    "$SCRATCH/rootfs.tar" localhost/dra-bb:latest >/dev/null
-  on_teardown 'CONTAINERS_CONF=$SCRATCH/containers.conf podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs rmi -af >/dev/null 2>&1'
-  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/bb.tar" localhost/dra-bb:latest
+  cri_image_archive
   mkdir -p "$SCRATCH/ctrd" "$SCRATCH/pods"
   cat > "$SCRATCH/ctrd/config.toml" <<TOML
 version = 2
@@ -61,6 +55,18 @@ TOML
   wait_for ctr_up
   [ -d "$SCRATCH/ctrd/opt" ]   # containerd's opt folder is ours, not the host's /opt/containerd
   "${CTR[@]}" image import "$SCRATCH/bb.tar" >/dev/null
+}
+# cri_image_archive: the busybox rootfs in $SCRATCH/rootfs as the image localhost/dra-bb:latest
+# (CMD sleep), built with podman (its storage removed at teardown) and saved as an OCI archive,
+# $SCRATCH/bb.tar, for `ctr image import`.
+cri_image_archive() {
+  tar -C "$SCRATCH/rootfs" -cf "$SCRATCH/rootfs.tar" .
+  podman_conf "$SCRATCH/containers.conf"
+  local pm=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --tmpdir "$SCRATCH/pm/tmp" --storage-driver vfs)
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" import -q --change 'CMD ["/bin/sleep", "100000"]' \
+    "$SCRATCH/rootfs.tar" localhost/dra-bb:latest >/dev/null
+  on_teardown 'CONTAINERS_CONF=$SCRATCH/containers.conf podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs rmi -af >/dev/null 2>&1'
+  CONTAINERS_CONF=$SCRATCH/containers.conf "${pm[@]}" save -q --format oci-archive -o "$SCRATCH/bb.tar" localhost/dra-bb:latest
 }
 ctr_up() { "${CTR[@]}" version >/dev/null 2>&1; }
 # cri_image_with_env NAME K=V: the busybox image again as NAME with ENV K=V in its config (what

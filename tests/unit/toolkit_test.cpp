@@ -108,4 +108,51 @@ TEST_F(Toolkit, ApplyChangesSaysWhatItWrote) {
     EXPECT_EQ(lines, Lines{"unchanged: " + file + " (nothing to do)"});
 }
 
+// What the installer's preStop finds on a CRI-O node (conmon -r) and on a containerd one (a
+// task bundle's options.json): the runtime binary stays while either names it, the rest goes.
+TEST_F(Toolkit, UninstallKeepsTheRuntimeWhileAContainerRunsThroughIt) {
+    namespace fs = std::filesystem;
+    const std::string tk_dir = dir_ / "usr/local/enflame/toolkit";
+    const std::string host_rt = "/usr/local/enflame/toolkit/enflame-container-runtime";
+    for (const char* f : {"enflame-container-runtime", "enflame-container-runtime-hook", "enflame-ctk"})
+        testutil::write_file(tk_dir + "/" + f, "binary");
+    testutil::write_file(state(), R"({"engine": "crio", "engine_config": "/etc/crio/crio.conf",
+        "engine_configured": false, "files": ["enflame-container-runtime",
+        "enflame-container-runtime-hook", "enflame-ctk"],
+        "created_dirs": ["/usr/local/enflame", "/usr/local/enflame/toolkit"]})");
+    using namespace std::string_literals;
+    testutil::write_file(dir_ / "proc/4242/cmdline", "/usr/bin/conmon\0-c\0abc123\0-r\0"s + host_rt + "\0"s);
+    testutil::write_file(dir_ / "proc/77/cmdline", "/usr/bin/conmon\0--cid=other\0-r\0/usr/bin/runc\0"s);
+    testutil::write_file(dir_ / "proc/78/cmdline", "/bin/sh\0-r\0"s + host_rt + "\0"s);  // not a conmon
+    const auto kept_line = [&](const std::string& ids) {
+        return "kept: " + tk_dir + "/enflame-container-runtime: 1 container still runs through it (" + ids +
+               "); the next 'enflame-ctk toolkit install' or 'uninstall' removes it once they are gone";
+    };
+    auto r = tk::uninstall(opts());
+    ASSERT_TRUE(r.result) << r.result.error().what();
+    EXPECT_EQ(r.lines, (Lines{kept_line("abc123"), "uninstalled: " + tk_dir}));
+    EXPECT_TRUE(fs::exists(dir_ / host_rt));
+    EXPECT_FALSE(fs::exists(tk_dir + "/enflame-ctk"));
+    EXPECT_FALSE(fs::exists(tk_dir + "/enflame-container-runtime-hook"));
+    EXPECT_FALSE(fs::exists(state()));
+    EXPECT_TRUE(fs::exists(tk_dir + "/.kept-runtime.json"));
+    // conmon gone, a containerd task bundle naming it: kept again, for that task
+    fs::remove_all(dir_ / "proc/4242");
+    const std::string id(64, 'e');
+    testutil::write_file(dir_ / ("run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/options.json"),
+                         R"({"binary_name":")" + host_rt + R"(","root":"/run/containerd/runc"})");
+    r = tk::uninstall(opts());
+    ASSERT_TRUE(r.result) << r.result.error().what();
+    EXPECT_EQ(r.lines, Lines{kept_line(id.substr(0, 12))});
+    // nothing left: removed, with the record and the folders the install made
+    fs::remove_all(dir_ / "run/containerd/io.containerd.runtime.v2.task/k8s.io");
+    r = tk::uninstall(opts());
+    ASSERT_TRUE(r.result) << r.result.error().what();
+    EXPECT_EQ(r.lines, Lines{"removed: " + tk_dir + "/enflame-container-runtime (no container runs through it any more)"});
+    EXPECT_FALSE(fs::exists(dir_ / "usr/local/enflame"));
+    EXPECT_TRUE(fs::exists(dir_ / "usr/local"));
+    r = tk::uninstall(opts());
+    EXPECT_EQ(r.lines, Lines{"nothing to undo: no " + state()});
+}
+
 }  // namespace

@@ -42,6 +42,8 @@ public:
     /// Removes the folder if it is empty; anything else is left alone, silently.
     void remove_dir_if_empty(std::string_view host_path) const;
     [[nodiscard]] bool exists(std::string_view host_path) const;
+    /// The names in the folder (no "." or ".."), unsorted; empty when it is missing or no folder.
+    [[nodiscard]] std::vector<std::string> list(std::string_view host_dir) const;
     /// A regular file with an execute bit.
     [[nodiscard]] bool executable(std::string_view host_path) const;
     /// `mkdir -p host_dir`, appending each folder it created (host path, outermost first) to

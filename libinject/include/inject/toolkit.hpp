@@ -61,7 +61,9 @@ struct Report {
 [[nodiscard]] Report install(const Options& o);
 
 /// Undoes what the state file records, under the toolkit folder's lock; with the operator's
-/// handover mark in Options::handover_file, nothing.
+/// handover mark in Options::handover_file, nothing. The runtime binary stays while a container
+/// created through it is left (docs/toolkit.md), recorded so that a later uninstall (with no
+/// state file) removes it once none is.
 [[nodiscard]] Report uninstall(const Options& o);
 
 /// Ready (result ok) when the install is complete and in place and its binaries run on this

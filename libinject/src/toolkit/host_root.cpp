@@ -3,6 +3,7 @@
 
 #include "inject/mount.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -53,6 +54,21 @@ void HostRoot::remove_dir_if_empty(std::string_view host_path) const {
 
 bool HostRoot::exists(std::string_view host_path) const {
     return fs::open_in_root(fd(), host_path, O_PATH).has_value();
+}
+
+std::vector<std::string> HostRoot::list(std::string_view host_dir) const {
+    std::vector<std::string> names;
+    auto f = fs::open_in_root(fd(), host_dir, O_RDONLY | O_DIRECTORY);
+    if (!f) return names;
+    DIR* d = ::fdopendir(f->get());
+    if (d == nullptr) return names;
+    (void)f->release();  // closedir closes it
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view n = e->d_name;
+        if (n != "." && n != "..") names.emplace_back(n);
+    }
+    ::closedir(d);
+    return names;
 }
 
 bool HostRoot::executable(std::string_view host_path) const {

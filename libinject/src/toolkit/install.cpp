@@ -117,6 +117,8 @@ Result<void> install_steps(const Options& o, const HostRoot& h, json& st, Lines&
     INJECT_TRY_VOID(write_state(o, h, st));
     INJECT_TRY_VOID(copy_binaries(o, h, st, out));
     INJECT_TRY_VOID(write_state(o, h, st));
+    // a runtime binary an earlier uninstall kept for its containers is this install's now
+    INJECT_TRY_VOID(forget_leftover(o, h));
     config::Config cfg;
     cfg.source = kToolkitConfig;
     cfg.cli.driver_root = o.driver_root;
@@ -166,6 +168,9 @@ Result<void> install_into(const Options& o, Lines& out) {
         INJECT_TRY_VOID(follow_nri_choice(o, h, st, out));
     } else {
         INJECT_TRY(st, first_state(o, engine));
+        // the folders made by the install whose runtime binary an uninstall kept
+        INJECT_TRY(auto kept, read_leftover(o, h));
+        if (kept) st["created_dirs"] = kept->value("created_dirs", json::array());
     }
     auto r = install_steps(o, h, st, out);
     if (r) {

@@ -149,10 +149,21 @@ Result<bool> undo_state(const Options& o, const HostRoot& h, const json& st, Lin
         keep(restore(h, path, opt_string(f.at("original"))));
         out.push_back((f.at("original").is_null() ? "removed: " : "restored: ") + h.show(path));
     }
-    for (const auto& name : st.value("files", json::array()))
-        keep(h.remove((fsys::path(o.toolkit_dir) / name.get<std::string>()).string()));
-    keep(h.remove(state_path(o)));
     const auto dirs = st.value("created_dirs", json::array());
+    // a container created through the runtime needs it until deleted (kill, delete, state): the
+    // binary stays while one is left, and a later install or uninstall removes it
+    std::vector<std::string> holders;
+    const auto state_dirs = task_state_dirs(h, st);
+    for (const auto& name : st.value("files", json::array())) {
+        const auto path = (fsys::path(o.toolkit_dir) / name.get<std::string>()).string();
+        if (path == runtime_binary(o) && h.exists(path)) {
+            holders = runtime_holders(h, path, state_dirs);
+            if (!holders.empty()) continue;
+        }
+        keep(h.remove(path));
+    }
+    if (!holders.empty()) keep(keep_runtime(o, h, state_dirs, dirs, holders, out));
+    keep(h.remove(state_path(o)));
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)  // deepest first; only when empty
         h.remove_dir_if_empty(it->get<std::string>());
     if (first) return fail(std::move(*first));

@@ -54,6 +54,30 @@ inline Error input_error(const std::string& what) { return Error(Errc::InvalidIn
 /// closes); nullopt when the folder does not exist (nothing installed).
 [[nodiscard]] Result<std::optional<fs::UniqueFd>> lock_toolkit(const Options& o, const HostRoot& h);
 
+// holders.cpp: the containers still running through the toolkit's runtime binary
+
+/// The runtime binary's host path: <toolkit_dir>/enflame-container-runtime.
+[[nodiscard]] std::string runtime_binary(const Options& o);
+/// The containerd state folders whose task bundles to look at for the engine `st` records: its
+/// config's `state`, /run/containerd and dockerd's own containerd's.
+[[nodiscard]] std::vector<std::string> task_state_dirs(const HostRoot& h, const json& st);
+/// The ids of the containers running through `runtime_path`: containerd task bundles under
+/// `state_dirs` whose runtime is it, and conmon processes (CRI-O, podman) given it with -r.
+[[nodiscard]] std::vector<std::string> runtime_holders(const HostRoot& h, const std::string& runtime_path,
+                                                       const std::vector<std::string>& state_dirs);
+/// Leaves the runtime binary in place for `holders`: writes the leftover record (atomically)
+/// and says so in one line.
+[[nodiscard]] Result<void> keep_runtime(const Options& o, const HostRoot& h,
+                                        const std::vector<std::string>& state_dirs,
+                                        const json& created_dirs, const std::vector<std::string>& holders,
+                                        Lines& out);
+/// The leftover record of a runtime binary kept by an earlier uninstall; nullopt when none.
+[[nodiscard]] Result<std::optional<json>> read_leftover(const Options& o, const HostRoot& h);
+[[nodiscard]] Result<void> forget_leftover(const Options& o, const HostRoot& h);
+/// Removes a kept runtime binary (and the record, and the folders it records if empty) once no
+/// container runs through it; else keeps it, saying so again.
+[[nodiscard]] Result<void> remove_leftover(const Options& o, const HostRoot& h, const json& rec, Lines& out);
+
 // engine.cpp: finding, checking and signalling the container engine
 
 /// --runtime auto: containerd, else CRI-O, else Docker.

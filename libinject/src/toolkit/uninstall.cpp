@@ -22,6 +22,8 @@ Result<void> uninstall_from(const Options& o, Lines& out) {
     (void)lock;
     INJECT_TRY(auto st, read_state(o, h));
     if (!st) {
+        INJECT_TRY(auto kept, read_leftover(o, h));
+        if (kept) return remove_leftover(o, h, *kept, out);
         out.push_back("nothing to undo: no " + h.show(state_path(o)));
         return ok();
     }
