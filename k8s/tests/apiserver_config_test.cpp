@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "api_client_util.hpp"
 #include "fake_apiserver.hpp"
 #include "k8s/apiserver.hpp"
 
@@ -21,16 +22,8 @@ using k8s_test::TempDir;
 
 constexpr const char* kSlices = "/apis/resource.k8s.io/v1/resourceslices";
 
-std::unique_ptr<Client> client(const k8s::api::Config& cfg) {
-    auto c = Client::create(cfg);
-    if (!c) ADD_FAILURE() << c.error().what();
-    return c ? std::move(*c) : nullptr;
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using k8s_test::client;
+using k8s_test::slurp;
 
 // --- kubeconfig ---
 

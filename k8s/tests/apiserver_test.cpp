@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "api_client_util.hpp"
 #include "fake_apiserver.hpp"
 
 namespace {
@@ -37,16 +38,8 @@ Json slice(const std::string& name, const std::string& node, const std::string& 
               {"devices", Json::array({{{"name", "gcu-0"}}})}}}};
 }
 
-std::unique_ptr<Client> client(const k8s::api::Config& cfg) {
-    auto c = Client::create(cfg);
-    if (!c) ADD_FAILURE() << c.error().what();
-    return c ? std::move(*c) : nullptr;
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using k8s_test::client;
+using k8s_test::slurp;
 
 TEST(ApiClient, EveryVerbRoundTrips) {
     FakeApiServer fake;

@@ -50,7 +50,7 @@ setup_file() {
 }
 
 teardown_file() {
-  [ -n "${FILE_DIR:-}" ] && [ -d "$FILE_DIR" ] || return 0
+  if [ -z "${FILE_DIR:-}" ] || [ ! -d "$FILE_DIR" ]; then return 0; fi
   # nothing is mounted here outside in_root's namespaces; never follow one into the host's /dev
   if grep -qF " $FILE_DIR/" /proc/self/mountinfo; then
     echo "teardown: mounts left under $FILE_DIR, not removed" >&3
