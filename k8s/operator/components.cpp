@@ -8,16 +8,14 @@
 #include <sstream>
 #include <utility>
 
+#include "k8s/apiserver.hpp"
 #include "inject/config.hpp"
 
 namespace op {
 
 namespace {
 
-std::string str(const Json& j, const char* field) {
-    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
-                                                                      : "";
-}
+using k8s::api::str;
 
 void set_image(Json& c, const Json& cs) {
     const std::string repo = str(cs, "repository"), image = str(cs, "image"),

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "k8s/apiserver.hpp"
 #include "inject/log.hpp"
 
 namespace op {
@@ -23,9 +24,7 @@ constexpr const char* kGroupVersion = "enflame.com/v1";
 const std::string kCrs = "/apis/enflame.com/v1/gpuresources";
 const std::string kMonitorGroup = "monitoring.coreos.com";
 
-std::string str(const Json& j, const char* f) {
-    return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
-}
+using k8s::api::str;
 std::string rv_of(const Json& obj) {
     return str(obj.value("metadata", Json::object()), "resourceVersion");
 }

@@ -98,10 +98,7 @@ std::string version_of(const std::string& api_version) {
     return slash == std::string::npos ? api_version : api_version.substr(slash + 1);
 }
 
-std::string str(const Json& j, const char* field) {
-    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
-                                                                      : "";
-}
+using k8s::api::str;
 
 bool target_matches(const Json& target, const Json& obj) {
     const std::string av = str(obj, "apiVersion");

@@ -13,10 +13,7 @@ using inject::Errc;
 
 namespace {
 
-std::string str(const Json& j, const char* field) {
-    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
-                                                                      : "";
-}
+using k8s::api::str;
 
 /// The objects of deployments/monitoring/operator a GpuResource can ask for: which component's
 /// field (spec.<component>.<field>: {enabled, interval, labels}) asks, and the object.

@@ -23,10 +23,7 @@ const std::set<std::string> kServerClusterScoped{"DeviceClass", "GpuResource"};
 /// the roles its daemons are bound to (writing a role would take `escalate`).
 const std::set<std::string> kShippedWithOperator{"Namespace", "ClusterRole", "Role"};
 
-std::string str(const Json& j, const char* field) {
-    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
-                                                                      : "";
-}
+using k8s::api::str;
 
 std::string group_of(const std::string& api_version) {
     const auto slash = api_version.find('/');

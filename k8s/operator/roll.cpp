@@ -2,6 +2,8 @@
 // Node labels and the ordered rolling upgrade, as plans over the cache (roll.hpp).
 #include "roll.hpp"
 
+#include "k8s/apiserver.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,9 +14,7 @@ namespace op {
 
 namespace {
 
-std::string str(const Json& j, const char* f) {
-    return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
-}
+using k8s::api::str;
 const Json& meta(const Json& o) {
     static const Json empty = Json::object();
     return o.is_object() && o.contains("metadata") ? o["metadata"] : empty;

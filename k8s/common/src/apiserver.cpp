@@ -492,6 +492,11 @@ inject::Result<void> Client::watch(const std::string& path, const WatchOptions& 
     return impl_->watch(path, opts, on_event, stop);
 }
 
+std::string str(const Json& j, const char* field) {
+    return j.is_object() && j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
+                                                                      : "";
+}
+
 bool gone(const inject::Error& e) { return e.code() == Errc::Expired; }
 
 bool gone(const WatchEvent& ev) {

@@ -16,9 +16,7 @@ using Json = api::Json;
 
 namespace {
 
-std::string str(const Json& j, const char* f) {
-    return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
-}
+using api::str;
 
 }  // namespace
 

@@ -13,9 +13,7 @@ using inject::Errc;
 
 namespace {
 
-std::string str(const Json& j, const char* f) {
-    return j.is_object() && j.contains(f) && j[f].is_string() ? j[f].get<std::string>() : "";
-}
+using api::str;
 
 std::string rv_of(const Json& obj) {
     return str(obj.is_object() ? obj.value("metadata", Json::object()) : Json::object(),

@@ -131,6 +131,9 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+/// `j[field]` when `j` is an object holding that field as a string; "" otherwise.
+[[nodiscard]] std::string str(const Json& j, const char* field);
+
 /// True for a watch's "410 Gone"/"Expired" (an HTTP 410 or an ERROR event's Status 410): the
 /// resourceVersion is too old, list again.
 [[nodiscard]] bool gone(const inject::Error& e);
