@@ -123,7 +123,7 @@ oci_bundle() {
   bundle_edit "$1" "c['process']['terminal']=False; c['root']['readonly']=False; c['process']['args']=json.loads('''$2''')"
 }
 
-# crun_hybrid FILE: the crun wrapper for this hybrid-cgroup machine (RUNTIMES.md, workaround A).
+# crun_hybrid FILE: the crun wrapper for this hybrid-cgroup machine (docs/test-runtimes.md).
 crun_hybrid() {
   cat > "$1" <<'SH'
 #!/bin/sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # ctr run --runc-binary <shim> against a containerd started for this file in a private root.
 # containerd's runc-v2 shim calls the runtime with --root/--log/--log-format json before the
-# subcommand and reports the last error line of that log (RUNTIMES.md section 2).
+# subcommand and reports the last error line of that log (docs/test-runtimes.md).
 # containerd runs in a private mount namespace (PRIVATE_RUN): the shim sockets it puts under the
 # fixed /run/containerd/s stay there, and the daemon is stopped by its pid. Every ctr call names
 # its FIFO dir (default /run/containerd/fifo) in the scratch dir.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # docker run --runtime=enflame against a dockerd started for this file (private data/exec
 # roots and socket) with the shim registered in its daemon.json. dockerd uses containerd's
-# runc-v2 shim, which calls ours with --root/--log/--log-format json (RUNTIMES.md section 3).
+# runc-v2 shim, which calls ours with --root/--log/--log-format json (docs/test-runtimes.md).
 # dockerd runs in a private mount namespace (PRIVATE_RUN): what it and its containerd write to
 # /run and /etc/docker stays there, and the daemon is stopped by its pid.
 

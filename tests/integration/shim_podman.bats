@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # podman --runtime <shim>: podman drives the shim with the plain runc CLI (create --bundle B
-# --pid-file F ID, start, kill, delete --force; RUNTIMES.md section 1), so the shim edits the
+# --pid-file F ID, start, kill, delete --force; docs/test-runtimes.md), so the shim edits the
 # config.json podman wrote. Isolated storage, containers.conf from the scratch dir.
 
 load helpers
