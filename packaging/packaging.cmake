@@ -65,5 +65,11 @@ if(ENFLAME_STATIC_HOST)
       /etc /usr/lib/systemd /usr/lib/systemd/system /usr/share/bash-completion
       /usr/share/bash-completion/completions /usr/share/man /usr/share/man/man1
       /usr/share/man/man5)
+  # The cross build (preset static-arm64): the packages say the binaries' architecture, not
+  # this machine's (cpack would ask dpkg --print-architecture and uname -m).
+  if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "arm64")
+    set(CPACK_RPM_PACKAGE_ARCHITECTURE "aarch64")
+  endif()
 endif()
 include(CPack)

@@ -26,6 +26,8 @@ PKGS=(
   mmdebstrap       # make images: the image's Debian 12 libraries; host_binaries.bats: a Debian 11 root
   patchelf         # host_binaries.bats: runc's copy in a root, pointed at its own libraries
   rpm              # make packages: rpmbuild for the .rpm; package_host.bats: rpm --root
+  g++-aarch64-linux-gnu  # make host-binaries ARCH=arm64: the cross compiler (its sysroot: scripts/arm64-sysroot.sh)
+  qemu-user-static # host_binaries_arm64.bats: runs the arm64 binaries (qemu-aarch64-static, no binfmt needed)
   strace           # dra_plugin_restart.bats: the kernel kills the plugin at a chosen rename (strace --inject)
   iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)
