@@ -79,14 +79,15 @@ asan: deps
 # OCI images (scripts/build-images.sh): one image holding every daemon (the manifests in
 # deployments/ name it through kustomize's `images:`), saved as an OCI archive under build/images/.
 # Images carry the release build (optimised, stripped), whatever PRESET is: build/release, and
-# there only the targets `cmake --install` puts in the image (every install(TARGETS) rule).
+# there only the targets `cmake --install` puts in the image (every install(TARGETS) rule), plus
+# the static host binaries the installer copies onto nodes (build/static, docs/host-binaries.md).
 VERSION       := $(shell grep -m1 -o 'project.enflame-container-toolkit VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
 IMAGE_REPO    := enflame-container-toolkit
 IMAGE_NAMES   := enflame-toolkit
 IMAGE_TARGETS := enflame-ctk enflame-container-runtime enflame-container-runtime-hook \
   enflame-device-plugin enflame-dra-plugin enflame-feature-discovery enflame-gcu-exporter \
   enflame-nri-plugin enflame-gpu-operator
-images: deps
+images: deps host-binaries
 	@test -f build/release/CMakeCache.txt || cmake --preset release >/dev/null
 	@cmake --build --preset release --target $(IMAGE_TARGETS)
 	@BUILD_DIR=$(CURDIR)/build/release scripts/build-images.sh

@@ -5,6 +5,9 @@
 # CMAKE_BUILD_TYPE, saved with `podman save --format oci-archive` as
 # build/images/enflame-toolkit.oci.tar.
 #   - our files: `cmake --install --strip` of $BUILD_DIR into a staging folder;
+#   - the host binaries the installer copies onto a node (the shim, the hook, enflame-ctk, static:
+#     docs/host-binaries.md) from $HOST_BINARIES_DIR (`make host-binaries`: build/static), in
+#     /usr/lib/enflame/host; the installer runs that enflame-ctk, which copies its own folder;
 #   - their libraries: ldd of every installed binary, mapped to Debian 12 packages (dpkg -S),
 #     unpacked with mmdebstrap --variant=extract (those packages and their dependencies, no
 #     shell, no dpkg, no maintainer scripts), without docs, man pages or locales;
@@ -18,6 +21,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib-oci.sh
 . "$TOP/scripts/lib-oci.sh"
 BUILD_DIR=${BUILD_DIR:-$TOP/build/release}
+HOST_BINARIES_DIR=${HOST_BINARIES_DIR:-$TOP/build/static}
 OUT=${IMAGES_DIR:-$TOP/build/images}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mapfile -t NAMES < <(make -s -C "$TOP" print-images)
@@ -42,6 +46,19 @@ rm -rf "${stage:?}/usr/share" "${stage:?}/usr/lib/systemd"
 mkdir -p "$stage/usr/share/enflame"
 cp -r "$TOP/deployments" "$stage/usr/share/enflame/manifests"
 [ -n "$(ls "$stage/usr/bin")" ] || { echo "build-images: nothing installed from $BUILD_DIR" >&2; exit 1; }
+# the node's copies: static, so they run on any host; nothing in the image runs the dynamic shim
+# or hook, so those are not shipped twice
+host=$stage/usr/lib/enflame/host
+mkdir -p "$host"
+for b in cdi-gen/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook; do
+  f=$HOST_BINARIES_DIR/$b
+  [ -x "$f" ] || { echo "build-images: no $f: make host-binaries builds it" >&2; exit 1; }
+  if readelf -lW "$f" | grep -q INTERP; then
+    echo "build-images: $f is not static (it names a loader): build it with make host-binaries" >&2; exit 1
+  fi
+  install -m 0755 -s "$f" "$host/"
+done
+rm -f "$stage/usr/bin/enflame-container-runtime" "$stage/usr/bin/enflame-container-runtime-hook"
 
 # pkg_of LIB: the Debian package holding LIB (usrmerge: /lib and /usr/lib both tried).
 pkg_of() {

@@ -106,9 +106,9 @@ for o in yaml.safe_load_all(open(sys.argv[1])):
         print(o["spec"]["template"]["spec"].get("hostPID"))
 PY
   cat "$SCRATCH/cmds"
-  [ "$(sed -n 1p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit install" ]
-  [ "$(sed -n 2p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit uninstall" ]
-  [ "$(sed -n 3p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/bin/enflame-ctk toolkit status" ]
+  [ "$(sed -n 1p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/lib/enflame/host/enflame-ctk toolkit install" ]
+  [ "$(sed -n 2p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/lib/enflame/host/enflame-ctk toolkit uninstall" ]
+  [ "$(sed -n 3p "$SCRATCH/cmds" | cut -d' ' -f1-3)" = "/usr/lib/enflame/host/enflame-ctk toolkit status" ]
   [ "$(sed -n 4p "$SCRATCH/cmds")" = True ]   # the engine's pid from its socket is a host pid
   local line sub flag
   for line in 1 2 3; do
