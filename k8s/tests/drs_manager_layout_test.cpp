@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-drs-manager's layouts: the ConfigMap text read (every bad input one error naming the
 // line and key), the shipped examples, and a layout checked against an S60 node.
+#include "drs_manager_fixture.hpp"
+
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
-
-#include <fstream>
-#include <sstream>
-
-#include "drs_manager_host.hpp"
-#include "layout.hpp"
 
 namespace {
 
@@ -92,20 +87,6 @@ INSTANTIATE_TEST_SUITE_P(
                 "to 64"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-/// The layouts of the shipped ConfigMap.
-std::vector<edrs::Layout> shipped() {
-    std::ifstream in(std::string(K8S_TESTS_DIR) + "/../../deployments/drs-manager/layouts.yaml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const auto cm = YAML::Load(ss.str());
-    EXPECT_EQ(cm["metadata"]["name"].as<std::string>(), "enflame-drs-layouts");
-    EXPECT_EQ(cm["metadata"]["namespace"].as<std::string>(), "enflame-system");
-    auto r = edrs::parse_layouts(cm["data"][std::string(edrs::kLayoutsKey)].as<std::string>(),
-                                 "shipped");
-    EXPECT_TRUE(r) << r.error().what();
-    return r ? *r : std::vector<edrs::Layout>{};
-}
-
 struct Resolved {
     const char* layout;
     std::vector<CardTarget> targets;
@@ -114,7 +95,7 @@ struct Resolved {
 class ShippedLayout : public testing::TestWithParam<Resolved> {};
 
 TEST_P(ShippedLayout, FitsAFourCardS60Node) {
-    const auto layouts = shipped();
+    const auto layouts = drs_test::shipped_layouts();
     auto l = edrs::find_layout(layouts, GetParam().layout);
     ASSERT_TRUE(l) << l.error().what();
     auto r = edrs::resolve_layout(**l, drs_test::s60_node());
@@ -143,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(DrsManagerLayout, FindNamesTheLabelAndTheLayouts) {
-    auto r = edrs::find_layout(shipped(), "all-3g");
+    auto r = edrs::find_layout(drs_test::shipped_layouts(), "all-3g");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
     EXPECT_EQ(r.error().what(),

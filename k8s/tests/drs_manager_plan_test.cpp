@@ -2,10 +2,13 @@
 // enflame-drs-manager's planner: the fewest destroys and creates per card, held instances never
 // destroyed without saying who holds them, a rebuild only when efsmi's aligned placement leaves
 // no room, and nothing at all for a card already as its layout says.
+#include "drs_manager_fixture.hpp"
+#include "plan.hpp"
+#include "inject/drs_slices.hpp"
+
 #include <gtest/gtest.h>
 
-#include "drs_manager_host.hpp"
-#include "plan.hpp"
+#include <algorithm>
 
 namespace {
 
@@ -157,6 +160,75 @@ TEST(DrsManagerPlan, HoldsNameTheInstanceAndItsHolders) {
     ASSERT_EQ(plan.cards.size(), 1U);
     EXPECT_EQ(plan.cards[0].holds, (std::vector<edrs::Hold>{{"0:2g.22gb:0", {"ml/train"}}}));
     EXPECT_TRUE(plan.blocked());
+}
+
+/// What efsmi leaves after `plan` (sim/drs.cpp): destroys, then each create at the lowest
+/// free instance id and the first aligned free run.
+void apply(const edrs::Plan& plan, inject::device::Host& host) {
+    for (const auto& c : plan.cards) {
+        auto& list = host.devices[c.card].drs_instances;
+        for (const auto& d : c.destroy)
+            std::erase_if(list,
+                          [&](const DrsInstance& in) { return in.instance_id == d.instance_id; });
+        for (const auto& p : c.create) {
+            std::vector<inject::drs::SliceRun> taken;
+            for (const auto& in : list)
+                taken.push_back(*inject::drs::parse_placement(in.placement));
+            const auto n = *inject::drs::profile_slices(p.name);
+            const auto start = inject::drs::first_fit(4, taken, n);
+            ASSERT_TRUE(start) << p.name;
+            std::uint32_t id = 0;
+            while (std::any_of(list.begin(), list.end(),
+                               [&](const auto& in) { return in.instance_id == id; }))
+                ++id;
+            list.push_back(
+                instance(c.card, p.name, id, std::to_string(*start) + ":" + std::to_string(n)));
+        }
+    }
+}
+
+/// The plan of the shipped layout `label` on `host`, one describe() line per card.
+std::vector<std::string> plan_lines(const char* label, const inject::device::Host& host,
+                                    const edrs::Holders& holders, edrs::Plan& plan) {
+    const auto layouts = drs_test::shipped_layouts();
+    auto layout = edrs::find_layout(layouts, label);
+    EXPECT_TRUE(layout) << layout.error().what();
+    auto targets = edrs::resolve_layout(**layout, host);
+    EXPECT_TRUE(targets) << targets.error().what();
+    plan = edrs::plan_layout(*targets, host, holders);
+    std::vector<std::string> out;
+    for (const auto& c : plan.cards) out.push_back(edrs::describe(c));
+    return out;
+}
+
+// docs/drs-manager.md, "Worked examples", one after the other.
+TEST(DrsManagerPlan, TheWorkedExamplesOfTheDocs) {
+    auto host = drs_test::s60_node(4);
+    edrs::Plan plan;
+    EXPECT_EQ(plan_lines("mixed", host, {}, plan),
+              (std::vector<std::string>{"card 0: create 1g.11gb x4", "card 1: create 1g.11gb x4"}));
+    EXPECT_EQ(plan.operations(), 8U);
+    apply(plan, host);
+    EXPECT_TRUE(plan_lines("mixed", host, {}, plan).empty());
+
+    const edrs::Holders train{{"0:1g.11gb:1", {"ml/train"}}};
+    EXPECT_EQ(plan_lines("all-balanced", host, train, plan),
+              (std::vector<std::string>{
+                  "card 0: destroy 0:1g.11gb:2 0:1g.11gb:3; create 2g.22gb x1",
+                  "card 1: destroy 1:1g.11gb:2 1:1g.11gb:3; create 2g.22gb x1",
+                  "card 2: create 2g.22gb x1 1g.11gb x2", "card 3: create 2g.22gb x1 1g.11gb x2"}));
+    EXPECT_EQ(plan.operations(), 12U);
+    EXPECT_FALSE(plan.blocked());
+    apply(plan, host);
+
+    const auto lines = plan_lines("all-2g.22gb", host, train, plan);
+    ASSERT_EQ(lines.size(), 4U);
+    EXPECT_EQ(lines[0],
+              "card 0: destroy 0:1g.11gb:0 0:1g.11gb:1; create 2g.22gb x1; waiting for 0:1g.11gb:1 "
+              "(held by ml/train)");
+    EXPECT_EQ(lines[1], "card 1: destroy 1:1g.11gb:0 1:1g.11gb:1; create 2g.22gb x1");
+    EXPECT_TRUE(plan.blocked());
+    EXPECT_FALSE(plan.cards[1].blocked());
 }
 
 }  // namespace

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// The node the drs-manager tests check layouts and plans against: S60 cards as the simulated
-// efsmi reports them (docs/efsmi-model.md: 1g.11gb x4, 2g.22gb x2; "full" is no profile row).
-
-#include <cstdint>
-#include <string>
+// What the drs-manager tests check layouts and plans against: S60 cards as the simulated efsmi
+// reports them (docs/efsmi-model.md: 1g.11gb x4, 2g.22gb x2; "full" is no profile row), and the
+// layouts of the shipped ConfigMap.
 
 #include "inject/device.hpp"
+#include "layout.hpp"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace drs_test {
 
@@ -38,6 +45,20 @@ inline inject::device::DrsInstance instance(std::uint32_t card, const std::strin
     in.profile = profile;
     in.placement = placement;
     return in;
+}
+
+/// The layouts of deployments/drs-manager/layouts.yaml.
+inline std::vector<edrs::Layout> shipped_layouts() {
+    std::ifstream in(std::string(K8S_TESTS_DIR) + "/../../deployments/drs-manager/layouts.yaml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto cm = YAML::Load(ss.str());
+    EXPECT_EQ(cm["metadata"]["name"].as<std::string>(), "enflame-drs-layouts");
+    EXPECT_EQ(cm["metadata"]["namespace"].as<std::string>(), "enflame-system");
+    auto r = edrs::parse_layouts(cm["data"][std::string(edrs::kLayoutsKey)].as<std::string>(),
+                                 "shipped");
+    EXPECT_TRUE(r) << r.error().what();
+    return r ? *r : std::vector<edrs::Layout>{};
 }
 
 }  // namespace drs_test
