@@ -107,8 +107,8 @@ struct Reader {
         if (n.size() != 1) return bad(n, path, "want exactly one of index, model, pciBusId");
         if (const auto idx = n["index"]) {
             out.by = CardSelector::By::Index;
-            INJECT_TRY(const auto items, list(idx, path + ".index"));
-            for (std::size_t i = 0; i < idx.size(); ++i) {
+            INJECT_TRY(const auto distinct, list(idx, path + ".index"));
+            for (std::size_t i = 0; i < distinct.size(); ++i) {
                 INJECT_TRY(const auto v,
                            whole(idx[i], path + ".index[" + std::to_string(i) + "]", 0, 1023));
                 out.indices.push_back(v);
