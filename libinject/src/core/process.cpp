@@ -113,7 +113,10 @@ enum Step : int { kChroot = 1, kExec };
     if (cmd.exec_fd >= 0) {
         // Kept open across the exec: a #! script is then read through /dev/fd/N.
         ::fcntl(cmd.exec_fd, F_SETFD, 0);
-        ::execveat(cmd.exec_fd, "", argv, envp, AT_EMPTY_PATH);
+        // fexecve: execveat(fd, "", AT_EMPTY_PATH), and where that is ENOSYS (kernels before
+        // 3.19, which the static host binaries run on: CentOS 7's 3.10; Debian 12's qemu-user)
+        // an execve of /proc/self/fd/N (docs/host-binaries.md).
+        ::fexecve(cmd.exec_fd, argv, envp);
     } else {
         ::execve(cmd.path.c_str(), argv, envp);
     }
