@@ -99,3 +99,26 @@ runs_chrooted() {
     -not -type d > "$SCRATCH/left"
   [ ! -s "$SCRATCH/left" ] || { cat "$SCRATCH/left"; false; }
 }
+
+@test "make packages ARCH=arm64: the .deb says Architecture arm64 and the .rpm aarch64, both hold the x86_64 packages' files, their binaries aarch64 static PIEs" {
+  local arm=${ARM64_BUILD_DIR:-$TOP/build/static-arm64} f
+  [ -x "$arm/cdi-gen/enflame-ctk" ] || skip_or_fail "no $arm/cdi-gen/enflame-ctk: make host-binaries ARCH=arm64 builds it"
+  (cd "$arm" && cpack -B "$SCRATCH/arm" > "$SCRATCH/cpack-arm.log" 2>&1) || { cat "$SCRATCH/cpack-arm.log"; false; }
+  local adeb arpm
+  adeb=$(ls "$SCRATCH"/arm/${PKG}_*_arm64.deb)
+  arpm=$(ls "$SCRATCH"/arm/${PKG}-*.aarch64.rpm)
+  [ "$(dpkg-deb -f "$adeb" Architecture)" = arm64 ]
+  [ "$(rpm -qp --qf '%{ARCH}' "$arpm")" = aarch64 ]
+  run ! grep -v '^rpmlib(' < <(rpm -qpR "$arpm")
+  files_of_deb > "$SCRATCH/deb.files"
+  DEB=$adeb files_of_deb > "$SCRATCH/arm-deb.files"
+  RPM=$arpm files_of_rpm > "$SCRATCH/arm-rpm.files"
+  diff "$SCRATCH/deb.files" "$SCRATCH/arm-deb.files"
+  diff "$SCRATCH/deb.files" "$SCRATCH/arm-rpm.files"
+  mkdir "$SCRATCH/x"
+  dpkg-deb -x "$adeb" "$SCRATCH/x"
+  for f in enflame-ctk enflame-container-runtime enflame-container-runtime-hook; do
+    run -0 file -b "$SCRATCH/x/usr/bin/$f"
+    [[ $output == *"ARM aarch64"*"static-pie linked"* ]]
+  done
+}
