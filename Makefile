@@ -17,21 +17,32 @@ build: configure
 	@cmake --build --preset $(PRESET)
 
 # The shim, the hook and enflame-ctk alone, static, for any Linux host (docs/host-binaries.md):
-# build/static, configured every time so the tree has the preset's flags.
+# build/static, configured every time so the tree has the preset's flags. ARCH=arm64 builds
+# them for aarch64 instead (preset static-arm64, build/static-arm64: Debian's cross compiler
+# and the arm64 sysroot scripts/arm64-sysroot.sh unpacks once into build/arm64-sysroot);
+# ARCH=all builds both.
+ARCH ?= x86_64
+HOST_ARCHES := $(if $(filter all,$(ARCH)),x86_64 arm64,$(ARCH))
+HOST_PRESET = $(if $(filter arm64 aarch64,$(1)),static-arm64,$(if $(filter x86_64 amd64,$(1)),static,$(error ARCH=$(1): x86_64, arm64 or all)))
 host-binaries: deps
-	@cmake --preset static >/dev/null
-	@cmake --build --preset static
+	@set -e; for p in $(foreach a,$(HOST_ARCHES),$(call HOST_PRESET,$(a))); do \
+	  if [ $$p = static-arm64 ]; then scripts/arm64-sysroot.sh; fi; \
+	  cmake --preset $$p >/dev/null; cmake --build --preset $$p; done
 
 # The host packages: .deb and .rpm of the static binaries, the same files in both, into
-# build/packages (the full Debian package of every daemon: `cpack -G DEB` in build/dev).
+# build/packages (the full Debian package of every daemon: `cpack -G DEB` in build/dev);
+# ARCH=arm64 packs the arm64 ones (_arm64.deb, .aarch64.rpm), ARCH=all both.
 packages: host-binaries
-	@cd build/static && cpack -B $(CURDIR)/build/packages >/dev/null
+	@set -e; for p in $(foreach a,$(HOST_ARCHES),$(call HOST_PRESET,$(a))); do \
+	  (cd build/$$p && cpack -B $(CURDIR)/build/packages >/dev/null); done
 	@ls build/packages/*.deb build/packages/*.rpm
 
 unit: build
 	@cd $(BUILD) && ctest --output-on-failure -j2
 
-integration: build host-binaries
+# host_binaries.bats and host_binaries_arm64.bats run the static host binaries of both.
+integration: build
+	@$(MAKE) -s host-binaries ARCH=all
 	@BUILD_DIR=$(CURDIR)/$(BUILD) scripts/run-integration.sh
 
 # scripts/run-tests.sh builds $(BUILD) itself, to time that stage with the others.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test stage of `make test` and counts each test once:
 #   build    the BUILD_DIR tree (`all`: the binaries, simulators, unit tests, fuzz replayers),
-#            and build/static (`make host-binaries`: the three static host binaries that
+#            build/static (`make host-binaries`: the three static host binaries that
 #            host_binaries.bats installs into a Debian 11 root and a root without libraries)
+#            and build/static-arm64 (the same three cross-built for aarch64, which
+#            host_binaries_arm64.bats runs under qemu-aarch64-static): `host-binaries ARCH=all`
 #   unit     its unit tests (ctest)
 #   bats     its integration tests (bats, real runtimes; scripts/run-integration.sh)
 #   asan     the unit tests and the shim/hook integration tests again, under ASan+UBSan
@@ -58,10 +60,10 @@ timed() {
 # ---- build, unit, bats: the first run, whose tests are the ones counted ----
 lines=()
 built=1
-build_stage() { cmake --build "$BUILD_DIR" -j2 && make -s -C "$top" host-binaries; }
+build_stage() { cmake --build "$BUILD_DIR" -j2 && make -s -C "$top" host-binaries ARCH=all; }
 if ! timed build build_stage; then
     built=0
-    stage_failed build "cmake --build $BUILD_DIR or make host-binaries failed"
+    stage_failed build "cmake --build $BUILD_DIR or make host-binaries ARCH=all failed"
     unit_total=0 unit_failed=0 unit_skipped=0 int_total=0 int_failed=0 int_skipped=0
     lines+=("build: FAILED (output above); no test ran")
 else
