@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami.hpp"
 
+#include "inject/drs_slices.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -336,30 +338,15 @@ Pick<CardDecision> pick_cards(const Json& pods, const std::string& node, std::si
     return pick<CardDecision>(pods, parse, fits, &CardDecision::bind_time);
 }
 
-std::uint32_t profile_slices(const std::string& name) {
-    const auto g = name.find("g.");
-    std::uint32_t n = 0;
-    if (g == std::string::npos || !name.ends_with("gb") ||
-        !parse_number(std::string_view(name).substr(0, g), n))
-        return 0;
-    return n;
-}
-
-std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profiles) {
-    std::uint32_t best = 0;
-    for (const auto& p : profiles) best = std::max(best, profile_slices(p.name) * p.max_instances);
-    return best;
-}
-
 NodeAnnotations node_annotations(const inject::device::Host& host,
                                  const std::vector<OwnInstance>& ours,
                                  std::uint32_t legacy_slices) {
     NodeAnnotations out;
     out.cards = host.devices.size();
-    const std::uint32_t slices = card_slices(host.drs_profiles);
+    const std::uint32_t slices = inject::drs::card_slices(host.drs_profiles);
     Json devices = Json::array(), shared = Json::object(), profiles = Json::object();
     for (const auto& p : host.drs_profiles) {
-        if (profile_slices(p.name) > 0) profiles[p.name] = std::to_string(p.id);
+        if (inject::drs::profile_slices(p.name).value_or(0) > 0) profiles[p.name] = std::to_string(p.id);
     }
     for (const auto& c : host.devices) {
         if (slices == 0) break;
@@ -368,7 +355,7 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
             const bool own = std::any_of(ours.begin(), ours.end(), [&](const OwnInstance& o) {
                 return o.card == c.index && o.instance_id == in.instance_id;
             });
-            if (!own) taken += profile_slices(in.profile);
+            if (!own) taken += inject::drs::profile_slices(in.profile).value_or(0);
         }
         // HAMi refuses the whole node for a card of capacity 0: a full card is left out.
         if (taken >= slices) continue;
@@ -387,61 +374,56 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
     return out;
 }
 
-std::string checkpoint_text(const std::vector<Recorded>& rs) {
+std::string checkpoint_text(const Ledger& l) {
     Json list = Json::array();
-    for (const auto& r : rs)
-        list.push_back({{"podUID", r.uid},
-                        {"namespace", r.ns},
-                        {"pod", r.pod},
-                        {"card", r.card},
-                        {"instance", r.instance_id},
-                        {"uuid", r.uuid}});
-    return Json{{"version", 1}, {"instances", list}}.dump(1) + "\n";
+    for (const auto& r : l.instances) {
+        Json e{{"podUID", r.uid}, {"namespace", r.ns}, {"pod", r.pod},
+               {"card", r.card},  {"instance", r.instance_id}, {"uuid", r.uuid}};
+        if (!r.profile.empty()) e["profile"] = r.profile;
+        list.push_back(std::move(e));
+    }
+    Json out{{"version", 1}, {"instances", list}};
+    if (!l.pending.empty()) out["pending"] = k8s::drs::pending_json(l.pending, "podUID");
+    return out.dump(1) + "\n";
 }
 
-inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
-                                                       const std::string& source) {
+inject::Result<Ledger> parse_checkpoint(std::string_view text, const std::string& source) {
     const Json j = Json::parse(text, nullptr, false);
     if (!j.is_object() || !j.contains("version") || j["version"] != 1 || !j.contains("instances") ||
         !j["instances"].is_array())
         return fail(Errc::InvalidInput,
                     source + ": want {\"version\":1,\"instances\":[...]} (JSON)");
-    std::vector<Recorded> out;
+    Ledger out;
     for (std::size_t i = 0; i < j["instances"].size(); ++i) {
         const auto& e = j["instances"][i];
         auto u32 = [&](const char* k) {
             return e.is_object() && e.contains(k) && e[k].is_number_unsigned() &&
                    e[k].get<std::uint64_t>() <= UINT32_MAX;
         };
-        auto str = [&](const char* k) {
-            return e.is_object() && e.contains(k) && e[k].is_string();
-        };
         auto text_of = [&](const char* k) {
-            return str(k) ? e[k].get<std::string>() : std::string();
+            return e.is_object() && e.contains(k) && e[k].is_string() ? e[k].get<std::string>()
+                                                                      : std::string();
         };
         if (!u32("card") || !u32("instance") || text_of("podUID").empty())
             return fail(Errc::InvalidInput, source + ": instances[" + std::to_string(i) +
                                                 "]: want podUID, card and instance");
-        out.push_back({text_of("podUID"), text_of("namespace"), text_of("pod"),
-                       e["card"].get<std::uint32_t>(), e["instance"].get<std::uint32_t>(),
-                       text_of("uuid")});
+        out.instances.push_back({text_of("podUID"), text_of("namespace"), text_of("pod"),
+                                 e["card"].get<std::uint32_t>(), e["instance"].get<std::uint32_t>(),
+                                 text_of("uuid"), text_of("profile")});
+    }
+    try {
+        out.pending = k8s::drs::pending_from_json(j.value("pending", Json::array()), "podUID");
+    } catch (const std::exception& e) {
+        return fail(Errc::InvalidInput, source + ": pending: " + e.what());
     }
     return out;
 }
 
-namespace {
-std::string_view bare(std::string_view uuid) {
-    return uuid.starts_with("DRS-") ? uuid.substr(4) : uuid;
-}
-}  // namespace
-
 bool still_there(const inject::device::Host& host, const Recorded& r) {
-    for (const auto& c : host.devices) {
-        if (c.index != r.card) continue;
-        for (const auto& in : c.drs_instances)
-            if (in.instance_id == r.instance_id)
-                return r.uuid.empty() || bare(in.uuid) == bare(r.uuid);
-    }
+    for (const auto& c : host.devices)
+        if (c.index == r.card)
+            return k8s::drs::seen_in(c.drs_instances, {r.card, r.instance_id, r.profile, r.uuid}) ==
+                   k8s::drs::Seen::Ours;
     return false;
 }
 
@@ -473,7 +455,7 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
         out.push_back(per_card(cards, names.shared,
                                [&](const auto&) { return std::uint64_t{names.legacy_slices}; }));
     } else {
-        const std::uint32_t n = card_slices(host.drs_profiles);
+        const std::uint32_t n = inject::drs::card_slices(host.drs_profiles);
         out.push_back(per_card(cards, names.drs, [&](const auto&) { return std::uint64_t{n}; }));
         // HAMi counts gcu-memory in GB (a request above twice the largest profile's is taken as
         // MiB: not schedulable here, see the README); one ID per GiB keeps kubelet's list small.

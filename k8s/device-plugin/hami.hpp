@@ -12,6 +12,7 @@
 
 #include "inject/device.hpp"
 #include "inject/result.hpp"
+#include "k8s/drs_ledger.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -145,12 +146,6 @@ struct SharedDecision {
 [[nodiscard]] Pick<CardDecision> pick_cards(const Json& pods, const std::string& node,
                                             std::size_t request, const std::string& by = {});
 
-/// Slices of a card offering `profiles`: the largest `<g> * max_instances` of its
-/// `<g>g.<m>gb` profiles (S60: 4); 0 when none has that shape.
-[[nodiscard]] std::uint32_t card_slices(const std::vector<inject::device::DrsProfile>& profiles);
-/// `<g>` of a profile named `<g>g.<m>gb` (0 otherwise).
-[[nodiscard]] std::uint32_t profile_slices(const std::string& name);
-
 /// The node annotations HAMi's backend parses, for `host` with `profiles`: the capacity of a
 /// card is its slices less the slices of instances not in `ours` (made by someone else).
 struct NodeAnnotations {
@@ -172,17 +167,25 @@ struct OwnInstance {
 struct Recorded {
     std::string uid, ns, pod;  ///< the pod's
     std::uint32_t card = 0, instance_id = 0;
-    std::string uuid;  ///< as efsmi printed it at creation ("" when it prints none)
+    std::string uuid;     ///< as efsmi printed it at creation ("" when it prints none)
+    std::string profile;  ///< "" in checkpoints from before it was recorded
+};
+/// The checkpoint: the DRS ledger (k8s/drs_ledger.hpp) of HAMi mode, its records and the
+/// instances being made (owner: the pod's UID).
+struct Ledger {
+    std::vector<Recorded> instances;
+    std::vector<k8s::drs::Pending> pending;
 };
 
 /// The checkpoint's text: {"version":1,"instances":[{"podUID","namespace","pod","card",
-/// "instance","uuid"}]} (deterministic).
-[[nodiscard]] std::string checkpoint_text(const std::vector<Recorded>& rs);
+/// "instance","uuid","profile"}],"pending":[...]} (deterministic; "pending" only when some).
+[[nodiscard]] std::string checkpoint_text(const Ledger& l);
 /// Parses checkpoint text; errors name `source` and the entry.
-[[nodiscard]] inject::Result<std::vector<Recorded>> parse_checkpoint(std::string_view text,
-                                                                     const std::string& source);
-/// Whether `host` still has the instance `r` recorded: the same id on the same card and, when
-/// a UUID was recorded, that UUID (an id freed and reused by an administrator is not ours).
+[[nodiscard]] inject::Result<Ledger> parse_checkpoint(std::string_view text,
+                                                      const std::string& source);
+/// Whether `host` still has the instance `r` recorded (k8s::drs::seen_in: the same id on the
+/// same card, with the recorded profile and UUID where recorded: an id freed and reused by an
+/// administrator is not ours).
 [[nodiscard]] bool still_there(const inject::device::Host& host, const Recorded& r);
 
 /// The resources HAMi mode registers, and their sockets' names.
@@ -199,7 +202,7 @@ struct Names {
 inline constexpr std::uint32_t kLegacySlices = 6;
 
 /// The resources HAMi's Enflame backend counts: `cards` (every card whole) and, per card,
-/// device IDs `<minor>-<n>`: for `drs` card_slices() of them, for `memory` one per GiB of the
+/// device IDs `<minor>-<n>`: for `drs` inject::drs::card_slices() of them, for `memory` one per GiB of the
 /// card's memory, for `core` 100 (HAMi's percent); or, legacy, `shared` with legacy_slices.
 /// kubelet hands Allocate as many IDs as the container asks; which ones does not matter
 /// (HAMi chose the card). Sockets: names.cards_socket, else enflame-<name after '/'>.sock.

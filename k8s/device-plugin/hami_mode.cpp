@@ -68,6 +68,7 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
     // The instances we recorded before a restart (their pods may have gone meanwhile), and
     // those live pods hold (a checkpoint lost or from before there was one).
     m->load_checkpoint();
+    m->converge_pending();
     for (const auto& pod : pods["items"]) {
         auto d = parse_drs_decision(pod);
         // a pod HAMi did not place names no instance of ours (it could name anyone's)
@@ -84,50 +85,65 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
                 return o.card == d->index && o.instance_id == id;
             });
             if (known) continue;
-            m->own_.push_back({d->uid, d->ns, d->name, d->index, id, c.instance_uuid});
+            m->own_.push_back({d->uid, d->ns, d->name, d->index, id, c.instance_uuid, c.profile_name});
             inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name,
                               id, d->index);
         }
     }
-    if (auto r = m->save(); !r) inject::log::warn("hami: {}", r.error().what());
+    if (auto r = m->save(true); !r) inject::log::warn("hami: {}", r.error().what());
     m->sweep(true);
     return m;
 }
 
 void Mode::load_checkpoint() {
     if (d_.checkpoint.empty()) return;
-    auto text = inject::fs::read_file(d_.checkpoint, 1 << 20);
-    if (!text) {
-        if (text.error().code() != Errc::NotFound)
-            inject::log::warn("hami: checkpoint: {}", text.error().what());
-        return;
-    }
-    auto rs = parse_checkpoint(*text, d_.checkpoint);
-    if (!rs) {
-        // Not fatal: the live pods' annotations still name their instances. Kept aside for a
-        // look; the next save writes a good one.
-        inject::log::warn("hami: {}; moved to {}.corrupt", rs.error().what(), d_.checkpoint);
-        std::error_code ec;
-        std::filesystem::rename(d_.checkpoint, d_.checkpoint + ".corrupt", ec);
-        return;
-    }
-    own_ = std::move(*rs);
+    // Not fatal when both it and its .prev are bad: the live pods' annotations still name
+    // their instances; the next save writes a good one.
+    auto f = k8s::drs::load_file(
+        d_.checkpoint, [](const std::string& text, const std::string& source) -> inject::Result<void> {
+            INJECT_TRY_VOID(parse_checkpoint(text, source));
+            return inject::ok();
+        });
+    if (!f.problem.empty()) inject::log::warn("hami: {}", f.problem);
+    if (!f.text) return;
+    auto l = parse_checkpoint(*f.text, d_.checkpoint);
+    own_ = std::move(l->instances);
+    pending_ = std::move(l->pending);
     for (const auto& o : own_)
         inject::log::info("hami: checkpoint: DRS instance {} of card {} for pod {}/{} ({})",
                           o.instance_id, o.card, o.ns, o.pod, o.uid);
 }
 
-inject::Result<void> Mode::save() {
+k8s::drs::Ops Mode::ledger_ops() {
+    // efsmi's listing through discovery: HAMi mode has no per-card list of its own
+    return {[this](std::uint32_t card) -> inject::Result<std::vector<inject::device::DrsInstance>> {
+                INJECT_TRY(auto host, d_.discover());
+                for (auto& c : host.devices)
+                    if (c.index == card) return std::move(c.drs_instances);
+                return std::vector<inject::device::DrsInstance>{};
+            },
+            d_.destroy};
+}
+
+bool Mode::recorded(std::uint32_t card, std::uint32_t id) const {
+    return std::any_of(own_.begin(), own_.end(),
+                       [&](const Recorded& o) { return o.card == card && o.instance_id == id; });
+}
+
+void Mode::converge_pending() {
+    if (pending_.empty()) return;
+    pending_ = k8s::drs::converge(
+        pending_, "pod", ledger_ops(),
+        [this](std::uint32_t card, std::uint32_t id) { return recorded(card, id); }, {});
+}
+
+inject::Result<void> Mode::save(bool drops_records) {
     if (d_.checkpoint.empty()) return inject::ok();
     const auto dir = std::filesystem::path(d_.checkpoint).parent_path();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return fail(Errc::Io, "checkpoint: creating " + dir.string() + ": " + ec.message());
-    inject::fs::AtomicWriteOptions o;
-    o.mode = 0600;
-    if (auto r = inject::fs::atomic_write(d_.checkpoint, checkpoint_text(own_), o); !r)
-        return fail(std::move(r).error().context("checkpoint " + d_.checkpoint));
-    return inject::ok();
+    return k8s::drs::save_file(d_.checkpoint, checkpoint_text({own_, pending_}), drops_records);
 }
 
 inject::Result<Json> Mode::pods_on_node() {
@@ -336,18 +352,43 @@ inject::Result<v1beta1::ContainerAllocateResponse> Mode::one_drs_container(const
     if (d.minor && *d.minor != card->minor)
         return failed(std::string(kAssignedMinor) + " " + std::to_string(*d.minor) +
                       " is not the minor of card " + std::to_string(d.index));
+    // The DRS ledger's rule (k8s/drs_ledger.hpp): an entry durable before efsmi is asked; the
+    // id it made recorded in the save right after.
+    std::vector<std::uint32_t> before;
+    for (const auto& x : card->drs_instances) before.push_back(x.instance_id);
+    const std::uint64_t attempt = ++attempt_;
+    pending_.push_back({d.uid, d.index, prof->name, before, attempt, std::nullopt, {}});
+    auto drop_pending = [&] {
+        std::erase_if(pending_, [&](const k8s::drs::Pending& e) {
+            return e.owner == d.uid && e.attempt == attempt;
+        });
+    };
+    if (auto w = save(); !w) {
+        drop_pending();
+        return failed(w.error().what());
+    }
     auto in = d_.create(d.index, *prof);
-    if (!in) return failed(in.error().what());
+    if (!in) {
+        // efsmi may have made it anyway: taken back when it can be told apart, else the entry
+        // stays for the next start
+        if (k8s::drs::take_back_failed_create(
+                ledger_ops(), "hami: pod " + d.ns + "/" + d.name, d.index, prof->name, before,
+                [this](std::uint32_t c2, std::uint32_t id) { return recorded(c2, id); }))
+            drop_pending();
+        if (auto w = save(); !w) inject::log::warn("hami: {}", w.error().what());
+        return failed(in.error().what());
+    }
     const std::string name = inject::device::drs_address(*in);
     // Recorded before anyone hears of it: a plugin stopped from here on still finds it.
-    own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id, in->uuid});
+    own_.push_back({d.uid, d.ns, d.name, d.index, in->instance_id, in->uuid, in->profile});
+    drop_pending();
     auto undo = [&](inject::Error e) {
         if (auto x = d_.destroy(d.index, in->instance_id); !x)
             inject::log::warn("hami: destroying DRS instance {} of card {}: {}", in->instance_id,
                               d.index, x.error().what());
         else
             own_.pop_back();
-        if (auto w = save(); !w) inject::log::warn("hami: {}", w.error().what());
+        if (auto w = save(true); !w) inject::log::warn("hami: {}", w.error().what());
         return failed(e.what());
     };
     if (auto w = save(); !w) return undo(std::move(w).error());
@@ -505,7 +546,7 @@ void Mode::sweep(bool rediscover) {
         }
     }
     if (changed) {
-        if (auto r = save(); !r) inject::log::warn("hami: {}", r.error().what());
+        if (auto r = save(true); !r) inject::log::warn("hami: {}", r.error().what());
     }
     if (!changed && !rediscover) return;
     auto h = d_.discover();

@@ -104,12 +104,19 @@ private:
                                         const std::string& ns, const std::string& name,
                                         const std::string& uid, bool card_protocol);
     void publish(const inject::device::Host& host);
-    inject::Result<void> save();
+    /// `drops_records`: own_ lost records since the last save (k8s::drs::save_file).
+    inject::Result<void> save(bool drops_records = false);
     void load_checkpoint();
+    /// The DRS ledger's crash rule for pending_ (k8s/drs_ledger.hpp), at start.
+    void converge_pending();
+    k8s::drs::Ops ledger_ops();
+    bool recorded(std::uint32_t card, std::uint32_t id) const;
 
     Deps d_;
     std::mutex mu_;  ///< one Allocate or sweep at a time
     std::vector<Recorded> own_;
+    std::vector<k8s::drs::Pending> pending_;  ///< instances being made (saved before efsmi is asked)
+    std::uint64_t attempt_ = 0;               ///< tags this process' pending entries
     std::string published_;          ///< the last node annotations written
     std::set<std::string> skipped_;  ///< the pods logged as not placed by HAMi (uids)
     /// The container served by a gcu-memory or gcu-core Allocate that also asks the other one:

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hami_trust.hpp"
 
+#include "inject/drs_slices.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -67,7 +69,7 @@ std::string slices_of(std::size_t n, const char* what) {
 // <m> of a profile named <g>g.<m>gb (0 otherwise).
 std::uint32_t profile_gb(const std::string& name) {
     const auto g = name.find("g.");
-    if (profile_slices(name) == 0 || g == std::string::npos) return 0;
+    if (inject::drs::profile_slices(name).value_or(0) == 0 || g == std::string::npos) return 0;
     const auto m = std::string_view(name).substr(g + 2, name.size() - g - 4);
     std::uint32_t n = 0;
     const auto [p, ec] = std::from_chars(m.data(), m.data() + m.size(), n);
@@ -166,7 +168,7 @@ std::string check_shared(const SharedDecision& d, std::size_t i, std::uint32_t p
 std::string check_drs(const Json& pod, const DrsContainer& c, const std::string& profile,
                       const std::vector<inject::device::DrsProfile>& profiles, const Names& names) {
     const std::string ctr = "container '" + c.name + "': ";
-    const std::uint32_t slices = profile_slices(profile);
+    const std::uint32_t slices = inject::drs::profile_slices(profile).value_or(0);
     if (slices == 0) return ctr + "DRS profile '" + profile + "' is not <g>g.<m>gb";
     if (c.request != slices)
         return ctr + "assigned-containers asks " + slices_of(c.request, "slice") +
@@ -185,12 +187,12 @@ std::string check_drs(const Json& pod, const DrsContainer& c, const std::string&
                names.core;
     // HAMi's choice: the smallest profile giving the memory (GB; above twice the largest
     // profile's it is MiB) and the cores (percent of the card's slices).
-    const std::uint32_t total = card_slices(profiles);
+    const std::uint32_t total = inject::drs::card_slices(profiles);
     std::uint32_t max_gb = 0, best = 0;
     for (const auto& p : profiles) max_gb = std::max(max_gb, profile_gb(p.name));
     if (mem > 2 * max_gb) mem = (mem + 1023) / 1024;
     for (const auto& p : profiles) {
-        const auto g = profile_slices(p.name);
+        const auto g = inject::drs::profile_slices(p.name).value_or(0);
         if (g == 0 || total == 0) continue;
         const bool fits = profile_gb(p.name) >= mem && (g * 100 + total - 1) / total >= core;
         if (fits && (best == 0 || g < best)) best = g;

@@ -32,17 +32,12 @@
 #include <vector>
 
 #include "inject/result.hpp"
+#include "k8s/drs_ledger.hpp"
 
 namespace edra {
 
-/// A DRS instance this plugin made for a placement.
-struct CreatedInstance {
-    std::uint32_t card = 0;
-    std::uint32_t id = 0;
-    std::string profile;  ///< "1g.11gb"
-    std::string uuid;     ///< where efsmi prints one; empty otherwise
-    bool operator==(const CreatedInstance&) const = default;
-};
+/// A DRS instance this plugin made for a placement (the ledger's record, k8s/drs_ledger.hpp).
+using CreatedInstance = k8s::drs::Made;
 
 /// One device of a prepared claim, as NodePrepareResources answered it.
 struct PreparedDevice {
@@ -54,21 +49,10 @@ struct PreparedDevice {
     bool operator==(const PreparedDevice&) const = default;
 };
 
-/// An instance being made for claim `claim_uid`: `before` are the card's instance ids just
-/// before efsmi was asked. `attempt` tells the prepare that wrote it from a later one of the
-/// same claim (which must not drop an entry kept for the next start: see driver.hpp).
-struct PendingCreate {
-    std::string claim_uid;
-    std::uint32_t card = 0;
-    std::string profile;
-    std::vector<std::uint32_t> before;
-    std::uint64_t attempt = 0;
-    /// The instance efsmi made for it (saved right after the create): the only one a start
-    /// destroys for this entry. Unset: efsmi had not answered, nothing is destroyed.
-    std::optional<std::uint32_t> made;
-    std::string made_uuid;  ///< its UUID where efsmi prints one
-    bool operator==(const PendingCreate&) const = default;
-};
+/// An instance being made for claim `owner` (the ledger's pending entry, k8s/drs_ledger.hpp):
+/// `attempt` tells the prepare that wrote it from a later one of the same claim (which must not
+/// drop an entry kept for the next start: see driver.hpp).
+using PendingCreate = k8s::drs::Pending;
 
 /// A prepared claim.
 struct PreparedClaim {

@@ -135,44 +135,14 @@ inject::Result<void> Driver::check_whole_cards(const PreparedClaim& pc) {
     return inject::ok();
 }
 
-std::vector<std::uint32_t> Driver::unrecorded_new(const std::vector<inject::device::DrsInstance>& list,
-                                                  std::uint32_t card, const std::string& profile,
-                                                  const std::set<std::uint32_t>& before) const {
-    std::set<std::uint32_t> recorded;
-    for (const auto& [uid, c] : cp_.claims)
-        for (const auto& d : c.devices)
-            if (d.created && d.created->card == card) recorded.insert(d.created->id);
-    std::vector<std::uint32_t> out;
-    for (const auto& in : list)
-        if (in.profile == profile && !before.contains(in.instance_id) && !recorded.contains(in.instance_id))
-            out.push_back(in.instance_id);
-    return out;
-}
+k8s::drs::Ops Driver::ledger_ops() const { return {o_.drs.list, o_.drs.destroy}; }
 
 bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
                                      const std::vector<std::uint32_t>& before) {
-    auto list = o_.drs.list(card);
-    if (!list) {
-        spdlog::error("claim {}: checking card {} for a {} DRS instance a failed create may have made: {}", uid, card,
-                      profile, list.error().what());
-        return false;
-    }
-    const auto ours = unrecorded_new(*list, card, profile, {before.begin(), before.end()});
-    if (ours.empty()) return true;  // efsmi made nothing
-    if (ours.size() > 1) {
-        spdlog::warn("claim {}: card {}: {} new {} DRS instances after a failed create: none destroyed (cannot tell "
-                     "ours); the next start looks again",
-                     uid, card, ours.size(), profile);
-        return false;
-    }
-    if (auto r = o_.drs.destroy(card, ours.front()); !r) {
-        spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, ours.front(), card,
-                      r.error().what());
-        return false;
-    }
-    inject::log::info("claim {}: destroyed DRS instance {} ({}) of card {}: made by a create that failed", uid,
-                      ours.front(), profile, card);
-    return true;
+    return k8s::drs::take_back_failed_create(ledger_ops(), "claim " + uid, card, profile, before,
+                                             [&](std::uint32_t c, std::uint32_t id) {
+                                                 return recorded_by_other("", {c, id, "", ""});
+                                             });
 }
 
 inject::Result<void> Driver::held_whole(std::uint32_t card, const std::string& device) const {
@@ -402,7 +372,7 @@ std::map<std::string, ClaimAnswer> Driver::prepare(const std::vector<ClaimRef>& 
     for (const auto& [uid, a] : added) {
         cp_.claims[uid] = a.first;
         std::erase_if(cp_.pending, [&, &uid = uid, &a = a](const PendingCreate& p) {
-            return p.claim_uid == uid && p.attempt == a.second;
+            return p.owner == uid && p.attempt == a.second;
         });
     }
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {

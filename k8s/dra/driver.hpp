@@ -137,10 +137,8 @@ private:
     /// of it is left (its pending entry can go).
     bool take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
                                  const std::vector<std::uint32_t>& before);
-    /// The ids in `list` of `profile` not in `before` that no claim records.
-    std::vector<std::uint32_t> unrecorded_new(const std::vector<inject::device::DrsInstance>& list,
-                                              std::uint32_t card, const std::string& profile,
-                                              const std::set<std::uint32_t>& before) const;
+    /// efsmi's list and destroy as the DRS ledger calls them.
+    k8s::drs::Ops ledger_ops() const;
     /// Whether a claim other than `uid` records instance `c`.
     bool recorded_by_other(const std::string& uid, const CreatedInstance& c) const;
     /// Destroys the instances `pc` records, for unprepare, clearing each that is gone (and

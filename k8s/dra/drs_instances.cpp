@@ -22,7 +22,7 @@ void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& ui
                       std::uint64_t attempt, std::uint32_t card, const std::string& profile,
                       std::optional<std::uint32_t> made = std::nullopt) {
     const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
-        return p.claim_uid == uid && p.attempt == attempt && p.card == card &&
+        return p.owner == uid && p.attempt == attempt && p.card == card &&
                p.profile == profile && p.made == made;
     });
     if (it != pending.end()) pending.erase(it);
@@ -76,7 +76,7 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         cp_.pending.push_back(
             {uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
-        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.claim_uid == uid && p.attempt == attempt; });
+        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.owner == uid && p.attempt == attempt; });
         return fail(std::move(r).error());
     }
     for (std::size_t i = 0; i < wants.size(); ++i) {
@@ -99,7 +99,7 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         // Its id, durable before anything else: a start after a crash destroys that one only.
         const auto entry =
             std::find_if(cp_.pending.begin(), cp_.pending.end(), [&](const PendingCreate& p) {
-                return p.claim_uid == uid && p.attempt == attempt && p.card == w.card &&
+                return p.owner == uid && p.attempt == attempt && p.card == w.card &&
                        p.profile == w.profile->name && !p.made;
             });
         if (entry != cp_.pending.end()) {
@@ -161,15 +161,12 @@ inject::Result<void> Driver::release_instances(const std::string& uid, PreparedC
             changed = true;
             continue;
         }
-        auto list = o_.drs.list(c.card);
-        if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
-        const auto it = std::find_if(list->begin(), list->end(), [&](const auto& in) { return in.instance_id == c.id; });
-        if (it != list->end() && (it->profile != c.profile || (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid))) {
-            inject::log::warn("device {}: card {} instance {} is now {} {}, not the {} we made: left alone", d.device,
-                              c.card, c.id, it->profile, it->uuid, c.profile);
-        } else if (it != list->end()) {
-            if (auto r = o_.drs.destroy(c.card, c.id); !r)
-                return fail(std::move(r).error().context("device '" + d.device + "'"));
+        auto seen = k8s::drs::release(ledger_ops(), c);
+        if (!seen) return fail(std::move(seen).error().context("device '" + d.device + "'"));
+        if (*seen == k8s::drs::Seen::Other) {
+            inject::log::warn("device {}: card {} instance {} is another instance now, not the {} we made: left alone",
+                              d.device, c.card, c.id, c.profile);
+        } else if (*seen == k8s::drs::Seen::Ours) {
             if (auto* card = card_of(host_, c.card))
                 std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
         }
@@ -183,63 +180,13 @@ inject::Result<void> Driver::release_instances(const std::string& uid, PreparedC
 
 void Driver::converge_pending() {
     if (cp_.pending.empty()) return;
-    if (!o_.drs.list || !o_.drs.destroy) {
-        spdlog::error("the checkpoint lists DRS instances being made, but this plugin cannot list or destroy them");
-        return;
-    }
-    // Only the id an entry records is destroyed: an instance that is new since the entry but
-    // not recorded may be an administrator's (made while we were stopped).
-    std::vector<PendingCreate> kept;
-    std::map<std::uint32_t, std::vector<inject::device::DrsInstance>> lists;
-    for (const auto& p : cp_.pending) {
-        if (!p.made) {
-            inject::log::warn(
-                "claim {}: a prepare was stopped before efsmi answered its create of a {} DRS "
-                "instance "
-                "on card {}: nothing destroyed (an instance it may have made cannot be told from "
-                "an "
-                "administrator's)",
-                p.claim_uid, p.profile, p.card);
-            continue;
-        }
-        if (!lists.contains(p.card)) {
-            auto list = o_.drs.list(p.card);
-            if (!list) {
-                spdlog::error("checking DRS instances a stopped prepare may have made: {}",
-                              list.error().what());
-                kept.push_back(p);
-                continue;
-            }
-            lists[p.card] = std::move(*list);
-        }
-        const auto& list = lists[p.card];
-        const CreatedInstance c{p.card, *p.made, p.profile, p.made_uuid};
-        const auto it = std::find_if(list.begin(), list.end(),
-                                     [&](const auto& in) { return in.instance_id == c.id; });
-        if (it == list.end())
-            continue;  // gone already (taken back before the save that would say so)
-        if (it->profile != c.profile ||
-            (!c.uuid.empty() && !it->uuid.empty() && it->uuid != c.uuid) ||
-            recorded_by_other("", c)) {
-            inject::log::warn(
-                "card {}: instance {} is {} {} now, not the {} {} a stopped prepare made: left "
-                "alone",
-                p.card, c.id, it->profile, it->uuid, c.profile, c.uuid);
-            continue;
-        }
-        if (auto r = o_.drs.destroy(p.card, c.id); !r) {
-            spdlog::error("{}", r.error().what());
-            kept.push_back(p);
-            continue;
-        }
-        inject::log::info(
-            "destroyed DRS instance {} ({}) of card {}: made by a prepare that never finished",
-            c.id, c.profile, p.card);
-        if (auto* card = card_of(host_, p.card))
-            std::erase_if(card->drs_instances,
-                          [&](const auto& in) { return in.instance_id == c.id; });
-    }
-    cp_.pending = std::move(kept);  // kept: the next start looks again
+    cp_.pending = k8s::drs::converge(
+        cp_.pending, "claim", ledger_ops(),
+        [&](std::uint32_t card, std::uint32_t id) { return recorded_by_other("", {card, id, "", ""}); },
+        [&](const CreatedInstance& m) {
+            if (auto* card = card_of(host_, m.card))
+                std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == m.id; });
+        });
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
 }
 
@@ -269,11 +216,7 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
             lists[c.card] = std::move(*list);
         }
         const auto& list = lists[c.card];
-        if (std::any_of(list.begin(), list.end(), [&](const auto& in) {
-                return in.instance_id == c.id && in.profile == c.profile &&
-                       (c.uuid.empty() || in.uuid.empty() || in.uuid == c.uuid);
-            }))
-            continue;
+        if (k8s::drs::seen_in(list, c) == k8s::drs::Seen::Ours) continue;
         gone.devices.push_back(d);
         gone.devices.back().created.reset();
     }
@@ -290,7 +233,7 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
                 d.created = g.created;
             }
     std::erase_if(cp_.pending, [&](const PendingCreate& p) {
-        return p.claim_uid == uid && p.attempt == attempt;
+        return p.owner == uid && p.attempt == attempt;
     });
     // A failed save leaves the pending entries naming the new instances on disk: the next
     // start destroys them (no claim there records them) and makes them again.

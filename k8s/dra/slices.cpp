@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "slices.hpp"
 
+#include "inject/drs_slices.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -70,19 +72,12 @@ std::vector<Json> instance_devices(const Device& card, const Host& host) {
     return out;
 }
 
-/// The card's slices: the largest `n * max_instances` among the profiles that say their n.
-std::uint64_t card_slices(const Host& host) {
-    std::uint64_t total = 0;
-    for (const auto& p : host.drs_profiles)
-        if (auto n = profile_slices(p.name)) total = std::max<std::uint64_t>(total, std::uint64_t{*n} * p.max_instances);
-    return total;
-}
 
 /// A card with its counter set, the whole card consuming all of it, and every profile placement
 /// consuming its share (DrsMode::Counters*).
 CardGroup partitionable(const Device& card, const Host& host) {
     CardGroup g;
-    const std::uint64_t total = card_slices(host);
+    const std::uint64_t total = inject::drs::card_slices(host.drs_profiles);
     Json whole = whole_card(card, host);
     if (total == 0) {  // no profile we can place: a plain card
         g.devices.push_back(std::move(whole));
@@ -93,7 +88,7 @@ CardGroup partitionable(const Device& card, const Host& host) {
     whole["consumesCounters"] = consumes(set, card.memory_bytes, total);
     g.devices.push_back(std::move(whole));
     for (const auto& p : host.drs_profiles) {
-        const auto n = profile_slices(p.name);
+        const auto n = inject::drs::profile_slices(p.name);
         if (!n || *n >= total) continue;  // unknown share, or the whole card under another name
         for (std::uint32_t k = 0; k < p.max_instances; ++k) {
             Json a = card_attributes(card, host, "drs");
@@ -194,15 +189,6 @@ std::string semver_of(const std::string& driver_version) {
     std::string v = num(1) + "." + num(2) + "." + num(3);
     if (m[4].matched) v += "+" + num(4);
     return v;
-}
-
-std::optional<std::uint32_t> profile_slices(const std::string& profile) {
-    static const std::regex re(R"(^(\d{1,3})g\..+)");
-    std::smatch m;
-    if (!std::regex_match(profile, m, re)) return std::nullopt;
-    const unsigned long n = std::stoul(m[1].str());
-    if (n == 0 || n > 64) return std::nullopt;
-    return static_cast<std::uint32_t>(n);
 }
 
 std::string placement_name(std::uint32_t index, const std::string& profile, std::uint32_t k) {

@@ -68,10 +68,6 @@ struct SliceOptions {
 /// "gcu-0-1g-11gb-1" (a DNS label: lowercase, '.' and '_' become '-').
 [[nodiscard]] std::string placement_name(std::uint32_t index, const std::string& profile, std::uint32_t k);
 
-/// How many slices (the `<n>g` of "<n>g.<mem>") a profile takes; nullopt when the name does not
-/// say (such a profile is not published as a partition).
-[[nodiscard]] std::optional<std::uint32_t> profile_slices(const std::string& profile);
-
 /// The ResourceSlice objects for `host` (a JSON array, at least one slice even with no card, so
 /// the pool exists), named "<node>-<driver>-<k>". Cards whose health is known bad are left out
 /// (the scheduler must not pick them), with their partitions. In DrsMode::Instances a card that

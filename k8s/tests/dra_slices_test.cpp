@@ -96,11 +96,6 @@ TEST(DraSemver, QuantitiesAreWhatTheServerWritesBack) {
 }
 
 TEST(DraProfiles, SharesAndPlacementNames) {
-    EXPECT_EQ(edra::profile_slices("1g.11gb"), 1U);
-    EXPECT_EQ(edra::profile_slices("2g.22gb"), 2U);
-    EXPECT_EQ(edra::profile_slices("full"), std::nullopt);
-    EXPECT_EQ(edra::profile_slices("0g.1gb"), std::nullopt);
-    EXPECT_EQ(edra::profile_slices("4g"), std::nullopt);
     EXPECT_EQ(edra::placement_name(0, "1g.11gb", 0), "gcu-0-1g-11gb-0");
     EXPECT_EQ(edra::placement_name(12, "2G_22GB", 1), "gcu-12-2g-22gb-1");
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "hami_trust.hpp"
+#include "inject/drs_slices.hpp"
 
 namespace {
 
@@ -193,7 +194,7 @@ TEST(HamiNode, AnnotationsAsHamiParsesThem) {
     // card 0: two 1g instances, one ours; card 2: full with someone else's 2g instances
     h.devices[0].drs_instances = {{0, 0, "1g.11gb"}, {0, 1, "1g.11gb"}};
     h.devices[2].drs_instances = {{2, 0, "2g.22gb"}, {2, 1, "2g.22gb"}};
-    EXPECT_EQ(edp::hami::card_slices(h.drs_profiles), 4u);
+    EXPECT_EQ(inject::drs::card_slices(h.drs_profiles), 4u);
     const auto a = edp::hami::node_annotations(h, {{0, 1}});
     EXPECT_EQ(
         a.drs_capacity,
@@ -356,19 +357,28 @@ namespace {
 // The instances' checkpoint: what it writes reads back; garbage is one error naming the file
 // and the entry (the plugin then keeps going on the pods' annotations).
 TEST(HamiCheckpoint, RoundTripAndGarbage) {
-    const std::vector<edp::hami::Recorded> rs{{"uid-a", "default", "a", 1, 0, "DRS-1111"},
-                                              {"uid-b", "ns2", "b", 3, 2, ""}};
-    const auto text = edp::hami::checkpoint_text(rs);
+    const edp::hami::Ledger l{{{"uid-a", "default", "a", 1, 0, "DRS-1111", "1g.11gb"},
+                               {"uid-b", "ns2", "b", 3, 2, ""}},
+                              {{"uid-c", 2, "2g.22gb", {0, 1}, 4, 7u, "DRS-7777"},
+                               {"uid-d", 0, "1g.11gb", {}, 5}}};
+    const auto text = edp::hami::checkpoint_text(l);
     auto back = edp::hami::parse_checkpoint(text, "cp.json");
     ASSERT_TRUE(back) << back.error().what();
-    ASSERT_EQ(back->size(), 2u);
-    EXPECT_EQ((*back)[0].uid, "uid-a");
-    EXPECT_EQ((*back)[0].uuid, "DRS-1111");
-    EXPECT_EQ((*back)[1].ns, "ns2");
-    EXPECT_EQ((*back)[1].card, 3u);
-    EXPECT_EQ((*back)[1].instance_id, 2u);
+    ASSERT_EQ(back->instances.size(), 2u);
+    EXPECT_EQ(back->instances[0].uid, "uid-a");
+    EXPECT_EQ(back->instances[0].uuid, "DRS-1111");
+    EXPECT_EQ(back->instances[0].profile, "1g.11gb");
+    EXPECT_EQ(back->instances[1].ns, "ns2");
+    EXPECT_EQ(back->instances[1].card, 3u);
+    EXPECT_EQ(back->instances[1].instance_id, 2u);
+    EXPECT_EQ(back->pending, l.pending);
     EXPECT_EQ(edp::hami::checkpoint_text(*back), text);
-    EXPECT_TRUE(edp::hami::parse_checkpoint(R"({"version":1,"instances":[]})", "cp.json"));
+    // a checkpoint from before profiles and pending entries were recorded reads as it was
+    auto old = edp::hami::parse_checkpoint(
+        R"({"version":1,"instances":[{"podUID":"u","card":0,"instance":1,"uuid":""}]})", "cp.json");
+    ASSERT_TRUE(old);
+    EXPECT_EQ(old->instances[0].profile, "");
+    EXPECT_TRUE(old->pending.empty());
     const std::pair<const char*, const char*> bad[] = {
         {"", "cp.json: want {\"version\":1,\"instances\":[...]} (JSON)"},
         {R"({"version":2,"instances":[]})",
@@ -377,6 +387,8 @@ TEST(HamiCheckpoint, RoundTripAndGarbage) {
          "cp.json: instances[0]: want podUID, card and instance"},
         {R"({"version":1,"instances":[{"podUID":"u","card":0,"instance":0},{"card":0,"instance":1}]})",
          "cp.json: instances[1]: want podUID, card and instance"},
+        {R"({"version":1,"instances":[],"pending":[{"card":0,"profile":"1g.11gb","before":[]}]})",
+         "cp.json: pending: [json.exception.out_of_range.403] key 'podUID' not found"},
     };
     for (const auto& [text, want] : bad) {
         auto r = edp::hami::parse_checkpoint(text, "cp.json");
@@ -400,6 +412,8 @@ TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
     } cases[] = {
         {"SameIdAndUuid", {"u", "", "", 1, 0, "DRS-1111"}, true},
         {"NoUuidRecorded", {"u", "", "", 1, 1, ""}, true},
+        {"SameProfile", {"u", "", "", 1, 1, "2222", "1g.11gb"}, true},
+        {"IdReusedByAnotherProfile", {"u", "", "", 1, 1, "", "2g.22gb"}, false},
         {"IdReusedByAnother", {"u", "", "", 1, 1, "DRS-1111"}, false},
         {"IdGone", {"u", "", "", 1, 5, ""}, false},
         {"CardGone", {"u", "", "", 2, 0, ""}, false},

@@ -163,7 +163,7 @@ restart_plugin() {
   [ "$(jq -c '[.pending[] | del(.made.uuid)]' "$CP")" = '[{"attempt":1,"before":[0],"card":0,"claim":"uid-p","made":{"id":1},"profile":"1g.11gb"}]' ]
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
-  grep -F "destroyed DRS instance 1 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  grep -E "destroyed DRS instance 1 \(1g\.11gb\) of card 0: made for claim [^ ]+ by a create that never finished" "$SCRATCH/dra.log"
   [ "$(drs_list)" = "0:1g.11gb:0" ]
   [ "$(jq -c '.pending' "$CP")" = null ]
   run prepare v1 ns/p/uid-p
@@ -188,7 +188,7 @@ restart_plugin() {
   "$EFSMI" -i 0 --drs --create-instance 0 >/dev/null   # an administrator's, meanwhile
   restart_plugin
   wait_for test ! -e "$(spec_of uid-p)"
-  grep -F "destroyed DRS instance 0 (1g.11gb) of card 0: made by a prepare that never finished" "$SCRATCH/dra.log"
+  grep -E "destroyed DRS instance 0 \(1g\.11gb\) of card 0: made for claim [^ ]+ by a create that never finished" "$SCRATCH/dra.log"
   [ "$(drs_list)" = "0:1g.11gb:1" ]
   # the retry makes its own, and its unprepare takes only that one back
   run prepare v1 ns/p/uid-p
@@ -210,7 +210,7 @@ restart_plugin() {
   restart_plugin   # converged before its registration socket is up
   [ "$(drs_list)" = "0:1g.11gb:0" ]
   jq -e '.pending == null' "$CP"
-  grep -F "claim uid-p: a prepare was stopped before efsmi answered its create of a 1g.11gb DRS instance on card 0: nothing destroyed" "$SCRATCH/dra.log"
+  grep -F "claim uid-p: stopped before efsmi answered its create of a 1g.11gb DRS instance on card 0: nothing destroyed" "$SCRATCH/dra.log"
 }
 
 @test "a checkpointed claim whose spec went missing (a tmpfs CDI folder after a reboot) gets it written again at start, byte for byte" {
