@@ -87,6 +87,14 @@ arm() { local r=$1 p=$2; shift 2; in_root "$r" "$QEMU" "$TK/$p" "$@"; }
   [ -z "$output" ]
 }
 
+@test "arm64 under qemu: libefml and the compute libraries are looked for in /usr/lib/aarch64-linux-gnu, not the x86_64 folder" {
+  run arm "$R" enflame-ctk config
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -E "^library-search-paths = .*'/usr/lib/aarch64-linux-gnu'" <<<"$output"
+  refute_grep -F x86_64-linux-gnu
+}
+
 @test "arm64 under qemu: enflame-ctk info finds the cards through the simulated efsmi" {
   run arm "$R" enflame-ctk info
   echo "$output"

@@ -11,6 +11,7 @@
 
 #include "inject/cdi.hpp"
 #include "inject/device.hpp"
+#include "inject/multiarch.hpp"
 #include "inject/result.hpp"
 
 #include <string>
@@ -56,7 +57,7 @@ struct GenerateOptions {
     std::string host_dev_root;
     /// Folders (container-style absolute paths, looked up under driver-root) searched for
     /// libefml.so* and the compute libraries.
-    std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+    std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64", kMultiarchLibDir,
                                                   "/usr/local/lib", "/usr/local/topsrider/lib",
                                                   "/opt/tops/lib"};
     /// fnmatch patterns of the compute runtime libraries.

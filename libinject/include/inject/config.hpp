@@ -7,6 +7,7 @@
 /// and pass the text or path here. Every key is optional; an unknown key is an error that
 /// names the key and its line.
 
+#include "inject/multiarch.hpp"
 #include "inject/result.hpp"
 
 #include <cstdint>
@@ -62,7 +63,7 @@ struct CliSection {
     std::string device_prefix = "gcu";
     /// Folders (under driver-root) searched for efsmi, libefml and runtime libraries.
     std::vector<std::string> library_search_paths{
-        "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/local/lib",
+        "/usr/lib", "/usr/lib64", kMultiarchLibDir, "/usr/local/lib",
         "/usr/local/topsrider/lib", "/opt/tops/lib"};
     /// Name patterns (fnmatch) of the `compute` capability's runtime libraries.
     std::vector<std::string> compute_libraries{"libtopsrt.so*", "libefrt*.so*", "libeccl*.so*"};

@@ -7,6 +7,7 @@
 /// also usable on its own. Every lookup happens under driver-root / dev-root.
 
 #include "inject/device.hpp"
+#include "inject/multiarch.hpp"
 #include "inject/result.hpp"
 
 #include <chrono>
@@ -37,7 +38,7 @@ struct Options {
     std::vector<std::string> efsmi_paths{"/usr/bin/efsmi", "/usr/sbin/efsmi", "/usr/local/bin/efsmi"};
     /// Folders (under driver-root) searched for libefml.so / libefml.so.1.
     std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64",
-                                                  "/usr/lib/x86_64-linux-gnu", "/usr/local/lib"};
+                                                  kMultiarchLibDir, "/usr/local/lib"};
     std::chrono::milliseconds efsmi_timeout{5000};
     /// Also ask efsmi for DRS profiles and instances (`efsmi --drs --list-profile`, then
     /// `--list-instance` when there are profiles; card by card with `-i <card>` when the
