@@ -19,7 +19,7 @@ CARDS_LIST=${CARDS_LIST:-"8 64"}
 BACKENDS=${BACKENDS:-"efsmi-json efsmi-text libefml"}
 PY=/usr/bin/python3
 if [ "$(id -u)" -ne 0 ]; then echo "cdi_generate: skipped (needs root for the simulated host's mknod)"; exit 0; fi
-ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+ctk=$BUILD_DIR/ctk/enflame-ctk
 sim=$BUILD_DIR/sim/enflame-sim-host
 for b in "$ctk" "$sim"; do [ -x "$b" ] || { echo "cdi_generate: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench-cdi.XXXXXX)

@@ -14,7 +14,7 @@ RUNS=${RUNS:-80}
 CARDS=${CARDS:-64}
 if [ "$(id -u)" -ne 0 ]; then echo "discovery: skipped (needs root for the simulated host's mknod)"; exit 0; fi
 bench=$BUILD_DIR/bench/discovery_bench
-ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+ctk=$BUILD_DIR/ctk/enflame-ctk
 for b in "$bench" "$ctk"; do [ -x "$b" ] || { echo "discovery: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -60,7 +60,7 @@ for h in full nolib util; do
     "$tmp/$h" "$tmp/$h" "$tmp/no-cdi" > "$tmp/$h.toml"
 done
 sed "s|$tmp/no-cdi|$tmp/cdi|" "$tmp/util.toml" > "$tmp/util-spec.toml"
-ENFLAME_CTK_CONFIG=$tmp/util-spec.toml "$BUILD_DIR/cdi-gen/enflame-ctk" cdi generate --output "$tmp/cdi/enflame.com-gpu.yaml"
+ENFLAME_CTK_CONFIG=$tmp/util-spec.toml "$BUILD_DIR/ctk/enflame-ctk" cdi generate --output "$tmp/cdi/enflame.com-gpu.yaml"
 
 mkdir -p "$tmp/rootfs"/{bin,proc,sys,dev,etc,tmp}
 cp /bin/busybox "$tmp/rootfs/bin/"; ln -s busybox "$tmp/rootfs/bin/true"

@@ -23,7 +23,7 @@ shim_bench_setup() {
   command -v runc >/dev/null || { echo "$1: skipped (no runc)"; exit 0; }
   shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
   sim=$BUILD_DIR/sim/enflame-sim-host
-  ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+  ctk=$BUILD_DIR/ctk/enflame-ctk
   local b
   for b in "$shim" "$sim" "$ctk"; do [ -x "$b" ] || { echo "$1: no $b (build it first)" >&2; exit 1; }; done
   # BENCH_TMPDIR: where the bundles (and the rest) live. /tmp by default (a disk here, as for

@@ -26,7 +26,7 @@ for c in podman runc unshare; do command -v $c >/dev/null || { echo "podman: ski
 [ -d /run/cdi ] || { echo "podman: skipped (no /run/cdi to bind our spec dir over)"; exit 0; }
 shim=$BUILD_DIR/runtime-shim/enflame-container-runtime
 hook=$BUILD_DIR/hooks/enflame-container-runtime-hook
-ctk=$BUILD_DIR/cdi-gen/enflame-ctk
+ctk=$BUILD_DIR/ctk/enflame-ctk
 sim=$BUILD_DIR/sim/enflame-sim-host
 for b in "$shim" "$hook" "$ctk" "$sim"; do [ -x "$b" ] || { echo "podman: no $b (build it first)" >&2; exit 1; }; done
 tmp=$(mktemp -d /tmp/ectk-bench-podman.XXXXXX)

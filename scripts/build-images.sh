@@ -50,7 +50,7 @@ cp -r "$TOP/deployments" "$stage/usr/share/enflame/manifests"
 # or hook, so those are not shipped twice
 host=$stage/usr/lib/enflame/host
 mkdir -p "$host"
-for b in cdi-gen/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook; do
+for b in ctk/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook; do
   f=$HOST_BINARIES_DIR/$b
   [ -x "$f" ] || { echo "build-images: no $f: make host-binaries builds it" >&2; exit 1; }
   if readelf -lW "$f" | grep -q INTERP; then

@@ -7,7 +7,7 @@
 # Everything it creates (scratch folder, CDI spec in /var/run/cdi, containers) is removed at exit.
 set -euo pipefail
 BUILD_DIR=$(cd "${BUILD_DIR:?set BUILD_DIR to the build folder}" && pwd)
-CTK=$BUILD_DIR/cdi-gen/enflame-ctk
+CTK=$BUILD_DIR/ctk/enflame-ctk
 SHIM=$BUILD_DIR/runtime-shim/enflame-container-runtime
 SIM_HOST=$BUILD_DIR/sim/enflame-sim-host
 [ "$(id -u)" -eq 0 ] || { echo "error: the demo makes device nodes (mknod): run it as root" >&2; exit 1; }

@@ -4,7 +4,7 @@
 
 BUILD_DIR=${BUILD_DIR:?BUILD_DIR must point at the build folder}
 TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-CTK=$BUILD_DIR/cdi-gen/enflame-ctk
+CTK=$BUILD_DIR/ctk/enflame-ctk
 SHIM=$BUILD_DIR/runtime-shim/enflame-container-runtime
 HOOK=$BUILD_DIR/hooks/enflame-container-runtime-hook
 SIM_HOST=$BUILD_DIR/sim/enflame-sim-host

@@ -27,7 +27,7 @@ setup_file() {
   mkdir "$FILE_DIR/src"
   # what the image holds: the three binaries side by side
   local b
-  for b in cdi-gen/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook; do
+  for b in ctk/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook; do
     [ -x "$STATIC_BUILD_DIR/$b" ] || { echo "no $STATIC_BUILD_DIR/$b: make host-binaries builds it" >&2; return 1; }
     cp "$STATIC_BUILD_DIR/$b" "$FILE_DIR/src/"
   done

@@ -17,7 +17,7 @@ bats_require_minimum_version 1.5.0
 
 ARM64_BUILD_DIR=${ARM64_BUILD_DIR:-$TOP/build/static-arm64}
 QEMU=/usr/bin/qemu-aarch64-static
-BINS=(cdi-gen/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook)
+BINS=(ctk/enflame-ctk runtime-shim/enflame-container-runtime hooks/enflame-container-runtime-hook)
 
 setup_file() {
   # without these, setup's `requires` says what is missing (bats 1.8 cannot skip here)

@@ -165,8 +165,8 @@ teardown() { teardown_scratch; }
   # build-folder lookalike whose binaries are the package's. The demo writes its spec into
   # /var/run/cdi: it runs where that is a private folder (cdi_ns).
   local fake=$SCRATCH/installed
-  mkdir -p "$fake"/{cdi-gen,runtime-shim,sim}
-  ln -s "$R/usr/bin/enflame-ctk" "$fake/cdi-gen/enflame-ctk"
+  mkdir -p "$fake"/{ctk,runtime-shim,sim}
+  ln -s "$R/usr/bin/enflame-ctk" "$fake/ctk/enflame-ctk"
   ln -s "$R/usr/bin/enflame-container-runtime" "$fake/runtime-shim/enflame-container-runtime"
   ln -s "$SIM_HOST" "$fake/sim/enflame-sim-host"
   cdi_ns "$SCRATCH/run"

@@ -14,8 +14,8 @@ PKG=enflame-container-toolkit-host
 setup() {
   setup_scratch
   requires cpack rpm rpmbuild dpkg dpkg-deb chroot
-  [ -x "$STATIC_BUILD_DIR/cdi-gen/enflame-ctk" ] ||
-    skip_or_fail "no $STATIC_BUILD_DIR/cdi-gen/enflame-ctk: make host-binaries builds it"
+  [ -x "$STATIC_BUILD_DIR/ctk/enflame-ctk" ] ||
+    skip_or_fail "no $STATIC_BUILD_DIR/ctk/enflame-ctk: make host-binaries builds it"
   (cd "$STATIC_BUILD_DIR" && cpack -B "$SCRATCH/pkg" > "$SCRATCH/cpack.log" 2>&1) ||
     { cat "$SCRATCH/cpack.log"; false; }
   RPM=$(ls "$SCRATCH"/pkg/${PKG}-*.rpm)
@@ -102,7 +102,7 @@ runs_chrooted() {
 
 @test "make packages ARCH=arm64: the .deb says Architecture arm64 and the .rpm aarch64, both hold the x86_64 packages' files, their binaries aarch64 static PIEs" {
   local arm=${ARM64_BUILD_DIR:-$TOP/build/static-arm64} f
-  [ -x "$arm/cdi-gen/enflame-ctk" ] || skip_or_fail "no $arm/cdi-gen/enflame-ctk: make host-binaries ARCH=arm64 builds it"
+  [ -x "$arm/ctk/enflame-ctk" ] || skip_or_fail "no $arm/ctk/enflame-ctk: make host-binaries ARCH=arm64 builds it"
   (cd "$arm" && cpack -B "$SCRATCH/arm" > "$SCRATCH/cpack-arm.log" 2>&1) || { cat "$SCRATCH/cpack-arm.log"; false; }
   local adeb arpm
   adeb=$(ls "$SCRATCH"/arm/${PKG}_*_arm64.deb)
