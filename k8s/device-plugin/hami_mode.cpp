@@ -9,6 +9,7 @@
 
 #include "inject/fs.hpp"
 #include "inject/log.hpp"
+#include "k8s/events.hpp"
 
 namespace edp::hami {
 
@@ -22,15 +23,6 @@ constexpr std::string_view kTopsEnv = "TOPS_VISIBLE_DEVICES";
 
 std::string pod_path(const std::string& ns, const std::string& name) {
     return "/api/v1/namespaces/" + ns + "/pods/" + name;
-}
-
-std::string rfc3339_now() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 grpc::Status to_status(const inject::Error& e) {
@@ -187,18 +179,15 @@ void Mode::report(const std::string& ns, const std::string& name, const std::str
             d_.api->patch_merge(pod_path(ns, name), Json{{"metadata", {{"annotations", ann}}}});
         !r)
         inject::log::warn("hami: marking pod {}/{} failed: {}", ns, name, r.error().what());
-    const Json ev{
-        {"metadata", {{"generateName", name + "."}, {"namespace", ns}}},
-        {"involvedObject",
-         {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
-        {"reason", "EnflameAllocateFailed"},
-        {"message", why},
-        {"type", "Warning"},
-        {"source", {{"component", "enflame-device-plugin"}, {"host", d_.node}}},
-        {"firstTimestamp", rfc3339_now()},
-        {"lastTimestamp", rfc3339_now()},
-        {"count", 1}};
-    if (auto r = d_.api->create("/api/v1/namespaces/" + ns + "/events", ev); !r)
+    const k8s::EventReport ev{
+        ns,
+        {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}},
+        "Warning",
+        "EnflameAllocateFailed",
+        why,
+        "enflame-device-plugin",
+        d_.node};
+    if (auto r = k8s::post_event(*d_.api, ev); !r)
         inject::log::warn("hami: event for pod {}/{}: {}", ns, name, r.error().what());
 }
 
