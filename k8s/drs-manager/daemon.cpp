@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "apply.hpp"
+#include "decide.hpp"
+#include "holders.hpp"
+#include "layout.hpp"
+
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/drs.hpp"
+#include "inject/log.hpp"
+#include "k8s/daemon_setup.hpp"
+#include "k8s/events.hpp"
+#include "k8s/reflector.hpp"
+
+namespace edrs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+using O = Decision::Outcome;
+
+// What wakes the loop, under one mutex.
+struct Wake {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool changed = false, stop = false;
+    void notify(bool stopping) {
+        {
+            const std::lock_guard l(mu);
+            (stopping ? stop : changed) = true;
+        }
+        cv.notify_all();
+    }
+};
+
+class Manager {
+public:
+    Manager(const DaemonOptions& o, k8s::api::Client& api, inject::discover::Options disc)
+        : o_(o), api_(api), disc_(std::move(disc)),
+          applier_(o.checkpoint, efsmi_ops(disc_)),
+          node_key_("Node//" + o.node_name),
+          cm_key_("ConfigMap/" + o.layouts_namespace + "/" + o.layouts_name),
+          source_("configmap " + o.layouts_namespace + "/" + o.layouts_name + " " +
+                  std::string(kLayoutsKey)) {}
+
+    static Efsmi efsmi_ops(const inject::discover::Options& d) {
+        return {[d](std::uint32_t card) { return inject::drs::list_instances(d, card); },
+                [d](std::uint32_t card, const inject::device::DrsProfile& p) {
+                    return inject::drs::create_instance(d, card, p);
+                },
+                [d](std::uint32_t card, std::uint32_t id) {
+                    return inject::drs::destroy_instance(d, card, id);
+                }};
+    }
+
+    inject::Result<void> start() {
+        auto held = read_holder_files(o_.holders_checkpoints);
+        if (!held) return inject::fail(std::move(held).error());
+        return applier_.start([h = *held](std::uint32_t card, std::uint32_t id) {
+            return std::any_of(h.begin(), h.end(),
+                               [&](const Held& x) { return x.card == card && x.id == id; });
+        });
+    }
+
+    /// One wake of the loop: acts only when the layout's inputs changed or a retry is due
+    /// (`timer`). Returns when to wake next without a change (none: only on a change).
+    std::optional<Clock::time_point> step(const std::optional<Json>& node,
+                                          const std::optional<Json>& cm, bool timer) {
+        retry_at_ = pass(node, cm, timer);
+        return retry_at_;
+    }
+
+    [[nodiscard]] const std::string& node_key() const { return node_key_; }
+    [[nodiscard]] const std::string& configmap_key() const { return cm_key_; }
+
+private:
+    std::optional<Clock::time_point> pass(const std::optional<Json>& node,
+                                          const std::optional<Json>& cm, bool timer);
+    void set_state(std::string_view s);
+    void report(const std::string& reason, const std::string& why);
+    std::optional<Clock::time_point> retry_later(const std::string& why);
+
+    const DaemonOptions& o_;
+    k8s::api::Client& api_;
+    inject::discover::Options disc_;
+    Applier applier_;
+    std::string node_key_, cm_key_, source_;
+    std::string node_uid_;
+    std::optional<std::string> state_;      // the state label as we last saw or wrote it
+    std::optional<std::string> last_name_;  // the layout of the last pass
+    std::optional<std::string> settled_;    // inputs whose outcome stands until they change
+    std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
+    std::string last_event_;
+    std::optional<Clock::time_point> retry_at_;  // the wake a pass asked for
+    k8s::Backoff backoff_{std::chrono::seconds(5), std::chrono::minutes(5)};
+};
+
+void Manager::set_state(std::string_view s) {
+    if (state_ == s) return;
+    const Json patch{{"metadata", {{"labels", {{std::string(kStateLabel), std::string(s)}}}}}};
+    if (auto r = api_.patch_merge("/api/v1/nodes/" + o_.node_name, patch); !r) {
+        inject::log::warn("setting {}={}: {}", kStateLabel, s, r.error().what());
+        return;
+    }
+    inject::log::info("{}={}", kStateLabel, s);
+    state_ = std::string(s);
+}
+
+// A Warning Event on the node, once per distinct message.
+void Manager::report(const std::string& reason, const std::string& why) {
+    if (why == last_event_) return;
+    last_event_ = why;
+    const k8s::EventReport ev{o_.layouts_namespace,
+                              {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o_.node_name},
+                               {"uid", node_uid_}},
+                              "Warning",
+                              reason,
+                              why,
+                              "enflame-drs-manager",
+                              o_.node_name};
+    if (auto r = k8s::post_event(api_, ev); !r)
+        inject::log::warn("event {}: {}", reason, r.error().what());
+}
+
+std::optional<Clock::time_point> Manager::retry_later(const std::string& why) {
+    const auto wait = backoff_.next();
+    spdlog::error("{} (again in {} s)", why,
+                       std::chrono::duration_cast<std::chrono::seconds>(wait).count());
+    return Clock::now() + wait;
+}
+
+std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
+                                               const std::optional<Json>& cm, bool timer) {
+    if (!node) return retry_at_;  // not listed yet, or deleted: nothing to report on
+    const Json& meta = node->value("metadata", Json::object());
+    node_uid_ = k8s::api::str(meta, "uid");
+    const Json labels = meta.value("labels", Json::object());
+    if (!state_) state_ = k8s::api::str(labels, std::string(kStateLabel).c_str());
+    const auto name = wanted_layout(k8s::api::str(labels, std::string(kLayoutLabel).c_str()),
+                                    o_.default_layout);
+    std::optional<std::string> text;
+    if (cm) {
+        const Json data = cm->value("data", Json::object());
+        const std::string key(kLayoutsKey);
+        if (data.contains(key) && data[key].is_string()) text = data[key].get<std::string>();
+    }
+    const auto inputs = name + '\n' + (text ? "1" + *text : "0");
+    if (settled_ == inputs && !timer) return retry_at_;  // our own label write, another label
+    if (waiting_on_ && timer && settled_ == inputs) {
+        // Waiting for holders: their files only, until they change.
+        auto held = read_holder_files(o_.holders_checkpoints);
+        if (held && *held == *waiting_on_) return Clock::now() + o_.retry;
+    }
+    settled_.reset();
+    waiting_on_.reset();
+    // A new label is acknowledged at once (not at start: a restart with the layout in force
+    // writes nothing).
+    const bool relabelled = last_name_ && *last_name_ != name;
+    last_name_ = name;
+    if (name.empty()) {  // no label and no default: not ours to touch
+        settled_ = inputs;
+        return std::nullopt;
+    }
+    if (relabelled) {
+        set_state(kPending);
+        last_event_.clear();
+    }
+
+    auto host = inject::discover::discover(disc_);
+    if (!host) {
+        set_state(kFailed);
+        const auto why = "layout '" + name + "': discovering the cards: " + host.error().what();
+        report("DrsLayoutFailed", why);
+        return retry_later(why);
+    }
+    auto held = read_holder_files(o_.holders_checkpoints);
+    if (!held) {
+        set_state(kPending);
+        const auto why = "layout '" + name + "': cannot tell which instances are held: " +
+                         held.error().what();
+        report("DrsLayoutWaiting", why);
+        return retry_later(why);
+    }
+    auto d = decide(name, text, source_, *host, held_on(*host, *held));
+    switch (d.outcome) {
+    case O::Failed:
+        set_state(kFailed);
+        spdlog::error("{}", d.reason);
+        report("DrsLayoutFailed", d.reason);
+        settled_ = inputs;  // a layout this node cannot hold: until the label or layouts change
+        return std::nullopt;
+    case O::Blocked:
+        set_state(kPending);
+        inject::log::warn("{}", d.reason);
+        report("DrsLayoutWaiting", d.reason);
+        settled_ = inputs;
+        waiting_on_ = std::move(*held);
+        return Clock::now() + o_.retry;
+    case O::Done:
+        set_state(kSuccess);
+        settled_ = inputs;
+        last_event_.clear();
+        backoff_.reset();
+        return std::nullopt;
+    case O::Apply:
+        break;
+    }
+    set_state(kApplying);
+    const auto t0 = Clock::now();
+    if (auto r = applier_.run(d.plan, name); !r) {
+        set_state(kFailed);
+        const auto why = "layout '" + name + "': " + r.error().what();
+        report("DrsLayoutFailed", why);
+        return retry_later(why);
+    }
+    inject::log::info("layout {}: {} efsmi operation(s) in {} ms", name, d.plan.operations(),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+    return Clock::now();  // discover again at once: success once the node shows the layout
+}
+
+}  // namespace
+
+inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Client> client) {
+    INJECT_TRY(const auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
+    auto disc = inject::discover::options_from(cfg);
+    disc.with_drs = true;
+    Manager m(o, *client, disc);
+    INJECT_TRY_VOID(m.start());
+
+    const sigset_t stop_signals = k8s::block_stop_signals();
+    Wake wake;
+    auto on_change = [&wake](const Json&) { wake.notify(false); };
+    k8s::ReflectorOptions node_o, cm_o;
+    node_o.collection = "/api/v1/nodes";
+    node_o.field_selector = "metadata.name=" + o.node_name;
+    cm_o.collection = "/api/v1/namespaces/" + o.layouts_namespace + "/configmaps";
+    cm_o.field_selector = "metadata.name=" + o.layouts_name;
+    k8s::Informer nodes(*client, node_o, "v1", "Node", on_change);
+    k8s::Informer cms(*client, cm_o, "v1", "ConfigMap", on_change);
+    std::thread node_thread([&] { nodes.run(); });
+    std::thread cm_thread([&] { cms.run(); });
+    std::thread([&wake, stop_signals] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        inject::log::info("{}: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        wake.notify(true);
+    }).detach();
+
+    inject::log::info("watching node {} and configmap {}/{}", o.node_name, o.layouts_namespace,
+                      o.layouts_name);
+    // Both caches listed before the first pass (an empty list calls no handler).
+    {
+        std::unique_lock l(wake.mu);
+        while (!wake.stop && !(nodes.synced() && cms.synced()))
+            wake.cv.wait_for(l, std::chrono::milliseconds(50));
+        wake.changed = true;
+    }
+    std::optional<Clock::time_point> next;
+    for (;;) {
+        bool timer = false;
+        {
+            std::unique_lock l(wake.mu);
+            const auto ready = [&] { return wake.stop || wake.changed; };
+            if (next) {
+                timer = !wake.cv.wait_until(l, *next, ready);
+            } else {
+                wake.cv.wait(l, ready);
+            }
+            if (wake.stop) break;
+            wake.changed = false;
+        }
+        next = m.step(nodes.get(m.node_key()), cms.get(m.configmap_key()), timer);
+    }
+    nodes.stop();
+    cms.stop();
+    node_thread.join();
+    cm_thread.join();
+    return inject::ok();
+}
+
+}  // namespace edrs

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The manager's life (docs/drs-manager.md, "The daemon"): the toolkit config and the ledger
+// (converged at start), then informers on its own Node and on the layouts ConfigMap. Each
+// change of the layout label or of the ConfigMap: discovery, the layout checked, the holders
+// read, the plan run, the state reported on the node (label enflame.com/drs.config.state, and a
+// Warning Event for `failed` and for a wait). An unchanged label and ConfigMap do nothing: no
+// efsmi call, no API write. Idle it only watches; while waiting for holders it re-reads their
+// files every `retry`. SIGTERM/SIGINT stop it after the plan in flight.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inject/result.hpp"
+#include "k8s/apiserver.hpp"
+
+namespace edrs {
+
+struct DaemonOptions {
+    std::string node_name;
+    std::string config_path;
+    bool config_path_given = false;
+    std::string layouts_namespace = "enflame-system";
+    std::string layouts_name = "enflame-drs-layouts";
+    std::string checkpoint = "/var/lib/enflame/drs-manager/ledger.json";
+    /// The plugins' checkpoints naming the instances containers hold.
+    std::vector<std::string> holders_checkpoints{
+        "/var/lib/kubelet/plugins/gcu.enflame.com/checkpoint.json",
+        "/var/lib/kubelet/device-plugins/enflame-device-plugin/hami-instances.json"};
+    std::string default_layout;  ///< for a node without the label; empty: such a node is left alone
+    std::chrono::milliseconds retry{5000};  ///< re-check of holders while waiting
+};
+
+/// Runs until SIGTERM/SIGINT. An error: the config or the ledger could not be read.
+[[nodiscard]] inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Client> client);
+
+}  // namespace edrs

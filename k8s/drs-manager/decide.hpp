@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// What the daemon does about the node's layout (docs/drs-manager.md, "The daemon"): from the
+// label, the layouts text, what discovery found and what is held, one decision. Pure.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "holders.hpp"
+#include "inject/device.hpp"
+#include "plan.hpp"
+
+namespace edrs {
+
+/// The node label the manager reports its state in.
+inline constexpr std::string_view kStateLabel = "enflame.com/drs.config.state";
+inline constexpr std::string_view kPending = "pending";
+inline constexpr std::string_view kApplying = "applying";
+inline constexpr std::string_view kSuccess = "success";
+inline constexpr std::string_view kFailed = "failed";
+
+/// The layout the node asks for: its label's value, else `default_layout`; empty: none.
+[[nodiscard]] std::string wanted_layout(std::string_view label, std::string_view default_layout);
+
+struct Decision {
+    enum class Outcome {
+        Failed,   ///< the layout cannot be had: `reason`; nothing is touched
+        Blocked,  ///< the plan destroys held instances or repartitions a held card: `reason`
+        Apply,    ///< `plan` to run
+        Done,     ///< the node already has the layout
+    };
+    Outcome outcome = Outcome::Done;
+    std::string reason;  ///< one line (Failed, Blocked)
+    Plan plan;           ///< Blocked, Apply
+};
+
+/// The decision for layout `name` (non-empty) from `layouts_text` (the ConfigMap's key; none:
+/// the ConfigMap or its key is missing), `source` naming it in errors, on `host` with `held`.
+/// A blocked plan is not run at all: the layout is applied whole or not yet.
+[[nodiscard]] Decision decide(const std::string& name,
+                              const std::optional<std::string>& layouts_text,
+                              const std::string& source, const inject::device::Host& host,
+                              const HeldOnNode& held);
+
+}  // namespace edrs
