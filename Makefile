@@ -97,7 +97,7 @@ IMAGE_REPO    := enflame-container-toolkit
 IMAGE_NAMES   := enflame-toolkit
 IMAGE_TARGETS := enflame-ctk enflame-container-runtime enflame-container-runtime-hook \
   enflame-device-plugin enflame-dra-plugin enflame-feature-discovery enflame-gcu-exporter \
-  enflame-nri-plugin enflame-gpu-operator
+  enflame-nri-plugin enflame-gpu-operator enflame-drs-manager
 images: deps host-binaries
 	@test -f build/release/CMakeCache.txt || cmake --preset release >/dev/null
 	@cmake --build --preset release --target $(IMAGE_TARGETS)

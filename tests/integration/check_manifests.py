@@ -44,7 +44,7 @@ UPSTREAM_REGISTRIES = ("registry.k8s.io/",)
 # (npd/, an add-on: NPD reads /dev/kmsg and its GCU checks open every card, as upstream's own
 # NPD DaemonSet runs privileged.)
 PRIVILEGED = {"enflame-toolkit-installer", "enflame-device-plugin", "enflame-feature-discovery",
-              "enflame-dra-plugin", "enflame-npd"}
+              "enflame-dra-plugin", "enflame-drs-manager", "enflame-npd"}
 # capabilities an unprivileged daemon may add, and only these: the exporter asks for every card
 # by env, which the toolkit's runtime honours only where CAP_SYS_ADMIN is in the bounding set
 # (accept-envvar-when-unprivileged = false: any pod could set the env)
@@ -68,13 +68,16 @@ DRIVER = "gcu.enflame.com"
 # its node's slices by fieldSelector and watches them, re-reads one on a conflict, creates,
 # updates and deletes them; it GETs its Node for the slices' owner; the device plugin in HAMi
 # mode, overlays/hami, lists its node's pods and patches HAMi's annotations on them, annotates
-# its Node and sets its capacity, and posts an event when an allocation fails). No wildcard.
+# its Node and sets its capacity, and posts an event when an allocation fails; the DRS manager
+# watches its Node and patches its state label, watches the layouts ConfigMap, posts events).
+# No wildcard.
 VERBS = {
     ("resource.k8s.io", "resourceclaims"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
-    ("", "nodes"): {"get", "patch"},
+    ("", "nodes"): {"get", "list", "watch", "patch"},
     ("", "nodes/status"): {"patch"},
     ("", "pods"): {"list", "patch"},
+    ("", "configmaps"): {"get", "list", "watch"},
     ("", "events"): {"create"},
 }
 NODE_EXTRA = "authentication.kubernetes.io/node-name"
@@ -202,8 +205,10 @@ def node_scoped(by_kind, account, group, resource):
                 ops |= set(r.get("operations", []))
         who = " ".join(c.get("expression", "") for c in spec.get("matchConditions", []))
         text = " ".join(str(x.get("expression", "")) for x in spec.get("variables", []) + spec.get("validations", []))
+        # the object's node: a pod's or a slice's spec.nodeName, a Node's own name
+        names_node = "nodeName" in text or (resource == "nodes" and "metadata.name" in text)
         if ({"CREATE", "UPDATE", "DELETE"} <= ops or "*" in ops) and account in who \
-                and NODE_EXTRA in text and "nodeName" in text and spec.get("failurePolicy", "Fail") == "Fail":
+                and NODE_EXTRA in text and names_node and spec.get("failurePolicy", "Fail") == "Fail":
             return True
     return False
 

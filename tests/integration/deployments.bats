@@ -350,3 +350,31 @@ assert path == "/var/run/enflame", path
 assert args[args.index("--lock-file") + 1] == "/var/run/enflame/nri-plugin.lock", args
 PY
 }
+
+@test "drs-manager/: renders valid under the least-privilege checks (an add-on beside an overlay); its RBAC is its calls and no more; its Node writes held to its own node" {
+  render drs-manager --add-on
+  [ "$(objects | tr '\n' ' ')" = "ClusterRole/enflame-drs-manager ClusterRoleBinding/enflame-drs-manager ConfigMap/enflame-drs-layouts ConfigMap/enflame-drs-manager DaemonSet/enflame-drs-manager Role/enflame-drs-manager RoleBinding/enflame-drs-manager ServiceAccount/enflame-drs-manager ValidatingAdmissionPolicy/enflame-drs-manager-own-node ValidatingAdmissionPolicyBinding/enflame-drs-manager-own-node " ]
+  python3 - "$SCRATCH/r.yaml" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["name"] == n)
+rules = lambda o: sorted((r["resources"][0], tuple(r["verbs"])) for r in o["rules"])
+assert rules(get("ClusterRole", "enflame-drs-manager")) == [("nodes", ("get", "list", "watch", "patch"))]
+assert rules(get("Role", "enflame-drs-manager")) == [("configmaps", ("get", "list", "watch")), ("events", ("create",))]
+pod = get("DaemonSet", "enflame-drs-manager")["spec"]["template"]["spec"]
+env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+assert env["LAYOUTS_CONFIGMAP"] == "enflame-system/enflame-drs-layouts", env
+mounts = [m["mountPath"] for m in pod["containers"][0]["volumeMounts"]]
+for cp in env["HOLDERS_CHECKPOINTS"].split(","):   # each checkpoint read is under a mount
+    assert any(cp.startswith(m + "/") for m in mounts), cp
+assert "layouts.yaml" in get("ConfigMap", "enflame-drs-layouts")["data"]
+PY
+  # without the own-node policy a manager could relabel every node: refused
+  python3 -c 'import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and not o["kind"].startswith("ValidatingAdmissionPolicy")]
+yaml.safe_dump_all(objs, open(sys.argv[2], "w"))' "$SCRATCH/r.yaml" "$SCRATCH/drs-no-policy.yaml"
+  run python3 "$BATS_TEST_DIRNAME/check_manifests.py" "$SCRATCH/drs-no-policy.yaml" "$SCRATCH/images.txt" --add-on
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [[ $output == *"ClusterRole/enflame-drs-manager: lets enflame-drs-manager write nodes of every node"* ]]
+}
