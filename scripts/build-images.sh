@@ -164,7 +164,7 @@ mmdebstrap --quiet --variant=extract "${arch_opt[@]}" --include="$pkgs" \
 # extract does not honour path-exclude (no dpkg runs): drop what no daemon reads
 rm -rf "$rootfs"/usr/share/{doc,man,locale,lintian,info,bug} "$rootfs"/var/cache/apt "$rootfs"/var/lib/apt/lists
 # glibc's iconv modules (8 MB) and its helper programs: nothing here converts charsets or runs them
-rm -rf "${rootfs:?}"/usr/lib/$MA/gconv "${rootfs:?}"/usr/bin/* "${rootfs:?}"/usr/sbin/* "${rootfs:?}"/usr/libexec
+rm -rf "${rootfs:?}/usr/lib/$MA/gconv" "${rootfs:?}"/usr/bin/* "${rootfs:?}"/usr/sbin/* "${rootfs:?}"/usr/libexec
 # in_root FILE: FILE of the rootfs with its links followed inside the rootfs (an absolute link
 # names the rootfs' file, not this host's)
 in_root() {
@@ -197,9 +197,9 @@ if [ "$ARCH" = arm64 ]; then
 fi
 # shared libraries outside the binaries' ldd closure (libgrpc++'s siblings, libprotoc, glibc's
 # libmvec and friends, ...); the loader is no "=>" line of ldd's, so it is kept by name
-keep=" $LOADER $(for l in $libs; do basename "$l"; basename "$(realpath "$l")"; basename "$(in_root "$l")"; done | tr '\n' ' ') "
-for f in "$rootfs"/usr/lib/$MA/*.so* "$rootfs"/usr/lib/$MA/engines-3 \
-         "$rootfs"/usr/lib/$MA/ossl-modules "$rootfs"/lib/$MA/*.so*; do
+keep=" $LOADER $(for l in $libs; do basename "$l"; basename "$(if [ "$ARCH" = arm64 ]; then in_root "$l"; else realpath "$l"; fi)"; done | tr '\n' ' ') "
+for f in "$rootfs/usr/lib/$MA"/*.so* "$rootfs/usr/lib/$MA/engines-3" \
+         "$rootfs/usr/lib/$MA/ossl-modules" "$rootfs/lib/$MA"/*.so*; do
   case $keep in *" $(basename "$f") "*) ;; *) rm -rf "$f" ;; esac
 done
 [ -z "${IMAGES_DU:-}" ] || du -ak "$rootfs" | sort -n | tail -n 25 >&2
