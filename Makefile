@@ -98,10 +98,27 @@ IMAGE_NAMES   := enflame-toolkit
 IMAGE_TARGETS := enflame-ctk enflame-container-runtime enflame-container-runtime-hook \
   enflame-device-plugin enflame-dra-plugin enflame-feature-discovery enflame-gcu-exporter \
   enflame-nri-plugin enflame-gpu-operator enflame-drs-manager
+# ARCH=arm64: the same image for arm64 nodes (build/images/enflame-toolkit-arm64.oci.tar) from the
+# cross build build/release-arm64 (preset release-arm64, its sysroot scripts/arm64-sysroot.sh
+# --image: build/arm64-sysroot-image) and build/static-arm64. ARCH=all: both, and the OCI index
+# naming the two (build/images/enflame-toolkit.index.oci.tar), which a registry or containerd
+# serves to either kind of node under the one name. Without ARCH: x86_64 alone, as `make test` does.
+IMAGE_ARCHES = $(if $(filter all,$(ARCH)),x86_64 arm64,$(if $(filter arm64 aarch64,$(ARCH)),arm64,x86_64))
 images: deps host-binaries
+ifneq ($(filter x86_64,$(IMAGE_ARCHES)),)
 	@test -f build/release/CMakeCache.txt || cmake --preset release >/dev/null
 	@cmake --build --preset release --target $(IMAGE_TARGETS)
-	@BUILD_DIR=$(CURDIR)/build/release scripts/build-images.sh
+	@BUILD_DIR=$(CURDIR)/build/release scripts/build-images.sh x86_64
+endif
+ifneq ($(filter arm64,$(IMAGE_ARCHES)),)
+	@scripts/arm64-sysroot.sh --image
+	@test -f build/release-arm64/CMakeCache.txt || cmake --preset release-arm64 >/dev/null
+	@cmake --build --preset release-arm64 --target $(IMAGE_TARGETS)
+	@BUILD_DIR=$(CURDIR)/build/release-arm64 HOST_BINARIES_DIR=$(CURDIR)/build/static-arm64 scripts/build-images.sh arm64
+endif
+ifeq ($(ARCH),all)
+	@scripts/build-images.sh index
+endif
 print-images:
 	@for n in $(IMAGE_NAMES); do echo $(IMAGE_REPO)/$$n:$(VERSION); done
 # The system layer (deployments/node-exporter/): Debian's prometheus-node-exporter in an image of
