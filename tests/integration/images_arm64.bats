@@ -77,6 +77,17 @@ teardown() { teardown_scratch; }
     [ "$(jq -r '.os + "/" + .architecture' "$c")" = "linux/$p" ]
     for l in $(jq -r '.layers[].digest' "$(blob "$o" "$d")"); do [ -f "$(blob "$o" "$l")" ]; done
   done
+  # a client asking for either platform gets that image under the one name (as containerd on an
+  # arm64 or x86_64 node does): podman pull --arch from the archive, into a scratch storage
+  requires podman
+  PM=(podman --root "$SCRATCH/pm/root" --runroot "$SCRATCH/pm/run" --storage-driver vfs)
+  local a
+  on_teardown "pm_cleanup"
+  for a in arm64 amd64; do
+    run -0 "${PM[@]}" pull -q --arch "$a" "oci-archive:$INDEX"
+    run -0 "${PM[@]}" image inspect --format '{{.Os}}/{{.Architecture}}' "docker.io/$(make -s -C "$TOP" print-images | head -n 1)"
+    [ "$output" = "linux/$a" ]
+  done
 }
 
 @test "the arm64 image is linux/arm64, labelled as the x86_64 one, and every ELF file in it is AArch64" {
