@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon.hpp"
+#include "device-plugin/daemon.hpp"
 
 #include "k8s/driver_events.hpp"
-#include "hami_mode.hpp"
-#include "health.hpp"
-#include "service.hpp"
+#include "device-plugin/hami_mode.hpp"
+#include "device-plugin/health.hpp"
+#include "device-plugin/service.hpp"
 #include "k8s/sharing.hpp"
 
 #include "inject/config.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "k8s/nri_lock.hpp"
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 namespace edp {
 

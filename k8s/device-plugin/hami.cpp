@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "hami.hpp"
+#include "device-plugin/hami.hpp"
 
 #include "inject/drs_slices.hpp"
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <map>
 
-#include "hami_trust.hpp"
+#include "device-plugin/hami_trust.hpp"
 #include "inject/text.hpp"
 
 namespace edp::hami {

@@ -8,7 +8,7 @@
 // the decision (gcushare's annotation protocol). No API calls, no efsmi here:
 // hami_mode.cpp does those.
 
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 #include "inject/device.hpp"
 #include "inject/result.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "hami_mode.hpp"
+#include "device-plugin/hami_mode.hpp"
 
 #include <algorithm>
 #include <chrono>

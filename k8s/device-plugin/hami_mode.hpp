@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "hami.hpp"
-#include "hami_trust.hpp"
+#include "device-plugin/hami.hpp"
+#include "device-plugin/hami_trust.hpp"
 #include "inject/discover.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/proto/deviceplugin_v1beta1.pb.h"
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 namespace edp::hami {
 

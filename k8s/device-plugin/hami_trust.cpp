@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "hami_trust.hpp"
+#include "device-plugin/hami_trust.hpp"
 
 #include "inject/drs_slices.hpp"
 

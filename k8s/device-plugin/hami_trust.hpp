@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "hami.hpp"
+#include "device-plugin/hami.hpp"
 
 namespace edp::hami {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "health.hpp"
+#include "device-plugin/health.hpp"
 
 #include "inject/efml.hpp"
 #include "inject/log.hpp"

@@ -7,7 +7,7 @@
 // events hold Unhealthy (events.hpp). Unlike NVIDIA's plugin, a card that recovers becomes
 // Healthy again.
 
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 #include "inject/discover.hpp"
 #include "inject/efml.hpp"

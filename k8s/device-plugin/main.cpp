@@ -2,7 +2,7 @@
 // enflame-device-plugin: kubelet's device plugin for Enflame GCUs (docs/kubelet-wire.md, device
 // plugin). This file parses flags (each also readable from an environment variable of the same
 // name, as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
-#include "daemon.hpp"
+#include "device-plugin/daemon.hpp"
 
 #include "k8s/daemon_cli.hpp"
 #include "k8s/duration.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 #include "inject/fs.hpp"
 #include "k8s/sharing.hpp"

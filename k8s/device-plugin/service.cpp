@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "service.hpp"
+#include "device-plugin/service.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 
 namespace edp {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "checkpoint.hpp"
+#include "dra/checkpoint.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

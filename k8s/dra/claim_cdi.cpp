@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "claim_cdi.hpp"
+#include "dra/claim_cdi.hpp"
 
 #include <dirent.h>
 #include <unistd.h>

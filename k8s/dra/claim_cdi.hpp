@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
-#include "claims.hpp"
+#include "dra/checkpoint.hpp"
+#include "dra/claims.hpp"
 #include "inject/cdi.hpp"
 #include "inject/cdi_generate.hpp"
 #include "inject/device.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "claims.hpp"
+#include "dra/claims.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "driver.hpp"
+#include "dra/driver.hpp"
 
 #include <sys/stat.h>
 
@@ -9,9 +9,9 @@
 #include <set>
 #include <thread>
 
-#include "claim_cdi.hpp"
+#include "dra/claim_cdi.hpp"
 #include "inject/log.hpp"
-#include "slices.hpp"
+#include "dra/slices.hpp"
 
 namespace edra {
 

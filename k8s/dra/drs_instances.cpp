@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <set>
 
-#include "claim_cdi.hpp"
-#include "driver.hpp"
-#include "slices.hpp"
+#include "dra/claim_cdi.hpp"
+#include "dra/driver.hpp"
+#include "dra/slices.hpp"
 #include "inject/log.hpp"
 
 namespace edra {

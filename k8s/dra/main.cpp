@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 
-#include "dra_daemon.hpp"
+#include "dra/daemon.hpp"
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
-#include "publisher.hpp"
+#include "dra/publisher.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "publisher.hpp"
+#include "dra/publisher.hpp"
 
 #include "inject/log.hpp"
 

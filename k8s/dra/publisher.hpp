@@ -20,7 +20,7 @@
 
 #include "k8s/apiserver.hpp"
 #include "k8s/reflector.hpp"
-#include "slices.hpp"
+#include "dra/slices.hpp"
 
 namespace edra {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "slices.hpp"
+#include "dra/slices.hpp"
 
 #include "inject/drs_slices.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "apply.hpp"
+#include "drs-manager/apply.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -16,7 +16,7 @@
 #include "inject/device.hpp"
 #include "inject/result.hpp"
 #include "k8s/drs_ledger.hpp"
-#include "plan.hpp"
+#include "drs-manager/plan.hpp"
 
 namespace edrs {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon.hpp"
+#include "drs-manager/daemon.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -8,10 +8,10 @@
 #include <optional>
 #include <thread>
 
-#include "apply.hpp"
-#include "decide.hpp"
-#include "holders.hpp"
-#include "layout.hpp"
+#include "drs-manager/apply.hpp"
+#include "drs-manager/decide.hpp"
+#include "drs-manager/holders.hpp"
+#include "drs-manager/layout.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "decide.hpp"
+#include "drs-manager/decide.hpp"
 
-#include "layout.hpp"
+#include "drs-manager/layout.hpp"
 
 namespace edrs {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "holders.hpp"
+#include "drs-manager/holders.hpp"
 #include "inject/device.hpp"
-#include "plan.hpp"
+#include "drs-manager/plan.hpp"
 
 namespace edrs {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "fit.hpp"
+#include "drs-manager/fit.hpp"
 
 #include <algorithm>
 

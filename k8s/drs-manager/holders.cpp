@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "holders.hpp"
+#include "drs-manager/holders.hpp"
 
 #include <algorithm>
 #include <charconv>

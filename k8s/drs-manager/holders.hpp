@@ -15,7 +15,7 @@
 
 #include "inject/device.hpp"
 #include "inject/result.hpp"
-#include "plan.hpp"
+#include "drs-manager/plan.hpp"
 
 namespace edrs {
 

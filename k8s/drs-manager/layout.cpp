@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "layout.hpp"
+#include "drs-manager/layout.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -8,7 +8,7 @@
 #include <charconv>
 #include <set>
 
-#include "fit.hpp"
+#include "drs-manager/fit.hpp"
 
 namespace edrs {
 namespace {

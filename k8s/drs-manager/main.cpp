@@ -2,7 +2,7 @@
 // enflame-drs-manager: makes a node's DRS instances match the layout its label
 // enflame.com/drs.config names (docs/drs-manager.md), the counterpart of NVIDIA's MIG manager.
 // This file parses flags, sets up logging and the API client, and hands over.
-#include "daemon.hpp"
+#include "drs-manager/daemon.hpp"
 
 #include "k8s/daemon_cli.hpp"
 #include "k8s/duration.hpp"

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plan.hpp"
+#include "drs-manager/plan.hpp"
 
 #include <algorithm>
 #include <optional>
 
-#include "fit.hpp"
+#include "drs-manager/fit.hpp"
 
 namespace edrs {
 namespace {

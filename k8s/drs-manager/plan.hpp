@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "inject/device.hpp"
-#include "layout.hpp"
+#include "drs-manager/layout.hpp"
 
 namespace edrs {
 

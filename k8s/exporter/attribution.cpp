@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "attribution.hpp"
+#include "exporter/attribution.hpp"
 
 #include "k8s/proto/podresources_v1.grpc.pb.h"
 #include "k8s/socket.hpp"

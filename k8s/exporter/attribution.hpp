@@ -12,7 +12,7 @@
 //     or "gcu-<index>-<suffix>" (a DRS slice of card <index>).
 // Anything else (other vendors' resources and drivers, IDs of cards we do not see) is ignored.
 
-#include "snapshot.hpp"
+#include "exporter/snapshot.hpp"
 
 #include "inject/result.hpp"
 #include "k8s/proto/podresources_v1.pb.h"

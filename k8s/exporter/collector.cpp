@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "collector.hpp"
+#include "exporter/collector.hpp"
 
-#include "attribution.hpp"
-#include "metrics.hpp"
+#include "exporter/attribution.hpp"
+#include "exporter/metrics.hpp"
 
 #include "inject/log.hpp"
 

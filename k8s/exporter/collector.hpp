@@ -8,9 +8,9 @@
 // card that cannot be read (its series go), discovery failing (labels from libefml alone),
 // kubelet absent (attribution off).
 
-#include "attribution.hpp"
-#include "snapshot.hpp"
-#include "source.hpp"
+#include "exporter/attribution.hpp"
+#include "exporter/snapshot.hpp"
+#include "exporter/source.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 // The real Source: libefml for readings, discovery for names. libefml is opened on first use
 // and dropped when it stops answering, so a driver that was unloaded and loaded again is met
 // with a fresh EfmlInit (the old handle may not survive a real reload).
-#include "source.hpp"
+#include "exporter/source.hpp"
 
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"

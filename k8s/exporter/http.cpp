@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "http.hpp"
+#include "exporter/http.hpp"
 
 #include "inject/log.hpp"
 

@@ -4,7 +4,7 @@
 // The exporter's HTTP side (civetweb): /metrics serves the collector's last text as it is,
 // /healthz says whether the collector still runs. Nothing here reaches the driver.
 
-#include "collector.hpp"
+#include "exporter/collector.hpp"
 
 #include "inject/result.hpp"
 

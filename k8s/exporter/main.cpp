@@ -2,9 +2,9 @@
 // enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods
 // (docs/kubelet-wire.md, metrics). This file parses flags, sets up logging and signals, and wires
 // the collector (collector.cpp) to the HTTP server (http.cpp).
-#include "collector.hpp"
-#include "http.hpp"
-#include "source.hpp"
+#include "exporter/collector.hpp"
+#include "exporter/http.hpp"
+#include "exporter/source.hpp"
 
 #include "inject/config.hpp"
 #include "inject/discover.hpp"

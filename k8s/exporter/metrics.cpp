@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "metrics.hpp"
+#include "exporter/metrics.hpp"
 
 #include <prometheus/text_serializer.h>
 

@@ -18,7 +18,7 @@
 // DRS instance discovery found; its holder is the card's). A reading the library cannot give
 // has no series (gcu-exporter printed -1).
 
-#include "snapshot.hpp"
+#include "exporter/snapshot.hpp"
 
 #include <prometheus/metric_family.h>
 

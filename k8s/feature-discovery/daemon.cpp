@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "daemon.hpp"
+#include "feature-discovery/daemon.hpp"
 
-#include "labels.hpp"
+#include "feature-discovery/labels.hpp"
 #include "k8s/sharing.hpp"
 
 #include "inject/config.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "labels.hpp"
+#include "feature-discovery/labels.hpp"
 
 #include <algorithm>
 #include <cctype>

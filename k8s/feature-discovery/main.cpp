@@ -4,8 +4,8 @@
 // This file parses flags (each also readable from an environment variable: GFD's EFD_-style
 // names for ours, the device plugin's names for the options shared with it), sets up logging,
 // and hands over.
-#include "daemon.hpp"
-#include "labels.hpp"
+#include "feature-discovery/daemon.hpp"
+#include "feature-discovery/labels.hpp"
 
 #include "k8s/daemon_cli.hpp"
 #include "k8s/duration.hpp"

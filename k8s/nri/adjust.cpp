@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "adjust.hpp"
+#include "nri/adjust.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>

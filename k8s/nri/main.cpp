@@ -22,7 +22,7 @@
 #include "k8s/daemon_cli.hpp"
 #include "k8s/daemon_setup.hpp"
 #include "k8s/nri_lock.hpp"
-#include "plugin.hpp"
+#include "nri/plugin.hpp"
 
 namespace {
 

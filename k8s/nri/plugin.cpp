@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin.hpp"
+#include "nri/plugin.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "adjust.hpp"
+#include "nri/adjust.hpp"
 #include "inject/log.hpp"
 #include "nri/proto/ttrpc.pb.h"
-#include "wire.hpp"
+#include "nri/wire.hpp"
 
 namespace enri {
 namespace {

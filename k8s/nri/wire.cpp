@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "wire.hpp"
+#include "nri/wire.hpp"
 
 namespace enri {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GpuResource's components (components.hpp): the table, and what the CR's fields do to
 // each component's objects.
-#include "components.hpp"
+#include "operator/components.hpp"
 
 #include <algorithm>
 #include <set>

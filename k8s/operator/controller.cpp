@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Informers, the work queue, the Lease and the GpuResource reconciler (controller.hpp).
-#include "controller.hpp"
+#include "operator/controller.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -21,8 +21,8 @@
 #include "k8s/lease.hpp"
 #include "k8s/reflector.hpp"
 #include "k8s/work_queue.hpp"
-#include "render.hpp"
-#include "roll.hpp"
+#include "operator/render.hpp"
+#include "operator/roll.hpp"
 
 namespace op {
 

@@ -2,7 +2,7 @@
 // kustomize's engine (kustomize.hpp): resources / namespace / images / patches (JSON 6902) /
 // configMapGenerator over yaml-cpp. `kubectl kustomize` is the reference: operator_render.bats
 // compares the two.
-#include "kustomize.hpp"
+#include "operator/kustomize.hpp"
 
 #include "k8s/reflector.hpp"
 

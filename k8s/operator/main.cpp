@@ -12,12 +12,12 @@
 #include <sstream>
 #include <thread>
 
-#include "controller.hpp"
+#include "operator/controller.hpp"
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
 #include "k8s/lease.hpp"
-#include "render.hpp"
+#include "operator/render.hpp"
 
 namespace {
 

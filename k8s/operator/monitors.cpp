@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Prometheus Operator's objects a GpuResource can ask for (monitors.hpp).
-#include "monitors.hpp"
+#include "operator/monitors.hpp"
 
 #include <algorithm>
 
-#include "components.hpp"
+#include "operator/components.hpp"
 #include "k8s/reflector.hpp"
 
 namespace op {

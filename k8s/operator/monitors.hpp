@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kustomize.hpp"
+#include "operator/kustomize.hpp"
 
 namespace op {
 

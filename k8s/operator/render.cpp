@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the operator applies for a GpuResource (render.hpp), and the object helpers.
-#include "render.hpp"
+#include "operator/render.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
 #include <utility>
 
-#include "components.hpp"
+#include "operator/components.hpp"
 #include "k8s/reflector.hpp"
 
 namespace op {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "inject/result.hpp"
-#include "kustomize.hpp"
-#include "monitors.hpp"
+#include "operator/kustomize.hpp"
+#include "operator/monitors.hpp"
 
 namespace op {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Node labels and the ordered rolling upgrade, as plans over the cache (roll.hpp).
-#include "roll.hpp"
+#include "operator/roll.hpp"
 
 #include "k8s/apiserver.hpp"
 

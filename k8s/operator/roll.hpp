@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "render.hpp"
+#include "operator/render.hpp"
 
 namespace op {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "claims.hpp"
+#include "dra/claims.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "dra_driver_fixture.hpp"
 #include "dra_fixture.hpp"
-#include "driver.hpp"
+#include "dra/driver.hpp"
 #include "inject/cdi_io.hpp"
 #include "inject/cdi_registry.hpp"
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <string>
 
-#include "claim_cdi.hpp"
+#include "dra/claim_cdi.hpp"
 #include "dra_fixture.hpp"
-#include "driver.hpp"
+#include "dra/driver.hpp"
 #include "inject/fs.hpp"
 #include "temp_dir.hpp"
 

@@ -14,10 +14,10 @@
 #include <map>
 #include <thread>
 
-#include "claim_cdi.hpp"
+#include "dra/claim_cdi.hpp"
 #include "dra_driver_fixture.hpp"
 #include "dra_fixture.hpp"
-#include "driver.hpp"
+#include "dra/driver.hpp"
 #include "inject/cdi_io.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/cdi_validate.hpp"

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <map>
 
-#include "claim_cdi.hpp"
+#include "dra/claim_cdi.hpp"
 #include "dra_fixture.hpp"
-#include "driver.hpp"
+#include "dra/driver.hpp"
 #include "inject/fs.hpp"
 #include "temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "claims.hpp"
+#include "dra/claims.hpp"
 #include "inject/device.hpp"
 
 namespace edra_test {

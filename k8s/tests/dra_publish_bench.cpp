@@ -7,7 +7,7 @@
 //   build/dev/k8s/tests/dra-publish-bench [runs]
 #include "dra_hosts.hpp"
 #include "fake_apiserver.hpp"
-#include "publisher.hpp"
+#include "dra/publisher.hpp"
 
 #include <algorithm>
 #include <cstdio>

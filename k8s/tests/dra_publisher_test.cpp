@@ -9,7 +9,7 @@
 
 #include "dra_hosts.hpp"
 #include "fake_apiserver.hpp"
-#include "publisher.hpp"
+#include "dra/publisher.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // The DRA plugin's gRPC services (k8s/dra/service.cpp) over real unix sockets: GetInfo as the
 // plugin watcher reads it, and NodePrepare/NodeUnprepare in both API versions giving the same
 // answers, every claim keyed by UID.
-#include "dra_service.hpp"
+#include "dra/service.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // resolved where the Kubernetes version looks for them).
 // UPDATE_GOLDEN=1 rewrites the golden files (then read the diff before committing it).
 #include "dra_hosts.hpp"
-#include "slices.hpp"
+#include "dra/slices.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // pending entry is on disk before each create, the made instance right after; a create that
 // fails is taken back; a start after a crash between two creates destroys nothing; a destroy
 // checks the instance is still the one planned.
-#include "apply.hpp"
+#include "drs-manager/apply.hpp"
 #include "drs_manager_fixture.hpp"
 #include "temp_dir.hpp"
 

@@ -2,9 +2,9 @@
 // enflame-drs-manager's decision: who holds what (the DRA plugin's and HAMi mode's checkpoints,
 // matched to the instances efsmi lists), and what the daemon does about a layout: fail naming
 // the card and profile, wait naming the holders, apply, or nothing when the node has it.
-#include "decide.hpp"
+#include "drs-manager/decide.hpp"
 #include "drs_manager_fixture.hpp"
-#include "holders.hpp"
+#include "drs-manager/holders.hpp"
 
 #include <gtest/gtest.h>
 

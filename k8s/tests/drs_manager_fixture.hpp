@@ -6,7 +6,7 @@
 // layouts of the shipped ConfigMap.
 
 #include "inject/device.hpp"
-#include "layout.hpp"
+#include "drs-manager/layout.hpp"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>

@@ -3,7 +3,7 @@
 // destroyed without saying who holds them, a rebuild only when efsmi's aligned placement leaves
 // no room, and nothing at all for a card already as its layout says.
 #include "drs_manager_fixture.hpp"
-#include "plan.hpp"
+#include "drs-manager/plan.hpp"
 #include "inject/drs_slices.hpp"
 
 #include <gtest/gtest.h>

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "attribution.hpp"
-#include "collector.hpp"
+#include "exporter/attribution.hpp"
+#include "exporter/collector.hpp"
 #include "exporter_fixture.hpp"
 #include "k8s/proto/podresources_v1.grpc.pb.h"
 #include "k8s/socket.hpp"

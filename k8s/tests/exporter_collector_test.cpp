@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collector.hpp"
+#include "exporter/collector.hpp"
 #include "exporter_fixture.hpp"
 
 // In exporter_test: its helpers (exporter_fixture.hpp) and exporter's types by their names.

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "attribution.hpp"
-#include "collector.hpp"
-#include "metrics.hpp"
+#include "exporter/attribution.hpp"
+#include "exporter/collector.hpp"
+#include "exporter/metrics.hpp"
 
 namespace exporter_test {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "collector.hpp"
+#include "exporter/collector.hpp"
 #include "exporter_fixture.hpp"
-#include "http.hpp"
+#include "exporter/http.hpp"
 
 // In exporter_test: its helpers (exporter_fixture.hpp) and exporter's types by their names.
 namespace exporter_test {

@@ -10,7 +10,7 @@
 
 #include "api_client_util.hpp"
 #include "fake_apiserver.hpp"
-#include "hami_mode.hpp"
+#include "device-plugin/hami_mode.hpp"
 #include "inject/fs.hpp"
 
 namespace {

@@ -3,14 +3,14 @@
 // refused with the annotation and the value named, the pod Allocate serves, the node
 // annotations HAMi parses; whose decisions are honoured and whether they fit their pod
 // (hami_trust.cpp, issue 36).
-#include "hami.hpp"
+#include "device-plugin/hami.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <utility>
 
-#include "hami_trust.hpp"
+#include "device-plugin/hami_trust.hpp"
 #include "inject/drs_slices.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One health pass (k8s/device-plugin/health.cpp): the driver's verdict and the device node,
 // with /dev/null standing in for a card's node (a character device every machine has).
-#include "health.hpp"
+#include "device-plugin/health.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

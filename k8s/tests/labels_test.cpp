@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-feature-discovery's pure part: label values, the labels of a host, the features.d
 // file text (expiry line, 64 KiB bound) and the --sleep-interval syntax.
-#include "labels.hpp"
+#include "feature-discovery/labels.hpp"
 
 #include <gtest/gtest.h>
 

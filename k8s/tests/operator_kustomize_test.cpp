@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "render.hpp"
+#include "operator/render.hpp"
 #include "temp_dir.hpp"
 
 namespace {

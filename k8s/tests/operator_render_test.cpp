@@ -10,7 +10,7 @@
 
 #include "inject/config.hpp"
 #include "k8s/sharing.hpp"
-#include "render.hpp"
+#include "operator/render.hpp"
 #include "temp_dir.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 // on a real cluster.
 #include <gtest/gtest.h>
 
-#include "roll.hpp"
+#include "operator/roll.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device plugin's decisions (k8s/device-plugin/plugin.cpp), table-driven.
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 #include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>

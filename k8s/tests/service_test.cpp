@@ -2,7 +2,7 @@
 // The gRPC service over a real unix socket, driven as kubelet drives it: ListAndWatch sends
 // the whole list, again on a change (not on an update that changes nothing), and ends when
 // its epoch does; Allocate's errors carry a gRPC code and name the ID.
-#include "service.hpp"
+#include "device-plugin/service.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

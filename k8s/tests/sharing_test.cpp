@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The plugin config (sharing.timeSlicing) and what time-slicing does to IDs, preferred
 // allocation and Allocate.
-#include "plugin.hpp"
+#include "device-plugin/plugin.hpp"
 #include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "adjust.hpp"
+#include "nri/adjust.hpp"
 #include "create.hpp"
 #include "inject/oci.hpp"
 #include "test_util.hpp"

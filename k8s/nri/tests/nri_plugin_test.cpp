@@ -10,9 +10,9 @@
 
 #include "nri/proto/nri.pb.h"
 #include "nri/proto/ttrpc.pb.h"
-#include "plugin.hpp"
+#include "nri/plugin.hpp"
 #include "test_util.hpp"
-#include "wire.hpp"
+#include "nri/wire.hpp"
 
 namespace {
 

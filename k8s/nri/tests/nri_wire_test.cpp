@@ -5,7 +5,7 @@
 
 #include "nri/proto/nri.pb.h"
 #include "nri/proto/ttrpc.pb.h"
-#include "wire.hpp"
+#include "nri/wire.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "driver.hpp"
+#include "dra/driver.hpp"
 
 namespace edra {
 

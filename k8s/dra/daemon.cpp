@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dra_daemon.hpp"
+#include "dra/daemon.hpp"
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "dra_service.hpp"
+#include "dra/service.hpp"
 #include "k8s/driver_events.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "driver.hpp"
+#include "dra/driver.hpp"
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dra_service.hpp"
+#include "dra/service.hpp"
 
 #include "inject/log.hpp"
 
