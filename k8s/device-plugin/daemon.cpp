@@ -25,7 +25,7 @@
 #include <iostream>
 #include <tuple>
 
-namespace edp {
+namespace device_plugin {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -486,4 +486,4 @@ int run(DaemonOptions o) {
     return d.loop(sig_fd.get(), *watcher);
 }
 
-}  // namespace edp
+}  // namespace device_plugin

@@ -14,7 +14,7 @@
 #include "k8s/nri_lock.hpp"
 #include "device-plugin/plugin.hpp"
 
-namespace edp {
+namespace device_plugin {
 
 struct DaemonOptions {
     std::string config_path;
@@ -52,4 +52,4 @@ struct DaemonOptions {
 /// "error: ..." line.
 int run(DaemonOptions opts);
 
-}  // namespace edp
+}  // namespace device_plugin

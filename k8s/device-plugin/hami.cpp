@@ -10,7 +10,7 @@
 #include "device-plugin/hami_trust.hpp"
 #include "inject/text.hpp"
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 using inject::Errc;
 using inject::fail;
@@ -470,4 +470,4 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
     return out;
 }
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 using Json = nlohmann::json;
 
@@ -210,4 +210,4 @@ inline constexpr std::uint32_t kLegacySlices = 6;
                                                                    IdStrategy strategy,
                                                                    const Names& names);
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

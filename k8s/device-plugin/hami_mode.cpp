@@ -11,7 +11,7 @@
 #include "inject/log.hpp"
 #include "k8s/events.hpp"
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 using inject::Errc;
 using inject::fail;
@@ -570,4 +570,4 @@ void Mode::publish(const inject::device::Host& host) {
                       kSharedCapacity, a.shared_capacity);
 }
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

@@ -31,7 +31,7 @@
 #include "k8s/proto/deviceplugin_v1beta1.pb.h"
 #include "device-plugin/plugin.hpp"
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 /// What HAMi mode talks to; functions so tests could stand in (the bats tests use the real ones).
 struct Deps {
@@ -130,4 +130,4 @@ private:
     std::optional<Pair> pair_;
 };
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

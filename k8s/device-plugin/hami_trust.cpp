@@ -10,7 +10,7 @@
 #include <limits>
 #include <set>
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 namespace {
 
@@ -206,4 +206,4 @@ std::string check_drs(const Json& pod, const DrsContainer& c, const std::string&
     return {};
 }
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

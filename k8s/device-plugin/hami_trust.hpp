@@ -24,7 +24,7 @@
 
 #include "device-plugin/hami.hpp"
 
-namespace edp::hami {
+namespace device_plugin::hami {
 
 /// HAMi's scheduler's name (spec.schedulerName of the pods it places), --hami-scheduler-name.
 inline constexpr const char* kDefaultScheduler = "hami-scheduler";
@@ -61,4 +61,4 @@ struct Screened {
                                     const std::vector<inject::device::DrsProfile>& profiles,
                                     const Names& names);
 
-}  // namespace edp::hami
+}  // namespace device_plugin::hami

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-namespace edp {
+namespace device_plugin {
 namespace {
 
 constexpr std::string_view kDriverSaysUnhealthy = "the driver reports it unhealthy";
@@ -119,4 +119,4 @@ bool apply_health(const DriverHealth& driver, Inventory& inv, const EventHolds& 
     return changed;
 }
 
-}  // namespace edp
+}  // namespace device_plugin

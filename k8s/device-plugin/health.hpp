@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-namespace edp {
+namespace device_plugin {
 
 /// The driver's verdict per card (by UUID, else "#<index>"); empty when discovery failed as a
 /// whole (then only the node check decides, and a card keeps the driver's last verdict).
@@ -51,4 +51,4 @@ EventAction note_event(const inject::efml::DriverEvent& ev, EventHolds& holds);
 /// wins over a hold. A DRS instance follows its card.
 bool apply_health(const DriverHealth& driver, Inventory& inv, const EventHolds& holds = {});
 
-}  // namespace edp
+}  // namespace device_plugin

@@ -29,7 +29,7 @@ inject::Result<bool> health_disabled_by_env() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-    edp::DaemonOptions o;
+    device_plugin::DaemonOptions o;
     std::string id_strategy = "uuid";
     // cdi-cri,cdi-annotations: the CDI names make a runtime with CDI on (containerd 1.7+ with
     // enable_cdi, CRI-O) give the cards with plain runc, as the shipped example pod expects; the
@@ -118,10 +118,10 @@ int main(int argc, char** argv) try {
     app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
     const auto fail = k8s::exit_error;
-    auto ids = edp::parse_id_strategy(id_strategy);
+    auto ids = device_plugin::parse_id_strategy(id_strategy);
     if (!ids) return fail(ids.error());
     o.settings.id_strategy = *ids;
-    auto lists = edp::parse_list_strategies(list_strategies);
+    auto lists = device_plugin::parse_list_strategies(list_strategies);
     if (!lists) return fail(lists.error());
     o.settings.lists = *lists;
     auto iv = k8s::parse_duration("--health-interval", interval, std::chrono::milliseconds(100),
@@ -137,7 +137,7 @@ int main(int argc, char** argv) try {
     if (legacy_opt->count() > 0) o.hami_legacy = legacy;
     if (slices_opt->count() > 0) o.hami_slices = slices;
     if (require_nri_opt->count() > 0) o.require_nri = require_nri;
-    return edp::run(std::move(o));
+    return device_plugin::run(std::move(o));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-namespace edp {
+namespace device_plugin {
 
 using inject::Errc;
 using inject::fail;
@@ -267,4 +267,4 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
     return r;
 }
 
-}  // namespace edp
+}  // namespace device_plugin

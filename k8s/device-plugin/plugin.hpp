@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace edp {
+namespace device_plugin {
 
 /// What kubelet calls a card: its UUID (default, stable across reboots) or its index.
 enum class IdStrategy { Uuid, Index };
@@ -111,4 +111,4 @@ struct Resource {
 [[nodiscard]] inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv, const Settings& s,
                                                                           const std::vector<std::string>& ids);
 
-}  // namespace edp
+}  // namespace device_plugin

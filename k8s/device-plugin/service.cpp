@@ -8,7 +8,7 @@
 #include "inject/log.hpp"
 #include "k8s/nri_lock.hpp"
 
-namespace edp {
+namespace device_plugin {
 
 void State::update(Settings s, Inventory inv) {
     {
@@ -165,4 +165,4 @@ grpc::Status Service::PreStartContainer(grpc::ServerContext*, const v1beta1::Pre
     return grpc::Status::OK;
 }
 
-}  // namespace edp
+}  // namespace device_plugin

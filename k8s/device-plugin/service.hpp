@@ -18,7 +18,7 @@
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "device-plugin/plugin.hpp"
 
-namespace edp {
+namespace device_plugin {
 
 /// What the daemon's loop and the gRPC threads share.
 class State {
@@ -98,4 +98,4 @@ private:
 /// The options we register with (and GetDevicePluginOptions answers).
 [[nodiscard]] v1beta1::DevicePluginOptions plugin_options();
 
-}  // namespace edp
+}  // namespace device_plugin

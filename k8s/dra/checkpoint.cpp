@@ -9,7 +9,7 @@
 
 #include "inject/fs.hpp"
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 using inject::fail;
@@ -100,4 +100,4 @@ LoadedCheckpoint load_checkpoint_or_previous(const std::string& path) {
     return out;
 }
 
-}  // namespace edra
+}  // namespace dra

@@ -34,7 +34,7 @@
 #include "inject/result.hpp"
 #include "k8s/drs_ledger.hpp"
 
-namespace edra {
+namespace dra {
 
 /// A DRS instance this plugin made for a placement (the ledger's record, k8s/drs_ledger.hpp).
 using CreatedInstance = k8s::drs::Made;
@@ -96,4 +96,4 @@ struct LoadedCheckpoint {
 /// `lost` (the plugin starts without the claims; their CDI specs stay, an unprepare removes each).
 [[nodiscard]] LoadedCheckpoint load_checkpoint_or_previous(const std::string& path);
 
-}  // namespace edra
+}  // namespace dra

@@ -14,7 +14,7 @@
 #include "inject/cdi_validate.hpp"
 #include "inject/fs.hpp"
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 using inject::fail;
@@ -210,4 +210,4 @@ inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_r
     return names_in(cdi_root, claim_uid_of);
 }
 
-}  // namespace edra
+}  // namespace dra

@@ -20,7 +20,7 @@
 #include "inject/device.hpp"
 #include "inject/result.hpp"
 
-namespace edra {
+namespace dra {
 
 inline constexpr std::string_view kCdiVendor = "k8s.gcu.enflame.com";
 inline constexpr std::string_view kCdiClass = "claim";
@@ -62,4 +62,4 @@ inline constexpr std::string_view kCdiClass = "claim";
 /// The claim UIDs of our spec files in `cdi_root` (sorted; a missing folder has none).
 [[nodiscard]] inject::Result<std::vector<std::string>> claim_specs_in(const std::string& cdi_root);
 
-}  // namespace edra
+}  // namespace dra

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 using inject::fail;
@@ -248,4 +248,4 @@ inject::Result<void> check_pool(const std::vector<Allocated>& results, const Cla
     return inject::ok();
 }
 
-}  // namespace edra
+}  // namespace dra

@@ -14,7 +14,7 @@
 
 #include "inject/result.hpp"
 
-namespace edra {
+namespace dra {
 
 using Json = nlohmann::json;
 
@@ -87,4 +87,4 @@ struct DeviceName {
 [[nodiscard]] inject::Result<void> validate_opaque(const Json& parameters,
                                                    const std::vector<DeviceName>& targets);
 
-}  // namespace edra
+}  // namespace dra

@@ -20,7 +20,7 @@
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
 
-namespace edra {
+namespace dra {
 namespace {
 
 using std::chrono::milliseconds;
@@ -250,4 +250,4 @@ int run(const DaemonOptions& o, ClaimSource claims, const MakeCompanion& make_co
     return d.loop(sig_fd->get(), *reg_watch, *dra_watch, events.get());
 }
 
-}  // namespace edra
+}  // namespace dra

@@ -13,7 +13,7 @@
 
 #include "dra/driver.hpp"
 
-namespace edra {
+namespace dra {
 
 struct DaemonOptions {
     std::string config_path;
@@ -48,4 +48,4 @@ using MakeCompanion = std::function<Companion(Discoverer)>;
 /// before serving are printed as one "error: ..." line.
 int run(const DaemonOptions& opts, ClaimSource claims, const MakeCompanion& make_companion = {});
 
-}  // namespace edra
+}  // namespace dra

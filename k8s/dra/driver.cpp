@@ -13,7 +13,7 @@
 #include "inject/log.hpp"
 #include "dra/slices.hpp"
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 using inject::fail;
@@ -451,4 +451,4 @@ std::map<std::string, std::string> Driver::unprepare(const std::vector<ClaimRef>
     return out;
 }
 
-}  // namespace edra
+}  // namespace dra

@@ -19,7 +19,7 @@
 #include "inject/device.hpp"
 #include "inject/result.hpp"
 
-namespace edra {
+namespace dra {
 
 /// The card of `index` on `host`, or nullptr.
 [[nodiscard]] inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index);
@@ -166,4 +166,4 @@ private:
     std::map<std::string, std::chrono::steady_clock::time_point> unprepared_;
 };
 
-}  // namespace edra
+}  // namespace dra

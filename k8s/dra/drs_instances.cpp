@@ -10,7 +10,7 @@
 #include "dra/slices.hpp"
 #include "inject/log.hpp"
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 using inject::fail;
@@ -243,4 +243,4 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
 }
 
 
-}  // namespace edra
+}  // namespace dra

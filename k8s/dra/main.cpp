@@ -46,10 +46,10 @@ private:
 };
 
 // ResourceClaims from the API server, in the resource.k8s.io version it offers.
-edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
+dra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
                               std::shared_ptr<ApiVersion> version) {
     return [client = std::move(client), version = std::move(version)](
-               const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+               const std::string& ns, const std::string& name) -> inject::Result<dra::Json> {
         INJECT_TRY(const auto v, version->get());
         return client->get("/apis/resource.k8s.io/" + v + "/namespaces/" + ns + "/resourceclaims/" +
                            name);
@@ -60,19 +60,19 @@ edra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
 // restarted (it deletes the node's slices), when the watch sees someone else delete or change
 // one of ours, and every `resync`; removes the slices on a clean stop. It starts once the API server has told the version (asked again after 1 s, doubling
 // up to 30 s, and at once when kubelet registers the plugin).
-edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
-                                  std::shared_ptr<ApiVersion> version, edra::SliceOptions opts,
+dra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
+                                  std::shared_ptr<ApiVersion> version, dra::SliceOptions opts,
                                   std::chrono::milliseconds resync) {
     return [client = std::move(client), version = std::move(version), opts = std::move(opts),
-            resync](edra::Discoverer discover) {
+            resync](dra::Discoverer discover) {
         struct State {
             std::mutex mu;
             std::condition_variable cv;
             bool stopping = false;
             bool ask_now = false;  // kubelet registered us: ask at once, not after the backoff
-            std::shared_ptr<edra::Publisher> publisher;
-            std::shared_ptr<edra::PublisherLoop> loop;  // set once the version is known
-            std::shared_ptr<edra::SliceWatch> watch;    // with the loop
+            std::shared_ptr<dra::Publisher> publisher;
+            std::shared_ptr<dra::PublisherLoop> loop;  // set once the version is known
+            std::shared_ptr<dra::SliceWatch> watch;    // with the loop
             std::thread waiter;
         };
         auto st = std::make_shared<State>();
@@ -86,17 +86,17 @@ edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
                     if (v) {
                         auto o = opts;
                         o.api_version = *v;
-                        st->publisher = std::make_shared<edra::Publisher>(client, o);
+                        st->publisher = std::make_shared<dra::Publisher>(client, o);
                         // The loop logs each publish itself.
                         st->loop =
-                            std::make_shared<edra::PublisherLoop>(*st->publisher, discover, resync);
+                            std::make_shared<dra::PublisherLoop>(*st->publisher, discover, resync);
                         st->loop->start();
                         // Someone else deleted or changed one of our slices (kubelet's startup
                         // wipe may land after the publish its registration asked for): publish
                         // again at once.
-                        st->watch = std::make_shared<edra::SliceWatch>(
+                        st->watch = std::make_shared<dra::SliceWatch>(
                             client, *st->publisher, [loop = st->loop] { loop->trigger(); },
-                            edra::SliceWatch::Options{});
+                            dra::SliceWatch::Options{});
                         st->watch->start();
                         if (logged)
                             inject::log::info("API server reachable: publishing ResourceSlices");
@@ -135,14 +135,14 @@ edra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
             if (st->watch) st->watch->stop();
             if (st->loop) st->loop->stop(true);
         };
-        return edra::Companion{start, trigger, stop};
+        return dra::Companion{start, trigger, stop};
     };
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-    edra::DaemonOptions o;
+    dra::DaemonOptions o;
     if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
     std::string kubeconfig, log_level = "info";
     int resync_s = 60;
@@ -212,13 +212,13 @@ int main(int argc, char** argv) try {
     // The version decides the claims' path and the slices' shape. Asked once the sockets
     // serve, and until the server answers: the plugin serves its checkpointed claims without it.
     auto version = std::make_shared<ApiVersion>(shared);
-    edra::SliceOptions slices;
+    dra::SliceOptions slices;
     slices.node_name = o.node_name;
     // DRS profiles as partitionable devices where the server takes counters (a prepare makes
     // the instance), else the instances that exist as plain devices. With counters the slices
     // do not change when a prepare makes or removes an instance: the scheduler counts them.
-    slices.drs = edra::DrsMode::Auto;
-    return edra::run(o, claims_from(shared, version),
+    slices.drs = dra::DrsMode::Auto;
+    return dra::run(o, claims_from(shared, version),
                      publisher_for(shared, version, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";

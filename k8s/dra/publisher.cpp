@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-namespace edra {
+namespace dra {
 
 using inject::Errc;
 
@@ -334,4 +334,4 @@ void PublisherLoop::run() {
     }
 }
 
-}  // namespace edra
+}  // namespace dra

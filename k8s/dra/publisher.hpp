@@ -22,7 +22,7 @@
 #include "k8s/reflector.hpp"
 #include "dra/slices.hpp"
 
-namespace edra {
+namespace dra {
 
 /// What one publish() did.
 struct PublishStats {
@@ -151,4 +151,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace edra
+}  // namespace dra

@@ -3,7 +3,7 @@
 
 #include "inject/log.hpp"
 
-namespace edra {
+namespace dra {
 
 namespace {
 
@@ -104,4 +104,4 @@ grpc::Status DraV1beta1::NodeUnprepareResources(
     return unprepare(d_, *req, out);
 }
 
-}  // namespace edra
+}  // namespace dra

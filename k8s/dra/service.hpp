@@ -14,7 +14,7 @@
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 
-namespace edra {
+namespace dra {
 
 namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
@@ -75,4 +75,4 @@ private:
     Driver& d_;
 };
 
-}  // namespace edra
+}  // namespace dra

@@ -8,7 +8,7 @@
 #include <cctype>
 #include <regex>
 
-namespace edra {
+namespace dra {
 
 using inject::device::Device;
 using inject::device::DrsProfile;
@@ -222,4 +222,4 @@ Json build_slices(const Host& host, const SliceOptions& o) {
     return slices;
 }
 
-}  // namespace edra
+}  // namespace dra

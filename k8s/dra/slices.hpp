@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace edra {
+namespace dra {
 
 using Json = nlohmann::json;
 
@@ -78,4 +78,4 @@ struct SliceOptions {
 /// largest `n * max_instances` of its profiles), the whole card consumes all of it.
 [[nodiscard]] Json build_slices(const inject::device::Host& host, const SliceOptions& opts);
 
-}  // namespace edra
+}  // namespace dra

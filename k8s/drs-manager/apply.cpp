@@ -9,7 +9,7 @@
 
 #include "inject/log.hpp"
 
-namespace edrs {
+namespace drs_manager {
 namespace {
 
 using inject::Errc;
@@ -136,4 +136,4 @@ inject::Result<void> Applier::run(const Plan& plan, const std::string& layout) {
     return inject::ok();
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

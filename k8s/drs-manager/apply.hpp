@@ -18,7 +18,7 @@
 #include "k8s/drs_ledger.hpp"
 #include "drs-manager/plan.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// efsmi's instance operations (inject::drs), as functions so tests can stand in.
 struct Efsmi {
@@ -65,4 +65,4 @@ private:
     std::uint64_t attempt_ = 0;
 };
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -21,7 +21,7 @@
 #include "k8s/events.hpp"
 #include "k8s/reflector.hpp"
 
-namespace edrs {
+namespace drs_manager {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -287,4 +287,4 @@ inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Clien
     return inject::ok();
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

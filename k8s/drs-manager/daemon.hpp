@@ -17,7 +17,7 @@
 #include "inject/result.hpp"
 #include "k8s/apiserver.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 struct DaemonOptions {
     std::string node_name;
@@ -37,4 +37,4 @@ struct DaemonOptions {
 /// Runs until SIGTERM/SIGINT. An error: the config or the ledger could not be read.
 [[nodiscard]] inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Client> client);
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -3,7 +3,7 @@
 
 #include "drs-manager/layout.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 std::string wanted_layout(std::string_view label, std::string_view default_layout) {
     return std::string(label.empty() ? default_layout : label);
@@ -41,4 +41,4 @@ Decision decide(const std::string& name, const std::optional<std::string>& layou
     return d;
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -12,7 +12,7 @@
 #include "inject/device.hpp"
 #include "drs-manager/plan.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// The node label the manager reports its state in.
 inline constexpr std::string_view kStateLabel = "enflame.com/drs.config.state";
@@ -44,4 +44,4 @@ struct Decision {
                               const std::string& source, const inject::device::Host& host,
                               const HeldOnNode& held);
 
-}  // namespace edrs
+}  // namespace drs_manager

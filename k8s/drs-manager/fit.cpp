@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace edrs {
+namespace drs_manager {
 
 std::uint32_t CardSlices::of(std::string_view profile) const {
     return inject::drs::profile_slices(profile).value_or(total);
@@ -31,4 +31,4 @@ bool fits(const CardSlices& slices, std::vector<inject::drs::SliceRun> taken,
     return true;
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

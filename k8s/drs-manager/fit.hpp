@@ -11,7 +11,7 @@
 #include "inject/device.hpp"
 #include "inject/drs_slices.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// The slices of the node's cards and of each profile's instance.
 struct CardSlices {
@@ -31,4 +31,4 @@ void sort_for_creation(std::vector<inject::device::DrsProfile>& creates, const C
 [[nodiscard]] bool fits(const CardSlices& slices, std::vector<inject::drs::SliceRun> taken,
                         const std::vector<inject::device::DrsProfile>& creates);
 
-}  // namespace edrs
+}  // namespace drs_manager

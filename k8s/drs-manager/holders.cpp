@@ -9,7 +9,7 @@
 #include "inject/fs.hpp"
 #include "k8s/drs_ledger.hpp"
 
-namespace edrs {
+namespace drs_manager {
 namespace {
 
 using inject::Errc;
@@ -137,4 +137,4 @@ HeldOnNode held_on(const inject::device::Host& host, const std::vector<Held>& he
     return out;
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -17,7 +17,7 @@
 #include "inject/result.hpp"
 #include "drs-manager/plan.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// One instance (or, without `id`, one whole card) a checkpoint says is in use.
 struct Held {
@@ -56,4 +56,4 @@ struct HeldOnNode {
 /// one now holds nothing.
 [[nodiscard]] HeldOnNode held_on(const inject::device::Host& host, const std::vector<Held>& held);
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -10,7 +10,7 @@
 
 #include "drs-manager/fit.hpp"
 
-namespace edrs {
+namespace drs_manager {
 namespace {
 
 using inject::Errc;
@@ -320,4 +320,4 @@ inject::Result<std::vector<CardTarget>> resolve_layout(const Layout& layout, con
     return out;
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -21,7 +21,7 @@
 #include "inject/device.hpp"
 #include "inject/result.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// The node label naming the layout a node should have.
 inline constexpr std::string_view kLayoutLabel = "enflame.com/drs.config";
@@ -81,4 +81,4 @@ struct CardTarget {
 [[nodiscard]] inject::Result<std::vector<CardTarget>> resolve_layout(
     const Layout& layout, const inject::device::Host& host);
 
-}  // namespace edrs
+}  // namespace drs_manager

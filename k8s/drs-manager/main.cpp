@@ -13,7 +13,7 @@
 #include <iostream>
 
 int main(int argc, char** argv) try {
-    edrs::DaemonOptions o;
+    drs_manager::DaemonOptions o;
     if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
     std::string kubeconfig, log_level = "info", retry = "5s";
     std::string layouts = o.layouts_namespace + "/" + o.layouts_name;
@@ -74,7 +74,7 @@ int main(int argc, char** argv) try {
     if (!cfg) return k8s::exit_error(cfg.error());
     auto client = k8s::api::Client::create(std::move(*cfg));
     if (!client) return k8s::exit_error(client.error());
-    if (auto r = edrs::run(o, std::shared_ptr<k8s::api::Client>(std::move(*client))); !r)
+    if (auto r = drs_manager::run(o, std::shared_ptr<k8s::api::Client>(std::move(*client))); !r)
         return k8s::exit_error(r.error());
     return 0;
 } catch (const std::exception& e) {

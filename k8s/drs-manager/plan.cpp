@@ -6,7 +6,7 @@
 
 #include "drs-manager/fit.hpp"
 
-namespace edrs {
+namespace drs_manager {
 namespace {
 
 using inject::device::Device;
@@ -156,4 +156,4 @@ std::string describe(const CardPlan& plan) {
     return out;
 }
 
-}  // namespace edrs
+}  // namespace drs_manager

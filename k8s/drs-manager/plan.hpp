@@ -14,7 +14,7 @@
 #include "inject/device.hpp"
 #include "drs-manager/layout.hpp"
 
-namespace edrs {
+namespace drs_manager {
 
 /// The instances running containers hold, by inject::device::drs_name ("0:1g.11gb:1"), each
 /// with who holds it ("namespace/pod").
@@ -57,4 +57,4 @@ struct Plan {
 /// and, when blocked, "; waiting for 0:2g.22gb:1 (held by ns/pod)".
 [[nodiscard]] std::string describe(const CardPlan& plan);
 
-}  // namespace edrs
+}  // namespace drs_manager

@@ -20,7 +20,7 @@
 #include <iostream>
 #include <optional>
 
-namespace efd {
+namespace feature_discovery {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -232,4 +232,4 @@ int run(const DaemonOptions& o) {
     return l.loop(sig_fd.get());
 }
 
-}  // namespace efd
+}  // namespace feature_discovery

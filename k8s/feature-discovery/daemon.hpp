@@ -10,7 +10,7 @@
 #include <chrono>
 #include <string>
 
-namespace efd {
+namespace feature_discovery {
 
 struct DaemonOptions {
     std::string config_path;
@@ -28,4 +28,4 @@ struct DaemonOptions {
 /// are printed as one "error: ..." line.
 int run(const DaemonOptions& opts);
 
-}  // namespace efd
+}  // namespace feature_discovery

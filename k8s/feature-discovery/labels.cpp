@@ -6,7 +6,7 @@
 #include <ctime>
 #include <set>
 
-namespace efd {
+namespace feature_discovery {
 namespace {
 
 using inject::Errc;
@@ -126,4 +126,4 @@ inject::Result<std::string> render(const Labels& labels,
     return text;
 }
 
-}  // namespace efd
+}  // namespace feature_discovery

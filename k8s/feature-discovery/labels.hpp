@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace efd {
+namespace feature_discovery {
 
 /// The prefix of every label we write.
 inline constexpr std::string_view kPrefix = "enflame.com/gpu.";
@@ -65,4 +65,4 @@ struct DriverVersion {
 [[nodiscard]] inject::Result<std::string> render(
     const Labels& labels, std::optional<std::chrono::system_clock::time_point> expiry);
 
-}  // namespace efd
+}  // namespace feature_discovery

@@ -15,7 +15,7 @@
 #include <iostream>
 
 int main(int argc, char** argv) try {
-    efd::DaemonOptions o;
+    feature_discovery::DaemonOptions o;
     std::string interval = "60s";
     bool no_timestamp = false;
     std::string log_level = "info";
@@ -54,7 +54,7 @@ int main(int argc, char** argv) try {
     if (!iv) return k8s::exit_error(iv.error());
     o.sleep_interval = *iv;
     o.timestamp = !no_timestamp;
-    return efd::run(o);
+    return feature_discovery::run(o);
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

@@ -9,7 +9,7 @@
 
 #include "inject/oci.hpp"
 
-namespace enri {
+namespace nri_plugin {
 namespace {
 
 using inject::Errc;
@@ -153,4 +153,4 @@ inject::Result<Decision> decide(const inject::config::Config& cfg, const api::Co
     return out;
 }
 
-}  // namespace enri
+}  // namespace nri_plugin

@@ -16,7 +16,7 @@
 #include "inject/result.hpp"
 #include "nri/proto/nri.pb.h"
 
-namespace enri {
+namespace nri_plugin {
 
 namespace api = ::nri::pkg::api::v1alpha1;
 
@@ -54,4 +54,4 @@ private:
 [[nodiscard]] inject::Result<api::ContainerAdjustment> to_adjustment(
     const inject::cdi::ContainerEdits& edits);
 
-}  // namespace enri
+}  // namespace nri_plugin

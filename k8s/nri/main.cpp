@@ -97,7 +97,7 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) try {
-    enri::PluginOptions o;
+    nri_plugin::PluginOptions o;
     o.name = env_or("NRI_PLUGIN_NAME", o.name);
     o.idx = env_or("NRI_PLUGIN_IDX", o.idx);
     std::string config_path, log_level = "info", socket = "/var/run/nri/nri.sock", ctk = "auto";
@@ -137,7 +137,7 @@ int main(int argc, char** argv) try {
     app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-nri-plugin", log_level))
         return *code;
-    if (auto r = enri::check_identity(o); !r) return k8s::exit_error(r.error());
+    if (auto r = nri_plugin::check_identity(o); !r) return k8s::exit_error(r.error());
     auto cfg = inject::config::load_file(config_path, !config_given);
     if (!cfg) return k8s::exit_error(cfg.error());
     o.cfg = std::move(*cfg);
@@ -150,7 +150,7 @@ int main(int argc, char** argv) try {
         lock.emplace(std::move(*l));
     }
     Liveness live(std::move(lock), grace_s);
-    const enri::ServeHooks hooks{[&live] { live.registered(); }, [&live] { live.tick(); }};
+    const nri_plugin::ServeHooks hooks{[&live] { live.registered(); }, [&live] { live.tick(); }};
 
     auto sig = k8s::signal_fd({SIGTERM, SIGINT});
     if (!sig) return k8s::exit_error(sig.error());
@@ -158,19 +158,19 @@ int main(int argc, char** argv) try {
     // Pre-launched: the runtime's socketpair end; one connection, then exit.
     if (const std::string pre = env_or("NRI_PLUGIN_SOCKET", ""); !pre.empty()) {
         const int fd = std::atoi(pre.c_str());
-        auto r = enri::serve(fd, o, sig->get(), hooks);
+        auto r = nri_plugin::serve(fd, o, sig->get(), hooks);
         if (!r) return k8s::exit_error(r.error());
         spdlog::info("the runtime closed the connection");
         return 0;
     }
     bool said_waiting = false;
     for (;;) {
-        auto fd = enri::connect_socket(socket);
+        auto fd = nri_plugin::connect_socket(socket);
         if (fd) {
             inject::fs::UniqueFd conn(*fd);
             said_waiting = false;
             spdlog::info("connected to {}", socket);
-            auto r = enri::serve(conn.get(), o, sig->get(), hooks);
+            auto r = nri_plugin::serve(conn.get(), o, sig->get(), hooks);
             live.disconnected();
             if (!r)
                 spdlog::warn("{}", r.error().what());

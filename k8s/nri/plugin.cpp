@@ -15,7 +15,7 @@
 #include "nri/proto/ttrpc.pb.h"
 #include "nri/wire.hpp"
 
-namespace enri {
+namespace nri_plugin {
 namespace {
 
 using inject::Errc;
@@ -262,4 +262,4 @@ inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd, const Se
     return inject::ok();
 }
 
-}  // namespace enri
+}  // namespace nri_plugin

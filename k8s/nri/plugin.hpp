@@ -11,7 +11,7 @@
 #include "inject/request_edits.hpp"
 #include "inject/result.hpp"
 
-namespace enri {
+namespace nri_plugin {
 
 /// CreateContainer's bit in ConfigureResponse.events (1 << (CREATE_CONTAINER=4 - 1)).
 inline constexpr int kCreateContainerEvent = 1 << 3;
@@ -42,4 +42,4 @@ struct ServeHooks {
 [[nodiscard]] inject::Result<void> serve(int fd, const PluginOptions& o, int stop_fd,
                                          const ServeHooks& hooks = {});
 
-}  // namespace enri
+}  // namespace nri_plugin

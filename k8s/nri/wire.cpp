@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nri/wire.hpp"
 
-namespace enri {
+namespace nri_plugin {
 namespace {
 
 using inject::Errc;
@@ -115,4 +115,4 @@ inject::Result<void> Demux::finish() const {
     return inject::ok();
 }
 
-}  // namespace enri
+}  // namespace nri_plugin

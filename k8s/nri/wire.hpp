@@ -14,7 +14,7 @@
 
 #include "inject/result.hpp"
 
-namespace enri {
+namespace nri_plugin {
 
 inline constexpr std::uint32_t kPluginConn = 1;   ///< runtime -> plugin requests
 inline constexpr std::uint32_t kRuntimeConn = 2;  ///< plugin -> runtime requests
@@ -61,4 +61,4 @@ private:
     std::map<std::uint32_t, std::string> conn_;  ///< per connection: bytes of incomplete messages
 };
 
-}  // namespace enri
+}  // namespace nri_plugin

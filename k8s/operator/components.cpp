@@ -11,7 +11,7 @@
 #include "k8s/apiserver.hpp"
 #include "inject/config.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 namespace {
 
@@ -240,4 +240,4 @@ void customize(Object& o, const Json& spec) {
     customize_host_paths(o, c ? *c : kBase, spec);
 }
 
-}  // namespace op
+}  // namespace gpu_operator

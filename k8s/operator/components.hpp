@@ -12,7 +12,7 @@
 
 #include "operator/kustomize.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 /// How a component's daemon sees the node's driver files and device nodes, which decides what
 /// spec.hostPaths.driverRoot and devRoot change in its config.
@@ -48,4 +48,4 @@ struct Component {
 /// hostPaths, and the component's own fields.
 void customize(Object& o, const Json& spec);
 
-}  // namespace op
+}  // namespace gpu_operator

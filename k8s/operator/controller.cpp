@@ -12,7 +12,7 @@
 #include "k8s/apiserver.hpp"
 #include "inject/log.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 using inject::Errc;
 using Clock = std::chrono::steady_clock;
@@ -532,4 +532,4 @@ inject::Result<void> Controller::reconcile(const std::string& name) {
     return inject::ok();
 }
 
-}  // namespace op
+}  // namespace gpu_operator

@@ -24,7 +24,7 @@
 #include "operator/render.hpp"
 #include "operator/roll.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 /// The writes one reconcile sent, counted and named for its log line ("0 writes" is the
 /// steady state; anything else says what changed).
@@ -93,4 +93,4 @@ private:
     std::set<std::string> deleting_;
 };
 
-}  // namespace op
+}  // namespace gpu_operator

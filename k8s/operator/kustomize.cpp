@@ -18,7 +18,7 @@
 #include <string_view>
 #include <utility>
 
-namespace op {
+namespace gpu_operator {
 
 namespace fs = std::filesystem;
 using inject::Errc;
@@ -388,4 +388,4 @@ inject::Result<std::vector<Object>> kustomize(const std::string& dir) {
     return objs;
 }
 
-}  // namespace op
+}  // namespace gpu_operator

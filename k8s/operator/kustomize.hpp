@@ -14,7 +14,7 @@
 
 #include "inject/result.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 using Json = nlohmann::json;
 
@@ -68,4 +68,4 @@ void suffix_generated(std::vector<Object>& objs);
 /// `kubectl kustomize DIR`: load_dir() and the hashes.
 [[nodiscard]] inject::Result<std::vector<Object>> kustomize(const std::string& dir);
 
-}  // namespace op
+}  // namespace gpu_operator

@@ -22,8 +22,8 @@
 namespace {
 
 int print_render(const std::string& manifests, const std::string& spec_file,
-                 const op::Served& served) {
-    op::Json spec = op::Json::object();
+                 const gpu_operator::Served& served) {
+    gpu_operator::Json spec = gpu_operator::Json::object();
     if (spec_file != "-default") {
         std::ifstream in(spec_file);
         if (!in)
@@ -31,11 +31,11 @@ int print_render(const std::string& manifests, const std::string& spec_file,
                                                  "--render '" + spec_file + "': cannot open it"));
         std::stringstream ss;
         ss << in.rdbuf();
-        auto docs = op::parse_yaml_stream(ss.str(), spec_file);
+        auto docs = gpu_operator::parse_yaml_stream(ss.str(), spec_file);
         if (!docs) return k8s::exit_error(docs.error());
-        if (!docs->empty()) spec = (*docs)[0].value("spec", op::Json::object());
+        if (!docs->empty()) spec = (*docs)[0].value("spec", gpu_operator::Json::object());
     }
-    auto objs = op::render(manifests, spec, served);
+    auto objs = gpu_operator::render(manifests, spec, served);
     if (!objs) return k8s::exit_error(objs.error());
     for (const auto& o : *objs) std::cout << o.obj.dump() << "\n";
     return 0;
@@ -55,14 +55,14 @@ std::string process_suffix() {
     if (::getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b))
         return "_" + std::to_string(::getpid());
     std::string s = "_";
-    for (const unsigned char c : b) op::append_hex(s, c);
+    for (const unsigned char c : b) gpu_operator::append_hex(s, c);
     return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-    op::Options o;
+    gpu_operator::Options o;
     std::string kubeconfig, log_level = "info", render_spec, dra = "v1";
     k8s::LeaderOptions lo{"enflame-operator", "enflame-gpu-operator", hostname()};
     bool leader_elect = false;
@@ -104,9 +104,9 @@ int main(int argc, char** argv) try {
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
         return *code;
     if (!render_spec.empty()) {
-        op::Served served{dra, {}};
+        gpu_operator::Served served{dra, {}};
         if (prometheus_operator)
-            served.monitoring.insert(op::kMonitoringKinds.begin(), op::kMonitoringKinds.end());
+            served.monitoring.insert(gpu_operator::kMonitoringKinds.begin(), gpu_operator::kMonitoringKinds.end());
         return print_render(o.manifests, render_spec, served);
     }
 
@@ -137,7 +137,7 @@ int main(int argc, char** argv) try {
     if (leader_elect) {
         if (auto r = k8s::lead(**client, lo); !r) return k8s::exit_error(r.error());
     }
-    op::Controller c(**client, o);
+    gpu_operator::Controller c(**client, o);
     auto r = c.run();
     if (!r) return k8s::exit_error(r.error());
     return 0;

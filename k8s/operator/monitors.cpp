@@ -7,7 +7,7 @@
 #include "operator/components.hpp"
 #include "k8s/reflector.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 using inject::Errc;
 
@@ -94,4 +94,4 @@ Json everything_on() {
     return all;
 }
 
-}  // namespace op
+}  // namespace gpu_operator

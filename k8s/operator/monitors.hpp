@@ -12,7 +12,7 @@
 
 #include "operator/kustomize.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 /// The Prometheus Operator's group, whose kinds the operator applies only while they are served.
 inline constexpr const char* kMonitoringGroupVersion = "monitoring.coreos.com/v1";
@@ -46,4 +46,4 @@ struct MonitorStatus {
 /// kinds served) is everything the operator can apply.
 [[nodiscard]] Json everything_on();
 
-}  // namespace op
+}  // namespace gpu_operator

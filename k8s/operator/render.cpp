@@ -10,7 +10,7 @@
 #include "operator/components.hpp"
 #include "k8s/reflector.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 namespace fs = std::filesystem;
 
@@ -116,4 +116,4 @@ Json merge_patch(const Json& from, const Json& to) {
     return patch;
 }
 
-}  // namespace op
+}  // namespace gpu_operator

@@ -15,7 +15,7 @@
 #include "operator/kustomize.hpp"
 #include "operator/monitors.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 /// The label on everything the operator applies (its watches select on it).
 inline constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
@@ -53,4 +53,4 @@ inline constexpr const char* kManagerName = "enflame-gpu-operator";
 /// `to` and every later comparison writes again. {} when they are equal.
 [[nodiscard]] Json merge_patch(const Json& from, const Json& to);
 
-}  // namespace op
+}  // namespace gpu_operator

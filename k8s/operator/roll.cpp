@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <regex>
 
-namespace op {
+namespace gpu_operator {
 
 namespace {
 
@@ -243,4 +243,4 @@ RollPlan plan_roll(const std::map<std::string, std::string>& want, const std::ve
     return plan;
 }
 
-}  // namespace op
+}  // namespace gpu_operator

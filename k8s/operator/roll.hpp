@@ -19,7 +19,7 @@
 
 #include "operator/render.hpp"
 
-namespace op {
+namespace gpu_operator {
 
 /// NFD's label for an Enflame PCI device with deviceLabelFields [vendor]; with its default
 /// [class, vendor] the label is pci-<class>_1e36.present, which counts too.
@@ -79,4 +79,4 @@ struct RollPlan {
                                  const Json& max_unavailable, const std::set<std::string>& deleting,
                                  const Json& toolkit_command = Json());
 
-}  // namespace op
+}  // namespace gpu_operator

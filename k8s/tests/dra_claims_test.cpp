@@ -9,9 +9,9 @@
 
 namespace {
 
-using edra::Json;
+using dra::Json;
 
-const edra::ClaimRef kRef{"ns1", "c1", "uid-1"};
+const dra::ClaimRef kRef{"ns1", "c1", "uid-1"};
 
 // An allocated claim with `results` (and optional `config`), as the API server returns it.
 Json claim(Json results, Json config = nullptr) {
@@ -39,11 +39,11 @@ Json opaque(Json params, Json requests = nullptr, const std::string& driver = "g
 TEST(DraClaims, OursOnlyInOrder) {
     const auto c = claim({result("gpu", "gcu-0"), result("nic", "eth0", "net.example.com"),
                           result("drs", "gcu-1-drs-2")});
-    auto r = edra::allocated_devices(c, kRef);
+    auto r = dra::allocated_devices(c, kRef);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
-    EXPECT_EQ((*r)[0], (edra::Allocated{"gpu", "node1", "gcu-0"}));
-    EXPECT_EQ((*r)[1], (edra::Allocated{"drs", "node1", "gcu-1-drs-2"}));
+    EXPECT_EQ((*r)[0], (dra::Allocated{"gpu", "node1", "gcu-0"}));
+    EXPECT_EQ((*r)[1], (dra::Allocated{"drs", "node1", "gcu-1-drs-2"}));
 }
 
 TEST(DraClaims, ValidOpaqueConfigs) {
@@ -53,7 +53,7 @@ TEST(DraClaims, ValidOpaqueConfigs) {
         // another driver's config is not ours to judge
         opaque({{"anything", 1}}, nullptr, "net.example.com"),
         {{"source", "FromClass"}, {"requests", {"gpu"}}}};
-    auto r = edra::allocated_devices(
+    auto r = dra::allocated_devices(
         claim({result("gpu", "gcu-0"), result("drs", "gcu-1-drs-2")}, configs), kRef);
     EXPECT_TRUE(r) << r.error().what();
 }
@@ -127,7 +127,7 @@ TEST(DraClaims, BadClaimsNameTheClaimAndField) {
          p + "status.allocation.devices.config[0].opaque.parameters: missing"},
     };
     for (const auto& c : cases) {
-        auto r = edra::allocated_devices(c.claim, kRef);
+        auto r = dra::allocated_devices(c.claim, kRef);
         ASSERT_FALSE(r) << c.name;
         EXPECT_EQ(r.error().what(), c.want) << c.name;
     }
@@ -137,9 +137,9 @@ TEST(DraClaims, ConfigForOtherRequestsIgnoresTheirKind) {
     // A DrsConfig for request "drs" says nothing about the whole card of request "gpu".
     const Json configs = {
         opaque({{"apiVersion", "gcu.enflame.com/v1alpha1"}, {"kind", "DrsConfig"}}, {"drs"})};
-    EXPECT_TRUE(edra::allocated_devices(claim({result("gpu", "gcu-0")}, configs), kRef));
+    EXPECT_TRUE(dra::allocated_devices(claim({result("gpu", "gcu-0")}, configs), kRef));
     // A v1 subrequest "drs/small" is covered by "drs".
-    auto r = edra::allocated_devices(claim({result("drs/small", "gcu-0")}, configs), kRef);
+    auto r = dra::allocated_devices(claim({result("drs/small", "gcu-0")}, configs), kRef);
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().what().find("DrsConfig does not apply to device 'gcu-0'"),
               std::string::npos);
@@ -151,7 +151,7 @@ TEST(DraClaims, DeviceNames) {
         bool ok;
         std::uint32_t index;
         std::optional<std::uint32_t> drs;
-        std::optional<edra::Placement> placement = std::nullopt;
+        std::optional<dra::Placement> placement = std::nullopt;
     };
     const Case cases[] = {
         {"gcu-0", true, 0, {}},        {"gcu-15", true, 15, {}},     {"gcu-3-drs-0", true, 3, 0},
@@ -159,14 +159,14 @@ TEST(DraClaims, DeviceNames) {
         {"gcu--1", false, 0, {}},      {"gcu-1-drs-", false, 0, {}}, {"gcu-1-mig-1", false, 0, {}},
         {"GCU-1", false, 0, {}},       {"gcu-1x", false, 0, {}},
         // DRS placements (slices.hpp placement_name): the profile spelled with '-'.
-        {"gcu-0-1g-11gb-0", true, 0, {}, edra::Placement{"1g-11gb", 0}},
-        {"gcu-12-12g-96gb-3", true, 12, {}, edra::Placement{"12g-96gb", 3}},
+        {"gcu-0-1g-11gb-0", true, 0, {}, dra::Placement{"1g-11gb", 0}},
+        {"gcu-12-12g-96gb-3", true, 12, {}, dra::Placement{"12g-96gb", 3}},
         {"gcu-0-1g-11gb-", false, 0, {}},   {"gcu-0-1g-11gb-01", false, 0, {}},
         {"gcu-0-1g.11gb-0", false, 0, {}},  {"gcu-0-g-11gb-0", false, 0, {}},
         {"gcu-0-1g-gb-0", false, 0, {}},    {"gcu-0-1g-11gb", false, 0, {}},
         {"gcu-0-full-0", false, 0, {}}};
     for (const auto& c : cases) {
-        auto r = edra::parse_device_name(c.text);
+        auto r = dra::parse_device_name(c.text);
         ASSERT_EQ(static_cast<bool>(r), c.ok) << c.text;
         if (!c.ok) continue;
         EXPECT_EQ(r->index, c.index) << c.text;

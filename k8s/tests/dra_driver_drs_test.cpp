@@ -19,7 +19,7 @@
 
 namespace {
 
-using edra::Json;
+using dra::Json;
 using edra_test::claim;
 using edra_test::DraDriver;
 using edra_test::host2;
@@ -48,8 +48,8 @@ struct FakeEfsmi {
     bool has(std::uint32_t card, std::uint32_t id) {
         return std::any_of(cards[card].begin(), cards[card].end(), [&](const auto& in) { return in.instance_id == id; });
     }
-    edra::DrsOps ops() {
-        edra::DrsOps o;
+    dra::DrsOps ops() {
+        dra::DrsOps o;
         o.list =
             [this](std::uint32_t c) -> inject::Result<std::vector<inject::device::DrsInstance>> {
             ++lists;
@@ -86,16 +86,16 @@ protected:
         host_.drs_profiles.push_back({"1g.11gb", 0, 4, 10744ULL << 20, 6});
         host_.drs_profiles.push_back({"2g.22gb", 1, 2, 21488ULL << 20, 12});
     }
-    edra::DriverOptions drs_options() {
+    dra::DriverOptions drs_options() {
         auto o = options();
         o.drs = efsmi_.ops();
         return o;
     }
-    std::unique_ptr<edra::Driver> make_drs() { return make(drs_options()); }
-    edra::Checkpoint on_disk() const {
-        auto cp = edra::load_checkpoint(tmp_.path() + "/checkpoint.json");
+    std::unique_ptr<dra::Driver> make_drs() { return make(drs_options()); }
+    dra::Checkpoint on_disk() const {
+        auto cp = dra::load_checkpoint(tmp_.path() + "/checkpoint.json");
         EXPECT_TRUE(cp) << cp.error().what();
-        return cp ? *cp : edra::Checkpoint{};
+        return cp ? *cp : dra::Checkpoint{};
     }
 
     FakeEfsmi efsmi_;
@@ -128,17 +128,17 @@ TEST_F(DraDrs, UnprepareRetryNeverDestroysAnInstanceThatGotAFreedId) {
 // killed before it saved that, the id made again for the second): unprepare of the first
 // leaves it alone.
 TEST_F(DraDrs, UnprepareLeavesAnInstanceAnotherClaimRecords) {
-    edra::Checkpoint cp;
+    dra::Checkpoint cp;
     const auto dev = [](const std::string& uid) {
-        return edra::PreparedDevice{{"gpu"},
+        return dra::PreparedDevice{{"gpu"},
                                     "node1",
                                     "gcu-0-1g-11gb-0",
                                     {"k8s.gcu.enflame.com/claim=" + uid + "-gcu-0-1g-11gb-0"},
-                                    edra::CreatedInstance{0, 0, "1g.11gb", ""}};
+                                    dra::CreatedInstance{0, 0, "1g.11gb", ""}};
     };
     cp.claims["uA"] = {"ns", "a", {dev("uA")}};
     cp.claims["uB"] = {"ns", "b", {dev("uB")}};
-    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    ASSERT_TRUE(dra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
     efsmi_.make(0, "1g.11gb");
     auto d = make_drs();
     EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"), "");
@@ -274,10 +274,10 @@ TEST_F(DraDrs, KilledAfterTheSecondClaimsCreateRestartTakesBothBack) {
 // Pending entries of one call on one card, each with the id efsmi made for it, and an
 // administrator's instance of that profile made before the crash: only the recorded ids go.
 TEST_F(DraDrs, ConvergeDestroysOnlyTheRecordedIds) {
-    edra::Checkpoint cp;
+    dra::Checkpoint cp;
     cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, 0u, ""});
     cp.pending.push_back({"uB", 0, "1g.11gb", {0}, 2, 1u, ""});
-    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    ASSERT_TRUE(dra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
     efsmi_.make(0, "1g.11gb");
     efsmi_.make(0, "1g.11gb");
     efsmi_.make(0, "1g.11gb");  // an administrator's, id 2: new since the entries, not ours
@@ -293,9 +293,9 @@ TEST_F(DraDrs, ConvergeDestroysOnlyTheRecordedIds) {
 // An entry written, then the plugin killed before efsmi answered; an administrator makes an
 // instance of that profile before the restart: it survives (the entry records no id).
 TEST_F(DraDrs, AnAdministratorsInstanceMadeAfterAPendingEntrySurvives) {
-    edra::Checkpoint cp;
+    dra::Checkpoint cp;
     cp.pending.push_back({"uA", 0, "1g.11gb", {}, 1, std::nullopt, ""});
-    ASSERT_TRUE(edra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
+    ASSERT_TRUE(dra::save_checkpoint(tmp_.path() + "/checkpoint.json", cp));
     efsmi_.make(0, "1g.11gb");
     auto d = make_drs();
     d->converge();
@@ -323,7 +323,7 @@ TEST_F(DraDrs, StartMakesAGonePlacementsInstanceAgain) {
     EXPECT_EQ(efsmi_.cards[0][1].profile, "1g.11gb");
     const auto rec = on_disk().claims.at("uP").devices.at(0).created;
     ASSERT_TRUE(rec);
-    EXPECT_EQ(*rec, (edra::CreatedInstance{0, 1, "1g.11gb", ""}));
+    EXPECT_EQ(*rec, (dra::CreatedInstance{0, 1, "1g.11gb", ""}));
     EXPECT_TRUE(on_disk().pending.empty());
     ASSERT_TRUE(has_spec("uP"));
     auto spec = inject::cdi::load_spec(spec_path("uP"));

@@ -2,7 +2,7 @@
 #pragma once
 
 // The DRA driver's test fixture (dra_driver_test.cpp, dra_driver_drs_test.cpp): an
-// edra::Driver on a hand-built host, claims fed as JSON from claims_, specs and checkpoint in
+// dra::Driver on a hand-built host, claims fed as JSON from claims_, specs and checkpoint in
 // a fresh temp folder.
 
 #include <gtest/gtest.h>
@@ -28,8 +28,8 @@ protected:
         std::filesystem::create_directories(tmp_.path() + "/root");
     }
 
-    edra::DriverOptions options() const {
-        edra::DriverOptions o;
+    dra::DriverOptions options() const {
+        dra::DriverOptions o;
         o.cdi_root = cdi_;
         o.checkpoint_path = tmp_.path() + "/checkpoint.json";
         o.node_name = "node1";
@@ -37,8 +37,8 @@ protected:
         return o;
     }
 
-    std::unique_ptr<edra::Driver> make(edra::DriverOptions o) {
-        auto d = edra::Driver::create(
+    std::unique_ptr<dra::Driver> make(dra::DriverOptions o) {
+        auto d = dra::Driver::create(
             std::move(o),
             [this](const std::string& ns, const std::string& name) -> inject::Result<Json> {
                 ++fetches_;
@@ -56,10 +56,10 @@ protected:
         EXPECT_TRUE(d) << d.error().what();
         return d ? std::move(*d) : nullptr;
     }
-    std::unique_ptr<edra::Driver> make() { return make(options()); }
+    std::unique_ptr<dra::Driver> make() { return make(options()); }
 
     std::string spec_path(const std::string& uid) const {
-        return cdi_ + "/" + edra::spec_file_name(uid);
+        return cdi_ + "/" + dra::spec_file_name(uid);
     }
     bool has_spec(const std::string& uid) const { return std::filesystem::exists(spec_path(uid)); }
     std::string read(const std::string& path) const {

@@ -25,7 +25,7 @@
 
 namespace {
 
-using edra::Json;
+using dra::Json;
 using edra_test::claim;
 using edra_test::DraDriver;
 using edra_test::host2;
@@ -39,7 +39,7 @@ TEST_F(DraDriver, PrepareWritesAValidSpecForExactlyTheCard) {
     EXPECT_EQ(a.error, "");
     ASSERT_EQ(a.devices.size(), 1u);
     EXPECT_EQ(a.devices[0],
-              (edra::PreparedDevice{
+              (dra::PreparedDevice{
                   {"gpu"}, "node1", "gcu-1", {"k8s.gcu.enflame.com/claim=uid-1-gcu-1"}}));
 
     auto spec = inject::cdi::load_spec(spec_path("uid-1"));
@@ -62,7 +62,7 @@ TEST_F(DraDriver, PrepareWritesAValidSpecForExactlyTheCard) {
     struct stat st {};
     ASSERT_EQ(::stat(spec_path("uid-1").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0644u);
-    auto cp = edra::load_checkpoint(tmp_.path() + "/checkpoint.json");
+    auto cp = dra::load_checkpoint(tmp_.path() + "/checkpoint.json");
     ASSERT_TRUE(cp) << cp.error().what();
     EXPECT_EQ(*cp, d->checkpoint());
     EXPECT_EQ(cp->claims.at("uid-1").devices, a.devices);
@@ -90,9 +90,9 @@ TEST_F(DraDriver, DrsInstanceGetsItsParentCardAndTopsEnv) {
 // placement's name; without one, a clear NotFound (never a spec for the whole card).
 TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
     const auto host = host2();
-    const edra::DeviceName placement{1, std::nullopt, edra::Placement{"1g-11gb", 0}};
-    const edra::CreatedInstance made{1, 2, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000002"};
-    auto spec = edra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", made}});
+    const dra::DeviceName placement{1, std::nullopt, dra::Placement{"1g-11gb", 0}};
+    const dra::CreatedInstance made{1, 2, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000002"};
+    auto spec = dra::claim_spec(host, {}, "uid-1", {placement}, {{"gcu-1-1g-11gb-0", made}});
     ASSERT_TRUE(spec) << spec.error().what();
     ASSERT_EQ(spec->devices.size(), 1u);
     EXPECT_EQ(spec->devices[0].name, "uid-1-gcu-1-1g-11gb-0");
@@ -100,22 +100,22 @@ TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
               std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
     ASSERT_EQ(spec->devices[0].edits.device_nodes.size(), 1u);
     EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/gcu1");
-    auto none = edra::claim_spec(host, {}, "uid-1", {placement});
+    auto none = dra::claim_spec(host, {}, "uid-1", {placement});
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error().what(), "device 'gcu-1-1g-11gb-0': no DRS instance was made for it");
-    auto gone = edra::claim_spec(host, {}, "uid-1", {placement},
-                                 {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 5, "1g.11gb", ""}}});
+    auto gone = dra::claim_spec(host, {}, "uid-1", {placement},
+                                 {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 5, "1g.11gb", ""}}});
     ASSERT_FALSE(gone);
     EXPECT_EQ(gone.error().what(), "device 'gcu-1-1g-11gb-0': card 1 has no DRS instance 5");
     // The id now held by another instance (ours destroyed behind our back, the id reused): refused.
-    auto other = edra::claim_spec(host, {}, "uid-1", {placement},
-                                  {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 2, "2g.22gb", ""}}});
+    auto other = dra::claim_spec(host, {}, "uid-1", {placement},
+                                  {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "2g.22gb", ""}}});
     ASSERT_FALSE(other);
     EXPECT_EQ(other.error().what(),
               "device 'gcu-1-1g-11gb-0': card 1 instance 2 is now 1g.11gb 4c1e9a52-0000-4000-8000-000000000002, "
               "not the 2g.22gb instance made for it");
-    auto uuid = edra::claim_spec(host, {}, "uid-1", {placement},
-                                 {{"gcu-1-1g-11gb-0", edra::CreatedInstance{1, 2, "1g.11gb", "another-uuid"}}});
+    auto uuid = dra::claim_spec(host, {}, "uid-1", {placement},
+                                 {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "1g.11gb", "another-uuid"}}});
     ASSERT_FALSE(uuid);
     EXPECT_EQ(uuid.error().code(), inject::Errc::NotFound);
 }
@@ -188,7 +188,7 @@ TEST_F(DraDriver, UnprepareRemovesSpecAndEntryUnknownSucceeds) {
     EXPECT_EQ(out, (std::map<std::string, std::string>{{"uid-1", ""}, {"uid-never", ""}}));
     EXPECT_FALSE(has_spec("uid-1"));
     EXPECT_TRUE(d->checkpoint().claims.empty());
-    auto cp = edra::load_checkpoint(tmp_.path() + "/checkpoint.json");
+    auto cp = dra::load_checkpoint(tmp_.path() + "/checkpoint.json");
     ASSERT_TRUE(cp);
     EXPECT_TRUE(cp->claims.empty());
     // twice is fine
@@ -262,10 +262,10 @@ TEST_F(DraDriver, ACorruptCheckpointFallsBackToThePreviousOneAndKeepsTheSpecs) {
         ASSERT_EQ(d->prepare({{"ns", "b", "uid-b"}}).at("uid-b").error, "");
     }
     // Each save kept the file it replaced.
-    ASSERT_EQ(edra::load_checkpoint(path + ".prev")->claims.size(), 1u);
+    ASSERT_EQ(dra::load_checkpoint(path + ".prev")->claims.size(), 1u);
     const auto bad = read(path).substr(0, 30);
     ASSERT_TRUE(inject::fs::atomic_write(path, bad));
-    auto loaded = edra::load_checkpoint_or_previous(path);
+    auto loaded = dra::load_checkpoint_or_previous(path);
     EXPECT_FALSE(loaded.lost);
     EXPECT_EQ(loaded.problem.rfind("checkpoint '" + path + "': ", 0), 0u) << loaded.problem;
     EXPECT_TRUE(loaded.problem.ends_with("(kept as '" + path +
@@ -297,7 +297,7 @@ TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
     ASSERT_TRUE(
         inject::fs::atomic_write(path, "{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\"}}}"));
     ASSERT_TRUE(inject::fs::atomic_write(path + ".prev", "{"));
-    auto loaded = edra::load_checkpoint_or_previous(path);
+    auto loaded = dra::load_checkpoint_or_previous(path);
     EXPECT_TRUE(loaded.lost);
     EXPECT_TRUE(loaded.problem.ends_with(": starting without prepared claims")) << loaded.problem;
     EXPECT_NE(loaded.problem.find("the previous one is bad too: checkpoint '" + path + ".prev': "),
@@ -309,7 +309,7 @@ TEST_F(DraDriver, BothCheckpointsBadStartsWithoutClaimsAndKeepsTheSpecs) {
     EXPECT_TRUE(has_spec("uid-a"));
     // A new prepare works and is remembered.
     EXPECT_EQ(d->prepare({{"ns", "a", "uid-a"}}).at("uid-a").error, "");
-    EXPECT_TRUE(edra::load_checkpoint(path)->claims.contains("uid-a"));
+    EXPECT_TRUE(dra::load_checkpoint(path)->claims.contains("uid-a"));
 }
 
 // kubelet gives up on a prepare whose claim fetch hangs and unprepares the claim; the fetch
@@ -319,7 +319,7 @@ TEST_F(DraDriver, APrepareThatOutlivesItsUnprepareCommitsNothing) {
     std::promise<void> release, asked;
     auto released = release.get_future().share();
     std::atomic<bool> hold{true};
-    auto d = edra::Driver::create(
+    auto d = dra::Driver::create(
         options(),
         [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
             if (hold.exchange(false)) {
@@ -346,7 +346,7 @@ TEST_F(DraDriver, APrepareThatOutlivesItsUnprepareCommitsNothing) {
 // cancelled while its claim was fetched commits nothing.
 TEST_F(DraDriver, DeadlineAndCancellationCommitNothing) {
     claims_["ns/c"] = claim("c", "uid-c", {"gcu-0"});
-    auto d = edra::Driver::create(
+    auto d = dra::Driver::create(
         options(),
         [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -354,13 +354,13 @@ TEST_F(DraDriver, DeadlineAndCancellationCommitNothing) {
         },
         [this] { return inject::Result<inject::device::Host>(host_); });
     ASSERT_TRUE(d);
-    edra::CallLimits limits;
+    dra::CallLimits limits;
     limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, limits).at("uid-c").error,
               "claim 'ns/c': fetching it: no answer from the API server in time (before kubelet's deadline)");
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
-    edra::CallLimits cancelled;
+    dra::CallLimits cancelled;
     cancelled.cancelled = [] { return true; };
     EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, cancelled).at("uid-c").error,
               "claim 'ns/c': the call was cancelled or its deadline passed before the claim was prepared: not "
@@ -376,7 +376,7 @@ TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
     std::promise<void> release;
     auto released = release.get_future().share();
     std::atomic<bool> slow_asked{false};
-    auto d = edra::Driver::create(
+    auto d = dra::Driver::create(
         options(),
         [&](const std::string& ns, const std::string& name) -> inject::Result<Json> {
             if (name == "slow") {
@@ -404,15 +404,15 @@ TEST_F(DraDriver, ASlowApiServerDelaysOnlyTheClaimsWaitingForIt) {
 }
 
 TEST(DraCheckpoint, RoundTrip) {
-    edra::Checkpoint cp;
+    dra::Checkpoint cp;
     cp.claims["u1"] = {
         "ns", "c", {{{"a", "b"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
     cp.claims["u2"] = {"ns2", "d", {}};
-    auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
+    auto back = dra::parse_checkpoint(dra::to_text(cp), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, cp);
-    EXPECT_EQ(edra::to_text(*back), edra::to_text(cp));
-    auto bad = edra::parse_checkpoint("{\"version\":2,\"claims\":{}}", "cp.json");
+    EXPECT_EQ(dra::to_text(*back), dra::to_text(cp));
+    auto bad = dra::parse_checkpoint("{\"version\":2,\"claims\":{}}", "cp.json");
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().what(), "checkpoint 'cp.json': version 2: want 1");
 }
@@ -420,9 +420,9 @@ TEST(DraCheckpoint, RoundTrip) {
 // A placement's made instance and the pending creates survive the round trip; without them
 // the text is what version 1 always was (no new keys).
 TEST(DraCheckpoint, RoundTripWithDrsInstances) {
-    edra::Checkpoint cp;
+    dra::Checkpoint cp;
     cp.claims["u1"] = {"ns", "c", {{{"gpu"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
-    const std::string plain = edra::to_text(cp);
+    const std::string plain = dra::to_text(cp);
     EXPECT_EQ(plain.find("createdInstance"), std::string::npos);
     EXPECT_EQ(plain.find("pending"), std::string::npos);
     cp.claims["u2"] = {"ns",
@@ -431,17 +431,17 @@ TEST(DraCheckpoint, RoundTripWithDrsInstances) {
                          "node1",
                          "gcu-1-1g-11gb-2",
                          {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
-                         edra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
+                         dra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
     cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}, 7});
-    auto back = edra::parse_checkpoint(edra::to_text(cp), "x");
+    auto back = dra::parse_checkpoint(dra::to_text(cp), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, cp);
     // An entry written before attempts were tagged reads as attempt 0.
-    auto old = edra::parse_checkpoint(
+    auto old = dra::parse_checkpoint(
         R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb","before":[1]}]})", "x");
     ASSERT_TRUE(old) << old.error().what();
-    EXPECT_EQ(old->pending, (std::vector<edra::PendingCreate>{{"u", 0, "1g.11gb", {1}, 0}}));
-    auto bad = edra::parse_checkpoint(
+    EXPECT_EQ(old->pending, (std::vector<dra::PendingCreate>{{"u", 0, "1g.11gb", {1}, 0}}));
+    auto bad = dra::parse_checkpoint(
         R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})", "cp.json");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().what().find("checkpoint 'cp.json': "), std::string::npos);
@@ -449,15 +449,15 @@ TEST(DraCheckpoint, RoundTripWithDrsInstances) {
 }
 
 TEST(DraCdi, FileNames) {
-    EXPECT_EQ(edra::spec_file_name("abc"), "k8s.gcu.enflame.com-claim_abc.yaml");
-    EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml"), "abc");
-    EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_.yaml"), "");
-    EXPECT_EQ(edra::claim_uid_of("enflame.com-gpu.yaml"), "");
-    EXPECT_EQ(edra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"), "");
-    EXPECT_TRUE(edra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"));
-    EXPECT_FALSE(edra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml"));
-    EXPECT_FALSE(edra::is_temp_spec("enflame.com-gpu.yaml.tmp.Q1w2E3"));
-    EXPECT_EQ(edra::cdi_device_id("u", {3, 1}), "k8s.gcu.enflame.com/claim=u-gcu-3-drs-1");
+    EXPECT_EQ(dra::spec_file_name("abc"), "k8s.gcu.enflame.com-claim_abc.yaml");
+    EXPECT_EQ(dra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml"), "abc");
+    EXPECT_EQ(dra::claim_uid_of("k8s.gcu.enflame.com-claim_.yaml"), "");
+    EXPECT_EQ(dra::claim_uid_of("enflame.com-gpu.yaml"), "");
+    EXPECT_EQ(dra::claim_uid_of("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"), "");
+    EXPECT_TRUE(dra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml.tmp.Q1w2E3"));
+    EXPECT_FALSE(dra::is_temp_spec("k8s.gcu.enflame.com-claim_abc.yaml"));
+    EXPECT_FALSE(dra::is_temp_spec("enflame.com-gpu.yaml.tmp.Q1w2E3"));
+    EXPECT_EQ(dra::cdi_device_id("u", {3, 1}), "k8s.gcu.enflame.com/claim=u-gcu-3-drs-1");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 
 namespace {
 
-using edra::Json;
+using dra::Json;
 using edra_test::claim;
 using Instances = std::vector<inject::device::DrsInstance>;
 
@@ -32,8 +32,8 @@ protected:
 
     // A driver whose efsmi is `cards_` (create takes the lowest free id) and whose discovery
     // finds what efsmi lists.
-    std::unique_ptr<edra::Driver> make(const std::string& node = "node1") {
-        edra::DriverOptions o;
+    std::unique_ptr<dra::Driver> make(const std::string& node = "node1") {
+        dra::DriverOptions o;
         o.cdi_root = cdi_;
         o.checkpoint_path = cp_path_;
         o.node_name = node;
@@ -50,7 +50,7 @@ protected:
             std::erase_if(cards_[c], [&](const auto& in) { return in.instance_id == id; });
             return inject::ok();
         };
-        auto d = edra::Driver::create(
+        auto d = dra::Driver::create(
             std::move(o),
             [this](const std::string& ns, const std::string& name) -> inject::Result<Json> {
                 const auto it = claims_.find(ns + "/" + name);
@@ -71,12 +71,12 @@ protected:
                            [&](const auto& in) { return in.instance_id == id; });
     }
     bool has_spec(const std::string& uid) const {
-        return std::filesystem::exists(cdi_ + "/" + edra::spec_file_name(uid));
+        return std::filesystem::exists(cdi_ + "/" + dra::spec_file_name(uid));
     }
-    edra::Checkpoint load(const std::string& path) const {
-        auto cp = edra::load_checkpoint(path);
+    dra::Checkpoint load(const std::string& path) const {
+        auto cp = dra::load_checkpoint(path);
         EXPECT_TRUE(cp) << cp.error().what();
-        return cp ? *cp : edra::Checkpoint{};
+        return cp ? *cp : dra::Checkpoint{};
     }
 
     k8s_test::TempDir tmp_;
@@ -124,16 +124,16 @@ TEST_F(DraFallback, AnUnpreparedClaimNeverComesBackFromThePreviousCheckpoint) {
 // The save that drops a claim writes .prev first: both files lack it; a later save links the
 // file as .prev again, as before.
 TEST_F(DraFallback, ASaveThatDropsClaimsWritesThePreviousOneToo) {
-    edra::Checkpoint two, one;
+    dra::Checkpoint two, one;
     two.claims["u1"] = {"ns", "a", {}};
     two.claims["u2"] = {"ns", "b", {}};
     one.claims["u2"] = two.claims["u2"];
-    ASSERT_TRUE(edra::save_checkpoint(cp_path_, two));
-    ASSERT_TRUE(edra::save_checkpoint(cp_path_, two));
-    ASSERT_TRUE(edra::save_checkpoint(cp_path_, one, true));
+    ASSERT_TRUE(dra::save_checkpoint(cp_path_, two));
+    ASSERT_TRUE(dra::save_checkpoint(cp_path_, two));
+    ASSERT_TRUE(dra::save_checkpoint(cp_path_, one, true));
     EXPECT_EQ(load(cp_path_), one);
     EXPECT_EQ(load(cp_path_ + ".prev"), one);
-    ASSERT_TRUE(edra::save_checkpoint(cp_path_, two));
+    ASSERT_TRUE(dra::save_checkpoint(cp_path_, two));
     EXPECT_EQ(load(cp_path_ + ".prev"), one);
     EXPECT_EQ(load(cp_path_), two);
 }

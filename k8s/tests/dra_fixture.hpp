@@ -11,7 +11,7 @@
 
 namespace edra_test {
 
-using edra::Json;
+using dra::Json;
 
 // Two cards; card 1 holds DRS instance 2 (profile 1g.11gb).
 inline inject::device::Host host2() {

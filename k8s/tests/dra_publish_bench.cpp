@@ -26,18 +26,18 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int bench(const k8s_test::FakeApiServer& fake, edra::DrsMode mode, const char* label, int runs) {
+int bench(const k8s_test::FakeApiServer& fake, dra::DrsMode mode, const char* label, int runs) {
     auto c = k8s::api::Client::create(fake.config());
     if (!c) {
         std::fprintf(stderr, "error: %s\n", c.error().what().c_str());
         return 1;
     }
     std::shared_ptr<k8s::api::Client> client = std::move(*c);
-    edra::SliceOptions o;
+    dra::SliceOptions o;
     o.node_name = "bench-node";
     o.drs = mode;
-    edra::Publisher p(client, o);
-    const auto host = k8s_test::s60_host(64, mode != edra::DrsMode::Instances);
+    dra::Publisher p(client, o);
+    const auto host = k8s_test::s60_host(64, mode != dra::DrsMode::Instances);
     std::vector<double> fresh, steady, build;
     std::size_t slices = 0;
     for (int i = 0; i < runs; ++i) {
@@ -54,7 +54,7 @@ int bench(const k8s_test::FakeApiServer& fake, edra::DrsMode mode, const char* l
         }
         slices = static_cast<std::size_t>(r->created);
         t0 = Clock::now();
-        const auto built = edra::build_slices(host, o);
+        const auto built = dra::build_slices(host, o);
         build.push_back(ms_since(t0));
         t0 = Clock::now();
         r = p.publish(host);
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf("64 S60 cards, resource.k8s.io/v1, loopback TLS to fake_apiserver.py, %d runs\n", runs);
-    int rc = bench(fake, edra::DrsMode::Instances, "whole cards (64 devices)", runs);
-    rc |= bench(fake, edra::DrsMode::Counters, "DRS counters (448 devices)", runs);
+    int rc = bench(fake, dra::DrsMode::Instances, "whole cards (64 devices)", runs);
+    rc |= bench(fake, dra::DrsMode::Counters, "DRS counters (448 devices)", runs);
     rc |= bench_claim_get(fake, runs);
     return rc;
 }

@@ -13,10 +13,10 @@
 
 namespace {
 
-using edra::Json;
-using edra::PublishStats;
-using edra::Publisher;
-using edra::SliceOptions;
+using dra::Json;
+using dra::PublishStats;
+using dra::Publisher;
+using dra::SliceOptions;
 using k8s_test::FakeApiServer;
 using k8s_test::s60_host;
 
@@ -92,7 +92,7 @@ TEST(DraPublisher, FromEmptyPostsTheBuiltSlicesOnce) {
     SliceOptions o = env.opts;
     o.generation = 1;
     o.node_uid = "node-uid-node-a";  // the fake's Node
-    EXPECT_EQ(w[0]["body"], edra::build_slices(s60_host(2, false), o)[0]) << "what the server got is the golden shape";
+    EXPECT_EQ(w[0]["body"], dra::build_slices(s60_host(2, false), o)[0]) << "what the server got is the golden shape";
     EXPECT_EQ(w[0]["body"]["metadata"].value("ownerReferences", Json::array({Json::object()}))[0].value("uid", ""),
               "node-uid-node-a");
     expect_stats(p.publish(s60_host(2, false)), 0, 0, 0, 1, 1);
@@ -226,7 +226,7 @@ TEST(DraPublisher, NoNodeMeansNoOwnerNotNoSlices) {
 TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
     // Counters beside their devices for 1.34, in their own slices for 1.35; ten cards are more
     // than one slice's worth of counter sets (8) and of devices that consume counters (64).
-    for (const auto& [minor, mode] : {std::pair{"34", edra::DrsMode::Counters}, std::pair{"35", edra::DrsMode::CountersOwnSlice}}) {
+    for (const auto& [minor, mode] : {std::pair{"34", dra::DrsMode::Counters}, std::pair{"35", dra::DrsMode::CountersOwnSlice}}) {
         Env env("v1", 128, {"--kube-minor", minor});
         ASSERT_TRUE(env.client);
         env.opts.drs = mode;
@@ -239,7 +239,7 @@ TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
 struct AutoCase {
     const char* name;
     std::vector<std::string> fake_flags;
-    edra::DrsMode want;
+    dra::DrsMode want;
     std::vector<std::string> offered;  ///< card 0's devices
 };
 
@@ -253,7 +253,7 @@ const std::vector<std::string> kPlacements{"gcu-0",          "gcu-0-1g-11gb-0", 
 TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
     Env env("v1", 128, GetParam().fake_flags);
     ASSERT_TRUE(env.client);
-    env.opts.drs = edra::DrsMode::Auto;
+    env.opts.drs = dra::DrsMode::Auto;
     auto p = env.publisher();
     auto r = p.publish(s60_host(1, true));
     ASSERT_TRUE(r) << r.error().what();
@@ -275,22 +275,22 @@ TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
     // Before 1.33 nothing is asked; else one dry run, before the first write.
     EXPECT_EQ(
         env.fake.dry_runs().size(),
-        GetParam().want == edra::DrsMode::Instances && GetParam().fake_flags[1] == "32" ? 0u : 1u);
+        GetParam().want == dra::DrsMode::Instances && GetParam().fake_flags[1] == "32" ? 0u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Kubernetes, DraPublisherAuto,
-    testing::Values(AutoCase{"V1_32", {"--kube-minor", "32"}, edra::DrsMode::Instances, kInstances},
-                    AutoCase{"V1_34", {"--kube-minor", "34"}, edra::DrsMode::Counters, kPlacements},
-                    AutoCase{"V1_35", {"--kube-minor", "35"}, edra::DrsMode::CountersOwnSlice, kPlacements},
-                    AutoCase{"V1_34GateOff", {"--kube-minor", "34", "--no-partitionable"}, edra::DrsMode::Instances,
+    testing::Values(AutoCase{"V1_32", {"--kube-minor", "32"}, dra::DrsMode::Instances, kInstances},
+                    AutoCase{"V1_34", {"--kube-minor", "34"}, dra::DrsMode::Counters, kPlacements},
+                    AutoCase{"V1_35", {"--kube-minor", "35"}, dra::DrsMode::CountersOwnSlice, kPlacements},
+                    AutoCase{"V1_34GateOff", {"--kube-minor", "34", "--no-partitionable"}, dra::DrsMode::Instances,
                              kInstances}),
     [](const auto& i) { return std::string(i.param.name); });
 
 TEST(DraPublisher, CountersBesideDevicesAreRefusedBy135) {
     Env env("v1", 128, {"--kube-minor", "35"});
     ASSERT_TRUE(env.client);
-    env.opts.drs = edra::DrsMode::Counters;
+    env.opts.drs = dra::DrsMode::Counters;
     auto r = env.publisher().publish(s60_host(1, true));
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().what().find("422 Unprocessable Entity: ResourceSlice.resource.k8s.io "
@@ -314,7 +314,7 @@ TEST(DraPublisherLoop, PublishesRepublishesOnTriggerAndRemovesOnStop) {
     auto p = env.publisher();
     std::atomic<int> runs{0};
     std::atomic<std::uint32_t> cards{2};
-    edra::PublisherLoop loop(
+    dra::PublisherLoop loop(
         p, [&]() -> inject::Result<inject::device::Host> { return s60_host(cards, false); },
         std::chrono::hours(1), std::chrono::milliseconds(10),
         [&](const inject::Result<PublishStats>&) { ++runs; });
@@ -335,7 +335,7 @@ TEST(DraPublisherLoop, RetriesAfterAFailureUntilItWorks) {
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
     std::atomic<int> failures{0};
-    edra::PublisherLoop loop(
+    dra::PublisherLoop loop(
         p,
         [&]() -> inject::Result<inject::device::Host> {
             if (failures < 2) return inject::Error(inject::Errc::Io, "efsmi: exit 1");
@@ -365,7 +365,7 @@ struct Watched {
               [this](const inject::Result<PublishStats>&) { ++runs; }),
           watch(
               env.client, p, [this] { loop.trigger(); },
-              edra::SliceWatch::Options{std::chrono::milliseconds(20), 300}) {
+              dra::SliceWatch::Options{std::chrono::milliseconds(20), 300}) {
         loop.start();
         watch.start();
     }
@@ -399,8 +399,8 @@ struct Watched {
     Env& env;
     Publisher p;
     std::atomic<int> runs{0};
-    edra::PublisherLoop loop;
-    edra::SliceWatch watch;
+    dra::PublisherLoop loop;
+    dra::SliceWatch watch;
 };
 
 constexpr const char* kSlice0 = "/node-a-gcu.enflame.com-0";

@@ -22,16 +22,16 @@ protected:
     void SetUp() override {
         std::filesystem::create_directories(tmp_.path() + "/cdi");
         std::filesystem::create_directories(tmp_.path() + "/root");
-        edra::DriverOptions o;
+        dra::DriverOptions o;
         o.cdi_root = tmp_.path() + "/cdi";
         o.checkpoint_path = tmp_.path() + "/cp.json";
         o.node_name = "node1";
         o.cdi.driver_root = tmp_.path() + "/root";
         claims_["ns/a"] = claim("a", "uid-a", {"gcu-0"});
         claims_["ns/b"] = claim("b", "uid-b", {"gcu-1-drs-2"});
-        auto d = edra::Driver::create(
+        auto d = dra::Driver::create(
             o,
-            [this](const std::string& ns, const std::string& name) -> inject::Result<edra::Json> {
+            [this](const std::string& ns, const std::string& name) -> inject::Result<dra::Json> {
                 const auto it = claims_.find(ns + "/" + name);
                 if (it == claims_.end())
                     return inject::fail(inject::Errc::NotFound, "no claim " + ns + "/" + name);
@@ -40,10 +40,10 @@ protected:
             [] { return inject::Result<inject::device::Host>(edra_test::host2()); });
         ASSERT_TRUE(d) << d.error().what();
         driver_ = std::move(*d);
-        v1_ = std::make_unique<edra::DraV1>(*driver_);
-        v1beta1_ = std::make_unique<edra::DraV1beta1>(*driver_);
-        reg_ = std::make_unique<edra::Registration>(
-            edra::plugin_info("gcu.enflame.com", tmp_.path() + "/dra.sock"));
+        v1_ = std::make_unique<dra::DraV1>(*driver_);
+        v1beta1_ = std::make_unique<dra::DraV1beta1>(*driver_);
+        reg_ = std::make_unique<dra::Registration>(
+            dra::plugin_info("gcu.enflame.com", tmp_.path() + "/dra.sock"));
         auto s =
             k8s::serve_unix(tmp_.path() + "/dra.sock", {v1_.get(), v1beta1_.get(), reg_.get()});
         ASSERT_TRUE(s) << s.error().what();
@@ -63,11 +63,11 @@ protected:
     }
 
     k8s_test::TempDir tmp_;
-    std::map<std::string, edra::Json> claims_;
-    std::unique_ptr<edra::Driver> driver_;
-    std::unique_ptr<edra::DraV1> v1_;
-    std::unique_ptr<edra::DraV1beta1> v1beta1_;
-    std::unique_ptr<edra::Registration> reg_;
+    std::map<std::string, dra::Json> claims_;
+    std::unique_ptr<dra::Driver> driver_;
+    std::unique_ptr<dra::DraV1> v1_;
+    std::unique_ptr<dra::DraV1beta1> v1beta1_;
+    std::unique_ptr<dra::Registration> reg_;
     k8s::UnixServer server_;
     std::shared_ptr<grpc::Channel> ch_;
 };
@@ -93,12 +93,12 @@ TEST_F(DraService, GetInfoAndRegistrationStatus) {
 }
 
 TEST_F(DraService, PrepareBothVersionsSameAnswer) {
-    auto v1 = edra::drav1::DRAPlugin::NewStub(ch_);
-    edra::drav1::NodePrepareResourcesRequest req;
+    auto v1 = dra::drav1::DRAPlugin::NewStub(ch_);
+    dra::drav1::NodePrepareResourcesRequest req;
     add(req, "a", "uid-a");
     add(req, "b", "uid-b");
     add(req, "nope", "uid-n");
-    edra::drav1::NodePrepareResourcesResponse resp;
+    dra::drav1::NodePrepareResourcesResponse resp;
     grpc::ClientContext ctx;
     ASSERT_TRUE(v1->NodePrepareResources(&ctx, req, &resp).ok());
     ASSERT_EQ(resp.claims_size(), 3);
@@ -118,19 +118,19 @@ TEST_F(DraService, PrepareBothVersionsSameAnswer) {
     EXPECT_EQ(resp.claims().at("uid-n").devices_size(), 0);
 
     // v1beta1 (kubelet 1.32-1.33): the same answer, from the checkpoint.
-    auto beta = edra::drav1beta1::DRAPlugin::NewStub(ch_);
-    edra::drav1beta1::NodePrepareResourcesRequest breq;
+    auto beta = dra::drav1beta1::DRAPlugin::NewStub(ch_);
+    dra::drav1beta1::NodePrepareResourcesRequest breq;
     add(breq, "a", "uid-a");
-    edra::drav1beta1::NodePrepareResourcesResponse bresp;
+    dra::drav1beta1::NodePrepareResourcesResponse bresp;
     grpc::ClientContext bctx;
     ASSERT_TRUE(beta->NodePrepareResources(&bctx, breq, &bresp).ok());
     EXPECT_EQ(bresp.claims().at("uid-a").devices(0).SerializeAsString(),
               a.devices(0).SerializeAsString());
 
-    edra::drav1beta1::NodeUnprepareResourcesRequest ureq;
+    dra::drav1beta1::NodeUnprepareResourcesRequest ureq;
     add(ureq, "a", "uid-a");
     add(ureq, "nope", "uid-n");
-    edra::drav1beta1::NodeUnprepareResourcesResponse uresp;
+    dra::drav1beta1::NodeUnprepareResourcesResponse uresp;
     grpc::ClientContext uctx;
     ASSERT_TRUE(beta->NodeUnprepareResources(&uctx, ureq, &uresp).ok());
     ASSERT_EQ(uresp.claims_size(), 2);

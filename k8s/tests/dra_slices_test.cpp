@@ -16,9 +16,9 @@
 
 namespace {
 
-using edra::DrsMode;
-using edra::Json;
-using edra::SliceOptions;
+using dra::DrsMode;
+using dra::Json;
+using dra::SliceOptions;
 
 /// build_slices for `cards` simulated S60s (with their DRS profiles and instances when `drs`).
 Json slices_for(std::uint32_t cards, bool drs, DrsMode mode, const std::string& version = "v1",
@@ -27,7 +27,7 @@ Json slices_for(std::uint32_t cards, bool drs, DrsMode mode, const std::string& 
     o.node_name = node;
     o.api_version = version;
     o.drs = mode;
-    return edra::build_slices(k8s_test::s60_host(cards, drs), o);
+    return dra::build_slices(k8s_test::s60_host(cards, drs), o);
 }
 
 struct GoldenCase {
@@ -82,22 +82,22 @@ TEST(DraSemver, DriverVersionsMapToSemver) {
     for (const auto& c : {SemverCase{"1.4.3.4", "1.4.3+4"}, SemverCase{"1.4.3", "1.4.3"}, SemverCase{"1.4", "1.4.0"},
                           SemverCase{"v2", "2.0.0"}, SemverCase{"01.04.003", "1.4.3"},
                           SemverCase{"1.4.3-rc1", "1.4.3"}, SemverCase{"unknown", ""}, SemverCase{"", ""}}) {
-        EXPECT_EQ(edra::semver_of(c.in), c.want) << c.in;
+        EXPECT_EQ(dra::semver_of(c.in), c.want) << c.in;
     }
 }
 
 TEST(DraSemver, QuantitiesAreWhatTheServerWritesBack) {
-    EXPECT_EQ(edra::canonical_quantity(0), "0");
-    EXPECT_EQ(edra::canonical_quantity(4), "4");
-    EXPECT_EQ(edra::canonical_quantity(1000), "1k");
-    EXPECT_EQ(edra::canonical_quantity(45063602176ULL), "45063602176");  // 42976 MiB
-    EXPECT_EQ(edra::canonical_quantity(33554432000ULL), "33554432k");    // 32000 MiB
-    EXPECT_EQ(edra::canonical_quantity(2000000000000ULL), "2T");
+    EXPECT_EQ(dra::canonical_quantity(0), "0");
+    EXPECT_EQ(dra::canonical_quantity(4), "4");
+    EXPECT_EQ(dra::canonical_quantity(1000), "1k");
+    EXPECT_EQ(dra::canonical_quantity(45063602176ULL), "45063602176");  // 42976 MiB
+    EXPECT_EQ(dra::canonical_quantity(33554432000ULL), "33554432k");    // 32000 MiB
+    EXPECT_EQ(dra::canonical_quantity(2000000000000ULL), "2T");
 }
 
 TEST(DraProfiles, SharesAndPlacementNames) {
-    EXPECT_EQ(edra::placement_name(0, "1g.11gb", 0), "gcu-0-1g-11gb-0");
-    EXPECT_EQ(edra::placement_name(12, "2G_22GB", 1), "gcu-12-2g-22gb-1");
+    EXPECT_EQ(dra::placement_name(0, "1g.11gb", 0), "gcu-0-1g-11gb-0");
+    EXPECT_EQ(dra::placement_name(12, "2G_22GB", 1), "gcu-12-2g-22gb-1");
 }
 
 /// Every device of every slice, in the v1 shape (v1beta1's `basic` folded back).
@@ -119,14 +119,14 @@ TEST(DraSlices, UnhealthyCardIsLeftOut) {
     SliceOptions o;
     o.node_name = "n";
     std::vector<std::string> names;
-    for (const auto& d : devices_of(edra::build_slices(host, o))) names.push_back(d["name"]);
+    for (const auto& d : devices_of(dra::build_slices(host, o))) names.push_back(d["name"]);
     EXPECT_EQ(names, (std::vector<std::string>{"gcu-0", "gcu-2"}));
 }
 
 TEST(DraSlices, NoCardStillPublishesTheEmptyPool) {
     SliceOptions o;
     o.node_name = "n";
-    const Json s = edra::build_slices(inject::device::Host{}, o);
+    const Json s = dra::build_slices(inject::device::Host{}, o);
     ASSERT_EQ(s.size(), 1U);
     EXPECT_EQ(s[0]["spec"]["pool"]["resourceSliceCount"], 1);
     EXPECT_FALSE(s[0]["spec"].contains("devices")) << "the server leaves empty lists out; so do we";
@@ -136,7 +136,7 @@ TEST(DraSlices, NodeUidBecomesTheOwner) {
     SliceOptions o;
     o.node_name = "n";
     o.node_uid = "uid-1";
-    const Json s = edra::build_slices(k8s_test::s60_host(1, false), o);
+    const Json s = dra::build_slices(k8s_test::s60_host(1, false), o);
     EXPECT_EQ(s[0]["metadata"]["ownerReferences"],
               Json::parse(R"([{"apiVersion":"v1","kind":"Node","name":"n","uid":"uid-1","controller":true}])"));
 }
@@ -167,9 +167,9 @@ TEST_P(DraLimits, SlicesStayWithinWhatTheServerAccepts) {
         if (counters)
             for (const auto& cs : spec["sharedCounters"]) sets.insert(cs["name"].get<std::string>());
         all_sets.insert(sets.begin(), sets.end());
-        EXPECT_LE(sets.size(), edra::kMaxCounterSetsPerSlice);
-        EXPECT_LE(spec.value("devices", Json::array()).size(), c.mode == DrsMode::Instances ? edra::kMaxDevicesPerSlice
-                                                                       : edra::kMaxDevicesPerSliceWithCounters);
+        EXPECT_LE(sets.size(), dra::kMaxCounterSetsPerSlice);
+        EXPECT_LE(spec.value("devices", Json::array()).size(), c.mode == DrsMode::Instances ? dra::kMaxDevicesPerSlice
+                                                                       : dra::kMaxDevicesPerSliceWithCounters);
         if (c.mode == DrsMode::CountersOwnSlice) EXPECT_FALSE(counters && spec.contains("devices"));
         for (const auto& d : devices_of(Json::array({s}))) {
             ++devices;
@@ -177,7 +177,7 @@ TEST_P(DraLimits, SlicesStayWithinWhatTheServerAccepts) {
             EXPECT_TRUE(std::regex_match(name, dns_label)) << name;
             EXPECT_TRUE(names.insert(name).second) << "duplicate " << name;
             EXPECT_LE(d["attributes"].size() + d.value("capacity", Json::object()).size(),
-                      edra::kMaxAttributesAndCapacities);
+                      dra::kMaxAttributesAndCapacities);
             if (c.mode == DrsMode::Counters)
                 for (const auto& use : d.value("consumesCounters", Json::array()))
                     EXPECT_TRUE(sets.count(use["counterSet"])) << name << " uses a counter set of another slice";
@@ -203,7 +203,7 @@ TEST(DraSlices, MaxDevicesSplitsThePool) {
     SliceOptions o;
     o.node_name = "n";
     o.max_devices = 2;
-    const Json s = edra::build_slices(k8s_test::s60_host(5, false), o);
+    const Json s = dra::build_slices(k8s_test::s60_host(5, false), o);
     ASSERT_EQ(s.size(), 3U);
     EXPECT_EQ(s[2]["metadata"]["name"], "n-gcu.enflame.com-2");
     EXPECT_EQ(s[2]["spec"]["devices"].size(), 1U);

@@ -28,7 +28,7 @@ struct FakeEfsmi {
     std::function<void()> before_create;  // what the test checks at that moment
     bool fail_create = false;
 
-    edrs::Efsmi ops() {
+    drs_manager::Efsmi ops() {
         return {[this](std::uint32_t c) -> inject::Result<std::vector<DrsInstance>> {
                     calls.push_back("list " + std::to_string(c));
                     return cards[c];
@@ -52,16 +52,16 @@ struct FakeEfsmi {
     }
 };
 
-edrs::Ledger on_disk(const std::string& path) {
+drs_manager::Ledger on_disk(const std::string& path) {
     auto text = inject::fs::read_file(path, 1 << 20);
     EXPECT_TRUE(text) << text.error().what();
-    auto l = edrs::parse_ledger(text ? *text : "", path);
+    auto l = drs_manager::parse_ledger(text ? *text : "", path);
     EXPECT_TRUE(l) << l.error().what();
-    return l ? *l : edrs::Ledger{};
+    return l ? *l : drs_manager::Ledger{};
 }
 
-edrs::Plan creates(std::uint32_t card, std::size_t n) {
-    edrs::Plan p;
+drs_manager::Plan creates(std::uint32_t card, std::size_t n) {
+    drs_manager::Plan p;
     p.cards.push_back({card, {}, std::vector<DrsProfile>(n, k1g), {}});
     return p;
 }
@@ -72,7 +72,7 @@ TEST(DrsApplier, EachCreateIsPendingOnDiskBeforeEfsmiIsAskedAndMadeRightAfter) {
     k8s_test::TempDir tmp;
     const auto path = tmp.path() + "/sub/ledger.json";
     FakeEfsmi efsmi;
-    edrs::Applier a(path, efsmi.ops());
+    drs_manager::Applier a(path, efsmi.ops());
     ASSERT_TRUE(a.start(kNothingHeld));
     std::vector<std::size_t> pending_seen, made_seen;
     efsmi.before_create = [&] {
@@ -93,9 +93,9 @@ TEST(DrsApplier, AStartAfterACrashBetweenTwoCreatesDestroysNothing) {
     const auto path = tmp.path() + "/ledger.json";
     FakeEfsmi efsmi;
     efsmi.cards[0] = {instance(0, "1g.11gb", 0), instance(0, "1g.11gb", 1)};  // the second: made, unanswered
-    edrs::Ledger crashed{{{0, 0, "1g.11gb", ""}}, {{"all-1g", 0, "1g.11gb", {0}, 2, std::nullopt, {}}}};
-    ASSERT_TRUE(k8s::drs::save_file(path, edrs::ledger_text(crashed), false));
-    edrs::Applier a(path, efsmi.ops());
+    drs_manager::Ledger crashed{{{0, 0, "1g.11gb", ""}}, {{"all-1g", 0, "1g.11gb", {0}, 2, std::nullopt, {}}}};
+    ASSERT_TRUE(k8s::drs::save_file(path, drs_manager::ledger_text(crashed), false));
+    drs_manager::Applier a(path, efsmi.ops());
     ASSERT_TRUE(a.start(kNothingHeld));
     EXPECT_EQ(efsmi.cards[0].size(), 2U);
     EXPECT_TRUE(std::none_of(efsmi.calls.begin(), efsmi.calls.end(),
@@ -109,7 +109,7 @@ TEST(DrsApplier, AFailedCreateLeavesNoPendingEntryAndNamesTheCard) {
     const auto path = tmp.path() + "/ledger.json";
     FakeEfsmi efsmi;
     efsmi.fail_create = true;
-    edrs::Applier a(path, efsmi.ops());
+    drs_manager::Applier a(path, efsmi.ops());
     ASSERT_TRUE(a.start(kNothingHeld));
     const auto r = a.run(creates(1, 3), "all-1g");
     ASSERT_FALSE(r);
@@ -126,9 +126,9 @@ TEST(DrsApplier, ADestroyLeavesAnInstanceThatChangedSincePlanned) {
     auto now = planned;
     now.uuid = "new";  // destroyed and made again by someone else meanwhile
     efsmi.cards[0] = {now};
-    edrs::Applier a(tmp.path() + "/ledger.json", efsmi.ops());
+    drs_manager::Applier a(tmp.path() + "/ledger.json", efsmi.ops());
     ASSERT_TRUE(a.start(kNothingHeld));
-    edrs::Plan p;
+    drs_manager::Plan p;
     p.cards.push_back({0, {planned}, {}, {}});
     const auto r = a.run(p, "all-full");
     ASSERT_FALSE(r);
@@ -137,11 +137,11 @@ TEST(DrsApplier, ADestroyLeavesAnInstanceThatChangedSincePlanned) {
 }
 
 TEST(DrsApplier, TheLedgerTextReadsBack) {
-    const edrs::Ledger l{{{0, 1, "1g.11gb", "u"}}, {{"all-1g", 2, "2g.22gb", {0, 1}, 7, 3U, "v"}}};
-    const auto back = edrs::parse_ledger(edrs::ledger_text(l), "x");
+    const drs_manager::Ledger l{{{0, 1, "1g.11gb", "u"}}, {{"all-1g", 2, "2g.22gb", {0, 1}, 7, 3U, "v"}}};
+    const auto back = drs_manager::parse_ledger(drs_manager::ledger_text(l), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, l);
-    const auto bad = edrs::parse_ledger(R"({"version": 2, "made": []})", "ledger.json");
+    const auto bad = drs_manager::parse_ledger(R"({"version": 2, "made": []})", "ledger.json");
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().what(), "ledger.json: version 2: want 1");
 }

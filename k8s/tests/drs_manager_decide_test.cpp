@@ -11,7 +11,7 @@
 namespace {
 
 using drs_test::instance;
-using edrs::Decision;
+using drs_manager::Decision;
 
 const std::string kLayouts = R"(version: v1
 layouts:
@@ -38,7 +38,7 @@ inject::device::Host split_node() {
 }
 
 TEST(DrsHolders, DraCheckpointNamesClaimsOfCreatedInstancesWholeCardsAndPendingMadeIds) {
-    const auto held = edrs::parse_dra_holders(R"({"version": 1, "claims": {
+    const auto held = drs_manager::parse_dra_holders(R"({"version": 1, "claims": {
       "uid-a": {"namespace": "ml", "name": "train", "devices": [
         {"requests": ["gpu"], "pool": "n", "device": "gcu-0-1g-11gb-1", "cdiDeviceIDs": [],
          "createdInstance": {"card": 0, "id": 1, "profile": "1g.11gb", "uuid": "u1"}}]},
@@ -49,7 +49,7 @@ TEST(DrsHolders, DraCheckpointNamesClaimsOfCreatedInstancesWholeCardsAndPendingM
                    "attempt": 1, "made": {"id": 3, "uuid": "u3"}}]})",
                                               "dra");
     ASSERT_TRUE(held) << held.error().what();
-    const std::vector<edrs::Held> want{{0, 1, "1g.11gb", "u1", "claim ml/train"},
+    const std::vector<drs_manager::Held> want{{0, 1, "1g.11gb", "u1", "claim ml/train"},
                                        {1, std::nullopt, "", "", "claim ml/big"},
                                        {0, 2, "", "", "claim ml/big"},
                                        {0, 3, "1g.11gb", "u3", "claim uid-c (being made)"}};
@@ -57,35 +57,35 @@ TEST(DrsHolders, DraCheckpointNamesClaimsOfCreatedInstancesWholeCardsAndPendingM
 }
 
 TEST(DrsHolders, HamiCheckpointNamesPods) {
-    const auto held = edrs::parse_hami_holders(
+    const auto held = drs_manager::parse_hami_holders(
         R"({"version": 1, "instances": [{"podUID": "p1", "namespace": "ml", "pod": "infer",
             "card": 0, "instance": 2, "uuid": "u2", "profile": "1g.11gb"}]})",
         "hami");
     ASSERT_TRUE(held) << held.error().what();
-    EXPECT_EQ(*held, (std::vector<edrs::Held>{{0, 2, "1g.11gb", "u2", "pod ml/infer"}}));
+    EXPECT_EQ(*held, (std::vector<drs_manager::Held>{{0, 2, "1g.11gb", "u2", "pod ml/infer"}}));
 }
 
 TEST(DrsHolders, ABadCheckpointIsOneErrorNamingIt) {
-    auto r = edrs::parse_hami_holders(R"({"version": 1, "instances": [{"card": "x"}]})", "hami.json");
+    auto r = drs_manager::parse_hami_holders(R"({"version": 1, "instances": [{"card": "x"}]})", "hami.json");
     ASSERT_FALSE(r);
     EXPECT_TRUE(r.error().what().starts_with("hami.json: instances: ")) << r.error().what();
-    r = edrs::parse_dra_holders("not json", "cp.json");
+    r = drs_manager::parse_dra_holders("not json", "cp.json");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(), "cp.json: want a JSON object with \"version\": 1");
 }
 
 TEST(DrsHolders, MatchedToTheInstancesEfsmiListsByIdProfileAndUuid) {
     const auto host = split_node();
-    const auto on = edrs::held_on(host, {{0, 1, "1g.11gb", "u1", "claim ml/a"},
+    const auto on = drs_manager::held_on(host, {{0, 1, "1g.11gb", "u1", "claim ml/a"},
                                          {0, 2, "1g.11gb", "other-uuid", "claim ml/b"},  // id reused
                                          {0, 7, "", "", "pod ml/gone"},
                                          {1, std::nullopt, "", "", "claim ml/whole"}});
-    EXPECT_EQ(on.instances, (edrs::Holders{{"0:1g.11gb:1", {"claim ml/a"}}}));
+    EXPECT_EQ(on.instances, (drs_manager::Holders{{"0:1g.11gb:1", {"claim ml/a"}}}));
     EXPECT_EQ(on.whole_cards, (std::map<std::uint32_t, std::vector<std::string>>{{1, {"claim ml/whole"}}}));
 }
 
 TEST(DrsDecide, TheLayoutInForceIsDoneAndCostsNothing) {
-    const auto d = edrs::decide("all-1g", kLayouts, "cm", [] {
+    const auto d = drs_manager::decide("all-1g", kLayouts, "cm", [] {
         auto h = split_node();
         for (std::uint32_t i = 0; i < 4; ++i) h.devices[1].drs_instances.push_back(instance(1, "1g.11gb", i));
         return h;
@@ -95,45 +95,45 @@ TEST(DrsDecide, TheLayoutInForceIsDoneAndCostsNothing) {
 }
 
 TEST(DrsDecide, ANewLayoutIsAPlan) {
-    const auto d = edrs::decide("all-1g", kLayouts, "cm", split_node(), {});
+    const auto d = drs_manager::decide("all-1g", kLayouts, "cm", split_node(), {});
     ASSERT_EQ(d.outcome, Decision::Outcome::Apply);
     ASSERT_EQ(d.plan.cards.size(), 1U);
-    EXPECT_EQ(edrs::describe(d.plan.cards[0]), "card 1: create 1g.11gb x4");
+    EXPECT_EQ(drs_manager::describe(d.plan.cards[0]), "card 1: create 1g.11gb x4");
 }
 
 TEST(DrsDecide, AHeldInstanceMakesTheWholeLayoutWaitNamingItsHolder) {
     const auto host = split_node();
-    const auto d = edrs::decide("all-full", kLayouts, "cm", host,
-                                edrs::held_on(host, {{0, 2, "1g.11gb", "u2", "claim ml/train"}}));
+    const auto d = drs_manager::decide("all-full", kLayouts, "cm", host,
+                                drs_manager::held_on(host, {{0, 2, "1g.11gb", "u2", "claim ml/train"}}));
     EXPECT_EQ(d.outcome, Decision::Outcome::Blocked);
     EXPECT_EQ(d.reason, "layout 'all-full': waiting for 0:1g.11gb:2 (held by claim ml/train)");
 }
 
 TEST(DrsDecide, ACardHeldWholeIsNotRepartitioned) {
     const auto host = split_node();
-    const auto d = edrs::decide("all-1g", kLayouts, "cm", host,
-                                edrs::held_on(host, {{1, std::nullopt, "", "", "claim ml/big"}}));
+    const auto d = drs_manager::decide("all-1g", kLayouts, "cm", host,
+                                drs_manager::held_on(host, {{1, std::nullopt, "", "", "claim ml/big"}}));
     EXPECT_EQ(d.outcome, Decision::Outcome::Blocked);
     EXPECT_EQ(d.reason, "layout 'all-1g': waiting for card 1 (held by claim ml/big)");
 }
 
 TEST(DrsDecide, WhatCannotBeHadFailsInOneLine) {
     const auto host = split_node();
-    auto d = edrs::decide("too-many", kLayouts, "cm", host, {});
+    auto d = drs_manager::decide("too-many", kLayouts, "cm", host, {});
     EXPECT_EQ(d.outcome, Decision::Outcome::Failed);
     EXPECT_EQ(d.reason, "layout 'too-many': card 1: 3 instances of '2g.22gb' asked, the profile allows 2");
-    d = edrs::decide("nope", kLayouts, "cm", host, {});
+    d = drs_manager::decide("nope", kLayouts, "cm", host, {});
     EXPECT_EQ(d.reason,
               "label enflame.com/drs.config=nope: no such layout (layouts: all-1g, all-full, too-many)");
-    d = edrs::decide("all-1g", std::nullopt, "configmap ns/x layouts.yaml", host, {});
+    d = drs_manager::decide("all-1g", std::nullopt, "configmap ns/x layouts.yaml", host, {});
     EXPECT_EQ(d.reason, "configmap ns/x layouts.yaml: missing (no layouts to pick 'all-1g' from)");
     EXPECT_EQ(d.outcome, Decision::Outcome::Failed);
 }
 
 TEST(DrsDecide, TheLabelElseTheDefault) {
-    EXPECT_EQ(edrs::wanted_layout("all-1g", "all-full"), "all-1g");
-    EXPECT_EQ(edrs::wanted_layout("", "all-full"), "all-full");
-    EXPECT_EQ(edrs::wanted_layout("", ""), "");
+    EXPECT_EQ(drs_manager::wanted_layout("all-1g", "all-full"), "all-1g");
+    EXPECT_EQ(drs_manager::wanted_layout("", "all-full"), "all-full");
+    EXPECT_EQ(drs_manager::wanted_layout("", ""), "");
 }
 
 }  // namespace

@@ -48,17 +48,17 @@ inline inject::device::DrsInstance instance(std::uint32_t card, const std::strin
 }
 
 /// The layouts of deployments/drs-manager/layouts.yaml.
-inline std::vector<edrs::Layout> shipped_layouts() {
+inline std::vector<drs_manager::Layout> shipped_layouts() {
     std::ifstream in(std::string(K8S_TESTS_DIR) + "/../../deployments/drs-manager/layouts.yaml");
     std::stringstream ss;
     ss << in.rdbuf();
     const auto cm = YAML::Load(ss.str());
     EXPECT_EQ(cm["metadata"]["name"].as<std::string>(), "enflame-drs-layouts");
     EXPECT_EQ(cm["metadata"]["namespace"].as<std::string>(), "enflame-system");
-    auto r = edrs::parse_layouts(cm["data"][std::string(edrs::kLayoutsKey)].as<std::string>(),
+    auto r = drs_manager::parse_layouts(cm["data"][std::string(drs_manager::kLayoutsKey)].as<std::string>(),
                                  "shipped");
     EXPECT_TRUE(r) << r.error().what();
-    return r ? *r : std::vector<edrs::Layout>{};
+    return r ? *r : std::vector<drs_manager::Layout>{};
 }
 
 }  // namespace drs_test

@@ -7,8 +7,8 @@
 
 namespace {
 
-using edrs::CardTarget;
-using edrs::ProfileCounts;
+using drs_manager::CardTarget;
+using drs_manager::ProfileCounts;
 
 const std::string kSource = "layouts.yaml";
 
@@ -25,7 +25,7 @@ struct BadText {
 class LayoutParseError : public testing::TestWithParam<BadText> {};
 
 TEST_P(LayoutParseError, OneLineNamingTheInput) {
-    auto r = edrs::parse_layouts(GetParam().text, kSource);
+    auto r = drs_manager::parse_layouts(GetParam().text, kSource);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(), GetParam().error);
     EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput);
@@ -96,9 +96,9 @@ class ShippedLayout : public testing::TestWithParam<Resolved> {};
 
 TEST_P(ShippedLayout, FitsAFourCardS60Node) {
     const auto layouts = drs_test::shipped_layouts();
-    auto l = edrs::find_layout(layouts, GetParam().layout);
+    auto l = drs_manager::find_layout(layouts, GetParam().layout);
     ASSERT_TRUE(l) << l.error().what();
-    auto r = edrs::resolve_layout(**l, drs_test::s60_node());
+    auto r = drs_manager::resolve_layout(**l, drs_test::s60_node());
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(*r, GetParam().targets);
 }
@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(DrsManagerLayout, FindNamesTheLabelAndTheLayouts) {
-    auto r = edrs::find_layout(drs_test::shipped_layouts(), "all-3g");
+    auto r = drs_manager::find_layout(drs_test::shipped_layouts(), "all-3g");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
     EXPECT_EQ(r.error().what(),
@@ -143,11 +143,11 @@ struct Check {
 class LayoutCheck : public testing::TestWithParam<Check> {};
 
 TEST_P(LayoutCheck, AgainstATwoCardS60Node) {
-    auto parsed = edrs::parse_layouts(with_layout(GetParam().entries), kSource);
+    auto parsed = drs_manager::parse_layouts(with_layout(GetParam().entries), kSource);
     ASSERT_TRUE(parsed) << parsed.error().what();
     auto host = drs_test::s60_node(2);
     if (!GetParam().drs) host.drs_profiles.clear();
-    auto r = edrs::resolve_layout(parsed->front(), host);
+    auto r = drs_manager::resolve_layout(parsed->front(), host);
     if (GetParam().error.empty()) {
         ASSERT_TRUE(r) << r.error().what();
         EXPECT_EQ(*r, GetParam().targets);

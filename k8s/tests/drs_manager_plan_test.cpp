@@ -13,16 +13,16 @@
 namespace {
 
 using drs_test::instance;
-using edrs::CardTarget;
+using drs_manager::CardTarget;
 using inject::device::DrsInstance;
 
-const edrs::ProfileCounts kFull{}, k1g{{"1g.11gb", 4}}, k2g{{"2g.22gb", 2}};
+const drs_manager::ProfileCounts kFull{}, k1g{{"1g.11gb", 4}}, k2g{{"2g.22gb", 2}};
 
 struct Row {
     const char* name;
     std::vector<CardTarget> targets;
     std::vector<DrsInstance> now;  // the node's instances (cards 0 and 1)
-    edrs::Holders holders;
+    drs_manager::Holders holders;
     std::vector<std::string> plan;  // describe() of each card that changes
     std::size_t operations;
 };
@@ -32,11 +32,11 @@ class Planner : public testing::TestWithParam<Row> {};
 TEST_P(Planner, OnATwoCardS60Node) {
     auto host = drs_test::s60_node(2);
     for (const auto& in : GetParam().now) host.devices[in.parent_index].drs_instances.push_back(in);
-    const auto plan = edrs::plan_layout(GetParam().targets, host, GetParam().holders);
+    const auto plan = drs_manager::plan_layout(GetParam().targets, host, GetParam().holders);
     std::vector<std::string> lines;
     bool blocked = false;
     for (const auto& c : plan.cards) {
-        lines.push_back(edrs::describe(c));
+        lines.push_back(drs_manager::describe(c));
         blocked = blocked || c.blocked();
     }
     EXPECT_EQ(lines, GetParam().plan);
@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(DrsManagerPlan, CreatesCarryTheProfileEfsmiNeeds) {
     auto host = drs_test::s60_node(1);
-    const auto plan = edrs::plan_layout({{0, {{"2g.22gb", 1}}}}, host, {});
+    const auto plan = drs_manager::plan_layout({{0, {{"2g.22gb", 1}}}}, host, {});
     ASSERT_EQ(plan.cards.size(), 1U);
     ASSERT_EQ(plan.cards[0].create.size(), 1U);
     EXPECT_EQ(plan.cards[0].create[0], host.drs_profiles[1]);  // id 1: efsmi --create-instance 1
@@ -156,15 +156,15 @@ TEST(DrsManagerPlan, CreatesCarryTheProfileEfsmiNeeds) {
 TEST(DrsManagerPlan, HoldsNameTheInstanceAndItsHolders) {
     auto host = drs_test::s60_node(1);
     host.devices[0].drs_instances = kTwo2g;
-    const auto plan = edrs::plan_layout({{0, kFull}}, host, {{"0:2g.22gb:0", {"ml/train"}}});
+    const auto plan = drs_manager::plan_layout({{0, kFull}}, host, {{"0:2g.22gb:0", {"ml/train"}}});
     ASSERT_EQ(plan.cards.size(), 1U);
-    EXPECT_EQ(plan.cards[0].holds, (std::vector<edrs::Hold>{{"0:2g.22gb:0", {"ml/train"}}}));
+    EXPECT_EQ(plan.cards[0].holds, (std::vector<drs_manager::Hold>{{"0:2g.22gb:0", {"ml/train"}}}));
     EXPECT_TRUE(plan.blocked());
 }
 
 /// What efsmi leaves after `plan` (sim/drs.cpp): destroys, then each create at the lowest
 /// free instance id and the first aligned free run.
-void apply(const edrs::Plan& plan, inject::device::Host& host) {
+void apply(const drs_manager::Plan& plan, inject::device::Host& host) {
     for (const auto& c : plan.cards) {
         auto& list = host.devices[c.card].drs_instances;
         for (const auto& d : c.destroy)
@@ -189,29 +189,29 @@ void apply(const edrs::Plan& plan, inject::device::Host& host) {
 
 /// The plan of the shipped layout `label` on `host`, one describe() line per card.
 std::vector<std::string> plan_lines(const char* label, const inject::device::Host& host,
-                                    const edrs::Holders& holders, edrs::Plan& plan) {
+                                    const drs_manager::Holders& holders, drs_manager::Plan& plan) {
     const auto layouts = drs_test::shipped_layouts();
-    auto layout = edrs::find_layout(layouts, label);
+    auto layout = drs_manager::find_layout(layouts, label);
     EXPECT_TRUE(layout) << layout.error().what();
-    auto targets = edrs::resolve_layout(**layout, host);
+    auto targets = drs_manager::resolve_layout(**layout, host);
     EXPECT_TRUE(targets) << targets.error().what();
-    plan = edrs::plan_layout(*targets, host, holders);
+    plan = drs_manager::plan_layout(*targets, host, holders);
     std::vector<std::string> out;
-    for (const auto& c : plan.cards) out.push_back(edrs::describe(c));
+    for (const auto& c : plan.cards) out.push_back(drs_manager::describe(c));
     return out;
 }
 
 // docs/drs-manager.md, "Worked examples", one after the other.
 TEST(DrsManagerPlan, TheWorkedExamplesOfTheDocs) {
     auto host = drs_test::s60_node(4);
-    edrs::Plan plan;
+    drs_manager::Plan plan;
     EXPECT_EQ(plan_lines("mixed", host, {}, plan),
               (std::vector<std::string>{"card 0: create 1g.11gb x4", "card 1: create 1g.11gb x4"}));
     EXPECT_EQ(plan.operations(), 8U);
     apply(plan, host);
     EXPECT_TRUE(plan_lines("mixed", host, {}, plan).empty());
 
-    const edrs::Holders train{{"0:1g.11gb:1", {"ml/train"}}};
+    const drs_manager::Holders train{{"0:1g.11gb:1", {"ml/train"}}};
     EXPECT_EQ(plan_lines("all-balanced", host, train, plan),
               (std::vector<std::string>{
                   "card 0: destroy 0:1g.11gb:2 0:1g.11gb:3; create 2g.22gb x1",

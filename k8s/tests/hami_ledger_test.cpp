@@ -24,8 +24,8 @@ protected:
         cards_[0] = {{0, 0, "1g.11gb", "u0"}, {0, 1, "1g.11gb", "u1"}, {0, 2, "1g.11gb", "admin"}};
     }
 
-    edp::hami::Deps deps() {
-        edp::hami::Deps d;
+    device_plugin::hami::Deps deps() {
+        device_plugin::hami::Deps d;
         d.api = k8s_test::client(api_.config());
         d.node = "test";
         d.checkpoint = cp_;
@@ -58,15 +58,15 @@ protected:
 // Killed after efsmi made instance 1 for pod-a (its id saved), and while pod-b's create was
 // still running (no id): 1 goes, 2 (new since pod-b's entry, but whose?) stays.
 TEST_F(HamiLedger, AKilledAllocatesInstanceIsDestroyedAtStartAndOnlyIt) {
-    const edp::hami::Ledger l{{},
+    const device_plugin::hami::Ledger l{{},
                               {{"pod-a", 0, "1g.11gb", {0}, 1, 1u, "u1"},
                                {"pod-b", 0, "1g.11gb", {0, 1}, 2, std::nullopt, ""}}};
     std::filesystem::create_directories(tmp_.path() + "/hami");
-    ASSERT_TRUE(inject::fs::atomic_write(cp_, edp::hami::checkpoint_text(l)));
-    auto m = edp::hami::Mode::create(deps());
+    ASSERT_TRUE(inject::fs::atomic_write(cp_, device_plugin::hami::checkpoint_text(l)));
+    auto m = device_plugin::hami::Mode::create(deps());
     ASSERT_TRUE(m) << m.error().what();
     EXPECT_EQ(destroyed_, std::vector<std::uint32_t>{1});
-    auto back = edp::hami::parse_checkpoint(k8s_test::slurp(cp_), cp_);
+    auto back = device_plugin::hami::parse_checkpoint(k8s_test::slurp(cp_), cp_);
     ASSERT_TRUE(back);
     EXPECT_TRUE(back->pending.empty());
 }
@@ -74,20 +74,20 @@ TEST_F(HamiLedger, AKilledAllocatesInstanceIsDestroyedAtStartAndOnlyIt) {
 // The checkpoint went corrupt after it recorded instance 2 for a pod that is gone now: the
 // .prev still names it, so it is destroyed instead of leaking.
 TEST_F(HamiLedger, ACorruptCheckpointFallsBackToPrev) {
-    const edp::hami::Ledger l{{{"pod-gone", "default", "gone", 0, 2, "admin", "1g.11gb"}}, {}};
+    const device_plugin::hami::Ledger l{{{"pod-gone", "default", "gone", 0, 2, "admin", "1g.11gb"}}, {}};
     std::filesystem::create_directories(tmp_.path() + "/hami");
-    ASSERT_TRUE(k8s::drs::save_file(cp_, edp::hami::checkpoint_text(l), false));
-    ASSERT_TRUE(k8s::drs::save_file(cp_, edp::hami::checkpoint_text(l), false));
+    ASSERT_TRUE(k8s::drs::save_file(cp_, device_plugin::hami::checkpoint_text(l), false));
+    ASSERT_TRUE(k8s::drs::save_file(cp_, device_plugin::hami::checkpoint_text(l), false));
     ASSERT_TRUE(inject::fs::atomic_write(cp_, "{\"version\":"));
-    auto m = edp::hami::Mode::create(deps());
+    auto m = device_plugin::hami::Mode::create(deps());
     ASSERT_TRUE(m) << m.error().what();
     EXPECT_EQ(destroyed_, std::vector<std::uint32_t>{2});
     EXPECT_EQ(k8s_test::slurp(cp_ + ".corrupt"), "{\"version\":");
-    auto back = edp::hami::parse_checkpoint(k8s_test::slurp(cp_), cp_);
+    auto back = device_plugin::hami::parse_checkpoint(k8s_test::slurp(cp_), cp_);
     ASSERT_TRUE(back);
     EXPECT_TRUE(back->instances.empty());
     // the dropped record is gone from .prev too: a later fallback cannot bring it back
-    auto prev = edp::hami::parse_checkpoint(k8s_test::slurp(cp_ + ".prev"), cp_);
+    auto prev = device_plugin::hami::parse_checkpoint(k8s_test::slurp(cp_ + ".prev"), cp_);
     ASSERT_TRUE(prev);
     EXPECT_TRUE(prev->instances.empty());
 }

@@ -15,7 +15,7 @@
 
 namespace {
 
-using edp::hami::Json;
+using device_plugin::hami::Json;
 
 // A pending pod default/NAME that HAMi's Enflame backend has bound at TIME (gcu-assigned
 // false, until our Allocate serves it), with the backend's own ANNOTATIONS besides.
@@ -47,7 +47,7 @@ const std::string kOne =
     R"({"main":{"allocated":false,"request":1,"profileID":"0","profileName":"1g.11gb"}})";
 
 TEST(HamiDrs, ReadsWhatHamiWrites) {
-    auto d = edp::hami::parse_drs_decision(drs_pod("p", "1764633600000000000", kOne));
+    auto d = device_plugin::hami::parse_drs_decision(drs_pod("p", "1764633600000000000", kOne));
     ASSERT_TRUE(d) << d.error().what();
     EXPECT_EQ(d->index, 1u);
     EXPECT_EQ(d->minor, 1u);
@@ -86,7 +86,7 @@ TEST(HamiDrs, GarbageIsAClearError) {
          "container 'main': no profileID or profileName"},
     };
     for (const auto& c : cases) {
-        auto d = edp::hami::parse_drs_decision(c.pod);
+        auto d = device_plugin::hami::parse_drs_decision(c.pod);
         ASSERT_FALSE(d) << c.name;
         EXPECT_EQ(d.error().code(), inject::Errc::InvalidInput) << c.name;
         EXPECT_NE(std::string(d.error().what()).find(c.want), std::string::npos)
@@ -109,15 +109,15 @@ TEST(HamiDrs, PicksTheOldestWaitingPodWhoseContainerAsksThatMany) {
     pods["items"].push_back(drs_pod("broken", "70", "not json"));
     pods["items"].push_back(Json{{"metadata", {{"name", "not-hamis"}, {"namespace", "default"}}}});
 
-    auto p = edp::hami::pick_drs(pods, 1);
+    auto p = device_plugin::hami::pick_drs(pods, 1);
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "older");
     ASSERT_EQ(p.broken.size(), 1u);
     EXPECT_EQ(p.broken[0].name, "broken");
-    auto two = edp::hami::pick_drs(pods, 2);
+    auto two = device_plugin::hami::pick_drs(pods, 2);
     ASSERT_TRUE(two.decision);
     EXPECT_EQ(two.decision->name, "two-slices");
-    EXPECT_FALSE(edp::hami::pick_drs(pods, 3).decision);
+    EXPECT_FALSE(device_plugin::hami::pick_drs(pods, 3).decision);
 }
 
 Json card_pod(const std::string& name, const std::string& bind_time, const std::string& devices) {
@@ -136,12 +136,12 @@ Json card_pod(const std::string& name, const std::string& bind_time, const std::
 TEST(HamiCards, ReadsWhatHamiWritesAndWritesItBack) {
     const std::string raw =
         ";n-GCU-2,GCU,100,100:n-GCU-3,GCU,100,100:;";  // an init container without cards
-    auto d = edp::hami::parse_card_decision(card_pod("p", "10", raw), "n");
+    auto d = device_plugin::hami::parse_card_decision(card_pod("p", "10", raw), "n");
     ASSERT_TRUE(d) << d.error().what();
     ASSERT_EQ(d->containers.size(), 2u);
     EXPECT_TRUE(d->containers[0].empty());
     EXPECT_EQ(d->containers[1], (std::vector<std::uint32_t>{2, 3}));
-    EXPECT_EQ(edp::hami::encode_cards(*d, "n"), raw);
+    EXPECT_EQ(device_plugin::hami::encode_cards(*d, "n"), raw);
 }
 
 TEST(HamiCards, GarbageIsAClearError) {
@@ -153,14 +153,14 @@ TEST(HamiCards, GarbageIsAClearError) {
         {"n-GCU-1:;", "'n-GCU-1'"},
     };
     for (const auto& [raw, want] : cases) {
-        auto d = edp::hami::parse_card_decision(card_pod("p", "10", raw), "n");
+        auto d = device_plugin::hami::parse_card_decision(card_pod("p", "10", raw), "n");
         ASSERT_FALSE(d) << raw;
         EXPECT_NE(std::string(d.error().what())
                       .find("annotation hami.io/enflame-gcu-devices-to-allocate " + want),
                   std::string::npos)
             << d.error().what();
     }
-    auto t = edp::hami::parse_card_decision(card_pod("p", "soon", "n-GCU-1,GCU,100,100:;"), "n");
+    auto t = device_plugin::hami::parse_card_decision(card_pod("p", "soon", "n-GCU-1,GCU,100,100:;"), "n");
     ASSERT_FALSE(t);
     EXPECT_NE(std::string(t.error().what())
                   .find("annotation hami.io/bind-time 'soon': want Unix seconds"),
@@ -175,11 +175,11 @@ TEST(HamiCards, PicksTheOldestPodWhoseNextContainerAsksThatMany) {
     auto success = card_pod("success", "5", "n-GCU-2,GCU,100,100:;");
     success["metadata"]["annotations"]["hami.io/bind-phase"] = "success";
     pods["items"].push_back(success);
-    auto p = edp::hami::pick_cards(pods, "n", 1);
+    auto p = device_plugin::hami::pick_cards(pods, "n", 1);
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "older");
     EXPECT_EQ(p.container, 0u);
-    EXPECT_FALSE(edp::hami::pick_cards(pods, "n", 2).decision);
+    EXPECT_FALSE(device_plugin::hami::pick_cards(pods, "n", 2).decision);
 }
 
 TEST(HamiNode, AnnotationsAsHamiParsesThem) {
@@ -195,7 +195,7 @@ TEST(HamiNode, AnnotationsAsHamiParsesThem) {
     h.devices[0].drs_instances = {{0, 0, "1g.11gb"}, {0, 1, "1g.11gb"}};
     h.devices[2].drs_instances = {{2, 0, "2g.22gb"}, {2, 1, "2g.22gb"}};
     EXPECT_EQ(inject::drs::card_slices(h.drs_profiles), 4u);
-    const auto a = edp::hami::node_annotations(h, {{0, 1}});
+    const auto a = device_plugin::hami::node_annotations(h, {{0, 1}});
     EXPECT_EQ(
         a.drs_capacity,
         R"({"devices":[{"capacity":3,"index":"0","minor":"10"},{"capacity":4,"index":"1","minor":"11"}],)"
@@ -221,7 +221,7 @@ inject::device::Host two_cards() {
 // v2.10: whole cards, a slice ID per DRS slice, one gcu-memory ID per GiB, 100 gcu-core IDs
 // per card (HAMi's percent); each on its own socket.
 TEST(HamiResources, WholeCardsSlicesMemoryAndCores) {
-    auto r = edp::hami::make_resources(two_cards(), edp::IdStrategy::Uuid, edp::hami::Names{});
+    auto r = device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid, device_plugin::hami::Names{});
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 4u);
     EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
@@ -243,9 +243,9 @@ TEST(HamiResources, WholeCardsSlicesMemoryAndCores) {
 
 // HAMi <= 2.9: shared-gcu, cards x slices IDs <minor>-<slice>, instead of the v2.10 three.
 TEST(HamiResources, LegacySharedSlices) {
-    edp::hami::Names names;
+    device_plugin::hami::Names names;
     names.legacy_slices = 6;
-    auto r = edp::hami::make_resources(two_cards(), edp::IdStrategy::Uuid, names);
+    auto r = device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid, names);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     EXPECT_EQ((*r)[1].name, "enflame.com/shared-gcu");
@@ -254,7 +254,7 @@ TEST(HamiResources, LegacySharedSlices) {
     EXPECT_EQ((*r)[1].inventory.devices[11].id, "1-5");
     auto h = two_cards();
     h.devices[1].minor = 7;
-    const auto a = edp::hami::node_annotations(h, {}, 6);
+    const auto a = device_plugin::hami::node_annotations(h, {}, 6);
     EXPECT_EQ(a.shared_capacity, R"({"0":6,"7":6})");
 }
 
@@ -274,7 +274,7 @@ Json shared_pod(const std::string& name, const std::string& time, const std::str
 }
 
 TEST(HamiShared, ReadsWhatHami29Writes) {
-    auto d = edp::hami::parse_shared_decision(
+    auto d = device_plugin::hami::parse_shared_decision(
         shared_pod("p", "100", "2", {{"side", 0}, {"a", 3}, {"b", 2}}), "enflame.com/shared-gcu");
     ASSERT_TRUE(d) << d.error().what();
     EXPECT_EQ(d->cards, (std::vector<std::uint32_t>{2}));
@@ -284,7 +284,7 @@ TEST(HamiShared, ReadsWhatHami29Writes) {
     EXPECT_EQ(d->containers[0].request, 3u);
     EXPECT_EQ(d->containers[1].request, 2u);
     d->containers[0].served = true;
-    EXPECT_EQ(edp::hami::served_json(*d), R"(["a"])");
+    EXPECT_EQ(device_plugin::hami::served_json(*d), R"(["a"])");
     const std::pair<Json, std::string> bad[] = {
         {shared_pod("p", "100", "one", {{"a", 1}}),
          "annotation enflame.com/gcu-assigned-id 'one': want card indexes (0,1)"},
@@ -292,7 +292,7 @@ TEST(HamiShared, ReadsWhatHami29Writes) {
          "annotation enflame.com/gcu-assigned-time '1h': want Unix nanoseconds"},
     };
     for (const auto& [pod, want] : bad) {
-        auto e = edp::hami::parse_shared_decision(pod, "enflame.com/shared-gcu");
+        auto e = device_plugin::hami::parse_shared_decision(pod, "enflame.com/shared-gcu");
         ASSERT_FALSE(e) << want;
         EXPECT_EQ(e.error().what(), want);
     }
@@ -315,16 +315,16 @@ TEST(HamiShared, PicksTheOldestPodAndItsNextContainer) {
     drs["metadata"]["annotations"]["assigned-containers"] = kOne;
     pods["items"].push_back(drs);
     pods["items"].push_back(shared_pod("broken", "70", "x", {{"a", 2}}));
-    auto p = edp::hami::pick_shared(pods, res, 2);
+    auto p = device_plugin::hami::pick_shared(pods, res, 2);
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "half");
     EXPECT_EQ(p.decision->containers[p.container].name, "b");
     ASSERT_EQ(p.broken.size(), 1u);
     EXPECT_EQ(p.broken[0].name, "broken");
     // "half"'s next container asks 2, not 3: only a pod whose next one asks 3 would do
-    EXPECT_FALSE(edp::hami::pick_shared(pods, res, 3).decision);
+    EXPECT_FALSE(device_plugin::hami::pick_shared(pods, res, 3).decision);
     // the DRS pick does not take a v2.9 pod for a broken DRS one ("drs" lacks its index)
-    const auto d = edp::hami::pick_drs(pods, 2);
+    const auto d = device_plugin::hami::pick_drs(pods, 2);
     ASSERT_EQ(d.broken.size(), 1u);
     EXPECT_EQ(d.broken[0].name, "drs");
 }
@@ -339,15 +339,15 @@ TEST(HamiDrs, PicksByMemoryOrCoreLimit) {
            {"resources",
             {{"limits", {{"enflame.com/gcu-memory", "11"}, {"enflame.com/gcu-core", "25"}}}}}}}}};
     Json pods{{"items", Json::array({pod})}};
-    EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-memory"), 11u);
-    EXPECT_EQ(edp::hami::container_request(pod, "main", "enflame.com/gcu-core"), 25u);
-    EXPECT_EQ(edp::hami::container_request(pod, "other", "enflame.com/gcu-core"), 0u);
-    auto m = edp::hami::pick_drs(pods, 11, "enflame.com/gcu-memory");
+    EXPECT_EQ(device_plugin::hami::container_request(pod, "main", "enflame.com/gcu-memory"), 11u);
+    EXPECT_EQ(device_plugin::hami::container_request(pod, "main", "enflame.com/gcu-core"), 25u);
+    EXPECT_EQ(device_plugin::hami::container_request(pod, "other", "enflame.com/gcu-core"), 0u);
+    auto m = device_plugin::hami::pick_drs(pods, 11, "enflame.com/gcu-memory");
     ASSERT_TRUE(m.decision);
     EXPECT_EQ(m.decision->containers[m.container].profile_name, "1g.11gb");
-    EXPECT_TRUE(edp::hami::pick_drs(pods, 25, "enflame.com/gcu-core").decision);
-    EXPECT_FALSE(edp::hami::pick_drs(pods, 12, "enflame.com/gcu-memory").decision);
-    EXPECT_FALSE(edp::hami::pick_drs(pods, 11).decision);  // 1 slice, not 11
+    EXPECT_TRUE(device_plugin::hami::pick_drs(pods, 25, "enflame.com/gcu-core").decision);
+    EXPECT_FALSE(device_plugin::hami::pick_drs(pods, 12, "enflame.com/gcu-memory").decision);
+    EXPECT_FALSE(device_plugin::hami::pick_drs(pods, 11).decision);  // 1 slice, not 11
 }
 
 }  // namespace
@@ -357,12 +357,12 @@ namespace {
 // The instances' checkpoint: what it writes reads back; garbage is one error naming the file
 // and the entry (the plugin then keeps going on the pods' annotations).
 TEST(HamiCheckpoint, RoundTripAndGarbage) {
-    const edp::hami::Ledger l{{{"uid-a", "default", "a", 1, 0, "DRS-1111", "1g.11gb"},
+    const device_plugin::hami::Ledger l{{{"uid-a", "default", "a", 1, 0, "DRS-1111", "1g.11gb"},
                                {"uid-b", "ns2", "b", 3, 2, ""}},
                               {{"uid-c", 2, "2g.22gb", {0, 1}, 4, 7u, "DRS-7777"},
                                {"uid-d", 0, "1g.11gb", {}, 5}}};
-    const auto text = edp::hami::checkpoint_text(l);
-    auto back = edp::hami::parse_checkpoint(text, "cp.json");
+    const auto text = device_plugin::hami::checkpoint_text(l);
+    auto back = device_plugin::hami::parse_checkpoint(text, "cp.json");
     ASSERT_TRUE(back) << back.error().what();
     ASSERT_EQ(back->instances.size(), 2u);
     EXPECT_EQ(back->instances[0].uid, "uid-a");
@@ -372,9 +372,9 @@ TEST(HamiCheckpoint, RoundTripAndGarbage) {
     EXPECT_EQ(back->instances[1].card, 3u);
     EXPECT_EQ(back->instances[1].instance_id, 2u);
     EXPECT_EQ(back->pending, l.pending);
-    EXPECT_EQ(edp::hami::checkpoint_text(*back), text);
+    EXPECT_EQ(device_plugin::hami::checkpoint_text(*back), text);
     // a checkpoint from before profiles and pending entries were recorded reads as it was
-    auto old = edp::hami::parse_checkpoint(
+    auto old = device_plugin::hami::parse_checkpoint(
         R"({"version":1,"instances":[{"podUID":"u","card":0,"instance":1,"uuid":""}]})", "cp.json");
     ASSERT_TRUE(old);
     EXPECT_EQ(old->instances[0].profile, "");
@@ -391,7 +391,7 @@ TEST(HamiCheckpoint, RoundTripAndGarbage) {
          "cp.json: pending: [json.exception.out_of_range.403] key 'podUID' not found"},
     };
     for (const auto& [text, want] : bad) {
-        auto r = edp::hami::parse_checkpoint(text, "cp.json");
+        auto r = device_plugin::hami::parse_checkpoint(text, "cp.json");
         ASSERT_FALSE(r) << text;
         EXPECT_EQ(r.error().what(), std::string(want)) << text;
     }
@@ -407,7 +407,7 @@ TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
     h.devices.push_back(d);
     const struct {
         const char* name;
-        edp::hami::Recorded r;
+        device_plugin::hami::Recorded r;
         bool want;
     } cases[] = {
         {"SameIdAndUuid", {"u", "", "", 1, 0, "DRS-1111"}, true},
@@ -418,7 +418,7 @@ TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
         {"IdGone", {"u", "", "", 1, 5, ""}, false},
         {"CardGone", {"u", "", "", 2, 0, ""}, false},
     };
-    for (const auto& c : cases) EXPECT_EQ(edp::hami::still_there(h, c.r), c.want) << c.name;
+    for (const auto& c : cases) EXPECT_EQ(device_plugin::hami::still_there(h, c.r), c.want) << c.name;
 }
 
 }  // namespace
@@ -488,7 +488,7 @@ TEST(HamiTrust, ForgedPodsAreSkippedTheGenuineOneServed) {
     running["status"]["startTime"] = "2023-11-14T22:13:30Z";
     const auto pods = list({other, created, unbound, running, real});
 
-    const auto sc = edp::hami::screen(pods, "hami-scheduler", kNow);
+    const auto sc = device_plugin::hami::screen(pods, "hami-scheduler", kNow);
     ASSERT_EQ(sc.skipped.size(), 3u);
     EXPECT_EQ(sc.skipped[0].name, "other");
     EXPECT_EQ(sc.skipped[0].why,
@@ -500,12 +500,12 @@ TEST(HamiTrust, ForgedPodsAreSkippedTheGenuineOneServed) {
     EXPECT_EQ(sc.skipped[2].name, "unbound");
     EXPECT_EQ(sc.skipped[2].why,
               "no PodScheduled condition: spec.nodeName was not set by a binding");
-    const auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    const auto p = device_plugin::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "real");
-    EXPECT_EQ(edp::hami::check_cards(real, *p.decision, p.container, "enflame.com/gcu"), "");
+    EXPECT_EQ(device_plugin::hami::check_cards(real, *p.decision, p.container, "enflame.com/gcu"), "");
     // another scheduler name given to the plugin: the genuine pod is not HAMi's then
-    EXPECT_EQ(edp::hami::screen(list({real}), "my-hami", kNow).skipped.size(), 1u);
+    EXPECT_EQ(device_plugin::hami::screen(list({real}), "my-hami", kNow).skipped.size(), 1u);
 }
 
 // A bind or assigned time before the pod was created, or in the future, does not make a pod
@@ -514,15 +514,15 @@ TEST(HamiTrust, ImplausibleTimesComeLast) {
     const auto early = whole_card_pod("early", "1", "n-GCU-0,GCU,100,100:;");
     const auto future = whole_card_pod("future", "1800000000", "n-GCU-1,GCU,100,100:;");
     const auto real = whole_card_pod("real", "1700000300", "n-GCU-2,GCU,100,100:;");
-    auto sc = edp::hami::screen(list({early, future, real}), "hami-scheduler", kNow);
-    auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    auto sc = device_plugin::hami::screen(list({early, future, real}), "hami-scheduler", kNow);
+    auto p = device_plugin::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "real");
     auto drs_early = genuine(drs_pod("d-early", "5", kOne), "enflame.com/drs-gcu", 1);
     auto drs_real =
         genuine(drs_pod("d-real", "1700000200000000000", kOne), "enflame.com/drs-gcu", 1);
-    sc = edp::hami::screen(list({drs_early, drs_real}), "hami-scheduler", kNow);
-    const auto d = edp::hami::pick_drs(sc.pods, 1, "enflame.com/drs-gcu");
+    sc = device_plugin::hami::screen(list({drs_early, drs_real}), "hami-scheduler", kNow);
+    const auto d = device_plugin::hami::pick_drs(sc.pods, 1, "enflame.com/drs-gcu");
     ASSERT_TRUE(d.decision);
     EXPECT_EQ(d.decision->name, "d-real");
 }
@@ -533,25 +533,25 @@ TEST(HamiTrust, MoreCardsThanTheLimitAsksIsRefused) {
     const auto four = whole_card_pod("four", "1700000100",
                                      "n-GCU-0,GCU,100,100:n-GCU-1,GCU,100,100:n-GCU-2,GCU,100,"
                                      "100:n-GCU-3,GCU,100,100:;");
-    const auto sc = edp::hami::screen(list({four}), "hami-scheduler", kNow);
-    const auto p = edp::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
+    const auto sc = device_plugin::hami::screen(list({four}), "hami-scheduler", kNow);
+    const auto p = device_plugin::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
     ASSERT_TRUE(p.decision);
-    EXPECT_EQ(edp::hami::check_cards(four, *p.decision, p.container, "enflame.com/gcu"),
+    EXPECT_EQ(device_plugin::hami::check_cards(four, *p.decision, p.container, "enflame.com/gcu"),
               "container 'main': HAMi's decision gives 4 cards, its limits ask 1 enflame.com/gcu");
     // HAMi <= 2.9: four cards for one slice
     auto shared =
         genuine(shared_pod("shared", "1700000100000000000", "0,1,2,3", {{"main", 1}}), "", 0);
     const auto s =
-        edp::hami::pick_shared(edp::hami::screen(list({shared}), "hami-scheduler", kNow).pods,
+        device_plugin::hami::pick_shared(device_plugin::hami::screen(list({shared}), "hami-scheduler", kNow).pods,
                                "enflame.com/shared-gcu", 1);
     ASSERT_TRUE(s.decision);
     EXPECT_EQ(
-        edp::hami::check_shared(*s.decision, s.container, 6),
+        device_plugin::hami::check_shared(*s.decision, s.container, 6),
         "container 'main': HAMi's decision gives 4 cards, its 1 slice (6 a card) need 1 card");
     auto one = genuine(shared_pod("one", "1700000100000000000", "2", {{"main", 4}}), "", 0);
-    const auto o = edp::hami::parse_shared_decision(one, "enflame.com/shared-gcu");
+    const auto o = device_plugin::hami::parse_shared_decision(one, "enflame.com/shared-gcu");
     ASSERT_TRUE(o);
-    EXPECT_EQ(edp::hami::check_shared(*o, 0, 6), "");
+    EXPECT_EQ(device_plugin::hami::check_shared(*o, 0, 6), "");
 }
 
 // DRS: the profile's slices must be what the container asks (drs-gcu), or the smallest profile
@@ -559,32 +559,32 @@ TEST(HamiTrust, MoreCardsThanTheLimitAsksIsRefused) {
 TEST(HamiTrust, DrsProfileMustMatchTheRequest) {
     const std::vector<inject::device::DrsProfile> profiles{
         {"1g.11gb", 0, 4, 0, 0}, {"2g.22gb", 1, 2, 0, 0}, {"4g.44gb", 2, 1, 0, 0}};
-    const edp::hami::Names names;
+    const device_plugin::hami::Names names;
     const std::string big =
         R"({"main":{"allocated":false,"request":4,"profileID":"2","profileName":"4g.44gb"}})";
     auto pod = genuine(drs_pod("big", "1700000100000000000", big), "enflame.com/drs-gcu", 1);
-    auto p = edp::hami::pick_drs(edp::hami::screen(list({pod}), "hami-scheduler", kNow).pods, 1,
+    auto p = device_plugin::hami::pick_drs(device_plugin::hami::screen(list({pod}), "hami-scheduler", kNow).pods, 1,
                                  names.drs);
     ASSERT_TRUE(p.decision);  // by kubelet's count, not assigned-containers' request
     const auto& c = p.decision->containers[p.container];
-    EXPECT_EQ(edp::hami::check_drs(pod, c, "4g.44gb", profiles, names),
+    EXPECT_EQ(device_plugin::hami::check_drs(pod, c, "4g.44gb", profiles, names),
               "container 'main': its limits ask 1 enflame.com/drs-gcu, HAMi's DRS profile "
               "'4g.44gb' has 4 slices");
     auto lie = c;
     lie.request = 1;
-    EXPECT_EQ(edp::hami::check_drs(pod, lie, "4g.44gb", profiles, names),
+    EXPECT_EQ(device_plugin::hami::check_drs(pod, lie, "4g.44gb", profiles, names),
               "container 'main': assigned-containers asks 1 slice, DRS profile '4g.44gb' has 4");
     const auto one = genuine(drs_pod("one", "1700000100000000000", kOne), "enflame.com/drs-gcu", 1);
-    const auto d = edp::hami::parse_drs_decision(one);
+    const auto d = device_plugin::hami::parse_drs_decision(one);
     ASSERT_TRUE(d);
-    EXPECT_EQ(edp::hami::check_drs(one, d->containers[0], "1g.11gb", profiles, names), "");
+    EXPECT_EQ(device_plugin::hami::check_drs(one, d->containers[0], "1g.11gb", profiles, names), "");
     // gcu-memory 11 + gcu-core 25: 1g.11gb is the smallest that fits, not 2g.22gb
     auto mc = genuine(drs_pod("mc", "1700000100000000000", kOne), "enflame.com/gcu-memory", 11);
     mc["spec"]["containers"][0]["resources"]["limits"]["enflame.com/gcu-core"] = "25";
     auto two = d->containers[0];
-    EXPECT_EQ(edp::hami::check_drs(mc, two, "1g.11gb", profiles, names), "");
+    EXPECT_EQ(device_plugin::hami::check_drs(mc, two, "1g.11gb", profiles, names), "");
     two.request = 2;
-    EXPECT_EQ(edp::hami::check_drs(mc, two, "2g.22gb", profiles, names),
+    EXPECT_EQ(device_plugin::hami::check_drs(mc, two, "2g.22gb", profiles, names),
               "container 'main': its limits ask 11 GB and 25% of a card: the smallest profile "
               "that fits has 1 slice, HAMi's DRS profile '2g.22gb' has 2");
 }

@@ -36,7 +36,7 @@ Host s60_host(int cards) {
     return h;
 }
 
-std::string value_of(const efd::Labels& labels, const std::string& name) {
+std::string value_of(const feature_discovery::Labels& labels, const std::string& name) {
     for (const auto& [k, v] : labels)
         if (k == "enflame.com/gpu." + name) return v;
     return "<absent>";
@@ -58,7 +58,7 @@ TEST(Sanitise, Table) {
         {"CutAt63", std::string(70, 'b'), std::string(63, 'b')},
         {"CutThenTrimmed", std::string(62, 'c') + "-d", std::string(62, 'c')},
     };
-    for (const auto& c : cases) EXPECT_EQ(efd::sanitise(c.in), c.want) << c.name;
+    for (const auto& c : cases) EXPECT_EQ(feature_discovery::sanitise(c.in), c.want) << c.name;
 }
 
 TEST(DriverVersion, Split) {
@@ -70,7 +70,7 @@ TEST(DriverVersion, Split) {
         {"7", "7", "", ""},           {"", "", "", ""},
     };
     for (const auto& c : cases) {
-        const auto d = efd::split_driver_version(c.in);
+        const auto d = feature_discovery::split_driver_version(c.in);
         EXPECT_EQ(d.full, c.in);
         EXPECT_EQ(d.major, c.major) << c.in;
         EXPECT_EQ(d.minor, c.minor) << c.in;
@@ -83,8 +83,8 @@ TEST(MakeLabels, FourS60WithDrsAndSharing) {
     h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB},
                       {"2g.22gb", 1, 2, 21488 * kMiB},
                       {"4g.44gb", 2, 1, 42976 * kMiB}};
-    const auto labels = efd::make_labels(h, {"time-slicing", 4});
-    const efd::Labels want{
+    const auto labels = feature_discovery::make_labels(h, {"time-slicing", 4});
+    const feature_discovery::Labels want{
         {"enflame.com/gpu.present", "true"},
         {"enflame.com/gpu.count", "4"},
         {"enflame.com/gpu.model", "S60"},
@@ -107,8 +107,8 @@ TEST(MakeLabels, FourS60WithDrsAndSharing) {
 // No device plugin config (the DRA overlay): the sharing labels are left out, nothing else.
 TEST(MakeLabels, UnknownSharingLeavesTheSharingLabelsOut) {
     const Host h = s60_host(2);
-    auto known = efd::make_labels(h, {"none", 1});
-    const auto unknown = efd::make_labels(h, {"", 1});
+    auto known = feature_discovery::make_labels(h, {"none", 1});
+    const auto unknown = feature_discovery::make_labels(h, {"", 1});
     const auto removed = std::erase_if(known, [](const auto& l) {
         return l.first == "enflame.com/gpu.sharing-strategy" ||
                l.first == "enflame.com/gpu.replicas";
@@ -120,8 +120,8 @@ TEST(MakeLabels, UnknownSharingLeavesTheSharingLabelsOut) {
 TEST(MakeLabels, NoCardsIsPresentFalseAndCountZero) {
     Host h;
     h.driver_version = "1.4.3.4";
-    const efd::Labels want{{"enflame.com/gpu.present", "false"}, {"enflame.com/gpu.count", "0"}};
-    EXPECT_EQ(efd::make_labels(h, {}), want);
+    const feature_discovery::Labels want{{"enflame.com/gpu.present", "false"}, {"enflame.com/gpu.count", "0"}};
+    EXPECT_EQ(feature_discovery::make_labels(h, {}), want);
 }
 
 TEST(MakeLabels, Values) {
@@ -163,51 +163,51 @@ TEST(MakeLabels, Values) {
          {{"driver-version.full", "1.2.5"}, {"driver-version.revision", "5"}}},
     };
     for (const auto& c : cases) {
-        const auto labels = efd::make_labels(c.host, {});
+        const auto labels = feature_discovery::make_labels(c.host, {});
         for (const auto& [name, value] : c.want)
             EXPECT_EQ(value_of(labels, name), value) << c.name << ": " << name;
     }
-    EXPECT_EQ(efd::models(mixed), (std::vector<std::string>{"T10", "S60"}));
+    EXPECT_EQ(feature_discovery::models(mixed), (std::vector<std::string>{"T10", "S60"}));
 }
 
 TEST(MakeLabels, ProfilesKeepWholeNamesWithin63Chars) {
     Host h = s60_host(1);
     for (int i = 0; i < 10; ++i) h.drs_profiles.push_back({std::to_string(i) + "g.99gb", 0, 1, 0});
-    const auto v = value_of(efd::make_labels(h, {}), "drs.profiles");
+    const auto v = value_of(feature_discovery::make_labels(h, {}), "drs.profiles");
     EXPECT_EQ(v, "0g.99gb-1g.99gb-2g.99gb-3g.99gb-4g.99gb-5g.99gb-6g.99gb-7g.99gb");
-    EXPECT_LE(v.size(), efd::kMaxValueChars);
+    EXPECT_LE(v.size(), feature_discovery::kMaxValueChars);
 }
 
 TEST(Render, ExpiryLineFirstThenOneLinePerLabel) {
-    const efd::Labels labels{{"enflame.com/gpu.present", "true"}, {"enflame.com/gpu.count", "1"}};
+    const feature_discovery::Labels labels{{"enflame.com/gpu.present", "true"}, {"enflame.com/gpu.count", "1"}};
     const auto t = std::chrono::sys_days{std::chrono::year{2026} / 12 / 1} + 12h + 43min + 2s;
-    auto text = efd::render(labels, t);
+    auto text = feature_discovery::render(labels, t);
     ASSERT_TRUE(text) << text.error().what();
     EXPECT_EQ(*text,
               "# "
               "+expiry-time=2026-12-01T12:43:02Z\nenflame.com/gpu.present=true\nenflame.com/"
               "gpu.count=1\n");
-    text = efd::render(labels, std::nullopt);
+    text = feature_discovery::render(labels, std::nullopt);
     ASSERT_TRUE(text);
     EXPECT_EQ(*text, "enflame.com/gpu.present=true\nenflame.com/gpu.count=1\n");
 }
 
 TEST(Render, RefusesMoreThan64KiB) {
-    efd::Labels labels;
+    feature_discovery::Labels labels;
     // 1000 labels of 25 + 1 + 63 + 1 = 90 bytes: 90000 bytes.
     for (int i = 0; i < 1000; ++i)
         labels.emplace_back("enflame.com/gpu.card-" + std::to_string(1000 + i),
                             std::string(63, 'v'));
-    auto r = efd::render(labels, std::nullopt);
+    auto r = feature_discovery::render(labels, std::nullopt);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput);
     EXPECT_EQ(r.error().what(),
               "the labels file would be 90000 bytes, over NFD's limit of 65536 bytes (64 KiB)");
     // Exactly at the bound is fine; one byte more is not.
-    efd::Labels exact{{"k", std::string(efd::kMaxFileBytes - 3, 'x')}};
-    EXPECT_TRUE(efd::render(exact, std::nullopt));
+    feature_discovery::Labels exact{{"k", std::string(feature_discovery::kMaxFileBytes - 3, 'x')}};
+    EXPECT_TRUE(feature_discovery::render(exact, std::nullopt));
     exact[0].second += 'x';
-    EXPECT_FALSE(efd::render(exact, std::nullopt));
+    EXPECT_FALSE(feature_discovery::render(exact, std::nullopt));
 }
 
 TEST(Render, WorstCaseHostFitsTheBound) {
@@ -222,9 +222,9 @@ TEST(Render, WorstCaseHostFitsTheBound) {
     h.driver_version =
         std::string(100, '9') + "." + std::string(100, '8') + "." + std::string(100, '7');
     for (int i = 0; i < 64; ++i) h.drs_profiles.push_back({std::string(70, 'g'), 0, 1, 0});
-    const auto labels = efd::make_labels(h, {"time-slicing", 64});
-    for (const auto& [k, v] : labels) EXPECT_LE(v.size(), efd::kMaxValueChars) << k;
-    auto text = efd::render(labels, std::chrono::system_clock::now());
+    const auto labels = feature_discovery::make_labels(h, {"time-slicing", 64});
+    for (const auto& [k, v] : labels) EXPECT_LE(v.size(), feature_discovery::kMaxValueChars) << k;
+    auto text = feature_discovery::render(labels, std::chrono::system_clock::now());
     ASSERT_TRUE(text);
     EXPECT_LT(text->size(), 2048u);
 }

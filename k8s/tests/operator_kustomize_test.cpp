@@ -11,11 +11,11 @@
 
 namespace {
 
-using op::Json;
+using gpu_operator::Json;
 
-const Json* find(const std::vector<op::Object>& objs, const std::string& key) {
+const Json* find(const std::vector<gpu_operator::Object>& objs, const std::string& key) {
     for (const auto& o : objs)
-        if (op::key_of(o.obj) == key) return &o.obj;
+        if (gpu_operator::key_of(o.obj) == key) return &o.obj;
     return nullptr;
 }
 
@@ -23,7 +23,7 @@ TEST(OperatorKustomize, UnsupportedFieldRefusedNamingFileAndField) {
     k8s_test::TempDir d;
     std::ofstream(d.path() + "/kustomization.yaml")
         << "resources: []\nsecretGenerator:\n- name: x\n";
-    auto r = op::kustomize(d.path());
+    auto r = gpu_operator::kustomize(d.path());
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message(),
               d.path() +
@@ -32,7 +32,7 @@ TEST(OperatorKustomize, UnsupportedFieldRefusedNamingFileAndField) {
                   "configMapGenerator are)");
     std::ofstream(d.path() + "/kustomization.yaml")
         << "configMapGenerator:\n- name: x\n  behavior: merge\n";
-    r = op::kustomize(d.path());
+    r = gpu_operator::kustomize(d.path());
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message(),
               d.path() +
@@ -56,7 +56,7 @@ TEST(OperatorKustomize, ConfigMapGeneratorNamesAndReferencesAsKubectl) {
            "valueFrom: {configMapKeyRef: {name: cx, key: a}}}]\n        envFrom: [{configMapRef: "
            "{name: cy}}]\n      volumes: [{name: v, configMap: {name: cy}}, {name: p, projected: "
            "{sources: [{configMap: {name: cx}}]}}]\n";
-    auto r = op::kustomize(d.path());
+    auto r = gpu_operator::kustomize(d.path());
     ASSERT_TRUE(r) << r.error().what();
     const Json* cx = find(*r, "ConfigMap/ns/cx-4h2mbtbbt6");
     const Json* cy = find(*r, "ConfigMap/ns/cy-c95776c64f");
@@ -88,7 +88,7 @@ TEST(OperatorContains, Table) {
         {"list items subset", {{"l", {{{"x", 1}, {"y", 2}}}}}, {{"l", {{{"x", 1}}}}}, true},
         {"string vs number", {{"a", "1"}}, {{"a", 1}}, false},
     };
-    for (const auto& c : cases) EXPECT_EQ(op::contains(c.have, c.want), c.out) << c.name;
+    for (const auto& c : cases) EXPECT_EQ(gpu_operator::contains(c.have, c.want), c.out) << c.name;
 }
 
 // The status patch: applied (RFC 7386, nlohmann's merge_patch) to what the server has, it gives
@@ -103,15 +103,15 @@ TEST(OperatorMergePatch, TurnsTheServersStatusIntoTheWantedOne) {
     const Json to = {{"state", "ready"},
                      {"upgrade", {{"nodes", Json::array()}, {"totalNodes", 1}}},
                      {"components", {{{"name", "toolkit"}, {"ready", false}}}}};
-    const Json patch = op::merge_patch(from, to);
+    const Json patch = gpu_operator::merge_patch(from, to);
     EXPECT_EQ(patch, Json::parse(R"({"upgrade": {"message": null, "nodes": [], "totalNodes": 1},
         "components": [{"name": "toolkit", "ready": false}], "gone": null})"));
     Json server = from;
     server.merge_patch(patch);
     EXPECT_EQ(server, to);
-    EXPECT_EQ(op::merge_patch(to, to), Json::object());
+    EXPECT_EQ(gpu_operator::merge_patch(to, to), Json::object());
     Json empty = Json::object();
-    empty.merge_patch(op::merge_patch(empty, to));
+    empty.merge_patch(gpu_operator::merge_patch(empty, to));
     EXPECT_EQ(empty, to);
 }
 

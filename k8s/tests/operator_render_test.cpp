@@ -15,25 +15,25 @@
 
 namespace {
 
-using op::Json;
+using gpu_operator::Json;
 
 const std::string kTree = std::string(K8S_TESTS_DIR) + "/../../deployments";
 
-const Json* find(const std::vector<op::Object>& objs, const std::string& key) {
+const Json* find(const std::vector<gpu_operator::Object>& objs, const std::string& key) {
     for (const auto& o : objs)
-        if (op::key_of(o.obj) == key) return &o.obj;
+        if (gpu_operator::key_of(o.obj) == key) return &o.obj;
     return nullptr;
 }
 
 /// Every monitoring.coreos.com/v1 kind the operator applies, served (prometheus-operator's CRDs).
-const std::set<std::string> kAllMonitoring(op::kMonitoringKinds.begin(),
-                                           op::kMonitoringKinds.end());
+const std::set<std::string> kAllMonitoring(gpu_operator::kMonitoringKinds.begin(),
+                                           gpu_operator::kMonitoringKinds.end());
 
-std::vector<op::Object> render(const Json& spec, const std::string& dra = "v1",
+std::vector<gpu_operator::Object> render(const Json& spec, const std::string& dra = "v1",
                                const std::set<std::string>& monitoring = {}) {
-    auto r = op::render(kTree, spec, op::Served{dra, monitoring});
+    auto r = gpu_operator::render(kTree, spec, gpu_operator::Served{dra, monitoring});
     EXPECT_TRUE(r) << r.error().what();
-    return r ? *r : std::vector<op::Object>{};
+    return r ? *r : std::vector<gpu_operator::Object>{};
 }
 
 TEST(OperatorRender, ImageFromRepositoryImageVersion) {
@@ -97,22 +97,22 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     ASSERT_TRUE(dc);
     EXPECT_EQ((*dc)["apiVersion"], "resource.k8s.io/v1beta1");
     EXPECT_FALSE((*dc)["metadata"].contains("namespace"));
-    EXPECT_EQ(op::path_of(*dc), "/apis/resource.k8s.io/v1beta1/deviceclasses/" +
+    EXPECT_EQ(gpu_operator::path_of(*dc), "/apis/resource.k8s.io/v1beta1/deviceclasses/" +
                                     (*dc)["metadata"]["name"].get<std::string>());
     const Json* crb = find(objs, "ClusterRoleBinding//enflame-dra-plugin");
     ASSERT_TRUE(crb);
     EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");
     EXPECT_TRUE(find(objs, "DaemonSet/enflame-system/enflame-device-plugin"));  // side by side
     // the operator lists each kind where its Roles let it: a namespaced kind in its namespace
-    EXPECT_EQ(op::path_of(*dc, true), "/apis/resource.k8s.io/v1beta1/deviceclasses");
+    EXPECT_EQ(gpu_operator::path_of(*dc, true), "/apis/resource.k8s.io/v1beta1/deviceclasses");
     const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-dra-plugin");
     ASSERT_TRUE(ds);
-    EXPECT_EQ(op::path_of(*ds, true), "/apis/apps/v1/namespaces/enflame-system/daemonsets");
+    EXPECT_EQ(gpu_operator::path_of(*ds, true), "/apis/apps/v1/namespaces/enflame-system/daemonsets");
     EXPECT_FALSE(find(objs, "ClusterRole//enflame-dra-plugin"));  // deployments/operator's
 }
 
 /// The toolkit config.toml of ConfigMap `name` in `objs`, parsed as the daemon reads it.
-static inject::config::Config config_of(const std::vector<op::Object>& objs, const std::string& name) {
+static inject::config::Config config_of(const std::vector<gpu_operator::Object>& objs, const std::string& name) {
     const Json* cm = find(objs, "ConfigMap/enflame-system/" + name);
     EXPECT_TRUE(cm) << name;
     if (!cm) return {};
@@ -127,7 +127,7 @@ static inject::config::Config config_of(const std::vector<op::Object>& objs, con
 // the driver through the runtime and keeps / (with /host<root> it found nothing, failed its
 // probe and restarted forever: seen on a cluster, 3/4 notReady).
 TEST(OperatorRender, HostPathsFollowEachComponentsViewOfTheNode) {
-    const auto installer_cmd = [](const std::vector<op::Object>& objs) {
+    const auto installer_cmd = [](const std::vector<gpu_operator::Object>& objs) {
         const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-toolkit-installer");
         return ds ? (*ds)["spec"]["template"]["spec"]["containers"][0]["command"] : Json();
     };
@@ -189,12 +189,12 @@ static void expect_configs_use(const std::string& root) {
             continue;
         ++seen;
         auto cfg = inject::config::parse(o.obj["data"]["config.toml"].get<std::string>(),
-                                         op::key_of(o.obj));
+                                         gpu_operator::key_of(o.obj));
         ASSERT_TRUE(cfg) << cfg.error().what();
         EXPECT_EQ(cfg->cli.driver_root, o.component == "exporter" ? "/" : "/host" + root)
-            << op::key_of(o.obj);
-        EXPECT_EQ(cfg->cli.dev_root, "/") << op::key_of(o.obj);
-        EXPECT_EQ(cfg->cli.device_prefix, "gcu") << op::key_of(o.obj);
+            << gpu_operator::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.dev_root, "/") << gpu_operator::key_of(o.obj);
+        EXPECT_EQ(cfg->cli.device_prefix, "gcu") << gpu_operator::key_of(o.obj);
         if (o.component == "draDriver") {
             EXPECT_EQ(cfg->cli.host_driver_root, root);
             EXPECT_TRUE(cfg->cli.host_dev_root.empty() || cfg->cli.host_dev_root == "/")
@@ -219,8 +219,8 @@ TEST(OperatorRender, DriverRootConfigsParseAsTheDaemonsReadThem) {
 
 TEST(OperatorRender, EveryObjectCarriesTheOperatorsLabel) {
     for (const auto& o : render(Json::object()))
-        EXPECT_EQ(o.obj["metadata"]["labels"][op::kManagedBy], op::kManagerName)
-            << op::key_of(o.obj);
+        EXPECT_EQ(o.obj["metadata"]["labels"][gpu_operator::kManagedBy], gpu_operator::kManagerName)
+            << gpu_operator::key_of(o.obj);
 }
 
 TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
@@ -256,7 +256,7 @@ TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
     EXPECT_FALSE((*ds)["spec"]["template"]["metadata"].contains("annotations"));
 }
 
-const op::Object* find_obj(const std::vector<op::Object>& objs, const std::string& kind,
+const gpu_operator::Object* find_obj(const std::vector<gpu_operator::Object>& objs, const std::string& kind,
                            const std::string& name) {
     for (const auto& o : objs)
         if (o.obj["kind"] == kind && o.obj["metadata"]["name"] == name) return &o;
@@ -279,7 +279,7 @@ TEST(OperatorRender, NpdOnItsFolderWithTheCrsImage) {
     auto objs = render(
         {{"npd",
           {{"enabled", true}, {"repository", "registry.example.com/npd"}, {"version", "v9.9"}}}});
-    const op::Object* ds = find_obj(objs, "DaemonSet", "enflame-npd");
+    const gpu_operator::Object* ds = find_obj(objs, "DaemonSet", "enflame-npd");
     ASSERT_TRUE(ds);
     EXPECT_EQ(ds->component, "npd");
     EXPECT_EQ(ds->obj["metadata"]["namespace"], "enflame-system");
@@ -309,7 +309,7 @@ TEST(OperatorRender, NpdConfigFollowsDriverRootUnderANewName) {
     auto plain = render({{"npd", {{"enabled", true}}}});
     auto moved =
         render({{"npd", {{"enabled", true}}}, {"hostPaths", {{"driverRoot", "/opt/sim"}}}});
-    auto cm_of = [](const std::vector<op::Object>& objs) -> const Json* {
+    auto cm_of = [](const std::vector<gpu_operator::Object>& objs) -> const Json* {
         for (const auto& o : objs)
             if (o.obj["kind"] == "ConfigMap" && o.component == "npd") return &o.obj;
         return nullptr;
@@ -322,7 +322,7 @@ TEST(OperatorRender, NpdConfigFollowsDriverRootUnderANewName) {
     EXPECT_NE(toml.find("driver-root = \"/host/opt/sim\""), std::string::npos) << toml;
     // another content, another name: the DaemonSet's pods are replaced, not left on the old
     EXPECT_NE((*a)["metadata"]["name"], (*b)["metadata"]["name"]);
-    const op::Object* ds = find_obj(moved, "DaemonSet", "enflame-npd");
+    const gpu_operator::Object* ds = find_obj(moved, "DaemonSet", "enflame-npd");
     ASSERT_TRUE(ds);
     EXPECT_EQ(ds->obj["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
               (*b)["metadata"]["name"]);
@@ -330,7 +330,7 @@ TEST(OperatorRender, NpdConfigFollowsDriverRootUnderANewName) {
 
 TEST(OperatorRender, NodeExporterOnItsFolderWithTheCrsImage) {
     auto objs = render({{"nodeExporter", {{"enabled", true}, {"version", "1.2.3"}}}});
-    const op::Object* ds = find_obj(objs, "DaemonSet", "enflame-node-exporter");
+    const gpu_operator::Object* ds = find_obj(objs, "DaemonSet", "enflame-node-exporter");
     ASSERT_TRUE(ds);
     EXPECT_EQ(ds->component, "nodeExporter");
     EXPECT_EQ(ds->obj["metadata"]["namespace"], "kube-system");
@@ -342,9 +342,9 @@ TEST(OperatorRender, NodeExporterOnItsFolderWithTheCrsImage) {
 /// The status line for COMPONENT's FIELD ("" when monitoring_status has none).
 std::string monitor_status(const Json& spec, const std::set<std::string>& served,
                            const std::string& component, const std::string& field) {
-    const op::Served sv{"v1", served};
+    const gpu_operator::Served sv{"v1", served};
     auto objs = render(spec, "v1", served);
-    for (const auto& m : op::monitoring_status(spec, sv, objs))
+    for (const auto& m : gpu_operator::monitoring_status(spec, sv, objs))
         if (m.component == component && m.field == field) return m.message;
     return "";
 }
@@ -357,16 +357,16 @@ TEST(OperatorRender, ServiceMonitorOnlyWhenAskedAndServed) {
     // asked and served: deployments/monitoring/operator's, with the CR's interval and labels,
     // beside the exporter's Service it selects
     auto objs = render(on, "v1", {"ServiceMonitor"});
-    const op::Object* sm = find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter");
+    const gpu_operator::Object* sm = find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter");
     ASSERT_TRUE(sm);
     EXPECT_EQ(sm->component, "exporter");
     EXPECT_EQ(sm->obj["spec"]["endpoints"][0]["interval"], "30s");
     EXPECT_EQ(sm->obj["metadata"]["labels"]["release"], "kube-prom");
-    EXPECT_EQ(sm->obj["metadata"]["labels"][op::kManagedBy], op::kManagerName);
-    EXPECT_EQ(op::path_of(sm->obj),
+    EXPECT_EQ(sm->obj["metadata"]["labels"][gpu_operator::kManagedBy], gpu_operator::kManagerName);
+    EXPECT_EQ(gpu_operator::path_of(sm->obj),
               "/apis/monitoring.coreos.com/v1/namespaces/enflame-system/servicemonitors/"
               "enflame-gcu-exporter");
-    const op::Object* svc = find_obj(objs, "Service", "enflame-gcu-exporter");
+    const gpu_operator::Object* svc = find_obj(objs, "Service", "enflame-gcu-exporter");
     ASSERT_TRUE(svc);
     EXPECT_EQ(sm->obj["spec"]["namespaceSelector"]["matchNames"],
               Json::array({svc->obj["metadata"]["namespace"]}));
@@ -407,28 +407,28 @@ TEST(OperatorRender, NodeExporterServiceMonitorNpdPodMonitorPrometheusRule) {
           {"podMonitor", {{"enabled", true}, {"interval", "45s"}, {"labels", {{"r", "p"}}}}}}},
         {"exporter", {{"prometheusRule", {{"enabled", true}, {"labels", {{"release", "x"}}}}}}}};
     auto objs = render(spec, "v1", kAllMonitoring);
-    const op::Object* nsm = find_obj(objs, "ServiceMonitor", "enflame-node-exporter");
+    const gpu_operator::Object* nsm = find_obj(objs, "ServiceMonitor", "enflame-node-exporter");
     ASSERT_TRUE(nsm);
     EXPECT_EQ(nsm->component, "nodeExporter");
     EXPECT_EQ(nsm->obj["spec"]["endpoints"][0]["interval"], "1m");
-    const op::Object* pm = find_obj(objs, "PodMonitor", "enflame-npd");
+    const gpu_operator::Object* pm = find_obj(objs, "PodMonitor", "enflame-npd");
     ASSERT_TRUE(pm);
     EXPECT_EQ(pm->component, "npd");
     EXPECT_EQ(pm->obj["spec"]["podMetricsEndpoints"][0]["interval"], "45s");
     EXPECT_EQ(pm->obj["metadata"]["labels"]["r"], "p");
     // it selects the pods deployments/npd makes, on their port's name
-    const op::Object* npd = find_obj(objs, "DaemonSet", "enflame-npd");
+    const gpu_operator::Object* npd = find_obj(objs, "DaemonSet", "enflame-npd");
     ASSERT_TRUE(npd);
     EXPECT_EQ(pm->obj["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
               npd->obj["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]);
     EXPECT_EQ(pm->obj["spec"]["podMetricsEndpoints"][0]["port"],
               npd->obj["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"]);
-    const op::Object* rule = find_obj(objs, "PrometheusRule", "enflame-gcu");
+    const gpu_operator::Object* rule = find_obj(objs, "PrometheusRule", "enflame-gcu");
     ASSERT_TRUE(rule);
     EXPECT_EQ(rule->component, "exporter");
     EXPECT_EQ(rule->obj["metadata"]["labels"]["release"], "x");
     EXPECT_FALSE(rule->obj["spec"]["groups"][0]["rules"].empty());
-    EXPECT_EQ(op::path_of(rule->obj),
+    EXPECT_EQ(gpu_operator::path_of(rule->obj),
               "/apis/monitoring.coreos.com/v1/namespaces/kube-system/prometheusrules/enflame-gcu");
     EXPECT_FALSE(find_obj(objs, "ServiceMonitor", "enflame-gcu-exporter"));  // not asked
     EXPECT_EQ(monitor_status(spec, kAllMonitoring, "npd", "podMonitor"),
@@ -455,7 +455,7 @@ TEST(OperatorRender, NodeExporterServiceMonitorNpdPodMonitorPrometheusRule) {
 
 TEST(OperatorRender, NfdOffByDefault) {
     auto objs = render(Json::object());
-    for (const auto& o : objs) EXPECT_NE(o.component, "nfd") << op::key_of(o.obj);
+    for (const auto& o : objs) EXPECT_NE(o.component, "nfd") << gpu_operator::key_of(o.obj);
     EXPECT_FALSE(find_obj(objs, "Deployment", "enflame-nfd-master"));
     EXPECT_FALSE(find_obj(objs, "CustomResourceDefinition", "nodefeatures.nfd.k8s-sigs.io"));
 }
@@ -465,8 +465,8 @@ TEST(OperatorRender, NfdOffByDefault) {
 // spec.daemonsets (a DaemonSet-only setting) stays off the master's Deployment.
 TEST(OperatorRender, NfdOnItsFolderWithTheCrsImage) {
     auto objs = render({{"nfd", {{"enabled", true}}}});
-    const op::Object* master = find_obj(objs, "Deployment", "enflame-nfd-master");
-    const op::Object* worker = find_obj(objs, "DaemonSet", "enflame-nfd-worker");
+    const gpu_operator::Object* master = find_obj(objs, "Deployment", "enflame-nfd-master");
+    const gpu_operator::Object* worker = find_obj(objs, "DaemonSet", "enflame-nfd-worker");
     ASSERT_TRUE(master);
     ASSERT_TRUE(worker);
     EXPECT_EQ(master->component, "nfd");
@@ -477,7 +477,7 @@ TEST(OperatorRender, NfdOnItsFolderWithTheCrsImage) {
                             "nodefeaturegroups.nfd.k8s-sigs.io"}) {
         const Json* c = find(objs, std::string("CustomResourceDefinition//") + crd);
         ASSERT_TRUE(c) << crd;
-        EXPECT_EQ(op::path_of(*c),
+        EXPECT_EQ(gpu_operator::path_of(*c),
                   std::string("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/") + crd);
     }
     EXPECT_TRUE(find(objs, "ServiceAccount/enflame-system/enflame-nfd-master"));

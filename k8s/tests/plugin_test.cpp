@@ -10,7 +10,7 @@
 
 namespace {
 
-using edp::Inventory;
+using device_plugin::Inventory;
 
 // Eight cards: 0-3 on NUMA node 0 (buses 0x10-0x13), 4-7 on node 1 (buses 0x90-0x93).
 inject::device::Host host8() {
@@ -37,8 +37,8 @@ inject::device::Host host8() {
     return h;
 }
 
-Inventory inv8(edp::IdStrategy s = edp::IdStrategy::Index) {
-    auto inv = edp::make_inventory(host8(), s);
+Inventory inv8(device_plugin::IdStrategy s = device_plugin::IdStrategy::Index) {
+    auto inv = device_plugin::make_inventory(host8(), s);
     EXPECT_TRUE(inv) << inv.error().what();
     return *inv;
 }
@@ -73,7 +73,7 @@ TEST(Preferred, Table) {
     };
     const auto inv = inv8();
     for (const auto& c : cases) {
-        EXPECT_EQ(edp::preferred(inv, c.available, c.must, c.size), c.want) << c.name;
+        EXPECT_EQ(device_plugin::preferred(inv, c.available, c.must, c.size), c.want) << c.name;
     }
 }
 
@@ -81,8 +81,8 @@ TEST(Preferred, Table) {
 // the shipped example pod) and the env (our shim, the legacy hook).
 // The default answer holds nothing a pod could forge: CDI names and annotations, no env.
 TEST(Allocate, CdiCriAndAnnotationsByDefault) {
-    const auto inv = inv8(edp::IdStrategy::Uuid);
-    auto r = edp::allocate(inv, edp::Settings{}, {"UUID1", "UUID0"});
+    const auto inv = inv8(device_plugin::IdStrategy::Uuid);
+    auto r = device_plugin::allocate(inv, device_plugin::Settings{}, {"UUID1", "UUID0"});
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->envs_size(), 0);
     ASSERT_EQ(r->cdi_devices_size(), 2);
@@ -95,11 +95,11 @@ TEST(Allocate, CdiCriAndAnnotationsByDefault) {
 }
 
 TEST(Allocate, EveryStrategyCombined) {
-    const auto inv = inv8(edp::IdStrategy::Index);
-    edp::Settings s;
+    const auto inv = inv8(device_plugin::IdStrategy::Index);
+    device_plugin::Settings s;
     s.lists = {true, true, true};
     s.pass_device_specs = true;
-    auto r = edp::allocate(inv, s, {"4", "5"});
+    auto r = device_plugin::allocate(inv, s, {"4", "5"});
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->envs().at("ENFLAME_VISIBLE_DEVICES"), "4,5");
     ASSERT_EQ(r->cdi_devices_size(), 2);
@@ -119,10 +119,10 @@ TEST(Allocate, EveryStrategyCombined) {
 // A plugin in a pod finds the nodes under its dev-root; kubelet hands the DeviceSpecs to the
 // runtime on the host, so with host-dev-root set they name the host's nodes.
 TEST(Allocate, DeviceSpecsNameTheHostsNodes) {
-    edp::Settings s;
+    device_plugin::Settings s;
     s.pass_device_specs = true;
     s.host_dev_root = "/";
-    auto r = edp::allocate(inv8(), s, {"4"});
+    auto r = device_plugin::allocate(inv8(), s, {"4"});
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->devices_size(), 2);
     EXPECT_EQ(r->devices(0).container_path(), "/dev/gcu4");
@@ -131,9 +131,9 @@ TEST(Allocate, DeviceSpecsNameTheHostsNodes) {
 }
 
 TEST(Allocate, CdiOnlyHasNoEnv) {
-    edp::Settings s;
+    device_plugin::Settings s;
     s.lists = {false, true, false};
-    auto r = edp::allocate(inv8(), s, {"0"});
+    auto r = device_plugin::allocate(inv8(), s, {"0"});
     ASSERT_TRUE(r);
     EXPECT_EQ(r->envs_size(), 0);
     EXPECT_EQ(r->cdi_devices_size(), 1);
@@ -152,7 +152,7 @@ TEST(Allocate, Refusals) {
         {"Empty", {}, "no device IDs in the request"},
     };
     for (const auto& c : cases) {
-        auto r = edp::allocate(inv, edp::Settings{}, c.ids);
+        auto r = device_plugin::allocate(inv, device_plugin::Settings{}, c.ids);
         ASSERT_FALSE(r) << c.name;
         EXPECT_EQ(r.error().what(), c.want) << c.name;
     }
@@ -162,9 +162,9 @@ TEST(Inventory, IdsAndList) {
     auto h = host8();
     h.devices[3].healthy = false;
     h.devices[7].numa_node = -1;
-    auto inv = edp::make_inventory(h, edp::IdStrategy::Uuid);
+    auto inv = device_plugin::make_inventory(h, device_plugin::IdStrategy::Uuid);
     ASSERT_TRUE(inv);
-    const auto l = edp::list_response(*inv);
+    const auto l = device_plugin::list_response(*inv);
     ASSERT_EQ(l.devices_size(), 8);
     EXPECT_EQ(l.devices(0).id(), "UUID0");
     EXPECT_EQ(l.devices(0).health(), "Healthy");
@@ -176,12 +176,12 @@ TEST(Inventory, IdsAndList) {
 TEST(Inventory, Refusals) {
     auto h = host8();
     h.devices[1].uuid.clear();
-    auto r = edp::make_inventory(h, edp::IdStrategy::Uuid);
+    auto r = device_plugin::make_inventory(h, device_plugin::IdStrategy::Uuid);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(), "card 1 has no UUID: use --device-id-strategy index");
     h = host8();
     h.devices[1].uuid = std::string(64, 'u');
-    r = edp::make_inventory(h, edp::IdStrategy::Uuid);
+    r = device_plugin::make_inventory(h, device_plugin::IdStrategy::Uuid);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(), "device ID '" + std::string(64, 'u') + "' is longer than kubelet allows (63)");
 }
@@ -207,15 +207,15 @@ TEST(Flags, ResourceNames) {
 }
 
 TEST(Flags, Strategies) {
-    auto l = edp::parse_list_strategies({"envvar,cdi-cri", "cdi-annotations"});
+    auto l = device_plugin::parse_list_strategies({"envvar,cdi-cri", "cdi-annotations"});
     ASSERT_TRUE(l);
     EXPECT_TRUE(l->envvar && l->cdi_cri && l->cdi_annotations);
-    auto bad = edp::parse_list_strategies({"envvar,volume-mounts"});
+    auto bad = device_plugin::parse_list_strategies({"envvar,volume-mounts"});
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().what(), "device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations");
-    EXPECT_FALSE(edp::parse_list_strategies({}));
-    EXPECT_EQ(*edp::parse_id_strategy("index"), edp::IdStrategy::Index);
-    auto badid = edp::parse_id_strategy("serial");
+    EXPECT_FALSE(device_plugin::parse_list_strategies({}));
+    EXPECT_EQ(*device_plugin::parse_id_strategy("index"), device_plugin::IdStrategy::Index);
+    auto badid = device_plugin::parse_id_strategy("serial");
     ASSERT_FALSE(badid);
     EXPECT_EQ(badid.error().what(), "device ID strategy 'serial': want uuid or index");
 }
@@ -232,7 +232,7 @@ inject::device::Host host8_drs() {
 }
 
 TEST(Resources, DrsPerProfile) {
-    auto r = edp::make_resources(host8_drs(), edp::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 3u);
     EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
@@ -248,11 +248,11 @@ TEST(Resources, DrsPerProfile) {
     EXPECT_EQ((*r)[2].name, "enflame.com/drs-2g.22gb");
     EXPECT_EQ((*r)[2].inventory.devices[0].numa_node, 1);
 
-    edp::Settings s;
+    device_plugin::Settings s;
     s.lists = {true, true, true};
     s.pass_device_specs = true;
     s.resource_name = "enflame.com/drs-1g.11gb";
-    auto al = edp::allocate((*r)[1].inventory, s, {"DRS-u-a", "DRS-u-b"});
+    auto al = device_plugin::allocate((*r)[1].inventory, s, {"DRS-u-a", "DRS-u-b"});
     ASSERT_TRUE(al) << al.error().what();
     EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
     EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
@@ -267,15 +267,15 @@ TEST(Resources, DrsPerProfile) {
 TEST(Resources, DrsWithoutUuid) {
     auto h = host8();
     h.devices[2].drs_instances = {{2, 1, "1g.11gb", "", 0, "1:1"}};
-    auto r = edp::make_resources(h, edp::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    auto r = device_plugin::make_resources(h, device_plugin::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     ASSERT_EQ((*r)[1].inventory.devices.size(), 1u);
     EXPECT_EQ((*r)[1].inventory.devices[0].id, "2:1g.11gb:1");
-    edp::Settings s;
+    device_plugin::Settings s;
     s.lists = {true, true, true};
     s.resource_name = "enflame.com/drs-1g.11gb";
-    auto al = edp::allocate((*r)[1].inventory, s, {"2:1g.11gb:1"});
+    auto al = device_plugin::allocate((*r)[1].inventory, s, {"2:1g.11gb:1"});
     ASSERT_TRUE(al) << al.error().what();
     EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "2:1g.11gb:1");
     EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "2:1g.11gb:1");
@@ -284,7 +284,7 @@ TEST(Resources, DrsWithoutUuid) {
 }
 
 TEST(Resources, NoDrsAdvertisesEveryCard) {
-    auto r = edp::make_resources(host8_drs(), edp::IdStrategy::Index, 1, "enflame.com/gcu", "enflame-gcu.sock", false);
+    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Index, 1, "enflame.com/gcu", "enflame-gcu.sock", false);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->size(), 1u);
     EXPECT_EQ((*r)[0].inventory.devices.size(), 8u);

@@ -18,10 +18,10 @@ namespace {
 
 using k8s_test::TempDir;
 
-edp::Inventory two_cards() {
-    edp::Inventory inv;
+device_plugin::Inventory two_cards() {
+    device_plugin::Inventory inv;
     for (int i = 0; i < 2; ++i) {
-        edp::PluginDevice d;
+        device_plugin::PluginDevice d;
         d.id = d.card_id = d.uuid = d.cdi_name = "U" + std::to_string(i);
         d.numa_node = i;
         inv.devices.push_back(d);
@@ -34,15 +34,15 @@ edp::Inventory two_cards() {
 constexpr std::chrono::hours kNeverPoll{1};
 
 // Polls (bounded: 10 s) until a stream waits for a change.
-void wait_until_waiting(const edp::State& s) {
+void wait_until_waiting(const device_plugin::State& s) {
     for (int i = 0; i < 1000 && s.waiting() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(s.waiting(), 1u);
 }
 
 struct Fixture {
     TempDir dir;
-    std::shared_ptr<edp::State> state = std::make_shared<edp::State>(edp::Settings{}, two_cards());
-    edp::Service svc{state, kNeverPoll};
+    std::shared_ptr<device_plugin::State> state = std::make_shared<device_plugin::State>(device_plugin::Settings{}, two_cards());
+    device_plugin::Service svc{state, kNeverPoll};
     k8s::UnixServer server;
     std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
 
@@ -70,10 +70,10 @@ TEST(Service, ListAndWatchChangesAndEpochEnd) {
 
     // An update that changes nothing sends nothing; the next real change is the next message.
     wait_until_waiting(*f.state);
-    f.state->update(edp::Settings{}, two_cards());
+    f.state->update(device_plugin::Settings{}, two_cards());
     auto inv = two_cards();
     inv.devices[1].healthy = false;
-    f.state->update(edp::Settings{}, inv);
+    f.state->update(device_plugin::Settings{}, inv);
     ASSERT_TRUE(reader->Read(&r));
     EXPECT_EQ(r.devices(1).health(), "Unhealthy");
     EXPECT_EQ(r.devices(0).health(), "Healthy");
@@ -89,7 +89,7 @@ TEST(Service, AllocateErrorsAndOptions) {
     Fixture f;
     auto inv = two_cards();
     inv.devices[1].healthy = false;
-    f.state->update(edp::Settings{}, inv);
+    f.state->update(device_plugin::Settings{}, inv);
     struct {
         const char* name;
         std::vector<std::string> ids;
@@ -124,7 +124,7 @@ TEST(Service, AllocateErrorsAndOptions) {
 // The HAMi allocator is not reached either (it would make DRS instances for nothing).
 TEST(Service, AllocateRequiresTheNriPlugin) {
     Fixture f;
-    edp::Settings s;
+    device_plugin::Settings s;
     s.require_nri_lock = f.dir.path() + "/nri-plugin.lock";
     f.state->update(s, two_cards());
     auto call = [&](const std::vector<std::string>& ids, v1beta1::AllocateResponse* resp) {
@@ -157,7 +157,7 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
     EXPECT_EQ(resp.container_responses(0).cdi_devices(0).name(), "enflame.com/gpu=U1");
 
     bool hook_called = false;
-    f.state->set_allocator([&](const edp::Inventory&, const edp::Settings&,
+    f.state->set_allocator([&](const device_plugin::Inventory&, const device_plugin::Settings&,
                                const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
         hook_called = true;
         return grpc::Status::OK;
@@ -170,7 +170,7 @@ TEST(Service, AllocateRequiresTheNriPlugin) {
 
     // without --require-nri nothing is checked
     f.state->set_allocator({});
-    f.state->update(edp::Settings{}, two_cards());
+    f.state->update(device_plugin::Settings{}, two_cards());
     st = call({"U0"}, &none);
     EXPECT_TRUE(st.ok()) << st.error_message();
 }

@@ -143,7 +143,7 @@ inject::device::Host host4() {
 }
 
 TEST(TimeSlicing, IdsPreferredAllocate) {
-    auto inv = edp::make_inventory(host4(), edp::IdStrategy::Uuid, 2);
+    auto inv = device_plugin::make_inventory(host4(), device_plugin::IdStrategy::Uuid, 2);
     ASSERT_TRUE(inv);
     ASSERT_EQ(inv->devices.size(), 8u);
     EXPECT_EQ(inv->devices[0].id, "U0::0");
@@ -152,18 +152,18 @@ TEST(TimeSlicing, IdsPreferredAllocate) {
     // Spread over cards before two replicas share one.
     std::vector<std::string> all;
     for (const auto& d : inv->devices) all.push_back(d.id);
-    EXPECT_EQ(edp::preferred(*inv, all, {}, 3), (std::vector<std::string>{"U0::0", "U1::0", "U2::0"}));
-    EXPECT_EQ(edp::preferred(*inv, all, {"U0::1"}, 2), (std::vector<std::string>{"U0::1", "U1::0"}));
+    EXPECT_EQ(device_plugin::preferred(*inv, all, {}, 3), (std::vector<std::string>{"U0::0", "U1::0", "U2::0"}));
+    EXPECT_EQ(device_plugin::preferred(*inv, all, {"U0::1"}, 2), (std::vector<std::string>{"U0::1", "U1::0"}));
 
-    edp::Settings s;
+    device_plugin::Settings s;
     s.lists = {true, true, true};
-    auto r = edp::allocate(*inv, s, {"U1::0", "U1::1", "U3::0"});
+    auto r = device_plugin::allocate(*inv, s, {"U1::0", "U1::1", "U3::0"});
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->envs().at("ENFLAME_VISIBLE_DEVICES"), "U1,U3");
     ASSERT_EQ(r->cdi_devices_size(), 2);
     EXPECT_EQ(r->cdi_devices(0).name(), "enflame.com/gpu=U1");
     EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_U1"), "enflame.com/gpu=U1");
-    auto bad = edp::allocate(*inv, s, {"U1::2"});
+    auto bad = device_plugin::allocate(*inv, s, {"U1::2"});
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().what(), "unknown device ID 'U1::2' for enflame.com/gcu");
 }

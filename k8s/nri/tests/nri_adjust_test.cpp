@@ -82,7 +82,7 @@ json spec_with(const std::vector<std::string>& env,
 
 /// The adjustment as the runtime applies it, in the edits' terms (oci::apply has NRI's rules:
 /// replace by path / destination / key, append hooks; an allow rule per device node).
-inject::cdi::ContainerEdits edits_of(const enri::api::ContainerAdjustment& a) {
+inject::cdi::ContainerEdits edits_of(const nri_plugin::api::ContainerAdjustment& a) {
     inject::cdi::ContainerEdits e;
     for (const auto& kv : a.env()) e.env.push_back(kv.key() + "=" + kv.value());
     for (const auto& d : a.linux().devices()) {
@@ -124,7 +124,7 @@ struct Fixture {
     inject::config::Config cfg;
     shim::ShimEnv env{"", "", "/usr/bin:/bin"};
     shim::RuncLog log;
-    enri::SpecCache specs;
+    nri_plugin::SpecCache specs;
     Fixture() {
         testutil::write_file(dir / "cdi/enflame.com-gpu.yaml", kSpec);
         cfg.runtime.mode = inject::config::Mode::Cdi;
@@ -138,13 +138,13 @@ struct Fixture {
     }
     /// The plugin's adjustment applied to `spec`, or its error.
     inject::Result<json> nri_side(json spec) {
-        enri::api::Container c;
+        nri_plugin::api::Container c;
         c.set_name("c");
         for (const auto& e : spec["process"]["env"]) c.add_env(e.get<std::string>());
         if (spec.contains("annotations"))
             for (const auto& [k, v] : spec["annotations"].items())
                 (*c.mutable_annotations())[k] = v.get<std::string>();
-        INJECT_TRY(auto d, enri::decide(cfg, c, {}, specs));
+        INJECT_TRY(auto d, nri_plugin::decide(cfg, c, {}, specs));
         if (d.asked) INJECT_TRY_VOID(inject::oci::apply(spec, edits_of(d.adjust)));
         return spec;
     }
@@ -196,9 +196,9 @@ INSTANTIATE_TEST_SUITE_P(Forms, NriAdjustForm, testing::ValuesIn(kForms),
 
 TEST(NriAdjust, CardsAreRealNodesWithHostNumbersAndOneEntryPerKey) {
     Fixture f;
-    enri::api::Container c;
+    nri_plugin::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=0,1");
-    auto d = enri::decide(f.cfg, c, {}, f.specs);
+    auto d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d) << d.error().what();
     ASSERT_TRUE(d->asked);
     const auto& devs = d->adjust.linux().devices();
@@ -219,14 +219,14 @@ TEST(NriAdjust, CardsAreRealNodesWithHostNumbersAndOneEntryPerKey) {
 TEST(NriAdjust, UnprivilegedEnvIgnoredWhenConfiguredAnnotationsStillRead) {
     Fixture f;
     f.cfg.runtime.accept_envvar_when_unprivileged = false;
-    enri::api::Container c;
+    nri_plugin::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=0");
-    auto d = enri::decide(f.cfg, c, {}, f.specs);
+    auto d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d);
     EXPECT_FALSE(d->asked);
     EXPECT_FALSE(d->adjust.has_linux());
     (*c.mutable_annotations())["cdi.k8s.io/x"] = "enflame.com/gpu=1";
-    d = enri::decide(f.cfg, c, {}, f.specs);
+    d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d);
     EXPECT_TRUE(d->asked);
     EXPECT_EQ(d->adjust.linux().devices().size(), 2);
@@ -244,21 +244,21 @@ TEST(NriAdjust, UnprivilegedEnvIgnoredWhenConfiguredAnnotationsStillRead) {
 
 TEST(NriAdjust, UnsatisfiableRequestIsAnErrorNamingTheDevice) {
     Fixture f;
-    enri::api::Container c;
+    nri_plugin::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=5");
-    auto d = enri::decide(f.cfg, c, {}, f.specs);
+    auto d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_FALSE(d);
     EXPECT_NE(std::string(d.error().what()).find("'enflame.com/gpu=5'"), std::string::npos)
         << d.error().what();
     c.set_env(0, "ENFLAME_VISIBLE_DEVICES=x1");
-    d = enri::decide(f.cfg, c, {}, f.specs);
+    d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_FALSE(d);
     EXPECT_NE(std::string(d.error().what()).find("'x1'"), std::string::npos) << d.error().what();
 }
 
 TEST(NriAdjust, SpecsAreReadAgainWhenTheyChangeOnly) {
     Fixture f;
-    enri::api::Container c;
+    nri_plugin::api::Container c;
     c.add_env("ENFLAME_VISIBLE_DEVICES=0");
     auto first = f.specs.get(f.cfg);
     ASSERT_TRUE(first);
@@ -272,7 +272,7 @@ TEST(NriAdjust, SpecsAreReadAgainWhenTheyChangeOnly) {
     testutil::write_file(f.dir / "cdi/new.tmp", spec);
     ASSERT_EQ(
         ::rename((f.dir / "cdi/new.tmp").c_str(), (f.dir / "cdi/enflame.com-gpu.yaml").c_str()), 0);
-    auto d = enri::decide(f.cfg, c, {}, f.specs);
+    auto d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_TRUE(d) << d.error().what();
     bool zero = false;
     for (const auto& n : d->adjust.linux().devices())
@@ -280,7 +280,7 @@ TEST(NriAdjust, SpecsAreReadAgainWhenTheyChangeOnly) {
     EXPECT_TRUE(zero);
     // removed: the card is unknown
     ASSERT_EQ(::unlink((f.dir / "cdi/enflame.com-gpu.yaml").c_str()), 0);
-    d = enri::decide(f.cfg, c, {}, f.specs);
+    d = nri_plugin::decide(f.cfg, c, {}, f.specs);
     ASSERT_FALSE(d);
     EXPECT_NE(std::string(d.error().what()).find("enflame.com/gpu"), std::string::npos)
         << d.error().what();
@@ -289,7 +289,7 @@ TEST(NriAdjust, SpecsAreReadAgainWhenTheyChangeOnly) {
 TEST(NriAdjust, SupplementaryGroupsCannotBeExpressedAndAreRefused) {
     inject::cdi::ContainerEdits e;
     e.additional_gids = {44};
-    auto a = enri::to_adjustment(e);
+    auto a = nri_plugin::to_adjustment(e);
     ASSERT_FALSE(a);
     EXPECT_EQ(a.error().what(),
               std::string("the edits add supplementary groups, which NRI cannot set"));

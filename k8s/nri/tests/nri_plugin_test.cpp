@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// One NRI connection served by enri::serve(), the runtime's side played over a socketpair with
+// One NRI connection served by nri_plugin::serve(), the runtime's side played over a socketpair with
 // hand-checked messages: registration, Configure, Synchronize, CreateContainer answered and
 // refused, a method we do not serve, a refused registration, the runtime closing mid-frame.
 #include <gtest/gtest.h>
@@ -31,10 +31,10 @@ devices:
 /// The runtime's end of the connection.
 struct Runtime {
     int fd = -1;
-    enri::Demux demux;
-    std::vector<enri::Message> pending;
+    nri_plugin::Demux demux;
+    std::vector<nri_plugin::Message> pending;
 
-    enri::Message next() {
+    nri_plugin::Message next() {
         char buf[4096];
         while (pending.empty()) {
             const ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -48,7 +48,7 @@ struct Runtime {
     }
     void send(std::uint32_t conn, std::uint32_t stream, std::uint8_t type,
               const std::string& body) {
-        auto bytes = enri::encode(conn, stream, type, body);
+        auto bytes = nri_plugin::encode(conn, stream, type, body);
         ASSERT_TRUE(bytes);
         ASSERT_EQ(::write(fd, bytes->data(), bytes->size()), static_cast<ssize_t>(bytes->size()));
     }
@@ -59,11 +59,11 @@ struct Runtime {
         r.set_service("nri.pkg.api.v1alpha1.Plugin");
         r.set_method(method);
         in.SerializeToString(r.mutable_payload());
-        send(enri::kPluginConn, stream, enri::kRequest, r.SerializeAsString());
+        send(nri_plugin::kPluginConn, stream, nri_plugin::kRequest, r.SerializeAsString());
         const auto m = next();
-        EXPECT_EQ(m.conn, enri::kPluginConn);
+        EXPECT_EQ(m.conn, nri_plugin::kPluginConn);
         EXPECT_EQ(m.stream, stream);
-        EXPECT_EQ(m.type, enri::kResponse);
+        EXPECT_EQ(m.type, nri_plugin::kResponse);
         ::ttrpc::Response resp;
         EXPECT_TRUE(resp.ParseFromString(m.body));
         return resp;
@@ -71,9 +71,9 @@ struct Runtime {
     /// Reads RegisterPlugin and answers it with `code`/`message`.
     void registration(int code, const std::string& message = {}) {
         const auto m = next();
-        EXPECT_EQ(m.conn, enri::kRuntimeConn);
+        EXPECT_EQ(m.conn, nri_plugin::kRuntimeConn);
         EXPECT_EQ(m.stream, 1u);
-        EXPECT_EQ(m.type, enri::kRequest);
+        EXPECT_EQ(m.type, nri_plugin::kRequest);
         ::ttrpc::Request r;
         ASSERT_TRUE(r.ParseFromString(m.body));
         EXPECT_EQ(r.service(), "nri.pkg.api.v1alpha1.Runtime");
@@ -85,13 +85,13 @@ struct Runtime {
         ::ttrpc::Response resp;
         resp.mutable_status()->set_code(code);
         resp.mutable_status()->set_message(message);
-        send(enri::kRuntimeConn, 1, enri::kResponse, resp.SerializeAsString());
+        send(nri_plugin::kRuntimeConn, 1, nri_plugin::kResponse, resp.SerializeAsString());
     }
 };
 
 struct Fixture {
     testutil::TempDir dir;
-    enri::PluginOptions opts;
+    nri_plugin::PluginOptions opts;
     Runtime rt;
     int plugin_fd = -1;
     std::future<inject::Result<void>> served;
@@ -105,7 +105,7 @@ struct Fixture {
         rt.fd = sv[0];
         plugin_fd = sv[1];
         served =
-            std::async(std::launch::async, [this] { return enri::serve(plugin_fd, opts, -1); });
+            std::async(std::launch::async, [this] { return nri_plugin::serve(plugin_fd, opts, -1); });
     }
     ~Fixture() {
         if (rt.fd >= 0) ::close(rt.fd);
@@ -202,14 +202,14 @@ TEST(NriPlugin, RuntimeClosingInsideAFrameIsAnError) {
 }
 
 TEST(NriPlugin, IdentityIsCheckedAsTheRuntimeWould) {
-    enri::PluginOptions o;
-    EXPECT_TRUE(enri::check_identity(o));
+    nri_plugin::PluginOptions o;
+    EXPECT_TRUE(nri_plugin::check_identity(o));
     o.idx = "7";
-    EXPECT_EQ(enri::check_identity(o).error().what(),
+    EXPECT_EQ(nri_plugin::check_identity(o).error().what(),
               std::string("plugin index '7': want two digits (00-99)"));
     o.idx = "07";
     o.name = "a b";
-    EXPECT_EQ(enri::check_identity(o).error().what(),
+    EXPECT_EQ(nri_plugin::check_identity(o).error().what(),
               std::string("plugin name 'a b': want letters, digits and _.+-"));
 }
 

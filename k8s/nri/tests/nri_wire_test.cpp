@@ -9,8 +9,8 @@
 
 namespace {
 
-using enri::Demux;
-using enri::Message;
+using nri_plugin::Demux;
+using nri_plugin::Message;
 
 std::string be32(std::uint32_t v) {
     return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
@@ -33,7 +33,7 @@ TEST(NriWire, RegisterPluginIsByteForByteTheWorkedExample) {
     reg.SerializeToString(r.mutable_payload());
     std::string body;
     r.SerializeToString(&body);
-    auto bytes = enri::encode(enri::kRuntimeConn, 1, enri::kRequest, body);
+    auto bytes = nri_plugin::encode(nri_plugin::kRuntimeConn, 1, nri_plugin::kRequest, body);
     ASSERT_TRUE(bytes);
     const std::string want = be32(2) + be32(0x4b) + be32(0x41) + be32(1) +
                              std::string("\x01\x00", 2) +
@@ -51,7 +51,7 @@ TEST(NriWire, RegisterPluginIsByteForByteTheWorkedExample) {
 
 TEST(NriWire, BigMessageGoesOutInFramesOfAtMost4096AndComesBackWhole) {
     const std::string body(10000, 'x');
-    auto bytes = enri::encode(enri::kPluginConn, 7, enri::kResponse, body);
+    auto bytes = nri_plugin::encode(nri_plugin::kPluginConn, 7, nri_plugin::kResponse, body);
     ASSERT_TRUE(bytes);
     // frames: 4096 + 4096 + (10010 - 8192)
     std::size_t at = 0, frames = 0;
@@ -59,7 +59,7 @@ TEST(NriWire, BigMessageGoesOutInFramesOfAtMost4096AndComesBackWhole) {
         const auto len = static_cast<std::size_t>(static_cast<unsigned char>((*bytes)[at + 6]))
                              << 8 |
                          static_cast<unsigned char>((*bytes)[at + 7]);
-        EXPECT_LE(len, enri::kMaxSendFrame);
+        EXPECT_LE(len, nri_plugin::kMaxSendFrame);
         at += 8 + len;
         ++frames;
     }
@@ -68,9 +68,9 @@ TEST(NriWire, BigMessageGoesOutInFramesOfAtMost4096AndComesBackWhole) {
     std::vector<Message> out;
     ASSERT_TRUE(d.feed(*bytes, out));
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].conn, enri::kPluginConn);
+    EXPECT_EQ(out[0].conn, nri_plugin::kPluginConn);
     EXPECT_EQ(out[0].stream, 7u);
-    EXPECT_EQ(out[0].type, enri::kResponse);
+    EXPECT_EQ(out[0].type, nri_plugin::kResponse);
     EXPECT_EQ(out[0].body, body);
     EXPECT_TRUE(d.finish());
 }
@@ -135,7 +135,7 @@ TEST(NriWire, OversizedFrameAndMessageAreRefusedBeforeTheirBytesArrive) {
               std::string("NRI socket: a ttrpc message of 4194305 bytes on connection 2 is over "
                           "the 4194304-byte limit"));
     EXPECT_TRUE(out.empty());
-    EXPECT_FALSE(enri::encode(1, 1, enri::kRequest, std::string((4u << 20) + 1, 'x')));
+    EXPECT_FALSE(nri_plugin::encode(1, 1, nri_plugin::kRequest, std::string((4u << 20) + 1, 'x')));
 }
 
 TEST(NriWire, UnknownConnectionAndStreamingTypeAreClearErrors) {
