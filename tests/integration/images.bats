@@ -33,7 +33,7 @@ setup() {
 
 teardown() { teardown_scratch; }
 
-@test "make images: the image the manifests use, labels version and revision, under 64 MB, no shell; a second run reuses it" {
+@test "make images: the image the manifests use, labels version and revision, under 70 MB, no shell; a second run reuses it" {
   cat "$IMG_LOG"
   local n
   for n in "${NAMES[@]}"; do "${PM[@]}" image exists "$n"; done
@@ -45,7 +45,7 @@ teardown() { teardown_scratch; }
   [ "$output" = "$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")" ]
   run "${PM[@]}" image inspect --format '{{.Size}}' "$IMG"
   echo "image size: $output bytes"
-  [ "$output" -lt 64000000 ]   # 11 MB of it the static host binaries
+  [ "$output" -lt 70000000 ]   # 11 MB of it the static host binaries, 2 MB the DRS manager
   run ! "${PM[@]}" run --rm --entrypoint /bin/sh "$IMG" -c true
   # nothing changed: the archive is not rebuilt
   local before; before=$(stat -c %Y "$IMAGES/enflame-toolkit.oci.tar")
