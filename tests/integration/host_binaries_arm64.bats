@@ -46,15 +46,7 @@ setup_file() {
     > "$FILE_DIR/config.out" 2>&1 || echo "config --set failed: $(cat "$FILE_DIR/config.out")" > "$FILE_DIR/layout-failed"
 }
 
-teardown_file() {
-  if [ -z "${FILE_DIR:-}" ] || [ ! -d "$FILE_DIR" ]; then return 0; fi
-  # nothing is mounted here outside in_root's namespaces; never follow one into the host's /dev
-  if grep -qF " $FILE_DIR/" /proc/self/mountinfo; then
-    echo "teardown: mounts left under $FILE_DIR, not removed" >&3
-    return 1
-  fi
-  rm -rf --one-file-system "$FILE_DIR"
-}
+teardown_file() { remove_roots; }
 
 setup() {
   requires root runc patchelf unshare qemu-aarch64-static

@@ -77,3 +77,14 @@ created_with_card() {
 # root_cat ROOT PATH: PATH read as a process chrooted into ROOT sees it (bullseye's /var/run is
 # a link to /run: outside the root it would name this host's).
 root_cat() { python3 -c 'import os, sys; os.chroot(sys.argv[1]); sys.stdout.write(open(sys.argv[2]).read())' "$@"; }
+
+# remove_roots: teardown_file's: FILE_DIR removed, unless a mount is left under it (never
+# follow one into the host's /dev: nothing is mounted there outside in_root's namespaces).
+remove_roots() {
+  if [ -z "${FILE_DIR:-}" ] || [ ! -d "$FILE_DIR" ]; then return 0; fi
+  if grep -qF " $FILE_DIR/" /proc/self/mountinfo; then
+    echo "teardown: mounts left under $FILE_DIR, not removed" >&3
+    return 1
+  fi
+  rm -rf --one-file-system "$FILE_DIR"
+}
