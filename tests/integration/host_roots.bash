@@ -88,3 +88,14 @@ remove_roots() {
   fi
   rm -rf --one-file-system "$FILE_DIR"
 }
+
+# info_says_two_cards: what `enflame-ctk info` ($output) of a static build says in a root with
+# the simulated two-card host at /sim: efsmi answered, both cards, and the host's libefml found
+# and left alone (docs/host-binaries.md).
+# shellcheck disable=SC2154  # $output: the caller's bats `run`
+info_says_two_cards() {
+  grep -Fx "backend: efsmi-json" <<<"$output"
+  grep -Fx "2 cards" <<<"$output"
+  grep -F "GCU 1: S60" <<<"$output"
+  grep -E "^libefml: '/sim/.*' not loaded: this static build does not dlopen host libraries" <<<"$output"
+}
