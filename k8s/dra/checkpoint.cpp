@@ -37,8 +37,7 @@ Checkpoint from_json(const Json& j) {
             pd.device = d.at("device").get<std::string>();
             pd.cdi_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
             if (const auto in = d.find("createdInstance"); in != d.end())
-                pd.created = CreatedInstance{in->at("card").get<std::uint32_t>(), in->at("id").get<std::uint32_t>(),
-                                             in->at("profile").get<std::string>(), in->at("uuid").get<std::string>()};
+                pd.created = k8s::drs::made_from_json(*in);
             pc.devices.push_back(std::move(pd));
         }
         cp.claims.emplace(uid, std::move(pc));
@@ -56,10 +55,7 @@ std::string to_text(const Checkpoint& cp) {
         for (const auto& d : c.devices) {
             Json dev = {{"requests", d.requests}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_ids}};
             if (d.created)
-                dev["createdInstance"] = {{"card", d.created->card},
-                                          {"id", d.created->id},
-                                          {"profile", d.created->profile},
-                                          {"uuid", d.created->uuid}};
+                dev["createdInstance"] = k8s::drs::made_json(*d.created);
             devices.push_back(std::move(dev));
         }
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};

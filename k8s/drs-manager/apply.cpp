@@ -23,8 +23,7 @@ constexpr const char* kOwnerKey = "layout";
 
 std::string ledger_text(const Ledger& l) {
     Json made = Json::array();
-    for (const auto& m : l.made)
-        made.push_back({{"card", m.card}, {"id", m.id}, {"profile", m.profile}, {"uuid", m.uuid}});
+    for (const auto& m : l.made) made.push_back(k8s::drs::made_json(m));
     Json out{{"version", 1}, {"made", made}};
     if (!l.pending.empty()) out["pending"] = k8s::drs::pending_json(l.pending, kOwnerKey);
     return out.dump(1) + "\n";
@@ -36,9 +35,7 @@ inject::Result<Ledger> parse_ledger(const std::string& text, const std::string& 
         if (j.at("version").get<int>() != 1)
             return fail(Errc::InvalidInput, source + ": version " + j.at("version").dump() + ": want 1");
         Ledger l;
-        for (const auto& m : j.at("made"))
-            l.made.push_back({m.at("card").get<std::uint32_t>(), m.at("id").get<std::uint32_t>(),
-                              m.at("profile").get<std::string>(), m.at("uuid").get<std::string>()});
+        for (const auto& m : j.at("made")) l.made.push_back(k8s::drs::made_from_json(m));
         l.pending = k8s::drs::pending_from_json(j.value("pending", Json::array()), kOwnerKey);
         return l;
     } catch (const std::exception& e) {

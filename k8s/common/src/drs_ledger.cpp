@@ -39,6 +39,15 @@ Seen seen_in(const std::vector<inject::device::DrsInstance>& card_instances, con
     return Seen::Ours;
 }
 
+Json made_json(const Made& m) {
+    return {{"card", m.card}, {"id", m.id}, {"profile", m.profile}, {"uuid", m.uuid}};
+}
+
+Made made_from_json(const Json& j) {
+    return {j.at("card").get<std::uint32_t>(), j.at("id").get<std::uint32_t>(),
+            j.at("profile").get<std::string>(), j.at("uuid").get<std::string>()};
+}
+
 Json pending_json(const std::vector<Pending>& pending, const char* owner_key) {
     Json out = Json::array();
     for (const auto& p : pending) {

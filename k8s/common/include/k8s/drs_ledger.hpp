@@ -46,6 +46,11 @@ enum class Seen {
 [[nodiscard]] Seen seen_in(const std::vector<inject::device::DrsInstance>& card_instances,
                            const Made& rec);
 
+/// A record as the ledger files hold it: {"card", "id", "profile", "uuid"}.
+[[nodiscard]] nlohmann::json made_json(const Made& m);
+/// Reads one back; throws std::exception naming the field on a wrong shape.
+[[nodiscard]] Made made_from_json(const nlohmann::json& j);
+
 /// An instance being made for `owner` (a claim UID, a pod UID, a layout): `before` are the
 /// card's instance ids just before efsmi was asked; `attempt` tells one try of an owner from a
 /// later one. `made` is the id efsmi answered, saved right after the create.
