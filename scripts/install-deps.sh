@@ -14,6 +14,7 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # the exporter's metrics (prometheus-cpp) and HTTP (civetweb), the DRA plugin's API-server client (libcurl)
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
+  libxxhash-dev    # enflame-epp's approximate prefix cache: xxh64 over prompt blocks
   libssl-dev       # the operator's renderer: SHA-256 for kustomize's configMapGenerator names
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
