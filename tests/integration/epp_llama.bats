@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# enflame-epp in front of real model servers: three of Debian sid's llama-server (llama.bash:
+# a private prefix fetched once, the tiny random-weight model of tests/tools/make-tiny-gguf.py)
+# on loopback, the real enflame-epp given them with --endpoints, and epp-gateway playing Envoy
+# towards it (k8s/tests/FAKES.md). Each server answers as its own model name (--alias), so a
+# response says which server made it; its usage says how much of the prompt its prefix cache
+# held. Skips with one line when llama-server cannot be fetched (no network on first use).
+
+load helpers
+load llama
+bats_require_minimum_version 1.5.0
+
+setup() {
+  requires jq curl
+  setup_scratch
+  llama_setup
+}
+teardown() { teardown_scratch; }
+
+# complete PORT PROMPT [MAX_TOKENS [EXTRA_JSON]]: POST /v1/completions to 127.0.0.1:PORT; prints
+# "model cached_tokens prompt_tokens" of the answer.
+complete() {
+  jq -n --arg p "$2" --argjson n "${3:-4}" --argjson x "${4:-{\}}" '{prompt: $p, max_tokens: $n, temperature: 0} + $x' |
+    curl -sSf --max-time 60 -H 'Content-Type: application/json' --data-binary @- "http://127.0.0.1:$1/v1/completions" |
+    jq -r '"\(.model) \(.usage.prompt_tokens_details.cached_tokens) \(.usage.prompt_tokens)"'
+}
+
+# long_prompt SEED: about 1200 characters (= tokens of the tiny model) of words no other seed shares.
+long_prompt() {
+  /usr/bin/python3 -c 'import random, string, sys
+r = random.Random(sys.argv[1])
+print(" ".join("".join(r.choice(string.ascii_lowercase) for _ in range(r.randint(2, 9))) for _ in range(200))[:1200])' "$1"
+}
+
+@test "llama-server: the tiny model answers; a repeated long prefix is served from its cache, on another server it is not" {
+  llama_start a
+  local a=$LLAMA_PORT
+  llama_start b
+  local b=$LLAMA_PORT
+  local p
+  p=$(long_prompt 1)
+  read -r model cached total < <(complete "$a" "$p first question")
+  [ "$model" = a ]
+  [ "$cached" -eq 0 ]
+  [ "$total" -ge 1200 ]
+  read -r model cached total < <(complete "$a" "$p second question")
+  [ "$cached" -ge 1200 ]
+  read -r model cached total < <(complete "$b" "$p third question")
+  [ "$model" = b ]
+  [ "$cached" -eq 0 ]
+}
