@@ -30,6 +30,7 @@ PKGS=(
   g++-aarch64-linux-gnu  # make host-binaries ARCH=arm64: the cross compiler (its sysroot: scripts/arm64-sysroot.sh)
   qemu-user-static # host_binaries_arm64.bats: runs the arm64 binaries (qemu-aarch64-static, no binfmt needed)
   python3-numpy python3-tqdm  # tests/tools/make-tiny-gguf.py: sid's python3-gguf writes the tiny model for epp_llama.bats and bench/epp.sh
+  python3-protobuf # scripts/check-epp-protos.sh: reads upstream's ext_proc descriptors beside ours
   strace           # dra_plugin_restart.bats: the kernel kills the plugin at a chosen rename (strace --inject)
   iptables         # tests/cluster/cluster.sh: the kubernetes Service's DNAT rule (no kube-proxy there)
   # static checks (make test runs them after the tests)
