@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The scheduler behind epp::Picker: a datastore of endpoints and their scraped metrics, the
+/// filter -> scorer -> picker pipeline, the approximate prefix cache, P/D, admission and fair
+/// queuing (docs/epp-scheduling.md).
+///
+/// How main.cpp wires it:
+///
+///     epp::SchedulingOptions so;
+///     epp::add_scheduling_flags(app, so);          // before app.parse
+///     ...
+///     epp::Scheduler sched(so, registry);          // throws std::runtime_error, one line,
+///                                                  // on a bad --config-file: print it, exit 1
+///     sched.set_targets(targets);                  // again whenever the endpoints change
+///     sched.start();                               // the scrape thread
+///     ... serve: ready() for health, the Picker calls from each stream ...
+///     sched.stop();                                // before the registry goes away
+///
+/// All public calls are thread-safe. decide() may block (the fair queue) for at most the
+/// configured request TTL; finished() must follow every decide().
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epp/request.hpp"
+#include "epp/target.hpp"
+
+namespace CLI {
+class App;
+}
+namespace prometheus {
+class Registry;
+}
+
+namespace epp {
+
+/// Command-line settings of the scheduling side; the rest comes from the config file.
+struct SchedulingOptions {
+    std::string config_file;  ///< EndpointPickerConfig YAML; empty: the built-in default
+    std::chrono::milliseconds refresh{50};           ///< model-server metrics scrape interval
+    std::chrono::milliseconds staleness{200};        ///< older metrics: saturated, filtered
+    std::chrono::milliseconds scrape_timeout{1000};  ///< one poll of one endpoint
+    std::chrono::milliseconds gcu_refresh{1000};     ///< gcu-exporter scrape interval
+    /// Overrides the config's picker: max-score-picker, random-picker or round-robin-picker
+    /// (the bench compares them in one binary). Empty: the config's.
+    std::string picker;
+};
+
+/// Adds --config-file, --refresh-metrics-interval, --metrics-staleness-threshold,
+/// --scrape-timeout, --gcu-refresh-interval and --picker to `app`.
+void add_scheduling_flags(CLI::App& app, SchedulingOptions& o);
+
+/// Everything behind Picker. Its metrics (enflame_epp_*) go on `metrics`, which must outlive it.
+class Scheduler : public Picker {
+public:
+    /// Reads the config; throws std::runtime_error with one line naming the file, the key and
+    /// the reason when it is bad.
+    Scheduler(SchedulingOptions o, prometheus::Registry& metrics);
+    ~Scheduler() override;
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    /// The endpoints to route to, replacing the last set (from any thread). Endpoints that
+    /// stay keep their metrics and prefix state; departed ones are forgotten.
+    void set_targets(std::vector<Target> targets);
+    /// Starts the scrape thread (idempotent); stop() joins it and releases queued requests
+    /// with 503.
+    void start();
+    void stop();
+    /// True once there is at least one endpoint (readiness).
+    [[nodiscard]] bool ready() const;
+
+    [[nodiscard]] Decision decide(const Request& r) override;
+    void served(const Request& r, const std::string& endpoint) override;
+    void finished(const Request& r) override;
+
+    struct State;
+
+private:
+    std::unique_ptr<State> s_;
+};
+
+}  // namespace epp
