@@ -39,7 +39,8 @@ struct Site {
 std::uintptr_t load_base(pid_t pid, const std::string& path) {
     std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
     for (std::string line; std::getline(maps, line);) {
-        if (line.size() > path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0)
+        if (line.size() > path.size() &&
+            line.compare(line.size() - path.size(), path.size(), path) == 0)
             return std::strtoull(line.c_str(), nullptr, 16);
     }
     die("no mapping of " + path + " in process " + std::to_string(pid));
@@ -52,7 +53,8 @@ void set_byte(pid_t pid, std::uintptr_t addr, std::uint8_t b) {
     if (errno != 0) die("reading the text at " + std::to_string(addr));
     auto* bytes = reinterpret_cast<std::uint8_t*>(&word);
     bytes[addr - word_at] = b;
-    if (::ptrace(PTRACE_POKETEXT, pid, word_at, word) != 0) die("writing the text at " + std::to_string(addr));
+    if (::ptrace(PTRACE_POKETEXT, pid, word_at, word) != 0)
+        die("writing the text at " + std::to_string(addr));
 }
 
 std::uint8_t get_byte(pid_t pid, std::uintptr_t addr) {
@@ -75,7 +77,8 @@ int main(int argc, char** argv) {
         std::ifstream syms(argv[1]);
         if (!syms) die(std::string("cannot read ") + argv[1]);
         std::string off, name;
-        while (syms >> off >> name) sites[std::strtoull(off.c_str(), nullptr, 16)].names.push_back(name);
+        while (syms >> off >> name)
+            sites[std::strtoull(off.c_str(), nullptr, 16)].names.push_back(name);
     }
     char real[PATH_MAX];
     if (::realpath(argv[4], real) == nullptr) die(std::string("cannot resolve ") + argv[4]);

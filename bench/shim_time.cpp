@@ -35,15 +35,22 @@ int main(int argc, char** argv) {
     bool cpu = false;
     int i = 1;
     for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
-        if (std::strcmp(argv[i], "-C") == 0 && i + 1 < argc) dir = argv[++i];
-        else if (std::strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
-        else if (std::strcmp(argv[i], "-r") == 0 && i + 1 < argc) result = argv[++i];
-        else if (std::strcmp(argv[i], "-k") == 0) keep_stdio = true;
-        else if (std::strcmp(argv[i], "-f") == 0) faults = true;
-        else if (std::strcmp(argv[i], "-c") == 0) cpu = true;
+        if (std::strcmp(argv[i], "-C") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (std::strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (std::strcmp(argv[i], "-r") == 0 && i + 1 < argc)
+            result = argv[++i];
+        else if (std::strcmp(argv[i], "-k") == 0)
+            keep_stdio = true;
+        else if (std::strcmp(argv[i], "-f") == 0)
+            faults = true;
+        else if (std::strcmp(argv[i], "-c") == 0)
+            cpu = true;
     }
     if (i + 1 >= argc) {
-        std::fprintf(stderr, "usage: shim_time [-C DIR] [-o FILE] [-k] [-r FILE] [-f] [-c] -- ARGV...\n");
+        std::fprintf(stderr,
+                     "usage: shim_time [-C DIR] [-o FILE] [-k] [-r FILE] [-f] [-c] -- ARGV...\n");
         return 2;
     }
     char** cmd = argv + i + 1;
@@ -73,7 +80,8 @@ int main(int argc, char** argv) {
     int n = std::snprintf(line, sizeof line, "%lld %ld %d", ns, ru.ru_maxrss, code);
     if (faults) n += std::snprintf(line + n, sizeof line - n, " %ld", ru.ru_minflt);
     if (cpu) {
-        const long long us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+        const long long us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+                             ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
         n += std::snprintf(line + n, sizeof line - n, " %lld", us);
     }
     std::snprintf(line + n, sizeof line - n, "\n");

@@ -2,8 +2,13 @@
 // `enflame-ctk cdi generate|list|validate`, and `enflame-ctk generate` (the name Enflame's own
 // material uses: the same command with the same flags). generate writes only the spec to
 // stdout, so it can be piped; everything else goes to stderr.
-#include "context.hpp"
+#include <unistd.h>
 
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "context.hpp"
 #include "inject/cdi_generate.hpp"
 #include "inject/cdi_io.hpp"
 #include "inject/cdi_provenance.hpp"
@@ -11,12 +16,6 @@
 #include "inject/cdi_validate.hpp"
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"
-
-#include <unistd.h>
-
-#include <filesystem>
-#include <iostream>
-#include <memory>
 
 namespace ctk {
 namespace {
@@ -60,7 +59,9 @@ inject::Result<void> write_output(const std::string& output, const std::string& 
     if (!parent.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(parent, ec);
-        if (ec) return inject::fail(inject::Errc::Io, "creating '" + parent.string() + "': " + ec.message());
+        if (ec)
+            return inject::fail(inject::Errc::Io,
+                                "creating '" + parent.string() + "': " + ec.message());
     }
     inject::fs::AtomicWriteOptions wo;
     wo.mode = 0644;
@@ -80,7 +81,8 @@ inject::Result<void> generate(Context& ctx, const GenerateArgs& a) {
     if (!a.cls.empty()) gopts.cls = a.cls;
     if (!a.driver_root.empty()) gopts.driver_root = dopts.driver_root = a.driver_root;
     if (!a.dev_root.empty()) gopts.dev_root = dopts.dev_root = a.dev_root;
-    if (!a.library_search_paths.empty()) gopts.library_search_paths = dopts.library_search_paths = a.library_search_paths;
+    if (!a.library_search_paths.empty())
+        gopts.library_search_paths = dopts.library_search_paths = a.library_search_paths;
     gopts.all_device = !a.no_all_device;
     for (const auto& h : a.disable_hooks) {
         if (h != "update-ldcache" && h != "all")
@@ -107,23 +109,30 @@ inject::Result<void> generate(Context& ctx, const GenerateArgs& a) {
     return write_output(a.output, text);
 }
 
-void add_generate(CLI::App& parent, const std::string& name, const std::string& help, Context& ctx) {
+void add_generate(CLI::App& parent, const std::string& name, const std::string& help,
+                  Context& ctx) {
     auto a = std::make_shared<GenerateArgs>();
     auto* cmd = parent.add_subcommand(name, help);
-    cmd->add_option("-o,--output", a->output, "write the spec here atomically (mode 0644); '-' or none: stdout");
-    cmd->add_option("--format", a->format, "yaml or json (default: from the --output extension, else yaml)");
+    cmd->add_option("-o,--output", a->output,
+                    "write the spec here atomically (mode 0644); '-' or none: stdout");
+    cmd->add_option("--format", a->format,
+                    "yaml or json (default: from the --output extension, else yaml)");
     cmd->add_option("--vendor", a->vendor, "CDI vendor (default: from cdi-kind, enflame.com)");
     cmd->add_option("--class", a->cls, "CDI class (default: from cdi-kind, gpu)");
-    cmd->add_option("--device-name-strategy", a->strategy, "index, uuid or both")->capture_default_str();
-    cmd->add_option("--driver-root", a->driver_root, "where efsmi, libefml and libraries are found (default: config)");
+    cmd->add_option("--device-name-strategy", a->strategy, "index, uuid or both")
+        ->capture_default_str();
+    cmd->add_option("--driver-root", a->driver_root,
+                    "where efsmi, libefml and libraries are found (default: config)");
     cmd->add_option("--dev-root", a->dev_root, "where dev/gcu* are found (default: config)");
     cmd->add_option("--library-search-path", a->library_search_paths,
                     "folder searched for libraries (repeatable; replaces the configured list)");
     cmd->add_flag("--no-all-device", a->no_all_device, "do not add the 'all' device");
     cmd->add_flag("--no-drs", a->no_drs,
                   "do not ask efsmi for DRS instances (saves one or two efsmi runs)");
-    cmd->add_option("--backend", a->backend, "discovery: auto, efsmi-json, efsmi-text or libefml")->capture_default_str();
-    cmd->add_option("--disable-hook", a->disable_hooks, "leave out a hook: update-ldcache or all (repeatable)");
+    cmd->add_option("--backend", a->backend, "discovery: auto, efsmi-json, efsmi-text or libefml")
+        ->capture_default_str();
+    cmd->add_option("--disable-hook", a->disable_hooks,
+                    "leave out a hook: update-ldcache or all (repeatable)");
     cmd->callback([a, &ctx] { finish(generate(ctx, *a)); });
 }
 
@@ -153,7 +162,8 @@ void warn_version(const std::string& file, const inject::cdi::Spec& spec) {
                   << "' is newer than podman 4.3.1 accepts (up to " << kPodman43MaxVersion << ")\n";
 }
 
-int validate(Context& ctx, const std::vector<std::string>& files, const std::vector<std::string>& dirs_given) {
+int validate(Context& ctx, const std::vector<std::string>& files,
+             const std::vector<std::string>& dirs_given) {
     std::size_t problems = 0;
     if (!files.empty()) {
         for (const auto& f : files) {
@@ -183,18 +193,21 @@ int validate(Context& ctx, const std::vector<std::string>& files, const std::vec
 }
 
 void register_cdi(CLI::App& app, Context& ctx) {
-    auto* cdi = app.add_subcommand("cdi", "Container Device Interface specs: generate, list, validate");
+    auto* cdi =
+        app.add_subcommand("cdi", "Container Device Interface specs: generate, list, validate");
     cdi->require_subcommand(1);
     add_generate(*cdi, "generate", "write the CDI spec for the Enflame cards of this host", ctx);
 
     auto list_dirs = std::make_shared<std::vector<std::string>>();
-    auto* ls = cdi->add_subcommand("list", "print the fully qualified CDI device names in the spec dirs");
+    auto* ls =
+        cdi->add_subcommand("list", "print the fully qualified CDI device names in the spec dirs");
     ls->add_option("--spec-dir", *list_dirs, "spec dir (repeatable; default: config spec-dirs)");
     ls->callback([list_dirs, &ctx] { throw Exit{list(ctx, *list_dirs)}; });
 
     auto files = std::make_shared<std::vector<std::string>>();
     auto val_dirs = std::make_shared<std::vector<std::string>>();
-    auto* val = cdi->add_subcommand("validate", "check CDI spec files; print every problem, exit 1 if any");
+    auto* val =
+        cdi->add_subcommand("validate", "check CDI spec files; print every problem, exit 1 if any");
     val->add_option("files", *files, "spec files (default: every spec in the spec dirs)");
     val->add_option("--spec-dir", *val_dirs, "spec dir (repeatable; default: config spec-dirs)");
     val->callback([files, val_dirs, &ctx] { throw Exit{validate(ctx, *files, *val_dirs)}; });

@@ -2,16 +2,14 @@
 // `enflame-ctk doctor`: why a container would not get its card on this host. The checks are
 // inject::doctor's; this file gathers the options (config, flags, PATH) and prints the lines,
 // as text for people or `--format json` for scripts. Exit 0 all ok, 1 warnings, 2 failures.
-#include "context.hpp"
-
-#include "inject/doctor.hpp"
-#include "inject/fs.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "context.hpp"
+#include "inject/doctor.hpp"
+#include "inject/fs.hpp"
 
 namespace ctk {
 namespace {
@@ -30,7 +28,8 @@ struct DoctorArgs {
 
 std::vector<std::string> split_path(const char* path) {
     std::vector<std::string> out;
-    std::string p = path != nullptr ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    std::string p =
+        path != nullptr ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (std::size_t start = 0;;) {
         const auto colon = p.find(':', start);
         if (auto dir = p.substr(start, colon - start); !dir.empty()) out.push_back(dir);
@@ -41,15 +40,19 @@ std::vector<std::string> split_path(const char* path) {
 }
 
 // Applies ENGINE=PATH settings to the engines' `field`.
-inject::Result<void> set_engine_paths(std::vector<doc::Engine>& engines, const std::vector<std::string>& settings,
+inject::Result<void> set_engine_paths(std::vector<doc::Engine>& engines,
+                                      const std::vector<std::string>& settings,
                                       std::string doc::Engine::*field, const std::string& flag) {
     for (const auto& s : settings) {
         const auto eq = s.find('=');
-        auto it = std::find_if(engines.begin(), engines.end(),
-                               [&](const doc::Engine& e) { return eq != std::string::npos && e.name == s.substr(0, eq); });
+        auto it = std::find_if(engines.begin(), engines.end(), [&](const doc::Engine& e) {
+            return eq != std::string::npos && e.name == s.substr(0, eq);
+        });
         if (it == engines.end())
-            return inject::fail(inject::Errc::InvalidInput,
-                                flag + " '" + s + "': want ENGINE=PATH with ENGINE docker, containerd, crio or podman");
+            return inject::fail(
+                inject::Errc::InvalidInput,
+                flag + " '" + s +
+                    "': want ENGINE=PATH with ENGINE docker, containerd, crio or podman");
         (*it).*field = s.substr(eq + 1);
     }
     return inject::ok();
@@ -63,7 +66,8 @@ inject::Result<doc::Options> options(Context& ctx, const DoctorArgs& a) {
     } else {
         o.config_error = cfg.error();
     }
-    auto override_with = [&](std::string& field, const std::string& value, const char* key, const char* flag) {
+    auto override_with = [&](std::string& field, const std::string& value, const char* key,
+                             const char* flag) {
         if (value.empty()) return;
         field = value;
         o.flag_overrides.emplace_back(key, flag);
@@ -76,8 +80,10 @@ inject::Result<doc::Options> options(Context& ctx, const DoctorArgs& a) {
     }
     o.path = split_path(std::getenv("PATH"));
     o.timeout = std::chrono::milliseconds(a.timeout_ms);
-    INJECT_TRY_VOID(set_engine_paths(o.engines, a.runtime_configs, &doc::Engine::config, "--runtime-config"));
-    INJECT_TRY_VOID(set_engine_paths(o.engines, a.runtime_sockets, &doc::Engine::socket, "--runtime-socket"));
+    INJECT_TRY_VOID(
+        set_engine_paths(o.engines, a.runtime_configs, &doc::Engine::config, "--runtime-config"));
+    INJECT_TRY_VOID(
+        set_engine_paths(o.engines, a.runtime_sockets, &doc::Engine::socket, "--runtime-socket"));
     if (!a.runtimes.empty()) {
         std::erase_if(o.engines, [&](const doc::Engine& e) {
             return std::find(a.runtimes.begin(), a.runtimes.end(), e.name) == a.runtimes.end();
@@ -97,7 +103,8 @@ void print_text(const std::vector<doc::Check>& checks) {
         std::string name = c.name;
         name.resize(width + 2, ' ');
         std::cout << status << name << c.seen << "\n";
-        if (!c.fix.empty()) std::cout << std::string(5 + width + 2, ' ') << "fix: " << c.fix << "\n";
+        if (!c.fix.empty())
+            std::cout << std::string(5 + width + 2, ' ') << "fix: " << c.fix << "\n";
     }
     std::cout << n[0] << " ok, " << n[1] << (n[1] == 1 ? " warning, " : " warnings, ") << n[2]
               << (n[2] == 1 ? " failure\n" : " failures\n");
@@ -106,8 +113,12 @@ void print_text(const std::vector<doc::Check>& checks) {
 void print_json(const std::vector<doc::Check>& checks) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& c : checks)
-        list.push_back({{"name", c.name}, {"status", doc::status_name(c.status)}, {"seen", c.seen}, {"fix", c.fix}});
-    const nlohmann::ordered_json j = {{"checks", std::move(list)}, {"exit_code", doc::exit_code(checks)}};
+        list.push_back({{"name", c.name},
+                        {"status", doc::status_name(c.status)},
+                        {"seen", c.seen},
+                        {"fix", c.fix}});
+    const nlohmann::ordered_json j = {{"checks", std::move(list)},
+                                      {"exit_code", doc::exit_code(checks)}};
     std::cout << j.dump(2) << "\n";
 }
 
@@ -115,27 +126,38 @@ int run(Context& ctx, const DoctorArgs& a) {
     auto o = options(ctx, a);
     if (!o) return report(o.error()) + 1;  // a bad flag is not a host failure, but not ok either
     const auto checks = doc::run_all(*o);
-    if (a.format == "json") print_json(checks);
-    else print_text(checks);
+    if (a.format == "json")
+        print_json(checks);
+    else
+        print_text(checks);
     std::cout.flush();
     return doc::exit_code(checks);
 }
 
 void register_doctor(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<DoctorArgs>();
-    auto* cmd = app.add_subcommand("doctor", "check why a container would not get its Enflame card; exit 0 ok, "
-                                             "1 warnings, 2 failures");
-    cmd->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-    cmd->add_option("--driver-root", a->driver_root, "where efsmi, libefml and sys/ are (default: config)");
+    auto* cmd =
+        app.add_subcommand("doctor",
+                           "check why a container would not get its Enflame card; exit 0 ok, "
+                           "1 warnings, 2 failures");
+    cmd->add_option("--format", a->format, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    cmd->add_option("--driver-root", a->driver_root,
+                    "where efsmi, libefml and sys/ are (default: config)");
     cmd->add_option("--dev-root", a->dev_root, "where dev/gcu* are (default: config)");
-    cmd->add_option("--spec-dir", a->spec_dirs, "CDI spec dir (repeatable; default: config spec-dirs)");
-    cmd->add_option("--runtime", a->runtimes, "check only these engines: docker, containerd, crio, podman (repeatable)")
+    cmd->add_option("--spec-dir", a->spec_dirs,
+                    "CDI spec dir (repeatable; default: config spec-dirs)");
+    cmd->add_option("--runtime", a->runtimes,
+                    "check only these engines: docker, containerd, crio, podman (repeatable)")
         ->check(CLI::IsMember({"docker", "containerd", "crio", "podman"}));
     cmd->add_option("--runtime-config", a->runtime_configs,
                     "ENGINE=PATH: the engine's config file (default: its usual path; repeatable)");
-    cmd->add_option("--runtime-socket", a->runtime_sockets,
-                    "ENGINE=PATH: the engine's daemon socket (default: its usual path; repeatable)");
-    cmd->add_option("--timeout-ms", a->timeout_ms, "limit for each engine's --version and socket connect")
+    cmd->add_option(
+        "--runtime-socket", a->runtime_sockets,
+        "ENGINE=PATH: the engine's daemon socket (default: its usual path; repeatable)");
+    cmd->add_option("--timeout-ms", a->timeout_ms,
+                    "limit for each engine's --version and socket connect")
         ->capture_default_str();
     cmd->callback([&ctx, a] { throw Exit{run(ctx, *a)}; });
 }

@@ -4,16 +4,15 @@
 // on stdin; the cwd is the rootfs (runc) or the bundle (crun), so the rootfs is derived from the
 // state's bundle and config.json's root.path, never from the cwd. Every file operation is
 // in-root (inject/mount.hpp); ldconfig is the host's, in the sandbox (inject/sandbox.hpp).
-#include "context.hpp"
-
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "inject/mount.hpp"
-
 #include <unistd.h>
 
 #include <iostream>
 #include <memory>
+
+#include "context.hpp"
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/mount.hpp"
 
 namespace ctk {
 namespace {
@@ -59,9 +58,12 @@ inject::Result<void> create_symlinks(const HookArgs& a) {
     for (const auto& l : a.links) {
         auto sep = l.find("::");
         if (sep == std::string::npos || sep == 0 || sep + 2 >= l.size())
-            return inject::fail(inject::Errc::InvalidInput, "--link '" + l + "': want TARGET::LINK");
+            return inject::fail(inject::Errc::InvalidInput,
+                                "--link '" + l + "': want TARGET::LINK");
         const std::string link = l.substr(sep + 2);
-        if (link.front() != '/') return inject::fail(inject::Errc::InvalidInput, "--link '" + l + "': LINK must be absolute");
+        if (link.front() != '/')
+            return inject::fail(inject::Errc::InvalidInput,
+                                "--link '" + l + "': LINK must be absolute");
         auto r = inject::fs::symlink_in_root(root.get(), l.substr(0, sep), link);
         if (!r) return inject::fail(std::move(r).error().context("creating symlinks in " + rootfs));
     }
@@ -77,7 +79,8 @@ inject::Result<void> chmod_paths(const HookArgs& a) {
         used = 0;
     }
     if (used == 0 || used != a.mode.size() || mode > 07777)
-        return inject::fail(inject::Errc::InvalidInput, "--mode '" + a.mode + "': want an octal mode such as 755");
+        return inject::fail(inject::Errc::InvalidInput,
+                            "--mode '" + a.mode + "': want an octal mode such as 755");
     INJECT_TRY(std::string rootfs, rootfs_from_stdin(a.rootfs));
     INJECT_TRY(auto root, inject::fs::open_root(rootfs));
     for (const auto& p : a.paths) {
@@ -93,9 +96,11 @@ void register_hook(CLI::App& app, Context& ctx) {
     hook->require_subcommand(1);
     const char* rootfs_help = "act on this rootfs instead of the one the OCI state on stdin names";
 
-    auto* ld = hook->add_subcommand("update-ldcache", "index library folders with the host's sandboxed ldconfig");
+    auto* ld = hook->add_subcommand("update-ldcache",
+                                    "index library folders with the host's sandboxed ldconfig");
     ld->add_option("--folder", args->folders, "library folder in the container")->required();
-    ld->add_option("--ldconfig-path", args->ldconfig, "ldconfig to run ('@' = host path; default from config)");
+    ld->add_option("--ldconfig-path", args->ldconfig,
+                   "ldconfig to run ('@' = host path; default from config)");
     ld->add_option("--rootfs", args->rootfs, rootfs_help);
     ld->callback([args, &ctx] { finish(update_ldcache(ctx, *args)); });
 
@@ -104,7 +109,8 @@ void register_hook(CLI::App& app, Context& ctx) {
     sl->add_option("--rootfs", args->rootfs, rootfs_help);
     sl->callback([args] { finish(create_symlinks(*args)); });
 
-    auto* cm = hook->add_subcommand("chmod", "change the mode of paths inside the rootfs (never through a symlink)");
+    auto* cm = hook->add_subcommand(
+        "chmod", "change the mode of paths inside the rootfs (never through a symlink)");
     cm->add_option("--mode", args->mode, "octal mode")->required();
     cm->add_option("--path", args->paths, "container path")->required();
     cm->add_option("--rootfs", args->rootfs, rootfs_help);

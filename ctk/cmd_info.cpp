@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // `enflame-ctk info`: what discovery finds on this host, which backend answered and why the
 // earlier ones did not. Text for people, `--format json` (stable keys) for scripts and tests.
-#include "context.hpp"
-
-#include "inject/discover.hpp"
-#include "inject/efml.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "context.hpp"
+#include "inject/discover.hpp"
+#include "inject/efml.hpp"
 
 namespace ctk {
 namespace {
@@ -32,8 +30,9 @@ std::string octal(std::uint32_t mode) {
 }
 
 Json node_json(const inject::device::DeviceNode& n) {
-    return Json{{"path", n.path}, {"host_path", n.host_path}, {"major", n.major}, {"minor", n.minor},
-                {"mode", octal(n.mode)}, {"uid", n.uid}, {"gid", n.gid}};
+    return Json{{"path", n.path},   {"host_path", n.host_path}, {"major", n.major},
+                {"minor", n.minor}, {"mode", octal(n.mode)},    {"uid", n.uid},
+                {"gid", n.gid}};
 }
 
 Json host_json(const inject::device::Host& h) {
@@ -65,8 +64,11 @@ Json host_json(const inject::device::Host& h) {
     }
     Json profiles = Json::array();
     for (const auto& p : h.drs_profiles)
-        profiles.push_back({{"id", p.id}, {"name", p.name}, {"max_instances", p.max_instances},
-                            {"memory_bytes", p.memory_bytes}, {"sips", p.sips}});
+        profiles.push_back({{"id", p.id},
+                            {"name", p.name},
+                            {"max_instances", p.max_instances},
+                            {"memory_bytes", p.memory_bytes},
+                            {"sips", p.sips}});
     return Json{{"backend", h.backend},
                 {"fallbacks", h.fallbacks},
                 {"driver_version", h.driver_version},
@@ -76,10 +78,13 @@ Json host_json(const inject::device::Host& h) {
 }
 
 std::string mib(std::uint64_t bytes) {
-    return bytes % (1ULL << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + " B";
+    return bytes % (1ULL << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                     : std::to_string(bytes) + " B";
 }
 
-std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s; }
+std::string or_unknown(const std::string& s) {
+    return s.empty() ? "unknown" : s;
+}
 
 void print_text(const inject::device::Host& h) {
     std::cout << "backend: " << h.backend << "\n";
@@ -91,22 +96,24 @@ void print_text(const inject::device::Host& h) {
     else
         std::cout << "control node: none\n";
     for (const auto& p : h.drs_profiles)
-        std::cout << "DRS profile " << p.id << ": " << p.name << " (up to " << p.max_instances << ", "
-                  << mib(p.memory_bytes) << ")\n";
+        std::cout << "DRS profile " << p.id << ": " << p.name << " (up to " << p.max_instances
+                  << ", " << mib(p.memory_bytes) << ")\n";
     std::cout << h.devices.size() << (h.devices.size() == 1 ? " card" : " cards") << "\n";
     for (const auto& d : h.devices) {
         std::cout << "GCU " << d.index << ": " << or_unknown(d.product);
         if (!d.architecture.empty()) std::cout << " (" << d.architecture << ", " << d.family << ")";
-        std::cout << "\n    uuid " << or_unknown(d.uuid) << ", serial " << or_unknown(d.serial) << "\n"
-                  << "    node " << d.node.path << " (" << d.node.major << ":" << d.node.minor << ", host "
-                  << d.node.host_path << ", minor " << d.minor << ")\n"
+        std::cout << "\n    uuid " << or_unknown(d.uuid) << ", serial " << or_unknown(d.serial)
+                  << "\n"
+                  << "    node " << d.node.path << " (" << d.node.major << ":" << d.node.minor
+                  << ", host " << d.node.host_path << ", minor " << d.minor << ")\n"
                   << "    bus " << or_unknown(d.pci_bus_id) << ", numa "
-                  << (d.numa_node < 0 ? std::string("unknown") : std::to_string(d.numa_node)) << ", memory "
-                  << mib(d.memory_bytes) << ", health "
+                  << (d.numa_node < 0 ? std::string("unknown") : std::to_string(d.numa_node))
+                  << ", memory " << mib(d.memory_bytes) << ", health "
                   << (d.healthy ? (*d.healthy ? "ok" : "FAILED") : "unknown") << ", driver "
                   << or_unknown(d.driver_version) << "\n";
         for (const auto& i : d.drs_instances)
-            std::cout << "    DRS " << i.instance_id << ": " << i.profile << " " << inject::device::drs_address(i) << "\n";
+            std::cout << "    DRS " << i.instance_id << ": " << i.profile << " "
+                      << inject::device::drs_address(i) << "\n";
     }
 }
 
@@ -125,7 +132,8 @@ void print_efml(const Json& e) {
         return;
     }
     std::cout << "libefml: " << e["path"].get<std::string>();
-    if (e["missing"].empty()) std::cout << " (every known call)\n";
+    if (e["missing"].empty())
+        std::cout << " (every known call)\n";
     else {
         std::cout << " lacks";
         for (const auto& m : e["missing"]) std::cout << " " << m.get<std::string>();
@@ -165,7 +173,8 @@ void register_info(CLI::App& app, Context& ctx) {
     cmd->add_option("--format", args->format, "text or json")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
-    cmd->add_option("--driver-root", args->driver_root, "where efsmi, libefml and sys/ are (default: config)");
+    cmd->add_option("--driver-root", args->driver_root,
+                    "where efsmi, libefml and sys/ are (default: config)");
     cmd->add_option("--dev-root", args->dev_root, "where dev/gcu* are (default: config)");
     cmd->add_flag("--no-drs", args->no_drs, "do not ask efsmi for DRS profiles and instances");
     cmd->callback([&ctx, args] { run(ctx, *args); });

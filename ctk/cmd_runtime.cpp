@@ -33,7 +33,8 @@ std::string default_runtime_path() {
 /// there are several).
 void print_plan(const HostRoot& root, const std::vector<Change>& changes) {
     for (const auto& c : changes) {
-        if (changes.size() > 1) std::cout << "# " << root.show(c.path) << (c.remove ? " (removed)" : "") << "\n";
+        if (changes.size() > 1)
+            std::cout << "# " << root.show(c.path) << (c.remove ? " (removed)" : "") << "\n";
         if (!c.remove) std::cout << c.content;
     }
 }

@@ -4,14 +4,13 @@
 // What every enflame-ctk command shares: global flags, the configuration (loaded on first
 // use, so commands that do not need it never read it), and command registration.
 
-#include "inject/config.hpp"
-#include "inject/result.hpp"
-
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <optional>
 #include <string>
+
+#include "inject/config.hpp"
+#include "inject/result.hpp"
 
 namespace ctk {
 

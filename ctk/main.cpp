@@ -2,11 +2,6 @@
 // enflame-ctk: the operator's command line. Commands live one group per file and register
 // themselves; this file parses global flags, sets up logging (stderr only: stdout carries
 // command output such as a CDI spec), and turns errors into exit codes.
-#include "context.hpp"
-
-#include "inject/config_path.hpp"
-#include "inject/version.hpp"
-
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +10,10 @@
 #include <iostream>
 #include <utility>
 #include <vector>
+
+#include "context.hpp"
+#include "inject/config_path.hpp"
+#include "inject/version.hpp"
 
 namespace ctk {
 namespace {
@@ -26,7 +25,9 @@ std::vector<std::pair<int, RegisterFn>>& registry() {
 
 }  // namespace
 
-Registrar::Registrar(int order, RegisterFn fn) { registry().emplace_back(order, fn); }
+Registrar::Registrar(int order, RegisterFn fn) {
+    registry().emplace_back(order, fn);
+}
 
 inject::Result<inject::config::Config> Context::config() {
     if (!cfg_) {
@@ -46,17 +47,23 @@ int report(const inject::Error& e) {
 int main(int argc, char** argv) try {
     ctk::Context ctx;
     {
-        auto [path, given] = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+        auto [path, given] = inject::config::config_path_from_env(
+            std::getenv(std::string(inject::config::kPathEnv).c_str()));
         ctx.config_path = std::move(path);
         ctx.config_path_given = given;
     }
     CLI::App app{"enflame-ctk: set up containers for Enflame GCU accelerators", "enflame-ctk"};
     app.require_subcommand(1);
-    app.set_version_flag("--version",
-                         std::string("enflame-ctk ") + inject::kVersion + " (" + inject::kGitRevision + ")");
+    app.set_version_flag("--version", std::string("enflame-ctk ") + inject::kVersion + " (" +
+                                          inject::kGitRevision + ")");
     app.add_option_function<std::string>(
-        "--config", [&ctx](const std::string& p) { ctx.config_path = p; ctx.config_path_given = true; },
-        "configuration file (default: $ENFLAME_CTK_CONFIG or /etc/enflame-container-runtime/config.toml)");
+        "--config",
+        [&ctx](const std::string& p) {
+            ctx.config_path = p;
+            ctx.config_path_given = true;
+        },
+        "configuration file (default: $ENFLAME_CTK_CONFIG or "
+        "/etc/enflame-container-runtime/config.toml)");
     app.add_flag("-d,--debug", ctx.debug, "log debug detail on stderr");
 
     auto& cmds = ctk::registry();

@@ -16,14 +16,6 @@
 // extended on v2), then the host's ldconfig in the sandbox unless the container's ld.so.cache
 // already resolves every mounted library. Fails closed: any error is exit 1 with one line on
 // stderr (runc folds it into its own error); details go to the config's log-file.
-#include "inject/config.hpp"
-#include "inject/config_path.hpp"
-#include "inject/hook.hpp"
-#include "inject/log.hpp"
-#include "inject/request.hpp"
-#include "inject/request_edits.hpp"
-#include "inject/version.hpp"
-
 #include <signal.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/null_sink.h>
@@ -37,6 +29,14 @@
 #include <iostream>
 #include <set>
 #include <string>
+
+#include "inject/config.hpp"
+#include "inject/config_path.hpp"
+#include "inject/hook.hpp"
+#include "inject/log.hpp"
+#include "inject/request.hpp"
+#include "inject/request_edits.hpp"
+#include "inject/version.hpp"
 
 namespace {
 
@@ -53,7 +53,9 @@ void setup_logging(const inject::config::Config& cfg) {
             logger.reset();  // an unwritable debug log never stops a container
         }
     }
-    if (!logger) logger = std::make_shared<spdlog::logger>("hook", std::make_shared<spdlog::sinks::null_sink_st>());
+    if (!logger)
+        logger = std::make_shared<spdlog::logger>("hook",
+                                                  std::make_shared<spdlog::sinks::null_sink_st>());
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f %P %l: %v");
     spdlog::set_default_logger(logger);
 }
@@ -70,7 +72,8 @@ Libraries libraries(const inject::cdi::ContainerEdits& edits) {
     std::set<std::string> seen;
     for (const auto& m : edits.mounts) {
         auto slash = m.container_path.rfind('/');
-        if (slash == std::string::npos || m.container_path.find(".so", slash) == std::string::npos) continue;
+        if (slash == std::string::npos || m.container_path.find(".so", slash) == std::string::npos)
+            continue;
         out.files.push_back({m.host_path, m.container_path});
         std::string dir = slash == 0 ? "/" : m.container_path.substr(0, slash);
         if (seen.insert(dir).second) out.folders.push_back(dir);
@@ -81,36 +84,45 @@ Libraries libraries(const inject::cdi::ContainerEdits& edits) {
 // The env of the edits (a DRS instance's TOPS_VISIBLE_DEVICES) must already be the container's
 // (the shim's legacy mode writes it into config.json): a hook cannot set env, and without it
 // the container would use the whole parent card. Fails closed.
-inject::Result<void> env_already_set(const std::vector<std::string>& want, const std::vector<std::string>& env) {
+inject::Result<void> env_already_set(const std::vector<std::string>& want,
+                                     const std::vector<std::string>& env) {
     for (const auto& kv : want) {
         const std::string key = kv.substr(0, kv.find('=') + 1);
         // The last entry of a key wins, as in execve.
-        auto it = std::find_if(env.rbegin(), env.rend(), [&](const std::string& e) { return e.starts_with(key); });
+        auto it = std::find_if(env.rbegin(), env.rend(),
+                               [&](const std::string& e) { return e.starts_with(key); });
         if (it == env.rend() || *it != kv)
-            return inject::fail(inject::Errc::Unsupported,
-                                "the request needs " + kv + " in the container's env, which a hook cannot set: run the "
-                                "container with enflame-container-runtime, or set it in the container's env");
+            return inject::fail(
+                inject::Errc::Unsupported,
+                "the request needs " + kv +
+                    " in the container's env, which a hook cannot set: run the "
+                    "container with enflame-container-runtime, or set it in the container's env");
     }
     return inject::ok();
 }
 
 long long since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                 t0)
+        .count();
 }
 
 Result<void> run(const std::string& stage) {
     using namespace inject;
     // The hook's own environment is what the runtime gives it (hook.env); only the config path
     // is read from it. The container's env is read from config.json for the request only.
-    const auto cfg_path = config::config_path_from_env(std::getenv(std::string(config::kPathEnv).c_str()));
+    const auto cfg_path =
+        config::config_path_from_env(std::getenv(std::string(config::kPathEnv).c_str()));
     INJECT_TRY(config::Config cfg, config::load_file(cfg_path.path, !cfg_path.given));
     setup_logging(cfg);
     const auto t0 = std::chrono::steady_clock::now();
     INJECT_TRY(std::string text, inject::hook::read_state(0));
     INJECT_TRY(hook::State state, hook::parse_state(text, true));
-    log::debug("{} hook: container {} status {} pid {} bundle {}", stage, state.id, state.status, state.pid, state.bundle);
+    log::debug("{} hook: container {} status {} pid {} bundle {}", stage, state.id, state.status,
+               state.pid, state.bundle);
     INJECT_TRY(hook::Bundle bundle, hook::load_bundle(state.bundle));
-    INJECT_TRY(request::Request req, request::request_of(cfg, bundle.env, bundle.annotations, bundle.privileged));
+    INJECT_TRY(request::Request req,
+               request::request_of(cfg, bundle.env, bundle.annotations, bundle.privileged));
     if (req.empty()) {
         log::debug("no request: nothing to do");
         return ok();
@@ -141,7 +153,8 @@ Result<void> run(const std::string& stage) {
     if (libs.folders.empty()) {
         INJECT_TRY_CTX(hook::apply_edits(state.pid, bundle.rootfs, edits), ctx);
     } else {
-        auto r = hook::apply_edits_and_prepare_ldcache(state.pid, bundle.rootfs, edits, lo, libs.files);
+        auto r =
+            hook::apply_edits_and_prepare_ldcache(state.pid, bundle.rootfs, edits, lo, libs.files);
         if (!r) return fail(std::move(r).error().context(ctx));
         need_ldconfig = *r;
     }
@@ -149,7 +162,8 @@ Result<void> run(const std::string& stage) {
     INJECT_TRY_CTX(hook::allow_devices(state.pid, edits.device_nodes, bundle.device_rules),
                    "device cgroup of container " + state.id);
     if (need_ldconfig) {
-        INJECT_TRY_CTX(hook::run_ldconfig(bundle.rootfs, lo), "updating the ldcache of container " + state.id);
+        INJECT_TRY_CTX(hook::run_ldconfig(bundle.rootfs, lo),
+                       "updating the ldcache of container " + state.id);
     }
     log::info("container {}: {} device nodes, {} mounts, {} library folders in {} us", state.id,
               edits.device_nodes.size(), edits.mounts.size(), libs.folders.size(), since(t0));
@@ -161,12 +175,15 @@ Result<void> run(const std::string& stage) {
 int main(int argc, char** argv) try {
     const std::string stage = argc > 1 ? argv[1] : "";
     if (stage == "--version") {
-        std::cout << "enflame-container-runtime-hook " << inject::kVersion << " (" << inject::kGitRevision << ")\n";
+        std::cout << "enflame-container-runtime-hook " << inject::kVersion << " ("
+                  << inject::kGitRevision << ")\n";
         return 0;
     }
-    if (stage == "poststart" || stage == "poststop") return 0;  // nothing to undo: mounts die with the namespace
+    if (stage == "poststart" || stage == "poststop")
+        return 0;  // nothing to undo: mounts die with the namespace
     if (argc != 2 || (stage != "prestart" && stage != "createRuntime")) {
-        std::cerr << "error: usage: enflame-container-runtime-hook prestart|createRuntime (OCI state on stdin)\n";
+        std::cerr << "error: usage: enflame-container-runtime-hook prestart|createRuntime (OCI "
+                     "state on stdin)\n";
         return 2;
     }
     auto r = run(stage);

@@ -8,10 +8,11 @@ namespace shim {
 namespace {
 
 // runc 1.1's global flags that take a value; every other global flag is a boolean.
-constexpr std::array<std::string_view, 5> kGlobalValueFlags{"root", "log", "log-format", "rootless", "criu"};
+constexpr std::array<std::string_view, 5> kGlobalValueFlags{"root", "log", "log-format", "rootless",
+                                                            "criu"};
 // create/run flags that take a value.
-constexpr std::array<std::string_view, 5> kCreateValueFlags{"bundle", "b", "console-socket", "pid-file",
-                                                            "preserve-fds"};
+constexpr std::array<std::string_view, 5> kCreateValueFlags{"bundle", "b", "console-socket",
+                                                            "pid-file", "preserve-fds"};
 
 template <std::size_t N>
 bool contains(const std::array<std::string_view, N>& a, std::string_view s) {
@@ -45,13 +46,21 @@ RuncArgs scan_args(const std::vector<std::string_view>& args) {
     for (; i < args.size(); ++i) {
         auto f = as_flag(args[i]);
         if (!f) break;
-        if (f->name.empty()) { ++i; break; }  // "--": the subcommand follows
+        if (f->name.empty()) {
+            ++i;
+            break;
+        }  // "--": the subcommand follows
         std::optional<std::string_view> value = f->value;
-        if (contains(kGlobalValueFlags, f->name) && !value && i + 1 < args.size()) value = args[++i];
-        if (f->name == "log" && value) out.log_path = std::string(*value);
-        else if (f->name == "log-format" && value) out.log_format = std::string(*value);
-        else if (f->name == "debug") out.debug = !f->value || *f->value != "false";
-        else if (f->name == "version" || f->name == "v") out.version = true;
+        if (contains(kGlobalValueFlags, f->name) && !value && i + 1 < args.size())
+            value = args[++i];
+        if (f->name == "log" && value)
+            out.log_path = std::string(*value);
+        else if (f->name == "log-format" && value)
+            out.log_format = std::string(*value);
+        else if (f->name == "debug")
+            out.debug = !f->value || *f->value != "false";
+        else if (f->name == "version" || f->name == "v")
+            out.version = true;
     }
     if (i >= args.size()) return out;
     out.command = std::string(args[i]);
@@ -68,7 +77,8 @@ RuncArgs scan_args(const std::vector<std::string_view>& args) {
             break;
         }
         std::optional<std::string_view> value = f->value;
-        if (contains(kCreateValueFlags, f->name) && !value && i + 1 < args.size()) value = args[++i];
+        if (contains(kCreateValueFlags, f->name) && !value && i + 1 < args.size())
+            value = args[++i];
         if ((f->name == "bundle" || f->name == "b") && value) out.bundle = std::string(*value);
     }
     return out;

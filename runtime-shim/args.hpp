@@ -12,14 +12,14 @@ namespace shim {
 
 /// What the shim needs from runc's argv.
 struct RuncArgs {
-    std::string log_path;             ///< --log
-    std::string log_format = "text";  ///< --log-format (text | json)
-    bool debug = false;               ///< --debug
-    bool version = false;             ///< --version / -v before any subcommand
-    std::string command;              ///< the subcommand ("create", "state", ...), empty if none
-    std::size_t command_index = 0;    ///< its position in argv
+    std::string log_path;               ///< --log
+    std::string log_format = "text";    ///< --log-format (text | json)
+    bool debug = false;                 ///< --debug
+    bool version = false;               ///< --version / -v before any subcommand
+    std::string command;                ///< the subcommand ("create", "state", ...), empty if none
+    std::size_t command_index = 0;      ///< its position in argv
     std::optional<std::string> bundle;  ///< --bundle / -b of create/run (absent = cwd)
-    std::string container_id;         ///< the first positional argument after the subcommand
+    std::string container_id;           ///< the first positional argument after the subcommand
 
     /// create and run edit the bundle; everything else passes through.
     [[nodiscard]] bool edits_bundle() const { return command == "create" || command == "run"; }

@@ -36,12 +36,13 @@ struct Outcome {
 
 /// Edits `<bundle>/config.json` for the request it carries. A container that asks for nothing
 /// leaves the file untouched (not even rewritten). Any error leaves it untouched too.
-[[nodiscard]] inject::Result<Outcome> prepare_bundle(const inject::config::Config& cfg, const std::string& bundle,
-                                                     const ShimEnv& env, RuncLog& log);
+[[nodiscard]] inject::Result<Outcome> prepare_bundle(const inject::config::Config& cfg,
+                                                     const std::string& bundle, const ShimEnv& env,
+                                                     RuncLog& log);
 
 /// The edits for a request in the configured mode (exposed for tests).
-[[nodiscard]] inject::Result<inject::cdi::ContainerEdits> build_edits(const inject::config::Config& cfg,
-                                                                      const inject::request::Request& req,
-                                                                      const ShimEnv& env, RuncLog& log);
+[[nodiscard]] inject::Result<inject::cdi::ContainerEdits> build_edits(
+    const inject::config::Config& cfg, const inject::request::Request& req, const ShimEnv& env,
+    RuncLog& log);
 
 }  // namespace shim

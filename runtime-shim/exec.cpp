@@ -9,7 +9,8 @@
 namespace shim {
 namespace {
 
-constexpr std::string_view kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr std::string_view kDefaultPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 bool is_executable_file(const std::string& p, const struct stat* self) {
     struct stat st {};
@@ -20,8 +21,8 @@ bool is_executable_file(const std::string& p, const struct stat* self) {
 
 }  // namespace
 
-inject::Result<std::string> find_runtime(const std::vector<std::string>& runtimes, std::string_view path_env,
-                                         const std::string& self_exe) {
+inject::Result<std::string> find_runtime(const std::vector<std::string>& runtimes,
+                                         std::string_view path_env, const std::string& self_exe) {
     struct stat self {};
     const struct stat* self_p = ::stat(self_exe.c_str(), &self) == 0 ? &self : nullptr;
     if (path_env.empty()) path_env = kDefaultPath;
@@ -45,9 +46,10 @@ inject::Result<std::string> find_runtime(const std::vector<std::string>& runtime
             dirs.remove_prefix(colon + 1);
         }
     }
-    return inject::fail(inject::Errc::NotFound, "no low-level runtime found: tried " +
-                                                    (tried.empty() ? std::string("nothing") : tried) +
-                                                    " (PATH=" + std::string(path_env) + ")");
+    return inject::fail(inject::Errc::NotFound,
+                        "no low-level runtime found: tried " +
+                            (tried.empty() ? std::string("nothing") : tried) +
+                            " (PATH=" + std::string(path_env) + ")");
 }
 
 inject::Error exec_runtime(const std::string& runtime, int argc, char** argv, char** envp) {

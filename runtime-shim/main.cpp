@@ -5,15 +5,6 @@
 //
 // Hot path discipline (docs/budgets.md, the shim): a passthrough command scans argv, reads the
 // small config and execs; nothing else. Nothing is ever written to stdout except for --version.
-#include "args.hpp"
-#include "create.hpp"
-#include "exec.hpp"
-#include "runc_log.hpp"
-
-#include "inject/config.hpp"
-#include "inject/config_path.hpp"
-#include "inject/version.hpp"
-
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -22,6 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+
+#include "args.hpp"
+#include "create.hpp"
+#include "exec.hpp"
+#include "inject/config.hpp"
+#include "inject/config_path.hpp"
+#include "inject/version.hpp"
+#include "runc_log.hpp"
 
 extern char** environ;
 
@@ -37,11 +36,19 @@ protected:
     void sink_it_(const spdlog::details::log_msg& msg) override {
         const std::string_view text(msg.payload.data(), msg.payload.size());
         switch (msg.level) {
-        case spdlog::level::trace:
-        case spdlog::level::debug: log_.debug(text); break;
-        case spdlog::level::info: log_.info(text); break;
-        case spdlog::level::warn: log_.warn(text); break;
-        default: log_.error(text); break;
+            case spdlog::level::trace:
+            case spdlog::level::debug:
+                log_.debug(text);
+                break;
+            case spdlog::level::info:
+                log_.info(text);
+                break;
+            case spdlog::level::warn:
+                log_.warn(text);
+                break;
+            default:
+                log_.error(text);
+                break;
         }
     }
     void flush_() override {}
@@ -51,7 +58,8 @@ private:
 };
 
 void route_library_logs(shim::RuncLog& log) {
-    auto logger = std::make_shared<spdlog::logger>("enflame-container-runtime", std::make_shared<ForwardSink>(log));
+    auto logger = std::make_shared<spdlog::logger>("enflame-container-runtime",
+                                                   std::make_shared<ForwardSink>(log));
     logger->set_level(log.debug_enabled() ? spdlog::level::debug : spdlog::level::info);
     spdlog::set_default_logger(std::move(logger));
 }
@@ -100,7 +108,8 @@ int run(int argc, char** argv) {
         if (::write(1, v.data(), v.size()) < 0) return 1;
     }
 
-    const auto cfg_path = inject::config::config_path_from_env(std::getenv(std::string(inject::config::kPathEnv).c_str()));
+    const auto cfg_path = inject::config::config_path_from_env(
+        std::getenv(std::string(inject::config::kPathEnv).c_str()));
     auto cfg = inject::config::load_file(cfg_path.path, !cfg_path.given);
     if (!cfg) die(log, std::move(cfg).error().context("loading the configuration"));
     log.open_debug_log(cfg->runtime.log_file, cfg->runtime.log_level);
@@ -114,7 +123,8 @@ int run(int argc, char** argv) {
     shim::Outcome edited;
     if (ra.edits_bundle()) {
         route_library_logs(log);
-        const shim::ShimEnv env{self_dir(), cfg_path.given ? cfg_path.path : std::string(), env_or_empty("PATH")};
+        const shim::ShimEnv env{self_dir(), cfg_path.given ? cfg_path.path : std::string(),
+                                env_or_empty("PATH")};
         const std::string bundle = ra.bundle.value_or("");
         auto out = shim::prepare_bundle(*cfg, bundle, env, log);
         if (!out) die(log, std::move(out).error().context("container '" + ra.container_id + "'"));

@@ -12,10 +12,14 @@ namespace {
 
 std::string_view level_name(Level l) {
     switch (l) {
-    case Level::Debug: return "debug";
-    case Level::Info: return "info";
-    case Level::Warn: return "warning";
-    case Level::Error: return "error";
+        case Level::Debug:
+            return "debug";
+        case Level::Info:
+            return "info";
+        case Level::Warn:
+            return "warning";
+        case Level::Error:
+            return "error";
     }
     return "info";
 }
@@ -31,19 +35,30 @@ Level parse_level(std::string_view s) {
 void append_escaped(std::string& out, std::string_view s) {
     for (char c : s) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-                out += buf;
-            } else {
-                out += c;
-            }
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x",
+                                  static_cast<unsigned>(static_cast<unsigned char>(c)));
+                    out += buf;
+                } else {
+                    out += c;
+                }
         }
     }
 }
@@ -83,8 +98,9 @@ std::string RuncLog::now() {
     tm t{};
     ::gmtime_r(&ts.tv_sec, &t);
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", t.tm_year + 1900, t.tm_mon + 1,
-                  t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, static_cast<long>(ts.tv_nsec));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", t.tm_year + 1900,
+                  t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+                  static_cast<long>(ts.tv_nsec));
     return buf;
 }
 

@@ -5,10 +5,10 @@
 // file from the config. Synchronous: every line is one write(2) on an O_APPEND|O_CLOEXEC fd,
 // so nothing is buffered when we execve and nothing leaks into the runtime.
 
-#include "inject/fs.hpp"
-
 #include <string>
 #include <string_view>
+
+#include "inject/fs.hpp"
 
 namespace shim {
 
@@ -30,12 +30,14 @@ public:
 
     /// True when a debug line would go anywhere (skip building expensive messages otherwise).
     [[nodiscard]] bool debug_enabled() const {
-        return (runc_fd_.valid() && runc_min_ == Level::Debug) || (debug_fd_.valid() && debug_min_ == Level::Debug);
+        return (runc_fd_.valid() && runc_min_ == Level::Debug) ||
+               (debug_fd_.valid() && debug_min_ == Level::Debug);
     }
 
     /// One line as runc writes it: {"level":"error","msg":"...","time":"..."} or
     /// time="..." level=error msg="...". Ends with '\n'.
-    [[nodiscard]] static std::string format(Level level, std::string_view msg, bool json, std::string_view time);
+    [[nodiscard]] static std::string format(Level level, std::string_view msg, bool json,
+                                            std::string_view time);
     /// Now in RFC 3339 with nanoseconds, UTC, as runc's logrus prints it.
     [[nodiscard]] static std::string now();
 

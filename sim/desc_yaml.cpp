@@ -294,7 +294,8 @@ Setter faults_field(Faults& f) {
             {"drs_instance_layout", str_field(f.drs_instance_layout,
                                               [](const std::string& s) -> std::string {
                                                   if (s == "uuid" || s == "placement") return "";
-                                                  return "unknown layout '" + s + "' (want uuid or placement)";
+                                                  return "unknown layout '" + s +
+                                                         "' (want uuid or placement)";
                                               })},
             {"drs_needs_card", bool_field(f.drs_needs_card)},
         };

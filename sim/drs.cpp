@@ -26,7 +26,8 @@ std::optional<std::uint32_t> g_of(std::string_view name) {
     std::uint32_t g = 0;
     auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), g);
     const std::string_view rest(p, static_cast<std::size_t>(name.data() + name.size() - p));
-    if (ec != std::errc{} || g == 0 || !rest.starts_with("g.") || !rest.ends_with("gb")) return std::nullopt;
+    if (ec != std::errc{} || g == 0 || !rest.starts_with("g.") || !rest.ends_with("gb"))
+        return std::nullopt;
     return g;
 }
 
@@ -51,7 +52,8 @@ std::uint32_t sips(const Host& h, const Card& c, const Profile& p) {
 }
 
 /// Slices [start, start+n) of card `card` are free among `instances`?
-bool is_free(const std::vector<Instance>& instances, std::uint32_t card, std::uint32_t start, std::uint32_t n) {
+bool is_free(const std::vector<Instance>& instances, std::uint32_t card, std::uint32_t start,
+             std::uint32_t n) {
     for (const auto& i : instances) {
         if (i.card != card || i.placement.empty()) continue;
         std::uint32_t s = 0, m = 0;
@@ -62,8 +64,8 @@ bool is_free(const std::vector<Instance>& instances, std::uint32_t card, std::ui
 }
 
 /// First fit of `n` slices on card `c`, aligned to `n` as a hardware partition would be.
-std::optional<std::uint32_t> first_fit(const Host& h, const Card& c, const std::vector<Instance>& instances,
-                                       std::uint32_t n) {
+std::optional<std::uint32_t> first_fit(const Host& h, const Card& c,
+                                       const std::vector<Instance>& instances, std::uint32_t n) {
     const std::uint32_t cap = drs_capacity(h, c);
     for (std::uint32_t start = 0; n > 0 && start + n <= cap; start += n)
         if (is_free(instances, c.index, start, n)) return start;
@@ -90,13 +92,16 @@ std::string table(const std::string& title, const Row& head, const std::vector<R
     };
     auto line = [&](const Row& r) {
         std::string s = "|";
-        for (std::size_t i = 0; i < r.size(); ++i) s += " " + r[i] + std::string(w[i] - r[i].size(), ' ') + " |";
+        for (std::size_t i = 0; i < r.size(); ++i)
+            s += " " + r[i] + std::string(w[i] - r[i].size(), ' ') + " |";
         return s + "\n";
     };
     auto wide = [&](const std::string& text) {
-        return "| " + text + std::string(inner > text.size() + 1 ? inner - text.size() - 1 : 0, ' ') + "|\n";
+        return "| " + text +
+               std::string(inner > text.size() + 1 ? inner - text.size() - 1 : 0, ' ') + "|\n";
     };
-    std::string out = "+" + std::string(inner, '-') + "+\n" + wide(title) + rule('-') + line(head) + rule('=');
+    std::string out =
+        "+" + std::string(inner, '-') + "+\n" + wide(title) + rule('-') + line(head) + rule('=');
     for (const auto& r : rows) out += line(r);
     for (const auto& n : notes) out += wide(n);
     return out + rule('-');
@@ -116,8 +121,9 @@ std::string list_profiles(const Host& h, std::optional<std::uint32_t> card) {
         const auto ps = profiles_of(h, *c);
         if (ps.empty()) notes.push_back("GCU " + std::to_string(c->index) + ": DRS not supported");
         for (const auto* p : ps)
-            rows.push_back({std::to_string(c->index), p->name, std::to_string(p->id), std::to_string(p->max_instances),
-                            std::to_string(p->memory_mib) + "MiB", std::to_string(sips(h, *c, *p))});
+            rows.push_back({std::to_string(c->index), p->name, std::to_string(p->id),
+                            std::to_string(p->max_instances), std::to_string(p->memory_mib) + "MiB",
+                            std::to_string(sips(h, *c, *p))});
     }
     return table("DRS Profiles", {"GCU", "Name", "Profile ID", "Instances", "Memory", "SIP"}, rows,
                  rows.empty() ? notes : std::vector<std::string>{});
@@ -139,7 +145,8 @@ std::string list_instances(const Host& h, const DrsState& st, std::optional<std:
     std::vector<Row> rows;
     for (const auto* i : mine) {
         if (uuid_layout) {
-            rows.push_back({std::to_string(i->card), i->profile, std::to_string(i->instance_id), i->uuid});
+            rows.push_back(
+                {std::to_string(i->card), i->profile, std::to_string(i->instance_id), i->uuid});
         } else {
             const Profile* p = profile_named(h, *card_at(h, i->card), i->profile);
             rows.push_back({std::to_string(i->card), i->profile, p ? std::to_string(p->id) : "-",
@@ -157,12 +164,17 @@ std::string list_instances(const Host& h, const DrsState& st, std::optional<std:
 json to_json(const DrsState& st) {
     json inst = json::array();
     for (const auto& i : st.instances)
-        inst.push_back({{"card", i.card}, {"instance_id", i.instance_id}, {"profile", i.profile},
-                        {"uuid", i.uuid}, {"placement", i.placement}});
+        inst.push_back({{"card", i.card},
+                        {"instance_id", i.instance_id},
+                        {"profile", i.profile},
+                        {"uuid", i.uuid},
+                        {"placement", i.placement}});
     return {{"instances", inst}, {"disabled", st.disabled}, {"created", st.created}};
 }
 
-Answer error(std::string msg) { return {{}, "Error: " + std::move(msg) + "\n", 1}; }
+Answer error(std::string msg) {
+    return {{}, "Error: " + std::move(msg) + "\n", 1};
+}
 
 std::optional<std::uint32_t> number(const std::string& s) {
     std::uint32_t v = 0;
@@ -172,7 +184,8 @@ std::optional<std::uint32_t> number(const std::string& s) {
 }
 
 /// Changes the state of `card` (or every card); the caller holds the lock.
-Answer change(const Host& h, DrsState& st, DrsOp op, std::optional<std::uint32_t> card, const std::string& arg) {
+Answer change(const Host& h, DrsState& st, DrsOp op, std::optional<std::uint32_t> card,
+              const std::string& arg) {
     const std::string where = card ? "GCU " + std::to_string(*card) : "";
     auto off = [&](std::uint32_t c) {
         return std::find(st.disabled.begin(), st.disabled.end(), c) != st.disabled.end();
@@ -186,8 +199,9 @@ Answer change(const Host& h, DrsState& st, DrsOp op, std::optional<std::uint32_t
                 continue;
             }
             if (op == DrsOp::Off) {
-                const bool busy = std::any_of(st.instances.begin(), st.instances.end(),
-                                              [&](const Instance& i) { return i.card == c->index; });
+                const bool busy =
+                    std::any_of(st.instances.begin(), st.instances.end(),
+                                [&](const Instance& i) { return i.card == c->index; });
                 if (busy) return error(name + " has DRS instances: destroy them first");
                 if (!off(c->index)) st.disabled.push_back(c->index);
             } else {
@@ -200,7 +214,9 @@ Answer change(const Host& h, DrsState& st, DrsOp op, std::optional<std::uint32_t
     if (!card) return error("--create-instance and --destroy-instance need -i <card>");
     const Card& c = *card_at(h, *card);
     if (profiles_of(h, c).empty()) return error(where + " does not support DRS");
-    if (off(*card)) return error("DRS is off on " + where + " (efsmi -i " + std::to_string(*card) + " --drs on)");
+    if (off(*card))
+        return error("DRS is off on " + where + " (efsmi -i " + std::to_string(*card) +
+                     " --drs on)");
     const auto id = number(arg);
     if (op == DrsOp::Destroy) {
         auto it = std::find_if(st.instances.begin(), st.instances.end(), [&](const Instance& i) {
@@ -211,28 +227,34 @@ Answer change(const Host& h, DrsState& st, DrsOp op, std::optional<std::uint32_t
         return {"Destroyed DRS instance " + arg + " on " + where + "\n", {}, 0};
     }
     const auto ps = profiles_of(h, c);
-    const auto p = std::find_if(ps.begin(), ps.end(), [&](const Profile* q) { return id && q->id == *id; });
+    const auto p =
+        std::find_if(ps.begin(), ps.end(), [&](const Profile* q) { return id && q->id == *id; });
     if (p == ps.end()) return error("unknown DRS profile id '" + arg + "' on " + where);
-    const auto count = std::count_if(st.instances.begin(), st.instances.end(), [&](const Instance& i) {
-        return i.card == *card && i.profile == (*p)->name;
-    });
+    const auto count = std::count_if(
+        st.instances.begin(), st.instances.end(),
+        [&](const Instance& i) { return i.card == *card && i.profile == (*p)->name; });
     if (static_cast<std::uint32_t>(count) >= (*p)->max_instances)
         return error("too many instances: " + where + " has " + std::to_string(count) + " of " +
                      std::to_string((*p)->max_instances) + " '" + (*p)->name + "' instances");
     const std::uint32_t n = slices(h, c, (*p)->name);
     const auto start = first_fit(h, c, st.instances, n);
-    if (!start) return error("too many instances: " + std::to_string(n) + " free slice(s) needed on " + where);
+    if (!start)
+        return error("too many instances: " + std::to_string(n) + " free slice(s) needed on " +
+                     where);
     Instance in{*card, 0, (*p)->name, {}, std::to_string(*start) + ":" + std::to_string(n)};
-    while (std::any_of(st.instances.begin(), st.instances.end(),
-                       [&](const Instance& i) { return i.card == *card && i.instance_id == in.instance_id; }))
+    while (std::any_of(st.instances.begin(), st.instances.end(), [&](const Instance& i) {
+        return i.card == *card && i.instance_id == in.instance_id;
+    }))
         ++in.instance_id;
     char uuid[40];
     std::snprintf(uuid, sizeof uuid, "4c1e9a52-%04x-4000-9000-%012llx", *card & 0xffffU,
                   static_cast<unsigned long long>(++st.created));
     in.uuid = uuid;
     st.instances.push_back(in);
-    return {"Created DRS instance " + std::to_string(in.instance_id) + " (" + in.profile + ") on " + where + "\n",
-            {}, 0};
+    return {"Created DRS instance " + std::to_string(in.instance_id) + " (" + in.profile + ") on " +
+                where + "\n",
+            {},
+            0};
 }
 
 }  // namespace
@@ -252,8 +274,9 @@ std::string place_instances(const Host& h, std::vector<Instance>& instances) {
         const std::uint32_t n = slices(h, *c, i.profile);
         const auto start = first_fit(h, *c, instances, n);
         if (!start)
-            return "instance " + std::to_string(i.instance_id) + " (" + i.profile + ") does not fit on card " +
-                   std::to_string(i.card) + ": " + std::to_string(drs_capacity(h, *c)) + " slices in all";
+            return "instance " + std::to_string(i.instance_id) + " (" + i.profile +
+                   ") does not fit on card " + std::to_string(i.card) + ": " +
+                   std::to_string(drs_capacity(h, *c)) + " slices in all";
         i.placement = std::to_string(*start) + ":" + std::to_string(n);
     }
     return {};
@@ -267,9 +290,10 @@ DrsState drs_state(const Host& h, const std::string& dir) {
         ss << in.rdbuf();
         const json j = json::parse(ss.str());
         for (const auto& i : j.at("instances"))
-            st.instances.push_back({i.at("card").get<std::uint32_t>(), i.at("instance_id").get<std::uint32_t>(),
-                                    i.at("profile").get<std::string>(), i.at("uuid").get<std::string>(),
-                                    i.at("placement").get<std::string>()});
+            st.instances.push_back(
+                {i.at("card").get<std::uint32_t>(), i.at("instance_id").get<std::uint32_t>(),
+                 i.at("profile").get<std::string>(), i.at("uuid").get<std::string>(),
+                 i.at("placement").get<std::string>()});
         j.at("disabled").get_to(st.disabled);
         j.at("created").get_to(st.created);
         return st;
@@ -281,7 +305,8 @@ DrsState drs_state(const Host& h, const std::string& dir) {
 
 Answer efsmi_drs(const Host& h, const std::string& dir, DrsOp op, std::optional<std::uint32_t> card,
                  const std::string& arg) {
-    if (card && card_at(h, *card) == nullptr) return error("invalid card index " + std::to_string(*card));
+    if (card && card_at(h, *card) == nullptr)
+        return error("invalid card index " + std::to_string(*card));
     if (op == DrsOp::ListProfiles) return {list_profiles(h, card), {}, 0};
     if (op == DrsOp::ListInstances) return {list_instances(h, drs_state(h, dir), card), {}, 0};
     // Read, change and write under one lock, so two runs at once do not lose a change.
@@ -294,7 +319,8 @@ Answer efsmi_drs(const Host& h, const std::string& dir, DrsOp op, std::optional<
     DrsState st = drs_state(h, dir);
     Answer a = change(h, st, op, card, arg);
     if (a.code == 0) {
-        if (auto e = write_file_atomic(dir + "/" + std::string(kDrsStateFile), to_json(st).dump(2) + "\n");
+        if (auto e = write_file_atomic(dir + "/" + std::string(kDrsStateFile),
+                                       to_json(st).dump(2) + "\n");
             !e.empty())
             a = error(e);
     }

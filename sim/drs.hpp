@@ -23,9 +23,9 @@ inline constexpr std::string_view kDrsStateFile = "enflame-sim-drs.json";
 
 /// What DRS looks like now.
 struct DrsState {
-    std::vector<Instance> instances;       ///< placement filled in
-    std::vector<std::uint32_t> disabled;   ///< cards with DRS switched off
-    std::uint64_t created = 0;             ///< instances created so far (makes their UUIDs)
+    std::vector<Instance> instances;      ///< placement filled in
+    std::vector<std::uint32_t> disabled;  ///< cards with DRS switched off
+    std::uint64_t created = 0;            ///< instances created so far (makes their UUIDs)
 };
 
 /// Slices a card of `c` has: the largest `g * max_instances` of its `<g>g.<m>gb` profiles (S60: 4).

@@ -125,7 +125,8 @@ int with_card(std::uint32_t idx, const void* out, Fn fn) {
 // The same with the card's current telemetry.
 template <typename Fn>
 int with_telemetry(std::uint32_t idx, const void* out, Fn fn) {
-    return with_card(idx, out, [&](const sim::Card& c) { return fn(sim::telemetry_of(c, g_desc_dir)); });
+    return with_card(idx, out,
+                     [&](const sim::Card& c) { return fn(sim::telemetry_of(c, g_desc_dir)); });
 }
 
 int init() {
@@ -137,7 +138,8 @@ int init() {
         sim::efml_stall(g_desc_dir);
         if (sim::driver_gone(g_desc_dir)) return kDriverNotLoaded;
         if (g_host) return kOk;
-        sim::Host h = sim::load_host(g_desc_dir + "/" + std::string(sim::kDescFile), self->string());
+        sim::Host h =
+            sim::load_host(g_desc_dir + "/" + std::string(sim::kDescFile), self->string());
         if (h.faults.efml_init_fails) return kError;
         g_host = std::move(h);
         g_events_seen = sim::read_events(g_desc_dir).size();

@@ -3,8 +3,8 @@
 // enflame-sim.json next to its own real path (installed by enflame-sim-host build).
 
 #include <charconv>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -49,7 +49,8 @@ Args parse_args(int argc, char** argv) {
             continue;
         }
         if (takes) a.value = argv[++i];
-        if (f == "--drs" && i + 1 < argc && (std::string(argv[i + 1]) == "on" || std::string(argv[i + 1]) == "off")) {
+        if (f == "--drs" && i + 1 < argc &&
+            (std::string(argv[i + 1]) == "on" || std::string(argv[i + 1]) == "off")) {
             f = std::string("--drs-") + argv[++i];
         }
         if (!flags.insert(f).second) return {};
@@ -57,9 +58,12 @@ Args parse_args(int argc, char** argv) {
     using S = std::set<std::string>;
     using Op = sim::DrsOp;
     const std::pair<S, Op> drs[] = {
-        {{"--drs", "--list-profile"}, Op::ListProfiles},   {{"--drs", "--list-instance"}, Op::ListInstances},
-        {{"--drs-on"}, Op::On},                             {{"--drs-off"}, Op::Off},
-        {{"--drs", "--create-instance"}, Op::Create},       {{"--drs", "--destroy-instance"}, Op::Destroy},
+        {{"--drs", "--list-profile"}, Op::ListProfiles},
+        {{"--drs", "--list-instance"}, Op::ListInstances},
+        {{"--drs-on"}, Op::On},
+        {{"--drs-off"}, Op::Off},
+        {{"--drs", "--create-instance"}, Op::Create},
+        {{"--drs", "--destroy-instance"}, Op::Destroy},
     };
     for (const auto& [f, op] : drs) {
         if (flags == f) {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "efsmi_print.hpp"
 
-#include "telemetry.hpp"
-
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "telemetry.hpp"
 
 namespace sim {
 

@@ -8,10 +8,10 @@
 //   enflame-sim-host driver --root R gone|back
 //   enflame-sim-host unplug --root R --card I
 
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <exception>
@@ -71,13 +71,14 @@ std::string desc_dir(const std::string& root) {
 std::string card_dir(const std::string& root, std::uint32_t card) {
     const std::string dir = desc_dir(root);
     if (dir.empty()) {
-        (void)complain("root '" + root + "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
+        (void)complain("root '" + root +
+                       "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
         return {};
     }
     const sim::Host h = sim::load_host_json(dir + "/" + std::string(sim::kDescFile));
     if (card >= h.cards.size()) {
-        (void)complain("--card " + std::to_string(card) + ": the host has " + std::to_string(h.cards.size()) +
-                       " cards");
+        (void)complain("--card " + std::to_string(card) + ": the host has " +
+                       std::to_string(h.cards.size()) + " cards");
         return {};
     }
     return dir;
@@ -90,9 +91,12 @@ int run_telemetry(const std::string& root, std::uint32_t card, const std::vector
     return 0;
 }
 
-int run_event(const std::string& root, std::uint32_t card, const std::string& type, const std::string& msg) {
+int run_event(const std::string& root, std::uint32_t card, const std::string& type,
+              const std::string& msg) {
     const auto t = sim::event_type(type);
-    if (!t) return complain("--type '" + type + "': expected suspend, reset-start, reset-finish, eid or a number");
+    if (!t)
+        return complain("--type '" + type +
+                        "': expected suspend, reset-start, reset-finish, eid or a number");
     const std::string dir = card_dir(root, card);
     if (dir.empty()) return 1;
     if (auto why = sim::append_event(dir, {card, *t, msg}); !why.empty()) return complain(why);
@@ -101,10 +105,13 @@ int run_event(const std::string& root, std::uint32_t card, const std::string& ty
 
 int run_driver(const std::string& root, const std::string& state) {
     const std::string dir = desc_dir(root);
-    if (dir.empty()) return complain("root '" + root + "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
+    if (dir.empty())
+        return complain("root '" + root +
+                        "': no simulated host (no usr/local/efsmi/*/enflame-sim.json)");
     const std::string flag = dir + "/" + std::string(sim::kDriverGoneFile);
     if (state == "back") {
-        if (::unlink(flag.c_str()) != 0 && errno != ENOENT) return complain("cannot remove '" + flag + "'");
+        if (::unlink(flag.c_str()) != 0 && errno != ENOENT)
+            return complain("cannot remove '" + flag + "'");
         return 0;
     }
     const int fd = ::open(flag.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -169,13 +176,17 @@ int run(int argc, char** argv) {
     auto* event = app.add_subcommand("event", "send a driver event");
     event->add_option("--root", root, "a built root")->required();
     event->add_option("--card", card, "card index")->required();
-    event->add_option("--type", type, "suspend, reset-start, reset-finish, eid or a number")->required();
+    event->add_option("--type", type, "suspend, reset-start, reset-finish, eid or a number")
+        ->required();
     event->add_option("--message", message, "event text");
 
     std::string state;
-    auto* driver = app.add_subcommand("driver", "unload (gone) or reload (back) the simulated driver");
+    auto* driver =
+        app.add_subcommand("driver", "unload (gone) or reload (back) the simulated driver");
     driver->add_option("--root", root, "a built root")->required();
-    driver->add_option("state", state, "gone or back")->required()->check(CLI::IsMember({"gone", "back"}));
+    driver->add_option("state", state, "gone or back")
+        ->required()
+        ->check(CLI::IsMember({"gone", "back"}));
 
     auto* unplug =
         app.add_subcommand("unplug", "take card --card out of the host while daemons run");

@@ -55,8 +55,8 @@ struct Faults {
     std::uint32_t efsmi_sleep_ms = 0;
     bool json_unsupported = false;
     std::string efsmi_output = "normal";  ///< normal | garbage | truncated
-    bool efsmi_flood = false;       ///< -q prints its output again and again, without end
-    int efsmi_signal = 0;           ///< efsmi kills itself with this signal (0: no)
+    bool efsmi_flood = false;             ///< -q prints its output again and again, without end
+    int efsmi_signal = 0;                 ///< efsmi kills itself with this signal (0: no)
     bool old_keys = false;
     bool efml_absent = false;
     std::vector<std::string> efml_missing_symbols;
@@ -93,13 +93,32 @@ struct ProductDefaults {
 
 /// The libefml symbols the simulator exports (docs/efsmi-model.md, libefml).
 inline constexpr std::string_view kEfmlSymbols[] = {
-    "EfmlInit",           "EfmlShutdown",        "EfmlGetDevCount",     "EfmlGetDriverVer",
-    "EfmlGetDevName",     "EfmlGetDevUuid",      "EfmlGetDevSn",        "EfmlGetDevInfo",
-    "EfmlGetDevMem",      "EfmlGetNumaNode",     "EfmlGetDevIsHealth",  "EfmlGetDevDtuUsage",
-    "EfmlGetDevPwr",      "EfmlGetDevTemp",      "EfmlGetDevTempV2",    "EfmlGetDevClk",
-    "EfmlGetDevEccStatus", "EfmlGetPcieLinkInfo", "EfmlGetProcessInfo", "EfmlGetEvent",
-    "efmlInit",           "efmlDeviceGetCount_v2", "efmlDeviceGetHandleByIndex_v2",
-    "efmlDeviceGetName",  "efmlDeviceGetMemoryInfo", "efmlDeviceGetPowerUsage",
+    "EfmlInit",
+    "EfmlShutdown",
+    "EfmlGetDevCount",
+    "EfmlGetDriverVer",
+    "EfmlGetDevName",
+    "EfmlGetDevUuid",
+    "EfmlGetDevSn",
+    "EfmlGetDevInfo",
+    "EfmlGetDevMem",
+    "EfmlGetNumaNode",
+    "EfmlGetDevIsHealth",
+    "EfmlGetDevDtuUsage",
+    "EfmlGetDevPwr",
+    "EfmlGetDevTemp",
+    "EfmlGetDevTempV2",
+    "EfmlGetDevClk",
+    "EfmlGetDevEccStatus",
+    "EfmlGetPcieLinkInfo",
+    "EfmlGetProcessInfo",
+    "EfmlGetEvent",
+    "efmlInit",
+    "efmlDeviceGetCount_v2",
+    "efmlDeviceGetHandleByIndex_v2",
+    "efmlDeviceGetName",
+    "efmlDeviceGetMemoryInfo",
+    "efmlDeviceGetPowerUsage",
 };
 
 /// The profiles card `c` offers (those of its product, or product-less ones).

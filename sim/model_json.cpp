@@ -84,13 +84,14 @@ ojson drs_json(const Host& h) {
 }
 
 ojson faults_json(const Faults& f) {
-    return {{"efsmi_absent", f.efsmi_absent},      {"efsmi_exit_code", f.efsmi_exit_code},
-            {"efsmi_sleep_ms", f.efsmi_sleep_ms},  {"json_unsupported", f.json_unsupported},
-            {"efsmi_output", f.efsmi_output},      {"efsmi_flood", f.efsmi_flood},
-            {"efsmi_signal", f.efsmi_signal},      {"old_keys", f.old_keys},
-            {"efml_absent", f.efml_absent},        {"efml_missing_symbols", f.efml_missing_symbols},
-            {"efml_init_fails", f.efml_init_fails}, {"drs_instance_layout", f.drs_instance_layout},
-            {"drs_needs_card", f.drs_needs_card}};
+    return {
+        {"efsmi_absent", f.efsmi_absent},       {"efsmi_exit_code", f.efsmi_exit_code},
+        {"efsmi_sleep_ms", f.efsmi_sleep_ms},   {"json_unsupported", f.json_unsupported},
+        {"efsmi_output", f.efsmi_output},       {"efsmi_flood", f.efsmi_flood},
+        {"efsmi_signal", f.efsmi_signal},       {"old_keys", f.old_keys},
+        {"efml_absent", f.efml_absent},         {"efml_missing_symbols", f.efml_missing_symbols},
+        {"efml_init_fails", f.efml_init_fails}, {"drs_instance_layout", f.drs_instance_layout},
+        {"drs_needs_card", f.drs_needs_card}};
 }
 
 Card card_from(const nlohmann::json& j) {
@@ -111,16 +112,16 @@ Card card_from(const nlohmann::json& j) {
 
 void drs_from(const nlohmann::json& j, Host& h) {
     for (const auto& p : j.at("profiles")) {
-        h.profiles.push_back({p.at("id").get<std::uint32_t>(), p.at("name").get<std::string>(),
-                              p.at("max_instances").get<std::uint32_t>(),
-                              p.at("memory_mib").get<std::uint64_t>(),
-                              p.at("product").get<std::string>(), p.value("sips", std::uint32_t{0})});
+        h.profiles.push_back(
+            {p.at("id").get<std::uint32_t>(), p.at("name").get<std::string>(),
+             p.at("max_instances").get<std::uint32_t>(), p.at("memory_mib").get<std::uint64_t>(),
+             p.at("product").get<std::string>(), p.value("sips", std::uint32_t{0})});
     }
     for (const auto& i : j.at("instances")) {
-        h.instances.push_back(
-            {i.at("card").get<std::uint32_t>(), i.at("instance_id").get<std::uint32_t>(),
-             i.at("profile").get<std::string>(), i.at("uuid").get<std::string>(),
-             i.value("placement", std::string())});
+        h.instances.push_back({i.at("card").get<std::uint32_t>(),
+                               i.at("instance_id").get<std::uint32_t>(),
+                               i.at("profile").get<std::string>(), i.at("uuid").get<std::string>(),
+                               i.value("placement", std::string())});
     }
 }
 
@@ -239,7 +240,8 @@ void apply_health_switch(Host& h, const std::string& dir) {
 }
 
 Host load_host(const std::string& desc_path, const std::string& self_path) {
-    const std::string dir = desc_path.substr(0, desc_path.rfind('/') == std::string::npos ? 0 : desc_path.rfind('/'));
+    const std::string dir =
+        desc_path.substr(0, desc_path.rfind('/') == std::string::npos ? 0 : desc_path.rfind('/'));
     if (std::ifstream(desc_path)) {
         Host h = load_host_json(desc_path);
         apply_health_switch(h, dir);

@@ -72,7 +72,8 @@ std::optional<T> parse_int(std::string_view s) {
 std::optional<double> parse_real(std::string_view s, double lo, double hi) {
     double v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size() || !std::isfinite(v) || v < lo || v > hi) return std::nullopt;
+    if (ec != std::errc{} || p != s.data() + s.size() || !std::isfinite(v) || v < lo || v > hi)
+        return std::nullopt;
     return v;
 }
 
@@ -84,10 +85,12 @@ struct Key {
 };
 
 constexpr Key kKeys[] = {
-    {"usage", Kind::Percent},           {"memory_used_mib", Kind::U64},   {"temperature", Kind::Real},
-    {"memory_temperature", Kind::Real}, {"board_temperature", Kind::Real}, {"power", Kind::Real},
-    {"power_capability", Kind::Real},   {"dtu_clock", Kind::U32},          {"hbm_clock", Kind::U32},
-    {"ecc_single_bit", Kind::U64},      {"ecc_double_bit", Kind::U64},     {"pcie_link_width", Kind::Int},
+    {"usage", Kind::Percent},          {"memory_used_mib", Kind::U64},
+    {"temperature", Kind::Real},       {"memory_temperature", Kind::Real},
+    {"board_temperature", Kind::Real}, {"power", Kind::Real},
+    {"power_capability", Kind::Real},  {"dtu_clock", Kind::U32},
+    {"hbm_clock", Kind::U32},          {"ecc_single_bit", Kind::U64},
+    {"ecc_double_bit", Kind::U64},     {"pcie_link_width", Kind::Int},
     {"pcie_link_speed", Kind::Int},
 };
 
@@ -128,8 +131,10 @@ std::string write_atomic(const std::string& path, const std::string& text) {
     bool ok = ::fchmod(fd, 0644) == 0;
     for (std::size_t done = 0; ok && done < text.size();) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n <= 0) ok = false;
-        else done += static_cast<std::size_t>(n);
+        if (n <= 0)
+            ok = false;
+        else
+            done += static_cast<std::size_t>(n);
     }
     ok = ok && ::fsync(fd) == 0;
     ok = ::close(fd) == 0 && ok;
@@ -142,7 +147,9 @@ std::string write_atomic(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-std::string write_file_atomic(const std::string& path, const std::string& text) { return write_atomic(path, text); }
+std::string write_file_atomic(const std::string& path, const std::string& text) {
+    return write_atomic(path, text);
+}
 
 Telemetry telemetry_of(const Card& c, const std::string& dir) {
     Telemetry t;
@@ -167,14 +174,16 @@ Telemetry telemetry_of(const Card& c, const std::string& dir) {
     take(j, "pcie_link_speed", t.pcie_link_speed);
     if (auto p = j.find("processes"); p != j.end() && p->is_array()) {
         for (const auto& e : *p) {
-            if (e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned())
+            if (e.is_array() && e.size() == 2 && e[0].is_number_unsigned() &&
+                e[1].is_number_unsigned())
                 t.processes.emplace_back(e[0].get<std::uint32_t>(), e[1].get<std::uint64_t>());
         }
     }
     return t;
 }
 
-std::string set_telemetry(const std::string& dir, std::uint32_t card, const std::vector<std::string>& settings) {
+std::string set_telemetry(const std::string& dir, std::uint32_t card,
+                          const std::vector<std::string>& settings) {
     const std::string path = path_in(dir, kTelemetryFile);
     json all = read_json_file(path);
     json& mine = all[std::to_string(card)];
@@ -190,9 +199,14 @@ std::string set_telemetry(const std::string& dir, std::uint32_t card, const std:
             procs_named = true;
             if (value == "none") continue;
             const auto colon = value.find(':');
-            const auto pid = colon == std::string_view::npos ? std::nullopt : parse_int<std::uint32_t>(value.substr(0, colon));
-            const auto mib = colon == std::string_view::npos ? std::nullopt : parse_int<std::uint64_t>(value.substr(colon + 1));
-            if (!pid || !mib || *pid == 0) return "'" + s + "': expected process=PID:MIB or process=none";
+            const auto pid = colon == std::string_view::npos
+                                 ? std::nullopt
+                                 : parse_int<std::uint32_t>(value.substr(0, colon));
+            const auto mib = colon == std::string_view::npos
+                                 ? std::nullopt
+                                 : parse_int<std::uint64_t>(value.substr(colon + 1));
+            if (!pid || !mib || *pid == 0)
+                return "'" + s + "': expected process=PID:MIB or process=none";
             mine["processes"].push_back({*pid, *mib});
             continue;
         }
@@ -202,7 +216,8 @@ std::string set_telemetry(const std::string& dir, std::uint32_t card, const std:
         }
         if (k == nullptr) return "'" + s + "': unknown key '" + std::string(key) + "'";
         json v = value_of(*k, value);
-        if (v.is_null()) return "'" + s + "': bad value '" + std::string(value) + "' for " + std::string(key);
+        if (v.is_null())
+            return "'" + s + "': bad value '" + std::string(value) + "' for " + std::string(key);
         mine[std::string(key)] = std::move(v);
     }
     return write_atomic(path, all.dump(2) + "\n");
@@ -218,7 +233,8 @@ std::optional<int> event_type(std::string_view s) {
 
 std::string append_event(const std::string& dir, const SimEvent& e) {
     const std::string path = path_in(dir, kEventsFile);
-    const std::string line = json{{"card", e.card}, {"type", e.type}, {"message", e.message}}.dump() + "\n";
+    const std::string line =
+        json{{"card", e.card}, {"type", e.type}, {"message", e.message}}.dump() + "\n";
     // One write(2) of one short line with O_APPEND: a reader sees the whole line or none of it.
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return "cannot open '" + path + "'";

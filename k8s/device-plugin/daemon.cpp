@@ -1,22 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device-plugin/daemon.hpp"
 
-#include "k8s/driver_events.hpp"
-#include "device-plugin/hami_mode.hpp"
-#include "device-plugin/health.hpp"
-#include "device-plugin/service.hpp"
-#include "k8s/sharing.hpp"
-
-#include "inject/config.hpp"
-#include "inject/discover.hpp"
-#include "inject/drs.hpp"
-#include "inject/log.hpp"
-#include "k8s/socket.hpp"
-#include "k8s/watch.hpp"
-
 #include <poll.h>
-#include <sys/stat.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +11,18 @@
 #include <cstring>
 #include <iostream>
 #include <tuple>
+
+#include "device-plugin/hami_mode.hpp"
+#include "device-plugin/health.hpp"
+#include "device-plugin/service.hpp"
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/drs.hpp"
+#include "inject/log.hpp"
+#include "k8s/driver_events.hpp"
+#include "k8s/sharing.hpp"
+#include "k8s/socket.hpp"
+#include "k8s/watch.hpp"
 
 namespace device_plugin {
 namespace {
@@ -44,7 +43,8 @@ struct Loaded {
 // The toolkit config, the plugin config, then discovery: what the plugin advertises.
 inject::Result<Loaded> load(const DaemonOptions& o) {
     INJECT_TRY(auto cfg, inject::config::load_file(o.config_path, !o.config_path_given));
-    INJECT_TRY(const auto sharing, k8s::load_plugin_config(o.plugin_config, o.settings.resource_name));
+    INJECT_TRY(const auto sharing,
+               k8s::load_plugin_config(o.plugin_config, o.settings.resource_name));
     Loaded l;
     l.settings = o.settings;
     l.settings.resource_name = sharing.resource_name;
@@ -76,7 +76,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     }
     for (auto& r : l.resources) {
         // A DRS profile's socket name is longer than ours, which run() checked already.
-        if (auto p = k8s::socket_path(o.kubelet_dir, r.socket); !p) return inject::fail(std::move(p).error());
+        if (auto p = k8s::socket_path(o.kubelet_dir, r.socket); !p)
+            return inject::fail(std::move(p).error());
         if (!o.health_checks) {
             // Health checks off means every card stays Healthy, whatever discovery saw.
             for (auto& d : r.inventory.devices) {
@@ -88,7 +89,8 @@ inject::Result<Loaded> load(const DaemonOptions& o) {
     return l;
 }
 
-inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, const std::string& endpoint,
+inject::Result<void> register_with_kubelet(const std::string& kubelet_sock,
+                                           const std::string& endpoint,
                                            const std::string& resource_name) {
     if (::access(kubelet_sock.c_str(), F_OK) != 0)
         return inject::fail(inject::sys_error("kubelet socket '" + kubelet_sock + "'"));
@@ -104,7 +106,9 @@ inject::Result<void> register_with_kubelet(const std::string& kubelet_sock, cons
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1beta1::Empty empty;
     const auto st = stub->Register(&ctx, req, &empty);
-    if (!st.ok()) return inject::fail(inject::Errc::Io, "kubelet refused the registration: " + k8s::status_text(st));
+    if (!st.ok())
+        return inject::fail(inject::Errc::Io,
+                            "kubelet refused the registration: " + k8s::status_text(st));
     return inject::ok();
 }
 
@@ -160,7 +164,7 @@ private:
     inject::discover::Options discover_;
     std::string kubelet_path_;
     std::vector<Endpoint> eps_;
-    EventHolds holds_;  ///< cards driver events hold Unhealthy
+    EventHolds holds_;                  ///< cards driver events hold Unhealthy
     std::shared_ptr<hami::Mode> hami_;  ///< HAMi mode (null: off)
 };
 
@@ -208,7 +212,8 @@ inject::Result<void> Daemon::serve(Endpoint& e) {
     if (e.server.server) k8s::stop_unix(e.server, milliseconds(500));
     e.service = std::make_unique<Service>(e.state);
     INJECT_TRY(e.server, k8s::serve_unix(e.path, {e.service.get()}));
-    inject::log::info("serving {} ({} devices) on {}", e.resource, e.state->inventory().devices.size(), e.path);
+    inject::log::info("serving {} ({} devices) on {}", e.resource,
+                      e.state->inventory().devices.size(), e.path);
     e.registered = false;
     e.attempts = 0;
     e.next_register = Clock::now();
@@ -236,11 +241,13 @@ void Daemon::try_register(Endpoint& e) {
         inject::log::info("registered {} with kubelet at {}", e.resource, kubelet_path_);
         return;
     }
-    const milliseconds delay = std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(e.attempts, 5)));
+    const milliseconds delay =
+        std::min(kMaxBackoff, milliseconds(1000) * (1 << std::min(e.attempts, 5)));
     ++e.attempts;
     e.next_register = Clock::now() + delay;
-    inject::log::warn("registering {} with kubelet (attempt {}): {}; retrying in {} s, or when {} appears", e.resource,
-                      e.attempts, r.error().what(), delay.count() / 1000, kubelet_path_);
+    inject::log::warn(
+        "registering {} with kubelet (attempt {}): {}; retrying in {} s, or when {} appears",
+        e.resource, e.attempts, r.error().what(), delay.count() / 1000, kubelet_path_);
 }
 
 // True when every endpoint is registered through the kubelet.sock there is now and still
@@ -248,9 +255,9 @@ void Daemon::try_register(Endpoint& e) {
 // with that kubelet needs no second round.
 bool Daemon::current() const {
     const auto kubelet = file_id(kubelet_path_);
-    return kubelet != FileId{} &&
-           std::all_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
-               return e.registered && e.registered_with == kubelet && e.server.server && k8s::still_ours(e.server);
+    return kubelet != FileId{} && std::all_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
+               return e.registered && e.registered_with == kubelet && e.server.server &&
+                      k8s::still_ours(e.server);
            });
 }
 
@@ -301,12 +308,15 @@ void Daemon::apply_all(const DriverHealth& driver) {
     }
 }
 
-void Daemon::health() { apply_all(driver_health(discover_)); }
+void Daemon::health() {
+    apply_all(driver_health(discover_));
+}
 
 bool Daemon::has_card(std::uint32_t index) const {
     return std::any_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
         const auto& devs = e.state->inventory().devices;
-        return std::any_of(devs.begin(), devs.end(), [&](const PluginDevice& d) { return d.index == index; });
+        return std::any_of(devs.begin(), devs.end(),
+                           [&](const PluginDevice& d) { return d.index == index; });
     });
 }
 
@@ -317,23 +327,28 @@ void Daemon::on_event(const k8s::EventWatcher::Note& note) {
         return;
     }
     const auto& ev = *note;
-    const std::string what = "driver event " + event_name(ev.type) + " (" + std::to_string(ev.type) + ") for card " +
-                             std::to_string(ev.id) + (ev.message.empty() ? "" : ": " + ev.message);
+    const std::string what = "driver event " + event_name(ev.type) + " (" +
+                             std::to_string(ev.type) + ") for card " + std::to_string(ev.id) +
+                             (ev.message.empty() ? "" : ": " + ev.message);
     if (!has_card(ev.id)) {
         inject::log::warn("health: ignoring {}: no such card here", what);
         return;
     }
     switch (note_event(ev, holds_)) {
-    case EventAction::Ignore: inject::log::info("health: ignoring {}", what); break;
-    case EventAction::Log: inject::log::info("health: {}", what); break;
-    case EventAction::Hold:
-        inject::log::info("health: {}", what);
-        apply_all(DriverHealth{});  // no need to ask the driver: the event decides
-        break;
-    case EventAction::Recheck:
-        inject::log::info("health: {}; checking the cards again", what);
-        health();
-        break;
+        case EventAction::Ignore:
+            inject::log::info("health: ignoring {}", what);
+            break;
+        case EventAction::Log:
+            inject::log::info("health: {}", what);
+            break;
+        case EventAction::Hold:
+            inject::log::info("health: {}", what);
+            apply_all(DriverHealth{});  // no need to ask the driver: the event decides
+            break;
+        case EventAction::Recheck:
+            inject::log::info("health: {}; checking the cards again", what);
+            health();
+            break;
     }
 }
 
@@ -345,8 +360,10 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
     std::unique_ptr<k8s::EventWatcher> events;
     if (o_.health_checks) {
         auto w = k8s::EventWatcher::start(discover_);
-        if (w) events = std::move(*w);
-        else spdlog::error("health: {}; periodic checks only", w.error().what());
+        if (w)
+            events = std::move(*w);
+        else
+            spdlog::error("health: {}; periodic checks only", w.error().what());
     }
     auto next_health = Clock::now() + o_.health_interval;
     auto next_sweep = Clock::now() + o_.sweep_interval;
@@ -372,7 +389,9 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
             continue;
         }
         const auto wait = std::chrono::duration_cast<milliseconds>(wake - Clock::now()).count();
-        pollfd fds[3] = {{sig_fd, POLLIN, 0}, {watcher.fd(), POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
+        pollfd fds[3] = {{sig_fd, POLLIN, 0},
+                         {watcher.fd(), POLLIN, 0},
+                         {events ? events->fd() : -1, POLLIN, 0}};
         const int n = ::poll(fds, 3, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: poll: " << std::strerror(errno) << "\n";
@@ -462,7 +481,8 @@ int run(DaemonOptions o) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;
     };
-    if (auto r = k8s::check_resource_name(o.settings.resource_name); !r) return fail_with(r.error());
+    if (auto r = k8s::check_resource_name(o.settings.resource_name); !r)
+        return fail_with(r.error());
     auto our_path = k8s::socket_path(o.kubelet_dir, o.socket_name);
     if (!our_path) return fail_with(our_path.error().context("--kubelet-dir"));
     auto kubelet_path = k8s::socket_path(o.kubelet_dir, o.kubelet_socket);

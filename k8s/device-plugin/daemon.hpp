@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "k8s/nri_lock.hpp"
 #include "device-plugin/plugin.hpp"
+#include "k8s/nri_lock.hpp"
 
 namespace device_plugin {
 

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device-plugin/hami.hpp"
 
-#include "inject/drs_slices.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <map>
 
 #include "device-plugin/hami_trust.hpp"
+#include "inject/drs_slices.hpp"
 #include "inject/text.hpp"
 
 namespace device_plugin::hami {
@@ -346,7 +345,8 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
     const std::uint32_t slices = inject::drs::card_slices(host.drs_profiles);
     Json devices = Json::array(), shared = Json::object(), profiles = Json::object();
     for (const auto& p : host.drs_profiles) {
-        if (inject::drs::profile_slices(p.name).value_or(0) > 0) profiles[p.name] = std::to_string(p.id);
+        if (inject::drs::profile_slices(p.name).value_or(0) > 0)
+            profiles[p.name] = std::to_string(p.id);
     }
     for (const auto& c : host.devices) {
         if (slices == 0) break;
@@ -377,7 +377,7 @@ NodeAnnotations node_annotations(const inject::device::Host& host,
 std::string checkpoint_text(const Ledger& l) {
     Json list = Json::array();
     for (const auto& r : l.instances) {
-        Json e{{"podUID", r.uid}, {"namespace", r.ns}, {"pod", r.pod},
+        Json e{{"podUID", r.uid}, {"namespace", r.ns},         {"pod", r.pod},
                {"card", r.card},  {"instance", r.instance_id}, {"uuid", r.uuid}};
         if (!r.profile.empty()) e["profile"] = r.profile;
         list.push_back(std::move(e));

@@ -8,19 +8,17 @@
 // the decision (gcushare's annotation protocol). No API calls, no efsmi here:
 // hami_mode.cpp does those.
 
-#include "device-plugin/plugin.hpp"
-
-#include "inject/device.hpp"
-#include "inject/result.hpp"
-#include "k8s/drs_ledger.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "device-plugin/plugin.hpp"
+#include "inject/device.hpp"
+#include "inject/result.hpp"
+#include "k8s/drs_ledger.hpp"
 
 namespace device_plugin::hami {
 
@@ -202,8 +200,8 @@ struct Names {
 inline constexpr std::uint32_t kLegacySlices = 6;
 
 /// The resources HAMi's Enflame backend counts: `cards` (every card whole) and, per card,
-/// device IDs `<minor>-<n>`: for `drs` inject::drs::card_slices() of them, for `memory` one per GiB of the
-/// card's memory, for `core` 100 (HAMi's percent); or, legacy, `shared` with legacy_slices.
+/// device IDs `<minor>-<n>`: for `drs` inject::drs::card_slices() of them, for `memory` one per GiB
+/// of the card's memory, for `core` 100 (HAMi's percent); or, legacy, `shared` with legacy_slices.
 /// kubelet hands Allocate as many IDs as the container asks; which ones does not matter
 /// (HAMi chose the card). Sockets: names.cards_socket, else enflame-<name after '/'>.sock.
 [[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,

@@ -77,7 +77,8 @@ inject::Result<std::unique_ptr<Mode>> Mode::create(Deps deps) {
                 return o.card == d->index && o.instance_id == id;
             });
             if (known) continue;
-            m->own_.push_back({d->uid, d->ns, d->name, d->index, id, c.instance_uuid, c.profile_name});
+            m->own_.push_back(
+                {d->uid, d->ns, d->name, d->index, id, c.instance_uuid, c.profile_name});
             inject::log::info("hami: pod {}/{} holds DRS instance {} of card {}", d->ns, d->name,
                               id, d->index);
         }
@@ -92,7 +93,8 @@ void Mode::load_checkpoint() {
     // Not fatal when both it and its .prev are bad: the live pods' annotations still name
     // their instances; the next save writes a good one.
     auto f = k8s::drs::load_file(
-        d_.checkpoint, [](const std::string& text, const std::string& source) -> inject::Result<void> {
+        d_.checkpoint,
+        [](const std::string& text, const std::string& source) -> inject::Result<void> {
             INJECT_TRY_VOID(parse_checkpoint(text, source));
             return inject::ok();
         });

@@ -26,10 +26,10 @@
 
 #include "device-plugin/hami.hpp"
 #include "device-plugin/hami_trust.hpp"
+#include "device-plugin/plugin.hpp"
 #include "inject/discover.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/proto/deviceplugin_v1beta1.pb.h"
-#include "device-plugin/plugin.hpp"
 
 namespace device_plugin::hami {
 
@@ -115,8 +115,9 @@ private:
     Deps d_;
     std::mutex mu_;  ///< one Allocate or sweep at a time
     std::vector<Recorded> own_;
-    std::vector<k8s::drs::Pending> pending_;  ///< instances being made (saved before efsmi is asked)
-    std::uint64_t attempt_ = 0;               ///< tags this process' pending entries
+    std::vector<k8s::drs::Pending>
+        pending_;                    ///< instances being made (saved before efsmi is asked)
+    std::uint64_t attempt_ = 0;      ///< tags this process' pending entries
     std::string published_;          ///< the last node annotations written
     std::set<std::string> skipped_;  ///< the pods logged as not placed by HAMi (uids)
     /// The container served by a gcu-memory or gcu-core Allocate that also asks the other one:

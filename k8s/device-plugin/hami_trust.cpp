@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device-plugin/hami_trust.hpp"
 
-#include "inject/drs_slices.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <limits>
 #include <set>
+
+#include "inject/drs_slices.hpp"
 
 namespace device_plugin::hami {
 

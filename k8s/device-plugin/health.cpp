@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device-plugin/health.hpp"
 
-#include "inject/efml.hpp"
-#include "inject/log.hpp"
-
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+
+#include "inject/efml.hpp"
+#include "inject/log.hpp"
 
 namespace device_plugin {
 namespace {
 
 constexpr std::string_view kDriverSaysUnhealthy = "the driver reports it unhealthy";
 
-std::string key(const std::string& uuid, std::uint32_t index) { return uuid.empty() ? "#" + std::to_string(index) : uuid; }
+std::string key(const std::string& uuid, std::uint32_t index) {
+    return uuid.empty() ? "#" + std::to_string(index) : uuid;
+}
 
 // Empty when the node is the character device it was; otherwise why not.
 std::string node_problem(const inject::device::DeviceNode& n) {
@@ -73,23 +75,33 @@ DriverHealth driver_health(const inject::discover::Options& opts) {
 
 std::string event_name(int type) {
     switch (type) {
-    case 3: return "suspend";
-    case 10: return "reset start";
-    case 11: return "reset finish";
-    case 20: return "EID";
-    default: return "type " + std::to_string(type);
+        case 3:
+            return "suspend";
+        case 10:
+            return "reset start";
+        case 11:
+            return "reset finish";
+        case 20:
+            return "EID";
+        default:
+            return "type " + std::to_string(type);
     }
 }
 
 EventAction note_event(const inject::efml::DriverEvent& ev, EventHolds& holds) {
     switch (ev.type) {
-    case 3: return EventAction::Log;
-    case 10:
-    case 20:
-        holds[ev.id] = "driver event " + event_name(ev.type) + (ev.message.empty() ? "" : ": " + ev.message);
-        return EventAction::Hold;
-    case 11: holds.erase(ev.id); return EventAction::Recheck;
-    default: return EventAction::Ignore;
+        case 3:
+            return EventAction::Log;
+        case 10:
+        case 20:
+            holds[ev.id] = "driver event " + event_name(ev.type) +
+                           (ev.message.empty() ? "" : ": " + ev.message);
+            return EventAction::Hold;
+        case 11:
+            holds.erase(ev.id);
+            return EventAction::Recheck;
+        default:
+            return EventAction::Ignore;
     }
 }
 
@@ -110,8 +122,10 @@ bool apply_health(const DriverHealth& driver, Inventory& inv, const EventHolds& 
         const bool healthy = why.empty();
         if (healthy != d.healthy) {
             changed = true;
-            if (healthy) inject::log::warn("device {} is healthy again", d.id);
-            else inject::log::warn("device {} is unhealthy: {}", d.id, why);
+            if (healthy)
+                inject::log::warn("device {} is healthy again", d.id);
+            else
+                inject::log::warn("device {} is unhealthy: {}", d.id, why);
         }
         d.healthy = healthy;
         d.why_unhealthy = why;

@@ -7,16 +7,14 @@
 // events hold Unhealthy (events.hpp). Unlike NVIDIA's plugin, a card that recovers becomes
 // Healthy again.
 
-#include "device-plugin/plugin.hpp"
-
-#include "inject/discover.hpp"
-#include "inject/efml.hpp"
-
 #include <cstdint>
-
 #include <map>
 #include <optional>
 #include <string>
+
+#include "device-plugin/plugin.hpp"
+#include "inject/discover.hpp"
+#include "inject/efml.hpp"
 
 namespace device_plugin {
 

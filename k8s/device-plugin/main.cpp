@@ -2,17 +2,16 @@
 // enflame-device-plugin: kubelet's device plugin for Enflame GCUs (docs/kubelet-wire.md, device
 // plugin). This file parses flags (each also readable from an environment variable of the same
 // name, as NVIDIA's plugin users expect), sets up logging, and hands over to the daemon.
-#include "device-plugin/daemon.hpp"
-
-#include "k8s/daemon_cli.hpp"
-#include "k8s/duration.hpp"
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+
+#include "device-plugin/daemon.hpp"
+#include "k8s/daemon_cli.hpp"
+#include "k8s/duration.hpp"
 
 namespace {
 
@@ -23,7 +22,8 @@ inject::Result<bool> health_disabled_by_env() {
     const std::string s = v;
     if (s == "all" || s == "true" || s == "1") return true;
     if (s == "false" || s == "0") return false;
-    return inject::fail(inject::Errc::InvalidInput, "DP_DISABLE_HEALTHCHECKS '" + s + "': want all (or unset)");
+    return inject::fail(inject::Errc::InvalidInput,
+                        "DP_DISABLE_HEALTHCHECKS '" + s + "': want all (or unset)");
 }
 
 }  // namespace
@@ -42,31 +42,42 @@ int main(int argc, char** argv) try {
     bool no_drs = false;
     std::string log_level = "info";
 
-    CLI::App app{"enflame-device-plugin: advertise Enflame GCUs to kubelet and allocate them to containers",
-                 "enflame-device-plugin"};
+    CLI::App app{
+        "enflame-device-plugin: advertise Enflame GCUs to kubelet and allocate them to containers",
+        "enflame-device-plugin"};
     k8s::add_common_flags(app, "enflame-device-plugin", o.config_path, o.config_path_given);
-    app.add_option("--kubelet-dir", o.kubelet_dir, "kubelet's device-plugin folder (holds kubelet.sock and our socket)")
-        ->envname("KUBELET_DIR")->capture_default_str();
+    app.add_option("--kubelet-dir", o.kubelet_dir,
+                   "kubelet's device-plugin folder (holds kubelet.sock and our socket)")
+        ->envname("KUBELET_DIR")
+        ->capture_default_str();
     app.add_option("--socket-name", o.socket_name, "our socket's name in that folder")
-        ->envname("SOCKET_NAME")->capture_default_str();
-    app.add_option("--resource-name", o.settings.resource_name, "the extended resource we advertise")
-        ->envname("RESOURCE_NAME")->capture_default_str();
+        ->envname("SOCKET_NAME")
+        ->capture_default_str();
+    app.add_option("--resource-name", o.settings.resource_name,
+                   "the extended resource we advertise")
+        ->envname("RESOURCE_NAME")
+        ->capture_default_str();
     app.add_option("--plugin-config", o.plugin_config,
                    "the plugin's YAML config (version: v1; sharing.timeSlicing), re-read on SIGHUP")
         ->envname("PLUGIN_CONFIG");
     app.add_flag("--no-drs", no_drs,
-                 "do not advertise DRS instances (by default each profile with instances is <domain>/drs-<profile>)")
+                 "do not advertise DRS instances (by default each profile with instances is "
+                 "<domain>/drs-<profile>)")
         ->envname("NO_DRS");
     app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
-        ->envname("DEVICE_ID_STRATEGY")->capture_default_str();
+        ->envname("DEVICE_ID_STRATEGY")
+        ->capture_default_str();
     app.add_option("--device-list-strategy", list_strategies,
-                   "how Allocate passes the cards: envvar, cdi-cri, cdi-annotations (repeatable or a comma list)")
-        ->envname("DEVICE_LIST_STRATEGY")->capture_default_str();
+                   "how Allocate passes the cards: envvar, cdi-cri, cdi-annotations (repeatable or "
+                   "a comma list)")
+        ->envname("DEVICE_LIST_STRATEGY")
+        ->capture_default_str();
     app.add_flag("--pass-device-specs", o.settings.pass_device_specs,
                  "also return DeviceSpecs for /dev/gcuN and /dev/gcuctl")
         ->envname("PASS_DEVICE_SPECS");
     app.add_option("--health-interval", interval, "time between health checks (e.g. 5s, 500ms)")
-        ->envname("HEALTH_INTERVAL")->capture_default_str();
+        ->envname("HEALTH_INTERVAL")
+        ->capture_default_str();
     app.add_flag("--disable-health-checks", no_health,
                  "no health checks: every card stays Healthy (also DP_DISABLE_HEALTHCHECKS=all)");
     std::string scheduler;
@@ -115,8 +126,11 @@ int main(int argc, char** argv) try {
                    "the file enflame-nri-plugin holds locked while it runs (its --lock-file)")
         ->envname("NRI_LOCK_FILE")
         ->capture_default_str();
-    app.add_option("--log-level", log_level, "debug, info, warn or error")->envname("LOG_LEVEL")->capture_default_str();
-    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level)) return *code;
+    app.add_option("--log-level", log_level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
+    if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level))
+        return *code;
     const auto fail = k8s::exit_error;
     auto ids = device_plugin::parse_id_strategy(id_strategy);
     if (!ids) return fail(ids.error());

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device-plugin/plugin.hpp"
 
-#include "inject/fs.hpp"
-#include "k8s/sharing.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include "inject/fs.hpp"
+#include "k8s/sharing.hpp"
 
 namespace device_plugin {
 
@@ -56,7 +56,8 @@ PluginDevice from_card(const inject::device::Device& c) {
 inject::Result<IdStrategy> parse_id_strategy(std::string_view s) {
     if (s == "uuid") return IdStrategy::Uuid;
     if (s == "index") return IdStrategy::Index;
-    return fail(Errc::InvalidInput, "device ID strategy '" + std::string(s) + "': want uuid or index");
+    return fail(Errc::InvalidInput,
+                "device ID strategy '" + std::string(s) + "': want uuid or index");
 }
 
 inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::string>& names) {
@@ -68,12 +69,15 @@ inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::stri
             const std::size_t comma = std::min(arg.find(',', start), arg.size());
             const std::string n = arg.substr(start, comma - start);
             start = comma + 1;
-            if (n == "envvar") out.envvar = true;
-            else if (n == "cdi-cri") out.cdi_cri = true;
-            else if (n == "cdi-annotations") out.cdi_annotations = true;
+            if (n == "envvar")
+                out.envvar = true;
+            else if (n == "cdi-cri")
+                out.cdi_cri = true;
+            else if (n == "cdi-annotations")
+                out.cdi_annotations = true;
             else
-                return fail(Errc::InvalidInput,
-                            "device list strategy '" + n + "': want envvar, cdi-cri or cdi-annotations");
+                return fail(Errc::InvalidInput, "device list strategy '" + n +
+                                                    "': want envvar, cdi-cri or cdi-annotations");
             any = true;
         }
     }
@@ -81,12 +85,14 @@ inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::stri
     return out;
 }
 
-inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
-                                                     std::uint32_t replicas, const std::string& resource,
+inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host,
+                                                     IdStrategy strategy, std::uint32_t replicas,
+                                                     const std::string& resource,
                                                      const std::string& socket, bool drs) {
     inject::device::Host whole = host;
     if (drs) {
-        std::erase_if(whole.devices, [](const inject::device::Device& d) { return !d.drs_instances.empty(); });
+        std::erase_if(whole.devices,
+                      [](const inject::device::Device& d) { return !d.drs_instances.empty(); });
     }
     std::vector<Resource> out;
     INJECT_TRY(auto cards, make_inventory(whole, strategy, replicas));
@@ -100,7 +106,8 @@ inject::Result<std::vector<Resource>> make_resources(const inject::device::Host&
             d.id = d.card_id = d.cdi_name = inject::device::drs_address(in);
             d.drs = true;
             if (d.id.size() > kMaxIdLength)
-                return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
+                return fail(Errc::InvalidInput,
+                            "device ID '" + d.id + "' is longer than kubelet allows (63)");
             auto& inv = profiles[in.profile];
             inv.control = host.control;
             inv.devices.push_back(std::move(d));
@@ -122,7 +129,8 @@ const PluginDevice* Inventory::find(std::string_view id) const {
     return nullptr;
 }
 
-inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy, std::uint32_t replicas) {
+inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy,
+                                         std::uint32_t replicas) {
     Inventory inv;
     inv.control = host.control;
     for (const auto& c : host.devices) {
@@ -135,8 +143,10 @@ inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStr
         for (std::uint32_t n = 0; n < std::max<std::uint32_t>(replicas, 1); ++n) {
             d.id = replicas > 1 ? d.card_id + "::" + std::to_string(n) : d.card_id;
             if (d.id.size() > kMaxIdLength)
-                return fail(Errc::InvalidInput, "device ID '" + d.id + "' is longer than kubelet allows (63)");
-            if (inv.find(d.id)) return fail(Errc::Conflict, "two cards have the device ID '" + d.id + "'");
+                return fail(Errc::InvalidInput,
+                            "device ID '" + d.id + "' is longer than kubelet allows (63)");
+            if (inv.find(d.id))
+                return fail(Errc::Conflict, "two cards have the device ID '" + d.id + "'");
             inv.devices.push_back(d);
         }
     }
@@ -203,10 +213,12 @@ std::vector<std::string> preferred(const Inventory& inv, const std::vector<std::
             const std::int64_t bus = bus_number(d->pci_bus_id);
             const std::int64_t dist = ref < 0 ? bus : (bus > ref ? bus - ref : ref - bus);
             const auto u = used.find(d->card_id);
-            return std::tuple(d->numa_node != target, u == used.end() ? 0 : u->second, dist, d->pci_bus_id, d->id);
+            return std::tuple(d->numa_node != target, u == used.end() ? 0 : u->second, dist,
+                              d->pci_bus_id, d->id);
         };
-        auto best = std::min_element(cands.begin(), cands.end(),
-                                     [&](const PluginDevice* a, const PluginDevice* b) { return key(a) < key(b); });
+        auto best = std::min_element(
+            cands.begin(), cands.end(),
+            [&](const PluginDevice* a, const PluginDevice* b) { return key(a) < key(b); });
         if (!anchor) anchor = *best;
         ++used[(*best)->card_id];
         out.push_back((*best)->id);
@@ -221,10 +233,12 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
     std::vector<const PluginDevice*> devs;
     for (const auto& id : ids) {
         const auto* d = inv.find(id);
-        if (!d) return fail(Errc::NotFound, "unknown device ID '" + id + "' for " + s.resource_name);
+        if (!d)
+            return fail(Errc::NotFound, "unknown device ID '" + id + "' for " + s.resource_name);
         if (!d->healthy) return fail(Errc::InvalidInput, "device '" + id + "' is unhealthy");
         // Replicas of one card give that card once.
-        if (std::none_of(devs.begin(), devs.end(), [&](const PluginDevice* x) { return x->card_id == d->card_id; }))
+        if (std::none_of(devs.begin(), devs.end(),
+                         [&](const PluginDevice* x) { return x->card_id == d->card_id; }))
             devs.push_back(d);
     }
     v1beta1::ContainerAllocateResponse r;
@@ -255,7 +269,8 @@ inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv
         auto add = [&](const inject::device::DeviceNode& n) {
             auto* spec = r.add_devices();
             spec->set_container_path(n.path);
-            spec->set_host_path(s.host_dev_root.empty() ? n.host_path : inject::fs::join(s.host_dev_root, n.path));
+            spec->set_host_path(
+                s.host_dev_root.empty() ? n.host_path : inject::fs::join(s.host_dev_root, n.path));
             spec->set_permissions("rw");
         };
         std::set<std::string> seen;  // DRS instances of one card share its node

@@ -5,15 +5,15 @@
 // kubelet sees, which cards a container should prefer, and what an Allocate answers. No gRPC
 // server, no clock, no files here, so the unit tests drive every case in a table.
 
-#include "inject/device.hpp"
-#include "inject/result.hpp"
-#include "k8s/proto/deviceplugin_v1beta1.pb.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/device.hpp"
+#include "inject/result.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.pb.h"
 
 namespace device_plugin {
 
@@ -49,15 +49,19 @@ struct Settings {
 [[nodiscard]] inject::Result<IdStrategy> parse_id_strategy(std::string_view s);
 /// Names from --device-list-strategy (each may also be a comma list): envvar, cdi-cri,
 /// cdi-annotations. At least one.
-[[nodiscard]] inject::Result<ListStrategies> parse_list_strategies(const std::vector<std::string>& names);
+[[nodiscard]] inject::Result<ListStrategies> parse_list_strategies(
+    const std::vector<std::string>& names);
 
 /// One advertised card.
 struct PluginDevice {
-    std::string id;       ///< what kubelet sees (<= 63 characters): card_id, or card_id::<n> when shared
-    std::string card_id;  ///< the card's ID under the ID strategy (what ENFLAME_VISIBLE_DEVICES gets)
-    std::string cdi_name; ///< the CDI device name `cdi generate` writes: the UUID, or a DRS instance's address
-    bool drs = false;     ///< a DRS instance (card_id = cdi_name = DRS-<uuid>, or <card>:<profile>:<id> without a UUID)
-    std::string uuid;     ///< the card's UUID (a DRS instance: its parent card's)
+    std::string id;  ///< what kubelet sees (<= 63 characters): card_id, or card_id::<n> when shared
+    std::string
+        card_id;  ///< the card's ID under the ID strategy (what ENFLAME_VISIBLE_DEVICES gets)
+    std::string cdi_name;  ///< the CDI device name `cdi generate` writes: the UUID, or a DRS
+                           ///< instance's address
+    bool drs = false;      ///< a DRS instance (card_id = cdi_name = DRS-<uuid>, or
+                           ///< <card>:<profile>:<id> without a UUID)
+    std::string uuid;      ///< the card's UUID (a DRS instance: its parent card's)
     std::uint32_t index = 0;
     std::uint32_t minor = 0;  ///< N of /dev/gcuN (gcushare's ENFLAME_VISIBLE_DEVICES)
     std::string pci_bus_id;
@@ -77,7 +81,8 @@ struct Inventory {
 
 /// The inventory of `host` under `strategy`, each card `replicas` times when time-sliced
 /// (IDs `<id>::<n>`). A card's health starts as discovery reported it (unknown = healthy).
-[[nodiscard]] inject::Result<Inventory> make_inventory(const inject::device::Host& host, IdStrategy strategy,
+[[nodiscard]] inject::Result<Inventory> make_inventory(const inject::device::Host& host,
+                                                       IdStrategy strategy,
                                                        std::uint32_t replicas = 1);
 
 /// One resource the plugin advertises: its name, its socket's name and its devices.
@@ -92,9 +97,9 @@ struct Resource {
 /// `enflame-drs-<profile>.sock` with its instances as `DRS-<uuid>` devices (`<card>:<profile>:<id>`
 /// where efsmi lists no UUID: inject::device::drs_address). A card split
 /// into DRS instances is not advertised whole (it would be given twice).
-[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(const inject::device::Host& host, IdStrategy strategy,
-                                                                   std::uint32_t replicas, const std::string& resource,
-                                                                   const std::string& socket, bool drs);
+[[nodiscard]] inject::Result<std::vector<Resource>> make_resources(
+    const inject::device::Host& host, IdStrategy strategy, std::uint32_t replicas,
+    const std::string& resource, const std::string& socket, bool drs);
 
 /// The whole list as one ListAndWatch message: capacity is every card, allocatable the
 /// healthy ones; topology from the card's NUMA node when known.
@@ -103,12 +108,14 @@ struct Resource {
 /// kubelet's GetPreferredAllocation for one container: `must_include` first, then cards on
 /// the same NUMA node, then (time-slicing) the cards with fewest replicas taken so far, then
 /// the nearest PCI bus. Unknown IDs in `available` are ignored.
-[[nodiscard]] std::vector<std::string> preferred(const Inventory& inv, const std::vector<std::string>& available,
-                                                 const std::vector<std::string>& must_include, std::size_t size);
+[[nodiscard]] std::vector<std::string> preferred(const Inventory& inv,
+                                                 const std::vector<std::string>& available,
+                                                 const std::vector<std::string>& must_include,
+                                                 std::size_t size);
 
 /// kubelet's Allocate for one container. An unknown or unhealthy ID is an error naming it.
 /// Replicas of one card (time-slicing) give that card once.
-[[nodiscard]] inject::Result<v1beta1::ContainerAllocateResponse> allocate(const Inventory& inv, const Settings& s,
-                                                                          const std::vector<std::string>& ids);
+[[nodiscard]] inject::Result<v1beta1::ContainerAllocateResponse> allocate(
+    const Inventory& inv, const Settings& s, const std::vector<std::string>& ids);
 
 }  // namespace device_plugin

@@ -122,15 +122,19 @@ grpc::Status Service::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empt
     }
 }
 
-grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*,
+                                             const v1beta1::PreferredAllocationRequest* req,
                                              v1beta1::PreferredAllocationResponse* out) {
     const Inventory inv = state_->inventory();
     if (const auto hook = state_->preferrer()) return hook(inv, *req, out);
     for (const auto& c : req->container_requests()) {
         if (c.allocation_size() < 0)
-            return {grpc::StatusCode::INVALID_ARGUMENT, "allocation_size " + std::to_string(c.allocation_size()) + " is negative"};
-        const std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
-        const std::vector<std::string> must(c.must_include_deviceids().begin(), c.must_include_deviceids().end());
+            return {grpc::StatusCode::INVALID_ARGUMENT,
+                    "allocation_size " + std::to_string(c.allocation_size()) + " is negative"};
+        const std::vector<std::string> avail(c.available_deviceids().begin(),
+                                             c.available_deviceids().end());
+        const std::vector<std::string> must(c.must_include_deviceids().begin(),
+                                            c.must_include_deviceids().end());
         auto ids = preferred(inv, avail, must, static_cast<std::size_t>(c.allocation_size()));
         auto* r = out->add_container_responses();
         for (auto& id : ids) r->add_deviceids(std::move(id));
@@ -138,7 +142,8 @@ grpc::Status Service::GetPreferredAllocation(grpc::ServerContext*, const v1beta1
     return grpc::Status::OK;
 }
 
-grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req, v1beta1::AllocateResponse* out) {
+grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
+                               v1beta1::AllocateResponse* out) {
     const Inventory inv = state_->inventory();
     const Settings s = state_->settings();
     if (auto why = nri_missing(s.require_nri_lock, *req)) {
@@ -151,8 +156,9 @@ grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequ
         auto r = allocate(inv, s, ids);
         if (!r) {
             inject::log::warn("Allocate refused: {}", r.error().what());
-            const auto code = r.error().code() == inject::Errc::NotFound ? grpc::StatusCode::NOT_FOUND
-                                                                         : grpc::StatusCode::INVALID_ARGUMENT;
+            const auto code = r.error().code() == inject::Errc::NotFound
+                                  ? grpc::StatusCode::NOT_FOUND
+                                  : grpc::StatusCode::INVALID_ARGUMENT;
             return {code, r.error().what()};
         }
         *out->add_container_responses() = std::move(*r);
@@ -160,7 +166,8 @@ grpc::Status Service::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequ
     return grpc::Status::OK;
 }
 
-grpc::Status Service::PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+grpc::Status Service::PreStartContainer(grpc::ServerContext*,
+                                        const v1beta1::PreStartContainerRequest*,
                                         v1beta1::PreStartContainerResponse*) {
     return grpc::Status::OK;
 }

@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "device-plugin/plugin.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 
 namespace device_plugin {
 
@@ -68,14 +68,16 @@ class Service final : public v1beta1::DevicePlugin::Service {
 public:
     /// `cancel_check`: how often a ListAndWatch stream with nothing to send looks whether its
     /// client went away (a cancelled call wakes nobody).
-    explicit Service(std::shared_ptr<State> state, std::chrono::milliseconds cancel_check = std::chrono::seconds(2))
+    explicit Service(std::shared_ptr<State> state,
+                     std::chrono::milliseconds cancel_check = std::chrono::seconds(2))
         : state_(std::move(state)), epoch_(state_->next_epoch()), cancel_check_(cancel_check) {}
 
     grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
                                         v1beta1::DevicePluginOptions* out) override;
     grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
                               grpc::ServerWriter<v1beta1::ListAndWatchResponse>* w) override;
-    grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+    grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                        const v1beta1::PreferredAllocationRequest* req,
                                         v1beta1::PreferredAllocationResponse* out) override;
     grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
                           v1beta1::AllocateResponse* out) override;

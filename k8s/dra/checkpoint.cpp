@@ -53,9 +53,11 @@ std::string to_text(const Checkpoint& cp) {
     for (const auto& [uid, c] : cp.claims) {
         Json devices = Json::array();
         for (const auto& d : c.devices) {
-            Json dev = {{"requests", d.requests}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_ids}};
-            if (d.created)
-                dev["createdInstance"] = k8s::drs::made_json(*d.created);
+            Json dev = {{"requests", d.requests},
+                        {"pool", d.pool},
+                        {"device", d.device},
+                        {"cdiDeviceIDs", d.cdi_ids}};
+            if (d.created) dev["createdInstance"] = k8s::drs::made_json(*d.created);
             devices.push_back(std::move(dev));
         }
         claims[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
@@ -86,10 +88,11 @@ inject::Result<void> save_checkpoint(const std::string& path, const Checkpoint& 
 }
 
 LoadedCheckpoint load_checkpoint_or_previous(const std::string& path) {
-    auto f = k8s::drs::load_file(path, [](const std::string& text, const std::string& source) -> inject::Result<void> {
-        INJECT_TRY_VOID(parse_checkpoint(text, source));
-        return inject::ok();
-    });
+    auto f = k8s::drs::load_file(
+        path, [](const std::string& text, const std::string& source) -> inject::Result<void> {
+            INJECT_TRY_VOID(parse_checkpoint(text, source));
+            return inject::ok();
+        });
     LoadedCheckpoint out{{}, std::move(f.problem), f.lost};
     if (f.text) out.cp = *parse_checkpoint(*f.text, path);
     if (f.lost) out.problem += ": starting without prepared claims";

@@ -30,7 +30,8 @@ std::string join(const std::string& dir, const std::string& name) {
 
 // The name `generate` gives a device under NameStrategy::Index (`instance`: the DRS instance
 // the device is, if any).
-std::string generated_name(const inject::device::Device& card, std::optional<std::uint32_t> instance) {
+std::string generated_name(const inject::device::Device& card,
+                           std::optional<std::uint32_t> instance) {
     if (!instance) return std::to_string(card.index);
     for (const auto& in : card.drs_instances) {
         if (in.instance_id == *instance)
@@ -79,18 +80,21 @@ inject::Result<inject::cdi::Spec> claim_spec(const inject::device::Host& host,
         if (d.placement) {
             const auto m = made.find(d.str());
             if (m == made.end())
-                return fail(Errc::NotFound, "device '" + d.str() + "': no DRS instance was made for it");
+                return fail(Errc::NotFound,
+                            "device '" + d.str() + "': no DRS instance was made for it");
             const CreatedInstance& want = m->second;
             instance = want.id;
             // The id alone is not the instance: one destroyed behind our back leaves its id to
             // the next create, of any profile.
             for (const auto& in : card->drs_instances) {
                 if (in.instance_id != want.id) continue;
-                if (in.profile != want.profile || (!want.uuid.empty() && !in.uuid.empty() && in.uuid != want.uuid))
-                    return fail(Errc::NotFound, "device '" + d.str() + "': card " + std::to_string(d.index) +
-                                                    " instance " + std::to_string(want.id) + " is now " + in.profile +
-                                                    (in.uuid.empty() ? "" : " " + in.uuid) + ", not the " +
-                                                    want.profile + " instance made for it");
+                if (in.profile != want.profile ||
+                    (!want.uuid.empty() && !in.uuid.empty() && in.uuid != want.uuid))
+                    return fail(Errc::NotFound,
+                                "device '" + d.str() + "': card " + std::to_string(d.index) +
+                                    " instance " + std::to_string(want.id) + " is now " +
+                                    in.profile + (in.uuid.empty() ? "" : " " + in.uuid) +
+                                    ", not the " + want.profile + " instance made for it");
             }
         }
         const std::string gen = generated_name(*card, instance);

@@ -43,8 +43,9 @@ inline constexpr std::string_view kCdiClass = "claim";
 /// id and the spec is refused. NotFound names a device this node does not have: "device
 /// 'gcu-7' is not on this node".
 [[nodiscard]] inject::Result<inject::cdi::Spec> claim_spec(
-    const inject::device::Host& host, const inject::cdi::GenerateOptions& base, const std::string& claim_uid,
-    const std::vector<DeviceName>& devices, const std::map<std::string, CreatedInstance>& made = {});
+    const inject::device::Host& host, const inject::cdi::GenerateOptions& base,
+    const std::string& claim_uid, const std::vector<DeviceName>& devices,
+    const std::map<std::string, CreatedInstance>& made = {});
 
 /// Writes `spec` as YAML to <cdi_root>/spec_file_name(uid) atomically (mode 0644; not
 /// fsynced: it is derived from the checkpoint). With `only_if_changed`, a file that already

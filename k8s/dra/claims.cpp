@@ -25,7 +25,8 @@ bool is_profile_label(std::string_view s) {
     const auto g = s.find("g-");
     if (g == std::string_view::npos || !s.ends_with("gb")) return false;
     const auto digits = [](std::string_view d) {
-        return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+        return !d.empty() &&
+               std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
     };
     return s.size() > g + 4 && digits(s.substr(0, g)) && digits(s.substr(g + 2, s.size() - g - 4));
 }
@@ -132,9 +133,10 @@ std::string DeviceName::str() const {
 
 inject::Result<DeviceName> parse_device_name(std::string_view name) {
     const auto bad = [&] {
-        return fail(Errc::InvalidInput, "device '" + std::string(name) +
-                                            "' is not one of ours: want gcu-<index>, "
-                                            "gcu-<index>-drs-<instance> or gcu-<index>-<profile>-<k>");
+        return fail(Errc::InvalidInput,
+                    "device '" + std::string(name) +
+                        "' is not one of ours: want gcu-<index>, "
+                        "gcu-<index>-drs-<instance> or gcu-<index>-<profile>-<k>");
     };
     if (!name.starts_with("gcu-")) return bad();
     std::string_view rest = name.substr(4);
@@ -152,7 +154,8 @@ inject::Result<DeviceName> parse_device_name(std::string_view name) {
         return out;
     }
     const auto last = rest.rfind('-');
-    const auto k = last == std::string_view::npos ? std::nullopt : parse_number(rest.substr(last + 1));
+    const auto k =
+        last == std::string_view::npos ? std::nullopt : parse_number(rest.substr(last + 1));
     if (!k || !is_profile_label(rest.substr(0, last))) return bad();
     out.placement = Placement{std::string(rest.substr(0, last)), *k};
     return out;
@@ -241,10 +244,10 @@ inject::Result<void> check_pool(const std::vector<Allocated>& results, const Cla
         return err.other(Errc::InvalidInput, "this plugin has no node name: not prepared");
     for (const auto& a : results)
         if (a.pool != node)
-            return err.other(Errc::Conflict, "device '" + a.device + "' is allocated from pool '" +
-                                                 a.pool + "', not this node's ('" +
-                                                 std::string(node) +
-                                                 "'): allocated for another node, not prepared here");
+            return err.other(Errc::Conflict,
+                             "device '" + a.device + "' is allocated from pool '" + a.pool +
+                                 "', not this node's ('" + std::string(node) +
+                                 "'): allocated for another node, not prepared here");
     return inject::ok();
 }
 

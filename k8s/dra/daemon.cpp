@@ -11,12 +11,12 @@
 #include <iostream>
 
 #include "dra/service.hpp"
-#include "k8s/driver_events.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/drs.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_setup.hpp"
+#include "k8s/driver_events.hpp"
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
 

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "dra/claim_cdi.hpp"
-#include "inject/log.hpp"
 #include "dra/slices.hpp"
+#include "inject/log.hpp"
 
 namespace dra {
 
@@ -54,9 +54,9 @@ std::string instance_list(const std::vector<inject::device::DrsInstance>& list) 
     return out;
 }
 
-
 // A fetched claim, checked, with the answer it will get (no files).
-inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref, const DriverOptions& o) {
+inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref,
+                                            const DriverOptions& o) {
     INJECT_TRY(const auto results, allocated_devices(obj, ref, o.driver_name));
     INJECT_TRY_VOID(check_pool(results, ref, o.node_name));
     PreparedClaim pc{ref.ns, ref.name, {}};
@@ -67,7 +67,6 @@ inject::Result<PreparedClaim> prepared_from(const Json& obj, const ClaimRef& ref
     }
     return pc;
 }
-
 
 }  // namespace
 
@@ -83,8 +82,8 @@ inject::Result<std::unique_ptr<Driver>> Driver::create(DriverOptions o, ClaimSou
     if (!host) return fail(std::move(host).error().context("discovering Enflame cards"));
     std::uint64_t attempt = 0;  // past every attempt an entry kept from before names
     for (const auto& p : cp.pending) attempt = std::max(attempt, p.attempt);
-    auto d = std::unique_ptr<Driver>(new Driver(std::move(o), std::move(claims), std::move(discover),
-                                                std::move(*host), std::move(cp)));
+    auto d = std::unique_ptr<Driver>(new Driver(
+        std::move(o), std::move(claims), std::move(discover), std::move(*host), std::move(cp)));
     d->next_attempt_ = attempt + 1;
     d->keep_unknown_specs_ = !loaded.problem.empty();
     return d;
@@ -129,15 +128,19 @@ inject::Result<void> Driver::check_whole_cards(const PreparedClaim& pc) {
         auto list = o_.drs.list(n.index);
         if (!list) return fail(std::move(list).error().context("device '" + d.device + "'"));
         if (!list->empty())
-            return fail(Errc::Conflict, "card " + std::to_string(n.index) + " is split into DRS instances (" +
+            return fail(Errc::Conflict, "card " + std::to_string(n.index) +
+                                            " is split into DRS instances (" +
                                             instance_list(*list) + "): not handed out whole");
     }
     return inject::ok();
 }
 
-k8s::drs::Ops Driver::ledger_ops() const { return {o_.drs.list, o_.drs.destroy}; }
+k8s::drs::Ops Driver::ledger_ops() const {
+    return {o_.drs.list, o_.drs.destroy};
+}
 
-bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
+bool Driver::take_back_failed_create(const std::string& uid, std::uint32_t card,
+                                     const std::string& profile,
                                      const std::vector<std::uint32_t>& before) {
     return k8s::drs::take_back_failed_create(ledger_ops(), "claim " + uid, card, profile, before,
                                              [&](std::uint32_t c, std::uint32_t id) {
@@ -152,9 +155,10 @@ inject::Result<void> Driver::held_whole(std::uint32_t card, const std::string& d
     for (const auto& [uid, c] : cp_.claims)
         for (const auto& d : c.devices)
             if (d.device == whole)
-                return fail(Errc::Conflict, "device '" + device + "': card " + std::to_string(card) +
-                                                " is prepared whole for claim '" + c.ns + "/" + c.name +
-                                                "': no DRS instance made on it");
+                return fail(Errc::Conflict, "device '" + device + "': card " +
+                                                std::to_string(card) +
+                                                " is prepared whole for claim '" + c.ns + "/" +
+                                                c.name + "': no DRS instance made on it");
     return inject::ok();
 }
 

@@ -37,8 +37,10 @@ using Discoverer = std::function<inject::Result<inject::device::Host>()>;
 /// How the driver makes and removes DRS instances (inject/drs.hpp in the daemon). Empty
 /// functions: a placement cannot be prepared (the claim's error says so).
 struct DrsOps {
-    std::function<inject::Result<std::vector<inject::device::DrsInstance>>(std::uint32_t card)> list;
-    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t card, const inject::device::DrsProfile&)>
+    std::function<inject::Result<std::vector<inject::device::DrsInstance>>(std::uint32_t card)>
+        list;
+    std::function<inject::Result<inject::device::DrsInstance>(std::uint32_t card,
+                                                              const inject::device::DrsProfile&)>
         create;
     std::function<inject::Result<void>(std::uint32_t card, std::uint32_t id)> destroy;
 };
@@ -128,14 +130,16 @@ private:
     /// above), recording each in its device and in host_. On error nothing of it is left
     /// (destroyed, pending dropped and saved), except an instance that could not be taken
     /// back: its pending entry stays for the next start.
-    inject::Result<void> make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc);
+    inject::Result<void> make_instances(const std::string& uid, std::uint64_t attempt,
+                                        PreparedClaim& pc);
     /// Destroys the instances `pc` records as made (clearing them) and drops their pending
     /// entries of `attempt` (in memory only); an instance that will not go keeps its entry.
     void undo_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc);
     /// After a create of `profile` on `card` failed: the one new instance of that profile no
     /// claim records (not in `before`), if efsmi made it anyway, destroyed. True when nothing
     /// of it is left (its pending entry can go).
-    bool take_back_failed_create(const std::string& uid, std::uint32_t card, const std::string& profile,
+    bool take_back_failed_create(const std::string& uid, std::uint32_t card,
+                                 const std::string& profile,
                                  const std::vector<std::uint32_t>& before);
     /// efsmi's list and destroy as the DRS ledger calls them.
     k8s::drs::Ops ledger_ops() const;
@@ -143,7 +147,8 @@ private:
     bool recorded_by_other(const std::string& uid, const CreatedInstance& c) const;
     /// Destroys the instances `pc` records, for unprepare, clearing each that is gone (and
     /// setting `changed`); the first error.
-    inject::Result<void> release_instances(const std::string& uid, PreparedClaim& pc, bool& changed);
+    inject::Result<void> release_instances(const std::string& uid, PreparedClaim& pc,
+                                           bool& changed);
     /// converge()'s part for pending entries: destroys what a killed prepare made.
     void converge_pending();
     /// converge()'s part for placements: each checkpointed placement whose instance is gone

@@ -22,8 +22,8 @@ void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& ui
                       std::uint64_t attempt, std::uint32_t card, const std::string& profile,
                       std::optional<std::uint32_t> made = std::nullopt) {
     const auto it = std::find_if(pending.begin(), pending.end(), [&](const PendingCreate& p) {
-        return p.owner == uid && p.attempt == attempt && p.card == card &&
-               p.profile == profile && p.made == made;
+        return p.owner == uid && p.attempt == attempt && p.card == card && p.profile == profile &&
+               p.made == made;
     });
     if (it != pending.end()) pending.erase(it);
 }
@@ -31,7 +31,8 @@ void drop_pending_one(std::vector<PendingCreate>& pending, const std::string& ui
 }  // namespace
 
 /// The profile a placement name stands for on `host` (its name spelled as placement_name does).
-const inject::device::DrsProfile* profile_of(const inject::device::Host& host, const DeviceName& n) {
+const inject::device::DrsProfile* profile_of(const inject::device::Host& host,
+                                             const DeviceName& n) {
     for (const auto& p : host.drs_profiles)
         if (placement_name(n.index, p.name, n.placement->k) == n.str()) return &p;
     return nullptr;
@@ -43,7 +44,8 @@ inject::device::Device* card_of(inject::device::Host& host, std::uint32_t index)
     return nullptr;
 }
 
-inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_t attempt, PreparedClaim& pc) {
+inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_t attempt,
+                                            PreparedClaim& pc) {
     struct Want {
         PreparedDevice* dev;
         std::uint32_t card;
@@ -56,13 +58,16 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         if (!card_of(host_, n.index))
             return fail(Errc::NotFound, "device '" + d.device + "' is not on this node");
         const auto* p = profile_of(host_, n);
-        if (!p) return fail(Errc::NotFound, "device '" + d.device + "': no DRS profile of this node has that name");
+        if (!p)
+            return fail(Errc::NotFound,
+                        "device '" + d.device + "': no DRS profile of this node has that name");
         if (auto r = held_whole(n.index, d.device); !r) return r;
         wants.push_back({&d, n.index, p});
     }
     if (wants.empty()) return inject::ok();
     if (!o_.drs.create || !o_.drs.list || !o_.drs.destroy)
-        return fail(Errc::Unsupported, "device '" + wants.front().dev->device + "': this plugin cannot create DRS instances");
+        return fail(Errc::Unsupported, "device '" + wants.front().dev->device +
+                                           "': this plugin cannot create DRS instances");
     // The pending entries, durable before efsmi makes anything.
     std::map<std::uint32_t, std::vector<std::uint32_t>> before;
     for (const auto& w : wants) {
@@ -76,7 +81,9 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
         cp_.pending.push_back(
             {uid, w.card, w.profile->name, before[w.card], attempt, std::nullopt, {}});
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) {
-        std::erase_if(cp_.pending, [&](const PendingCreate& p) { return p.owner == uid && p.attempt == attempt; });
+        std::erase_if(cp_.pending, [&](const PendingCreate& p) {
+            return p.owner == uid && p.attempt == attempt;
+        });
         return fail(std::move(r).error());
     }
     for (std::size_t i = 0; i < wants.size(); ++i) {
@@ -92,7 +99,8 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
                 drop_pending_one(cp_.pending, uid, attempt, w.card, w.profile->name);
             for (std::size_t j = i + 1; j < wants.size(); ++j)
                 drop_pending_one(cp_.pending, uid, attempt, wants[j].card, wants[j].profile->name);
-            if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("prepare: {}", r.error().what());
+            if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r)
+                spdlog::error("prepare: {}", r.error().what());
             return fail(std::move(in).error().context("device '" + w.dev->device + "'"));
         }
         w.dev->created = CreatedInstance{w.card, in->instance_id, in->profile, in->uuid};
@@ -115,7 +123,8 @@ inject::Result<void> Driver::make_instances(const std::string& uid, std::uint64_
                 spdlog::error("prepare: {}", again.error().what());
             return fail(std::move(r).error().context("device '" + w.dev->device + "'"));
         }
-        inject::log::info("claim {}: made DRS instance {} for device {}", uid, inject::device::drs_name(*in), w.dev->device);
+        inject::log::info("claim {}: made DRS instance {} for device {}", uid,
+                          inject::device::drs_name(*in), w.dev->device);
         // The spec is written from host_: it knows the instance now, without a rediscovery.
         card_of(host_, w.card)->drs_instances.push_back(std::move(*in));
     }
@@ -129,11 +138,13 @@ void Driver::undo_instances(const std::string& uid, std::uint64_t attempt, Prepa
         d.created.reset();
         if (auto r = o_.drs.destroy(c.card, c.id); !r) {
             // Its pending entry stays: the next start finds the instance new and unrecorded.
-            spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, c.id, c.card, r.error().what());
+            spdlog::error("claim {}: taking back DRS instance {} of card {}: {}", uid, c.id, c.card,
+                          r.error().what());
             continue;
         }
         if (auto* card = card_of(host_, c.card))
-            std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
+            std::erase_if(card->drs_instances,
+                          [&](const auto& in) { return in.instance_id == c.id; });
         drop_pending_one(cp_.pending, uid, attempt, c.card, c.profile, c.id);
     }
 }
@@ -147,16 +158,19 @@ bool Driver::recorded_by_other(const std::string& uid, const CreatedInstance& c)
     return false;
 }
 
-inject::Result<void> Driver::release_instances(const std::string& uid, PreparedClaim& pc, bool& changed) {
+inject::Result<void> Driver::release_instances(const std::string& uid, PreparedClaim& pc,
+                                               bool& changed) {
     for (auto& d : pc.devices) {
         if (!d.created) continue;
         const auto c = *d.created;
         if (!o_.drs.list || !o_.drs.destroy)
-            return fail(Errc::Unsupported, "device '" + d.device + "': this plugin cannot destroy DRS instances");
+            return fail(Errc::Unsupported,
+                        "device '" + d.device + "': this plugin cannot destroy DRS instances");
         // Ours went already (a retried unprepare) and a later prepare got its id: not ours.
         if (recorded_by_other(uid, c)) {
-            inject::log::warn("device {}: card {} instance {} is recorded by another claim now: left alone", d.device,
-                              c.card, c.id);
+            inject::log::warn(
+                "device {}: card {} instance {} is recorded by another claim now: left alone",
+                d.device, c.card, c.id);
             d.created.reset();
             changed = true;
             continue;
@@ -164,11 +178,14 @@ inject::Result<void> Driver::release_instances(const std::string& uid, PreparedC
         auto seen = k8s::drs::release(ledger_ops(), c);
         if (!seen) return fail(std::move(seen).error().context("device '" + d.device + "'"));
         if (*seen == k8s::drs::Seen::Other) {
-            inject::log::warn("device {}: card {} instance {} is another instance now, not the {} we made: left alone",
-                              d.device, c.card, c.id, c.profile);
+            inject::log::warn(
+                "device {}: card {} instance {} is another instance now, not the {} we made: left "
+                "alone",
+                d.device, c.card, c.id, c.profile);
         } else if (*seen == k8s::drs::Seen::Ours) {
             if (auto* card = card_of(host_, c.card))
-                std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == c.id; });
+                std::erase_if(card->drs_instances,
+                              [&](const auto& in) { return in.instance_id == c.id; });
         }
         // Gone (destroyed now, or before: a retried unprepare): never touched again, whoever
         // gets the id next.
@@ -182,12 +199,16 @@ void Driver::converge_pending() {
     if (cp_.pending.empty()) return;
     cp_.pending = k8s::drs::converge(
         cp_.pending, "claim", ledger_ops(),
-        [&](std::uint32_t card, std::uint32_t id) { return recorded_by_other("", {card, id, "", ""}); },
+        [&](std::uint32_t card, std::uint32_t id) {
+            return recorded_by_other("", {card, id, "", ""});
+        },
         [&](const CreatedInstance& m) {
             if (auto* card = card_of(host_, m.card))
-                std::erase_if(card->drs_instances, [&](const auto& in) { return in.instance_id == m.id; });
+                std::erase_if(card->drs_instances,
+                              [&](const auto& in) { return in.instance_id == m.id; });
         });
-    if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r) spdlog::error("{}", r.error().what());
+    if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r)
+        spdlog::error("{}", r.error().what());
 }
 
 inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedClaim& pc) {
@@ -232,15 +253,13 @@ inject::Result<void> Driver::restore_instances(const std::string& uid, PreparedC
                     pc.ns, pc.name, uid, d.device, d.created->id, d.created->card, g.created->id);
                 d.created = g.created;
             }
-    std::erase_if(cp_.pending, [&](const PendingCreate& p) {
-        return p.owner == uid && p.attempt == attempt;
-    });
+    std::erase_if(cp_.pending,
+                  [&](const PendingCreate& p) { return p.owner == uid && p.attempt == attempt; });
     // A failed save leaves the pending entries naming the new instances on disk: the next
     // start destroys them (no claim there records them) and makes them again.
     if (auto r = save_checkpoint(o_.checkpoint_path, cp_); !r)
         spdlog::error("{}", r.error().what());
     return inject::ok();
 }
-
 
 }  // namespace dra

@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "dra/daemon.hpp"
+#include "dra/publisher.hpp"
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
-#include "dra/publisher.hpp"
 
 namespace {
 
@@ -47,7 +47,7 @@ private:
 
 // ResourceClaims from the API server, in the resource.k8s.io version it offers.
 dra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
-                              std::shared_ptr<ApiVersion> version) {
+                             std::shared_ptr<ApiVersion> version) {
     return [client = std::move(client), version = std::move(version)](
                const std::string& ns, const std::string& name) -> inject::Result<dra::Json> {
         INJECT_TRY(const auto v, version->get());
@@ -58,11 +58,12 @@ dra::ClaimSource claims_from(std::shared_ptr<k8s::api::Client> client,
 
 // The ResourceSlice publisher beside the sockets: publishes at start, again when kubelet
 // restarted (it deletes the node's slices), when the watch sees someone else delete or change
-// one of ours, and every `resync`; removes the slices on a clean stop. It starts once the API server has told the version (asked again after 1 s, doubling
-// up to 30 s, and at once when kubelet registers the plugin).
+// one of ours, and every `resync`; removes the slices on a clean stop. It starts once the API
+// server has told the version (asked again after 1 s, doubling up to 30 s, and at once when kubelet
+// registers the plugin).
 dra::MakeCompanion publisher_for(std::shared_ptr<k8s::api::Client> client,
-                                  std::shared_ptr<ApiVersion> version, dra::SliceOptions opts,
-                                  std::chrono::milliseconds resync) {
+                                 std::shared_ptr<ApiVersion> version, dra::SliceOptions opts,
+                                 std::chrono::milliseconds resync) {
     return [client = std::move(client), version = std::move(version), opts = std::move(opts),
             resync](dra::Discoverer discover) {
         struct State {
@@ -219,7 +220,7 @@ int main(int argc, char** argv) try {
     // do not change when a prepare makes or removes an instance: the scheduler counts them.
     slices.drs = dra::DrsMode::Auto;
     return dra::run(o, claims_from(shared, version),
-                     publisher_for(shared, version, slices, std::chrono::seconds(resync_s)));
+                    publisher_for(shared, version, slices, std::chrono::seconds(resync_s)));
 } catch (const std::exception& e) {
     std::cerr << "error: internal: " << e.what() << "\n";
     return 2;

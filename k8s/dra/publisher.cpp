@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dra/publisher.hpp"
 
-#include "inject/log.hpp"
-
 #include <algorithm>
 #include <map>
+
+#include "inject/log.hpp"
 
 namespace dra {
 
@@ -21,12 +21,15 @@ Json content(const Json& slice) {
 
 std::int64_t generation_of(const Json& slice) {
     const Json* g = nullptr;
-    if (slice.contains("spec") && slice["spec"].contains("pool") && slice["spec"]["pool"].contains("generation"))
+    if (slice.contains("spec") && slice["spec"].contains("pool") &&
+        slice["spec"]["pool"].contains("generation"))
         g = &slice["spec"]["pool"]["generation"];
     return g && g->is_number_integer() ? g->get<std::int64_t>() : 0;
 }
 
-std::string name_of(const Json& slice) { return slice["metadata"]["name"].get<std::string>(); }
+std::string name_of(const Json& slice) {
+    return slice["metadata"]["name"].get<std::string>();
+}
 
 /// Whether a slice has counter sets or a device consuming counters (v1: the device itself,
 /// v1beta1: its "basic").
@@ -51,7 +54,9 @@ bool counters_dropped(const Json& sent, const Json& stored) {
 Publisher::Publisher(std::shared_ptr<k8s::api::Client> client, SliceOptions opts)
     : client_(std::move(client)), opts_(std::move(opts)), auto_(opts_.drs == DrsMode::Auto) {}
 
-std::string Publisher::collection() const { return "/apis/resource.k8s.io/" + opts_.api_version + "/resourceslices"; }
+std::string Publisher::collection() const {
+    return "/apis/resource.k8s.io/" + opts_.api_version + "/resourceslices";
+}
 
 std::string Publisher::field_selector() const {
     return "spec.nodeName=" + opts_.node_name + ",spec.driver=" + opts_.driver;
@@ -88,10 +93,13 @@ inject::Result<Json> Publisher::write(const Json& slice, const Json* existing, P
 inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host) {
     if (opts_.drs == DrsMode::Auto) {
         auto minor = client_->server_minor();
-        if (!minor) return inject::fail(std::move(minor).error().context("choosing how to publish DRS partitions"));
+        if (!minor)
+            return inject::fail(
+                std::move(minor).error().context("choosing how to publish DRS partitions"));
         opts_.drs = drs_mode_for_minor(*minor);
-        inject::log::info("Kubernetes 1.{}: DRS partitions published as {}", *minor,
-                          opts_.drs == DrsMode::Instances ? "existing instances" : "partitionable devices");
+        inject::log::info(
+            "Kubernetes 1.{}: DRS partitions published as {}", *minor,
+            opts_.drs == DrsMode::Instances ? "existing instances" : "partitionable devices");
     }
     if (opts_.owned_by_node && opts_.node_uid.empty()) {
         // Once: the Node's uid makes the garbage collector delete our slices with the Node.
@@ -106,10 +114,14 @@ inject::Result<PublishStats> Publisher::publish(const inject::device::Host& host
     if (auto_ && !probed_ && opts_.drs != DrsMode::Instances) INJECT_TRY_VOID(probe_counters(host));
     INJECT_TRY(PublishStats st, reconcile(host));
     if (dropped_ && !auto_)
-        inject::log::warn("the API server dropped our counter sets: is the DRAPartitionableDevices feature gate on? "
-                          "(hint: DRS mode auto falls back to existing instances by itself)");
+        inject::log::warn(
+            "the API server dropped our counter sets: is the DRAPartitionableDevices feature gate "
+            "on? "
+            "(hint: DRS mode auto falls back to existing instances by itself)");
     if (!auto_ || opts_.drs == DrsMode::Instances || !dropped_) return st;
-    inject::log::info("the API server dropped our counter sets (DRAPartitionableDevices off): publishing DRS instances");
+    inject::log::info(
+        "the API server dropped our counter sets (DRAPartitionableDevices off): publishing DRS "
+        "instances");
     opts_.drs = DrsMode::Instances;
     dropped_ = false;
     INJECT_TRY(PublishStats again, reconcile(host));
@@ -146,7 +158,9 @@ inject::Result<void> Publisher::probe_counters(const inject::device::Host& host)
 
 inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& host) {
     auto listed = client_->list(collection(), "", field_selector());
-    if (!listed) return inject::fail(std::move(listed).error().context("listing this node's ResourceSlices"));
+    if (!listed)
+        return inject::fail(
+            std::move(listed).error().context("listing this node's ResourceSlices"));
     std::map<std::string, Json> existing;
     std::int64_t seen_generation = 0;
     for (auto& item : (*listed)["items"]) {
@@ -155,12 +169,12 @@ inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& ho
     }
     Json desired = build_slices(host, opts_);
     PublishStats st;
-    const bool same =
-        existing.size() == desired.size() && std::all_of(desired.begin(), desired.end(), [&](const Json& d) {
-            const auto it = existing.find(name_of(d));
-            return it != existing.end() && content(it->second) == content(d) &&
-                   generation_of(it->second) == seen_generation;
-        });
+    const bool same = existing.size() == desired.size() &&
+                      std::all_of(desired.begin(), desired.end(), [&](const Json& d) {
+                          const auto it = existing.find(name_of(d));
+                          return it != existing.end() && content(it->second) == content(d) &&
+                                 generation_of(it->second) == seen_generation;
+                      });
     if (same) {
         st.unchanged = static_cast<int>(existing.size());
         st.generation = generation_ = seen_generation;
@@ -171,7 +185,9 @@ inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& ho
         d["spec"]["pool"]["generation"] = st.generation;
         const auto it = existing.find(name_of(d));
         auto r = write(d, it == existing.end() ? nullptr : &it->second, st);
-        if (!r) return inject::fail(std::move(r).error().context("publishing ResourceSlice '" + name_of(d) + "'"));
+        if (!r)
+            return inject::fail(
+                std::move(r).error().context("publishing ResourceSlice '" + name_of(d) + "'"));
         if (counters_dropped(d, *r)) dropped_ = true;
         if (it != existing.end()) existing.erase(it);
     }
@@ -179,7 +195,9 @@ inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& ho
     for (const auto& [name, obj] : existing) {
         remember("del:" + name);
         auto r = client_->remove(collection() + "/" + name);
-        if (!r) return inject::fail(std::move(r).error().context("deleting stale ResourceSlice '" + name + "'"));
+        if (!r)
+            return inject::fail(
+                std::move(r).error().context("deleting stale ResourceSlice '" + name + "'"));
         ++st.deleted;
     }
     return st;
@@ -187,7 +205,9 @@ inject::Result<PublishStats> Publisher::reconcile(const inject::device::Host& ho
 
 inject::Result<int> Publisher::remove_all() {
     auto listed = client_->list(collection(), "", field_selector());
-    if (!listed) return inject::fail(std::move(listed).error().context("listing this node's ResourceSlices"));
+    if (!listed)
+        return inject::fail(
+            std::move(listed).error().context("listing this node's ResourceSlices"));
     int n = 0;
     for (const auto& item : (*listed)["items"]) {
         remember("del:" + name_of(item));
@@ -265,9 +285,14 @@ void SliceWatch::on_event(const k8s::api::WatchEvent& ev) {
     changed_();
 }
 
-PublisherLoop::PublisherLoop(Publisher& publisher, Discover discover, std::chrono::milliseconds resync,
-                             std::chrono::milliseconds retry, Report report)
-    : publisher_(publisher), discover_(std::move(discover)), report_(std::move(report)), resync_(resync), retry_(retry) {}
+PublisherLoop::PublisherLoop(Publisher& publisher, Discover discover,
+                             std::chrono::milliseconds resync, std::chrono::milliseconds retry,
+                             Report report)
+    : publisher_(publisher),
+      discover_(std::move(discover)),
+      report_(std::move(report)),
+      resync_(resync),
+      retry_(retry) {}
 
 PublisherLoop::~PublisherLoop() {
     try {
@@ -326,8 +351,9 @@ void PublisherLoop::run() {
             wait = std::min(wait == resync_ ? retry_ : wait * 2, resync_);
         } else {
             if (r->created + r->updated + r->deleted > 0)
-                inject::log::info("ResourceSlices at generation {}: {} created, {} updated, {} deleted", r->generation,
-                                  r->created, r->updated, r->deleted);
+                inject::log::info(
+                    "ResourceSlices at generation {}: {} created, {} updated, {} deleted",
+                    r->generation, r->created, r->updated, r->deleted);
             wait = resync_;
         }
         lock.lock();

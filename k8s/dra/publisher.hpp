@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
+#include "dra/slices.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/reflector.hpp"
-#include "dra/slices.hpp"
 
 namespace dra {
 
@@ -68,7 +68,8 @@ public:
 private:
     void remember(const std::string& key);
     void remember_locked(const std::string& key);  ///< own_mu_ held
-    [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing, PublishStats& st);
+    [[nodiscard]] inject::Result<Json> write(const Json& slice, const Json* existing,
+                                             PublishStats& st);
     [[nodiscard]] inject::Result<PublishStats> reconcile(const inject::device::Host& host);
     /// DrsMode::Auto, before its first write with counters: a dryRun=All create of one slice
     /// with counters; the answer without them switches to Instances (see publish()).
@@ -76,9 +77,9 @@ private:
 
     std::shared_ptr<k8s::api::Client> client_;
     SliceOptions opts_;
-    bool auto_ = false;     ///< opts_.drs came from DrsMode::Auto and may still fall back
-    bool dropped_ = false;  ///< the last reconcile saw the server drop our counter sets
-    bool probed_ = false;   ///< probe_counters() got its answer
+    bool auto_ = false;            ///< opts_.drs came from DrsMode::Auto and may still fall back
+    bool dropped_ = false;         ///< the last reconcile saw the server drop our counter sets
+    bool probed_ = false;          ///< probe_counters() got its answer
     std::int64_t generation_ = 0;  ///< the highest generation we wrote
     std::mutex own_mu_;
     std::set<std::string> own_;  ///< "rv:<resourceVersion>" written, "del:<name>" deleted
@@ -127,7 +128,8 @@ public:
     using Report = std::function<void(const inject::Result<PublishStats>&)>;
 
     PublisherLoop(Publisher& publisher, Discover discover, std::chrono::milliseconds resync,
-                  std::chrono::milliseconds retry = std::chrono::milliseconds(1000), Report report = {});
+                  std::chrono::milliseconds retry = std::chrono::milliseconds(1000),
+                  Report report = {});
     ~PublisherLoop();
     PublisherLoop(const PublisherLoop&) = delete;
     PublisherLoop& operator=(const PublisherLoop&) = delete;

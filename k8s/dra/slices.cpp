@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dra/slices.hpp"
 
-#include "inject/drs_slices.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <regex>
+
+#include "inject/drs_slices.hpp"
 
 namespace dra {
 
@@ -16,12 +16,19 @@ using inject::device::Host;
 
 namespace {
 
-Json str_attr(const std::string& v) { return {{"string", v}}; }
-Json int_attr(std::int64_t v) { return {{"int", v}}; }
-Json quantity(std::uint64_t v) { return {{"value", canonical_quantity(v)}}; }
+Json str_attr(const std::string& v) {
+    return {{"string", v}};
+}
+Json int_attr(std::int64_t v) {
+    return {{"int", v}};
+}
+Json quantity(std::uint64_t v) {
+    return {{"value", canonical_quantity(v)}};
+}
 
 /// One card's share of the pool: its counter set (counter modes) and its devices (flat, v1 shape).
-struct CardGroup {  // NOLINT(bugprone-exception-escape): copying JSON may throw bad_alloc, as anything
+struct CardGroup {     // NOLINT(bugprone-exception-escape): copying JSON may throw bad_alloc, as
+                       // anything
     Json counter_set;  ///< null when none
     std::vector<Json> devices;
 };
@@ -32,7 +39,8 @@ Json card_attributes(const Device& card, const Host& host, const std::string& ty
     a["type"] = str_attr(type);
     a["model"] = str_attr(card.product);
     if (!card.architecture.empty()) a["architecture"] = str_attr(card.architecture);
-    const std::string v = semver_of(card.driver_version.empty() ? host.driver_version : card.driver_version);
+    const std::string v =
+        semver_of(card.driver_version.empty() ? host.driver_version : card.driver_version);
     if (!v.empty()) a["driverVersion"] = {{"version", v}};
     a["minor"] = int_attr(card.minor);
     if (!card.pci_bus_id.empty()) a["resource.kubernetes.io/pciBusID"] = str_attr(card.pci_bus_id);
@@ -49,8 +57,9 @@ Json whole_card(const Device& card, const Host& host) {
 }
 
 Json consumes(const std::string& set, std::uint64_t memory, std::uint64_t slices) {
-    return Json::array({{{"counterSet", set},
-                         {"counters", {{"memory", quantity(memory)}, {"slices", quantity(slices)}}}}});
+    return Json::array(
+        {{{"counterSet", set},
+          {"counters", {{"memory", quantity(memory)}, {"slices", quantity(slices)}}}}});
 }
 
 /// Existing DRS instances as plain devices (DrsMode::Instances).
@@ -62,7 +71,8 @@ std::vector<Json> instance_devices(const Device& card, const Host& host) {
         a["parentIndex"] = int_attr(card.index);
         a["instanceId"] = int_attr(inst.instance_id);
         a["profile"] = str_attr(inst.profile);
-        Json d = {{"name", "gcu-" + std::to_string(card.index) + "-drs-" + std::to_string(inst.instance_id)},
+        Json d = {{"name", "gcu-" + std::to_string(card.index) + "-drs-" +
+                               std::to_string(inst.instance_id)},
                   {"attributes", std::move(a)}};
         const auto p = std::find_if(host.drs_profiles.begin(), host.drs_profiles.end(),
                                     [&](const DrsProfile& x) { return x.name == inst.profile; });
@@ -71,7 +81,6 @@ std::vector<Json> instance_devices(const Device& card, const Host& host) {
     }
     return out;
 }
-
 
 /// A card with its counter set, the whole card consuming all of it, and every profile placement
 /// consuming its share (DrsMode::Counters*).
@@ -84,7 +93,9 @@ CardGroup partitionable(const Device& card, const Host& host) {
         return g;
     }
     const std::string set = "gcu-" + std::to_string(card.index) + "-counters";
-    g.counter_set = {{"name", set}, {"counters", {{"memory", quantity(card.memory_bytes)}, {"slices", quantity(total)}}}};
+    g.counter_set = {
+        {"name", set},
+        {"counters", {{"memory", quantity(card.memory_bytes)}, {"slices", quantity(total)}}}};
     whole["consumesCounters"] = consumes(set, card.memory_bytes, total);
     g.devices.push_back(std::move(whole));
     for (const auto& p : host.drs_profiles) {
@@ -137,13 +148,15 @@ struct SliceBody {
 /// first in slices of their own and devices fill the rest, like plain devices do.
 std::vector<SliceBody> pack(std::vector<CardGroup> groups, const SliceOptions& o) {
     const bool counters = o.drs == DrsMode::Counters || o.drs == DrsMode::CountersOwnSlice;
-    const std::size_t max_dev = counters ? std::min(o.max_devices, kMaxDevicesPerSliceWithCounters) : o.max_devices;
+    const std::size_t max_dev =
+        counters ? std::min(o.max_devices, kMaxDevicesPerSliceWithCounters) : o.max_devices;
     std::vector<SliceBody> out;
     if (o.drs != DrsMode::Counters) {
         std::vector<CardGroup> single;
         for (auto& g : groups) {
             if (!g.counter_set.is_null()) {
-                if (out.empty() || out.back().counter_sets.size() >= kMaxCounterSetsPerSlice) out.emplace_back();
+                if (out.empty() || out.back().counter_sets.size() >= kMaxCounterSetsPerSlice)
+                    out.emplace_back();
                 out.back().counter_sets.push_back(std::move(g.counter_set));
             }
             for (auto& d : g.devices) single.push_back({nullptr, {std::move(d)}});
@@ -154,8 +167,9 @@ std::vector<SliceBody> pack(std::vector<CardGroup> groups, const SliceOptions& o
     for (auto& g : groups) {
         const SliceBody& cur = out.back();
         const bool used = !cur.devices.empty() || !cur.counter_sets.empty();
-        const bool full = cur.devices.size() + g.devices.size() > max_dev ||
-                          (!g.counter_set.is_null() && cur.counter_sets.size() >= kMaxCounterSetsPerSlice);
+        const bool full =
+            cur.devices.size() + g.devices.size() > max_dev ||
+            (!g.counter_set.is_null() && cur.counter_sets.size() >= kMaxCounterSetsPerSlice);
         if (full && used) out.emplace_back();
         if (!g.counter_set.is_null()) out.back().counter_sets.push_back(std::move(g.counter_set));
         for (auto& d : g.devices) out.back().devices.push_back(std::move(d));
@@ -185,7 +199,9 @@ std::string semver_of(const std::string& driver_version) {
     static const std::regex re(R"(^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?)");
     std::smatch m;
     if (!std::regex_search(driver_version, m, re)) return {};
-    auto num = [&](std::size_t i) { return m[i].matched ? std::to_string(std::stoull(m[i].str())) : std::string("0"); };
+    auto num = [&](std::size_t i) {
+        return m[i].matched ? std::to_string(std::stoull(m[i].str())) : std::string("0");
+    };
     std::string v = num(1) + "." + num(2) + "." + num(3);
     if (m[4].matched) v += "+" + num(4);
     return v;
@@ -207,13 +223,19 @@ Json build_slices(const Host& host, const SliceOptions& o) {
         // No empty `devices`: the server omits empty lists, and we compare with its copy.
         Json spec = {{"driver", o.driver},
                      {"nodeName", o.node_name},
-                     {"pool", {{"name", o.node_name}, {"generation", o.generation}, {"resourceSliceCount", bodies.size()}}}};
+                     {"pool",
+                      {{"name", o.node_name},
+                       {"generation", o.generation},
+                       {"resourceSliceCount", bodies.size()}}}};
         for (const auto& d : bodies[k].devices) spec["devices"].push_back(shaped(d, o.api_version));
         if (!bodies[k].counter_sets.empty()) spec["sharedCounters"] = bodies[k].counter_sets;
         Json meta = {{"name", o.node_name + "-" + o.driver + "-" + std::to_string(k)}};
         if (!o.node_uid.empty())
-            meta["ownerReferences"] = Json::array(
-                {{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o.node_name}, {"uid", o.node_uid}, {"controller", true}}});
+            meta["ownerReferences"] = Json::array({{{"apiVersion", "v1"},
+                                                    {"kind", "Node"},
+                                                    {"name", o.node_name},
+                                                    {"uid", o.node_uid},
+                                                    {"controller", true}}});
         slices.push_back({{"apiVersion", "resource.k8s.io/" + o.api_version},
                           {"kind", "ResourceSlice"},
                           {"metadata", std::move(meta)},

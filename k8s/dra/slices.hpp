@@ -8,14 +8,13 @@
 // per card, KEP-4815) or as the DRS instances that already exist, as plain devices.
 // Pure: a Host in, JSON out; the Publisher (publisher.hpp) writes them.
 
-#include "inject/device.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "inject/device.hpp"
 
 namespace dra {
 
@@ -23,14 +22,15 @@ using Json = nlohmann::json;
 
 // Validation limits of resource.k8s.io (Kubernetes 1.34 types.go).
 inline constexpr std::size_t kMaxDevicesPerSlice = 128;
-inline constexpr std::size_t kMaxDevicesPerSliceWithCounters = 64;  ///< devices that consume counters
+inline constexpr std::size_t kMaxDevicesPerSliceWithCounters =
+    64;  ///< devices that consume counters
 inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
-inline constexpr std::size_t kMaxAttributesAndCapacities = 32;      ///< per device
+inline constexpr std::size_t kMaxAttributesAndCapacities = 32;  ///< per device
 
 /// How DRS partitions are published.
 enum class DrsMode {
-    Instances,         ///< the DRS instances that exist now, as plain devices (no feature gate needed)
-    Counters,          ///< partitionable devices; counter sets in the slice of their devices (1.33, 1.34)
+    Instances,  ///< the DRS instances that exist now, as plain devices (no feature gate needed)
+    Counters,   ///< partitionable devices; counter sets in the slice of their devices (1.33, 1.34)
     CountersOwnSlice,  ///< partitionable devices; counter sets in slices of their own (1.35+)
     /// The Publisher decides: by the server's version (before 1.33 Instances, 1.33/1.34
     /// Counters, later CountersOwnSlice), then Instances if the server drops the counter fields
@@ -42,13 +42,13 @@ enum class DrsMode {
 [[nodiscard]] DrsMode drs_mode_for_minor(int minor);
 
 struct SliceOptions {
-    std::string node_name;                     ///< pool name and spec.nodeName
-    std::string driver = "gcu.enflame.com";    ///< spec.driver
-    std::string api_version = "v1";            ///< "v1" or "v1beta1"
+    std::string node_name;                   ///< pool name and spec.nodeName
+    std::string driver = "gcu.enflame.com";  ///< spec.driver
+    std::string api_version = "v1";          ///< "v1" or "v1beta1"
     DrsMode drs = DrsMode::Instances;
-    std::int64_t generation = 1;               ///< pool.generation of every slice
+    std::int64_t generation = 1;                    ///< pool.generation of every slice
     std::size_t max_devices = kMaxDevicesPerSlice;  ///< per slice (tests lower it to split)
-    std::string node_uid;                      ///< when set: ownerReference to the Node (GC on node delete)
+    std::string node_uid;  ///< when set: ownerReference to the Node (GC on node delete)
     /// Publisher only: fill node_uid from `GET /api/v1/nodes/<node>` on the first publish (a
     /// failure is logged, and the slices go out without an owner).
     bool owned_by_node = true;
@@ -66,7 +66,8 @@ struct SliceOptions {
 
 /// The device name of a DRS profile placement: "1g.11gb" on card 0, placement 1 ->
 /// "gcu-0-1g-11gb-1" (a DNS label: lowercase, '.' and '_' become '-').
-[[nodiscard]] std::string placement_name(std::uint32_t index, const std::string& profile, std::uint32_t k);
+[[nodiscard]] std::string placement_name(std::uint32_t index, const std::string& profile,
+                                         std::uint32_t k);
 
 /// The ResourceSlice objects for `host` (a JSON array, at least one slice even with no card, so
 /// the pool exists), named "<node>-<driver>-<k>". Cards whose health is known bad are left out

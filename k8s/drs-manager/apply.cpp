@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "inject/log.hpp"
 
@@ -33,7 +32,8 @@ inject::Result<Ledger> parse_ledger(const std::string& text, const std::string& 
     try {
         const Json j = Json::parse(text);
         if (j.at("version").get<int>() != 1)
-            return fail(Errc::InvalidInput, source + ": version " + j.at("version").dump() + ": want 1");
+            return fail(Errc::InvalidInput,
+                        source + ": version " + j.at("version").dump() + ": want 1");
         Ledger l;
         for (const auto& m : j.at("made")) l.made.push_back(k8s::drs::made_from_json(m));
         l.pending = k8s::drs::pending_from_json(j.value("pending", Json::array()), kOwnerKey);
@@ -59,8 +59,9 @@ inject::Result<void> Applier::start(const k8s::drs::IsRecorded& held) {
     ledger_.pending = k8s::drs::converge(
         ledger_.pending, "layout", efsmi_.ops(),
         [&](std::uint32_t card, std::uint32_t id) {
-            return held(card, id) || std::any_of(ledger_.made.begin(), ledger_.made.end(),
-                                                 [&](const Made& m) { return m.card == card && m.id == id; });
+            return held(card, id) ||
+                   std::any_of(ledger_.made.begin(), ledger_.made.end(),
+                               [&](const Made& m) { return m.card == card && m.id == id; });
         },
         [](const Made&) {});
     return save(ledger_.pending.size() != before);

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "drs-manager/plan.hpp"
 #include "inject/device.hpp"
 #include "inject/result.hpp"
 #include "k8s/drs_ledger.hpp"
-#include "drs-manager/plan.hpp"
 
 namespace drs_manager {
 
@@ -38,7 +38,8 @@ struct Ledger {
     friend bool operator==(const Ledger&, const Ledger&) = default;
 };
 [[nodiscard]] std::string ledger_text(const Ledger& l);
-[[nodiscard]] inject::Result<Ledger> parse_ledger(const std::string& text, const std::string& source);
+[[nodiscard]] inject::Result<Ledger> parse_ledger(const std::string& text,
+                                                  const std::string& source);
 
 class Applier {
 public:

@@ -12,7 +12,6 @@
 #include "drs-manager/decide.hpp"
 #include "drs-manager/holders.hpp"
 #include "drs-manager/layout.hpp"
-
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/drs.hpp"
@@ -45,7 +44,9 @@ struct Wake {
 class Manager {
 public:
     Manager(const DaemonOptions& o, k8s::api::Client& api, inject::discover::Options disc)
-        : o_(o), api_(api), disc_(std::move(disc)),
+        : o_(o),
+          api_(api),
+          disc_(std::move(disc)),
           applier_(o.checkpoint, efsmi_ops(disc_)),
           node_key_("Node//" + o.node_name),
           cm_key_("ConfigMap/" + o.layouts_namespace + "/" + o.layouts_name),
@@ -95,9 +96,9 @@ private:
     Applier applier_;
     std::string node_key_, cm_key_, source_;
     std::string node_uid_;
-    std::optional<std::string> state_;      // the state label as we last saw or wrote it
-    std::optional<std::string> last_name_;  // the layout of the last pass
-    std::optional<std::string> settled_;    // inputs whose outcome stands until they change
+    std::optional<std::string> state_;             // the state label as we last saw or wrote it
+    std::optional<std::string> last_name_;         // the layout of the last pass
+    std::optional<std::string> settled_;           // inputs whose outcome stands until they change
     std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
     std::string last_event_;
     std::optional<Clock::time_point> retry_at_;  // the wake a pass asked for
@@ -119,14 +120,14 @@ void Manager::set_state(std::string_view s) {
 void Manager::report(const std::string& reason, const std::string& why) {
     if (why == last_event_) return;
     last_event_ = why;
-    const k8s::EventReport ev{o_.layouts_namespace,
-                              {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o_.node_name},
-                               {"uid", node_uid_}},
-                              "Warning",
-                              reason,
-                              why,
-                              "enflame-drs-manager",
-                              o_.node_name};
+    const k8s::EventReport ev{
+        o_.layouts_namespace,
+        {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o_.node_name}, {"uid", node_uid_}},
+        "Warning",
+        reason,
+        why,
+        "enflame-drs-manager",
+        o_.node_name};
     if (auto r = k8s::post_event(api_, ev); !r)
         inject::log::warn("event {}: {}", reason, r.error().what());
 }
@@ -134,7 +135,7 @@ void Manager::report(const std::string& reason, const std::string& why) {
 std::optional<Clock::time_point> Manager::retry_later(const std::string& why) {
     const auto wait = backoff_.next();
     spdlog::error("{} (again in {} s)", why,
-                       std::chrono::duration_cast<std::chrono::seconds>(wait).count());
+                  std::chrono::duration_cast<std::chrono::seconds>(wait).count());
     return Clock::now() + wait;
 }
 
@@ -145,8 +146,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     node_uid_ = k8s::api::str(meta, "uid");
     const Json labels = meta.value("labels", Json::object());
     if (!state_) state_ = k8s::api::str(labels, std::string(kStateLabel).c_str());
-    const auto name = wanted_layout(k8s::api::str(labels, std::string(kLayoutLabel).c_str()),
-                                    o_.default_layout);
+    const auto name =
+        wanted_layout(k8s::api::str(labels, std::string(kLayoutLabel).c_str()), o_.default_layout);
     std::optional<std::string> text;
     if (cm) {
         const Json data = cm->value("data", Json::object());
@@ -185,34 +186,34 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     auto held = read_holder_files(o_.holders_checkpoints);
     if (!held) {
         set_state(kPending);
-        const auto why = "layout '" + name + "': cannot tell which instances are held: " +
-                         held.error().what();
+        const auto why =
+            "layout '" + name + "': cannot tell which instances are held: " + held.error().what();
         report("DrsLayoutWaiting", why);
         return retry_later(why);
     }
     auto d = decide(name, text, source_, *host, held_on(*host, *held));
     switch (d.outcome) {
-    case O::Failed:
-        set_state(kFailed);
-        spdlog::error("{}", d.reason);
-        report("DrsLayoutFailed", d.reason);
-        settled_ = inputs;  // a layout this node cannot hold: until the label or layouts change
-        return std::nullopt;
-    case O::Blocked:
-        set_state(kPending);
-        inject::log::warn("{}", d.reason);
-        report("DrsLayoutWaiting", d.reason);
-        settled_ = inputs;
-        waiting_on_ = std::move(*held);
-        return Clock::now() + o_.retry;
-    case O::Done:
-        set_state(kSuccess);
-        settled_ = inputs;
-        last_event_.clear();
-        backoff_.reset();
-        return std::nullopt;
-    case O::Apply:
-        break;
+        case O::Failed:
+            set_state(kFailed);
+            spdlog::error("{}", d.reason);
+            report("DrsLayoutFailed", d.reason);
+            settled_ = inputs;  // a layout this node cannot hold: until the label or layouts change
+            return std::nullopt;
+        case O::Blocked:
+            set_state(kPending);
+            inject::log::warn("{}", d.reason);
+            report("DrsLayoutWaiting", d.reason);
+            settled_ = inputs;
+            waiting_on_ = std::move(*held);
+            return Clock::now() + o_.retry;
+        case O::Done:
+            set_state(kSuccess);
+            settled_ = inputs;
+            last_event_.clear();
+            backoff_.reset();
+            return std::nullopt;
+        case O::Apply:
+            break;
     }
     set_state(kApplying);
     const auto t0 = Clock::now();
@@ -222,8 +223,9 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
         report("DrsLayoutFailed", why);
         return retry_later(why);
     }
-    inject::log::info("layout {}: {} efsmi operation(s) in {} ms", name, d.plan.operations(),
-                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+    inject::log::info(
+        "layout {}: {} efsmi operation(s) in {} ms", name, d.plan.operations(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
     return Clock::now();  // discover again at once: success once the node shows the layout
 }
 

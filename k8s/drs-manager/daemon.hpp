@@ -35,6 +35,7 @@ struct DaemonOptions {
 };
 
 /// Runs until SIGTERM/SIGINT. An error: the config or the ledger could not be read.
-[[nodiscard]] inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Client> client);
+[[nodiscard]] inject::Result<void> run(const DaemonOptions& o,
+                                       std::shared_ptr<k8s::api::Client> client);
 
 }  // namespace drs_manager

@@ -13,7 +13,8 @@ Decision decide(const std::string& name, const std::optional<std::string>& layou
                 const std::string& source, const inject::device::Host& host,
                 const HeldOnNode& held) {
     using O = Decision::Outcome;
-    if (!layouts_text) return {O::Failed, source + ": missing (no layouts to pick '" + name + "' from)", {}};
+    if (!layouts_text)
+        return {O::Failed, source + ": missing (no layouts to pick '" + name + "' from)", {}};
     auto layouts = parse_layouts(*layouts_text, source);
     if (!layouts) return {O::Failed, layouts.error().what(), {}};
     auto layout = find_layout(*layouts, name);

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "drs-manager/holders.hpp"
-#include "inject/device.hpp"
 #include "drs-manager/plan.hpp"
+#include "inject/device.hpp"
 
 namespace drs_manager {
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "inject/fs.hpp"
@@ -69,8 +68,8 @@ inject::Result<std::vector<Held>> parse_dra_holders(std::string_view text,
             for (const auto& d : c.at("devices")) {
                 if (const auto in = d.find("createdInstance"); in != d.end()) {
                     out.push_back({in->at("card").get<std::uint32_t>(),
-                                   in->at("id").get<std::uint32_t>(),
-                                   in->value("profile", ""), in->value("uuid", ""), holder});
+                                   in->at("id").get<std::uint32_t>(), in->value("profile", ""),
+                                   in->value("uuid", ""), holder});
                 } else if (auto h = dra_device(d.at("device").get<std::string>(), holder)) {
                     out.push_back(std::move(*h));
                 }
@@ -108,7 +107,8 @@ inject::Result<std::vector<Held>> read_holder_files(const std::vector<std::strin
     for (const auto& path : paths) {
         auto text = inject::fs::read_file(path, kMaxFile);
         if (!text && text.error().code() == Errc::NotFound) continue;
-        if (!text) return fail(std::move(text).error().context("holders checkpoint '" + path + "'"));
+        if (!text)
+            return fail(std::move(text).error().context("holders checkpoint '" + path + "'"));
         const auto source = "holders checkpoint '" + path + "'";
         const Json j = Json::parse(*text, nullptr, false);
         auto held = j.is_object() && j.contains("claims") ? parse_dra_holders(*text, source)
@@ -132,7 +132,8 @@ HeldOnNode held_on(const inject::device::Host& host, const std::vector<Held>& he
         const k8s::drs::Made rec{h.card, *h.id, h.profile, h.uuid};
         if (k8s::drs::seen_in(card->drs_instances, rec) != k8s::drs::Seen::Ours) continue;
         for (const auto& in : card->drs_instances)
-            if (in.instance_id == *h.id) out.instances[inject::device::drs_name(in)].push_back(h.holder);
+            if (in.instance_id == *h.id)
+                out.instances[inject::device::drs_name(in)].push_back(h.holder);
     }
     return out;
 }

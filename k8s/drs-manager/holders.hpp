@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "drs-manager/plan.hpp"
 #include "inject/device.hpp"
 #include "inject/result.hpp"
-#include "drs-manager/plan.hpp"
 
 namespace drs_manager {
 

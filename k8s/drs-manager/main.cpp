@@ -2,15 +2,13 @@
 // enflame-drs-manager: makes a node's DRS instances match the layout its label
 // enflame.com/drs.config names (docs/drs-manager.md), the counterpart of NVIDIA's MIG manager.
 // This file parses flags, sets up logging and the API client, and hands over.
-#include "drs-manager/daemon.hpp"
-
-#include "k8s/daemon_cli.hpp"
-#include "k8s/duration.hpp"
-
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
+
+#include "drs-manager/daemon.hpp"
+#include "k8s/daemon_cli.hpp"
+#include "k8s/duration.hpp"
 
 int main(int argc, char** argv) try {
     drs_manager::DaemonOptions o;
@@ -18,9 +16,10 @@ int main(int argc, char** argv) try {
     std::string kubeconfig, log_level = "info", retry = "5s";
     std::string layouts = o.layouts_namespace + "/" + o.layouts_name;
 
-    CLI::App app{"enflame-drs-manager: make this node's DRS instances match the layout its "
-                 "label enflame.com/drs.config names",
-                 "enflame-drs-manager"};
+    CLI::App app{
+        "enflame-drs-manager: make this node's DRS instances match the layout its "
+        "label enflame.com/drs.config names",
+        "enflame-drs-manager"};
     k8s::add_common_flags(app, "enflame-drs-manager", o.config_path, o.config_path_given);
     app.add_option("--node-name", o.node_name, "this node's name (default: $NODE_NAME)");
     app.add_option("--kubeconfig", kubeconfig,

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "inject/device.hpp"
 #include "drs-manager/layout.hpp"
+#include "inject/device.hpp"
 
 namespace drs_manager {
 

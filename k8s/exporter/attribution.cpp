@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exporter/attribution.hpp"
 
-#include "k8s/proto/podresources_v1.grpc.pb.h"
-#include "k8s/socket.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+
+#include "k8s/proto/podresources_v1.grpc.pb.h"
+#include "k8s/socket.hpp"
 
 namespace exporter {
 namespace {

@@ -12,11 +12,6 @@
 //     or "gcu-<index>-<suffix>" (a DRS slice of card <index>).
 // Anything else (other vendors' resources and drivers, IDs of cards we do not see) is ignored.
 
-#include "exporter/snapshot.hpp"
-
-#include "inject/result.hpp"
-#include "k8s/proto/podresources_v1.pb.h"
-
 #include <grpcpp/channel.h>
 
 #include <chrono>
@@ -26,6 +21,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "exporter/snapshot.hpp"
+#include "inject/result.hpp"
+#include "k8s/proto/podresources_v1.pb.h"
 
 namespace exporter {
 

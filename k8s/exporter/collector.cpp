@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exporter/collector.hpp"
 
+#include <algorithm>
+
 #include "exporter/attribution.hpp"
 #include "exporter/metrics.hpp"
-
 #include "inject/log.hpp"
-
-#include <algorithm>
 
 namespace exporter {
 namespace {

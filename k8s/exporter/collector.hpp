@@ -8,10 +8,6 @@
 // card that cannot be read (its series go), discovery failing (labels from libefml alone),
 // kubelet absent (attribution off).
 
-#include "exporter/attribution.hpp"
-#include "exporter/snapshot.hpp"
-#include "exporter/source.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +17,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "exporter/attribution.hpp"
+#include "exporter/snapshot.hpp"
+#include "exporter/source.hpp"
 
 namespace exporter {
 

@@ -2,14 +2,13 @@
 // The real Source: libefml for readings, discovery for names. libefml is opened on first use
 // and dropped when it stops answering, so a driver that was unloaded and loaded again is met
 // with a fresh EfmlInit (the old handle may not survive a real reload).
-#include "exporter/source.hpp"
+#include <filesystem>
+#include <fstream>
 
+#include "exporter/source.hpp"
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"
 #include "inject/log.hpp"
-
-#include <filesystem>
-#include <fstream>
 
 namespace exporter {
 namespace {

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "exporter/http.hpp"
 
-#include "inject/log.hpp"
-
 #include <arpa/inet.h>
 #include <civetweb.h>
 
 #include <array>
 #include <charconv>
 #include <cstring>
+
+#include "inject/log.hpp"
 
 namespace exporter {
 namespace {

@@ -4,13 +4,12 @@
 // The exporter's HTTP side (civetweb): /metrics serves the collector's last text as it is,
 // /healthz says whether the collector still runs. Nothing here reaches the driver.
 
-#include "exporter/collector.hpp"
-
-#include "inject/result.hpp"
-
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "exporter/collector.hpp"
+#include "inject/result.hpp"
 
 struct mg_context;
 struct mg_connection;

@@ -2,24 +2,23 @@
 // enflame-gcu-exporter: Prometheus metrics of Enflame GCUs, attributed to pods
 // (docs/kubelet-wire.md, metrics). This file parses flags, sets up logging and signals, and wires
 // the collector (collector.cpp) to the HTTP server (http.cpp).
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <cstdlib>
+#include <iostream>
+
 #include "exporter/collector.hpp"
 #include "exporter/http.hpp"
 #include "exporter/source.hpp"
-
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_cli.hpp"
-#include "k8s/duration.hpp"
 #include "k8s/daemon_setup.hpp"
-
-#include <CLI/CLI.hpp>
-#include <signal.h>
-#include <unistd.h>
-
-#include <array>
-#include <cstdlib>
-#include <iostream>
+#include "k8s/duration.hpp"
 
 namespace {
 
@@ -66,7 +65,8 @@ int main(int argc, char** argv) try {
     auto iv = k8s::parse_duration("--collect-interval", interval, std::chrono::milliseconds(100),
                                   std::chrono::hours(24));
     if (!iv) return k8s::exit_error(iv.error());
-    if (auto ports = exporter::listening_ports(listen); !ports) return k8s::exit_error(ports.error());
+    if (auto ports = exporter::listening_ports(listen); !ports)
+        return k8s::exit_error(ports.error());
     auto cfg = inject::config::load_file(config_path, !config_given);
     if (!cfg) return k8s::exit_error(cfg.error());
 

@@ -18,12 +18,12 @@
 // DRS instance discovery found; its holder is the card's). A reading the library cannot give
 // has no series (gcu-exporter printed -1).
 
-#include "exporter/snapshot.hpp"
-
 #include <prometheus/metric_family.h>
 
 #include <string>
 #include <vector>
+
+#include "exporter/snapshot.hpp"
 
 namespace exporter {
 

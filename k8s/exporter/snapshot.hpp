@@ -5,14 +5,14 @@
 // discovery), its readings (from libefml) and the containers that hold it (from kubelet's
 // pod-resources API). Plain data: the collector fills it in, metrics.cpp turns it into text.
 
-#include "inject/device.hpp"
-#include "inject/efml.hpp"
-
 #include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "inject/device.hpp"
+#include "inject/efml.hpp"
 
 namespace exporter {
 

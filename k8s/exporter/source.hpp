@@ -5,14 +5,14 @@
 // source (efml_source.cpp) asks libefml for readings and discovery for names; unit tests feed
 // their own samples.
 
-#include "inject/device.hpp"
-#include "inject/efml.hpp"
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+
+#include "inject/device.hpp"
+#include "inject/efml.hpp"
+#include "inject/result.hpp"
 
 namespace inject::discover {
 struct Options;

@@ -1,14 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "feature-discovery/daemon.hpp"
 
-#include "feature-discovery/labels.hpp"
-#include "k8s/sharing.hpp"
-
-#include "inject/config.hpp"
-#include "inject/discover.hpp"
-#include "inject/fs.hpp"
-#include "inject/log.hpp"
-
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -19,6 +11,13 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+
+#include "feature-discovery/labels.hpp"
+#include "inject/config.hpp"
+#include "inject/discover.hpp"
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
+#include "k8s/sharing.hpp"
 
 namespace feature_discovery {
 namespace {

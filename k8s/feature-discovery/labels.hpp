@@ -5,9 +5,6 @@
 // the node labels from what discovery found, the label-value rules, and NFD's features.d file text
 // with its optional expiry line and its 64 KiB bound. No I/O here; daemon.cpp does the writing.
 
-#include "inject/device.hpp"
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +13,9 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "inject/device.hpp"
+#include "inject/result.hpp"
 
 namespace feature_discovery {
 

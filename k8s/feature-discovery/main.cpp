@@ -4,15 +4,13 @@
 // This file parses flags (each also readable from an environment variable: GFD's EFD_-style
 // names for ours, the device plugin's names for the options shared with it), sets up logging,
 // and hands over.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
 #include "feature-discovery/daemon.hpp"
 #include "feature-discovery/labels.hpp"
-
 #include "k8s/daemon_cli.hpp"
 #include "k8s/duration.hpp"
-
-#include <CLI/CLI.hpp>
-
-#include <iostream>
 
 int main(int argc, char** argv) try {
     feature_discovery::DaemonOptions o;
@@ -50,7 +48,8 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-feature-discovery", log_level))
         return *code;
-    auto iv = k8s::parse_duration("--sleep-interval", interval, std::chrono::seconds(1), std::chrono::hours(24));
+    auto iv = k8s::parse_duration("--sleep-interval", interval, std::chrono::seconds(1),
+                                  std::chrono::hours(24));
     if (!iv) return k8s::exit_error(iv.error());
     o.sleep_interval = *iv;
     o.timestamp = !no_timestamp;

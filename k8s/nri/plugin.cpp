@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "nri/adjust.hpp"
 #include "inject/log.hpp"
+#include "nri/adjust.hpp"
 #include "nri/proto/ttrpc.pb.h"
 #include "nri/wire.hpp"
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <utility>
 
-#include "k8s/apiserver.hpp"
 #include "inject/config.hpp"
+#include "k8s/apiserver.hpp"
 
 namespace gpu_operator {
 
@@ -97,7 +97,9 @@ struct Roots {
 };
 
 /// A node path as a daemon that has the host's / at /host sees it.
-std::string under_host(const std::string& p) { return p == "/" ? "/host" : "/host" + p; }
+std::string under_host(const std::string& p) {
+    return p == "/" ? "/host" : "/host" + p;
+}
 
 /// A daemon's toolkit config.toml pointed at the node's roots, as its view of the host needs:
 /// Mounted sees the driver under /host and the device nodes in the host's /dev (mounted at
@@ -129,7 +131,8 @@ std::string retarget_config(const std::string& toml, const Roots& r, HostView vi
         out += lines[i] + "\n";
         if (i == header)
             for (const auto& [key, value] : set)
-                if (!seen.count(key)) out += key + " = " + inject::config::toml_string(value) + "\n";
+                if (!seen.count(key))
+                    out += key + " = " + inject::config::toml_string(value) + "\n";
     }
     return out;
 }

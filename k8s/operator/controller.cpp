@@ -9,8 +9,8 @@
 #include <thread>
 #include <utility>
 
-#include "k8s/apiserver.hpp"
 #include "inject/log.hpp"
+#include "k8s/apiserver.hpp"
 
 namespace gpu_operator {
 
@@ -39,8 +39,8 @@ std::unique_ptr<k8s::Informer> informer(k8s::api::Client& c, std::string collect
     o.collection = std::move(collection);
     o.label_selector = std::move(labels);
     o.field_selector = std::move(fields);
-    return std::make_unique<k8s::Informer>(c, std::move(o), std::move(api_version),
-                                           std::move(kind), std::move(on_change));
+    return std::make_unique<k8s::Informer>(c, std::move(o), std::move(api_version), std::move(kind),
+                                           std::move(on_change));
 }
 
 /// The informer an object is kept in: one per kind and namespace ("apiVersion/kind/namespace",
@@ -141,9 +141,9 @@ void Controller::watch_monitoring() {
             continue;
         }
         if (!on) continue;
-        auto inf = informer(client_, path_of(where, true), kMonitoringGroupVersion,
-                                              kind, std::string(kManagedBy) + "=" + kManagerName,
-                                              [this](const Json&) { enqueue_all(); });
+        auto inf = informer(client_, path_of(where, true), kMonitoringGroupVersion, kind,
+                            std::string(kManagedBy) + "=" + kManagerName,
+                            [this](const Json&) { enqueue_all(); });
         std::thread([p = inf.get()] { p->run(); }).detach();
         owned_[id] = std::move(inf);
         inject::log::info("watching {}s in {}", kind, str(where["metadata"], "namespace"));
@@ -158,9 +158,10 @@ inject::Result<void> Controller::run() {
     // are per namespace): render with everything on. A monitoring kind's informers start when
     // the kind is served (watch_monitoring).
     std::set<std::string> all_monitoring(kMonitoringKinds.begin(), kMonitoringKinds.end());
-    INJECT_TRY(auto objs, render(o_.manifests, everything_on(), Served{dra_version_, all_monitoring}));
+    INJECT_TRY(auto objs,
+               render(o_.manifests, everything_on(), Served{dra_version_, all_monitoring}));
     crs_ = informer(client_, kCrs, kGroupVersion, "GpuResource", "",
-                                      [this](const Json&) { enqueue_all(); });
+                    [this](const Json&) { enqueue_all(); });
     for (const auto& ob : objs) {
         const std::string id = informer_id(ob.obj);
         if (str(ob.obj, "apiVersion") == kMonitoringGroupVersion) {
@@ -168,19 +169,19 @@ inject::Result<void> Controller::run() {
             continue;
         }
         if (owned_.count(id)) continue;
-        owned_[id] = informer(
-            client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"), str(ob.obj, "kind"),
-            std::string(kManagedBy) + "=" + kManagerName, [this](const Json&) { enqueue_all(); });
+        owned_[id] = informer(client_, path_of(ob.obj, true), str(ob.obj, "apiVersion"),
+                              str(ob.obj, "kind"), std::string(kManagedBy) + "=" + kManagerName,
+                              [this](const Json&) { enqueue_all(); });
     }
     // Nodes (NFD's labels, cordons) and the rolled DaemonSets' pods, in their namespace.
     nodes_ = informer(client_, "/api/v1/nodes", "v1", "Node", "",
-                                        [this](const Json&) { enqueue_all(); });
+                      [this](const Json&) { enqueue_all(); });
     std::string pods_ns = "enflame-system";
     for (const auto& ob : objs)
         if (rolled(ob.obj)) pods_ns = str(ob.obj["metadata"], "namespace");
-    pods_ = informer(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1",
-                                       "Pod", std::string(kManagedBy) + "=" + kManagerName,
-                                       [this](const Json&) { enqueue_all(); });
+    pods_ = informer(client_, "/api/v1/namespaces/" + pods_ns + "/pods", "v1", "Pod",
+                     std::string(kManagedBy) + "=" + kManagerName,
+                     [this](const Json&) { enqueue_all(); });
     for (const auto& kind : kMonitoringKinds)
         monitoring_crds_.push_back(informer(
             client_, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

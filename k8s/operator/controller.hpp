@@ -86,8 +86,8 @@ private:
     /// the monitoring objects the operator can apply, one per informer_id(): where to watch
     std::map<std::string, Json> monitoring_objs_;
     std::set<std::string> monitoring_watched_;  ///< kinds served at the last watch_monitoring()
-    std::unique_ptr<k8s::Informer> nodes_;                         ///< every Node (labels, cordons)
-    std::unique_ptr<k8s::Informer> pods_;                          ///< the rolled DaemonSets' pods
+    std::unique_ptr<k8s::Informer> nodes_;      ///< every Node (labels, cordons)
+    std::unique_ptr<k8s::Informer> pods_;       ///< the rolled DaemonSets' pods
     /// uids of pods the roll deleted, until the cache shows them terminating or gone
     /// (client-go's "expectations": no second node started on a stale cache)
     std::set<std::string> deleting_;

@@ -4,8 +4,6 @@
 // compares the two.
 #include "operator/kustomize.hpp"
 
-#include "k8s/reflector.hpp"
-
 #include <openssl/sha.h>
 #include <yaml-cpp/yaml.h>
 
@@ -17,6 +15,8 @@
 #include <sstream>
 #include <string_view>
 #include <utility>
+
+#include "k8s/reflector.hpp"
 
 namespace gpu_operator {
 
@@ -136,8 +136,9 @@ inject::Result<void> apply_patches(const Json& patches, const fs::path& kfile,
             try {
                 o.obj = o.obj.patch(ops);
             } catch (const nlohmann::json::exception& e) {
-                return inject::fail(Errc::InvalidInput, kfile.string() + ": patch on " +
-                                                            k8s::object_key(o.obj) + ": " + e.what());
+                return inject::fail(
+                    Errc::InvalidInput,
+                    kfile.string() + ": patch on " + k8s::object_key(o.obj) + ": " + e.what());
             }
         }
     }
@@ -291,7 +292,9 @@ void append_hex(std::string& out, unsigned char b) {
     out += kHex[b & 0xf];
 }
 
-bool kustomize_cluster_scoped(const std::string& kind) { return kClusterScoped.count(kind) != 0; }
+bool kustomize_cluster_scoped(const std::string& kind) {
+    return kClusterScoped.count(kind) != 0;
+}
 
 /// The content hash on each generated ConfigMap's name, and the new name wherever a pod
 /// template in its namespace refers to it (volumes, projected volumes, env, envFrom), as

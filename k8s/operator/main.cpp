@@ -12,11 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include "operator/controller.hpp"
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/daemon_cli.hpp"
 #include "k8s/lease.hpp"
+#include "operator/controller.hpp"
 #include "operator/render.hpp"
 
 namespace {
@@ -106,7 +106,8 @@ int main(int argc, char** argv) try {
     if (!render_spec.empty()) {
         gpu_operator::Served served{dra, {}};
         if (prometheus_operator)
-            served.monitoring.insert(gpu_operator::kMonitoringKinds.begin(), gpu_operator::kMonitoringKinds.end());
+            served.monitoring.insert(gpu_operator::kMonitoringKinds.begin(),
+                                     gpu_operator::kMonitoringKinds.end());
         return print_render(o.manifests, render_spec, served);
     }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "operator/components.hpp"
 #include "k8s/reflector.hpp"
+#include "operator/components.hpp"
 
 namespace gpu_operator {
 
@@ -48,7 +48,8 @@ inject::Result<std::vector<Object>> monitors(const std::string& manifests, const
         return asked(spec, m) && served.monitoring.count(m.kind);
     });
     if (!any) return out;
-    INJECT_TRY(const auto tree, load_dir(std::filesystem::path(manifests) / "monitoring" / "operator"));
+    INJECT_TRY(const auto tree,
+               load_dir(std::filesystem::path(manifests) / "monitoring" / "operator"));
     for (const auto& m : kMonitors) {
         if (!asked(spec, m) || !served.monitoring.count(m.kind)) continue;
         auto it = std::find_if(tree.begin(), tree.end(), [&](const Object& o) {

@@ -7,8 +7,8 @@
 #include <set>
 #include <utility>
 
-#include "operator/components.hpp"
 #include "k8s/reflector.hpp"
+#include "operator/components.hpp"
 
 namespace gpu_operator {
 
@@ -66,7 +66,9 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
     suffix_generated(out);
     return out;
 }
-std::string key_of(const Json& obj) { return k8s::object_key(obj); }
+std::string key_of(const Json& obj) {
+    return k8s::object_key(obj);
+}
 
 std::string plural_of(const std::string& kind) {
     std::string p = kind;
@@ -82,8 +84,7 @@ std::string path_of(const Json& obj, bool collection) {
     const std::string kind = str(obj, "kind");
     std::string p = group_of(av).empty() ? "/api/" + av : "/apis/" + av;
     const std::string ns = str(obj.value("metadata", Json::object()), "namespace");
-    if (!ns.empty() && !kustomize_cluster_scoped(kind) &&
-        !kServerClusterScoped.count(kind))
+    if (!ns.empty() && !kustomize_cluster_scoped(kind) && !kServerClusterScoped.count(kind))
         p += "/namespaces/" + ns;
     p += "/" + plural_of(kind);
     if (!collection) p += "/" + str(obj["metadata"], "name");

@@ -2,13 +2,13 @@
 // Node labels and the ordered rolling upgrade, as plans over the cache (roll.hpp).
 #include "operator/roll.hpp"
 
-#include "k8s/apiserver.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <regex>
+
+#include "k8s/apiserver.hpp"
 
 namespace gpu_operator {
 

@@ -36,8 +36,10 @@ std::string write(const std::string& path, const std::string& text) {
     return path;
 }
 
-std::string kubeconfig(const std::string& server, const std::string& cluster_extra, const std::string& user) {
-    return "apiVersion: v1\nkind: Config\ncurrent-context: dev\ncontexts:\n- name: dev\n  context: {cluster: c, "
+std::string kubeconfig(const std::string& server, const std::string& cluster_extra,
+                       const std::string& user) {
+    return "apiVersion: v1\nkind: Config\ncurrent-context: dev\ncontexts:\n- name: dev\n  context: "
+           "{cluster: c, "
            "user: u}\nclusters:\n- name: c\n  cluster:\n    server: " +
            server + "\n" + cluster_extra + "users:\n- name: u\n  user:\n" + user;
 }
@@ -45,9 +47,11 @@ std::string kubeconfig(const std::string& server, const std::string& cluster_ext
 TEST(ApiKubeconfig, CaDataAndTokenReachTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
-    const std::string path =
-        write(fake.dir() + "/kc.yaml", kubeconfig(fake.url(), "    certificate-authority-data: " + b64(slurp(fake.dir() + "/ca.crt")) + "\n",
-                                                  "    token: test-token\n"));
+    const std::string path = write(
+        fake.dir() + "/kc.yaml",
+        kubeconfig(fake.url(),
+                   "    certificate-authority-data: " + b64(slurp(fake.dir() + "/ca.crt")) + "\n",
+                   "    token: test-token\n"));
     auto cfg = k8s::api::load_kubeconfig(path);
     ASSERT_TRUE(cfg) << cfg.error().what();
     EXPECT_EQ(cfg->server, fake.url());
@@ -61,8 +65,9 @@ TEST(ApiKubeconfig, RelativeFilesAndClientCertificateReachTheServer) {
     FakeApiServer fake;
     ASSERT_TRUE(fake.up());
     const std::string path =
-        write(fake.dir() + "/kc.yaml", kubeconfig(fake.url(), "    certificate-authority: ca.crt\n",
-                                                  "    client-certificate: client.crt\n    client-key: client.key\n"));
+        write(fake.dir() + "/kc.yaml",
+              kubeconfig(fake.url(), "    certificate-authority: ca.crt\n",
+                         "    client-certificate: client.crt\n    client-key: client.key\n"));
     auto cfg = k8s::api::load_kubeconfig(path);
     ASSERT_TRUE(cfg) << cfg.error().what();
     EXPECT_EQ(cfg->ca_file, fake.dir() + "/ca.crt");
@@ -105,14 +110,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadKubeconfig{"NotYaml", "clusters: [\n", "line 2: end of sequence flow not found"},
         BadKubeconfig{"NotAMap", "- a\n", "top level: want a map"},
         BadKubeconfig{"NoCurrentContext", "clusters: []\n", "current-context: missing"},
-        BadKubeconfig{"UnknownContext", "current-context: x\ncontexts: []\n", "contexts: no entry named 'x'"},
-        BadKubeconfig{"NoServer", kubeconfig("", "", "    token: t\n"), "clusters[c].cluster.server: missing"},
-        BadKubeconfig{"BadCaData", kubeconfig("https://h", "    certificate-authority-data: '*not base64*'\n", "    token: t\n"),
+        BadKubeconfig{"UnknownContext", "current-context: x\ncontexts: []\n",
+                      "contexts: no entry named 'x'"},
+        BadKubeconfig{"NoServer", kubeconfig("", "", "    token: t\n"),
+                      "clusters[c].cluster.server: missing"},
+        BadKubeconfig{"BadCaData",
+                      kubeconfig("https://h", "    certificate-authority-data: '*not base64*'\n",
+                                 "    token: t\n"),
                       "clusters[c].cluster.certificate-authority-data: not valid base64"},
-        BadKubeconfig{"Insecure", kubeconfig("https://h", "    insecure-skip-tls-verify: true\n", "    token: t\n"),
-                      "clusters[c].cluster.insecure-skip-tls-verify: refused: the API server's certificate is always verified"},
-        BadKubeconfig{"NoToken", kubeconfig("https://h", "", "    {}\n"), "users[u].user: no token, tokenFile or client-certificate"},
-        BadKubeconfig{"CertWithoutKey", kubeconfig("https://h", "", "    client-certificate: c.crt\n"),
+        BadKubeconfig{
+            "Insecure",
+            kubeconfig("https://h", "    insecure-skip-tls-verify: true\n", "    token: t\n"),
+            "clusters[c].cluster.insecure-skip-tls-verify: refused: the API server's certificate "
+            "is always verified"},
+        BadKubeconfig{"NoToken", kubeconfig("https://h", "", "    {}\n"),
+                      "users[u].user: no token, tokenFile or client-certificate"},
+        BadKubeconfig{"CertWithoutKey",
+                      kubeconfig("https://h", "", "    client-certificate: c.crt\n"),
                       "users[u].user.client-key: missing (a client certificate needs both)"},
         BadKubeconfig{"Exec", kubeconfig("https://h", "", "    exec: {command: aws}\n"),
                       "users[u].user.exec: not supported (use a token or a client certificate)"}),
@@ -144,7 +158,8 @@ TEST(ApiKubeconfig, WithoutACaTheSystemStoreVerifiesTheServer) {
 TEST(ApiKubeconfig, MissingFileNamesIt) {
     auto cfg = k8s::api::load_kubeconfig("/nonexistent/kc");
     ASSERT_FALSE(cfg);
-    EXPECT_EQ(cfg.error().what(), "kubeconfig: reading '/nonexistent/kc': No such file or directory");
+    EXPECT_EQ(cfg.error().what(),
+              "kubeconfig: reading '/nonexistent/kc': No such file or directory");
 }
 
 TEST(ApiInCluster, ServiceAccountReachesTheServer) {

@@ -70,11 +70,13 @@ TEST(ApiClient, EveryVerbRoundTrips) {
     ASSERT_TRUE(put) << put.error().what();
     EXPECT_EQ((*put)["spec"]["pool"]["generation"], 2);
 
-    auto merged = c->patch_merge(std::string(kSlices) + "/n1-s0", {{"metadata", {{"labels", {{"app", "c"}}}}}});
+    auto merged = c->patch_merge(std::string(kSlices) + "/n1-s0",
+                                 {{"metadata", {{"labels", {{"app", "c"}}}}}});
     ASSERT_TRUE(merged) << merged.error().what();
     EXPECT_EQ((*merged)["metadata"]["labels"]["app"], "c");
-    auto patched = c->patch_json(std::string(kSlices) + "/n1-s0",
-                                 Json::array({{{"op", "replace"}, {"path", "/spec/pool/generation"}, {"value", 3}}}));
+    auto patched = c->patch_json(
+        std::string(kSlices) + "/n1-s0",
+        Json::array({{{"op", "replace"}, {"path", "/spec/pool/generation"}, {"value", 3}}}));
     ASSERT_TRUE(patched) << patched.error().what();
     EXPECT_EQ((*patched)["spec"]["pool"]["generation"], 3);
 
@@ -96,8 +98,9 @@ TEST(ApiClient, NotFoundSaysVerbPathStatusAndServerMessage) {
     auto r = c->get("/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c");
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::NotFound);
-    EXPECT_EQ(r.error().what(), "GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c: 404 Not Found: "
-                                "resourceclaims.resource.k8s.io \"c\" not found");
+    EXPECT_EQ(r.error().what(),
+              "GET /apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c: 404 Not Found: "
+              "resourceclaims.resource.k8s.io \"c\" not found");
 }
 
 TEST(ApiClient, ServesClaimsFromFiles) {
@@ -117,13 +120,16 @@ TEST(ApiClient, StalePutIsAConflict) {
     auto c = client(fake.config());
     auto made = c->create(kSlices, slice("s", "n"));
     ASSERT_TRUE(made);
-    ASSERT_TRUE(c->patch_merge(std::string(kSlices) + "/s", {{"metadata", {{"labels", {{"x", "y"}}}}}}));
-    auto r = c->update(std::string(kSlices) + "/s", *made);  // still carries the old resourceVersion
+    ASSERT_TRUE(
+        c->patch_merge(std::string(kSlices) + "/s", {{"metadata", {{"labels", {{"x", "y"}}}}}}));
+    auto r =
+        c->update(std::string(kSlices) + "/s", *made);  // still carries the old resourceVersion
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::Conflict);
-    EXPECT_EQ(r.error().what(), "PUT /apis/resource.k8s.io/v1/resourceslices/s: 409 Conflict: Operation cannot be "
-                                "fulfilled on resourceslices.resource.k8s.io \"s\": the object has been modified; "
-                                "please apply your changes to the latest version and try again");
+    EXPECT_EQ(r.error().what(),
+              "PUT /apis/resource.k8s.io/v1/resourceslices/s: 409 Conflict: Operation cannot be "
+              "fulfilled on resourceslices.resource.k8s.io \"s\": the object has been modified; "
+              "please apply your changes to the latest version and try again");
 }
 
 TEST(ApiClient, InvalidObjectIsInvalidInputWithTheServersReason) {
@@ -135,8 +141,9 @@ TEST(ApiClient, InvalidObjectIsInvalidInputWithTheServersReason) {
     auto r = c->create(kSlices, bad);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::InvalidInput);
-    EXPECT_NE(r.error().what().find("422 Unprocessable Entity: ResourceSlice.resource.k8s.io \"s\" is invalid: "
-                                    "spec.devices[0].name: Invalid value: 'GCU_0'"),
+    EXPECT_NE(r.error().what().find(
+                  "422 Unprocessable Entity: ResourceSlice.resource.k8s.io \"s\" is invalid: "
+                  "spec.devices[0].name: Invalid value: 'GCU_0'"),
               std::string::npos)
         << r.error().what();
 }
@@ -308,8 +315,9 @@ TEST(ApiClient, RetriesAfterOne500) {
 }
 
 /// One LIST against `fake` with the faults `control` set, by a client with `retries`.
-inject::Result<Json> list_with_fault(const FakeApiServer& fake, const std::string& control, int retries,
-                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+inject::Result<Json> list_with_fault(
+    const FakeApiServer& fake, const std::string& control, int retries,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
     auto cfg = fake.config();
     cfg.retries = retries;
     cfg.timeout = timeout;
@@ -335,7 +343,8 @@ TEST(ApiClient, GivesUpOn500AfterTheRetries) {
     ASSERT_TRUE(fake.up());
     const auto e = list_io_error(fake, R"({"fail_500": 5})", 2);
     EXPECT_EQ(e.what(),
-              "GET /apis/resource.k8s.io/v1/resourceslices: 500 Internal Server Error: fake-apiserver: injected failure");
+              "GET /apis/resource.k8s.io/v1/resourceslices: 500 Internal Server Error: "
+              "fake-apiserver: injected failure");
     EXPECT_EQ(Json::parse(fake.read("control.json"))["fail_500"], 2) << "1 attempt + 2 retries";
 }
 
@@ -344,8 +353,10 @@ TEST(ApiClient, SlowServerTimesOutWithinTheBound) {
     ASSERT_TRUE(fake.up());
     const auto t0 = std::chrono::steady_clock::now();
     const auto e = list_io_error(fake, R"({"slow_ms": 3000})", 1, std::chrono::milliseconds(200));
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    EXPECT_NE(e.what().find("GET /apis/resource.k8s.io/v1/resourceslices: Timeout was reached"), std::string::npos)
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+    EXPECT_NE(e.what().find("GET /apis/resource.k8s.io/v1/resourceslices: Timeout was reached"),
+              std::string::npos)
         << e.what();
     EXPECT_NE(e.what().find("(after 2 attempts)"), std::string::npos) << e.what();
     EXPECT_LT(ms.count(), 1500) << "2 x 200 ms + backoff";
@@ -371,10 +382,11 @@ TEST(ApiClient, CaThatDoesNotVerifyTheServerIsAClearErrorWithoutRetries) {
     ASSERT_FALSE(r);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
     EXPECT_EQ(r.error().code(), Errc::Io);
-    EXPECT_EQ(r.error().what().rfind("GET /apis/resource.k8s.io/v1/resourceslices: TLS: the server's certificate "
-                                     "does not verify against the CA ('" +
-                                         cfg.ca_file + "'): SSL certificate problem: ",
-                                     0),
+    EXPECT_EQ(r.error().what().rfind(
+                  "GET /apis/resource.k8s.io/v1/resourceslices: TLS: the server's certificate "
+                  "does not verify against the CA ('" +
+                      cfg.ca_file + "'): SSL certificate problem: ",
+                  0),
               0U)
         << r.error().what();
     EXPECT_TRUE(fake.writes().empty());
@@ -442,7 +454,8 @@ TEST_P(ApiDiscovery, PicksV1ThenV1beta1) {
         ASSERT_FALSE(v);
         EXPECT_EQ(v.error().code(), inject::Errc::Unsupported);
         EXPECT_EQ(v.error().what(),
-                  "GET /apis/resource.k8s.io: the server offers neither v1 nor v1beta1 (offers: v1alpha3)");
+                  "GET /apis/resource.k8s.io: the server offers neither v1 nor v1beta1 (offers: "
+                  "v1alpha3)");
     }
 }
 

@@ -154,16 +154,26 @@ TEST(DraClaims, DeviceNames) {
         std::optional<dra::Placement> placement = std::nullopt;
     };
     const Case cases[] = {
-        {"gcu-0", true, 0, {}},        {"gcu-15", true, 15, {}},     {"gcu-3-drs-0", true, 3, 0},
-        {"gcu-3-drs-12", true, 3, 12}, {"gcu-", false, 0, {}},       {"gcu-01", false, 0, {}},
-        {"gcu--1", false, 0, {}},      {"gcu-1-drs-", false, 0, {}}, {"gcu-1-mig-1", false, 0, {}},
-        {"GCU-1", false, 0, {}},       {"gcu-1x", false, 0, {}},
+        {"gcu-0", true, 0, {}},
+        {"gcu-15", true, 15, {}},
+        {"gcu-3-drs-0", true, 3, 0},
+        {"gcu-3-drs-12", true, 3, 12},
+        {"gcu-", false, 0, {}},
+        {"gcu-01", false, 0, {}},
+        {"gcu--1", false, 0, {}},
+        {"gcu-1-drs-", false, 0, {}},
+        {"gcu-1-mig-1", false, 0, {}},
+        {"GCU-1", false, 0, {}},
+        {"gcu-1x", false, 0, {}},
         // DRS placements (slices.hpp placement_name): the profile spelled with '-'.
         {"gcu-0-1g-11gb-0", true, 0, {}, dra::Placement{"1g-11gb", 0}},
         {"gcu-12-12g-96gb-3", true, 12, {}, dra::Placement{"12g-96gb", 3}},
-        {"gcu-0-1g-11gb-", false, 0, {}},   {"gcu-0-1g-11gb-01", false, 0, {}},
-        {"gcu-0-1g.11gb-0", false, 0, {}},  {"gcu-0-g-11gb-0", false, 0, {}},
-        {"gcu-0-1g-gb-0", false, 0, {}},    {"gcu-0-1g-11gb", false, 0, {}},
+        {"gcu-0-1g-11gb-", false, 0, {}},
+        {"gcu-0-1g-11gb-01", false, 0, {}},
+        {"gcu-0-1g.11gb-0", false, 0, {}},
+        {"gcu-0-g-11gb-0", false, 0, {}},
+        {"gcu-0-1g-gb-0", false, 0, {}},
+        {"gcu-0-1g-11gb", false, 0, {}},
         {"gcu-0-full-0", false, 0, {}}};
     for (const auto& c : cases) {
         auto r = dra::parse_device_name(c.text);

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "dra/driver.hpp"
 #include "dra_driver_fixture.hpp"
 #include "dra_fixture.hpp"
-#include "dra/driver.hpp"
 #include "inject/cdi_io.hpp"
 #include "inject/cdi_registry.hpp"
 
@@ -40,13 +40,15 @@ struct FakeEfsmi {
 
     std::uint32_t make(std::uint32_t card, const std::string& profile) {
         std::uint32_t id = 0;
-        while (std::any_of(cards[card].begin(), cards[card].end(), [&](const auto& in) { return in.instance_id == id; }))
+        while (std::any_of(cards[card].begin(), cards[card].end(),
+                           [&](const auto& in) { return in.instance_id == id; }))
             ++id;
         cards[card].push_back({card, id, profile, ""});
         return id;
     }
     bool has(std::uint32_t card, std::uint32_t id) {
-        return std::any_of(cards[card].begin(), cards[card].end(), [&](const auto& in) { return in.instance_id == id; });
+        return std::any_of(cards[card].begin(), cards[card].end(),
+                           [&](const auto& in) { return in.instance_id == id; });
     }
     dra::DrsOps ops() {
         dra::DrsOps o;
@@ -111,7 +113,8 @@ TEST_F(DraDrs, UnprepareRetryNeverDestroysAnInstanceThatGotAFreedId) {
     ASSERT_EQ(d->prepare({{"ns", "a", "uA"}}).at("uA").error, "");
     ASSERT_EQ(efsmi_.cards[0].size(), 2u);
     efsmi_.fail_destroy_id = 1;
-    EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"), "claim 'ns/a': device 'gcu-0-1g-11gb-1': efsmi: device busy");
+    EXPECT_EQ(d->unprepare({{"ns", "a", "uA"}}).at("uA"),
+              "claim 'ns/a': device 'gcu-0-1g-11gb-1': efsmi: device busy");
     const auto kept = on_disk().claims.at("uA").devices;
     EXPECT_FALSE(kept[0].created) << "destroyed, but still recorded on disk";
     ASSERT_TRUE(kept[1].created);
@@ -131,10 +134,10 @@ TEST_F(DraDrs, UnprepareLeavesAnInstanceAnotherClaimRecords) {
     dra::Checkpoint cp;
     const auto dev = [](const std::string& uid) {
         return dra::PreparedDevice{{"gpu"},
-                                    "node1",
-                                    "gcu-0-1g-11gb-0",
-                                    {"k8s.gcu.enflame.com/claim=" + uid + "-gcu-0-1g-11gb-0"},
-                                    dra::CreatedInstance{0, 0, "1g.11gb", ""}};
+                                   "node1",
+                                   "gcu-0-1g-11gb-0",
+                                   {"k8s.gcu.enflame.com/claim=" + uid + "-gcu-0-1g-11gb-0"},
+                                   dra::CreatedInstance{0, 0, "1g.11gb", ""}};
     };
     cp.claims["uA"] = {"ns", "a", {dev("uA")}};
     cp.claims["uB"] = {"ns", "b", {dev("uB")}};
@@ -158,7 +161,8 @@ TEST_F(DraDrs, WholeCardSplitIntoInstancesIsThatClaimsError) {
     auto d = make_drs();
     const auto out = d->prepare({{"ns", "w", "uW"}, {"ns", "ok", "uO"}});
     EXPECT_EQ(out.at("uW").error,
-              "claim 'ns/w': card 0 is split into DRS instances (0:1g.11gb:0 0:2g.22gb:1): not handed out whole");
+              "claim 'ns/w': card 0 is split into DRS instances (0:1g.11gb:0 0:2g.22gb:1): not "
+              "handed out whole");
     EXPECT_TRUE(out.at("uW").devices.empty());
     EXPECT_FALSE(has_spec("uW"));
     EXPECT_EQ(out.at("uO").error, "");
@@ -172,7 +176,8 @@ TEST_F(DraDrs, WholeCardSplitIntoInstancesIsThatClaimsError) {
     claims_["ns/x"] = claim("x", "uX", {"gcu-1"});
     d.reset();
     auto d2 = make(o);
-    EXPECT_EQ(d2->prepare({{"ns", "x", "uX"}}).at("uX").error, "claim 'ns/x': device 'gcu-1': efsmi: timed out");
+    EXPECT_EQ(d2->prepare({{"ns", "x", "uX"}}).at("uX").error,
+              "claim 'ns/x': device 'gcu-1': efsmi: timed out");
 }
 
 // A placement on a card a checkpointed claim holds whole (both allocated while partitions were
@@ -184,8 +189,9 @@ TEST_F(DraDrs, PlacementOnACardHeldWholeIsRefused) {
     auto d = make_drs();
     ASSERT_EQ(d->prepare({{"ns", "w", "uW"}}).at("uW").error, "");
     const auto out = d->prepare({{"ns", "p", "uP"}, {"ns", "q", "uQ"}});
-    EXPECT_EQ(out.at("uP").error, "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 is prepared whole for claim "
-                                  "'ns/w': no DRS instance made on it");
+    EXPECT_EQ(out.at("uP").error,
+              "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 is prepared whole for claim "
+              "'ns/w': no DRS instance made on it");
     EXPECT_FALSE(has_spec("uP"));
     EXPECT_TRUE(efsmi_.cards[0].empty());
     EXPECT_EQ(out.at("uQ").error, "");
@@ -209,7 +215,8 @@ TEST_F(DraDrs, CreateThatFailsAfterMakingTheInstanceLeavesNothing) {
     claims_["ns/c1"] = claim("c1", "uA", {"gcu-0-1g-11gb-0"});
     auto d = make_drs();
     const auto out = d->prepare({{"ns", "c1", "uA"}});
-    EXPECT_EQ(out.at("uA").error, "claim 'ns/c1': device 'gcu-0-1g-11gb-0': efsmi timed out after making it");
+    EXPECT_EQ(out.at("uA").error,
+              "claim 'ns/c1': device 'gcu-0-1g-11gb-0': efsmi timed out after making it");
     EXPECT_EQ(efsmi_.cards[0].size(), 1u) << "an instance left on the card with no record";
     EXPECT_TRUE(efsmi_.has(0, 0));
     EXPECT_TRUE(d->checkpoint().pending.empty());
@@ -357,9 +364,10 @@ TEST_F(DraDrs, AGonePlacementThatCannotBeMadeAgainLosesItsSpec) {
     EXPECT_FALSE(has_spec("uP"));
     EXPECT_TRUE(on_disk().claims.contains("uP"));
     EXPECT_TRUE(on_disk().pending.empty());
-    EXPECT_EQ(d->prepare({{"ns", "p", "uP"}}).at("uP").error,
-              "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 instance 0 is now 2g.22gb, not the 1g.11gb "
-              "instance made for it");
+    EXPECT_EQ(
+        d->prepare({{"ns", "p", "uP"}}).at("uP").error,
+        "claim 'ns/p': device 'gcu-0-1g-11gb-0': card 0 instance 0 is now 2g.22gb, not the 1g.11gb "
+        "instance made for it");
     EXPECT_FALSE(has_spec("uP"));
     EXPECT_EQ(d->unprepare({{"ns", "p", "uP"}}).at("uP"), "");
     EXPECT_TRUE(efsmi_.has(0, 0)) << "the administrator's instance that got the id was destroyed";

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "dra/claim_cdi.hpp"
-#include "dra_fixture.hpp"
 #include "dra/driver.hpp"
+#include "dra_fixture.hpp"
 #include "inject/fs.hpp"
 #include "temp_dir.hpp"
 

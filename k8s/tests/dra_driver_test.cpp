@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "dra/claim_cdi.hpp"
+#include "dra/driver.hpp"
 #include "dra_driver_fixture.hpp"
 #include "dra_fixture.hpp"
-#include "dra/driver.hpp"
 #include "inject/cdi_io.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/cdi_validate.hpp"
@@ -96,26 +96,29 @@ TEST(DraCdi, PlacementIsTheInstanceMadeForIt) {
     ASSERT_TRUE(spec) << spec.error().what();
     ASSERT_EQ(spec->devices.size(), 1u);
     EXPECT_EQ(spec->devices[0].name, "uid-1-gcu-1-1g-11gb-0");
-    EXPECT_EQ(spec->devices[0].edits.env,
-              std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
+    EXPECT_EQ(
+        spec->devices[0].edits.env,
+        std::vector<std::string>{"TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000002"});
     ASSERT_EQ(spec->devices[0].edits.device_nodes.size(), 1u);
     EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/gcu1");
     auto none = dra::claim_spec(host, {}, "uid-1", {placement});
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error().what(), "device 'gcu-1-1g-11gb-0': no DRS instance was made for it");
     auto gone = dra::claim_spec(host, {}, "uid-1", {placement},
-                                 {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 5, "1g.11gb", ""}}});
+                                {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 5, "1g.11gb", ""}}});
     ASSERT_FALSE(gone);
     EXPECT_EQ(gone.error().what(), "device 'gcu-1-1g-11gb-0': card 1 has no DRS instance 5");
     // The id now held by another instance (ours destroyed behind our back, the id reused): refused.
     auto other = dra::claim_spec(host, {}, "uid-1", {placement},
-                                  {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "2g.22gb", ""}}});
+                                 {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "2g.22gb", ""}}});
     ASSERT_FALSE(other);
     EXPECT_EQ(other.error().what(),
-              "device 'gcu-1-1g-11gb-0': card 1 instance 2 is now 1g.11gb 4c1e9a52-0000-4000-8000-000000000002, "
+              "device 'gcu-1-1g-11gb-0': card 1 instance 2 is now 1g.11gb "
+              "4c1e9a52-0000-4000-8000-000000000002, "
               "not the 2g.22gb instance made for it");
-    auto uuid = dra::claim_spec(host, {}, "uid-1", {placement},
-                                 {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "1g.11gb", "another-uuid"}}});
+    auto uuid = dra::claim_spec(
+        host, {}, "uid-1", {placement},
+        {{"gcu-1-1g-11gb-0", dra::CreatedInstance{1, 2, "1g.11gb", "another-uuid"}}});
     ASSERT_FALSE(uuid);
     EXPECT_EQ(uuid.error().code(), inject::Errc::NotFound);
 }
@@ -330,7 +333,9 @@ TEST_F(DraDriver, APrepareThatOutlivesItsUnprepareCommitsNothing) {
         },
         [this] { return inject::Result<inject::device::Host>(host_); });
     ASSERT_TRUE(d);
-    auto late = std::async(std::launch::async, [&] { return (*d)->prepare({{"ns", "c", "uid-c"}}); });
+    auto late = std::async(std::launch::async, [&] {
+        return (*d)->prepare({{"ns", "c", "uid-c"}});
+    });
     asked.get_future().wait();
     EXPECT_EQ((*d)->unprepare({{"ns", "c", "uid-c"}}).at("uid-c"), "");
     release.set_value();
@@ -358,12 +363,14 @@ TEST_F(DraDriver, DeadlineAndCancellationCommitNothing) {
     limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, limits).at("uid-c").error,
-              "claim 'ns/c': fetching it: no answer from the API server in time (before kubelet's deadline)");
+              "claim 'ns/c': fetching it: no answer from the API server in time (before kubelet's "
+              "deadline)");
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
     dra::CallLimits cancelled;
     cancelled.cancelled = [] { return true; };
     EXPECT_EQ((*d)->prepare({{"ns", "c", "uid-c"}}, cancelled).at("uid-c").error,
-              "claim 'ns/c': the call was cancelled or its deadline passed before the claim was prepared: not "
+              "claim 'ns/c': the call was cancelled or its deadline passed before the claim was "
+              "prepared: not "
               "prepared");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first fetch ends too
     EXPECT_FALSE(has_spec("uid-c"));
@@ -421,31 +428,36 @@ TEST(DraCheckpoint, RoundTrip) {
 // the text is what version 1 always was (no new keys).
 TEST(DraCheckpoint, RoundTripWithDrsInstances) {
     dra::Checkpoint cp;
-    cp.claims["u1"] = {"ns", "c", {{{"gpu"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
+    cp.claims["u1"] = {
+        "ns", "c", {{{"gpu"}, "node1", "gcu-0", {"k8s.gcu.enflame.com/claim=u1-gcu-0"}}}};
     const std::string plain = dra::to_text(cp);
     EXPECT_EQ(plain.find("createdInstance"), std::string::npos);
     EXPECT_EQ(plain.find("pending"), std::string::npos);
-    cp.claims["u2"] = {"ns",
-                       "d",
-                       {{{"gpu"},
-                         "node1",
-                         "gcu-1-1g-11gb-2",
-                         {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
-                         dra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
+    cp.claims["u2"] = {
+        "ns",
+        "d",
+        {{{"gpu"},
+          "node1",
+          "gcu-1-1g-11gb-2",
+          {"k8s.gcu.enflame.com/claim=u2-gcu-1-1g-11gb-2"},
+          dra::CreatedInstance{1, 3, "1g.11gb", "4c1e9a52-0001-4000-9000-000000000007"}}}};
     cp.pending.push_back({"u3", 0, "2g.22gb", {0, 2}, 7});
     auto back = dra::parse_checkpoint(dra::to_text(cp), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, cp);
     // An entry written before attempts were tagged reads as attempt 0.
     auto old = dra::parse_checkpoint(
-        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb","before":[1]}]})", "x");
+        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb","before":[1]}]})",
+        "x");
     ASSERT_TRUE(old) << old.error().what();
     EXPECT_EQ(old->pending, (std::vector<dra::PendingCreate>{{"u", 0, "1g.11gb", {1}, 0}}));
     auto bad = dra::parse_checkpoint(
-        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})", "cp.json");
+        R"({"version":1,"claims":{},"pending":[{"claim":"u","card":0,"profile":"1g.11gb"}]})",
+        "cp.json");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().what().find("checkpoint 'cp.json': "), std::string::npos);
-    EXPECT_NE(bad.error().what().find("'before' not found"), std::string::npos) << bad.error().what();
+    EXPECT_NE(bad.error().what().find("'before' not found"), std::string::npos)
+        << bad.error().what();
 }
 
 TEST(DraCdi, FileNames) {

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "dra/claim_cdi.hpp"
-#include "dra_fixture.hpp"
 #include "dra/driver.hpp"
+#include "dra_fixture.hpp"
 #include "inject/fs.hpp"
 #include "temp_dir.hpp"
 
@@ -103,7 +103,8 @@ TEST_F(DraFallback, AnUnpreparedClaimNeverComesBackFromThePreviousCheckpoint) {
         EXPECT_FALSE(has_spec("uA"));
     }
     EXPECT_FALSE(load(cp_path_ + ".prev").claims.contains("uA"));
-    ASSERT_TRUE(inject::fs::atomic_write(cp_path_, "{\"version\": 1, \"claims\": {"));  // a disk fault
+    ASSERT_TRUE(
+        inject::fs::atomic_write(cp_path_, "{\"version\": 1, \"claims\": {"));  // a disk fault
     auto d = make();
     d->converge();
     EXPECT_TRUE(std::filesystem::exists(cp_path_ + ".corrupt"));
@@ -146,7 +147,10 @@ TEST_F(DraFallback, AClaimFromAnotherNodesPoolIsRefused) {
     // another driver's result names its own pool: not ours to judge
     claims_["ns/ok"] = claim("ok", "uO", {"gcu-1"});
     claims_["ns/ok"]["status"]["allocation"]["devices"]["results"].push_back(
-        {{"request", "nic"}, {"driver", "net.example.com"}, {"pool", "switch-7"}, {"device", "eth0"}});
+        {{"request", "nic"},
+         {"driver", "net.example.com"},
+         {"pool", "switch-7"},
+         {"device", "eth0"}});
     auto d = make();
     const auto out = d->prepare({{"ns", "x", "uX"}, {"ns", "ok", "uO"}});
     EXPECT_EQ(out.at("uX").error,

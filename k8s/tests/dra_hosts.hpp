@@ -5,10 +5,10 @@
 // S60 cards (driver 1.4.3.4, 42976 MiB each, profiles 1g.11gb x4 / 2g.22gb x2 / full, two
 // 1g.11gb instances on card 0 and one 2g.22gb on card 1).
 
-#include "inject/device.hpp"
-
 #include <cstdio>
 #include <string>
+
+#include "inject/device.hpp"
 
 namespace k8s_test {
 
@@ -37,10 +37,13 @@ inline inject::device::Host s60_host(std::uint32_t cards, bool drs) {
         h.devices.push_back(d);
     }
     if (!drs) return h;
-    h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB}, {"2g.22gb", 1, 2, 21488 * kMiB}, {"full", 2, 1, 42976 * kMiB}};
+    h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB},
+                      {"2g.22gb", 1, 2, 21488 * kMiB},
+                      {"full", 2, 1, 42976 * kMiB}};
     h.devices[0].drs_instances = {{0, 0, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000000"},
                                   {0, 1, "1g.11gb", "4c1e9a52-0000-4000-8000-000000000001"}};
-    if (cards > 1) h.devices[1].drs_instances = {{1, 0, "2g.22gb", "4c1e9a52-0000-4000-8000-000000000002"}};
+    if (cards > 1)
+        h.devices[1].drs_instances = {{1, 0, "2g.22gb", "4c1e9a52-0000-4000-8000-000000000002"}};
     return h;
 }
 

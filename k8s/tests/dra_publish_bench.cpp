@@ -5,13 +5,13 @@
 // LIST), and one ResourceClaim GET. Medians of --runs runs. A report, never a pass/fail test.
 //
 //   build/dev/k8s/tests/dra-publish-bench [runs]
-#include "dra_hosts.hpp"
-#include "fake_apiserver.hpp"
-#include "dra/publisher.hpp"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+
+#include "dra/publisher.hpp"
+#include "dra_hosts.hpp"
+#include "fake_apiserver.hpp"
 
 namespace {
 
@@ -64,16 +64,19 @@ int bench(const k8s_test::FakeApiServer& fake, dra::DrsMode mode, const char* la
             return 1;
         }
     }
-    std::printf("%-28s %zu slice(s): publish from empty median %.2f ms (min %.2f, max %.2f); unchanged median %.2f "
-                "ms; build_slices alone median %.3f ms\n",
-                label, slices, median(fresh), *std::min_element(fresh.begin(), fresh.end()),
-                *std::max_element(fresh.begin(), fresh.end()), median(steady), median(build));
+    std::printf(
+        "%-28s %zu slice(s): publish from empty median %.2f ms (min %.2f, max %.2f); unchanged "
+        "median %.2f "
+        "ms; build_slices alone median %.3f ms\n",
+        label, slices, median(fresh), *std::min_element(fresh.begin(), fresh.end()),
+        *std::max_element(fresh.begin(), fresh.end()), median(steady), median(build));
     return 0;
 }
 
 /// One ResourceClaim GET on a warm connection (what NodePrepareResources spends on the API).
 int bench_claim_get(const k8s_test::FakeApiServer& fake, int runs) {
-    fake.put_claim("default", "c", R"({"metadata": {"name": "c", "namespace": "default", "uid": "u-1"}})");
+    fake.put_claim("default", "c",
+                   R"({"metadata": {"name": "c", "namespace": "default", "uid": "u-1"}})");
     auto c = k8s::api::Client::create(fake.config());
     if (!c) return 1;
     std::vector<double> t;
@@ -86,7 +89,8 @@ int bench_claim_get(const k8s_test::FakeApiServer& fake, int runs) {
             return 1;
         }
     }
-    std::printf("%-28s median %.2f ms (first, with the TLS handshake, %.2f ms)\n", "ResourceClaim GET", median(t), t[0]);
+    std::printf("%-28s median %.2f ms (first, with the TLS handshake, %.2f ms)\n",
+                "ResourceClaim GET", median(t), t[0]);
     return 0;
 }
 
@@ -99,7 +103,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: fake_apiserver.py did not start\n");
         return 1;
     }
-    std::printf("64 S60 cards, resource.k8s.io/v1, loopback TLS to fake_apiserver.py, %d runs\n", runs);
+    std::printf("64 S60 cards, resource.k8s.io/v1, loopback TLS to fake_apiserver.py, %d runs\n",
+                runs);
     int rc = bench(fake, dra::DrsMode::Instances, "whole cards (64 devices)", runs);
     rc |= bench(fake, dra::DrsMode::Counters, "DRS counters (448 devices)", runs);
     rc |= bench_claim_get(fake, runs);

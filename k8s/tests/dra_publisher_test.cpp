@@ -7,15 +7,15 @@
 #include <atomic>
 #include <sstream>
 
+#include "dra/publisher.hpp"
 #include "dra_hosts.hpp"
 #include "fake_apiserver.hpp"
-#include "dra/publisher.hpp"
 
 namespace {
 
 using dra::Json;
-using dra::PublishStats;
 using dra::Publisher;
+using dra::PublishStats;
 using dra::SliceOptions;
 using k8s_test::FakeApiServer;
 using k8s_test::s60_host;
@@ -34,7 +34,9 @@ struct Env {
         opts.max_devices = static_cast<std::size_t>(max_devices);
     }
     [[nodiscard]] Publisher publisher() const { return Publisher(client, opts); }
-    [[nodiscard]] std::string collection() const { return "/apis/resource.k8s.io/" + opts.api_version + "/resourceslices"; }
+    [[nodiscard]] std::string collection() const {
+        return "/apis/resource.k8s.io/" + opts.api_version + "/resourceslices";
+    }
     /// Our slices as the server has them, by name.
     [[nodiscard]] Json ours() const {
         auto r = client->list(collection(), "", "spec.nodeName=node-a,spec.driver=gcu.enflame.com");
@@ -45,11 +47,13 @@ struct Env {
     [[nodiscard]] std::vector<std::string> offered() const {
         std::int64_t top = 0;
         const Json items = ours();
-        for (const auto& s : items) top = std::max<std::int64_t>(top, s["spec"]["pool"]["generation"]);
+        for (const auto& s : items)
+            top = std::max<std::int64_t>(top, s["spec"]["pool"]["generation"]);
         std::vector<std::string> names;
         for (const auto& s : items)
             if (s["spec"]["pool"]["generation"] == top)
-                for (const auto& d : s["spec"].value("devices", Json::array())) names.push_back(d["name"]);
+                for (const auto& d : s["spec"].value("devices", Json::array()))
+                    names.push_back(d["name"]);
         std::sort(names.begin(), names.end());
         return names;
     }
@@ -60,8 +64,9 @@ struct Env {
         for (std::size_t i = from; i < w.size(); ++i) {
             const std::string path = w[i]["path"];
             const std::string verb = w[i]["verb"];
-            out.push_back(verb + " " + (verb == "POST" ? std::string(w[i]["body"]["metadata"]["name"])
-                                                       : path.substr(path.rfind('/') + 1)));
+            out.push_back(verb + " " +
+                          (verb == "POST" ? std::string(w[i]["body"]["metadata"]["name"])
+                                          : path.substr(path.rfind('/') + 1)));
         }
         return out;
     }
@@ -71,8 +76,8 @@ struct Env {
     SliceOptions opts;
 };
 
-void expect_stats(const inject::Result<PublishStats>& r, int created, int updated, int deleted, int unchanged,
-                  std::int64_t generation) {
+void expect_stats(const inject::Result<PublishStats>& r, int created, int updated, int deleted,
+                  int unchanged, std::int64_t generation) {
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->created, created);
     EXPECT_EQ(r->updated, updated);
@@ -92,9 +97,12 @@ TEST(DraPublisher, FromEmptyPostsTheBuiltSlicesOnce) {
     SliceOptions o = env.opts;
     o.generation = 1;
     o.node_uid = "node-uid-node-a";  // the fake's Node
-    EXPECT_EQ(w[0]["body"], dra::build_slices(s60_host(2, false), o)[0]) << "what the server got is the golden shape";
-    EXPECT_EQ(w[0]["body"]["metadata"].value("ownerReferences", Json::array({Json::object()}))[0].value("uid", ""),
-              "node-uid-node-a");
+    EXPECT_EQ(w[0]["body"], dra::build_slices(s60_host(2, false), o)[0])
+        << "what the server got is the golden shape";
+    EXPECT_EQ(
+        w[0]["body"]["metadata"].value("ownerReferences", Json::array({Json::object()}))[0].value(
+            "uid", ""),
+        "node-uid-node-a");
     expect_stats(p.publish(s60_host(2, false)), 0, 0, 0, 1, 1);
     EXPECT_EQ(env.fake.writes().size(), 1U) << "nothing changed: nothing written";
 }
@@ -123,7 +131,8 @@ TEST(DraPublisher, V1beta1ServerGetsTheBetaShape) {
     const auto w = env.fake.writes();
     ASSERT_EQ(w.size(), 1U);
     EXPECT_EQ(w[0]["path"], "/apis/resource.k8s.io/v1beta1/resourceslices");
-    EXPECT_EQ(w[0]["body"]["spec"]["devices"][0]["basic"]["attributes"]["uuid"]["string"], "TR6Y46010000");
+    EXPECT_EQ(w[0]["body"]["spec"]["devices"][0]["basic"]["attributes"]["uuid"]["string"],
+              "TR6Y46010000");
 }
 
 TEST(DraPublisher, RepublishesAfterKubeletDeletedTheSlices) {
@@ -131,7 +140,8 @@ TEST(DraPublisher, RepublishesAfterKubeletDeletedTheSlices) {
     ASSERT_TRUE(env.client);
     auto p = env.publisher();
     expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 1);
-    ASSERT_TRUE(env.client->remove(env.collection() + "/node-a-gcu.enflame.com-0"));  // kubelet did it
+    ASSERT_TRUE(
+        env.client->remove(env.collection() + "/node-a-gcu.enflame.com-0"));  // kubelet did it
     EXPECT_TRUE(env.offered().empty());
     expect_stats(p.publish(s60_host(2, false)), 1, 0, 0, 0, 2);
     EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0", "gcu-1"}));
@@ -147,7 +157,8 @@ TEST(DraPublisher, CardSetChangeBumpsTheGenerationAndDeletesLast) {
     for (const auto& s : env.ours()) EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], 2);
     const auto before = env.fake.writes().size();
     expect_stats(p.publish(s60_host(1, false)), 0, 1, 1, 0, 3);
-    EXPECT_EQ(env.writes(before), (std::vector<std::string>{"PUT node-a-gcu.enflame.com-0", "DELETE node-a-gcu.enflame.com-1"}))
+    EXPECT_EQ(env.writes(before), (std::vector<std::string>{"PUT node-a-gcu.enflame.com-0",
+                                                            "DELETE node-a-gcu.enflame.com-1"}))
         << "the new generation is complete before the old slice goes";
     EXPECT_EQ(env.offered(), (std::vector<std::string>{"gcu-0"}));
     EXPECT_EQ(env.ours().size(), 1U) << "never two pools' worth left behind";
@@ -185,7 +196,8 @@ TEST(DraPublisher, LeavesOtherNodesAndDriversAlone) {
     ASSERT_TRUE(all);
     std::vector<std::string> left;
     for (const auto& s : (*all)["items"]) left.push_back(s["metadata"]["name"]);
-    EXPECT_EQ(left, (std::vector<std::string>{"node-a-gpu.example.com-0", "node-b-gcu.enflame.com-0"}));
+    EXPECT_EQ(left,
+              (std::vector<std::string>{"node-a-gpu.example.com-0", "node-b-gcu.enflame.com-0"}));
 }
 
 TEST(DraPublisher, ConflictOnUpdateIsRereadAndRetried) {
@@ -209,9 +221,10 @@ TEST(DraPublisher, ServerErrorNamesTheSlice) {
     env.fake.control(R"({"fail_500": 1})");
     auto r = p.publish(s60_host(1, false));
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "listing this node's ResourceSlices: GET /apis/resource.k8s.io/v1/resourceslices?"
-                                "fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%3Dgcu.enflame.com: 500 Internal "
-                                "Server Error: fake-apiserver: injected failure");
+    EXPECT_EQ(r.error().what(),
+              "listing this node's ResourceSlices: GET /apis/resource.k8s.io/v1/resourceslices?"
+              "fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%3Dgcu.enflame.com: 500 Internal "
+              "Server Error: fake-apiserver: injected failure");
     expect_stats(p.publish(s60_host(1, false)), 1, 0, 0, 0, 1);
 }
 
@@ -226,7 +239,8 @@ TEST(DraPublisher, NoNodeMeansNoOwnerNotNoSlices) {
 TEST(DraPublisher, CountersArePublishedTheWayTheServerAccepts) {
     // Counters beside their devices for 1.34, in their own slices for 1.35; ten cards are more
     // than one slice's worth of counter sets (8) and of devices that consume counters (64).
-    for (const auto& [minor, mode] : {std::pair{"34", dra::DrsMode::Counters}, std::pair{"35", dra::DrsMode::CountersOwnSlice}}) {
+    for (const auto& [minor, mode] : {std::pair{"34", dra::DrsMode::Counters},
+                                      std::pair{"35", dra::DrsMode::CountersOwnSlice}}) {
         Env env("v1", 128, {"--kube-minor", minor});
         ASSERT_TRUE(env.client);
         env.opts.drs = mode;
@@ -246,8 +260,9 @@ struct AutoCase {
 class DraPublisherAuto : public testing::TestWithParam<AutoCase> {};
 
 const std::vector<std::string> kInstances{"gcu-0-drs-0", "gcu-0-drs-1"};
-const std::vector<std::string> kPlacements{"gcu-0",          "gcu-0-1g-11gb-0", "gcu-0-1g-11gb-1", "gcu-0-1g-11gb-2",
-                                           "gcu-0-1g-11gb-3", "gcu-0-2g-22gb-0", "gcu-0-2g-22gb-1"};
+const std::vector<std::string> kPlacements{"gcu-0",           "gcu-0-1g-11gb-0", "gcu-0-1g-11gb-1",
+                                           "gcu-0-1g-11gb-2", "gcu-0-1g-11gb-3", "gcu-0-2g-22gb-0",
+                                           "gcu-0-2g-22gb-1"};
 
 // DrsMode::Auto: what the server's version allows, and instances when it drops the counters.
 TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
@@ -259,7 +274,8 @@ TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(p.drs_mode(), GetParam().want);
     EXPECT_EQ(env.offered(), GetParam().offered);
-    expect_stats(p.publish(s60_host(1, true)), 0, 0, 0, static_cast<int>(env.ours().size()), r->generation);
+    expect_stats(p.publish(s60_host(1, true)), 0, 0, 0, static_cast<int>(env.ours().size()),
+                 r->generation);
     // Never, not for one generation, a partition the server keeps without its counters: the
     // scheduler would take it and the whole card as independent devices.
     const auto stored = env.fake.stored();
@@ -280,11 +296,14 @@ TEST_P(DraPublisherAuto, ChoosesWhatTheServerAccepts) {
 
 INSTANTIATE_TEST_SUITE_P(
     Kubernetes, DraPublisherAuto,
-    testing::Values(AutoCase{"V1_32", {"--kube-minor", "32"}, dra::DrsMode::Instances, kInstances},
-                    AutoCase{"V1_34", {"--kube-minor", "34"}, dra::DrsMode::Counters, kPlacements},
-                    AutoCase{"V1_35", {"--kube-minor", "35"}, dra::DrsMode::CountersOwnSlice, kPlacements},
-                    AutoCase{"V1_34GateOff", {"--kube-minor", "34", "--no-partitionable"}, dra::DrsMode::Instances,
-                             kInstances}),
+    testing::Values(
+        AutoCase{"V1_32", {"--kube-minor", "32"}, dra::DrsMode::Instances, kInstances},
+        AutoCase{"V1_34", {"--kube-minor", "34"}, dra::DrsMode::Counters, kPlacements},
+        AutoCase{"V1_35", {"--kube-minor", "35"}, dra::DrsMode::CountersOwnSlice, kPlacements},
+        AutoCase{"V1_34GateOff",
+                 {"--kube-minor", "34", "--no-partitionable"},
+                 dra::DrsMode::Instances,
+                 kInstances}),
     [](const auto& i) { return std::string(i.param.name); });
 
 TEST(DraPublisher, CountersBesideDevicesAreRefusedBy135) {
@@ -293,9 +312,10 @@ TEST(DraPublisher, CountersBesideDevicesAreRefusedBy135) {
     env.opts.drs = dra::DrsMode::Counters;
     auto r = env.publisher().publish(s60_host(1, true));
     ASSERT_FALSE(r);
-    EXPECT_NE(r.error().what().find("422 Unprocessable Entity: ResourceSlice.resource.k8s.io "
-                                    "\"node-a-gcu.enflame.com-0\" is invalid: spec: Invalid value: only one of "
-                                    "devices and sharedCounters may be set"),
+    EXPECT_NE(r.error().what().find(
+                  "422 Unprocessable Entity: ResourceSlice.resource.k8s.io "
+                  "\"node-a-gcu.enflame.com-0\" is invalid: spec: Invalid value: only one of "
+                  "devices and sharedCounters may be set"),
               std::string::npos)
         << r.error().what();
 }

@@ -2,13 +2,12 @@
 // The DRA plugin's gRPC services (k8s/dra/service.cpp) over real unix sockets: GetInfo as the
 // plugin watcher reads it, and NodePrepare/NodeUnprepare in both API versions giving the same
 // answers, every claim keyed by UID.
-#include "dra/service.hpp"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 
+#include "dra/service.hpp"
 #include "dra_fixture.hpp"
 #include "k8s/socket.hpp"
 #include "temp_dir.hpp"

@@ -4,15 +4,15 @@
 // (device names are DNS labels, <= 128 devices, <= 32 attributes + capacities, counter sets
 // resolved where the Kubernetes version looks for them).
 // UPDATE_GOLDEN=1 rewrites the golden files (then read the diff before committing it).
-#include "dra_hosts.hpp"
-#include "dra/slices.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
+
+#include "dra/slices.hpp"
+#include "dra_hosts.hpp"
 
 namespace {
 
@@ -53,19 +53,20 @@ TEST_P(DraGolden, MatchesTheFile) {
 
 INSTANTIATE_TEST_SUITE_P(
     Slices, DraGolden,
-    testing::Values(GoldenCase{"v1-1card", 1, "v1", false, DrsMode::Instances},
-                    GoldenCase{"v1-2cards", 2, "v1", false, DrsMode::Instances},
-                    GoldenCase{"v1beta1-1card", 1, "v1beta1", false, DrsMode::Instances},
-                    GoldenCase{"v1beta1-2cards", 2, "v1beta1", false, DrsMode::Instances},
-                    GoldenCase{"v1-1card-drs-instances", 1, "v1", true, DrsMode::Instances},
-                    GoldenCase{"v1-2cards-drs-instances", 2, "v1", true, DrsMode::Instances},
-                    GoldenCase{"v1beta1-1card-drs-instances", 1, "v1beta1", true, DrsMode::Instances},
-                    GoldenCase{"v1beta1-2cards-drs-instances", 2, "v1beta1", true, DrsMode::Instances},
-                    GoldenCase{"v1-1card-counters", 1, "v1", true, DrsMode::Counters},
-                    GoldenCase{"v1-2cards-counters", 2, "v1", true, DrsMode::Counters},
-                    GoldenCase{"v1beta1-1card-counters", 1, "v1beta1", true, DrsMode::Counters},
-                    GoldenCase{"v1beta1-2cards-counters", 2, "v1beta1", true, DrsMode::Counters},
-                    GoldenCase{"v1-2cards-counters-own-slice", 2, "v1", true, DrsMode::CountersOwnSlice}),
+    testing::Values(
+        GoldenCase{"v1-1card", 1, "v1", false, DrsMode::Instances},
+        GoldenCase{"v1-2cards", 2, "v1", false, DrsMode::Instances},
+        GoldenCase{"v1beta1-1card", 1, "v1beta1", false, DrsMode::Instances},
+        GoldenCase{"v1beta1-2cards", 2, "v1beta1", false, DrsMode::Instances},
+        GoldenCase{"v1-1card-drs-instances", 1, "v1", true, DrsMode::Instances},
+        GoldenCase{"v1-2cards-drs-instances", 2, "v1", true, DrsMode::Instances},
+        GoldenCase{"v1beta1-1card-drs-instances", 1, "v1beta1", true, DrsMode::Instances},
+        GoldenCase{"v1beta1-2cards-drs-instances", 2, "v1beta1", true, DrsMode::Instances},
+        GoldenCase{"v1-1card-counters", 1, "v1", true, DrsMode::Counters},
+        GoldenCase{"v1-2cards-counters", 2, "v1", true, DrsMode::Counters},
+        GoldenCase{"v1beta1-1card-counters", 1, "v1beta1", true, DrsMode::Counters},
+        GoldenCase{"v1beta1-2cards-counters", 2, "v1beta1", true, DrsMode::Counters},
+        GoldenCase{"v1-2cards-counters-own-slice", 2, "v1", true, DrsMode::CountersOwnSlice}),
     [](const auto& i) {
         std::string n = i.param.name;
         for (auto& ch : n)
@@ -79,9 +80,10 @@ struct SemverCase {
 };
 
 TEST(DraSemver, DriverVersionsMapToSemver) {
-    for (const auto& c : {SemverCase{"1.4.3.4", "1.4.3+4"}, SemverCase{"1.4.3", "1.4.3"}, SemverCase{"1.4", "1.4.0"},
-                          SemverCase{"v2", "2.0.0"}, SemverCase{"01.04.003", "1.4.3"},
-                          SemverCase{"1.4.3-rc1", "1.4.3"}, SemverCase{"unknown", ""}, SemverCase{"", ""}}) {
+    for (const auto& c :
+         {SemverCase{"1.4.3.4", "1.4.3+4"}, SemverCase{"1.4.3", "1.4.3"},
+          SemverCase{"1.4", "1.4.0"}, SemverCase{"v2", "2.0.0"}, SemverCase{"01.04.003", "1.4.3"},
+          SemverCase{"1.4.3-rc1", "1.4.3"}, SemverCase{"unknown", ""}, SemverCase{"", ""}}) {
         EXPECT_EQ(dra::semver_of(c.in), c.want) << c.in;
     }
 }
@@ -137,8 +139,10 @@ TEST(DraSlices, NodeUidBecomesTheOwner) {
     o.node_name = "n";
     o.node_uid = "uid-1";
     const Json s = dra::build_slices(k8s_test::s60_host(1, false), o);
-    EXPECT_EQ(s[0]["metadata"]["ownerReferences"],
-              Json::parse(R"([{"apiVersion":"v1","kind":"Node","name":"n","uid":"uid-1","controller":true}])"));
+    EXPECT_EQ(
+        s[0]["metadata"]["ownerReferences"],
+        Json::parse(
+            R"([{"apiVersion":"v1","kind":"Node","name":"n","uid":"uid-1","controller":true}])"));
 }
 
 struct LimitCase {
@@ -165,11 +169,13 @@ TEST_P(DraLimits, SlicesStayWithinWhatTheServerAccepts) {
         const bool counters = spec.contains("sharedCounters");
         std::set<std::string> sets;
         if (counters)
-            for (const auto& cs : spec["sharedCounters"]) sets.insert(cs["name"].get<std::string>());
+            for (const auto& cs : spec["sharedCounters"])
+                sets.insert(cs["name"].get<std::string>());
         all_sets.insert(sets.begin(), sets.end());
         EXPECT_LE(sets.size(), dra::kMaxCounterSetsPerSlice);
-        EXPECT_LE(spec.value("devices", Json::array()).size(), c.mode == DrsMode::Instances ? dra::kMaxDevicesPerSlice
-                                                                       : dra::kMaxDevicesPerSliceWithCounters);
+        EXPECT_LE(spec.value("devices", Json::array()).size(),
+                  c.mode == DrsMode::Instances ? dra::kMaxDevicesPerSlice
+                                               : dra::kMaxDevicesPerSliceWithCounters);
         if (c.mode == DrsMode::CountersOwnSlice) EXPECT_FALSE(counters && spec.contains("devices"));
         for (const auto& d : devices_of(Json::array({s}))) {
             ++devices;
@@ -180,12 +186,14 @@ TEST_P(DraLimits, SlicesStayWithinWhatTheServerAccepts) {
                       dra::kMaxAttributesAndCapacities);
             if (c.mode == DrsMode::Counters)
                 for (const auto& use : d.value("consumesCounters", Json::array()))
-                    EXPECT_TRUE(sets.count(use["counterSet"])) << name << " uses a counter set of another slice";
+                    EXPECT_TRUE(sets.count(use["counterSet"]))
+                        << name << " uses a counter set of another slice";
         }
     }
     // Every device that consumes counters finds its set in the pool.
     for (const auto& d : devices_of(slices))
-        for (const auto& use : d.value("consumesCounters", Json::array())) EXPECT_TRUE(all_sets.count(use["counterSet"]));
+        for (const auto& use : d.value("consumesCounters", Json::array()))
+            EXPECT_TRUE(all_sets.count(use["counterSet"]));
     // Instances: card 0 has 2, card 1 has 1, the rest are whole. Counters: 1 + 4 + 2 per card.
     EXPECT_EQ(devices, c.mode == DrsMode::Instances ? c.cards + 1 : 7U * c.cards);
 }
@@ -196,7 +204,8 @@ INSTANTIATE_TEST_SUITE_P(Cards, DraLimits,
                                          LimitCase{"Counters8", 8, DrsMode::Counters, 1},
                                          LimitCase{"Counters9", 9, DrsMode::Counters, 1 + 1},
                                          LimitCase{"Counters64", 64, DrsMode::Counters, 8},
-                                         LimitCase{"OwnSlice64", 64, DrsMode::CountersOwnSlice, 8 + 7}),
+                                         LimitCase{"OwnSlice64", 64, DrsMode::CountersOwnSlice,
+                                                   8 + 7}),
                          [](const auto& i) { return std::string(i.param.name); });
 
 TEST(DraSlices, MaxDevicesSplitsThePool) {

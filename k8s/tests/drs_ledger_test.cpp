@@ -2,6 +2,8 @@
 // The DRS ledger (k8s/drs_ledger.hpp) the DRA driver and HAMi mode share: which instance is
 // still ours, the crash rule for pending entries, taking back a failed create, and the ledger
 // file with its .prev.
+#include "k8s/drs_ledger.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +13,6 @@
 
 #include "api_client_util.hpp"
 #include "inject/fs.hpp"
-#include "k8s/drs_ledger.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -48,13 +49,16 @@ struct FakeEfsmi {
     std::set<std::uint32_t> list_fails, destroy_fails;
     k8s::drs::Ops ops() {
         return {[this](std::uint32_t c) -> inject::Result<std::vector<DrsInstance>> {
-                    if (list_fails.contains(c)) return inject::fail(inject::Errc::Io, "efsmi timed out");
+                    if (list_fails.contains(c))
+                        return inject::fail(inject::Errc::Io, "efsmi timed out");
                     return cards[c];
                 },
                 [this](std::uint32_t c, std::uint32_t id) -> inject::Result<void> {
-                    if (destroy_fails.contains(c)) return inject::fail(inject::Errc::Io, "efsmi exited 1");
+                    if (destroy_fails.contains(c))
+                        return inject::fail(inject::Errc::Io, "efsmi exited 1");
                     destroyed.emplace_back(c, id);
-                    std::erase_if(cards[c], [&](const DrsInstance& in) { return in.instance_id == id; });
+                    std::erase_if(cards[c],
+                                  [&](const DrsInstance& in) { return in.instance_id == id; });
                     return inject::ok();
                 }};
     }
@@ -66,18 +70,22 @@ const auto kNothingRecorded = [](std::uint32_t, std::uint32_t) { return false; }
 // without one destroys nothing (the instance new since `before` may be an administrator's).
 TEST(DrsLedger, ConvergeDestroysOnlyTheMadeIdStillAsMade) {
     FakeEfsmi e;
-    e.cards[0] = {{0, 0, "1g.11gb", "u0"}, {0, 1, "1g.11gb", "u1"}, {0, 2, "1g.11gb", "admin"},
-                  {0, 3, "2g.22gb", "u3"}, {0, 4, "1g.11gb", "u4"}};
+    e.cards[0] = {{0, 0, "1g.11gb", "u0"},
+                  {0, 1, "1g.11gb", "u1"},
+                  {0, 2, "1g.11gb", "admin"},
+                  {0, 3, "2g.22gb", "u3"},
+                  {0, 4, "1g.11gb", "u4"}};
     const std::vector<Pending> pending{
-        {"a", 0, "1g.11gb", {0}, 1, 1u, "u1"},         // made, still there: destroyed
+        {"a", 0, "1g.11gb", {0}, 1, 1u, "u1"},             // made, still there: destroyed
         {"b", 0, "1g.11gb", {0, 1}, 2, std::nullopt, ""},  // no id: nothing destroyed
-        {"c", 0, "1g.11gb", {0}, 3, 3u, "u3x"},        // id 3 is another instance now
-        {"d", 0, "1g.11gb", {0}, 4, 9u, "u9"},         // gone already
-        {"e", 0, "1g.11gb", {0}, 5, 4u, "u4"},         // a record holds it
+        {"c", 0, "1g.11gb", {0}, 3, 3u, "u3x"},            // id 3 is another instance now
+        {"d", 0, "1g.11gb", {0}, 4, 9u, "u9"},             // gone already
+        {"e", 0, "1g.11gb", {0}, 5, 4u, "u4"},             // a record holds it
     };
     std::vector<Made> heard;
     const auto kept = k8s::drs::converge(
-        pending, "claim", e.ops(), [](std::uint32_t c, std::uint32_t id) { return c == 0 && id == 4; },
+        pending, "claim", e.ops(),
+        [](std::uint32_t c, std::uint32_t id) { return c == 0 && id == 4; },
         [&](const Made& m) { heard.push_back(m); });
     EXPECT_TRUE(kept.empty());
     EXPECT_EQ(e.destroyed, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 1}}));

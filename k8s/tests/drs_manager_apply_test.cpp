@@ -3,15 +3,14 @@
 // pending entry is on disk before each create, the made instance right after; a create that
 // fails is taken back; a start after a crash between two creates destroys nothing; a destroy
 // checks the instance is still the one planned.
-#include "drs-manager/apply.hpp"
-#include "drs_manager_fixture.hpp"
-#include "temp_dir.hpp"
-
-#include "inject/fs.hpp"
-
 #include <gtest/gtest.h>
 
 #include <map>
+
+#include "drs-manager/apply.hpp"
+#include "drs_manager_fixture.hpp"
+#include "inject/fs.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -36,9 +35,13 @@ struct FakeEfsmi {
                 [this](std::uint32_t c, const DrsProfile& p) -> inject::Result<DrsInstance> {
                     calls.push_back("create " + std::to_string(c) + " " + p.name);
                     if (before_create) before_create();
-                    if (fail_create) return inject::fail(inject::Errc::Io, "card " + std::to_string(c) + ": efsmi exited 1");
+                    if (fail_create)
+                        return inject::fail(inject::Errc::Io,
+                                            "card " + std::to_string(c) + ": efsmi exited 1");
                     std::uint32_t id = 0;
-                    while (std::any_of(cards[c].begin(), cards[c].end(), [&](const auto& in) { return in.instance_id == id; })) ++id;
+                    while (std::any_of(cards[c].begin(), cards[c].end(),
+                                       [&](const auto& in) { return in.instance_id == id; }))
+                        ++id;
                     auto in = instance(c, p.name, id);
                     in.uuid = "uuid-" + std::to_string(c) + "-" + std::to_string(id);
                     cards[c].push_back(in);
@@ -85,15 +88,18 @@ TEST(DrsApplier, EachCreateIsPendingOnDiskBeforeEfsmiIsAskedAndMadeRightAfter) {
     EXPECT_EQ(made_seen, (std::vector<std::size_t>{0, 1}));
     const auto l = on_disk(path);
     EXPECT_TRUE(l.pending.empty());
-    EXPECT_EQ(l.made, (std::vector<k8s::drs::Made>{{0, 0, "1g.11gb", "uuid-0-0"}, {0, 1, "1g.11gb", "uuid-0-1"}}));
+    EXPECT_EQ(l.made, (std::vector<k8s::drs::Made>{{0, 0, "1g.11gb", "uuid-0-0"},
+                                                   {0, 1, "1g.11gb", "uuid-0-1"}}));
 }
 
 TEST(DrsApplier, AStartAfterACrashBetweenTwoCreatesDestroysNothing) {
     k8s_test::TempDir tmp;
     const auto path = tmp.path() + "/ledger.json";
     FakeEfsmi efsmi;
-    efsmi.cards[0] = {instance(0, "1g.11gb", 0), instance(0, "1g.11gb", 1)};  // the second: made, unanswered
-    drs_manager::Ledger crashed{{{0, 0, "1g.11gb", ""}}, {{"all-1g", 0, "1g.11gb", {0}, 2, std::nullopt, {}}}};
+    efsmi.cards[0] = {instance(0, "1g.11gb", 0),
+                      instance(0, "1g.11gb", 1)};  // the second: made, unanswered
+    drs_manager::Ledger crashed{{{0, 0, "1g.11gb", ""}},
+                                {{"all-1g", 0, "1g.11gb", {0}, 2, std::nullopt, {}}}};
     ASSERT_TRUE(k8s::drs::save_file(path, drs_manager::ledger_text(crashed), false));
     drs_manager::Applier a(path, efsmi.ops());
     ASSERT_TRUE(a.start(kNothingHeld));
@@ -132,12 +138,14 @@ TEST(DrsApplier, ADestroyLeavesAnInstanceThatChangedSincePlanned) {
     p.cards.push_back({0, {planned}, {}, {}});
     const auto r = a.run(p, "all-full");
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "card 0: instance 0:1g.11gb:0 changed since it was planned: left alone");
+    EXPECT_EQ(r.error().what(),
+              "card 0: instance 0:1g.11gb:0 changed since it was planned: left alone");
     EXPECT_EQ(efsmi.cards[0].size(), 1U);
 }
 
 TEST(DrsApplier, TheLedgerTextReadsBack) {
-    const drs_manager::Ledger l{{{0, 1, "1g.11gb", "u"}}, {{"all-1g", 2, "2g.22gb", {0, 1}, 7, 3U, "v"}}};
+    const drs_manager::Ledger l{{{0, 1, "1g.11gb", "u"}},
+                                {{"all-1g", 2, "2g.22gb", {0, 1}, 7, 3U, "v"}}};
     const auto back = drs_manager::parse_ledger(drs_manager::ledger_text(l), "x");
     ASSERT_TRUE(back) << back.error().what();
     EXPECT_EQ(*back, l);

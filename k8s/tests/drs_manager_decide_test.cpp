@@ -2,16 +2,16 @@
 // enflame-drs-manager's decision: who holds what (the DRA plugin's and HAMi mode's checkpoints,
 // matched to the instances efsmi lists), and what the daemon does about a layout: fail naming
 // the card and profile, wait naming the holders, apply, or nothing when the node has it.
-#include "drs-manager/decide.hpp"
-#include "drs_manager_fixture.hpp"
-#include "drs-manager/holders.hpp"
-
 #include <gtest/gtest.h>
+
+#include "drs-manager/decide.hpp"
+#include "drs-manager/holders.hpp"
+#include "drs_manager_fixture.hpp"
 
 namespace {
 
-using drs_test::instance;
 using drs_manager::Decision;
+using drs_test::instance;
 
 const std::string kLayouts = R"(version: v1
 layouts:
@@ -47,12 +47,12 @@ TEST(DrsHolders, DraCheckpointNamesClaimsOfCreatedInstancesWholeCardsAndPendingM
         {"requests": ["gpu"], "pool": "n", "device": "gcu-0-drs-2", "cdiDeviceIDs": []}]}},
       "pending": [{"claim": "uid-c", "card": 0, "profile": "1g.11gb", "before": [],
                    "attempt": 1, "made": {"id": 3, "uuid": "u3"}}]})",
-                                              "dra");
+                                                     "dra");
     ASSERT_TRUE(held) << held.error().what();
     const std::vector<drs_manager::Held> want{{0, 1, "1g.11gb", "u1", "claim ml/train"},
-                                       {1, std::nullopt, "", "", "claim ml/big"},
-                                       {0, 2, "", "", "claim ml/big"},
-                                       {0, 3, "1g.11gb", "u3", "claim uid-c (being made)"}};
+                                              {1, std::nullopt, "", "", "claim ml/big"},
+                                              {0, 2, "", "", "claim ml/big"},
+                                              {0, 3, "1g.11gb", "u3", "claim uid-c (being made)"}};
     EXPECT_EQ(*held, want);
 }
 
@@ -66,7 +66,8 @@ TEST(DrsHolders, HamiCheckpointNamesPods) {
 }
 
 TEST(DrsHolders, ABadCheckpointIsOneErrorNamingIt) {
-    auto r = drs_manager::parse_hami_holders(R"({"version": 1, "instances": [{"card": "x"}]})", "hami.json");
+    auto r = drs_manager::parse_hami_holders(R"({"version": 1, "instances": [{"card": "x"}]})",
+                                             "hami.json");
     ASSERT_FALSE(r);
     EXPECT_TRUE(r.error().what().starts_with("hami.json: instances: ")) << r.error().what();
     r = drs_manager::parse_dra_holders("not json", "cp.json");
@@ -76,20 +77,26 @@ TEST(DrsHolders, ABadCheckpointIsOneErrorNamingIt) {
 
 TEST(DrsHolders, MatchedToTheInstancesEfsmiListsByIdProfileAndUuid) {
     const auto host = split_node();
-    const auto on = drs_manager::held_on(host, {{0, 1, "1g.11gb", "u1", "claim ml/a"},
-                                         {0, 2, "1g.11gb", "other-uuid", "claim ml/b"},  // id reused
-                                         {0, 7, "", "", "pod ml/gone"},
-                                         {1, std::nullopt, "", "", "claim ml/whole"}});
+    const auto on =
+        drs_manager::held_on(host, {{0, 1, "1g.11gb", "u1", "claim ml/a"},
+                                    {0, 2, "1g.11gb", "other-uuid", "claim ml/b"},  // id reused
+                                    {0, 7, "", "", "pod ml/gone"},
+                                    {1, std::nullopt, "", "", "claim ml/whole"}});
     EXPECT_EQ(on.instances, (drs_manager::Holders{{"0:1g.11gb:1", {"claim ml/a"}}}));
-    EXPECT_EQ(on.whole_cards, (std::map<std::uint32_t, std::vector<std::string>>{{1, {"claim ml/whole"}}}));
+    EXPECT_EQ(on.whole_cards,
+              (std::map<std::uint32_t, std::vector<std::string>>{{1, {"claim ml/whole"}}}));
 }
 
 TEST(DrsDecide, TheLayoutInForceIsDoneAndCostsNothing) {
-    const auto d = drs_manager::decide("all-1g", kLayouts, "cm", [] {
-        auto h = split_node();
-        for (std::uint32_t i = 0; i < 4; ++i) h.devices[1].drs_instances.push_back(instance(1, "1g.11gb", i));
-        return h;
-    }(), {});
+    const auto d =
+        drs_manager::decide("all-1g", kLayouts, "cm",
+                            [] {
+                                auto h = split_node();
+                                for (std::uint32_t i = 0; i < 4; ++i)
+                                    h.devices[1].drs_instances.push_back(instance(1, "1g.11gb", i));
+                                return h;
+                            }(),
+                            {});
     EXPECT_EQ(d.outcome, Decision::Outcome::Done);
     EXPECT_TRUE(d.plan.empty());
 }
@@ -103,16 +110,18 @@ TEST(DrsDecide, ANewLayoutIsAPlan) {
 
 TEST(DrsDecide, AHeldInstanceMakesTheWholeLayoutWaitNamingItsHolder) {
     const auto host = split_node();
-    const auto d = drs_manager::decide("all-full", kLayouts, "cm", host,
-                                drs_manager::held_on(host, {{0, 2, "1g.11gb", "u2", "claim ml/train"}}));
+    const auto d = drs_manager::decide(
+        "all-full", kLayouts, "cm", host,
+        drs_manager::held_on(host, {{0, 2, "1g.11gb", "u2", "claim ml/train"}}));
     EXPECT_EQ(d.outcome, Decision::Outcome::Blocked);
     EXPECT_EQ(d.reason, "layout 'all-full': waiting for 0:1g.11gb:2 (held by claim ml/train)");
 }
 
 TEST(DrsDecide, ACardHeldWholeIsNotRepartitioned) {
     const auto host = split_node();
-    const auto d = drs_manager::decide("all-1g", kLayouts, "cm", host,
-                                drs_manager::held_on(host, {{1, std::nullopt, "", "", "claim ml/big"}}));
+    const auto d = drs_manager::decide(
+        "all-1g", kLayouts, "cm", host,
+        drs_manager::held_on(host, {{1, std::nullopt, "", "", "claim ml/big"}}));
     EXPECT_EQ(d.outcome, Decision::Outcome::Blocked);
     EXPECT_EQ(d.reason, "layout 'all-1g': waiting for card 1 (held by claim ml/big)");
 }
@@ -121,10 +130,12 @@ TEST(DrsDecide, WhatCannotBeHadFailsInOneLine) {
     const auto host = split_node();
     auto d = drs_manager::decide("too-many", kLayouts, "cm", host, {});
     EXPECT_EQ(d.outcome, Decision::Outcome::Failed);
-    EXPECT_EQ(d.reason, "layout 'too-many': card 1: 3 instances of '2g.22gb' asked, the profile allows 2");
-    d = drs_manager::decide("nope", kLayouts, "cm", host, {});
     EXPECT_EQ(d.reason,
-              "label enflame.com/drs.config=nope: no such layout (layouts: all-1g, all-full, too-many)");
+              "layout 'too-many': card 1: 3 instances of '2g.22gb' asked, the profile allows 2");
+    d = drs_manager::decide("nope", kLayouts, "cm", host, {});
+    EXPECT_EQ(
+        d.reason,
+        "label enflame.com/drs.config=nope: no such layout (layouts: all-1g, all-full, too-many)");
     d = drs_manager::decide("all-1g", std::nullopt, "configmap ns/x layouts.yaml", host, {});
     EXPECT_EQ(d.reason, "configmap ns/x layouts.yaml: missing (no layouts to pick 'all-1g' from)");
     EXPECT_EQ(d.outcome, Decision::Outcome::Failed);

@@ -5,9 +5,6 @@
 // reports them (docs/efsmi-model.md: 1g.11gb x4, 2g.22gb x2; "full" is no profile row), and the
 // layouts of the shipped ConfigMap.
 
-#include "inject/device.hpp"
-#include "drs-manager/layout.hpp"
-
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -15,6 +12,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "drs-manager/layout.hpp"
+#include "inject/device.hpp"
 
 namespace drs_test {
 
@@ -55,8 +55,8 @@ inline std::vector<drs_manager::Layout> shipped_layouts() {
     const auto cm = YAML::Load(ss.str());
     EXPECT_EQ(cm["metadata"]["name"].as<std::string>(), "enflame-drs-layouts");
     EXPECT_EQ(cm["metadata"]["namespace"].as<std::string>(), "enflame-system");
-    auto r = drs_manager::parse_layouts(cm["data"][std::string(drs_manager::kLayoutsKey)].as<std::string>(),
-                                 "shipped");
+    auto r = drs_manager::parse_layouts(
+        cm["data"][std::string(drs_manager::kLayoutsKey)].as<std::string>(), "shipped");
     EXPECT_TRUE(r) << r.error().what();
     return r ? *r : std::vector<drs_manager::Layout>{};
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-drs-manager's layouts: the ConfigMap text read (every bad input one error naming the
 // line and key), the shipped examples, and a layout checked against an S60 node.
-#include "drs_manager_fixture.hpp"
-
 #include <gtest/gtest.h>
+
+#include "drs_manager_fixture.hpp"
 
 namespace {
 

@@ -2,18 +2,18 @@
 // enflame-drs-manager's planner: the fewest destroys and creates per card, held instances never
 // destroyed without saying who holds them, a rebuild only when efsmi's aligned placement leaves
 // no room, and nothing at all for a card already as its layout says.
-#include "drs_manager_fixture.hpp"
-#include "drs-manager/plan.hpp"
-#include "inject/drs_slices.hpp"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "drs-manager/plan.hpp"
+#include "drs_manager_fixture.hpp"
+#include "inject/drs_slices.hpp"
+
 namespace {
 
-using drs_test::instance;
 using drs_manager::CardTarget;
+using drs_test::instance;
 using inject::device::DrsInstance;
 
 const drs_manager::ProfileCounts kFull{}, k1g{{"1g.11gb", 4}}, k2g{{"2g.22gb", 2}};

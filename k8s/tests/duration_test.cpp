@@ -14,8 +14,9 @@ TEST(ParseDuration, GoodWithinBounds) {
         const char* in;
         milliseconds want;
     } cases[] = {
-        {"60s", 60s},     {"1m", 1min},       {"1m30s", 90s}, {"1h", 1h},      {"2", 2s},
-        {"1500ms", 1500ms}, {"24h", 24h},     {"100ms", 100ms}, {"1h1m1s1ms", 3661001ms},
+        {"60s", 60s}, {"1m", 1min},     {"1m30s", 90s},
+        {"1h", 1h},   {"2", 2s},        {"1500ms", 1500ms},
+        {"24h", 24h}, {"100ms", 100ms}, {"1h1m1s1ms", 3661001ms},
         {"0m5s", 5s},
     };
     for (const auto& c : cases) {
@@ -30,8 +31,9 @@ TEST(ParseDuration, BadNamesFlagValueAndBounds) {
                            "1.5s", "60 s", "1m30", " 5s", "5s ", "+5s", "99999999999999999999s"}) {
         auto r = k8s::parse_duration("--sleep-interval", in, 100ms, 24h);
         ASSERT_FALSE(r) << in;
-        EXPECT_EQ(r.error().what(), "--sleep-interval '" + std::string(in) +
-                                        "': want a duration from 100ms to 24h, such as 90s or 1m30s")
+        EXPECT_EQ(r.error().what(),
+                  "--sleep-interval '" + std::string(in) +
+                      "': want a duration from 100ms to 24h, such as 90s or 1m30s")
             << in;
     }
 }

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-gcu-exporter's HTTP side: the listen addresses it takes, /metrics serving the last
 // collection, /healthz following the collector, an address in use.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,8 +12,8 @@
 #include <vector>
 
 #include "exporter/collector.hpp"
-#include "exporter_fixture.hpp"
 #include "exporter/http.hpp"
+#include "exporter_fixture.hpp"
 
 // In exporter_test: its helpers (exporter_fixture.hpp) and exporter's types by their names.
 namespace exporter_test {

@@ -4,11 +4,8 @@
 // Runs k8s/tests/fake_apiserver.py for one test: its own state folder (certs, claims, the write
 // log, control.json), started with posix_spawn, stopped by its PID when the object goes.
 
-#include "k8s/apiserver.hpp"
-#include "temp_dir.hpp"
-
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/apiserver.hpp"
+#include "temp_dir.hpp"
+
 extern char** environ;
 
 namespace k8s_test {
@@ -29,9 +29,13 @@ class FakeApiServer {
 public:
     /// `versions`: "v1", "v1beta1" or "v1,v1beta1" (what discovery offers, preferred first);
     /// `extra`: more flags ("--kube-minor", "35", "--no-partitionable").
-    explicit FakeApiServer(const std::string& versions = "v1,v1beta1", const std::vector<std::string>& extra = {}) {
-        std::vector<std::string> args{"python3", K8S_TESTS_DIR "/fake_apiserver.py", "--dir", dir_.path(),
-                                      "--versions", versions, "--token", token_, "--parent-pid", std::to_string(::getpid())};
+    explicit FakeApiServer(const std::string& versions = "v1,v1beta1",
+                           const std::vector<std::string>& extra = {}) {
+        std::vector<std::string> args{"python3",      K8S_TESTS_DIR "/fake_apiserver.py",
+                                      "--dir",        dir_.path(),
+                                      "--versions",   versions,
+                                      "--token",      token_,
+                                      "--parent-pid", std::to_string(::getpid())};
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());

@@ -10,21 +10,22 @@
 // network, so no CNI is needed; sandbox logs in D), CreateContainer with the image, the command and
 // the CDI devices in ContainerConfig.CDI_devices (the field kubelet 1.28+ fills from the DRA
 // plugin's cdi_device_ids and from a device plugin's cdi_devices) and the envs a device plugin's
-// Allocate gave, the pod's RuntimeClass handler in RunPodSandbox, StartContainer, then ContainerStatus until it exited. Prints the
-// container's output (its CRI log in D, the stream/tag prefix stripped) on stdout, removes the
-// sandbox (and with it the container) and exits with the container's exit code; a CRI error is
-// "error: <call>: CODE: message" on stderr and exit 125. With --delete-when FILE, the container runs
-// until FILE exists; then the pod is deleted as kubelet deletes one (StopContainer,
-// StopPodSandbox, RemovePodSandbox; retried as kubelet retries, 15 times a second apart), each
-// call's failure an error line, and the exit code is 0 once all three succeeded.
+// Allocate gave, the pod's RuntimeClass handler in RunPodSandbox, StartContainer, then
+// ContainerStatus until it exited. Prints the container's output (its CRI log in D, the stream/tag
+// prefix stripped) on stdout, removes the sandbox (and with it the container) and exits with the
+// container's exit code; a CRI error is "error: <call>: CODE: message" on stderr and exit 125. With
+// --delete-when FILE, the container runs until FILE exists; then the pod is deleted as kubelet
+// deletes one (StopContainer, StopPodSandbox, RemovePodSandbox; retried as kubelet retries, 15
+// times a second apart), each call's failure an error line, and the exit code is 0 once all three
+// succeeded.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "k8s/socket.hpp"
 #include "proto/cri_v1.grpc.pb.h"
@@ -48,7 +49,8 @@ std::string log_text(const std::string& path) {
         std::string time, stream, tag;
         fields >> time >> stream >> tag;
         const auto start = time.size() + stream.size() + tag.size() + 3;
-        out += (start <= line.size() ? line.substr(start) : std::string()) + (tag == "P" ? "" : "\n");
+        out +=
+            (start <= line.size() ? line.substr(start) : std::string()) + (tag == "P" ? "" : "\n");
     }
     return out;
 }
@@ -61,9 +63,11 @@ struct Options {
 };
 
 /// "K=V" entries into a CRI annotation map.
-void add_annotations(google::protobuf::Map<std::string, std::string>& to, const std::vector<std::string>& kvs) {
+void add_annotations(google::protobuf::Map<std::string, std::string>& to,
+                     const std::vector<std::string>& kvs) {
     for (const auto& kv : kvs)
-        to[kv.substr(0, kv.find('='))] = kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1);
+        to[kv.substr(0, kv.find('='))] =
+            kv.find('=') == std::string::npos ? "" : kv.substr(kv.find('=') + 1);
 }
 
 cri::PodSandboxConfig sandbox_config(const Options& o) {
@@ -73,8 +77,10 @@ cri::PodSandboxConfig sandbox_config(const Options& o) {
     c.mutable_metadata()->set_uid("fake-cri-" + std::to_string(::getpid()));
     c.set_log_directory(o.log_dir);
     c.mutable_linux()->set_cgroup_parent(o.cgroup_parent);
-    c.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(cri::NODE);
-    add_annotations(*c.mutable_annotations(), o.pod_annotations);  // the pod's own metadata.annotations
+    c.mutable_linux()->mutable_security_context()->mutable_namespace_options()->set_network(
+        cri::NODE);
+    add_annotations(*c.mutable_annotations(),
+                    o.pod_annotations);  // the pod's own metadata.annotations
     return c;
 }
 
@@ -108,7 +114,8 @@ int run(const Options& o) {
             rr.set_pod_sandbox_id(pod.pod_sandbox_id());
             cri::StopPodSandboxResponse sresp;
             cri::RemovePodSandboxResponse rresp;
-            const auto s = stop ? stub->StopPodSandbox(&ctx, sr, &sresp) : stub->RemovePodSandbox(&ctx, rr, &rresp);
+            const auto s = stop ? stub->StopPodSandbox(&ctx, sr, &sresp)
+                                : stub->RemovePodSandbox(&ctx, rr, &rresp);
             if (!s.ok()) {
                 error(stop ? "StopPodSandbox" : "RemovePodSandbox", s);
                 all_ok = false;
@@ -123,7 +130,8 @@ int run(const Options& o) {
     cfg->mutable_metadata()->set_name("c");
     cfg->mutable_image()->set_image(o.image);
     for (const auto& a : o.command) cfg->add_command(a);
-    const std::string log = "c-" + std::to_string(::getpid()) + ".log";  // fresh even in a reused folder
+    const std::string log =
+        "c-" + std::to_string(::getpid()) + ".log";  // fresh even in a reused folder
     cfg->set_log_path(log);
     for (const auto& d : o.cdi) cfg->add_cdi_devices()->set_name(d);
     for (const auto& kv : o.envs) {
@@ -214,14 +222,18 @@ int main(int argc, char** argv) try {
     r->add_option("--log-dir", o.log_dir, "the pod's log folder (absolute)")->required();
     r->add_option("--cdi-device", o.cdi, "a CDI device name (repeatable)");
     r->add_option("--env", o.envs, "an env K=V of the container (repeatable)");
-    r->add_option("--annotation", o.annotations,
-                  "an annotation K=V of the container, where kubelet puts a device plugin's (repeatable)");
+    r->add_option(
+        "--annotation", o.annotations,
+        "an annotation K=V of the container, where kubelet puts a device plugin's (repeatable)");
     r->add_option("--pod-annotation", o.pod_annotations,
-                  "an annotation K=V of the pod (its metadata.annotations, which its owner writes; repeatable)");
-    r->add_option("--runtime-handler", o.runtime_handler, "the pod's RuntimeClass handler (default: the runtime's default)");
+                  "an annotation K=V of the pod (its metadata.annotations, which its owner writes; "
+                  "repeatable)");
+    r->add_option("--runtime-handler", o.runtime_handler,
+                  "the pod's RuntimeClass handler (default: the runtime's default)");
     r->add_option("--cgroup-parent", o.cgroup_parent, "the pod's cgroup parent (cgroupfs: a path)");
     r->add_option("--timeout-ms", o.timeout_ms);
-    r->add_option("--delete-when", o.delete_when, "run until this file exists, then delete the pod as kubelet does");
+    r->add_option("--delete-when", o.delete_when,
+                  "run until this file exists, then delete the pod as kubelet does");
     // Everything after "--" is the container's command, flags and all: split off before CLI11.
     int n = 1;
     while (n < argc && std::string(argv[n]) != "--") ++n;

@@ -26,12 +26,12 @@
 #include <iostream>
 #include <thread>
 
+#include "inject/text.hpp"
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 #include "k8s/socket.hpp"
 #include "proto_json.hpp"
-#include "inject/text.hpp"
 
 namespace {
 
@@ -175,9 +175,10 @@ int main(int argc, char** argv) try {
     reg->add_option("--registry", registry)->required();
     reg->add_option("--name", name);
     int kubelet_minor = 34;
-    reg->add_option("--kubelet-minor", kubelet_minor,
-                    "the kubelet played (1.N): 1.34+ knows DRAPlugin v1 and v1beta1, 1.32-1.33 v1beta1, "
-                    "1.31 v1alpha4");
+    reg->add_option(
+        "--kubelet-minor", kubelet_minor,
+        "the kubelet played (1.N): 1.34+ knows DRAPlugin v1 and v1beta1, 1.32-1.33 v1beta1, "
+        "1.31 v1alpha4");
     reg->add_option("--wait-ms", wait_ms, "how long to wait for the registration socket");
     for (const char* cmd : {"prepare", "unprepare"}) {
         auto* c = app.add_subcommand(cmd);

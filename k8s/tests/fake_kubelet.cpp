@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// fake-kubelet: the kubelet side of the device plugin API, for tests (tests/README.md: what it models).
+// fake-kubelet: the kubelet side of the device plugin API, for tests (tests/README.md: what it
+// models).
 //
 //   fake-kubelet serve --dir D --events F
 //       Serves Registration on D/kubelet.sock like kubelet: checks the request, answers, then
@@ -17,16 +18,11 @@
 //       One call to the plugin on socket S, the answer as JSON on stdout; a gRPC error is
 //       "error: CODE: message" on stderr and exit 1. --repeat N measures Allocate (kubelet
 //       side) and prints "allocate: n=N median_us=.. p90_us=.. max_us=.." on stderr.
-#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
-#include "k8s/socket.hpp"
-#include "proto_json.hpp"
-
-#include <CLI/CLI.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -34,7 +30,11 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
 #include "inject/text.hpp"
+#include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
+#include "k8s/socket.hpp"
+#include "proto_json.hpp"
 
 namespace {
 
@@ -51,11 +51,13 @@ std::string quoted(const std::string& s) {
 
 class Events {
 public:
-    explicit Events(const std::string& path) : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {}
+    explicit Events(const std::string& path)
+        : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {}
     void emit(const std::string& event, const std::string& body, const std::string& resource = "") {
-        const std::string line = "{\"event\":\"" + event + "\"," +
-                                 (resource.empty() ? "" : "\"resource\":" + quoted(resource) + ",") +
-                                 "\"data\":" + body + "}\n";
+        const std::string line =
+            "{\"event\":\"" + event + "\"," +
+            (resource.empty() ? "" : "\"resource\":" + quoted(resource) + ",") +
+            "\"data\":" + body + "}\n";
         const std::lock_guard lock(mu_);
         (void)!::write(fd_, line.data(), line.size());
     }
@@ -69,12 +71,14 @@ class Kubelet final : public v1beta1::Registration::Service {
 public:
     Kubelet(std::string dir, Events& ev) : dir_(std::move(dir)), ev_(ev) {}
 
-    grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req, v1beta1::Empty*) override {
+    grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
+                          v1beta1::Empty*) override {
         ev_.emit("register", to_json(*req));
         // What kubelet checks before it accepts (pkg/kubelet/cm/devicemanager).
         if (req->version() != "v1beta1")
             return {grpc::StatusCode::UNKNOWN, "invalid version " + req->version()};
-        if (req->resource_name().find('/') == std::string::npos || req->resource_name().starts_with("kubernetes.io/"))
+        if (req->resource_name().find('/') == std::string::npos ||
+            req->resource_name().starts_with("kubernetes.io/"))
             return {grpc::StatusCode::UNKNOWN, "invalid resource name " + req->resource_name()};
         if (req->endpoint().find('/') != std::string::npos)
             return {grpc::StatusCode::UNKNOWN, "endpoint must be a basename"};
@@ -105,7 +109,8 @@ private:
         auto ctx = std::make_shared<grpc::ClientContext>();
         {
             const std::lock_guard lock(mu_);
-            if (auto it = streams_.find(req.resource_name()); it != streams_.end()) it->second->TryCancel();
+            if (auto it = streams_.find(req.resource_name()); it != streams_.end())
+                it->second->TryCancel();
             streams_[req.resource_name()] = ctx;
         }
         v1beta1::Empty e;
@@ -211,7 +216,9 @@ int main(int argc, char** argv) try {
             resp.Clear();
             const auto t0 = std::chrono::steady_clock::now();
             st = stub->Allocate(&ctx, req, &resp);
-            us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+            us.push_back(
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                    .count());
             if (!st.ok()) break;
         }
         if (repeat > 1 && st.ok()) {
@@ -219,9 +226,10 @@ int main(int argc, char** argv) try {
             std::cerr << "allocate: n=" << us.size() << " median_us=" << us[us.size() / 2]
                       << " p90_us=" << us[us.size() * 9 / 10] << " max_us=" << us.back() << "\n";
         }
-        return finish(st, resp.container_responses_size() == 1
-                              ? static_cast<const google::protobuf::Message&>(resp.container_responses(0))
-                              : resp);
+        return finish(
+            st, resp.container_responses_size() == 1
+                    ? static_cast<const google::protobuf::Message&>(resp.container_responses(0))
+                    : resp);
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -235,7 +243,8 @@ int main(int argc, char** argv) try {
         const auto st = stub->GetPreferredAllocation(&ctx, req, &resp);
         if (!st.ok()) return finish(st, resp);
         std::string out;
-        for (const auto& id : resp.container_responses(0).deviceids()) out += (out.empty() ? "" : ",") + id;
+        for (const auto& id : resp.container_responses(0).deviceids())
+            out += (out.empty() ? "" : ",") + id;
         std::cout << out << "\n";
         return 0;
     }

@@ -10,19 +10,18 @@
 //       read again on each call so a test can change the answer while the exporter runs. A file
 //       that does not parse is an INTERNAL error naming it. Each call is counted on stderr
 //       ("list N"). Runs until SIGTERM/SIGINT.
-#include "k8s/proto/podresources_v1.grpc.pb.h"
-#include "k8s/daemon_setup.hpp"
-#include "k8s/socket.hpp"
-
-#include <CLI/CLI.hpp>
 #include <google/protobuf/util/json_util.h>
-
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include "k8s/daemon_setup.hpp"
+#include "k8s/proto/podresources_v1.grpc.pb.h"
+#include "k8s/socket.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "api_client_util.hpp"
-#include "fake_apiserver.hpp"
 #include "device-plugin/hami_mode.hpp"
+#include "fake_apiserver.hpp"
 #include "inject/fs.hpp"
 
 namespace {
@@ -38,8 +38,10 @@ protected:
             h.drs_profiles = {{"1g.11gb", 1, 4, 11ull << 30, 0}};
             return h;
         };
-        d.create = [](std::uint32_t, const inject::device::DrsProfile&)
-            -> inject::Result<DrsInstance> { return inject::fail(inject::Errc::Io, "not here"); };
+        d.create = [](std::uint32_t,
+                      const inject::device::DrsProfile&) -> inject::Result<DrsInstance> {
+            return inject::fail(inject::Errc::Io, "not here");
+        };
         d.destroy = [this](std::uint32_t c, std::uint32_t id) -> inject::Result<void> {
             destroyed_.push_back(id);
             std::erase_if(cards_[c], [&](const DrsInstance& in) { return in.instance_id == id; });
@@ -59,8 +61,8 @@ protected:
 // still running (no id): 1 goes, 2 (new since pod-b's entry, but whose?) stays.
 TEST_F(HamiLedger, AKilledAllocatesInstanceIsDestroyedAtStartAndOnlyIt) {
     const device_plugin::hami::Ledger l{{},
-                              {{"pod-a", 0, "1g.11gb", {0}, 1, 1u, "u1"},
-                               {"pod-b", 0, "1g.11gb", {0, 1}, 2, std::nullopt, ""}}};
+                                        {{"pod-a", 0, "1g.11gb", {0}, 1, 1u, "u1"},
+                                         {"pod-b", 0, "1g.11gb", {0, 1}, 2, std::nullopt, ""}}};
     std::filesystem::create_directories(tmp_.path() + "/hami");
     ASSERT_TRUE(inject::fs::atomic_write(cp_, device_plugin::hami::checkpoint_text(l)));
     auto m = device_plugin::hami::Mode::create(deps());
@@ -74,7 +76,8 @@ TEST_F(HamiLedger, AKilledAllocatesInstanceIsDestroyedAtStartAndOnlyIt) {
 // The checkpoint went corrupt after it recorded instance 2 for a pod that is gone now: the
 // .prev still names it, so it is destroyed instead of leaking.
 TEST_F(HamiLedger, ACorruptCheckpointFallsBackToPrev) {
-    const device_plugin::hami::Ledger l{{{"pod-gone", "default", "gone", 0, 2, "admin", "1g.11gb"}}, {}};
+    const device_plugin::hami::Ledger l{{{"pod-gone", "default", "gone", 0, 2, "admin", "1g.11gb"}},
+                                        {}};
     std::filesystem::create_directories(tmp_.path() + "/hami");
     ASSERT_TRUE(k8s::drs::save_file(cp_, device_plugin::hami::checkpoint_text(l), false));
     ASSERT_TRUE(k8s::drs::save_file(cp_, device_plugin::hami::checkpoint_text(l), false));

@@ -160,7 +160,8 @@ TEST(HamiCards, GarbageIsAClearError) {
                   std::string::npos)
             << d.error().what();
     }
-    auto t = device_plugin::hami::parse_card_decision(card_pod("p", "soon", "n-GCU-1,GCU,100,100:;"), "n");
+    auto t = device_plugin::hami::parse_card_decision(
+        card_pod("p", "soon", "n-GCU-1,GCU,100,100:;"), "n");
     ASSERT_FALSE(t);
     EXPECT_NE(std::string(t.error().what())
                   .find("annotation hami.io/bind-time 'soon': want Unix seconds"),
@@ -221,7 +222,8 @@ inject::device::Host two_cards() {
 // v2.10: whole cards, a slice ID per DRS slice, one gcu-memory ID per GiB, 100 gcu-core IDs
 // per card (HAMi's percent); each on its own socket.
 TEST(HamiResources, WholeCardsSlicesMemoryAndCores) {
-    auto r = device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid, device_plugin::hami::Names{});
+    auto r = device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid,
+                                                 device_plugin::hami::Names{});
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 4u);
     EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
@@ -245,7 +247,8 @@ TEST(HamiResources, WholeCardsSlicesMemoryAndCores) {
 TEST(HamiResources, LegacySharedSlices) {
     device_plugin::hami::Names names;
     names.legacy_slices = 6;
-    auto r = device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid, names);
+    auto r =
+        device_plugin::hami::make_resources(two_cards(), device_plugin::IdStrategy::Uuid, names);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     EXPECT_EQ((*r)[1].name, "enflame.com/shared-gcu");
@@ -357,10 +360,9 @@ namespace {
 // The instances' checkpoint: what it writes reads back; garbage is one error naming the file
 // and the entry (the plugin then keeps going on the pods' annotations).
 TEST(HamiCheckpoint, RoundTripAndGarbage) {
-    const device_plugin::hami::Ledger l{{{"uid-a", "default", "a", 1, 0, "DRS-1111", "1g.11gb"},
-                               {"uid-b", "ns2", "b", 3, 2, ""}},
-                              {{"uid-c", 2, "2g.22gb", {0, 1}, 4, 7u, "DRS-7777"},
-                               {"uid-d", 0, "1g.11gb", {}, 5}}};
+    const device_plugin::hami::Ledger l{
+        {{"uid-a", "default", "a", 1, 0, "DRS-1111", "1g.11gb"}, {"uid-b", "ns2", "b", 3, 2, ""}},
+        {{"uid-c", 2, "2g.22gb", {0, 1}, 4, 7u, "DRS-7777"}, {"uid-d", 0, "1g.11gb", {}, 5}}};
     const auto text = device_plugin::hami::checkpoint_text(l);
     auto back = device_plugin::hami::parse_checkpoint(text, "cp.json");
     ASSERT_TRUE(back) << back.error().what();
@@ -418,7 +420,8 @@ TEST(HamiCheckpoint, StillThereOnlyAsRecorded) {
         {"IdGone", {"u", "", "", 1, 5, ""}, false},
         {"CardGone", {"u", "", "", 2, 0, ""}, false},
     };
-    for (const auto& c : cases) EXPECT_EQ(device_plugin::hami::still_there(h, c.r), c.want) << c.name;
+    for (const auto& c : cases)
+        EXPECT_EQ(device_plugin::hami::still_there(h, c.r), c.want) << c.name;
 }
 
 }  // namespace
@@ -503,7 +506,8 @@ TEST(HamiTrust, ForgedPodsAreSkippedTheGenuineOneServed) {
     const auto p = device_plugin::hami::pick_cards(sc.pods, "n", 1, "enflame.com/gcu");
     ASSERT_TRUE(p.decision);
     EXPECT_EQ(p.decision->name, "real");
-    EXPECT_EQ(device_plugin::hami::check_cards(real, *p.decision, p.container, "enflame.com/gcu"), "");
+    EXPECT_EQ(device_plugin::hami::check_cards(real, *p.decision, p.container, "enflame.com/gcu"),
+              "");
     // another scheduler name given to the plugin: the genuine pod is not HAMi's then
     EXPECT_EQ(device_plugin::hami::screen(list({real}), "my-hami", kNow).skipped.size(), 1u);
 }
@@ -541,9 +545,9 @@ TEST(HamiTrust, MoreCardsThanTheLimitAsksIsRefused) {
     // HAMi <= 2.9: four cards for one slice
     auto shared =
         genuine(shared_pod("shared", "1700000100000000000", "0,1,2,3", {{"main", 1}}), "", 0);
-    const auto s =
-        device_plugin::hami::pick_shared(device_plugin::hami::screen(list({shared}), "hami-scheduler", kNow).pods,
-                               "enflame.com/shared-gcu", 1);
+    const auto s = device_plugin::hami::pick_shared(
+        device_plugin::hami::screen(list({shared}), "hami-scheduler", kNow).pods,
+        "enflame.com/shared-gcu", 1);
     ASSERT_TRUE(s.decision);
     EXPECT_EQ(
         device_plugin::hami::check_shared(*s.decision, s.container, 6),
@@ -563,8 +567,8 @@ TEST(HamiTrust, DrsProfileMustMatchTheRequest) {
     const std::string big =
         R"({"main":{"allocated":false,"request":4,"profileID":"2","profileName":"4g.44gb"}})";
     auto pod = genuine(drs_pod("big", "1700000100000000000", big), "enflame.com/drs-gcu", 1);
-    auto p = device_plugin::hami::pick_drs(device_plugin::hami::screen(list({pod}), "hami-scheduler", kNow).pods, 1,
-                                 names.drs);
+    auto p = device_plugin::hami::pick_drs(
+        device_plugin::hami::screen(list({pod}), "hami-scheduler", kNow).pods, 1, names.drs);
     ASSERT_TRUE(p.decision);  // by kubelet's count, not assigned-containers' request
     const auto& c = p.decision->containers[p.container];
     EXPECT_EQ(device_plugin::hami::check_drs(pod, c, "4g.44gb", profiles, names),
@@ -577,7 +581,8 @@ TEST(HamiTrust, DrsProfileMustMatchTheRequest) {
     const auto one = genuine(drs_pod("one", "1700000100000000000", kOne), "enflame.com/drs-gcu", 1);
     const auto d = device_plugin::hami::parse_drs_decision(one);
     ASSERT_TRUE(d);
-    EXPECT_EQ(device_plugin::hami::check_drs(one, d->containers[0], "1g.11gb", profiles, names), "");
+    EXPECT_EQ(device_plugin::hami::check_drs(one, d->containers[0], "1g.11gb", profiles, names),
+              "");
     // gcu-memory 11 + gcu-core 25: 1g.11gb is the smallest that fits, not 2g.22gb
     auto mc = genuine(drs_pod("mc", "1700000100000000000", kOne), "enflame.com/gcu-memory", 11);
     mc["spec"]["containers"][0]["resources"]["limits"]["enflame.com/gcu-core"] = "25";

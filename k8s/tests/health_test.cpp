@@ -9,7 +9,8 @@
 
 namespace {
 
-device_plugin::Inventory one_card(const std::string& node, std::uint32_t major, std::uint32_t minor) {
+device_plugin::Inventory one_card(const std::string& node, std::uint32_t major,
+                                  std::uint32_t minor) {
     device_plugin::Inventory inv;
     device_plugin::PluginDevice d;
     d.id = d.card_id = d.uuid = "U0";
@@ -32,7 +33,8 @@ TEST(Health, DriverAndNode) {
     auto inv = one_card("/dev/null", ma, mi);
 
     EXPECT_FALSE(device_plugin::apply_health(says(true), inv));  // healthy stays healthy: no change
-    EXPECT_FALSE(device_plugin::apply_health(says(std::nullopt), inv));  // unknown counts as healthy
+    EXPECT_FALSE(
+        device_plugin::apply_health(says(std::nullopt), inv));  // unknown counts as healthy
 
     EXPECT_TRUE(device_plugin::apply_health(says(false), inv));
     EXPECT_FALSE(inv.devices[0].healthy);
@@ -63,8 +65,8 @@ TEST(Health, NodeProblems) {
         {"Gone", "/nonexistent/gcu0", ma, mi, "device node '/nonexistent/gcu0' is gone"},
         {"NotCharDevice", "/", ma, mi, "'/' is no longer a character device"},
         {"OtherNumbers", "/dev/null", ma + 1, mi,
-         "'/dev/null' is now " + std::to_string(ma) + ":" + std::to_string(mi) + ", was " + std::to_string(ma + 1) +
-             ":" + std::to_string(mi)},
+         "'/dev/null' is now " + std::to_string(ma) + ":" + std::to_string(mi) + ", was " +
+             std::to_string(ma + 1) + ":" + std::to_string(mi)},
     };
     for (const auto& c : cases) {
         auto inv = one_card(c.path, c.major, c.minor);
@@ -91,7 +93,8 @@ TEST(Health, EventsHoldUntilResetFinish) {
     EXPECT_TRUE(device_plugin::apply_health(says(true), inv, holds));
     EXPECT_FALSE(inv.devices[0].healthy);
     EXPECT_EQ(inv.devices[0].why_unhealthy, "driver event reset start: flr");
-    EXPECT_FALSE(device_plugin::apply_health(says(true), inv, holds));  // the periodic pass keeps it
+    EXPECT_FALSE(
+        device_plugin::apply_health(says(true), inv, holds));  // the periodic pass keeps it
 
     // Reset finish: the hold goes and the driver's verdict decides.
     EXPECT_EQ(device_plugin::note_event({2, 11, ""}, holds), device_plugin::EventAction::Recheck);

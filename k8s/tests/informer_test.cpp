@@ -10,8 +10,8 @@
 
 #include <functional>
 
-#include "k8s/reflector.hpp"
 #include "fake_apiserver.hpp"
+#include "k8s/reflector.hpp"
 
 namespace {
 

@@ -120,7 +120,8 @@ TEST(MakeLabels, UnknownSharingLeavesTheSharingLabelsOut) {
 TEST(MakeLabels, NoCardsIsPresentFalseAndCountZero) {
     Host h;
     h.driver_version = "1.4.3.4";
-    const feature_discovery::Labels want{{"enflame.com/gpu.present", "false"}, {"enflame.com/gpu.count", "0"}};
+    const feature_discovery::Labels want{{"enflame.com/gpu.present", "false"},
+                                         {"enflame.com/gpu.count", "0"}};
     EXPECT_EQ(feature_discovery::make_labels(h, {}), want);
 }
 
@@ -179,7 +180,8 @@ TEST(MakeLabels, ProfilesKeepWholeNamesWithin63Chars) {
 }
 
 TEST(Render, ExpiryLineFirstThenOneLinePerLabel) {
-    const feature_discovery::Labels labels{{"enflame.com/gpu.present", "true"}, {"enflame.com/gpu.count", "1"}};
+    const feature_discovery::Labels labels{{"enflame.com/gpu.present", "true"},
+                                           {"enflame.com/gpu.count", "1"}};
     const auto t = std::chrono::sys_days{std::chrono::year{2026} / 12 / 1} + 12h + 43min + 2s;
     auto text = feature_discovery::render(labels, t);
     ASSERT_TRUE(text) << text.error().what();

@@ -30,7 +30,7 @@ const std::set<std::string> kAllMonitoring(gpu_operator::kMonitoringKinds.begin(
                                            gpu_operator::kMonitoringKinds.end());
 
 std::vector<gpu_operator::Object> render(const Json& spec, const std::string& dra = "v1",
-                               const std::set<std::string>& monitoring = {}) {
+                                         const std::set<std::string>& monitoring = {}) {
     auto r = gpu_operator::render(kTree, spec, gpu_operator::Served{dra, monitoring});
     EXPECT_TRUE(r) << r.error().what();
     return r ? *r : std::vector<gpu_operator::Object>{};
@@ -98,7 +98,7 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     EXPECT_EQ((*dc)["apiVersion"], "resource.k8s.io/v1beta1");
     EXPECT_FALSE((*dc)["metadata"].contains("namespace"));
     EXPECT_EQ(gpu_operator::path_of(*dc), "/apis/resource.k8s.io/v1beta1/deviceclasses/" +
-                                    (*dc)["metadata"]["name"].get<std::string>());
+                                              (*dc)["metadata"]["name"].get<std::string>());
     const Json* crb = find(objs, "ClusterRoleBinding//enflame-dra-plugin");
     ASSERT_TRUE(crb);
     EXPECT_EQ((*crb)["subjects"][0]["namespace"], "enflame-system");
@@ -107,12 +107,14 @@ TEST(OperatorRender, DraDriverAddsItsObjectsClusterScopedDeviceClass) {
     EXPECT_EQ(gpu_operator::path_of(*dc, true), "/apis/resource.k8s.io/v1beta1/deviceclasses");
     const Json* ds = find(objs, "DaemonSet/enflame-system/enflame-dra-plugin");
     ASSERT_TRUE(ds);
-    EXPECT_EQ(gpu_operator::path_of(*ds, true), "/apis/apps/v1/namespaces/enflame-system/daemonsets");
+    EXPECT_EQ(gpu_operator::path_of(*ds, true),
+              "/apis/apps/v1/namespaces/enflame-system/daemonsets");
     EXPECT_FALSE(find(objs, "ClusterRole//enflame-dra-plugin"));  // deployments/operator's
 }
 
 /// The toolkit config.toml of ConfigMap `name` in `objs`, parsed as the daemon reads it.
-static inject::config::Config config_of(const std::vector<gpu_operator::Object>& objs, const std::string& name) {
+static inject::config::Config config_of(const std::vector<gpu_operator::Object>& objs,
+                                        const std::string& name) {
     const Json* cm = find(objs, "ConfigMap/enflame-system/" + name);
     EXPECT_TRUE(cm) << name;
     if (!cm) return {};
@@ -256,8 +258,8 @@ TEST(OperatorRender, SharingIntoThePluginsConfigAndTemplate) {
     EXPECT_FALSE((*ds)["spec"]["template"]["metadata"].contains("annotations"));
 }
 
-const gpu_operator::Object* find_obj(const std::vector<gpu_operator::Object>& objs, const std::string& kind,
-                           const std::string& name) {
+const gpu_operator::Object* find_obj(const std::vector<gpu_operator::Object>& objs,
+                                     const std::string& kind, const std::string& name) {
     for (const auto& o : objs)
         if (o.obj["kind"] == kind && o.obj["metadata"]["name"] == name) return &o;
     return nullptr;

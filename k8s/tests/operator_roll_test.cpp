@@ -17,7 +17,9 @@ Json node(const std::string& name, bool nfd, bool ours = false, bool present = f
     Json n = {{"metadata", {{"name", name}, {"labels", Json::object()}}}};
     if (nfd) n["metadata"]["labels"][gpu_operator::kNfdPciLabel] = "true";
     if (present) n["metadata"]["labels"][gpu_operator::kGpuPresent] = "true";
-    if (ours) n["metadata"]["annotations"][gpu_operator::kLabelsSetAnnotation] = gpu_operator::kGpuPresent;
+    if (ours)
+        n["metadata"]["annotations"][gpu_operator::kLabelsSetAnnotation] =
+            gpu_operator::kGpuPresent;
     if (cordoned) n["spec"]["unschedulable"] = true;
     return n;
 }
@@ -60,7 +62,8 @@ TEST(OperatorNodeLabels, NfdDefaultClassVendorLabelCounts) {
 TEST(OperatorNodeLabels, ApplyBodies) {
     const Json set = gpu_operator::node_label_body("n1", true);
     EXPECT_EQ(set["metadata"]["labels"][gpu_operator::kGpuPresent], "true");
-    EXPECT_EQ(set["metadata"]["annotations"][gpu_operator::kLabelsSetAnnotation], gpu_operator::kGpuPresent);
+    EXPECT_EQ(set["metadata"]["annotations"][gpu_operator::kLabelsSetAnnotation],
+              gpu_operator::kGpuPresent);
     // removal is an apply of nothing by the same field manager
     EXPECT_EQ(gpu_operator::node_label_body("n1", false),
               (Json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}));
@@ -92,7 +95,8 @@ TEST(OperatorRoll, ToolkitAndPluginsAreOnDeleteWithHashes) {
     EXPECT_EQ(dp["spec"]["updateStrategy"], (Json{{"type", "OnDelete"}}));
     EXPECT_EQ(hash(tk).size(), 16U);
     EXPECT_EQ(hash(dp, gpu_operator::kToolkitHash), hash(tk));
-    EXPECT_EQ(tk["spec"]["template"]["metadata"]["labels"][gpu_operator::kManagedBy], gpu_operator::kManagerName);
+    EXPECT_EQ(tk["spec"]["template"]["metadata"]["labels"][gpu_operator::kManagedBy],
+              gpu_operator::kManagerName);
     // the exporter is rolled by its DaemonSet controller as the CR says
     EXPECT_FALSE(gpu_operator::rolled(ds(a, "enflame-gcu-exporter")));
     EXPECT_EQ(hash(ds(a, "enflame-gcu-exporter")), "");
@@ -148,9 +152,9 @@ TEST(OperatorRoll, OneNodeToolkitFirstThenPluginOnceToolkitReady) {
     EXPECT_EQ(state(p, "a"), "toolkit");
     // the new toolkit pod not Ready yet: the plugin waits
     p = gpu_operator::plan_roll(kWant,
-                      {pod("enflame-toolkit-installer", "a", "T2", false),
-                       pod("enflame-device-plugin", "a", "P1")},
-                      nodes, 1, {});
+                                {pod("enflame-toolkit-installer", "a", "T2", false),
+                                 pod("enflame-device-plugin", "a", "P1")},
+                                nodes, 1, {});
     EXPECT_TRUE(p.delete_pods.empty());
     EXPECT_EQ(state(p, "a"), "toolkit");
     // Ready at the new version: now the plugin
@@ -184,7 +188,8 @@ TEST(OperatorRoll, AtMostMaxUnavailableNodesAtOnce) {
     const auto pods = old_pods({"a", "b", "c"});
     EXPECT_EQ(gpu_operator::plan_roll(kWant, pods, nodes, 1, {}).delete_pods.size(), 1U);
     EXPECT_EQ(gpu_operator::plan_roll(kWant, pods, nodes, 2, {}).delete_pods.size(), 2U);
-    EXPECT_EQ(gpu_operator::plan_roll(kWant, pods, nodes, "50%", {}).delete_pods.size(), 2U);  // 1.5 up
+    EXPECT_EQ(gpu_operator::plan_roll(kWant, pods, nodes, "50%", {}).delete_pods.size(),
+              2U);  // 1.5 up
     // a pod deleted a moment ago that the cache still shows Ready: node a is busy, b waits
     const auto p = gpu_operator::plan_roll(kWant, pods, nodes, 1, {"enflame-toolkit-installer@a"});
     EXPECT_TRUE(p.delete_pods.empty());
@@ -250,8 +255,9 @@ TEST(OperatorRoll, SameInstallFlagsHandOverInsteadOfUninstall) {
     EXPECT_TRUE(p.mark_pods.empty());
     EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-a"});
     // the new template's command differs: deleted at once, no mark
-    p = gpu_operator::plan_roll(kWant, pods(false, true, cmd), nodes, 1, {},
-                      Json{"/usr/bin/enflame-ctk", "toolkit", "install", "--set-as-default"});
+    p = gpu_operator::plan_roll(
+        kWant, pods(false, true, cmd), nodes, 1, {},
+        Json{"/usr/bin/enflame-ctk", "toolkit", "install", "--set-as-default"});
     EXPECT_TRUE(p.mark_pods.empty());
     EXPECT_EQ(names(p), std::vector<std::string>{"enflame-toolkit-installer-a"});
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device plugin's decisions (k8s/device-plugin/plugin.cpp), table-driven.
 #include "device-plugin/plugin.hpp"
-#include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "k8s/sharing.hpp"
 
 namespace {
 
@@ -60,7 +61,8 @@ TEST(Preferred, Table) {
     const PrefCase cases[] = {
         {"AllFreeOneCard", ids({0, 1, 2, 3, 4, 5, 6, 7}), {}, 1, ids({0})},
         {"PackOnOneNode", ids({0, 1, 2, 3, 4, 5, 6, 7}), {}, 4, ids({0, 1, 2, 3})},
-        // Node 1 has exactly the three free cards asked for: the tighter fit wins, node 0 stays whole.
+        // Node 1 has exactly the three free cards asked for: the tighter fit wins, node 0 stays
+        // whole.
         {"TightestNodeFits", ids({0, 1, 2, 3, 5, 6, 7}), {}, 3, ids({5, 6, 7})},
         {"MustIncludeFirst", ids({0, 1, 2, 3, 4, 5, 6, 7}), ids({6}), 2, ids({6, 5})},
         {"MustIncludeThenItsNode", ids({0, 1, 2, 3, 4, 5, 6, 7}), ids({5}), 4, ids({5, 4, 6, 7})},
@@ -89,8 +91,10 @@ TEST(Allocate, CdiCriAndAnnotationsByDefault) {
     EXPECT_EQ(r->cdi_devices(0).name(), "enflame.com/gpu=UUID1");
     EXPECT_EQ(r->cdi_devices(1).name(), "enflame.com/gpu=UUID0");
     ASSERT_EQ(r->annotations_size(), 2);
-    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID1"), "enflame.com/gpu=UUID1");
-    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID0"), "enflame.com/gpu=UUID0");
+    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID1"),
+              "enflame.com/gpu=UUID1");
+    EXPECT_EQ(r->annotations().at("cdi.k8s.io/enflame-device-plugin_UUID0"),
+              "enflame.com/gpu=UUID0");
     EXPECT_EQ(r->devices_size(), 0);
 }
 
@@ -183,21 +187,30 @@ TEST(Inventory, Refusals) {
     h.devices[1].uuid = std::string(64, 'u');
     r = device_plugin::make_inventory(h, device_plugin::IdStrategy::Uuid);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "device ID '" + std::string(64, 'u') + "' is longer than kubelet allows (63)");
+    EXPECT_EQ(r.error().what(),
+              "device ID '" + std::string(64, 'u') + "' is longer than kubelet allows (63)");
 }
 
 TEST(Flags, ResourceNames) {
-    for (const char* good : {"enflame.com/gcu", "enflame.com/gcu.shared", "example.org/drs-1g.11gb", "a/b"}) {
+    for (const char* good :
+         {"enflame.com/gcu", "enflame.com/gcu.shared", "example.org/drs-1g.11gb", "a/b"}) {
         EXPECT_TRUE(k8s::check_resource_name(good)) << good;
     }
     const std::pair<const char*, const char*> bad[] = {
         {"gcu", "resource name 'gcu': want <domain>/<name>, e.g. enflame.com/gcu"},
         {"a/b/c", "resource name 'a/b/c': want <domain>/<name>, e.g. enflame.com/gcu"},
-        {"kubernetes.io/gcu", "resource name 'kubernetes.io/gcu': the kubernetes.io and k8s.io domains are reserved"},
-        {"Enflame.com/gcu", "resource name 'Enflame.com/gcu': 'Enflame.com' is not a DNS subdomain"},
-        {"enflame.com/-gcu", "resource name 'enflame.com/-gcu': '-gcu' is not a valid name (alphanumerics, '-', '_', '.'; at most 63)"},
-        {"enflame.com/", "resource name 'enflame.com/': '' is not a valid name (alphanumerics, '-', '_', '.'; at most 63)"},
-        {"requests.x.io/gcu", "resource name 'requests.x.io/gcu': a domain starting with 'requests.' is reserved"},
+        {"kubernetes.io/gcu",
+         "resource name 'kubernetes.io/gcu': the kubernetes.io and k8s.io domains are reserved"},
+        {"Enflame.com/gcu",
+         "resource name 'Enflame.com/gcu': 'Enflame.com' is not a DNS subdomain"},
+        {"enflame.com/-gcu",
+         "resource name 'enflame.com/-gcu': '-gcu' is not a valid name (alphanumerics, '-', '_', "
+         "'.'; at most 63)"},
+        {"enflame.com/",
+         "resource name 'enflame.com/': '' is not a valid name (alphanumerics, '-', '_', '.'; at "
+         "most 63)"},
+        {"requests.x.io/gcu",
+         "resource name 'requests.x.io/gcu': a domain starting with 'requests.' is reserved"},
     };
     for (const auto& [name, want] : bad) {
         auto r = k8s::check_resource_name(name);
@@ -212,7 +225,8 @@ TEST(Flags, Strategies) {
     EXPECT_TRUE(l->envvar && l->cdi_cri && l->cdi_annotations);
     auto bad = device_plugin::parse_list_strategies({"envvar,volume-mounts"});
     ASSERT_FALSE(bad);
-    EXPECT_EQ(bad.error().what(), "device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations");
+    EXPECT_EQ(bad.error().what(),
+              "device list strategy 'volume-mounts': want envvar, cdi-cri or cdi-annotations");
     EXPECT_FALSE(device_plugin::parse_list_strategies({}));
     EXPECT_EQ(*device_plugin::parse_id_strategy("index"), device_plugin::IdStrategy::Index);
     auto badid = device_plugin::parse_id_strategy("serial");
@@ -232,7 +246,8 @@ inject::device::Host host8_drs() {
 }
 
 TEST(Resources, DrsPerProfile) {
-    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Uuid, 1,
+                                           "enflame.com/gcu", "enflame-gcu.sock", true);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 3u);
     EXPECT_EQ((*r)[0].name, "enflame.com/gcu");
@@ -257,7 +272,8 @@ TEST(Resources, DrsPerProfile) {
     EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
     EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "DRS-u-a,DRS-u-b");
     EXPECT_EQ(al->cdi_devices(1).name(), "enflame.com/gpu=DRS-u-b");
-    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_DRS-u-a"), "enflame.com/gpu=DRS-u-a");
+    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_DRS-u-a"),
+              "enflame.com/gpu=DRS-u-a");
     ASSERT_EQ(al->devices_size(), 2);  // both instances live on gcu1: one node, plus gcuctl
     EXPECT_EQ(al->devices(0).container_path(), "/dev/gcu1");
     EXPECT_EQ(al->devices(1).container_path(), "/dev/gcuctl");
@@ -267,7 +283,8 @@ TEST(Resources, DrsPerProfile) {
 TEST(Resources, DrsWithoutUuid) {
     auto h = host8();
     h.devices[2].drs_instances = {{2, 1, "1g.11gb", "", 0, "1:1"}};
-    auto r = device_plugin::make_resources(h, device_plugin::IdStrategy::Uuid, 1, "enflame.com/gcu", "enflame-gcu.sock", true);
+    auto r = device_plugin::make_resources(h, device_plugin::IdStrategy::Uuid, 1, "enflame.com/gcu",
+                                           "enflame-gcu.sock", true);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
     ASSERT_EQ((*r)[1].inventory.devices.size(), 1u);
@@ -280,11 +297,13 @@ TEST(Resources, DrsWithoutUuid) {
     EXPECT_EQ(al->envs().at("ENFLAME_VISIBLE_DEVICES"), "2:1g.11gb:1");
     EXPECT_EQ(al->envs().at("TOPS_VISIBLE_DEVICES"), "2:1g.11gb:1");
     EXPECT_EQ(al->cdi_devices(0).name(), "enflame.com/gpu=2:1g.11gb:1");
-    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_2_1g.11gb_1"), "enflame.com/gpu=2:1g.11gb:1");
+    EXPECT_EQ(al->annotations().at("cdi.k8s.io/enflame-device-plugin_2_1g.11gb_1"),
+              "enflame.com/gpu=2:1g.11gb:1");
 }
 
 TEST(Resources, NoDrsAdvertisesEveryCard) {
-    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Index, 1, "enflame.com/gcu", "enflame-gcu.sock", false);
+    auto r = device_plugin::make_resources(host8_drs(), device_plugin::IdStrategy::Index, 1,
+                                           "enflame.com/gcu", "enflame-gcu.sock", false);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->size(), 1u);
     EXPECT_EQ((*r)[0].inventory.devices.size(), 8u);

@@ -35,13 +35,15 @@ constexpr std::chrono::hours kNeverPoll{1};
 
 // Polls (bounded: 10 s) until a stream waits for a change.
 void wait_until_waiting(const device_plugin::State& s) {
-    for (int i = 0; i < 1000 && s.waiting() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 1000 && s.waiting() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(s.waiting(), 1u);
 }
 
 struct Fixture {
     TempDir dir;
-    std::shared_ptr<device_plugin::State> state = std::make_shared<device_plugin::State>(device_plugin::Settings{}, two_cards());
+    std::shared_ptr<device_plugin::State> state =
+        std::make_shared<device_plugin::State>(device_plugin::Settings{}, two_cards());
     device_plugin::Service svc{state, kNeverPoll};
     k8s::UnixServer server;
     std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
@@ -97,7 +99,10 @@ TEST(Service, AllocateErrorsAndOptions) {
         std::string message;
     } cases[] = {
         {"Ok", {"U0"}, grpc::StatusCode::OK, ""},
-        {"Unknown", {"U9"}, grpc::StatusCode::NOT_FOUND, "unknown device ID 'U9' for enflame.com/gcu"},
+        {"Unknown",
+         {"U9"},
+         grpc::StatusCode::NOT_FOUND,
+         "unknown device ID 'U9' for enflame.com/gcu"},
         {"Unhealthy", {"U0", "U1"}, grpc::StatusCode::INVALID_ARGUMENT, "device 'U1' is unhealthy"},
     };
     for (const auto& c : cases) {
@@ -109,7 +114,8 @@ TEST(Service, AllocateErrorsAndOptions) {
         const auto st = f.stub->Allocate(&ctx, req, &resp);
         EXPECT_EQ(st.error_code(), c.code) << c.name;
         EXPECT_EQ(st.error_message(), c.message) << c.name;
-        if (st.ok()) EXPECT_EQ(resp.container_responses(0).cdi_devices(0).name(), "enflame.com/gpu=U0");
+        if (st.ok())
+            EXPECT_EQ(resp.container_responses(0).cdi_devices(0).name(), "enflame.com/gpu=U0");
     }
     grpc::ClientContext ctx;
     v1beta1::Empty e;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The plugin config (sharing.timeSlicing) and what time-slicing does to IDs, preferred
 // allocation and Allocate.
-#include "device-plugin/plugin.hpp"
 #include "k8s/sharing.hpp"
 
 #include <gtest/gtest.h>
+
+#include "device-plugin/plugin.hpp"
 
 namespace {
 
@@ -19,15 +20,21 @@ TEST(PluginConfig, Good) {
     } cases[] = {
         {"Empty", "", 1, kRes},
         {"VersionOnly", "version: v1\n", 1, kRes},
-        {"Replicas", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n      replicas: 4\n", 4, kRes},
+        {"Replicas",
+         "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: enflame.com/gcu\n     "
+         " replicas: 4\n",
+         4, kRes},
         {"RenameByDefault",
-         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - "
+         "name: enflame.com/gcu\n      replicas: 2\n",
          2, "enflame.com/gcu.shared"},
         {"RenameWins",
-         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 2\n      rename: enflame.com/gcu-2\n",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - "
+         "name: enflame.com/gcu\n      replicas: 2\n      rename: enflame.com/gcu-2\n",
          2, "enflame.com/gcu-2"},
         {"OneReplicaKeepsName",
-         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: enflame.com/gcu\n      replicas: 1\n",
+         "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - "
+         "name: enflame.com/gcu\n      replicas: 1\n",
          1, kRes},
     };
     for (const auto& c : cases) {
@@ -152,8 +159,10 @@ TEST(TimeSlicing, IdsPreferredAllocate) {
     // Spread over cards before two replicas share one.
     std::vector<std::string> all;
     for (const auto& d : inv->devices) all.push_back(d.id);
-    EXPECT_EQ(device_plugin::preferred(*inv, all, {}, 3), (std::vector<std::string>{"U0::0", "U1::0", "U2::0"}));
-    EXPECT_EQ(device_plugin::preferred(*inv, all, {"U0::1"}, 2), (std::vector<std::string>{"U0::1", "U1::0"}));
+    EXPECT_EQ(device_plugin::preferred(*inv, all, {}, 3),
+              (std::vector<std::string>{"U0::0", "U1::0", "U2::0"}));
+    EXPECT_EQ(device_plugin::preferred(*inv, all, {"U0::1"}, 2),
+              (std::vector<std::string>{"U0::1", "U1::0"}));
 
     device_plugin::Settings s;
     s.lists = {true, true, true};

@@ -25,7 +25,8 @@ using k8s_test::TempDir;
 
 class Registration final : public v1beta1::Registration::Service {
 public:
-    grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* r, v1beta1::Empty*) override {
+    grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* r,
+                          v1beta1::Empty*) override {
         last = r->resource_name();
         return grpc::Status::OK;
     }
@@ -95,7 +96,8 @@ TEST(Socket, Refusals) {
 
     auto ch = k8s::dial_unix(d.path() + "/absent.sock", std::chrono::milliseconds(200));
     ASSERT_FALSE(ch);
-    EXPECT_EQ(ch.error().what(), "connecting to '" + d.path() + "/absent.sock': no answer within 200 ms");
+    EXPECT_EQ(ch.error().what(),
+              "connecting to '" + d.path() + "/absent.sock': no answer within 200 ms");
 }
 
 bool readable(int fd, int ms) {

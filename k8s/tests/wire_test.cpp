@@ -2,16 +2,16 @@
 // Our .proto files must put exactly upstream's field numbers and package names on the wire, or
 // kubelet will not understand us. These bytes are built by hand from the field numbers of the
 // upstream api.proto each of ours names, not by our generated code, and then decoded with it.
+#include <google/protobuf/descriptor.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
 #include "k8s/proto/deviceplugin_v1beta1.grpc.pb.h"
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
 #include "k8s/proto/podresources_v1.grpc.pb.h"
-
-#include <google/protobuf/descriptor.h>
-#include <gtest/gtest.h>
-
-#include <string>
 
 namespace {
 
@@ -29,11 +29,13 @@ std::string len(int field, const std::string& body) {
     return varint(static_cast<std::uint64_t>(field) << 3 | 2) + varint(body.size()) + body;
 }
 // A varint field (wire type 0): bools, int32, int64.
-std::string num(int field, std::uint64_t v) { return varint(static_cast<std::uint64_t>(field) << 3) + varint(v); }
+std::string num(int field, std::uint64_t v) {
+    return varint(static_cast<std::uint64_t>(field) << 3) + varint(v);
+}
 
 TEST(Wire, RegisterRequest) {
-    const std::string bytes = len(1, "v1beta1") + len(2, "enflame-gcu.sock") + len(3, "enflame.com/gcu") +
-                              len(4, num(1, 1) + num(2, 1));
+    const std::string bytes = len(1, "v1beta1") + len(2, "enflame-gcu.sock") +
+                              len(3, "enflame.com/gcu") + len(4, num(1, 1) + num(2, 1));
     v1beta1::RegisterRequest r;
     ASSERT_TRUE(r.ParseFromString(bytes));
     EXPECT_EQ(r.version(), "v1beta1");
@@ -46,7 +48,8 @@ TEST(Wire, RegisterRequest) {
 }
 
 TEST(Wire, ListAndWatchResponse) {
-    const std::string dev = len(1, "TR6Y46010302") + len(2, "Unhealthy") + len(3, len(1, num(1, 1)));
+    const std::string dev =
+        len(1, "TR6Y46010302") + len(2, "Unhealthy") + len(3, len(1, num(1, 1)));
     v1beta1::ListAndWatchResponse r;
     ASSERT_TRUE(r.ParseFromString(len(1, dev) + len(1, len(1, "x"))));
     ASSERT_EQ(r.devices_size(), 2);
@@ -100,8 +103,9 @@ TEST(Wire, Allocate) {
 
 TEST(Wire, PluginRegistration) {
     pluginregistration::PluginInfo i;
-    ASSERT_TRUE(i.ParseFromString(len(1, "DRAPlugin") + len(2, "gcu.enflame.com") + len(3, "/p/dra.sock") +
-                                  len(4, "v1.DRAPlugin") + len(4, "v1beta1.DRAPlugin")));
+    ASSERT_TRUE(i.ParseFromString(len(1, "DRAPlugin") + len(2, "gcu.enflame.com") +
+                                  len(3, "/p/dra.sock") + len(4, "v1.DRAPlugin") +
+                                  len(4, "v1beta1.DRAPlugin")));
     EXPECT_EQ(i.type(), "DRAPlugin");
     EXPECT_EQ(i.name(), "gcu.enflame.com");
     EXPECT_EQ(i.endpoint(), "/p/dra.sock");
@@ -114,7 +118,9 @@ TEST(Wire, PluginRegistration) {
 
 TEST(Wire, PodResources) {
     const std::string devs = len(1, "enflame.com/gcu") + len(2, "TR6Y46010302");
-    const std::string claim = len(2, "c") + len(3, "ns") + len(4, len(1, len(1, "k=x")) + len(2, "d") + len(3, "p") + len(4, "gcu-0"));
+    const std::string claim =
+        len(2, "c") + len(3, "ns") +
+        len(4, len(1, len(1, "k=x")) + len(2, "d") + len(3, "p") + len(4, "gcu-0"));
     const std::string ctr = len(1, "main") + len(2, devs) + len(5, claim);
     v1::ListPodResourcesResponse r;
     ASSERT_TRUE(r.ParseFromString(len(1, len(1, "pod") + len(2, "default") + len(3, ctr))));
@@ -140,7 +146,8 @@ TEST(Wire, Dra) {
     EXPECT_EQ(req.claims(0).namespace_(), "ns");
     EXPECT_EQ(req.claims(0).uid(), "uid-1");
     EXPECT_EQ(req.claims(0).name(), "claim");
-    const std::string dev = len(1, "r") + len(2, "node") + len(3, "gcu-0") + len(4, "k=uid-1-gcu-0") + len(5, "s");
+    const std::string dev =
+        len(1, "r") + len(2, "node") + len(3, "gcu-0") + len(4, "k=uid-1-gcu-0") + len(5, "s");
     k8s::io::kubelet::pkg::apis::dra::v1::NodePrepareResourcesResponse resp;
     ASSERT_TRUE(resp.ParseFromString(len(1, len(1, "uid-1") + len(2, len(1, dev) + len(2, "e")))));
     const auto& one = resp.claims().at("uid-1");
@@ -158,14 +165,14 @@ TEST(Wire, Dra) {
 // The gRPC method paths kubelet calls are "/<package>.<Service>/<Method>".
 TEST(Wire, MethodPaths) {
     const auto* pool = google::protobuf::DescriptorPool::generated_pool();
-    for (const char* m : {"v1beta1.Registration.Register", "v1beta1.DevicePlugin.GetDevicePluginOptions",
-                          "v1beta1.DevicePlugin.ListAndWatch", "v1beta1.DevicePlugin.GetPreferredAllocation",
-                          "v1beta1.DevicePlugin.Allocate", "v1beta1.DevicePlugin.PreStartContainer",
-                          "pluginregistration.Registration.GetInfo",
-                          "pluginregistration.Registration.NotifyRegistrationStatus",
-                          "v1.PodResourcesLister.List",
-                          "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin.NodePrepareResources",
-                          "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin.NodeUnprepareResources"}) {
+    for (const char* m :
+         {"v1beta1.Registration.Register", "v1beta1.DevicePlugin.GetDevicePluginOptions",
+          "v1beta1.DevicePlugin.ListAndWatch", "v1beta1.DevicePlugin.GetPreferredAllocation",
+          "v1beta1.DevicePlugin.Allocate", "v1beta1.DevicePlugin.PreStartContainer",
+          "pluginregistration.Registration.GetInfo",
+          "pluginregistration.Registration.NotifyRegistrationStatus", "v1.PodResourcesLister.List",
+          "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin.NodePrepareResources",
+          "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin.NodeUnprepareResources"}) {
         EXPECT_NE(pool->FindMethodByName(m), nullptr) << m;
     }
     EXPECT_TRUE(pool->FindMethodByName("v1beta1.DevicePlugin.ListAndWatch")->server_streaming());

@@ -4,6 +4,8 @@
 // handed to a second worker, and comes back after done() when it was added meanwhile; the
 // per-key backoff doubles up to its cap and restarts after forget(); shut_down() wakes every
 // waiter. Real threads where threads matter; a hand-moved clock for the delays.
+#include "k8s/work_queue.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,8 +13,6 @@
 #include <latch>
 #include <thread>
 #include <vector>
-
-#include "k8s/work_queue.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // CDI spec parsing + validation (YAML and JSON): any input gives a Spec or an Error. A spec
 // that parses and validates must survive a write/read round trip in both formats unchanged.
-#include "inject/cdi_io.hpp"
-#include "inject/cdi_validate.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "inject/cdi_io.hpp"
+#include "inject/cdi_validate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view text(reinterpret_cast<const char*>(data), size);

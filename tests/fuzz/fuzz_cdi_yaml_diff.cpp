@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Differential: the fast block-YAML reader must give exactly yaml-cpp's tree for every input
 // it accepts (it declines the rest), since the shim trusts it on every container start.
-#include "cdi/tree.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "cdi/tree.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view text(reinterpret_cast<const char*>(data), size);

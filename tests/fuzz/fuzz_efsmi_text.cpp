@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // efsmi -q text and the DRS listings: any output gives cards or an Error, never a crash.
-#include "inject/discover.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "inject/discover.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // In-root path resolution against a tree full of hostile symlinks: whatever the path, the
 // result is inside the root or an error. The tree is built once per process.
-#include "inject/fs.hpp"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+
+#include "inject/fs.hpp"
 
 namespace {
 

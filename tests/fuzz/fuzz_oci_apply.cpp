@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // OCI config.json edits: any JSON document either takes the edits or gives an Error (never a
 // crash or an exception), and applying the same edits twice changes nothing the second time.
-#include "inject/oci.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "inject/oci.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     auto spec = nlohmann::ordered_json::parse(data, data + size, nullptr, false);
@@ -20,8 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     node.minor = 0;
     node.file_mode = 0666;
     edits.device_nodes = {node};
-    edits.mounts = {{"/usr/lib/libefml.so.1", "/usr/lib/libefml.so.1", "", {"ro", "nosuid", "nodev", "rbind"}}};
-    edits.hooks = {{"createContainer", "/usr/bin/enflame-ctk", {"enflame-ctk", "hook"}, {"PATH=/bin"}, {}}};
+    edits.mounts = {
+        {"/usr/lib/libefml.so.1", "/usr/lib/libefml.so.1", "", {"ro", "nosuid", "nodev", "rbind"}}};
+    edits.hooks = {
+        {"createContainer", "/usr/bin/enflame-ctk", {"enflame-ctk", "hook"}, {"PATH=/bin"}, {}}};
     edits.additional_gids = {44};
     if (!inject::oci::apply(spec, edits)) return 0;
     auto once = spec.dump();

@@ -4,19 +4,17 @@
 // Golden files hold "@ROOT@" for the temporary driver root; ENFLAME_UPDATE_GOLDEN=1 rewrites them.
 #include "inject/cdi_generate.hpp"
 
-#include "inject/cdi_io.hpp"
-#include "inject/cdi_registry.hpp"
-#include "inject/cdi_validate.hpp"
-#include "inject/config.hpp"
-
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+
+#include "inject/cdi_io.hpp"
+#include "inject/cdi_registry.hpp"
+#include "inject/cdi_validate.hpp"
+#include "inject/config.hpp"
+#include "test_util.hpp"
 
 namespace cdi = inject::cdi;
 namespace device = inject::device;
@@ -41,7 +39,8 @@ void lay_out_driver_root(const std::string& root) {
     symlink_to("libtopsrt.so.2", root + "/usr/lib/libtopsrt.so");
     testutil::write_file(root + "/opt/tops/lib/libeccl.so.1.0.0", "eccl");
     testutil::write_file(root + "/usr/lib/libunrelated.so", "x");
-    std::filesystem::create_directories(root + "/usr/lib/libefml.so.d");  // a dir matching a pattern
+    std::filesystem::create_directories(root +
+                                        "/usr/lib/libefml.so.d");  // a dir matching a pattern
 }
 
 device::DeviceNode node(const std::string& root, const std::string& name, std::uint32_t minor) {
@@ -88,7 +87,8 @@ cdi::GenerateOptions options(const std::string& root) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (auto p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+    for (auto p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+        s.replace(p, from.size(), to);
     return s;
 }
 
@@ -129,37 +129,48 @@ TEST_F(CdiGenerate, DeviceNamesAndEdits) {
     ASSERT_TRUE(s) << s.error().what();
     std::vector<std::string> names;
     for (const auto& d : s->devices) names.push_back(d.name);
-    EXPECT_EQ(names, (std::vector<std::string>{
-                         "0", "TR6Y46010300", "1", "TR6Y46010301", "2", "TR6Y46010302", "3", "TR6Y46010303", "4",
-                         "TR6Y46010304", "5", "TR6Y46010305", "6", "TR6Y46010306", "7", "TR6Y46010307",
-                         "0:1g.11gb:0", "DRS-4c1e9a52-0000-4000-8000-000000000000", "0:1g.11gb:1",
-                         "DRS-4c1e9a52-0000-4000-8000-000000000001", "3:2g.22gb:0",
-                         "DRS-4c1e9a52-0000-4000-8000-000000000300", "all"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"0",           "TR6Y46010300",
+                                        "1",           "TR6Y46010301",
+                                        "2",           "TR6Y46010302",
+                                        "3",           "TR6Y46010303",
+                                        "4",           "TR6Y46010304",
+                                        "5",           "TR6Y46010305",
+                                        "6",           "TR6Y46010306",
+                                        "7",           "TR6Y46010307",
+                                        "0:1g.11gb:0", "DRS-4c1e9a52-0000-4000-8000-000000000000",
+                                        "0:1g.11gb:1", "DRS-4c1e9a52-0000-4000-8000-000000000001",
+                                        "3:2g.22gb:0", "DRS-4c1e9a52-0000-4000-8000-000000000300",
+                                        "all"}));
     auto e = cdi::resolve(*s, {"3:2g.22gb:0"});
     ASSERT_TRUE(e) << e.error().what();
-    EXPECT_EQ(e->env, (std::vector<std::string>{"ENFLAME_VISIBLE_DEVICES=void",
-                                                "TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000300"}));
+    EXPECT_EQ(e->env, (std::vector<std::string>{
+                          "ENFLAME_VISIBLE_DEVICES=void",
+                          "TOPS_VISIBLE_DEVICES=DRS-4c1e9a52-0000-4000-8000-000000000300"}));
     ASSERT_EQ(e->device_nodes.size(), 2u);
     EXPECT_EQ(e->device_nodes[0].path, "/dev/gcuctl");
-    EXPECT_EQ(e->device_nodes[1], (cdi::DeviceNode{"/dev/gcu3", root_ + "/dev/gcu3", "c", 238, 3, 0666u, "", {}, {}}));
+    EXPECT_EQ(e->device_nodes[1],
+              (cdi::DeviceNode{"/dev/gcu3", root_ + "/dev/gcu3", "c", 238, 3, 0666u, "", {}, {}}));
 
     // the spec-level mounts: every name found, each bound from the real file inside the root
     std::vector<std::pair<std::string, std::string>> mounts;
     for (const auto& m : s->edits.mounts) {
         mounts.emplace_back(m.container_path, replace_all(m.host_path, root_, "@"));
-        EXPECT_EQ(m.options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
+        EXPECT_EQ(m.options,
+                  (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}));
     }
-    EXPECT_EQ(mounts, (std::vector<std::pair<std::string, std::string>>{
-                          {"/opt/tops/lib/libeccl.so.1.0.0", "@/opt/tops/lib/libeccl.so.1.0.0"},
-                          {"/usr/bin/efsmi", "@/usr/local/efsmi/efsmi-1.4.3.4/efsmi"},
-                          {"/usr/lib/libefml.so", "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"},
-                          {"/usr/lib/libefml.so.1", "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"},
-                          {"/usr/lib/libtopsrt.so", "@/usr/lib/libtopsrt.so.2.1.0"},
-                          {"/usr/lib/libtopsrt.so.2", "@/usr/lib/libtopsrt.so.2.1.0"},
-                          {"/usr/lib/libtopsrt.so.2.1.0", "@/usr/lib/libtopsrt.so.2.1.0"},
-                          {"/usr/local/efsmi/efsmi-1.4.3.4/efsmi", "@/usr/local/efsmi/efsmi-1.4.3.4/efsmi"},
-                          {"/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0",
-                           "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"}}));
+    EXPECT_EQ(mounts,
+              (std::vector<std::pair<std::string, std::string>>{
+                  {"/opt/tops/lib/libeccl.so.1.0.0", "@/opt/tops/lib/libeccl.so.1.0.0"},
+                  {"/usr/bin/efsmi", "@/usr/local/efsmi/efsmi-1.4.3.4/efsmi"},
+                  {"/usr/lib/libefml.so", "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"},
+                  {"/usr/lib/libefml.so.1", "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"},
+                  {"/usr/lib/libtopsrt.so", "@/usr/lib/libtopsrt.so.2.1.0"},
+                  {"/usr/lib/libtopsrt.so.2", "@/usr/lib/libtopsrt.so.2.1.0"},
+                  {"/usr/lib/libtopsrt.so.2.1.0", "@/usr/lib/libtopsrt.so.2.1.0"},
+                  {"/usr/local/efsmi/efsmi-1.4.3.4/efsmi", "@/usr/local/efsmi/efsmi-1.4.3.4/efsmi"},
+                  {"/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0",
+                   "@/usr/local/efsmi/efsmi-1.4.3.4/lib/libefml.so.1.0.0"}}));
     ASSERT_EQ(s->edits.hooks.size(), 1u);
     const auto& h = s->edits.hooks[0];
     EXPECT_EQ(h.hook_name, "createContainer");
@@ -172,7 +183,8 @@ TEST_F(CdiGenerate, DeviceNamesAndEdits) {
 
 TEST_F(CdiGenerate, Deterministic) {
     const auto a = cdi::to_yaml(*cdi::generate(host8(root_, true), options(root_)));
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(cdi::to_yaml(*cdi::generate(host8(root_, true), options(root_))), a);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(cdi::to_yaml(*cdi::generate(host8(root_, true), options(root_))), a);
 }
 
 struct StrategyCase {
@@ -201,10 +213,18 @@ TEST_P(CdiGenerateNames, Strategy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, CdiGenerateNames,
-    ::testing::Values(StrategyCase{"Index", cdi::NameStrategy::Index, true, {"0", "1", "all"}, "0.5.0"},
-                      StrategyCase{"Uuid", cdi::NameStrategy::Uuid, true, {"TR6Y46010300", "TR6Y46010301", "all"}, "0.5.0"},
-                      StrategyCase{"BothNoAll", cdi::NameStrategy::Both, false,
-                                   {"0", "TR6Y46010300", "1", "TR6Y46010301"}, "0.5.0"}),
+    ::testing::Values(
+        StrategyCase{"Index", cdi::NameStrategy::Index, true, {"0", "1", "all"}, "0.5.0"},
+        StrategyCase{"Uuid",
+                     cdi::NameStrategy::Uuid,
+                     true,
+                     {"TR6Y46010300", "TR6Y46010301", "all"},
+                     "0.5.0"},
+        StrategyCase{"BothNoAll",
+                     cdi::NameStrategy::Both,
+                     false,
+                     {"0", "TR6Y46010300", "1", "TR6Y46010301"},
+                     "0.5.0"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST_F(CdiGenerate, UtilityOnlyHasNoComputeLibraries) {
@@ -212,10 +232,13 @@ TEST_F(CdiGenerate, UtilityOnlyHasNoComputeLibraries) {
     o.capabilities = cdi::kCapUtility;
     auto s = cdi::generate(host8(root_, false), o);
     ASSERT_TRUE(s);
-    for (const auto& m : s->edits.mounts) EXPECT_EQ(m.container_path.find("topsrt"), std::string::npos);
+    for (const auto& m : s->edits.mounts)
+        EXPECT_EQ(m.container_path.find("topsrt"), std::string::npos);
     ASSERT_EQ(s->edits.hooks.size(), 1u);
-    EXPECT_EQ(s->edits.hooks[0].args, (std::vector<std::string>{"enflame-ctk", "hook", "update-ldcache", "--folder",
-                                                                "/usr/lib", "--folder", "/usr/local/efsmi/efsmi-1.4.3.4/lib"}));
+    EXPECT_EQ(
+        s->edits.hooks[0].args,
+        (std::vector<std::string>{"enflame-ctk", "hook", "update-ldcache", "--folder", "/usr/lib",
+                                  "--folder", "/usr/local/efsmi/efsmi-1.4.3.4/lib"}));
 }
 
 TEST_F(CdiGenerate, NoCtkPathNoHookAndLdconfigPassedOn) {
@@ -263,12 +286,16 @@ TEST_F(CdiGenerate, HostRootsNameTheHostsPaths) {
     for (std::size_t i = 0; i < s->edits.mounts.size(); ++i) {
         EXPECT_EQ(s->edits.mounts[i].container_path, mine->edits.mounts[i].container_path);
         // <root>/usr/local/efsmi/... as the pod sees it is /usr/local/efsmi/... on the host
-        EXPECT_EQ(s->edits.mounts[i].host_path, mine->edits.mounts[i].host_path.substr(root_.size()));
-        EXPECT_EQ(s->edits.mounts[i].host_path.rfind("/usr/", 0) == 0 || s->edits.mounts[i].host_path.rfind("/opt/", 0) == 0, true)
+        EXPECT_EQ(s->edits.mounts[i].host_path,
+                  mine->edits.mounts[i].host_path.substr(root_.size()));
+        EXPECT_EQ(s->edits.mounts[i].host_path.rfind("/usr/", 0) == 0 ||
+                      s->edits.mounts[i].host_path.rfind("/opt/", 0) == 0,
+                  true)
             << s->edits.mounts[i].host_path;
     }
     for (const auto& d : s->devices) {
-        for (const auto& n : d.edits.device_nodes) EXPECT_EQ(n.host_path, "/hostdev" + n.path) << d.name;
+        for (const auto& n : d.edits.device_nodes)
+            EXPECT_EQ(n.host_path, "/hostdev" + n.path) << d.name;
     }
     ASSERT_EQ(s->edits.device_nodes.size(), 1u);
     EXPECT_EQ(s->edits.device_nodes[0].host_path, "/hostdev/dev/gcuctl");
@@ -314,17 +341,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "vendor '-x' must start with a letter"},
         GenError{"BadClass", [](auto&, auto& o) { o.cls = "g/pu"; }, inject::Errc::InvalidInput,
                  "class 'g/pu' has invalid character '/'"},
-        GenError{"NoUuid", [](auto& h, auto&) { h.devices[2].uuid.clear(); }, inject::Errc::InvalidInput,
-                 "card 2 has no UUID to name it by"},
-        GenError{"BadUuid", [](auto& h, auto&) { h.devices[1].uuid = "bad uuid"; }, inject::Errc::InvalidInput,
-                 "cannot name a CDI device after 'bad uuid': device name 'bad uuid' has invalid character ' '"},
+        GenError{"NoUuid", [](auto& h, auto&) { h.devices[2].uuid.clear(); },
+                 inject::Errc::InvalidInput, "card 2 has no UUID to name it by"},
+        GenError{"BadUuid", [](auto& h, auto&) { h.devices[1].uuid = "bad uuid"; },
+                 inject::Errc::InvalidInput,
+                 "cannot name a CDI device after 'bad uuid': device name 'bad uuid' has invalid "
+                 "character ' '"},
         GenError{"DuplicateUuid", [](auto& h, auto&) { h.devices[1].uuid = h.devices[0].uuid; },
                  inject::Errc::Conflict, "two devices would be named 'TR6Y46010300'"},
-        GenError{"UuidLooksLikeIndex", [](auto& h, auto&) { h.devices[0].uuid = "5"; }, inject::Errc::Conflict,
-                 "two devices would be named '5'"},
+        GenError{"UuidLooksLikeIndex", [](auto& h, auto&) { h.devices[0].uuid = "5"; },
+                 inject::Errc::Conflict, "two devices would be named '5'"},
         GenError{"MissingDriverRoot", [](auto&, auto& o) { o.driver_root = "/nonexistent-root"; },
                  inject::Errc::NotFound,
-                 "opening driver root '/nonexistent-root': opening root /nonexistent-root: No such file or directory"}),
+                 "opening driver root '/nonexistent-root': opening root /nonexistent-root: No such "
+                 "file or directory"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(CdiGenerateOptions, FromConfig) {
@@ -334,7 +364,8 @@ cdi-kind = "test.enflame.com/gcu"
 driver-root = "/drv"
 host-driver-root = "/"
 library-search-paths = ["/opt/x"]
-)", "c.toml");
+)",
+                                     "c.toml");
     ASSERT_TRUE(cfg) << cfg.error().what();
     auto o = cdi::options_from(*cfg);
     ASSERT_TRUE(o) << o.error().what();

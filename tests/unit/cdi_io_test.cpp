@@ -2,9 +2,9 @@
 // CDI spec reading and writing: round trips through YAML and JSON, strictness, exact errors.
 #include "inject/cdi_io.hpp"
 
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
+
+#include "test_util.hpp"
 
 namespace cdi = inject::cdi;
 
@@ -29,10 +29,15 @@ cdi::Spec full_spec() {
                                                     std::nullopt, "", std::nullopt, std::nullopt});
     s.devices = {d0, d1};
     s.edits.env = {"ENFLAME_VISIBLE_DEVICES=void"};
-    s.edits.hooks.push_back(cdi::Hook{"createContainer", "/usr/bin/enflame-ctk",
-                                      {"enflame-ctk", "hook", "update-ldcache", "--folder", "/usr/lib"},
-                                      {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, 10});
-    s.edits.mounts.push_back(cdi::Mount{"/sim/usr/lib/libefml.so.1.0.0", "/usr/lib/libefml.so.1", "bind",
+    s.edits.hooks.push_back(
+        cdi::Hook{"createContainer",
+                  "/usr/bin/enflame-ctk",
+                  {"enflame-ctk", "hook", "update-ldcache", "--folder", "/usr/lib"},
+                  {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+                  10});
+    s.edits.mounts.push_back(cdi::Mount{"/sim/usr/lib/libefml.so.1.0.0",
+                                        "/usr/lib/libefml.so.1",
+                                        "bind",
                                         {"ro", "nosuid", "nodev", "rbind", "rprivate"}});
     s.edits.mounts.push_back(cdi::Mount{"/host path/with \"quotes\"", "/c:colon", "", {}});
     return s;
@@ -68,14 +73,16 @@ TEST(CdiIo, YamlQuotesWhatWouldNotReadBackAsAString) {
     cdi::Spec s;
     s.version = "0.5.0";
     s.kind = "enflame.com/gpu";
-    for (const char* n : {"0", "0:1g.11gb:0", "true", "no", "y", "null", "1e3", "all", "TR6Y46010302",
-                          "DRS-4c1e9a52-0000-4000-8000-000000000000", "0x1f", ".inf", "-", "a: b", "#x"})
+    for (const char* n :
+         {"0", "0:1g.11gb:0", "true", "no", "y", "null", "1e3", "all", "TR6Y46010302",
+          "DRS-4c1e9a52-0000-4000-8000-000000000000", "0x1f", ".inf", "-", "a: b", "#x"})
         s.devices.push_back(cdi::Device{n, {}, {}});
     const auto yaml = cdi::to_yaml(s);
     EXPECT_NE(yaml.find("- name: \"0\"\n"), std::string::npos) << yaml;
     EXPECT_NE(yaml.find("- name: all\n"), std::string::npos) << yaml;
     EXPECT_NE(yaml.find("- name: \"true\"\n"), std::string::npos) << yaml;
-    EXPECT_NE(yaml.find("- name: DRS-4c1e9a52-0000-4000-8000-000000000000\n"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("- name: DRS-4c1e9a52-0000-4000-8000-000000000000\n"), std::string::npos)
+        << yaml;
     EXPECT_NE(yaml.find("cdiVersion: \"0.5.0\"\n"), std::string::npos) << yaml;
     auto back = cdi::parse_spec(yaml, "t.yaml");
     ASSERT_TRUE(back) << back.error().what() << "\n" << yaml;
@@ -87,7 +94,8 @@ TEST(CdiIo, YamlLayout) {
     s.version = "0.5.0";
     s.kind = "enflame.com/gpu";
     cdi::Device d{"0", {}, {}};
-    d.edits.device_nodes.push_back(cdi::DeviceNode{"/dev/gcu0", "/dev/gcu0", "c", 238, 0, 438u, "", {}, {}});
+    d.edits.device_nodes.push_back(
+        cdi::DeviceNode{"/dev/gcu0", "/dev/gcu0", "c", 238, 0, 438u, "", {}, {}});
     s.devices.push_back(d);
     s.edits.env = {"ENFLAME_VISIBLE_DEVICES=void"};
     s.edits.mounts.push_back(cdi::Mount{"/usr/bin/efsmi", "/usr/bin/efsmi", "", {"ro", "nosuid"}});
@@ -159,32 +167,43 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"UnknownTopField", "cdiVersion: 0.5.0\nkind: a/b\ndevcies: []\n",
                 "bad.yaml: line 3: unknown field 'devcies'"},
         BadCase{"UnknownNodeField",
-                "cdiVersion: 0.5.0\nkind: a/b\ndevices:\n- name: x\n  containerEdits:\n    deviceNodes:\n"
+                "cdiVersion: 0.5.0\nkind: a/b\ndevices:\n- name: x\n  containerEdits:\n    "
+                "deviceNodes:\n"
                 "    - path: /dev/x\n      mjor: 1\n",
                 "bad.yaml: line 8: devices[0].containerEdits.deviceNodes[0]: unknown field 'mjor'"},
         BadCase{"UnquotedNumericName", "cdiVersion: 0.5.0\nkind: a/b\ndevices:\n- name: 0\n",
-                "bad.yaml: line 4: devices[0].name: want a string, got a number (quote it to make it a string)"},
+                "bad.yaml: line 4: devices[0].name: want a string, got a number (quote it to make "
+                "it a string)"},
         BadCase{"QuotedMajor",
-                "kind: a/b\ndevices:\n- name: x\n  containerEdits:\n    deviceNodes: [{path: /d, major: \"1\"}]\n",
-                "bad.yaml: line 5: devices[0].containerEdits.deviceNodes[0].major: want an integer, got a string"},
-        BadCase{"NegativeUid",
-                "kind: a/b\ndevices:\n- name: x\n  containerEdits:\n    deviceNodes: [{path: /d, uid: -1}]\n",
-                "bad.yaml: line 5: devices[0].containerEdits.deviceNodes[0].uid: '-1' is out of range"},
+                "kind: a/b\ndevices:\n- name: x\n  containerEdits:\n    deviceNodes: [{path: /d, "
+                "major: \"1\"}]\n",
+                "bad.yaml: line 5: devices[0].containerEdits.deviceNodes[0].major: want an "
+                "integer, got a string"},
+        BadCase{
+            "NegativeUid",
+            "kind: a/b\ndevices:\n- name: x\n  containerEdits:\n    deviceNodes: [{path: /d, uid: "
+            "-1}]\n",
+            "bad.yaml: line 5: devices[0].containerEdits.deviceNodes[0].uid: '-1' is out of range"},
         BadCase{"EnvNotAList", "kind: a/b\ncontainerEdits:\n  env: A=1\n",
                 "bad.yaml: line 3: containerEdits.env: want a list of strings, got a string"},
         BadCase{"DevicesNotAList", "kind: a/b\ndevices: {name: x}\n",
                 "bad.yaml: line 2: devices: want a list, got a mapping"},
-        BadCase{"DuplicateKey", "kind: a/b\nkind: c/d\n", "bad.yaml: line 2: duplicate field 'kind'"},
-        BadCase{"TopIsAList", "- a\n- b\n", "bad.yaml: line 1: want a mapping at the top, got a list"},
+        BadCase{"DuplicateKey", "kind: a/b\nkind: c/d\n",
+                "bad.yaml: line 2: duplicate field 'kind'"},
+        BadCase{"TopIsAList", "- a\n- b\n",
+                "bad.yaml: line 1: want a mapping at the top, got a list"},
         BadCase{"Empty", "", "bad.yaml: empty spec"},
-        BadCase{"YamlSyntax", "kind: [a\n", "bad.yaml: line 2, column 1: end of sequence flow not found"},
+        BadCase{"YamlSyntax", "kind: [a\n",
+                "bad.yaml: line 2, column 1: end of sequence flow not found"},
         BadCase{"JsonSyntax", "{\"kind\": }",
-                "bad.yaml: byte 10: parse error at line 1, column 10: syntax error while parsing value - "
+                "bad.yaml: byte 10: parse error at line 1, column 10: syntax error while parsing "
+                "value - "
                 "unexpected '}'; expected '[', '{', or a literal"},
         BadCase{"JsonUnknownField", "{\"cdiVersion\": \"0.5.0\", \"kind\": \"a/b\", \"extra\": 1}",
                 "bad.yaml: unknown field 'extra'"},
         BadCase{"JsonNumberName", "{\"kind\": \"a/b\", \"devices\": [{\"name\": 0}]}",
-                "bad.yaml: devices[0].name: want a string, got a number (quote it to make it a string)"}),
+                "bad.yaml: devices[0].name: want a string, got a number (quote it to make it a "
+                "string)"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(CdiIo, DeepNestingIsRefusedNotACrash) {
@@ -193,8 +212,10 @@ TEST(CdiIo, DeepNestingIsRefusedNotACrash) {
     ASSERT_FALSE(j);
     EXPECT_EQ(j.error().what(), "deep.json: nested deeper than 64 levels");
     std::string yaml = "kind:\n";
-    for (int i = 0; i < 200; ++i) yaml += std::string(static_cast<std::size_t>(i + 1), ' ') + "- \n";
-    auto y = cdi::parse_spec("a: " + std::string(300, '[') + std::string(300, ']') + "\n", "deep.yaml");
+    for (int i = 0; i < 200; ++i)
+        yaml += std::string(static_cast<std::size_t>(i + 1), ' ') + "- \n";
+    auto y =
+        cdi::parse_spec("a: " + std::string(300, '[') + std::string(300, ']') + "\n", "deep.yaml");
     ASSERT_FALSE(y);
     EXPECT_EQ(y.error().what(), "deep.yaml: nested deeper than 64 levels");
     auto y2 = cdi::parse_spec(yaml, "deep2.yaml");
@@ -216,7 +237,8 @@ TEST(CdiIo, LoadSpecNamesThePath) {
     auto missing = cdi::load_spec(t / "nope.yaml");
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().code(), inject::Errc::NotFound);
-    EXPECT_NE(missing.error().what().find("reading CDI spec '" + (t / "nope.yaml") + "'"), std::string::npos)
+    EXPECT_NE(missing.error().what().find("reading CDI spec '" + (t / "nope.yaml") + "'"),
+              std::string::npos)
         << missing.error().what();
     testutil::write_file(t / "x.yaml", "kind: a/b\nbogus: 1\n");
     auto bad = cdi::load_spec(t / "x.yaml");
@@ -237,8 +259,8 @@ namespace detail = inject::cdi::detail;
 
 std::string dump(const detail::Node& n, int depth = 0) {
     std::string pad(static_cast<std::size_t>(depth * 2), ' ');
-    std::string o = pad + "kind=" + std::to_string(static_cast<int>(n.kind)) + " line=" + std::to_string(n.line) +
-                    " text='" + n.text + "'\n";
+    std::string o = pad + "kind=" + std::to_string(static_cast<int>(n.kind)) +
+                    " line=" + std::to_string(n.line) + " text='" + n.text + "'\n";
     for (const auto& i : n.items) o += dump(i, depth + 1);
     for (const auto& [k, v] : n.fields) o += pad + " " + k + ":\n" + dump(v, depth + 1);
     return o;
@@ -246,7 +268,8 @@ std::string dump(const detail::Node& n, int depth = 0) {
 
 std::string golden(const char* name) {
     std::string t = testutil::read_file(testutil::fixture(std::string("cdi/") + name));
-    for (auto p = t.find("@ROOT@"); p != std::string::npos; p = t.find("@ROOT@")) t.replace(p, 6, "/sim-root");
+    for (auto p = t.find("@ROOT@"); p != std::string::npos; p = t.find("@ROOT@"))
+        t.replace(p, 6, "/sim-root");
     return t;
 }
 
@@ -274,26 +297,33 @@ INSTANTIATE_TEST_SUITE_P(
         FastCase{"Golden8", golden("golden-8card.yaml"), true},
         FastCase{"GoldenDrs", golden("golden-8card-drs.yaml"), true},
         FastCase{"FullSpec", cdi::to_yaml(full_spec()), true},
-        FastCase{"Comments", "# head\n---\nkind: a/b # trailing\n\ndevices:   # c\n  # inside\n  - name: x\n    containerEdits:\n      env:\n        - A=1 # c\n        - 'B=#2'\n", true},
-        FastCase{"SeqAtKeyIndent", "devices:\n- name: \"0\"\n  containerEdits:\n    env:\n    - A=1\nkind: a/b\n", true},
-        FastCase{"QuotedKeysAndEscapes", "\"kind\": 'it''s'\n'x': \"a\\\"b\\\\c\\u00e9\\n\"\n", true},
+        FastCase{"Comments",
+                 "# head\n---\nkind: a/b # trailing\n\ndevices:   # c\n  # inside\n  - name: x\n   "
+                 " containerEdits:\n      env:\n        - A=1 # c\n        - 'B=#2'\n",
+                 true},
+        FastCase{"SeqAtKeyIndent",
+                 "devices:\n- name: \"0\"\n  containerEdits:\n    env:\n    - A=1\nkind: a/b\n",
+                 true},
+        FastCase{"QuotedKeysAndEscapes", "\"kind\": 'it''s'\n'x': \"a\\\"b\\\\c\\u00e9\\n\"\n",
+                 true},
         FastCase{"NullsAndEmpties", "a:\nb: ~\nc: null\nd: {}\ne: []\nf:\n  g:\nh: ''\n", true},
-        FastCase{"Scalars", "a: 0666\nb: 0x1f\nc: 1e3\nd: true\ne: no\nf: 1.5\ng: -1\nh: 0:1g.11gb:0\ni: /a/b c\nj: a:b\n", true},
+        FastCase{"Scalars",
+                 "a: 0666\nb: 0x1f\nc: 1e3\nd: true\ne: no\nf: 1.5\ng: -1\nh: 0:1g.11gb:0\ni: /a/b "
+                 "c\nj: a:b\n",
+                 true},
         FastCase{"NestedSeq", "a:\n  - - x\n    - y\n  -\n    - z\n  - k: v\n    l: w\n", true},
-        FastCase{"EmptyItem", "a:\n- \n- b\n", true},
-        FastCase{"NullAtEnd", "a: 1\nb:\n", true},
+        FastCase{"EmptyItem", "a:\n- \n- b\n", true}, FastCase{"NullAtEnd", "a: 1\nb:\n", true},
         FastCase{"NullAtEndAfterComment", "a: 1\nb:\n# done\n\n", true},
         FastCase{"EmptyItemAtEnd", "a:\n- b\n-\n", true},
-        FastCase{"WideIndent", "devices:\n    -   name: x\n        containerEdits:\n            env: [A=1]\n", false},
-        FastCase{"FlowList", "env: [A=1, B=2]\n", false},
-        FastCase{"FlowMap", "a: {b: c}\n", false},
-        FastCase{"Anchor", "a: &x 1\nb: *x\n", false},
-        FastCase{"Tag", "a: !!str 1\n", false},
+        FastCase{"WideIndent",
+                 "devices:\n    -   name: x\n        containerEdits:\n            env: [A=1]\n",
+                 false},
+        FastCase{"FlowList", "env: [A=1, B=2]\n", false}, FastCase{"FlowMap", "a: {b: c}\n", false},
+        FastCase{"Anchor", "a: &x 1\nb: *x\n", false}, FastCase{"Tag", "a: !!str 1\n", false},
         FastCase{"BlockScalar", "a: |\n  text\n", false},
         FastCase{"MultiLinePlain", "a: one\n  two\n", false},
         FastCase{"MultiLineQuoted", "a: \"one\n  two\"\n", false},
-        FastCase{"Tab", "a:\n\t- b\n", false},
-        FastCase{"Crlf", "a: b\r\n", false},
+        FastCase{"Tab", "a:\n\t- b\n", false}, FastCase{"Crlf", "a: b\r\n", false},
         FastCase{"Duplicate", "a: 1\na: 2\n", false},
         FastCase{"ColonSpaceInValue", "a: b: c\n", false},
         FastCase{"TwoDocuments", "a: 1\n---\nb: 2\n", false},
@@ -309,24 +339,54 @@ TEST(CdiFastYaml, PlainScalarKinds) {
     // strings its shortcut returns at once (long, or starting like no word and no number).
     using K = detail::Node::Kind;
     const std::vector<std::pair<std::string, K>> cases = {
-        {"", K::Null},        {"~", K::Null},         {"null", K::Null},     {"NULL", K::Null},
-        {"nulls", K::String}, {"true", K::Bool},      {"TRUE", K::Bool},     {"False", K::Bool},
-        {"falsey", K::String}, {"no", K::Bool},       {"nope", K::String},   {"off", K::Bool},
-        {"offset", K::String}, {"Y", K::Bool},        {"yes", K::Bool},      {"On", K::Bool},
-        {"path", K::String},  {"type", K::String},    {"/dev/gcu0", K::String}, {"rwm", K::String},
-        {"0666", K::Number},  {"0x1f", K::Number},    {"1e3", K::Number},    {"-1", K::Number},
-        {"-.inf", K::Number}, {".NaN", K::Number},    {"+12.5", K::Number},  {"123456789", K::Number},
-        {"_1", K::Number},    {"1.2.3", K::String},   {"0:1g.11gb:0", K::String}, {"abcdefgh", K::String},
-        {"-", K::String},     {".", K::String},       {"0x", K::String},     {"0xg", K::String},
+        {"", K::Null},
+        {"~", K::Null},
+        {"null", K::Null},
+        {"NULL", K::Null},
+        {"nulls", K::String},
+        {"true", K::Bool},
+        {"TRUE", K::Bool},
+        {"False", K::Bool},
+        {"falsey", K::String},
+        {"no", K::Bool},
+        {"nope", K::String},
+        {"off", K::Bool},
+        {"offset", K::String},
+        {"Y", K::Bool},
+        {"yes", K::Bool},
+        {"On", K::Bool},
+        {"path", K::String},
+        {"type", K::String},
+        {"/dev/gcu0", K::String},
+        {"rwm", K::String},
+        {"0666", K::Number},
+        {"0x1f", K::Number},
+        {"1e3", K::Number},
+        {"-1", K::Number},
+        {"-.inf", K::Number},
+        {".NaN", K::Number},
+        {"+12.5", K::Number},
+        {"123456789", K::Number},
+        {"_1", K::Number},
+        {"1.2.3", K::String},
+        {"0:1g.11gb:0", K::String},
+        {"abcdefgh", K::String},
+        {"-", K::String},
+        {".", K::String},
+        {"0x", K::String},
+        {"0xg", K::String},
     };
     for (const auto& [text, kind] : cases)
-        EXPECT_EQ(static_cast<int>(detail::resolve_plain(text)), static_cast<int>(kind)) << "'" << text << "'";
+        EXPECT_EQ(static_cast<int>(detail::resolve_plain(text)), static_cast<int>(kind))
+            << "'" << text << "'";
 }
 
 TEST(CdiFastYaml, WideIndentStillParses) {
     // the flow list sends it to yaml-cpp; the result is the same Spec
-    auto s = cdi::parse_spec("cdiVersion: 0.5.0\nkind: a/b\ndevices:\n    -   name: x\n        containerEdits:\n"
-                             "            env: [A=1]\n", "t");
+    auto s = cdi::parse_spec(
+        "cdiVersion: 0.5.0\nkind: a/b\ndevices:\n    -   name: x\n        containerEdits:\n"
+        "            env: [A=1]\n",
+        "t");
     ASSERT_TRUE(s) << s.error().what();
     EXPECT_EQ(s->devices.at(0).edits.env, std::vector<std::string>{"A=1"});
 }

@@ -2,23 +2,22 @@
 // The CDI registry: spec dirs, precedence, conflicts, broken files, resolution order.
 #include "inject/cdi_registry.hpp"
 
-#include "inject/cdi_io.hpp"
-
-#include "test_util.hpp"
-
-#include <gtest/gtest.h>
-
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "inject/cdi_io.hpp"
+#include "test_util.hpp"
 
 namespace cdi = inject::cdi;
 
 namespace {
 
 // A spec of `kind` with one device per name; each device sets DEV=<tag>-<name>.
-std::string spec_text(const std::string& kind, const std::vector<std::string>& names, const std::string& tag) {
+std::string spec_text(const std::string& kind, const std::vector<std::string>& names,
+                      const std::string& tag) {
     cdi::Spec s;
     s.version = "0.5.0";
     s.kind = kind;
@@ -36,13 +35,14 @@ std::string spec_text(const std::string& kind, const std::vector<std::string>& n
 TEST(CdiRegistry, LoadsYamlAndJsonSorted) {
     testutil::TempDir t;
     testutil::write_file(t / "etc/b.yaml", spec_text("enflame.com/gpu", {"0", "1"}, "b"));
-    testutil::write_file(t / "etc/a.json",
-                         cdi::to_json(*cdi::parse_spec(spec_text("other.com/x", {"dev"}, "a"), "a")));
+    testutil::write_file(t / "etc/a.json", cdi::to_json(*cdi::parse_spec(
+                                               spec_text("other.com/x", {"dev"}, "a"), "a")));
     testutil::write_file(t / "etc/ignored.txt", "not a spec");
     testutil::write_file(t / "etc/.hidden.yaml", "garbage: [");
     auto r = cdi::Registry::load({t / "etc", t / "missing"});
     ASSERT_TRUE(r) << r.error().what();
-    EXPECT_EQ(r->device_names(), (std::vector<std::string>{"enflame.com/gpu=0", "enflame.com/gpu=1", "other.com/x=dev"}));
+    EXPECT_EQ(r->device_names(), (std::vector<std::string>{"enflame.com/gpu=0", "enflame.com/gpu=1",
+                                                           "other.com/x=dev"}));
     ASSERT_EQ(r->specs().size(), 2u);
     EXPECT_EQ(r->specs()[0].path, t / "etc/a.json");
     EXPECT_TRUE(r->conflicts().empty());
@@ -71,12 +71,15 @@ TEST(CdiRegistry, ConflictInOneDir) {
     testutil::write_file(t / "etc/b.yaml", spec_text("enflame.com/gpu", {"0"}, "b"));
     auto r = cdi::Registry::load({t / "etc"});
     ASSERT_TRUE(r) << r.error().what();
-    EXPECT_EQ(r->conflicts(), (std::vector<std::string>{"device 'enflame.com/gpu=0' is defined in '" + (t / "etc/a.yaml") +
-                                                        "' and '" + (t / "etc/b.yaml") + "'"}));
+    EXPECT_EQ(
+        r->conflicts(),
+        (std::vector<std::string>{"device 'enflame.com/gpu=0' is defined in '" +
+                                  (t / "etc/a.yaml") + "' and '" + (t / "etc/b.yaml") + "'"}));
     auto e = r->resolve({"enflame.com/gpu=0"});
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code(), inject::Errc::Conflict);
-    EXPECT_EQ(e.error().what(), "CDI device 'enflame.com/gpu=0' is defined in more than one spec file");
+    EXPECT_EQ(e.error().what(),
+              "CDI device 'enflame.com/gpu=0' is defined in more than one spec file");
     EXPECT_TRUE(r->resolve({"enflame.com/gpu=1"}));
 }
 
@@ -84,7 +87,8 @@ TEST(CdiRegistry, BrokenFilesAreReportedNotFatal) {
     testutil::TempDir t;
     testutil::write_file(t / "etc/good.yaml", spec_text("enflame.com/gpu", {"0"}, "g"));
     testutil::write_file(t / "etc/syntax.yaml", "kind: [\n");
-    testutil::write_file(t / "etc/invalid.yaml", "cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n");
+    testutil::write_file(t / "etc/invalid.yaml",
+                         "cdiVersion: 0.5.0\nkind: enflame.com/gpu\ndevices: []\n");
     auto r = cdi::Registry::load({t / "etc"});
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->device_names(), (std::vector<std::string>{"enflame.com/gpu=0"}));
@@ -104,25 +108,30 @@ std::string load_as_nobody(const std::string& dir) {
     if (pid == 0) {
         ::close(fds[0]);
         std::string out;
-        if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
+        if (::geteuid() == 0 &&
+            (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
             out = "could not drop to nobody";
         } else if (::geteuid() == 0) {
             out = "still root after setuid";
         } else {
             auto r = cdi::Registry::load({dir});
-            out = r ? std::string("ok") : std::string(inject::errc_name(r.error().code())) + "\n" + r.error().what();
+            out = r ? std::string("ok")
+                    : std::string(inject::errc_name(r.error().code())) + "\n" + r.error().what();
         }
-        const bool written = ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
+        const bool written =
+            ::write(fds[1], out.data(), out.size()) == static_cast<ssize_t>(out.size());
         ::_exit(written ? 0 : 1);
     }
     ::close(fds[1]);
     std::string out;
     char buf[512];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
     ::close(fds[0]);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out += " (child status " + std::to_string(status) + ")";
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        out += " (child status " + std::to_string(status) + ")";
     return out;
 }
 
@@ -167,14 +176,21 @@ TEST_P(CdiResolveErrors, Exact) {
     EXPECT_EQ(e.error().what(), GetParam().error);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, CdiResolveErrors,
-    ::testing::Values(
-        ResolveError{"UnknownDevice", {"enflame.com/gpu=0", "enflame.com/gpu=9"}, inject::Errc::NotFound,
-                     "unknown CDI device 'enflame.com/gpu=9'"},
-        ResolveError{"UnknownKind", {"nvidia.com/gpu=0"}, inject::Errc::NotFound, "unknown CDI device 'nvidia.com/gpu=0'"},
-        ResolveError{"Unqualified", {"0"}, inject::Errc::InvalidInput, "bad CDI device name '0': want vendor/class=name"}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Cases, CdiResolveErrors,
+                         ::testing::Values(ResolveError{"UnknownDevice",
+                                                        {"enflame.com/gpu=0", "enflame.com/gpu=9"},
+                                                        inject::Errc::NotFound,
+                                                        "unknown CDI device 'enflame.com/gpu=9'"},
+                                           ResolveError{"UnknownKind",
+                                                        {"nvidia.com/gpu=0"},
+                                                        inject::Errc::NotFound,
+                                                        "unknown CDI device 'nvidia.com/gpu=0'"},
+                                           ResolveError{
+                                               "Unqualified",
+                                               {"0"},
+                                               inject::Errc::InvalidInput,
+                                               "bad CDI device name '0': want vendor/class=name"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(CdiResolveSpec, InMemory) {
     auto spec = cdi::parse_spec(spec_text("enflame.com/gpu", {"0", "1", "all"}, "m"), "m");

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/config.hpp"
 
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "test_util.hpp"
 
 using inject::config::Mode;
 
@@ -33,7 +33,8 @@ log-level = "debug"
 driver-root = "/run/driver"
 dev-root = "/host"
 ldconfig = "/sbin/ldconfig.real"
-)", "cfg.toml");
+)",
+                                   "cfg.toml");
     ASSERT_TRUE(c) << c.error().what();
     EXPECT_EQ(c->runtime.mode, Mode::Cdi);
     EXPECT_EQ(c->runtime.runtimes, std::vector<std::string>{"/usr/sbin/runc"});
@@ -81,7 +82,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "cfg.toml: line 2: Error while parsing value: could not determine value type"},
         BadConfig{"BadTimeout", "[enflame-container-cli]\nefsmi-timeout-ms = -4\n",
                   "cfg.toml: line 2: key 'efsmi-timeout-ms' must be a positive integer"},
-        BadConfig{"RelativeHostDriverRoot", "[enflame-container-cli]\nhost-driver-root = \"host\"\n",
+        BadConfig{"RelativeHostDriverRoot",
+                  "[enflame-container-cli]\nhost-driver-root = \"host\"\n",
                   "cfg.toml: host-driver-root 'host' is not an absolute path"}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -106,11 +108,12 @@ TEST(Config, ToTomlRoundTrips) {
 
 // A value from outside input written with toml_string() reads back as itself and adds no key.
 TEST(Config, TomlStringKeepsEveryCharacterInTheValue) {
-    const std::vector<std::string> values{"/opt/sim", "/a\"b", "/a\\b", "/x\"\ndevice-prefix = \"evil",
+    const std::vector<std::string> values{"/opt/sim",      "/a\"b",
+                                          "/a\\b",         "/x\"\ndevice-prefix = \"evil",
                                           "/t\tc\x01\x7f", "/\xc3\xa9t\xc3\xa9"};
     for (const auto& v : values) {
-        const std::string text = "[enflame-container-cli]\ndriver-root = " +
-                                 inject::config::toml_string(v) + "\n";
+        const std::string text =
+            "[enflame-container-cli]\ndriver-root = " + inject::config::toml_string(v) + "\n";
         auto c = inject::config::parse(text, "t.toml");
         ASSERT_TRUE(c) << c.error().what() << "\n" << text;
         EXPECT_EQ(c->cli.driver_root, v);

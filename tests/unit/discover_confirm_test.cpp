@@ -3,16 +3,16 @@
 // against small fake efsmi scripts. No root needed: regular files stand in for nodes (and must
 // be refused), and the one accepted-node case borrows the host's own /dev/tty0 (char 4:0) with
 // a fake sysfs, skipping where that node does not exist.
-#include "device/backends.hpp"
-#include "inject/config.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
+
+#include "device/backends.hpp"
+#include "inject/config.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -21,7 +21,8 @@ using inject::Errc;
 using testutil::TempDir;
 using testutil::write_file;
 
-RawCard card(std::uint32_t index, std::string bus, std::optional<std::uint32_t> minor = std::nullopt) {
+RawCard card(std::uint32_t index, std::string bus,
+             std::optional<std::uint32_t> minor = std::nullopt) {
     RawCard c;
     c.index = index;
     c.uuid = "UUID" + std::to_string(index);
@@ -40,8 +41,8 @@ Options roots(const TempDir& t) {
     return o;
 }
 
-void sysfs(const TempDir& t, const std::string& bus, const std::string& entry, const std::string& dev,
-           const std::string& cls = "enflame") {
+void sysfs(const TempDir& t, const std::string& bus, const std::string& entry,
+           const std::string& dev, const std::string& cls = "enflame") {
     write_file(t / ("sys/bus/pci/devices/" + bus + "/" + cls + "/" + entry + "/dev"), dev + "\n");
 }
 
@@ -54,7 +55,8 @@ struct Bad {
 };
 
 std::string subst(std::string s, const std::string& root) {
-    for (auto p = s.find('@'); p != std::string::npos; p = s.find('@', p + root.size())) s.replace(p, 1, root);
+    for (auto p = s.find('@'); p != std::string::npos; p = s.find('@', p + root.size()))
+        s.replace(p, 1, root);
     return s;
 }
 
@@ -92,18 +94,24 @@ const Bad kBad[] = {
          // On the host /sys/devices/virtual/mem exists; inside the root it does not.
          ::mkdir((t / "sys").c_str(), 0755);
          write_file(t / "sys/bus/pci/devices/.keep", "");
-         ASSERT_EQ(::symlink("/sys/devices/virtual/mem", (t / "sys/bus/pci/devices/0000:17:00.0").c_str()), 0);
+         ASSERT_EQ(::symlink("/sys/devices/virtual/mem",
+                             (t / "sys/bus/pci/devices/0000:17:00.0").c_str()),
+                   0);
      },
      {card(0, "0000:17:00.0")},
      "card 0 (0000:17:00.0): no device minor: no enflame/ or zixiao/ entry under "
      "'@/sys/bus/pci/devices/0000:17:00.0'",
      Errc::NotFound},
-    {"NoBusIdNoMinor", [](const TempDir&) {}, {card(0, "")},
-     "card 0: no device minor: the backend gives neither the minor nor the bus id", Errc::NotFound},
+    {"NoBusIdNoMinor",
+     [](const TempDir&) {},
+     {card(0, "")},
+     "card 0: no device minor: the backend gives neither the minor nor the bus id",
+     Errc::NotFound},
     {"BadSysfsDevNumber",
      [](const TempDir& t) { sysfs(t, "0000:17:00.0", "gcu0", "two-three-eight"); },
      {card(0, "0000:17:00.0")},
-     "card 0 (0000:17:00.0): '@/sys/bus/pci/devices/0000:17:00.0/enflame/gcu0/dev': bad device number "
+     "card 0 (0000:17:00.0): '@/sys/bus/pci/devices/0000:17:00.0/enflame/gcu0/dev': bad device "
+     "number "
      "'two-three-eight'",
      Errc::InvalidInput},
     {"LibefmlAndSysfsDisagree",
@@ -210,7 +218,8 @@ TEST(Confirm, DuplicateMinorsAreAConflict) {
 
 TEST(Options, FromConfig) {
     auto cfg = inject::config::parse(
-        "[enflame-container-cli]\ndriver-root = \"/drv\"\ndev-root = \"/devroot\"\ndevice-prefix = \"gpu\"\n"
+        "[enflame-container-cli]\ndriver-root = \"/drv\"\ndev-root = \"/devroot\"\ndevice-prefix = "
+        "\"gpu\"\n"
         "library-search-paths = [\"/opt/lib\"]\nefsmi-timeout-ms = 250\n",
         "test");
     ASSERT_TRUE(cfg) << cfg.error().what();
@@ -250,12 +259,15 @@ struct Run {
 
 const Run kRuns[] = {
     // sh adds PWD on its own; anything else would be inherited from us.
-    {"EnvIsExactlyPathAndLcAll", "env | grep -v '^PWD=' | sort\n", "LC_ALL=C\nPATH=/usr/bin:/bin\n", true},
+    {"EnvIsExactlyPathAndLcAll", "env | grep -v '^PWD=' | sort\n", "LC_ALL=C\nPATH=/usr/bin:/bin\n",
+     true},
     {"ArgsArePassed", "echo \"$@\"\n", "-q --json-format\n", true},
-    {"ExitCodeWithStderr", "echo 'efsmi: no driver' >&2\nexit 3\n", "efsmi exited 3: 'efsmi: no driver'", false},
+    {"ExitCodeWithStderr", "echo 'efsmi: no driver' >&2\nexit 3\n",
+     "efsmi exited 3: 'efsmi: no driver'", false},
     {"ExitCodeQuiet", "exit 4\n", "efsmi exited 4", false},
     {"Signal", "kill -SEGV $$\n", "efsmi was killed by signal 11 (Segmentation fault)", false},
-    {"Timeout", "exec sleep 60\n", "efsmi timed out after 100 ms", false, std::chrono::milliseconds(100)},
+    {"Timeout", "exec sleep 60\n", "efsmi timed out after 100 ms", false,
+     std::chrono::milliseconds(100)},
 };
 
 class EfsmiRun : public testing::TestWithParam<Run> {};
@@ -288,8 +300,9 @@ TEST(EfsmiFind, AbsentListsWhatWasTried) {
     TempDir t;
     auto r = detail::find_efsmi(roots(t));
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "no efsmi under driver-root '" + t.path() +
-                                    "' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)");
+    EXPECT_EQ(r.error().what(),
+              "no efsmi under driver-root '" + t.path() +
+                  "' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)");
 }
 
 TEST(EfsmiFind, AbsoluteSymlinkResolvesInsideTheRoot) {
@@ -336,13 +349,16 @@ TEST(EfmlFind, AbsoluteLinkNeverLeavesTheRoot) {
     ::mkdir((t / "usr").c_str(), 0755);
     ::mkdir((t / "usr/lib").c_str(), 0755);
     ASSERT_EQ(::symlink("/lib/x86_64-linux-gnu/libm.so.6", (t / "usr/lib/libefml.so").c_str()), 0);
-    ASSERT_EQ(::symlink("../../../../../../../lib/x86_64-linux-gnu/libm.so.6", (t / "usr/lib/libefml.so.1").c_str()), 0);
+    ASSERT_EQ(::symlink("../../../../../../../lib/x86_64-linux-gnu/libm.so.6",
+                        (t / "usr/lib/libefml.so.1").c_str()),
+              0);
     Options o = roots(t);
     o.library_search_paths = {"/usr/lib"};
     auto r = detail::query_efml(o);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), Errc::NotFound);
-    EXPECT_EQ(r.error().what(), "no libefml.so or libefml.so.1 under driver-root '" + t.path() + "' (searched /usr/lib)");
+    EXPECT_EQ(r.error().what(), "no libefml.so or libefml.so.1 under driver-root '" + t.path() +
+                                    "' (searched /usr/lib)");
 }
 
 TEST(EfmlFind, NotALibraryIsAOneLineError) {
@@ -351,7 +367,8 @@ TEST(EfmlFind, NotALibraryIsAOneLineError) {
     Options o = roots(t);
     auto r = detail::query_efml(o);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what().rfind("dlopen: " + t.path() + "/usr/lib/libefml.so.1: ", 0), 0u) << r.error().what();
+    EXPECT_EQ(r.error().what().rfind("dlopen: " + t.path() + "/usr/lib/libefml.so.1: ", 0), 0u)
+        << r.error().what();
     EXPECT_EQ(r.error().what().find('\n'), std::string::npos);
 }
 
@@ -360,11 +377,14 @@ TEST(Discover, FallsBackToTextAndSaysWhy) {
     if (!have_tty0()) GTEST_SKIP() << "no /dev/tty0 (char 4:0) on this machine";
     TempDir t;
     const std::string fixture = testutil::fixture("efsmi/efsmi-q-s60-1dev.txt");
-    fake_efsmi(t, "case \"$*\" in\n"
-                  "  '-q') cat '" + fixture + "' ;;\n"
-                  "  '-q --json-format') echo 'usage: efsmi [-q]'; exit 1 ;;\n"
-                  "  *) exit 2 ;;\n"
-                  "esac\n");
+    fake_efsmi(t,
+               "case \"$*\" in\n"
+               "  '-q') cat '" +
+                   fixture +
+                   "' ;;\n"
+                   "  '-q --json-format') echo 'usage: efsmi [-q]'; exit 1 ;;\n"
+                   "  *) exit 2 ;;\n"
+                   "esac\n");
     sysfs(t, "0000:17:00.0", "tty0", "4:0");
     Options o = roots(t);
     o.dev_root = "/";
@@ -372,7 +392,8 @@ TEST(Discover, FallsBackToTextAndSaysWhy) {
     auto r = discover(o);
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(r->backend, "efsmi-text");
-    EXPECT_EQ(r->fallbacks, std::vector<std::string>{"efsmi-json: efsmi exited 1 (old driver without --json-format?)"});
+    EXPECT_EQ(r->fallbacks, std::vector<std::string>{
+                                "efsmi-json: efsmi exited 1 (old driver without --json-format?)"});
     ASSERT_EQ(r->devices.size(), 1u);
     EXPECT_EQ(r->devices[0].uuid, "TR6Y46010302");
     EXPECT_TRUE(r->drs_profiles.empty());  // efsmi --drs failed: DRS dropped, discovery fine
@@ -399,7 +420,8 @@ namespace {
 // arms); anything else exits 2.
 std::string logging_efsmi(const TempDir& t, const std::string& cases) {
     const std::string calls = t / "calls";
-    fake_efsmi(t, "echo \"$*\" >> '" + calls + "'\ncase \"$*\" in\n" + cases + "  *) exit 2 ;;\nesac\n");
+    fake_efsmi(
+        t, "echo \"$*\" >> '" + calls + "'\ncase \"$*\" in\n" + cases + "  *) exit 2 ;;\nesac\n");
     return calls;
 }
 
@@ -416,17 +438,21 @@ inject::device::Host cards(std::uint32_t n) {
 // profiles is not asked for instances.
 TEST(AddDrs, PerCardQueriesAndPerCardFailures) {
     TempDir t;
-    const std::string calls = logging_efsmi(t, "  '-i 0 --drs --list-profile') echo '| 0 | 1g.11gb | 0 | 4 | 10744MiB | 6 |' ;;\n"
-                  "  '-i 0 --drs --list-instance') echo '| 0 | 1g.11gb | 0 | 1 | 1:1 |' ;;\n"
-                  "  '-i 1 --drs --list-profile') echo 'Error: boom' >&2; exit 1 ;;\n"
-                  "  '-i 2 --drs --list-profile') echo '| 2 | 1g.11gb | 0 |' ;;\n"
-                  "  '-i 3 --drs --list-profile') echo '| GCU 3: DRS not supported |' ;;\n"
-                  "  '-i 4 --drs --list-profile') echo '4 1g.11gb 0 4 10744MiB 6' ;;\n"
-                  "  '-i 4 --drs --list-instance') echo '4 1g.11gb 2 4c1e9a52-0000-4000-8000-000000000002' ;;\n");
+    const std::string calls = logging_efsmi(
+        t,
+        "  '-i 0 --drs --list-profile') echo '| 0 | 1g.11gb | 0 | 4 | 10744MiB | 6 |' ;;\n"
+        "  '-i 0 --drs --list-instance') echo '| 0 | 1g.11gb | 0 | 1 | 1:1 |' ;;\n"
+        "  '-i 1 --drs --list-profile') echo 'Error: boom' >&2; exit 1 ;;\n"
+        "  '-i 2 --drs --list-profile') echo '| 2 | 1g.11gb | 0 |' ;;\n"
+        "  '-i 3 --drs --list-profile') echo '| GCU 3: DRS not supported |' ;;\n"
+        "  '-i 4 --drs --list-profile') echo '4 1g.11gb 0 4 10744MiB 6' ;;\n"
+        "  '-i 4 --drs --list-instance') echo '4 1g.11gb 2 4c1e9a52-0000-4000-8000-000000000002' "
+        ";;\n");
     inject::device::Host h = cards(5);
     detail::add_drs(roots(t), h);
     EXPECT_EQ(testutil::read_file(calls),
-              "--drs --list-profile\n-i 0 --drs --list-profile\n-i 0 --drs --list-instance\n-i 1 --drs --list-profile\n"
+              "--drs --list-profile\n-i 0 --drs --list-profile\n-i 0 --drs --list-instance\n-i 1 "
+              "--drs --list-profile\n"
               "-i 2 --drs --list-profile\n-i 3 --drs --list-profile\n-i 4 --drs --list-profile\n"
               "-i 4 --drs --list-instance\n");
     ASSERT_EQ(h.drs_profiles.size(), 1u);  // the same profile on cards 0 and 4: once
@@ -438,14 +464,18 @@ TEST(AddDrs, PerCardQueriesAndPerCardFailures) {
     EXPECT_TRUE(h.devices[2].drs_instances.empty());
     EXPECT_TRUE(h.devices[3].drs_instances.empty());
     ASSERT_EQ(h.devices[4].drs_instances.size(), 1u);
-    EXPECT_EQ(inject::device::drs_address(h.devices[4].drs_instances[0]), "DRS-4c1e9a52-0000-4000-8000-000000000002");
+    EXPECT_EQ(inject::device::drs_address(h.devices[4].drs_instances[0]),
+              "DRS-4c1e9a52-0000-4000-8000-000000000002");
 }
 
 // Every card at once: two efsmi runs whatever the number of cards; rows go to their cards.
 TEST(AddDrs, EveryCardAtOnce) {
     TempDir t;
-    const std::string calls = logging_efsmi(t, "  '--drs --list-profile') printf '0 1g.11gb 0 4 10744MiB 6\\n2 1g.11gb 0 4 10744MiB 6\\n' ;;\n"
-                  "  '--drs --list-instance') printf '2 1g.11gb 0 1 0:1\\n0 1g.11gb 0 0 0:1\\n9 1g.11gb 0 0 0:1\\n' ;;\n");
+    const std::string calls = logging_efsmi(t,
+                                            "  '--drs --list-profile') printf '0 1g.11gb 0 4 "
+                                            "10744MiB 6\\n2 1g.11gb 0 4 10744MiB 6\\n' ;;\n"
+                                            "  '--drs --list-instance') printf '2 1g.11gb 0 1 "
+                                            "0:1\\n0 1g.11gb 0 0 0:1\\n9 1g.11gb 0 0 0:1\\n' ;;\n");
     inject::device::Host h = cards(3);
     detail::add_drs(roots(t), h);
     EXPECT_EQ(testutil::read_file(calls), "--drs --list-profile\n--drs --list-instance\n");

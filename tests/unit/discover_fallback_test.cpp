@@ -3,17 +3,17 @@
 // which backend answers, and the exact reason each earlier one gives. The host builder makes
 // real character nodes with mknod, so this needs root and the built simulator; without them
 // every test skips with the reason. The simulator prints our own model of efsmi's
-// --json-format and the DRS tables' borders (docs/efsmi-model.md, not captured from a real driver), so
-// "efsmi-json answers a healthy host" holds for that model.
-#include "inject/discover.hpp"
-#include "sim_host.hpp"
-#include "test_util.hpp"
-
+// --json-format and the DRS tables' borders (docs/efsmi-model.md, not captured from a real driver),
+// so "efsmi-json answers a healthy host" holds for that model.
 #include <fnmatch.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+
+#include "inject/discover.hpp"
+#include "sim_host.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -28,55 +28,89 @@ cards:
 
 struct Fault {
     const char* name;
-    const char* faults;          // YAML under `faults:`
-    const char* backend;         // the one that answers; nullptr = discovery fails
-    std::vector<std::string> why;  // fnmatch patterns of Host::fallbacks, or of the error ("@" = root)
+    const char* faults;   // YAML under `faults:`
+    const char* backend;  // the one that answers; nullptr = discovery fails
+    std::vector<std::string>
+        why;  // fnmatch patterns of Host::fallbacks, or of the error ("@" = root)
     // efsmi's timeout: generous, so a loaded machine never pushes a healthy efsmi down the
     // chain, except where the timeout itself is under test.
     std::chrono::milliseconds timeout = std::chrono::seconds(5);
 };
 
-const std::string kNoEfsmi = "no efsmi under driver-root '@' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)";
+const std::string kNoEfsmi =
+    "no efsmi under driver-root '@' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)";
 
 const Fault kFaults[] = {
     {"Healthy", "{}", "efsmi-json", {}},
-    {"EfsmiAbsent", "{efsmi_absent: true}", "libefml", {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
-    {"EfsmiExit1", "{efsmi_exit_code: 1}", "libefml",
-     {"efsmi-json: efsmi exited 1 (old driver without --json-format?)", "efsmi-text: efsmi exited 1"}},
-    {"JsonUnsupported", "{json_unsupported: true}", "efsmi-text",
+    {"EfsmiAbsent",
+     "{efsmi_absent: true}",
+     "libefml",
+     {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
+    {"EfsmiExit1",
+     "{efsmi_exit_code: 1}",
+     "libefml",
+     {"efsmi-json: efsmi exited 1 (old driver without --json-format?)",
+      "efsmi-text: efsmi exited 1"}},
+    {"JsonUnsupported",
+     "{json_unsupported: true}",
+     "efsmi-text",
      {"efsmi-json: efsmi exited 1 (old driver without --json-format?)"}},
-    {"Garbage", "{efsmi_output: garbage}", "libefml",
-     {"efsmi-json: efsmi -q --json-format: byte 1: syntax error while parsing value - invalid literal*",
+    {"Garbage",
+     "{efsmi_output: garbage}",
+     "libefml",
+     {"efsmi-json: efsmi -q --json-format: byte 1: syntax error while parsing value - invalid "
+      "literal*",
       "efsmi-text: efsmi -q: line 1: unexpected text '*' before the first DEV ID"}},
-    {"Truncated", "{efsmi_output: truncated}", "libefml",
-     {"efsmi-json: efsmi -q --json-format: byte *: syntax error while parsing * - unexpected end of input*",
+    {"Truncated",
+     "{efsmi_output: truncated}",
+     "libefml",
+     {"efsmi-json: efsmi -q --json-format: byte *: syntax error while parsing * - unexpected end "
+      "of input*",
       "efsmi-text: efsmi -q: line *: output ends *(truncated?)"}},
     {"OldKeys", "{old_keys: true}", "efsmi-json", {}},
-    {"OldKeysNoJson", "{old_keys: true, json_unsupported: true}", "efsmi-text",
+    {"OldKeysNoJson",
+     "{old_keys: true, json_unsupported: true}",
+     "efsmi-text",
      {"efsmi-json: efsmi exited 1 (old driver without --json-format?)"}},
-    {"EfsmiTimeout", "{efsmi_sleep_ms: 60000}", "libefml",
+    {"EfsmiTimeout",
+     "{efsmi_sleep_ms: 60000}",
+     "libefml",
      {"efsmi-json: efsmi timed out after 300 ms", "efsmi-text: efsmi timed out after 300 ms"},
      std::chrono::milliseconds(300)},
-    {"EfmlMissingUuid", "{efsmi_absent: true, efml_missing_symbols: [EfmlGetDevUuid]}", "libefml",
+    {"EfmlMissingUuid",
+     "{efsmi_absent: true, efml_missing_symbols: [EfmlGetDevUuid]}",
+     "libefml",
      {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
-    {"EfmlMissingNumaUsesSysfs", "{efsmi_absent: true, efml_missing_symbols: [EfmlGetNumaNode]}",
-     "libefml", {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
-    {"EfmlMissingInit", "{efsmi_absent: true, efml_missing_symbols: [EfmlInit]}", nullptr,
+    {"EfmlMissingNumaUsesSysfs",
+     "{efsmi_absent: true, efml_missing_symbols: [EfmlGetNumaNode]}",
+     "libefml",
+     {"efsmi-json: " + kNoEfsmi, "efsmi-text: " + kNoEfsmi}},
+    {"EfmlMissingInit",
+     "{efsmi_absent: true, efml_missing_symbols: [EfmlInit]}",
+     nullptr,
      {"no backend found the cards: efsmi-json: " + kNoEfsmi + "; efsmi-text: " + kNoEfsmi +
       "; libefml: libefml has no EfmlInit"}},
-    {"EfmlMissingCount", "{efsmi_exit_code: 2, efml_missing_symbols: [EfmlGetDevCount]}", nullptr,
+    {"EfmlMissingCount",
+     "{efsmi_exit_code: 2, efml_missing_symbols: [EfmlGetDevCount]}",
+     nullptr,
      {"no backend found the cards: efsmi-json: efsmi exited 2 (old driver without --json-format?); "
       "efsmi-text: efsmi exited 2; libefml: libefml has no EfmlGetDevCount"}},
-    {"EfmlInitFails", "{efsmi_output: garbage, efml_init_fails: true}", nullptr,
+    {"EfmlInitFails",
+     "{efsmi_output: garbage, efml_init_fails: true}",
+     nullptr,
      {"no backend found the cards: efsmi-json: *; efsmi-text: *; libefml: EfmlInit failed with 1"}},
-    {"EfmlAbsent", "{efsmi_absent: true, efml_absent: true}", nullptr,
+    {"EfmlAbsent",
+     "{efsmi_absent: true, efml_absent: true}",
+     nullptr,
      {"no backend found the cards: efsmi-json: " + kNoEfsmi + "; efsmi-text: " + kNoEfsmi +
-      "; libefml: no libefml.so or libefml.so.1 under driver-root '@' (searched /usr/lib, /usr/lib64, "
+      "; libefml: no libefml.so or libefml.so.1 under driver-root '@' (searched /usr/lib, "
+      "/usr/lib64, "
       "/usr/lib/x86_64-linux-gnu, /usr/local/lib)"}},
 };
 
 std::string subst(std::string s, const std::string& root) {
-    for (auto p = s.find('@'); p != std::string::npos; p = s.find('@', p + root.size())) s.replace(p, 1, root);
+    for (auto p = s.find('@'); p != std::string::npos; p = s.find('@', p + root.size()))
+        s.replace(p, 1, root);
     return s;
 }
 

@@ -4,12 +4,12 @@
 // destroy removes it, and efsmi's refusals come back naming the card, the profile and efsmi's
 // message. The host builder makes real device nodes with mknod: needs root and the built
 // simulator, else every test skips with the reason.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include "inject/drs.hpp"
 #include "sim_host.hpp"
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-#include <unistd.h>
 
 namespace {
 
@@ -88,13 +88,15 @@ TEST_P(DrsOps, NoRoomIsEfsmisMessageNamingCardAndProfile) {
     auto r = inject::drs::create_instance(o_, 0, k2g);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(),
-              "card 0: creating a DRS instance of profile '2g.22gb' (efsmi -i 0 --drs --create-instance 1): "
+              "card 0: creating a DRS instance of profile '2g.22gb' (efsmi -i 0 --drs "
+              "--create-instance 1): "
               "efsmi exited 1: 'Error: too many instances: GCU 0 has 2 of 2 '2g.22gb' instan...'")
         << "efsmi's first line, cut at 60 characters as discovery quotes it";
     r = inject::drs::create_instance(o_, 0, k1g);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().what(),
-              "card 0: creating a DRS instance of profile '1g.11gb' (efsmi -i 0 --drs --create-instance 0): "
+              "card 0: creating a DRS instance of profile '1g.11gb' (efsmi -i 0 --drs "
+              "--create-instance 0): "
               "efsmi exited 1: 'Error: too many instances: 1 free slice(s) needed on GCU 0'");
     EXPECT_EQ(ids(0).size(), 2U) << "a refused create made nothing";
 }
@@ -102,8 +104,9 @@ TEST_P(DrsOps, NoRoomIsEfsmisMessageNamingCardAndProfile) {
 TEST_P(DrsOps, DestroyOfAnUnknownInstanceNamesIt) {
     auto r = inject::drs::destroy_instance(o_, 0, 3);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "card 0: destroying DRS instance 3 (efsmi -i 0 --drs --destroy-instance 3): "
-                                "efsmi exited 1: 'Error: no DRS instance '3' on GCU 0'");
+    EXPECT_EQ(r.error().what(),
+              "card 0: destroying DRS instance 3 (efsmi -i 0 --drs --destroy-instance 3): "
+              "efsmi exited 1: 'Error: no DRS instance '3' on GCU 0'");
     EXPECT_EQ(ids(1), (std::vector<std::uint32_t>{0})) << "someone else's instance is left alone";
 }
 
@@ -112,8 +115,9 @@ TEST_P(DrsOps, NoEfsmiIsNotFound) {
     auto r = inject::drs::create_instance(o_, 0, k1g);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
-    EXPECT_EQ(r.error().what(), "no efsmi under driver-root '" + t_ / "nowhere" +
-                                    "' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)");
+    EXPECT_EQ(r.error().what(),
+              "no efsmi under driver-root '" + t_ / "nowhere" +
+                  "' (tried /usr/bin/efsmi, /usr/sbin/efsmi, /usr/local/bin/efsmi)");
 }
 
 // efsmi answering a create without making exactly one instance of the profile (it made none,
@@ -125,10 +129,12 @@ void wrap_efsmi_create(const std::string& root, int times) {
     ASSERT_EQ(::access(real.c_str(), X_OK), 0) << real;
     const std::string bin = root + "/usr/bin/efsmi";
     ::unlink(bin.c_str());
-    testutil::write_file(bin, "#!/bin/sh\ncase \" $* \" in *\" --create-instance \"*)\n"
-                              "  i=0; while [ $i -lt " + std::to_string(times) + " ]; do \"" + real +
-                              "\" \"$@\" || exit $?; i=$((i+1)); done; exit 0;;\nesac\nexec \"" + real +
-                              "\" \"$@\"\n");
+    testutil::write_file(bin,
+                         "#!/bin/sh\ncase \" $* \" in *\" --create-instance \"*)\n"
+                         "  i=0; while [ $i -lt " +
+                             std::to_string(times) + " ]; do \"" + real +
+                             "\" \"$@\" || exit $?; i=$((i+1)); done; exit 0;;\nesac\nexec \"" +
+                             real + "\" \"$@\"\n");
     ASSERT_EQ(::chmod(bin.c_str(), 0755), 0);
 }
 
@@ -137,9 +143,10 @@ TEST_P(DrsOps, CreateThatMadeNoInstanceIsAConflict) {
     auto r = inject::drs::create_instance(o_, 0, k1g);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
-    EXPECT_EQ(r.error().what(), "card 0: creating a DRS instance of profile '1g.11gb': efsmi answered, but the "
-                                "card shows 0 new instance(s) of that profile, not 1 (someone else creating "
-                                "or destroying instances at the same time?)");
+    EXPECT_EQ(r.error().what(),
+              "card 0: creating a DRS instance of profile '1g.11gb': efsmi answered, but the "
+              "card shows 0 new instance(s) of that profile, not 1 (someone else creating "
+              "or destroying instances at the same time?)");
     EXPECT_TRUE(ids(0).empty());
 }
 
@@ -148,9 +155,11 @@ TEST_P(DrsOps, CreateThatSawTwoNewInstancesIsAConflictAndDestroysNeither) {
     auto r = inject::drs::create_instance(o_, 0, k1g);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::Conflict);
-    EXPECT_NE(r.error().what().find("the card shows 2 new instance(s) of that profile, not 1"), std::string::npos)
+    EXPECT_NE(r.error().what().find("the card shows 2 new instance(s) of that profile, not 1"),
+              std::string::npos)
         << r.error().what();
-    EXPECT_EQ(ids(0), (std::vector<std::uint32_t>{0, 1})) << "both stay: neither is known to be ours";
+    EXPECT_EQ(ids(0), (std::vector<std::uint32_t>{0, 1}))
+        << "both stay: neither is known to be ours";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DrsOps, testing::Values("uuid", "placement"),

@@ -78,7 +78,7 @@ TEST(EfmlAbi, ProcessInfoAndEvent) {
 }
 
 TEST(EfmlAbi, MemoryTotalUnitByMagnitude) {
-    EXPECT_EQ(memory_total_bytes(42976), 42976ULL << 20);          // MiB
+    EXPECT_EQ(memory_total_bytes(42976), 42976ULL << 20);  // MiB
     EXPECT_EQ(memory_total_bytes(0xffffffffULL), 0xffffffffULL << 20);
     EXPECT_EQ(memory_total_bytes(42976ULL << 20), 42976ULL << 20);  // bytes
     EXPECT_EQ(memory_total_bytes(1ULL << 32), 1ULL << 32);
@@ -158,7 +158,8 @@ TEST_F(SimLib, SampleReadsEveryCallAndEfsmiAgrees) {
     // mem_total_size comes as MiB from the simulator; efsmi prints the same number.
     ASSERT_TRUE(s->memory_total_bytes);
     const std::string q = efsmi_q();
-    EXPECT_EQ(efsmi_value(q, "Total Size", 1), std::to_string(*s->memory_total_bytes >> 20) + " MiB");
+    EXPECT_EQ(efsmi_value(q, "Total Size", 1),
+              std::to_string(*s->memory_total_bytes >> 20) + " MiB");
     EXPECT_EQ(s->temperature_c, std::optional<double>(35));
     EXPECT_EQ(s->power_w, std::optional<double>(96));
     EXPECT_EQ(s->power_capability_w, std::optional<double>(300));
@@ -176,10 +177,25 @@ TEST_F(SimLib, TelemetryChangesWhileTheLibraryStaysOpen) {
     BUILD_OR_SKIP();
     auto lib = open();
     ASSERT_TRUE(lib);
-    ASSERT_EQ(sim({"telemetry", "--root", root(), "--card", "1", "usage=42.5", "memory_used_mib=2048",
-                   "temperature=71", "memory_temperature=66", "board_temperature=50", "power=212.5",
-                   "power_capability=280", "dtu_clock=1500", "hbm_clock=6400", "ecc_single_bit=7",
-                   "ecc_double_bit=2", "pcie_link_width=16", "pcie_link_speed=5", "process=4242:1024",
+    ASSERT_EQ(sim({"telemetry",
+                   "--root",
+                   root(),
+                   "--card",
+                   "1",
+                   "usage=42.5",
+                   "memory_used_mib=2048",
+                   "temperature=71",
+                   "memory_temperature=66",
+                   "board_temperature=50",
+                   "power=212.5",
+                   "power_capability=280",
+                   "dtu_clock=1500",
+                   "hbm_clock=6400",
+                   "ecc_single_bit=7",
+                   "ecc_double_bit=2",
+                   "pcie_link_width=16",
+                   "pcie_link_speed=5",
+                   "process=4242:1024",
                    "process=77:5"}),
               "");
     auto s = lib->sample(1);
@@ -211,7 +227,8 @@ TEST_F(SimLib, TelemetryChangesWhileTheLibraryStaysOpen) {
     EXPECT_EQ(efsmi_value(q, "Used Size", 1), "2048 MiB");
     EXPECT_EQ(efsmi_value(q, "GCU Usage", 1), "42.5 %");
     // A later command merges; process=none clears the list.
-    ASSERT_EQ(sim({"telemetry", "--root", root(), "--card", "1", "temperature=40", "process=none"}), "");
+    ASSERT_EQ(sim({"telemetry", "--root", root(), "--card", "1", "temperature=40", "process=none"}),
+              "");
     s = lib->sample(1);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->temperature_c, std::optional<double>(40));
@@ -234,7 +251,8 @@ TEST_F(SimLib, TelemetryRejectsBadInputAndWritesNothing) {
 TEST_F(SimLib, ManyProcessesNeedTheRetry) {
     BUILD_OR_SKIP();
     std::vector<std::string> args{"telemetry", "--root", root(), "--card", "0"};
-    for (int i = 1; i <= 40; ++i) args.push_back("process=" + std::to_string(1000 + i) + ":" + std::to_string(i));
+    for (int i = 1; i <= 40; ++i)
+        args.push_back("process=" + std::to_string(1000 + i) + ":" + std::to_string(i));
     ASSERT_EQ(sim(args), "");
     auto lib = open();
     ASSERT_TRUE(lib);
@@ -254,7 +272,8 @@ TEST_F(SimLib, EventsAfterInitOnly) {
     EXPECT_FALSE(lib->wait_event(50));  // the one before EfmlInit is not news
     std::thread later([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        EXPECT_EQ(sim({"event", "--root", root(), "--card", "1", "--type", "reset-start", "--message", "hot reset"}),
+        EXPECT_EQ(sim({"event", "--root", root(), "--card", "1", "--type", "reset-start",
+                       "--message", "hot reset"}),
                   "");
     });
     auto ev = lib->wait_event(5000);
@@ -265,7 +284,8 @@ TEST_F(SimLib, EventsAfterInitOnly) {
     EXPECT_EQ(ev->message, "hot reset");
     EXPECT_FALSE(lib->wait_event(20));
     EXPECT_EQ(sim({"event", "--root", root(), "--card", "1", "--type", "boom"}),
-              "exit 1: error: --type 'boom': expected suspend, reset-start, reset-finish, eid or a number\n");
+              "exit 1: error: --type 'boom': expected suspend, reset-start, reset-finish, eid or a "
+              "number\n");
 }
 
 // A wait with nothing to report sleeps (in poll on an inotify watch): a daemon that waits for
@@ -333,62 +353,97 @@ struct Missing {
 };
 
 const Missing kMissing[] = {
-    {"DriverVer", {"EfmlGetDriverVer"}, [](Library& l, const Sample&) { EXPECT_EQ(l.driver_version(), ""); }},
+    {"DriverVer",
+     {"EfmlGetDriverVer"},
+     [](Library& l, const Sample&) { EXPECT_EQ(l.driver_version(), ""); }},
     {"Shutdown", {"EfmlShutdown"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
-    {"NameFallsBackToNvml", {"EfmlGetDevName"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
-    {"Name", {"EfmlGetDevName", "efmlDeviceGetName"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, ""); }},
+    {"NameFallsBackToNvml",
+     {"EfmlGetDevName"},
+     [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
+    {"Name",
+     {"EfmlGetDevName", "efmlDeviceGetName"},
+     [](Library&, const Sample& s) { EXPECT_EQ(s.name, ""); }},
     {"Uuid", {"EfmlGetDevUuid"}, [](Library&, const Sample& s) { EXPECT_EQ(s.uuid, ""); }},
     {"Sn", {"EfmlGetDevSn"}, [](Library&, const Sample& s) { EXPECT_EQ(s.serial, ""); }},
-    {"Info", {"EfmlGetDevInfo"},
+    {"Info",
+     {"EfmlGetDevInfo"},
      [](Library&, const Sample& s) {
          EXPECT_EQ(s.pci_bus_id, "");
          EXPECT_FALSE(s.pci_device_id);
      },
      false},
-    {"MemFallsBackToNvml", {"EfmlGetDevMem"},
-     [](Library&, const Sample& s) { EXPECT_EQ(s.memory_total_bytes, std::optional<std::uint64_t>(42976ULL << 20)); }},
-    {"Mem", {"EfmlGetDevMem", "efmlDeviceGetMemoryInfo"},
+    {"MemFallsBackToNvml",
+     {"EfmlGetDevMem"},
+     [](Library&, const Sample& s) {
+         EXPECT_EQ(s.memory_total_bytes, std::optional<std::uint64_t>(42976ULL << 20));
+     }},
+    {"Mem",
+     {"EfmlGetDevMem", "efmlDeviceGetMemoryInfo"},
      [](Library&, const Sample& s) {
          EXPECT_FALSE(s.memory_total_bytes);
          EXPECT_FALSE(s.memory_used_bytes);
      }},
     {"Numa", {"EfmlGetNumaNode"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.numa_node); }},
-    {"Health", {"EfmlGetDevIsHealth"},
+    {"Health",
+     {"EfmlGetDevIsHealth"},
      [](Library& l, const Sample& s) {
          EXPECT_FALSE(s.healthy);
          EXPECT_FALSE(l.healthy(0));
      }},
-    {"DtuUsage", {"EfmlGetDevDtuUsage"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.usage_percent); }},
-    {"PwrFallsBackToNvml", {"EfmlGetDevPwr"},
+    {"DtuUsage",
+     {"EfmlGetDevDtuUsage"},
+     [](Library&, const Sample& s) { EXPECT_FALSE(s.usage_percent); }},
+    {"PwrFallsBackToNvml",
+     {"EfmlGetDevPwr"},
      [](Library&, const Sample& s) {
          EXPECT_EQ(s.power_w, std::optional<double>(96));
          EXPECT_FALSE(s.power_capability_w);
      }},
-    {"Pwr", {"EfmlGetDevPwr", "efmlDeviceGetPowerUsage"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.power_w); }},
-    {"TempOld", {"EfmlGetDevTemp"},
-     [](Library&, const Sample& s) { EXPECT_EQ(s.board_temperature_c, std::optional<double>(30)); }},
-    {"TempV2UsesOld", {"EfmlGetDevTempV2"},
+    {"Pwr",
+     {"EfmlGetDevPwr", "efmlDeviceGetPowerUsage"},
+     [](Library&, const Sample& s) { EXPECT_FALSE(s.power_w); }},
+    {"TempOld",
+     {"EfmlGetDevTemp"},
+     [](Library&, const Sample& s) {
+         EXPECT_EQ(s.board_temperature_c, std::optional<double>(30));
+     }},
+    {"TempV2UsesOld",
+     {"EfmlGetDevTempV2"},
      [](Library&, const Sample& s) {
          EXPECT_EQ(s.temperature_c, std::optional<double>(35));
          EXPECT_FALSE(s.board_temperature_c);
      }},
-    {"Temp", {"EfmlGetDevTemp", "EfmlGetDevTempV2"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.temperature_c); }},
-    {"Clk", {"EfmlGetDevClk"},
+    {"Temp",
+     {"EfmlGetDevTemp", "EfmlGetDevTempV2"},
+     [](Library&, const Sample& s) { EXPECT_FALSE(s.temperature_c); }},
+    {"Clk",
+     {"EfmlGetDevClk"},
      [](Library&, const Sample& s) {
          EXPECT_FALSE(s.hbm_clock_mhz);
          EXPECT_FALSE(s.dtu_clock_mhz);
      }},
-    {"Ecc", {"EfmlGetDevEccStatus"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.ecc_double_bit); }},
-    {"Pcie", {"EfmlGetPcieLinkInfo"}, [](Library&, const Sample& s) { EXPECT_FALSE(s.pcie_link_width); }},
-    {"Process", {"EfmlGetProcessInfo"}, [](Library&, const Sample& s) { EXPECT_TRUE(s.processes.empty()); }},
-    {"Event", {"EfmlGetEvent"},
+    {"Ecc",
+     {"EfmlGetDevEccStatus"},
+     [](Library&, const Sample& s) { EXPECT_FALSE(s.ecc_double_bit); }},
+    {"Pcie",
+     {"EfmlGetPcieLinkInfo"},
+     [](Library&, const Sample& s) { EXPECT_FALSE(s.pcie_link_width); }},
+    {"Process",
+     {"EfmlGetProcessInfo"},
+     [](Library&, const Sample& s) { EXPECT_TRUE(s.processes.empty()); }},
+    {"Event",
+     {"EfmlGetEvent"},
      [](Library& l, const Sample&) {
          EXPECT_FALSE(l.has_events());
          EXPECT_FALSE(l.wait_event(10));
      }},
     {"NvmlInit", {"efmlInit"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
-    {"NvmlCount", {"efmlDeviceGetCount_v2"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
-    {"NvmlHandle", {"efmlDeviceGetHandleByIndex_v2"}, [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
+    {"NvmlCount",
+     {"efmlDeviceGetCount_v2"},
+     [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
+    {"NvmlHandle",
+     {"efmlDeviceGetHandleByIndex_v2"},
+     [](Library&, const Sample& s) { EXPECT_EQ(s.name, "S60"); }},
 };
 
 class MissingCall : public SimLib, public testing::WithParamInterface<Missing> {};

@@ -3,13 +3,13 @@
 // What the efsmi parsers' tests (efsmi_text_test.cpp, efsmi_json_test.cpp) expect of a card
 // they read: every field of RawCard.
 
-#include "inject/discover.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "inject/discover.hpp"
 
 namespace testutil {
 

@@ -4,11 +4,11 @@
 // `\d+g\.\d+gb` profile name, `|` borders blanked, split on blanks). The column order is
 // gcushare's; the borders, headers and spacing of these tables are variants we made up, since
 // no real capture is public: the parser must not depend on them.
-#include "inject/discover.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "inject/discover.hpp"
 
 namespace {
 
@@ -50,13 +50,16 @@ struct Variant {
 // The same two profiles of card 3 however the table is drawn.
 const Variant kProfileVariants[] = {
     {"Plain", "3 1g.11gb 0 4 10744MiB 6\n3 2g.22gb 1 2 21488MiB 12\n"},
-    {"TabsAndCrLf", "GCU\tName\tID\n3\t1g.11gb\t0\t4\t10744MiB\t6\r\n3\t2g.22gb\t1\t2\t21488MiB\t12\r\n"},
-    {"SpacedUnit", "  3   1g.11gb   0   4   10744 MiB   6\n  3   2g.22gb   1   2   21488 MiB   12\n"},
+    {"TabsAndCrLf",
+     "GCU\tName\tID\n3\t1g.11gb\t0\t4\t10744MiB\t6\r\n3\t2g.22gb\t1\t2\t21488MiB\t12\r\n"},
+    {"SpacedUnit",
+     "  3   1g.11gb   0   4   10744 MiB   6\n  3   2g.22gb   1   2   21488 MiB   12\n"},
     {"BareMiB", "|3|1g.11gb|0|4|10744|6|\n|3|2g.22gb|1|2|21488|12|\n"},
     {"GiB", "| 3 1g.11gb 0 4 10.4921875GiB 6 |\n| 3 2g.22gb 1 2 20.984375GiB 12 |\n"},
     {"HeaderNotesBorders",
      "efsmi DRS (card 3)\n+--+--+\n| Card | Profile | ... |\nNote: DRS profiles of GCU 3 (S60).\n"
-     "| 3 | 1g.11gb | 0 | 4 | 10744MiB | 6 |\n+--+--+\n| 3 | 2g.22gb | 1 | 2 | 21488MiB | 12 |\n+--+--+\n"},
+     "| 3 | 1g.11gb | 0 | 4 | 10744MiB | 6 |\n+--+--+\n| 3 | 2g.22gb | 1 | 2 | 21488MiB | 12 "
+     "|\n+--+--+\n"},
 };
 
 class EfsmiDrsProfileVariants : public testing::TestWithParam<Variant> {};
@@ -72,8 +75,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, EfsmiDrsProfileVariants, testing::ValuesIn(kPr
 
 TEST(EfsmiDrsProfiles, NoRowsIsNoProfiles) {
     // Not profile names, so not rows: "1g.11gbx", "g.11gb", "1g11gb", "1G.11GB".
-    for (const char* text : {"", "| GCU 0: DRS not supported |\n", "+---+\n| DRS Profiles |\n+---+\n",
-                             "0 1g.11gbx 0 4 10744MiB 6\n0 g.11gb 0 4 1MiB 6\n0 1g11gb 0 4 1MiB 6\n0 1G.11GB 0 4 1MiB 6\n"}) {
+    for (const char* text :
+         {"", "| GCU 0: DRS not supported |\n", "+---+\n| DRS Profiles |\n+---+\n",
+          "0 1g.11gbx 0 4 10744MiB 6\n0 g.11gb 0 4 1MiB 6\n0 1g11gb 0 4 1MiB 6\n0 1G.11GB 0 4 1MiB "
+          "6\n"}) {
         auto r = parse_efsmi_drs_profiles(text, 0);
         ASSERT_TRUE(r) << text << ": " << r.error().what();
         EXPECT_TRUE(r->empty()) << text;
@@ -154,7 +159,8 @@ const DrsBad kDrsBad[] = {
     {"ProfileBadCard", false, "x 1g.11gb 0 4 10744MiB 6\n",
      "efsmi --drs --list-profile: line 1: bad card index 'x' in 'x 1g.11gb 0 4 10744MiB 6'"},
     {"ProfileOtherCard", false, "1 1g.11gb 0 4 10744MiB 6\n",
-     "efsmi --drs --list-profile: line 1: a row of card 1 in the answer for card 0 in '1 1g.11gb 0 4 10744MiB 6'"},
+     "efsmi --drs --list-profile: line 1: a row of card 1 in the answer for card 0 in '1 1g.11gb 0 "
+     "4 10744MiB 6'"},
     {"ProfileNameNotSecond", false, "0 0 1g.11gb 4 10744MiB 6\n",
      "efsmi --drs --list-profile: line 1: bad profile name '0' in '0 0 1g.11gb 4 10744MiB 6'"},
     {"ProfileBadId", false, "0 1g.11gb a 4 10744MiB 6\n",
@@ -164,7 +170,8 @@ const DrsBad kDrsBad[] = {
     {"ProfileBadMemory", false, "0 1g.11gb 0 4 lots 6\n",
      "efsmi --drs --list-profile: line 1: bad memory 'lots' in '0 1g.11gb 0 4 lots 6'"},
     {"ProfileBadUnit", false, "0 1g.11gb 0 4 10744 parsecs 6\n",
-     "efsmi --drs --list-profile: line 1: bad memory '10744 parsecs' in '0 1g.11gb 0 4 10744 parsecs 6'"},
+     "efsmi --drs --list-profile: line 1: bad memory '10744 parsecs' in '0 1g.11gb 0 4 10744 "
+     "parsecs 6'"},
     {"ProfileBadSips", false, "0 1g.11gb 0 4 10744MiB -\n",
      "efsmi --drs --list-profile: line 1: bad SIP count '-' in '0 1g.11gb 0 4 10744MiB -'"},
     {"ProfileTruncated", false, "0 1g.11gb 0 4 107",
@@ -182,7 +189,8 @@ const DrsBad kDrsBad[] = {
     {"InstanceTwice", true, "0 1g.11gb 0 1 0:1\n0 1g.11gb 0 1 1:1\n",
      "efsmi --drs --list-instance: line 2: instance 1 listed twice in '0 1g.11gb 0 1 1:1'"},
     {"InstanceOtherCard", true, "2 1g.11gb 0 1 0:1\n",
-     "efsmi --drs --list-instance: line 1: a row of card 2 in the answer for card 0 in '2 1g.11gb 0 1 0:1'"},
+     "efsmi --drs --list-instance: line 1: a row of card 2 in the answer for card 0 in '2 1g.11gb "
+     "0 1 0:1'"},
     {"InstanceGarbageQuoted", true, "0 1g.11gb 0 \x01\xff 0:1\n",
      "efsmi --drs --list-instance: line 1: bad instance id '?\?' in '0 1g.11gb 0 ?\? 0:1'"},
 };

@@ -4,13 +4,13 @@
 // The JSON format was not captured from a real driver: it is our own model
 // (docs/efsmi-model.md), so these tests show the parser reads that model, not that a real
 // efsmi prints it. The `efsmi -q` text parser (efsmi_text_test.cpp) has real samples.
-#include "efsmi_card.hpp"
-#include "inject/discover.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "efsmi_card.hpp"
+#include "inject/discover.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -38,18 +38,22 @@ std::vector<Variant> variants() {
     const std::string f = kOneCard;
     return {
         {"AsInOurModel", f},
-        {"NumbersForStrings", edit(edit(edit(f, R"("Bus": "17")", R"("Bus": 17)"), R"("Dev": "00")", R"("Dev": 0)"),
-                                   R"("Domain": "0000")", R"("Domain": 0)")},
+        {"NumbersForStrings",
+         edit(edit(edit(f, R"("Bus": "17")", R"("Bus": 17)"), R"("Dev": "00")", R"("Dev": 0)"),
+              R"("Domain": "0000")", R"("Domain": 0)")},
         {"MemoryAsNumberIsMiB", edit(f, R"("Total Size": "42976 MiB")", R"("Total Size": 42976)")},
         {"HealthAsBool", edit(f, R"("Health": "True")", R"("Health": true)")},
         {"IdAsString", edit(f, R"("id": 0)", R"("id": "0")")},
         {"NoIdUsesPosition", edit(f, R"("id": 0,)", "")},
         {"OldDriverKeys", edit(edit(f, "Total Size", "Mem Size"), "Used Size", "Mem Usage")},
-        {"FlatSections", R"({"devices":[{"id":0,"Ver":"1.4.3.4","Dev Name":"S60","Dev UUID":"TR6Y46010302",
+        {"FlatSections",
+         R"({"devices":[{"id":0,"Ver":"1.4.3.4","Dev Name":"S60","Dev UUID":"TR6Y46010302",
             "Dev SN":"A0A1650510676","Health":"True","Device ID":"c035","Domain":"0000","Bus":"17",
             "Dev":"00","Func":"0","Total Size":"42976 MiB"}]})"},
-        {"NestedSubsection", edit(f, R"("Func": 0})", R"("Func": 0, "Link Info": {"Max Link Width": "X16"}})")},
-        {"NullAndListsIgnored", edit(f, R"("Used Size": "0 MiB")", R"("Used Size": null, "Procs": [1, 2])")},
+        {"NestedSubsection",
+         edit(f, R"("Func": 0})", R"("Func": 0, "Link Info": {"Max Link Width": "X16"}})")},
+        {"NullAndListsIgnored",
+         edit(f, R"("Used Size": "0 MiB")", R"("Used Size": null, "Procs": [1, 2])")},
         {"ExtraTopLevelKeys", edit(f, R"({"devices")", R"({"version": "1.0", "devices")")},
     };
 }
@@ -73,8 +77,13 @@ TEST(EfsmiJson, NoDevicesIsZeroCards) {
 }
 
 TEST(EfsmiJson, TwoCardsKeepTheirIds) {
-    const std::string two = edit(kOneCard, "]}", "," + edit(edit(edit(kOneCard.substr(kOneCard.find("{\"id\"")),
-        R"("id": 0)", R"("id": 5)"), "TR6Y46010302", "TR1V57100501"), "]}", "") + "]}");
+    const std::string two = edit(
+        kOneCard, "]}",
+        "," +
+            edit(edit(edit(kOneCard.substr(kOneCard.find("{\"id\"")), R"("id": 0)", R"("id": 5)"),
+                      "TR6Y46010302", "TR1V57100501"),
+                 "]}", "") +
+            "]}");
     auto r = parse_efsmi_json(two);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 2u);
@@ -94,7 +103,8 @@ std::vector<Bad> bad_cases() {
     auto e = [&](const std::string& s) { return kSrc + s; };
     return {
         {"Empty", "", e("empty output")},
-        {"Garbage", "Segmentation fault", e("byte 1: syntax error while parsing value - invalid literal; last read: 'S'")},
+        {"Garbage", "Segmentation fault",
+         e("byte 1: syntax error while parsing value - invalid literal; last read: 'S'")},
         {"Truncated", f.substr(0, 100),
          e("byte 101: syntax error while parsing object - unexpected end of input; expected '}'")},
         {"UsageText", "usage: efsmi [-q] [-L]\n",
@@ -103,11 +113,16 @@ std::vector<Bad> bad_cases() {
         {"DevicesNotAList", R"({"devices": {}})", e("no 'devices' array")},
         {"DeviceNotAnObject", R"({"devices": [1]})", e("devices[0]: not an object")},
         {"NoUuid", edit(f, R"("Dev UUID": "TR6Y46010302", )", ""), e("devices[0]: no 'Dev UUID'")},
-        {"NoPcie", edit(f, R"("Domain": "0000", "Bus": "17",)", ""), e("devices[0]: no 'Domain', 'Bus'")},
-        {"BadMemory", edit(f, "42976 MiB", "lots"), e("devices[0]: bad value 'lots' for 'Total Size'")},
-        {"NegativeMemory", edit(f, R"("42976 MiB")", "-5"), e("devices[0]: bad value '-5 MiB' for 'Total Size'")},
-        {"BadBus", edit(f, R"("Bus": "17")", R"("Bus": "1x")"), e("devices[0]: bad value '1x' for 'Bus'")},
-        {"BadHealth", edit(f, R"("Health": "True")", R"("Health": 3)"), e("devices[0]: bad value '3' for 'Health'")},
+        {"NoPcie", edit(f, R"("Domain": "0000", "Bus": "17",)", ""),
+         e("devices[0]: no 'Domain', 'Bus'")},
+        {"BadMemory", edit(f, "42976 MiB", "lots"),
+         e("devices[0]: bad value 'lots' for 'Total Size'")},
+        {"NegativeMemory", edit(f, R"("42976 MiB")", "-5"),
+         e("devices[0]: bad value '-5 MiB' for 'Total Size'")},
+        {"BadBus", edit(f, R"("Bus": "17")", R"("Bus": "1x")"),
+         e("devices[0]: bad value '1x' for 'Bus'")},
+        {"BadHealth", edit(f, R"("Health": "True")", R"("Health": 3)"),
+         e("devices[0]: bad value '3' for 'Health'")},
         {"BadId", edit(f, R"("id": 0)", R"("id": -1)"), e("devices[0]: bad id '-1'")},
         {"DuplicateId", edit(f, "]}", "," + f.substr(f.find("{\"id\""))),
          e("devices[1]: duplicate id 0")},
@@ -136,7 +151,8 @@ TEST(Backend, NamesRoundTrip) {
     }
     auto bad = parse_backend("nvml");
     ASSERT_FALSE(bad);
-    EXPECT_EQ(bad.error().what(), "unknown backend 'nvml' (expected auto, efsmi-json, efsmi-text or libefml)");
+    EXPECT_EQ(bad.error().what(),
+              "unknown backend 'nvml' (expected auto, efsmi-json, efsmi-text or libefml)");
 }
 
 }  // namespace

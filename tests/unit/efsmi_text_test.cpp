@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `efsmi -q` text parser on the shared fixtures as they are, on the variants drivers print,
 // and on every malformed case with the exact error a user sees. Also parse_memory.
-#include "efsmi_card.hpp"
-#include "inject/discover.hpp"
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "efsmi_card.hpp"
+#include "inject/discover.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -19,12 +19,17 @@ using testutil::expect_card0;
 
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
-std::string fixture1() { return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-1dev.txt")); }
-std::string fixture2() { return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-2dev.txt")); }
+std::string fixture1() {
+    return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-1dev.txt"));
+}
+std::string fixture2() {
+    return testutil::read_file(testutil::fixture("efsmi/efsmi-q-s60-2dev.txt"));
+}
 
 // Replaces every occurrence.
 std::string edit_all(std::string text, const std::string& from, const std::string& to) {
-    for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+    for (auto pos = text.find(from); pos != std::string::npos;
+         pos = text.find(from, pos + to.size()))
         text.replace(pos, from.size(), to);
     return text;
 }
@@ -46,7 +51,8 @@ TEST(EfsmiText, TwoCardFixtureEveryField) {
 }
 
 TEST(EfsmiText, OldDriverT10FixtureEveryField) {
-    auto r = parse_efsmi_text(testutil::read_file(testutil::fixture("efsmi/efsmi-q-t10-old-driver.txt")));
+    auto r = parse_efsmi_text(
+        testutil::read_file(testutil::fixture("efsmi/efsmi-q-t10-old-driver.txt")));
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->size(), 1u);
     expect_card((*r)[0], {0, "GCU-U53000080105", "B1C2330100021", "T10", "0000:3b:00.0", "c033",
@@ -62,7 +68,8 @@ struct Variant {
 std::vector<Variant> variants() {
     const std::string f = fixture1();
     return {
-        {"OldDriverKeys", edit(edit(f, "Total Size   ", "Mem Size     "), "Used Size   ", "Mem Usage   ")},
+        {"OldDriverKeys",
+         edit(edit(f, "Total Size   ", "Mem Size     "), "Used Size   ", "Mem Usage   ")},
         {"TempUnitC", edit(f, "35 ℃", "35 C")},
         {"TempUnitDegreeC", edit(f, "35 ℃", "35 °C")},
         {"TempUnitNoSpace", edit(f, "35 ℃", "35℃")},
@@ -72,7 +79,8 @@ std::vector<Variant> variants() {
         {"CrLfLineEnds", edit_all(f, "\n", "\r\n")},
         {"NoBanner", f.substr(f.find("DEV ID 0"))},
         {"BlankLinesBetweenSections", edit_all(f, "\n    ", "\n\n    ")},
-        {"TrailingBanner", f + "-------------------------------------------------------------------------------\n"},
+        {"TrailingBanner",
+         f + "-------------------------------------------------------------------------------\n"},
         {"UppercaseHex", edit(f, "c035", "C035")},
         {"HexPrefix", edit(f, ": c035", ": 0xc035")},
     };
@@ -106,7 +114,8 @@ TEST(EfsmiText, BannerOnlyIsZeroCards) {
 TEST(EfsmiText, SourceNamesTheInput) {
     auto r = parse_efsmi_text("junk\n", "efsmi-text");
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "efsmi-text: line 1: unexpected text 'junk' before the first DEV ID");
+    EXPECT_EQ(r.error().what(),
+              "efsmi-text: line 1: unexpected text 'junk' before the first DEV ID");
 }
 
 struct Bad {
@@ -120,7 +129,8 @@ std::vector<Bad> bad_cases() {
     const std::string f2 = fixture2();
     const std::string head = f.substr(0, f.find("        Dev UUID"));
     return {
-        {"BadTotalSize", edit(f, "42976 MiB", "x"), "efsmi -q: line 36: bad value 'x' for 'Total Size'"},
+        {"BadTotalSize", edit(f, "42976 MiB", "x"),
+         "efsmi -q: line 36: bad value 'x' for 'Total Size'"},
         {"TotalSizeWithoutUnit", edit(f, "42976 MiB", "42976"),
          "efsmi -q: line 36: bad value '42976' for 'Total Size'"},
         {"BadOldMemSize", edit(f, "Total Size              : 42976 MiB", "Mem Size : lots"),
@@ -129,7 +139,8 @@ std::vector<Bad> bad_cases() {
          "efsmi -q: line 37: duplicate memory size ('Mem Size')"},
         {"NoUuid", edit(f, "        Dev UUID                : TR6Y46010302\n", ""),
          "efsmi -q: line 5: DEV ID 0: no 'Dev UUID'"},
-        {"EmptyUuid", edit(f, ": TR6Y46010302", ":"), "efsmi -q: line 10: bad value '' for 'Dev UUID'"},
+        {"EmptyUuid", edit(f, ": TR6Y46010302", ":"),
+         "efsmi -q: line 10: bad value '' for 'Dev UUID'"},
         {"UuidWithSpace", edit(f, "TR6Y46010302", "TR6Y 4601"),
          "efsmi -q: line 10: bad value 'TR6Y 4601' for 'Dev UUID'"},
         {"TruncatedBlock", head,
@@ -137,7 +148,8 @@ std::vector<Bad> bad_cases() {
         {"TruncatedMidValue", f.substr(0, f.find("42976 MiB") + 3),
          "efsmi -q: line 36: bad value '429' for 'Total Size'"},
         {"TruncatedSecondCard", f2.substr(0, f2.find("    Device Info", f2.find("DEV ID 1"))),
-         "efsmi -q: line 59: DEV ID 1: no 'Dev Name', 'Dev UUID', 'Total Size', 'Domain', 'Bus', 'Dev', 'Func'"},
+         "efsmi -q: line 59: DEV ID 1: no 'Dev Name', 'Dev UUID', 'Total Size', 'Domain', 'Bus', "
+         "'Dev', 'Func'"},
         {"NoFinalNewline", f.substr(0, f.size() - 1),
          "efsmi -q: line 58: output ends in the middle of a line (truncated?)"},
         {"TruncatedAtSectionName", f.substr(0, f.find("Total DBE") + 12),
@@ -145,24 +157,35 @@ std::vector<Bad> bad_cases() {
         {"TruncatedAfterSectionName", f.substr(0, f.find("RMA Info") + 9),
          "efsmi -q: line 51: output ends after 'RMA Info' (truncated?)"},
         {"Garbage", "Segmentation fault (core dumped)\n",
-         "efsmi -q: line 1: unexpected text 'Segmentation fault (core dumped)' before the first DEV ID"},
+         "efsmi -q: line 1: unexpected text 'Segmentation fault (core dumped)' before the first "
+         "DEV ID"},
         {"BinaryInBlock", edit(f, "    Clock Info\n", "    \x01\x02\xff\n"),
-         "efsmi -q: line 29: unexpected text '?" "?" "?'"},
+         "efsmi -q: line 29: unexpected text '?"
+         "?"
+         "?'"},
         {"Empty", "", "efsmi -q: empty output"},
         {"OnlyWhitespace", "\n  \n", "efsmi -q: empty output"},
-        {"BadHealth", edit(f, ": True", ": Maybe"), "efsmi -q: line 14: bad value 'Maybe' for 'Health'"},
+        {"BadHealth", edit(f, ": True", ": Maybe"),
+         "efsmi -q: line 14: bad value 'Maybe' for 'Health'"},
         {"BadBus", edit(f, ": 17\n", ": zz\n"), "efsmi -q: line 19: bad value 'zz' for 'Bus'"},
-        {"BusOutOfRange", edit(f, ": 17\n", ": 100\n"), "efsmi -q: line 19: bad value '100' for 'Bus'"},
+        {"BusOutOfRange", edit(f, ": 17\n", ": 100\n"),
+         "efsmi -q: line 19: bad value '100' for 'Bus'"},
         {"FuncOutOfRange", edit(f, "Func                    : 0", "Func : 9"),
          "efsmi -q: line 21: bad value '9' for 'Func'"},
-        {"BadDomain", edit(f, ": 0000\n", ": 0000:\n"), "efsmi -q: line 18: bad value '0000:' for 'Domain'"},
-        {"BadDeviceId", edit(f, ": c035", ": c0356"), "efsmi -q: line 17: bad value 'c0356' for 'Device ID'"},
+        {"BadDomain", edit(f, ": 0000\n", ": 0000:\n"),
+         "efsmi -q: line 18: bad value '0000:' for 'Domain'"},
+        {"BadDeviceId", edit(f, ": c035", ": c0356"),
+         "efsmi -q: line 17: bad value 'c0356' for 'Device ID'"},
         {"DuplicateKey", edit(f, "Dev SN ", "Dev UUID"), "efsmi -q: line 11: duplicate 'Dev UUID'"},
-        {"DuplicateDevId", edit(f2, "DEV ID 1", "DEV ID 0"), "efsmi -q: line 59: duplicate DEV ID 0"},
-        {"BadDevIdLine", edit(f, "DEV ID 0", "DEV ID zero"), "efsmi -q: line 5: bad card line 'DEV ID zero'"},
-        {"EmptyKey", edit(f, "    Clock Info\n", "    : 12\n"), "efsmi -q: line 29: unexpected text ': 12'"},
+        {"DuplicateDevId", edit(f2, "DEV ID 1", "DEV ID 0"),
+         "efsmi -q: line 59: duplicate DEV ID 0"},
+        {"BadDevIdLine", edit(f, "DEV ID 0", "DEV ID zero"),
+         "efsmi -q: line 5: bad card line 'DEV ID zero'"},
+        {"EmptyKey", edit(f, "    Clock Info\n", "    : 12\n"),
+         "efsmi -q: line 29: unexpected text ': 12'"},
         {"LongGarbageIsCut", std::string(100, 'x') + "\n",
-         "efsmi -q: line 1: unexpected text '" + std::string(60, 'x') + "...' before the first DEV ID"},
+         "efsmi -q: line 1: unexpected text '" + std::string(60, 'x') +
+             "...' before the first DEV ID"},
     };
 }
 
@@ -203,8 +226,10 @@ const Mem kMemory[] = {
     {"NoUnit", "42976", 0, "bad memory size '42976': no unit"},
     {"UnknownUnit", "4 XB", 0, "bad memory size '4 XB': unknown unit 'XB'"},
     {"DotWithoutDigits", "1. GiB", 0, "bad memory size '1. GiB': no digits after '.'"},
-    {"TooLarge", "18446744073709551615 GiB", 0, "bad memory size '18446744073709551615 GiB': too large"},
-    {"NumberOverflow", "99999999999999999999 B", 0, "bad memory size '99999999999999999999 B': too large"},
+    {"TooLarge", "18446744073709551615 GiB", 0,
+     "bad memory size '18446744073709551615 GiB': too large"},
+    {"NumberOverflow", "99999999999999999999 B", 0,
+     "bad memory size '99999999999999999999 B': too large"},
 };
 
 class ParseMemory : public testing::TestWithParam<Mem> {};

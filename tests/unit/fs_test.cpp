@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/fs.hpp"
 
-#include "test_util.hpp"
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -18,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "test_util.hpp"
 
 namespace stdfs = std::filesystem;
 using testutil::TempDir;
@@ -60,10 +59,13 @@ std::vector<std::string> created_while(const std::string& dir, const std::functi
 TEST(AtomicWrite, TempNameIsADotFileOnlyWhenAsked) {
     TempDir d;
     const auto p = d / "enflame";
-    auto names = created_while(d.path(), [&] { ASSERT_TRUE(inject::fs::atomic_write(p, "a=1\n")); });
+    auto names =
+        created_while(d.path(), [&] { ASSERT_TRUE(inject::fs::atomic_write(p, "a=1\n")); });
     ASSERT_EQ(names.size(), 1u);
     EXPECT_TRUE(names[0].starts_with("enflame.tmp.")) << names[0];
-    names = created_while(d.path(), [&] { ASSERT_TRUE(inject::fs::atomic_write(p, "a=2\n", {.hidden_temp = true})); });
+    names = created_while(d.path(), [&] {
+        ASSERT_TRUE(inject::fs::atomic_write(p, "a=2\n", {.hidden_temp = true}));
+    });
     ASSERT_EQ(names.size(), 1u);
     EXPECT_TRUE(names[0].starts_with(".enflame.tmp.")) << names[0];
     EXPECT_EQ(testutil::read_file(p), "a=2\n");
@@ -147,7 +149,8 @@ TEST(AtomicWrite, NotDurableNeverStrandsADirectoryThatAppears) {
     std::vector<std::string> left;
     for (const auto& e : stdfs::directory_iterator(d.path()))
         if (e.path() != stdfs::path(p)) left.push_back(e.path().filename());
-    EXPECT_TRUE(left.empty()) << left.size() << " left, e.g. " << (left.empty() ? "" : left.front());
+    EXPECT_TRUE(left.empty()) << left.size() << " left, e.g. "
+                              << (left.empty() ? "" : left.front());
     EXPECT_GT(written, 0);
 }
 
@@ -173,7 +176,8 @@ TEST(AtomicWrite, FailureLeavesOldFileAndNoTemp) {
     int flags = 0;
     if (::ioctl(dir.get(), FS_IOC_GETFLAGS, &flags) != 0) GTEST_SKIP() << "no inode flags here";
     int immutable = flags | FS_IMMUTABLE_FL;
-    if (::ioctl(dir.get(), FS_IOC_SETFLAGS, &immutable) != 0) GTEST_SKIP() << "cannot set immutable";
+    if (::ioctl(dir.get(), FS_IOC_SETFLAGS, &immutable) != 0)
+        GTEST_SKIP() << "cannot set immutable";
     auto r = inject::fs::atomic_write(d / "sub/f", "new");
     ::ioctl(dir.get(), FS_IOC_SETFLAGS, &flags);
     ASSERT_FALSE(r);
@@ -242,7 +246,9 @@ TEST_P(InRoot, StaysInside) {
     auto p = inject::fs::fd_path(fd->get());
     ASSERT_TRUE(p);
     auto real_root = stdfs::canonical(d_.path()).string();
-    std::string want = real_root + (std::string(GetParam().expect).empty() ? "" : "/" + std::string(GetParam().expect));
+    std::string want =
+        real_root +
+        (std::string(GetParam().expect).empty() ? "" : "/" + std::string(GetParam().expect));
     EXPECT_EQ(*p, want);
 }
 

@@ -5,11 +5,8 @@
 // cgroup opens the nodes: the requested card opens (ENXIO: no driver behind the simulated
 // node, so the cgroup let it through), another card and what the runtime denied give EPERM,
 // and what the runtime allowed still opens. Needs root and a cgroup2 mount.
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "test_util.hpp"
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -22,7 +19,9 @@
 #include <filesystem>
 #include <string>
 
-#include <gtest/gtest.h>
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -55,7 +54,9 @@ public:
         stdfs::create_directory(children_.back());
         return children_.back();
     }
-    [[nodiscard]] inject::fs::UniqueFd fd() const { return inject::fs::UniqueFd(::open(path_.c_str(), O_RDONLY | O_DIRECTORY)); }
+    [[nodiscard]] inject::fs::UniqueFd fd() const {
+        return inject::fs::UniqueFd(::open(path_.c_str(), O_RDONLY | O_DIRECTORY));
+    }
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
@@ -72,7 +73,9 @@ int probe(const std::string& cg, const std::string& path, int mknod_minor = -1) 
         if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(200);
         ::close(fd);
         if (mknod_minor >= 0) {
-            if (::mknod(path.c_str(), S_IFCHR | 0600, makedev(kMajor, static_cast<unsigned>(mknod_minor))) != 0) ::_exit(errno);
+            if (::mknod(path.c_str(), S_IFCHR | 0600,
+                        makedev(kMajor, static_cast<unsigned>(mknod_minor))) != 0)
+                ::_exit(errno);
             ::_exit(0);
         }
         fd = ::open(path.c_str(), O_RDWR);
@@ -103,7 +106,9 @@ protected:
             GTEST_SKIP() << "needs root and a cgroup2 mount";
         }
         for (int m : {0, 1})
-            ASSERT_EQ(::mknod((dir_ / ("gcu" + std::to_string(m))).c_str(), S_IFCHR | 0666, makedev(kMajor, static_cast<unsigned>(m))), 0);
+            ASSERT_EQ(::mknod((dir_ / ("gcu" + std::to_string(m))).c_str(), S_IFCHR | 0666,
+                              makedev(kMajor, static_cast<unsigned>(m))),
+                      0);
         name_ = "/ectk-bpf-test-" + std::to_string(::getpid());
     }
     // What runc's filter holds for this test: everything denied but /dev/null (and card 0's mknod,
@@ -120,7 +125,10 @@ TEST_F(CgroupV2, HookExtendsTheRuntimeFilterWithTheRequestedCardOnly) {
     EXPECT_EQ(probe(cg.path(), gcu1), ENXIO);
     {
         auto fd = cg.fd();
-        { auto a = inject::hook::attach_device_filter(fd.get(), runtime_rules_); ASSERT_TRUE(a) << a.error().what(); }
+        {
+            auto a = inject::hook::attach_device_filter(fd.get(), runtime_rules_);
+            ASSERT_TRUE(a) << a.error().what();
+        }
     }
     // The runtime's filter: card 1 denied, /dev/null allowed, /dev/zero denied.
     EXPECT_EQ(probe(cg.path(), gcu1), EPERM);
@@ -130,7 +138,8 @@ TEST_F(CgroupV2, HookExtendsTheRuntimeFilterWithTheRequestedCardOnly) {
     // The hook, as it runs for a container whose init is in that cgroup (a fake /proc/<pid>/cgroup
     // names it: the real hook reads the runtime's pid there), asked for card 1.
     testutil::write_file(dir_ / "proc/42/cgroup", "0::" + name_ + "\n");
-    auto r = inject::hook::allow_devices(42, {node("/dev/gcu1", 1)}, {}, "/sys/fs/cgroup", dir_ / "proc");
+    auto r = inject::hook::allow_devices(42, {node("/dev/gcu1", 1)}, {}, "/sys/fs/cgroup",
+                                         dir_ / "proc");
     ASSERT_TRUE(r) << r.error().what();
 
     EXPECT_EQ(probe(cg.path(), gcu1), ENXIO) << "the requested card is allowed";
@@ -155,9 +164,13 @@ TEST_F(CgroupV2, EveryProgramOfAMultiAttachIsExtended) {
     Cgroup cg(mount_ + name_);
     auto fd = cg.fd();
     // Two filters: both must allow. The second also allows card 0 and /dev/zero.
-    { auto a = inject::hook::attach_device_filter(fd.get(), runtime_rules_); ASSERT_TRUE(a) << a.error().what(); }
+    {
+        auto a = inject::hook::attach_device_filter(fd.get(), runtime_rules_);
+        ASSERT_TRUE(a) << a.error().what();
+    }
     ASSERT_TRUE(inject::hook::attach_device_filter(
-        fd.get(), {R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 1, {}, "rwm"}, R{true, 'c', kMajor, 0, "rw"}}));
+        fd.get(),
+        {R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 1, {}, "rwm"}, R{true, 'c', kMajor, 0, "rw"}}));
     EXPECT_EQ(probe(cg.path(), dir_ / "gcu0"), EPERM) << "the first filter denies it";
     auto n = inject::hook::extend_device_filters(fd.get(), {R{true, 'c', kMajor, 1, "rw"}});
     ASSERT_TRUE(n) << n.error().what();
@@ -180,15 +193,18 @@ TEST_F(CgroupV2, NoFilterIsNothingToDoAParentsFilterFailsClosed) {
     ASSERT_TRUE(inject::hook::attach_device_filter(pfd.get(), runtime_rules_));
     auto r = inject::hook::extend_device_filters(cfd.get(), {R{true, 'c', kMajor, 1, "rw"}});
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "the device filter comes from a parent cgroup, not the container's own");
+    EXPECT_EQ(r.error().what(),
+              "the device filter comes from a parent cgroup, not the container's own");
     EXPECT_EQ(probe(child, dir_ / "gcu1"), EPERM);
 
     // Through the hook: one line saying why, naming the node.
     testutil::write_file(dir_ / "proc/42/cgroup", "0::" + name_ + "/c\n");
-    auto h = inject::hook::allow_devices(42, {node("/dev/gcu1", 1)}, {}, "/sys/fs/cgroup", dir_ / "proc");
+    auto h = inject::hook::allow_devices(42, {node("/dev/gcu1", 1)}, {}, "/sys/fs/cgroup",
+                                         dir_ / "proc");
     ASSERT_FALSE(h);
     EXPECT_EQ(h.error().what(),
-              "cannot allow /dev/gcu1 on cgroup v2: cgroup " + name_ + "/c: the device filter comes from a parent cgroup, not the container's own");
+              "cannot allow /dev/gcu1 on cgroup v2: cgroup " + name_ +
+                  "/c: the device filter comes from a parent cgroup, not the container's own");
 }
 
 }  // namespace

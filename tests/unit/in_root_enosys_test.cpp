@@ -2,12 +2,11 @@
 // The in-root cases of mount_test.cpp again, with openat2 failing with ENOSYS (the crun trick:
 // a seccomp filter in this test process only, no global switch), so every lookup goes through
 // the component walk of in_root.cpp. Same trees, same expected results, same error text.
-#include "mount_test.cpp"  // NOLINT(bugprone-suspicious-include): rerun the same table
-
+#include <linux/openat2.h>
 #include <seccomp.h>
 #include <sys/syscall.h>
 
-#include <linux/openat2.h>
+#include "mount_test.cpp"  // NOLINT(bugprone-suspicious-include): rerun the same table
 
 namespace {
 

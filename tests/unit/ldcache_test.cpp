@@ -5,14 +5,15 @@
 // order), and every truncation and many random byte flips of a real cache (no crash, no read
 // outside the buffer: the asan preset runs this too).
 #include "inject/ldcache.hpp"
-#include "inject/process.hpp"
-#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <random>
+
+#include "inject/process.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -24,15 +25,17 @@ const char* kLdconfig = "/sbin/ldconfig";
 
 /// A real shared object to index: the host's libz (every Debian has it).
 std::string host_libz() {
-    for (const char* p : {"/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1",
-                          "/usr/lib/aarch64-linux-gnu/libz.so.1", "/lib/aarch64-linux-gnu/libz.so.1"})
+    for (const char* p :
+         {"/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1",
+          "/usr/lib/aarch64-linux-gnu/libz.so.1", "/lib/aarch64-linux-gnu/libz.so.1"})
         if (::access(p, R_OK) == 0) return p;
     return {};
 }
 
 /// Runs the host's ldconfig (`-X`: no links, `-f` an empty conf) over `dir` writing `cache`
 /// in `format`; returns its `-p` listing.
-std::string ldconfig_cache(const TempDir& t, const std::string& dir, const std::string& cache, const std::string& format) {
+std::string ldconfig_cache(const TempDir& t, const std::string& dir, const std::string& cache,
+                           const std::string& format) {
     testutil::write_file(t / "ld.so.conf", "");
     inject::process::Command po;
     po.path = kLdconfig;
@@ -64,7 +67,8 @@ struct RealCache {
 TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
     for (const std::string format : {"new", "compat"}) {
         RealCache rc(format);
-        if (!rc.ok) TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
+        if (!rc.ok)
+            TESTUTIL_SKIP_OR_FAIL(std::string("no ") + kLdconfig + " or libz on this machine");
         const std::string bytes = testutil::read_file(rc.cache);
         auto entries = parse(bytes);
         ASSERT_TRUE(entries) << format << ": " << entries.error().what();
@@ -74,8 +78,10 @@ TEST(LdCache, ReadsWhatTheHostLdconfigWrites) {
         std::size_t listed = 0;
         for (const auto& e : *entries) {
             // Each entry is in the listing as "\t<key> (...) => <value>".
-            EXPECT_NE(rc.listing.find("\t" + std::string(e.key) + " ("), std::string::npos) << e.key;
-            EXPECT_NE(rc.listing.find("=> " + std::string(e.value) + "\n"), std::string::npos) << e.value;
+            EXPECT_NE(rc.listing.find("\t" + std::string(e.key) + " ("), std::string::npos)
+                << e.key;
+            EXPECT_NE(rc.listing.find("=> " + std::string(e.value) + "\n"), std::string::npos)
+                << e.value;
             if (e.value == rc.lib_dir + "/libz.so.1") {
                 ++listed;
                 EXPECT_EQ(e.key, "libz.so.1");
@@ -96,7 +102,8 @@ TEST(LdCache, OldFormatOnlyIsUnsupported) {
     auto entries = parse(bytes);
     ASSERT_FALSE(entries);
     EXPECT_EQ(entries.error().code(), Errc::Unsupported);
-    EXPECT_EQ(entries.error().what(), "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)");
+    EXPECT_EQ(entries.error().what(),
+              "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)");
 }
 
 // --- hand-made files ---
@@ -115,10 +122,11 @@ void put(std::string& s, std::size_t at, T v) {
 
 /// A new-format file: the header, `raws` as given, then `strings` (offsets in `raws` count
 /// from the start of the file).
-std::string new_format(const std::vector<Raw>& raws, const std::string& strings, std::uint8_t endian = 2,
-                       std::uint32_t nlibs_override = 0) {
+std::string new_format(const std::vector<Raw>& raws, const std::string& strings,
+                       std::uint8_t endian = 2, std::uint32_t nlibs_override = 0) {
     std::string s(kMagicNew);
-    put<std::uint32_t>(s, 20, nlibs_override ? nlibs_override : static_cast<std::uint32_t>(raws.size()));
+    put<std::uint32_t>(s, 20,
+                       nlibs_override ? nlibs_override : static_cast<std::uint32_t>(raws.size()));
     put<std::uint32_t>(s, 24, static_cast<std::uint32_t>(strings.size()));
     put<std::uint8_t>(s, 28, endian);
     put<std::uint32_t>(s, 44, 0);
@@ -165,30 +173,36 @@ std::vector<Hostile> hostile_files() {
     put<std::uint32_t>(compat_no_new, 12, 0);
     compat_no_new += "garbage!garbage!garbage!";
     return {
-        {"Empty", "", Errc::InvalidInput, "ld.so.cache: byte 0: not an ld.so.cache (no known magic)"},
-        {"OtherMagic", "GLIBC-LD.SO.CACHE1.1 and more bytes here to fill the header...", Errc::InvalidInput,
+        {"Empty", "", Errc::InvalidInput,
          "ld.so.cache: byte 0: not an ld.so.cache (no known magic)"},
-        {"MagicOnly", std::string(kMagicNew), Errc::InvalidInput, "ld.so.cache: byte 20: new header cut short"},
+        {"OtherMagic", "GLIBC-LD.SO.CACHE1.1 and more bytes here to fill the header...",
+         Errc::InvalidInput, "ld.so.cache: byte 0: not an ld.so.cache (no known magic)"},
+        {"MagicOnly", std::string(kMagicNew), Errc::InvalidInput,
+         "ld.so.cache: byte 20: new header cut short"},
         {"HugeCount", new_format({}, "", 2, 0xffffffffu), Errc::InvalidInput,
          "ld.so.cache: byte 48: 4294967295 entries do not fit"},
-        {"CountOneTooMany", new_format({{0x0303, kStr1, kStr1 + 2, 0}}, good_strings, 2, 2), Errc::InvalidInput,
-         "ld.so.cache: byte 48: 2 entries do not fit"},
-        {"KeyPastEnd", new_format({{0x0303, 0xfffffff0u, kStr1 + 2, 0}}, good_strings), Errc::InvalidInput,
-         "ld.so.cache: byte 48: key offset 4294967280 past the end"},
-        {"ValuePastEndByOne", new_format({{0x0303, kStr1, kStr1 + 5, 0}}, good_strings), Errc::InvalidInput,
-         "ld.so.cache: byte 48: value offset 77 past the end"},
+        {"CountOneTooMany", new_format({{0x0303, kStr1, kStr1 + 2, 0}}, good_strings, 2, 2),
+         Errc::InvalidInput, "ld.so.cache: byte 48: 2 entries do not fit"},
+        {"KeyPastEnd", new_format({{0x0303, 0xfffffff0u, kStr1 + 2, 0}}, good_strings),
+         Errc::InvalidInput, "ld.so.cache: byte 48: key offset 4294967280 past the end"},
+        {"ValuePastEndByOne", new_format({{0x0303, kStr1, kStr1 + 5, 0}}, good_strings),
+         Errc::InvalidInput, "ld.so.cache: byte 48: value offset 77 past the end"},
         {"KeyIntoHeader", new_format({{0x0303, 0, kStr1 + 2, 0}}, good_strings), Errc::InvalidInput,
          "ld.so.cache: byte 48: entry 0 points into the entry table"},
         {"ValueIntoEntries", new_format({{0x0303, kStr1, 50, 0}}, good_strings), Errc::InvalidInput,
          "ld.so.cache: byte 48: entry 0 points into the entry table"},
-        {"Unterminated", new_format({{0x0303, kStr1, kStr1 + 2, 0}}, std::string("k\0/v", 4)), Errc::InvalidInput,
-         "ld.so.cache: byte 48: value string is not terminated"},
-        {"BigEndian", new_format({}, "", 3), Errc::Unsupported, "ld.so.cache: written for the other byte order (flag 3)"},
-        {"BadEndianFlag", new_format({}, "", 1), Errc::Unsupported, "ld.so.cache: written for the other byte order (flag 1)"},
-        {"CompatHugeOldCount", compat_huge, Errc::InvalidInput, "ld.so.cache: byte 16: 2147483647 old entries do not fit"},
+        {"Unterminated", new_format({{0x0303, kStr1, kStr1 + 2, 0}}, std::string("k\0/v", 4)),
+         Errc::InvalidInput, "ld.so.cache: byte 48: value string is not terminated"},
+        {"BigEndian", new_format({}, "", 3), Errc::Unsupported,
+         "ld.so.cache: written for the other byte order (flag 3)"},
+        {"BadEndianFlag", new_format({}, "", 1), Errc::Unsupported,
+         "ld.so.cache: written for the other byte order (flag 1)"},
+        {"CompatHugeOldCount", compat_huge, Errc::InvalidInput,
+         "ld.so.cache: byte 16: 2147483647 old entries do not fit"},
         {"CompatWithoutNewTable", compat_no_new, Errc::Unsupported,
          "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)"},
-        {"OldHeaderCut", std::string(kMagicOld), Errc::InvalidInput, "ld.so.cache: byte 11: old header cut short"},
+        {"OldHeaderCut", std::string(kMagicOld), Errc::InvalidInput,
+         "ld.so.cache: byte 11: old header cut short"},
         {"TooLarge", std::string(kMagicNew) + std::string(kMaxCacheBytes, '\0'), Errc::InvalidInput,
          "ld.so.cache: byte 16777216: larger than 16777216 bytes"},
     };
@@ -226,8 +240,9 @@ TEST(LdCache, TheTotalScannedForStringsIsBounded) {
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().code(), Errc::InvalidInput);
     const std::size_t stopped = 48 + (kMaxScanBytes / (2 * (kMaxStringBytes + 1))) * 24;
-    EXPECT_EQ(e.error().what(), "ld.so.cache: byte " + std::to_string(stopped) +
-                                    ": the strings of the entries add up to more than 67108864 bytes");
+    EXPECT_EQ(e.error().what(),
+              "ld.so.cache: byte " + std::to_string(stopped) +
+                  ": the strings of the entries add up to more than 67108864 bytes");
 }
 
 class LdCacheHostile : public ::testing::TestWithParam<Hostile> {};
@@ -308,14 +323,14 @@ TEST(LdCache, FirstNativeEntryPerKeyInOurFolders) {
     GTEST_SKIP() << "entries below use x86-64 flags";
 #endif
     const std::vector<Entry> entries = {
-        {0x0003, "liba.so.1", "/usr/lib/i386/liba.so.1", 0},   // not native: ignored
-        {0x0303, "liba.so.1", "/usr/lib/liba.so.1", 0},        // a's winner, ours
-        {0x0303, "liba.so.1", "/opt/other/liba.so.1", 0},      // shadowed
-        {0x0303, "libb.so.2", "/opt/other/libb.so.2", 0},      // b's winner, not our folder
-        {0x0303, "libb.so.2", "/usr/lib/libb.so.2", 0},        // shadowed by the one above
+        {0x0003, "liba.so.1", "/usr/lib/i386/liba.so.1", 0},  // not native: ignored
+        {0x0303, "liba.so.1", "/usr/lib/liba.so.1", 0},       // a's winner, ours
+        {0x0303, "liba.so.1", "/opt/other/liba.so.1", 0},     // shadowed
+        {0x0303, "libb.so.2", "/opt/other/libb.so.2", 0},     // b's winner, not our folder
+        {0x0303, "libb.so.2", "/usr/lib/libb.so.2", 0},       // shadowed by the one above
         {0x0303, "libc.so.3", "/usr/lib/glibc-hwcaps/x86-64-v3/libc.so.3", 1ull << 62},
-        {0x0303, "libc.so.3", "/usr/lib/libc.so.3", 0},        // an hwcap sibling may win: left out
-        {0x0303, "libd.so", "/usr/local/lib/libd.so", 0},      // our second folder
+        {0x0303, "libc.so.3", "/usr/lib/libc.so.3", 0},    // an hwcap sibling may win: left out
+        {0x0303, "libd.so", "/usr/local/lib/libd.so", 0},  // our second folder
     };
     auto got = first_native_in(entries, {"/usr/lib", "/usr/local/lib"});
     ASSERT_EQ(got.size(), 2u);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/oci.hpp"
 
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
-#include <sys/stat.h>
+#include "test_util.hpp"
 
 namespace cdi = inject::cdi;
 namespace oci = inject::oci;
@@ -19,10 +19,18 @@ cdi::ContainerEdits card_edits() {
     cdi::ContainerEdits e;
     e.env = {"ENFLAME_VISIBLE_DEVICES=void", "TOPS_VISIBLE_DEVICES=0"};
     cdi::DeviceNode gcu0{"/dev/gcu0", "/sim/dev/gcu0", "c", 238, 0, 0666u, "", 0u, 0u};
-    cdi::DeviceNode ctl{"/dev/gcuctl", "", "c", 238, 255, std::nullopt, "rw", std::nullopt, std::nullopt};
+    cdi::DeviceNode ctl{"/dev/gcuctl", "",   "c",          238,         255,
+                        std::nullopt,  "rw", std::nullopt, std::nullopt};
     e.device_nodes = {gcu0, ctl};
-    e.mounts = {{"/sim/usr/lib/libefml.so.1", "/usr/lib/libefml.so.1", "", {"ro", "nosuid", "nodev", "rbind", "rprivate"}}};
-    e.hooks = {{"createContainer", "/usr/bin/enflame-ctk", {"enflame-ctk", "hook", "update-ldcache"}, {"PATH=/usr/bin"}, std::nullopt}};
+    e.mounts = {{"/sim/usr/lib/libefml.so.1",
+                 "/usr/lib/libefml.so.1",
+                 "",
+                 {"ro", "nosuid", "nodev", "rbind", "rprivate"}}};
+    e.hooks = {{"createContainer",
+                "/usr/bin/enflame-ctk",
+                {"enflame-ctk", "hook", "update-ldcache"},
+                {"PATH=/usr/bin"},
+                std::nullopt}};
     e.additional_gids = {44, 0};
     return e;
 }
@@ -41,16 +49,18 @@ const char* kRuncSpec = R"({
 TEST(OciApply, AddsEverythingWhereTheSpecWantsIt) {
     auto spec = json::parse(kRuncSpec);
     ASSERT_TRUE(oci::apply(spec, card_edits()));
-    EXPECT_EQ(spec["process"]["env"],
-              json({"PATH=/bin", "TOPS_VISIBLE_DEVICES=0", "TERM=xterm", "ENFLAME_VISIBLE_DEVICES=void"}));
-    EXPECT_EQ(spec["linux"]["devices"],
-              json::parse(R"([{"path":"/dev/gcu0","type":"c","major":238,"minor":0,"fileMode":438,"uid":0,"gid":0},
+    EXPECT_EQ(spec["process"]["env"], json({"PATH=/bin", "TOPS_VISIBLE_DEVICES=0", "TERM=xterm",
+                                            "ENFLAME_VISIBLE_DEVICES=void"}));
+    EXPECT_EQ(
+        spec["linux"]["devices"],
+        json::parse(
+            R"([{"path":"/dev/gcu0","type":"c","major":238,"minor":0,"fileMode":438,"uid":0,"gid":0},
                               {"path":"/dev/gcuctl","type":"c","major":238,"minor":255}])"));
-    EXPECT_EQ(spec["linux"]["resources"]["devices"],
-              json::parse(R"([{"allow":false,"access":"rwm"},
+    EXPECT_EQ(spec["linux"]["resources"]["devices"], json::parse(R"([{"allow":false,"access":"rwm"},
                               {"allow":true,"type":"c","major":238,"minor":0,"access":"rwm"},
                               {"allow":true,"type":"c","major":238,"minor":255,"access":"rw"}])"));
-    EXPECT_EQ(spec["mounts"][1], json::parse(R"({"destination":"/usr/lib/libefml.so.1","type":"bind",
+    EXPECT_EQ(spec["mounts"][1],
+              json::parse(R"({"destination":"/usr/lib/libefml.so.1","type":"bind",
         "source":"/sim/usr/lib/libefml.so.1","options":["ro","nosuid","nodev","rbind","rprivate"]})"));
     EXPECT_EQ(spec["hooks"], json::parse(R"({"createContainer":[{"path":"/usr/bin/enflame-ctk",
         "args":["enflame-ctk","hook","update-ldcache"],"env":["PATH=/usr/bin"]}]})"));
@@ -72,7 +82,8 @@ TEST(OciApply, OrderedKeepsKeyOrder) {
     ASSERT_TRUE(oci::apply(spec, card_edits()));
     std::vector<std::string> keys;
     for (const auto& [k, v] : spec.items()) keys.push_back(k);
-    EXPECT_EQ(keys, (std::vector<std::string>{"ociVersion", "process", "root", "hostname", "mounts", "linux", "hooks"}));
+    EXPECT_EQ(keys, (std::vector<std::string>{"ociVersion", "process", "root", "hostname", "mounts",
+                                              "linux", "hooks"}));
     // An empty edit leaves the document byte-identical.
     auto plain = ordered_json::parse(kRuncSpec);
     ASSERT_TRUE(oci::apply(plain, cdi::ContainerEdits{}));
@@ -122,7 +133,8 @@ struct BadCase {
 
 const std::vector<BadCase> kBadCases = {
     {"NotAnObject", "[]", [](auto&) {}, "config.json: the spec is not a JSON object"},
-    {"EnvNotArray", R"({"process":{"env":"x"}})", [](auto&) {}, "config.json: 'process.env' is not an array"},
+    {"EnvNotArray", R"({"process":{"env":"x"}})", [](auto&) {},
+     "config.json: 'process.env' is not an array"},
     {"EnvNotStrings", R"({"process":{"env":[1]}})", [](auto&) {},
      "config.json: 'process.env' is not an array of strings"},
     {"LinuxNotObject", R"({"linux":[]})", [](auto&) {}, "config.json: 'linux' is not an object"},
@@ -148,11 +160,13 @@ const std::vector<BadCase> kBadCases = {
     {"HooksNotObject", R"({"hooks":[]})", [](auto&) {}, "config.json: 'hooks' is not an object"},
     {"RelativeHook", "{}", [](auto& e) { e.hooks[0].path = "enflame-ctk"; },
      "hook 'enflame-ctk': path is not absolute"},
-    {"UserNotObject", R"({"process":{"user":7}})", [](auto&) {}, "config.json: 'process.user' is not an object"},
+    {"UserNotObject", R"({"process":{"user":7}})", [](auto&) {},
+     "config.json: 'process.user' is not an object"},
     {"GidsNotArray", R"({"process":{"user":{"additionalGids":{}}}})", [](auto&) {},
      "config.json: 'process.user.additionalGids' is not an array"},
     {"OnlyGidZeroStillChecked", R"({"process":{"user":{"additionalGids":1}}})",
-     [](auto& e) { e.additional_gids = {0}; }, "config.json: 'process.user.additionalGids' is not an array"},
+     [](auto& e) { e.additional_gids = {0}; },
+     "config.json: 'process.user.additionalGids' is not an array"},
 };
 
 class OciBadTest : public ::testing::TestWithParam<BadCase> {};
@@ -178,11 +192,16 @@ TEST(OciAllowDevices, RulesOnlyIdempotentAllOrNothing) {
     auto spec = ordered_json::parse(kRuncSpec);
     const auto devices_before = spec["linux"].value("devices", ordered_json());
     ASSERT_TRUE(oci::allow_devices(spec, card_edits().device_nodes));
-    EXPECT_EQ(spec["linux"].value("devices", ordered_json()), devices_before) << "no linux.devices entry";
+    EXPECT_EQ(spec["linux"].value("devices", ordered_json()), devices_before)
+        << "no linux.devices entry";
     const auto& rules = spec["linux"]["resources"]["devices"];
     ASSERT_GE(rules.size(), 2u);
-    EXPECT_EQ(rules[rules.size() - 2], ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":0,"access":"rwm"})"));
-    EXPECT_EQ(rules.back(), ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":255,"access":"rw"})"));
+    EXPECT_EQ(
+        rules[rules.size() - 2],
+        ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":0,"access":"rwm"})"));
+    EXPECT_EQ(
+        rules.back(),
+        ordered_json::parse(R"({"allow":true,"type":"c","major":238,"minor":255,"access":"rw"})"));
     auto twice = spec;
     ASSERT_TRUE(oci::allow_devices(twice, card_edits().device_nodes));
     EXPECT_EQ(twice, spec);
@@ -199,7 +218,8 @@ TEST(OciAllowDevices, RulesOnlyIdempotentAllOrNothing) {
 
 TEST(FillDeviceNumbers, FromTheHostNode) {
     cdi::ContainerEdits e;
-    e.device_nodes.push_back(cdi::DeviceNode{"/dev/null", "", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
+    e.device_nodes.push_back(
+        cdi::DeviceNode{"/dev/null", "", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
     ASSERT_TRUE(oci::fill_device_numbers(e));
     EXPECT_EQ(e.device_nodes[0].type, "c");
     EXPECT_EQ(e.device_nodes[0].major, 1);
@@ -211,10 +231,12 @@ TEST(FillDeviceNumbers, Errors) {
     testutil::TempDir dir;
     testutil::write_file(dir / "file", "x");
     cdi::ContainerEdits e;
-    e.device_nodes.push_back(cdi::DeviceNode{"/dev/gcu9", dir / "file", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
+    e.device_nodes.push_back(cdi::DeviceNode{
+        "/dev/gcu9", dir / "file", "", std::nullopt, std::nullopt, std::nullopt, "", {}, {}});
     auto r = oci::fill_device_numbers(e);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "device node '/dev/gcu9': '" + (dir / "file") + "' is not a device node");
+    EXPECT_EQ(r.error().what(),
+              "device node '/dev/gcu9': '" + (dir / "file") + "' is not a device node");
     e.device_nodes[0].host_path = dir / "missing";
     r = oci::fill_device_numbers(e);
     ASSERT_FALSE(r);
@@ -254,5 +276,6 @@ TEST(OciDump, NotUtf8IsAnError) {
     auto out = oci::dump(doc);
     ASSERT_FALSE(out);
     EXPECT_EQ(out.error().code(), inject::Errc::InvalidInput);
-    EXPECT_NE(out.error().what().find("serializing config.json: "), std::string::npos) << out.error().what();
+    EXPECT_NE(out.error().what().find("serializing config.json: "), std::string::npos)
+        << out.error().what();
 }

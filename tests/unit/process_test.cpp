@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/process.hpp"
 
-#include "test_util.hpp"
-
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 
-#include <gtest/gtest.h>
+#include "test_util.hpp"
 
 using namespace std::chrono_literals;
 using inject::process::Command;
@@ -137,8 +136,9 @@ TEST_F(ProcessInRoot, ADynamicProgramWithoutItsLoaderSaysSo) {
     std::filesystem::copy_file("/bin/true", dir_ / "true");
     auto r = inject::process::run(in_root("/true", {"true"}));
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(),
-              "cannot run '/true': the interpreter it names (its dynamic loader) is not on this host");
+    EXPECT_EQ(
+        r.error().what(),
+        "cannot run '/true': the interpreter it names (its dynamic loader) is not on this host");
 }
 
 TEST_F(ProcessInRoot, ARootThatIsNoFolderIsAnError) {

@@ -10,7 +10,8 @@ using inject::Result;
 namespace {
 
 Result<int> parse_positive(int v) {
-    if (v <= 0) return inject::fail(Errc::InvalidInput, "value " + std::to_string(v) + " is not positive");
+    if (v <= 0)
+        return inject::fail(Errc::InvalidInput, "value " + std::to_string(v) + " is not positive");
     return v;
 }
 
@@ -48,6 +49,7 @@ TEST(Result, SysErrorMapsErrno) {
     EXPECT_EQ(inject::sys_error("opening /x", ENOENT).code(), Errc::NotFound);
     EXPECT_EQ(inject::sys_error("opening /x", EACCES).code(), Errc::Permission);
     EXPECT_EQ(inject::sys_error("opening /x", EIO).code(), Errc::Io);
-    EXPECT_EQ(inject::sys_error("opening /x", ENOENT).what(), "opening /x: No such file or directory");
+    EXPECT_EQ(inject::sys_error("opening /x", ENOENT).what(),
+              "opening /x: No such file or directory");
     EXPECT_EQ(inject::sys_error("opening /x", ENOENT).sys_errno(), ENOENT);
 }

@@ -2,7 +2,6 @@
 // inject::runtime_config: golden files per engine and config version, idempotence, the round
 // trip through unconfigure, bad input with the exact text a user sees, the file writer, and
 // `enflame-ctk config --set`. Set ENFLAME_UPDATE_GOLDEN=1 to rewrite the golden files.
-#include "inject/fs.hpp"
 #include "inject/runtime_config.hpp"
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "inject/fs.hpp"
 #include "test_util.hpp"
 
 namespace rc = inject::runtime_config;
@@ -25,9 +25,11 @@ std::string fixture_text(std::string_view rel) {
         testutil::fixture(std::string("runtime-config/") + std::string(rel)));
 }
 
-/// Compares with tests/fixtures/runtime-config/<rel> (ENFLAME_UPDATE_GOLDEN=1 rewrites it and fails).
+/// Compares with tests/fixtures/runtime-config/<rel> (ENFLAME_UPDATE_GOLDEN=1 rewrites it and
+/// fails).
 void expect_golden(const std::string& got, std::string_view rel) {
-    testutil::expect_golden(testutil::fixture(std::string("runtime-config/") + std::string(rel)), got);
+    testutil::expect_golden(testutil::fixture(std::string("runtime-config/") + std::string(rel)),
+                            got);
 }
 
 rc::Options full_options() {
@@ -186,11 +188,10 @@ TEST(RuntimeConfig, ContainerdKeepsItsDefaultRuncWhenTheConfigNamesNone) {
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, "version = 2\n");
     // another default runtime: nothing added
-    auto crun = rc::configure(
-        Engine::Containerd,
-        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
-        "default_runtime_name = \"crun\"\n",
-        o, "config.toml");
+    auto crun = rc::configure(Engine::Containerd,
+                              "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+                              "default_runtime_name = \"crun\"\n",
+                              o, "config.toml");
     ASSERT_TRUE(crun);
     EXPECT_EQ(crun->find("runtimes.runc"), std::string::npos) << *crun;
 }
@@ -468,7 +469,8 @@ TEST(RuntimeConfigWrite, InRootFollowsTheRootsOwnLinks) {
     ASSERT_TRUE(w) << w.error().what();
     EXPECT_EQ(*w, rc::WriteOutcome::Written);
     EXPECT_EQ(testutil::read_file(root + "/srv/containerd/config.toml"), "version = 3\n");
-    EXPECT_EQ(testutil::read_file(root + "/srv/containerd/config.toml.enflame.bak"), "version = 2\n");
+    EXPECT_EQ(testutil::read_file(root + "/srv/containerd/config.toml.enflame.bak"),
+              "version = 2\n");
     w = rc::write_file(fd->get(), "/etc/containerd/config.toml", "", true);
     ASSERT_TRUE(w) << w.error().what();
     EXPECT_EQ(*w, rc::WriteOutcome::Removed);
@@ -478,10 +480,12 @@ TEST(RuntimeConfigWrite, InRootFollowsTheRootsOwnLinks) {
 TEST(RuntimeConfigDropIn, BesideContainerdsConfig) {
     EXPECT_EQ(rc::drop_in_for(rc::Engine::Containerd, "/etc/containerd/config.toml"),
               "/etc/containerd/conf.d/99-enflame.toml");
-    EXPECT_EQ(rc::drop_in_for(rc::Engine::Containerd, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"),
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Containerd,
+                              "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"),
               "/var/lib/rancher/k3s/agent/etc/containerd/conf.d/99-enflame.toml");
     // CRI-O reads drop-ins from its --config-dir, wherever --config is
-    EXPECT_EQ(rc::drop_in_for(rc::Engine::Crio, "/opt/crio/crio.conf"), "/etc/crio/crio.conf.d/99-enflame.toml");
+    EXPECT_EQ(rc::drop_in_for(rc::Engine::Crio, "/opt/crio/crio.conf"),
+              "/etc/crio/crio.conf.d/99-enflame.toml");
     EXPECT_EQ(rc::drop_in_for(rc::Engine::Docker, "/etc/docker/daemon.json"), std::nullopt);
 }
 

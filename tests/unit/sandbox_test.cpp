@@ -5,8 +5,7 @@
 // real /sbin/ldconfig builds a cache in a rootfs at the end.
 #include "inject/sandbox.hpp"
 
-#include "test_util.hpp"
-
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include <gtest/gtest.h>
+#include "test_util.hpp"
 
 namespace stdfs = std::filesystem;
 using inject::sandbox::Options;
@@ -147,7 +146,8 @@ TEST_F(Sandbox, HostLdconfigBuildsTheCacheInTheRootfs) {
     stdfs::create_directories(root + "/usr/lib/enflame");
     stdfs::create_directories(root + "/etc");
     std::string lib;
-    for (const char* cand : {"/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1"})
+    for (const char* cand :
+         {"/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1"})
         if (stdfs::exists(cand)) lib = cand;
     if (lib.empty()) GTEST_SKIP() << "no libz to index";
     stdfs::copy_file(stdfs::canonical(lib), root + "/usr/lib/enflame/libz.so.1.2.13");
@@ -160,7 +160,8 @@ TEST_F(Sandbox, HostLdconfigBuildsTheCacheInTheRootfs) {
     auto r = inject::sandbox::run(o);
     ASSERT_TRUE(r) << r.error().what();
     ASSERT_EQ(r->exit_code, 0) << r->err;
-    EXPECT_NE(testutil::read_file(root + "/etc/ld.so.cache").find("/usr/lib/enflame/libz.so.1"), std::string::npos);
+    EXPECT_NE(testutil::read_file(root + "/etc/ld.so.cache").find("/usr/lib/enflame/libz.so.1"),
+              std::string::npos);
     EXPECT_TRUE(stdfs::is_symlink(root + "/usr/lib/enflame/libz.so.1"));
 }
 
@@ -179,19 +180,31 @@ TEST(HookState, ParsesRuncAndCrunAndRefusesBadInput) {
         std::string want_error;  // "" = ok
         int want_pid;
     } const table[] = {
-        {"Runc", R"({"ociVersion":"1.0.2","id":"c1","status":"creating","pid":4242,"bundle":"/run/b"})", true, "", 4242},
-        {"Crun", R"({"ociVersion":"1.0.0","id":"c1","pid":77,"root":"rootfs","bundle":"/run/b","status":"created"})", true, "", 77},
-        {"CreateContainerPidZero", R"({"pid":0,"bundle":"/run/b","status":"created"})", false, "", 0},
+        {"Runc",
+         R"({"ociVersion":"1.0.2","id":"c1","status":"creating","pid":4242,"bundle":"/run/b"})",
+         true, "", 4242},
+        {"Crun",
+         R"({"ociVersion":"1.0.0","id":"c1","pid":77,"root":"rootfs","bundle":"/run/b","status":"created"})",
+         true, "", 77},
+        {"CreateContainerPidZero", R"({"pid":0,"bundle":"/run/b","status":"created"})", false, "",
+         0},
         {"Empty", "  \n", true, "container state on stdin: empty", 0},
         {"NotJson", "nope", true,
-         "container state on stdin: not valid JSON at byte 2: syntax error while parsing value - invalid literal; last read: 'no'", 0},
+         "container state on stdin: not valid JSON at byte 2: syntax error while parsing value - "
+         "invalid literal; last read: 'no'",
+         0},
         {"Truncated", R"({"pid":1,"bundle":"/b")", true,
-         "container state on stdin: not valid JSON at byte 23: syntax error while parsing object - unexpected end of input; expected '}'", 0},
+         "container state on stdin: not valid JSON at byte 23: syntax error while parsing object - "
+         "unexpected end of input; expected '}'",
+         0},
         {"NotObject", "[1]", true, "container state on stdin: not a JSON object", 0},
         {"NoBundle", R"({"pid":1})", true, "container state on stdin: no \"bundle\"", 0},
-        {"RelativeBundle", R"({"pid":1,"bundle":"b"})", true, "container state on stdin: bundle 'b' is not an absolute path", 0},
-        {"NoPid", R"({"status":"stopped","bundle":"/b"})", true, "container state on stdin: no container pid (status 'stopped')", 0},
-        {"NegativePid", R"({"pid":-1,"status":"creating","bundle":"/b"})", true, "container state on stdin: no container pid (status 'creating')", 0},
+        {"RelativeBundle", R"({"pid":1,"bundle":"b"})", true,
+         "container state on stdin: bundle 'b' is not an absolute path", 0},
+        {"NoPid", R"({"status":"stopped","bundle":"/b"})", true,
+         "container state on stdin: no container pid (status 'stopped')", 0},
+        {"NegativePid", R"({"pid":-1,"status":"creating","bundle":"/b"})", true,
+         "container state on stdin: no container pid (status 'creating')", 0},
     };
     for (const auto& t : table) {
         auto r = inject::hook::parse_state(t.json, t.need_pid);
@@ -238,10 +251,14 @@ TEST(HookBundle, BadBundles) {
         std::string want;
     } const table[] = {
         {"NoConfig", "", "opening " + d.path() + "/config.json: No such file or directory"},
-        {"NotJson", "{", d.path() + "/config.json: not valid JSON at byte 2: syntax error while parsing object key - unexpected end of input; expected string literal"},
+        {"NotJson", "{",
+         d.path() + "/config.json: not valid JSON at byte 2: syntax error while parsing object key "
+                    "- unexpected end of input; expected string literal"},
         {"NoRootPath", R"({"root":{}})", d.path() + "/config.json: no root.path"},
-        {"RootfsMissing", R"({"root":{"path":"nowhere"}})", "rootfs " + d.path() + "/nowhere: No such file or directory"},
-        {"RootfsIsAFile", R"({"root":{"path":"file"}})", "rootfs " + d.path() + "/file is not a folder"},
+        {"RootfsMissing", R"({"root":{"path":"nowhere"}})",
+         "rootfs " + d.path() + "/nowhere: No such file or directory"},
+        {"RootfsIsAFile", R"({"root":{"path":"file"}})",
+         "rootfs " + d.path() + "/file is not a folder"},
     };
     testutil::write_file(d / "file", "x");
     for (const auto& t : table) {
@@ -255,7 +272,8 @@ TEST(HookBundle, BadBundles) {
 
 TEST(HookRules, LastMatchWinsLikeTheKernel) {
     using R = inject::hook::DeviceRule;
-    std::vector<R> rules{R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 238, {}, "rw"}, R{false, 'c', 238, 3, "w"}};
+    std::vector<R> rules{R{false, 'a', {}, {}, "rwm"}, R{true, 'c', 238, {}, "rw"},
+                         R{false, 'c', 238, 3, "w"}};
     EXPECT_TRUE(inject::hook::rules_allow(rules, 'c', 238, 0));
     EXPECT_FALSE(inject::hook::rules_allow(rules, 'c', 238, 3)) << "write denied by the later rule";
     EXPECT_FALSE(inject::hook::rules_allow(rules, 'c', 239, 0));
@@ -281,7 +299,9 @@ TEST(Ldcache, RefusesAContainerSideLdconfig) {
     o.folders = {"/usr/lib"};
     auto r = inject::hook::update_ldcache("/nonexistent", o);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "ldconfig '/sbin/ldconfig' is not a host path: only host binaries ('@/sbin/ldconfig') are run");
+    EXPECT_EQ(r.error().what(),
+              "ldconfig '/sbin/ldconfig' is not a host path: only host binaries "
+              "('@/sbin/ldconfig') are run");
     EXPECT_EQ(r.error().code(), inject::Errc::Permission);
     o.ldconfig = "@/sbin/ldconfig";
     o.folders = {"usr/lib"};
@@ -320,16 +340,18 @@ TEST(AllowDevices, V1WritesAlreadyAllowedSkipsV2WithoutCgroup2Refuses) {
         {"V1", "12:devices:/c1\n11:memory:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
         {"V1Comounted", "4:cpu,devices:/c1\n0::/c1\n", none, "", "c 238:0 rwc 238:255 rw"},
         {"V2NoCgroup2Mount", "0::/c1\n", none,
-         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: no cgroup2 filesystem at " + (d / "cg") + " or " +
-             (d / "cg/unified"),
+         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: no cgroup2 filesystem at " +
+             (d / "cg") + " or " + (d / "cg/unified"),
          ""},
         {"V2AlreadyAllowed", "0::/c1\n", allowed, "", ""},
         {"V1AlreadyAllowed", "12:devices:/c1\n", allowed, "", ""},
         {"NoCgroupLine", "1:name=systemd:/c1\n", none,
-         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: the process is in neither a v1 devices cgroup nor a "
+         "cannot allow /dev/gcu0 and the other nodes on cgroup v2: the process is in neither a v1 "
+         "devices cgroup nor a "
          "cgroup2 one",
          ""},
-        {"V1EscapingPath", "12:devices:/../../etc\n", none, "resolving /../../etc/devices.allow: No such file or directory", ""},
+        {"V1EscapingPath", "12:devices:/../../etc\n", none,
+         "resolving /../../etc/devices.allow: No such file or directory", ""},
     };
     for (const auto& t : table) {
         stdfs::remove_all(d / "proc");

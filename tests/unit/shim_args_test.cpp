@@ -2,14 +2,13 @@
 // The shim's scan of runc's argv, in the forms podman, containerd and dockerd really send
 // (podman 4.3, containerd 1.6/1.7, dockerd 20.10 as Debian 12 ships them), and the runc-format
 // log lines containerd reads back.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
 #include "args.hpp"
 #include "exec.hpp"
 #include "runc_log.hpp"
-
 #include "test_util.hpp"
-
-#include <gtest/gtest.h>
-#include <sys/stat.h>
 
 namespace {
 
@@ -25,28 +24,90 @@ struct ArgsCase {
 };
 
 const std::vector<ArgsCase> kArgsCases = {
-    {"PodmanCreate", {"create", "--bundle", "/u/userdata", "--pid-file", "/r/pidfile", "abc"}, "create",
-     "/u/userdata", "abc", "", "text", false},
+    {"PodmanCreate",
+     {"create", "--bundle", "/u/userdata", "--pid-file", "/r/pidfile", "abc"},
+     "create",
+     "/u/userdata",
+     "abc",
+     "",
+     "text",
+     false},
     {"ContainerdCreate",
-     {"--root", "/run/containerd/runc/ns", "--log", "/b/log.json", "--log-format", "json", "create", "--bundle",
-      "/b", "--pid-file", "/b/init.pid", "id1"},
-     "create", "/b", "id1", "/b/log.json", "json", false},
+     {"--root", "/run/containerd/runc/ns", "--log", "/b/log.json", "--log-format", "json", "create",
+      "--bundle", "/b", "--pid-file", "/b/init.pid", "id1"},
+     "create",
+     "/b",
+     "id1",
+     "/b/log.json",
+     "json",
+     false},
     {"DockerRuntimeArgsFirst",
-     {"--debug", "--root", "/x/moby", "--log", "/b/log.json", "--log-format", "json", "create", "--bundle", "/b",
-      "id2"},
-     "create", "/b", "id2", "/b/log.json", "json", true},
-    {"EqualsForms", {"--log=/l", "--log-format=json", "--systemd-cgroup", "run", "--bundle=/b", "-d", "id3"}, "run",
-     "/b", "id3", "/l", "json", false},
+     {"--debug", "--root", "/x/moby", "--log", "/b/log.json", "--log-format", "json", "create",
+      "--bundle", "/b", "id2"},
+     "create",
+     "/b",
+     "id2",
+     "/b/log.json",
+     "json",
+     true},
+    {"EqualsForms",
+     {"--log=/l", "--log-format=json", "--systemd-cgroup", "run", "--bundle=/b", "-d", "id3"},
+     "run",
+     "/b",
+     "id3",
+     "/l",
+     "json",
+     false},
     {"ShortBundle", {"create", "-b", "/b", "id4"}, "create", "/b", "id4", "", "text", false},
-    {"GoSingleDash", {"-root", "/r", "create", "-bundle", "/b", "id5"}, "create", "/b", "id5", "", "text", false},
-    {"NoBundleIsCwd", {"create", "--pid-file", "/p", "id6"}, "create", std::nullopt, "id6", "", "text", false},
-    {"DoubleDash", {"create", "--bundle", "/b", "--", "-weird-id"}, "create", "/b", "-weird-id", "", "text", false},
-    {"RootlessAndCriu", {"--rootless", "true", "--criu", "/c", "create", "x"}, "create", std::nullopt, "x", "", "text",
+    {"GoSingleDash",
+     {"-root", "/r", "create", "-bundle", "/b", "id5"},
+     "create",
+     "/b",
+     "id5",
+     "",
+     "text",
+     false},
+    {"NoBundleIsCwd",
+     {"create", "--pid-file", "/p", "id6"},
+     "create",
+     std::nullopt,
+     "id6",
+     "",
+     "text",
+     false},
+    {"DoubleDash",
+     {"create", "--bundle", "/b", "--", "-weird-id"},
+     "create",
+     "/b",
+     "-weird-id",
+     "",
+     "text",
+     false},
+    {"RootlessAndCriu",
+     {"--rootless", "true", "--criu", "/c", "create", "x"},
+     "create",
+     std::nullopt,
+     "x",
+     "",
+     "text",
      false},
     {"DebugFalse", {"--debug=false", "state", "x"}, "state", std::nullopt, "", "", "text", false},
-    {"Passthrough", {"--log", "/l", "exec", "--process", "/p", "--detach", "id"}, "exec", std::nullopt, "", "/l",
-     "text", false},
-    {"BundleAfterIdIgnored", {"delete", "--force", "id"}, "delete", std::nullopt, "", "", "text", false},
+    {"Passthrough",
+     {"--log", "/l", "exec", "--process", "/p", "--detach", "id"},
+     "exec",
+     std::nullopt,
+     "",
+     "/l",
+     "text",
+     false},
+    {"BundleAfterIdIgnored",
+     {"delete", "--force", "id"},
+     "delete",
+     std::nullopt,
+     "",
+     "",
+     "text",
+     false},
     {"Nothing", {}, "", std::nullopt, "", "", "text", false},
 };
 
@@ -122,7 +183,8 @@ TEST(FindRuntime, PathAbsoluteAndSelf) {
     r = shim::find_runtime({"noexec", "relative/runc"}, path);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), inject::Errc::NotFound);
-    EXPECT_EQ(r.error().what(), "no low-level runtime found: tried 'noexec', 'relative/runc' (PATH=" + path + ")");
+    EXPECT_EQ(r.error().what(),
+              "no low-level runtime found: tried 'noexec', 'relative/runc' (PATH=" + path + ")");
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shim's create path on a bundle in a temp dir: passthrough without rewriting, cdi and
 // legacy mode edits, and the errors that must leave config.json untouched.
-#include "create.hpp"
-
-#include "test_util.hpp"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "create.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -45,8 +45,9 @@ containerEdits:
 
 std::string bundle_json(const std::string& env_entry, const std::string& extra = "") {
     return R"({"ociVersion":"1.0.2-dev","process":{"user":{"uid":0,"gid":0},"args":["sh"],"env":["PATH=/bin")" +
-           (env_entry.empty() ? std::string() : ",\"" + env_entry + "\"") + R"(],"cwd":"/"},"root":{"path":"rootfs"},)" +
-           extra + R"("linux":{"namespaces":[{"type":"pid"}]}})";
+           (env_entry.empty() ? std::string() : ",\"" + env_entry + "\"") +
+           R"(],"cwd":"/"},"root":{"path":"rootfs"},)" + extra +
+           R"("linux":{"namespaces":[{"type":"pid"}]}})";
 }
 
 struct Fixture {
@@ -73,7 +74,8 @@ struct Fixture {
 };
 
 TEST(ShimCreate, NoRequestIsNotEvenRewritten) {
-    for (std::string e : {"", "ENFLAME_VISIBLE_DEVICES=void", "ENFLAME_VISIBLE_DEVICES=", "OTHER=1"}) {
+    for (std::string e :
+         {"", "ENFLAME_VISIBLE_DEVICES=void", "ENFLAME_VISIBLE_DEVICES=", "OTHER=1"}) {
         Fixture f;
         const auto text = bundle_json(e);
         auto b = f.bundle(text);
@@ -97,7 +99,8 @@ TEST(ShimCreate, CdiModeByIndexUuidAndAnnotation) {
     EXPECT_EQ(doc["linux"]["devices"], ordered_json::parse(R"([
         {"path":"/dev/gcuctl","type":"c","major":1,"minor":5},
         {"path":"/dev/gcu0","type":"c","major":1,"minor":3}])"));
-    EXPECT_EQ(doc["process"]["env"], ordered_json::parse(R"(["PATH=/bin","ENFLAME_VISIBLE_DEVICES=void"])"));
+    EXPECT_EQ(doc["process"]["env"],
+              ordered_json::parse(R"(["PATH=/bin","ENFLAME_VISIBLE_DEVICES=void"])"));
     EXPECT_EQ(doc["linux"]["resources"]["devices"].size(), 2u);
 
     // Running the shim again on its own output changes nothing (void = no request).
@@ -108,7 +111,8 @@ TEST(ShimCreate, CdiModeByIndexUuidAndAnnotation) {
     EXPECT_EQ(f.config(), once);
 
     Fixture g;
-    b = g.bundle(bundle_json("", R"("annotations":{"cdi.k8s.io/x":"enflame.com/gpu=TR6Y46010302"},)"));
+    b = g.bundle(
+        bundle_json("", R"("annotations":{"cdi.k8s.io/x":"enflame.com/gpu=TR6Y46010302"},)"));
     r = shim::prepare_bundle(g.cfg, b, g.env, g.log);
     ASSERT_TRUE(r) << r.error().what();
     EXPECT_EQ(ordered_json::parse(g.config())["linux"]["devices"].size(), 2u);
@@ -120,7 +124,8 @@ TEST(ShimCreate, CdiModeNoneGivesSpecLevelEditsOnly) {
     auto r = shim::prepare_bundle(f.cfg, b, f.env, f.log);
     ASSERT_TRUE(r) << r.error().what();
     auto doc = ordered_json::parse(f.config());
-    EXPECT_EQ(doc["linux"]["devices"], ordered_json::parse(R"([{"path":"/dev/gcuctl","type":"c","major":1,"minor":5}])"));
+    EXPECT_EQ(doc["linux"]["devices"],
+              ordered_json::parse(R"([{"path":"/dev/gcuctl","type":"c","major":1,"minor":5}])"));
 }
 
 // Legacy mode discovers the cards at create, for their device-cgroup rules: without cards to
@@ -136,7 +141,8 @@ TEST(ShimCreate, LegacyModeDiscoversTheCardsAtCreate) {
     auto b = f.bundle(text);
     auto r = shim::prepare_bundle(f.cfg, b, f.env, f.log);
     ASSERT_FALSE(r);
-    EXPECT_TRUE(r.error().what().starts_with("discovering the cards: no backend found the cards")) << r.error().what();
+    EXPECT_TRUE(r.error().what().starts_with("discovering the cards: no backend found the cards"))
+        << r.error().what();
     EXPECT_EQ(f.config(), text);
 }
 
@@ -173,14 +179,17 @@ const std::vector<BadCase> kBad = {
     {"Duplicate", bundle_json("ENFLAME_VISIBLE_DEVICES=0,0"), [](Fixture&) {},
      "ENFLAME_VISIBLE_DEVICES: duplicate entry '0'"},
     {"Malformed", R"({"process":{"env":["ENFLAME_VISIBLE_DEVICES=0"]})", [](Fixture&) {},
-     "{b}/config.json: invalid JSON at line 1, column 49: syntax error while parsing object - unexpected end of "
+     "{b}/config.json: invalid JSON at line 1, column 49: syntax error while parsing object - "
+     "unexpected end of "
      "input; expected '}'"},
     {"EnvNotArray", R"({"process":{"env":"ENFLAME_VISIBLE_DEVICES=0"}})", [](Fixture&) {},
      "{b}/config.json: 'process.env' is not an array"},
-    {"NotAnObject", R"(["ENFLAME_VISIBLE_DEVICES=0"])", [](Fixture&) {}, "{b}/config.json: the spec is not a JSON object"},
+    {"NotAnObject", R"(["ENFLAME_VISIBLE_DEVICES=0"])", [](Fixture&) {},
+     "{b}/config.json: the spec is not a JSON object"},
     {"AnnotationsNotObject", R"({"annotations":["cdi.k8s.io/x"]})", [](Fixture&) {},
      "{b}/config.json: 'annotations' is not an object"},
-    {"NoSpecForNone", bundle_json("ENFLAME_VISIBLE_DEVICES=none"), [](Fixture& f) { f.cfg.runtime.spec_dirs = {f.dir / "empty"}; },
+    {"NoSpecForNone", bundle_json("ENFLAME_VISIBLE_DEVICES=none"),
+     [](Fixture& f) { f.cfg.runtime.spec_dirs = {f.dir / "empty"}; },
      "no CDI spec of kind 'enflame.com/gpu' in {b}/../empty"},
     {"LegacyNoHook", bundle_json("ENFLAME_VISIBLE_DEVICES=0"),
      [](Fixture& f) {
@@ -188,8 +197,8 @@ const std::vector<BadCase> kBad = {
          f.cfg.runtime.hook_path = "/nonexistent/hook";
      },
      "legacy mode: hook '/nonexistent/hook' is not an executable file"},
-    {"BadLinuxInSpec", R"({"process":{"env":["ENFLAME_VISIBLE_DEVICES=0"]},"linux":[]})", [](Fixture&) {},
-     "{b}/config.json: config.json: 'linux' is not an object"},
+    {"BadLinuxInSpec", R"({"process":{"env":["ENFLAME_VISIBLE_DEVICES=0"]},"linux":[]})",
+     [](Fixture&) {}, "{b}/config.json: config.json: 'linux' is not an object"},
 };
 
 class ShimCreateBad : public ::testing::TestWithParam<BadCase> {};
@@ -202,8 +211,10 @@ TEST_P(ShimCreateBad, FailsAndLeavesConfigJson) {
     auto r = shim::prepare_bundle(f.cfg, b, f.env, f.log);
     ASSERT_FALSE(r);
     std::string want = c.message;
-    for (auto p = want.find("{b}"); p != std::string::npos; p = want.find("{b}")) want.replace(p, 3, b);
-    if (auto p = want.find(b + "/../"); p != std::string::npos) want.replace(p, b.size() + 4, f.dir.path() + "/");
+    for (auto p = want.find("{b}"); p != std::string::npos; p = want.find("{b}"))
+        want.replace(p, 3, b);
+    if (auto p = want.find(b + "/../"); p != std::string::npos)
+        want.replace(p, b.size() + 4, f.dir.path() + "/");
     EXPECT_EQ(r.error().what(), want);
     EXPECT_EQ(f.config(), c.json);
 }
@@ -215,7 +226,8 @@ TEST(ShimCreate, MissingBundleAndHugeConfig) {
     Fixture f;
     auto r = shim::prepare_bundle(f.cfg, f.dir / "nope", f.env, f.log);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().what(), "opening " + (f.dir / "nope/config.json") + ": No such file or directory");
+    EXPECT_EQ(r.error().what(),
+              "opening " + (f.dir / "nope/config.json") + ": No such file or directory");
     std::string huge = bundle_json("ENFLAME_VISIBLE_DEVICES=0");
     huge.insert(1, "\"pad\":\"" + std::string(shim::kMaxConfigJson, 'x') + "\",");
     auto b = f.bundle(huge);

@@ -3,12 +3,12 @@
 // enflame-sim-host (sim/) for the unit tests that lay out a simulated host and change it:
 // the one place that runs it (needs ENFLAME_BINARY_DIR, which every unit test gets).
 
-#include "inject/process.hpp"
-
 #include <unistd.h>
 
 #include <string>
 #include <vector>
+
+#include "inject/process.hpp"
 
 namespace testutil {
 

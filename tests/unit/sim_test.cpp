@@ -106,8 +106,10 @@ TEST(SimEfsmi, DrsCreateDestroyKeepStateAndFailLikeATool) {
     auto a = run(Op::Create, 1u, "1");
     EXPECT_EQ(a.code, 0) << a.err;
     EXPECT_EQ(a.out, "Created DRS instance 1 (2g.22gb) on GCU 1\n");
-    EXPECT_EQ(run(Op::Create, 1u, "1").err, "Error: too many instances: GCU 1 has 2 of 2 '2g.22gb' instances\n");
-    EXPECT_EQ(run(Op::Create, 1u, "0").err, "Error: too many instances: 1 free slice(s) needed on GCU 1\n");
+    EXPECT_EQ(run(Op::Create, 1u, "1").err,
+              "Error: too many instances: GCU 1 has 2 of 2 '2g.22gb' instances\n");
+    EXPECT_EQ(run(Op::Create, 1u, "0").err,
+              "Error: too many instances: 1 free slice(s) needed on GCU 1\n");
     EXPECT_EQ(run(Op::Create, 1u, "7").err, "Error: unknown DRS profile id '7' on GCU 1\n");
     EXPECT_EQ(run(Op::Create, 9u, "0").err, "Error: invalid card index 9\n");
     EXPECT_EQ(run(Op::Create, std::nullopt, "0").err,
@@ -128,8 +130,10 @@ TEST(SimEfsmi, DrsCreateDestroyKeepStateAndFailLikeATool) {
     EXPECT_TRUE(st.disabled.empty());
     // A card without profiles.
     const sim::Host t10 = parse_ok("cards: [{product: T10}]");
-    EXPECT_EQ(sim::efsmi_drs(t10, dir.path(), Op::Create, 0u, "0").err, "Error: GCU 0 does not support DRS\n");
-    EXPECT_NE(sim::efsmi_drs(t10, dir.path(), Op::ListProfiles, 0u, "").out.find("| GCU 0: DRS not supported"),
+    EXPECT_EQ(sim::efsmi_drs(t10, dir.path(), Op::Create, 0u, "0").err,
+              "Error: GCU 0 does not support DRS\n");
+    EXPECT_NE(sim::efsmi_drs(t10, dir.path(), Op::ListProfiles, 0u, "")
+                  .out.find("| GCU 0: DRS not supported"),
               std::string::npos);
 }
 
@@ -265,7 +269,8 @@ TEST(SimBuilder, HideSymbolsRenamesEveryNulDelimitedCopy) {
 // The simulator exports (and can drop) exactly the calls our reader knows.
 TEST(SimModel, EfmlSymbolsAreTheReadersKnownSymbols) {
     std::vector<std::string> sim_names(std::begin(sim::kEfmlSymbols), std::end(sim::kEfmlSymbols));
-    std::vector<std::string> known(inject::efml::known_symbols().begin(), inject::efml::known_symbols().end());
+    std::vector<std::string> known(inject::efml::known_symbols().begin(),
+                                   inject::efml::known_symbols().end());
     std::sort(sim_names.begin(), sim_names.end());
     std::sort(known.begin(), known.end());
     EXPECT_EQ(sim_names, known);

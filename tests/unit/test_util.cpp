@@ -48,7 +48,9 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(path_, ec);
 }
 
-std::string TempDir::operator/(std::string_view rel) const { return path_ + "/" + std::string(rel); }
+std::string TempDir::operator/(std::string_view rel) const {
+    return path_ + "/" + std::string(rel);
+}
 
 void write_file(const std::string& path, std::string_view content) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -81,7 +83,8 @@ void expect_golden(const std::string& path, const std::string& got) {
         ADD_FAILURE() << "golden file rewritten: review the diff (" << path << ")";
         return;
     }
-    EXPECT_EQ(got, read_file(path)) << "golden file " << path << " differs (ENFLAME_UPDATE_GOLDEN=1 rewrites it)";
+    EXPECT_EQ(got, read_file(path))
+        << "golden file " << path << " differs (ENFLAME_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 bool in_ci() {

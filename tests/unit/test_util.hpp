@@ -43,12 +43,10 @@ bool in_ci();
 }  // namespace testutil
 
 /// Ends the test: a skip with `why` locally, a failure under CI=true.
-#define TESTUTIL_SKIP_OR_FAIL(why)                    \
-    do {                                              \
-        if (testutil::in_ci()) FAIL() << (why);       \
-        GTEST_SKIP() << (why);                        \
+#define TESTUTIL_SKIP_OR_FAIL(why)              \
+    do {                                        \
+        if (testutil::in_ci()) FAIL() << (why); \
+        GTEST_SKIP() << (why);                  \
     } while (0)
 
-namespace testutil {
-
-}  // namespace testutil
+namespace testutil {}  // namespace testutil

@@ -2,16 +2,16 @@
 // inject::toolkit returns what `enflame-ctk toolkit` and `runtime configure` print instead of
 // printing it: the lines in order and how the call ended. The whole install against real
 // engines is tests/integration/installer*.bats; these are the answers that need no engine.
-#include "inject/runtime_plan.hpp"
 #include "inject/toolkit.hpp"
 
-#include "test_util.hpp"
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "inject/runtime_plan.hpp"
+#include "test_util.hpp"
 
 namespace tk = inject::toolkit;
 using Lines = std::vector<std::string>;
@@ -48,7 +48,8 @@ TEST_F(Toolkit, UninstallWhileHandingOverUndoesNothing) {
     EXPECT_TRUE(std::filesystem::exists(state()));
     auto s = tk::status(o);
     ASSERT_FALSE(s.result);
-    EXPECT_EQ(s.result.error().what(), "handing over to a new installer (enflame.com/toolkit-handover)");
+    EXPECT_EQ(s.result.error().what(),
+              "handing over to a new installer (enflame.com/toolkit-handover)");
 }
 
 TEST_F(Toolkit, StatusWithNothingInstalledIsNotReadyAndPrintsNothing) {
@@ -68,9 +69,10 @@ TEST_F(Toolkit, AStateFileNotOursIsRefused) {
 TEST_F(Toolkit, InstallWithoutAnEngineChangesNothing) {
     auto r = tk::install(opts());
     ASSERT_FALSE(r.result);
-    EXPECT_EQ(r.result.error().what(),
-              "--runtime auto: no container engine (containerd, crio, dockerd) is installed under '" +
-                  dir_.path() + "'");
+    EXPECT_EQ(
+        r.result.error().what(),
+        "--runtime auto: no container engine (containerd, crio, dockerd) is installed under '" +
+            dir_.path() + "'");
     EXPECT_TRUE(r.lines.empty());
     EXPECT_FALSE(std::filesystem::exists(dir_ / "usr"));
 }
@@ -114,19 +116,25 @@ TEST_F(Toolkit, UninstallKeepsTheRuntimeWhileAContainerRunsThroughIt) {
     namespace fs = std::filesystem;
     const std::string tk_dir = dir_ / "usr/local/enflame/toolkit";
     const std::string host_rt = "/usr/local/enflame/toolkit/enflame-container-runtime";
-    for (const char* f : {"enflame-container-runtime", "enflame-container-runtime-hook", "enflame-ctk"})
+    for (const char* f :
+         {"enflame-container-runtime", "enflame-container-runtime-hook", "enflame-ctk"})
         testutil::write_file(tk_dir + "/" + f, "binary");
     testutil::write_file(state(), R"({"engine": "crio", "engine_config": "/etc/crio/crio.conf",
         "engine_configured": false, "files": ["enflame-container-runtime",
         "enflame-container-runtime-hook", "enflame-ctk"],
         "created_dirs": ["/usr/local/enflame", "/usr/local/enflame/toolkit"]})");
     using namespace std::string_literals;
-    testutil::write_file(dir_ / "proc/4242/cmdline", "/usr/bin/conmon\0-c\0abc123\0-r\0"s + host_rt + "\0"s);
-    testutil::write_file(dir_ / "proc/77/cmdline", "/usr/bin/conmon\0--cid=other\0-r\0/usr/bin/runc\0"s);
-    testutil::write_file(dir_ / "proc/78/cmdline", "/bin/sh\0-r\0"s + host_rt + "\0"s);  // not a conmon
+    testutil::write_file(dir_ / "proc/4242/cmdline",
+                         "/usr/bin/conmon\0-c\0abc123\0-r\0"s + host_rt + "\0"s);
+    testutil::write_file(dir_ / "proc/77/cmdline",
+                         "/usr/bin/conmon\0--cid=other\0-r\0/usr/bin/runc\0"s);
+    testutil::write_file(dir_ / "proc/78/cmdline",
+                         "/bin/sh\0-r\0"s + host_rt + "\0"s);  // not a conmon
     const auto kept_line = [&](const std::string& ids) {
-        return "kept: " + tk_dir + "/enflame-container-runtime: 1 container still runs through it (" + ids +
-               "); the next 'enflame-ctk toolkit install' or 'uninstall' removes it once they are gone";
+        return "kept: " + tk_dir +
+               "/enflame-container-runtime: 1 container still runs through it (" + ids +
+               "); the next 'enflame-ctk toolkit install' or 'uninstall' removes it once they are "
+               "gone";
     };
     auto r = tk::uninstall(opts());
     ASSERT_TRUE(r.result) << r.result.error().what();
@@ -139,8 +147,9 @@ TEST_F(Toolkit, UninstallKeepsTheRuntimeWhileAContainerRunsThroughIt) {
     // conmon gone, a containerd task bundle naming it: kept again, for that task
     fs::remove_all(dir_ / "proc/4242");
     const std::string id(64, 'e');
-    testutil::write_file(dir_ / ("run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/options.json"),
-                         R"({"binary_name":")" + host_rt + R"(","root":"/run/containerd/runc"})");
+    testutil::write_file(
+        dir_ / ("run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id + "/options.json"),
+        R"({"binary_name":")" + host_rt + R"(","root":"/run/containerd/runc"})");
     r = tk::uninstall(opts());
     ASSERT_TRUE(r.result) << r.result.error().what();
     EXPECT_EQ(r.lines, Lines{kept_line(id.substr(0, 12))});
@@ -148,7 +157,8 @@ TEST_F(Toolkit, UninstallKeepsTheRuntimeWhileAContainerRunsThroughIt) {
     fs::remove_all(dir_ / "run/containerd/io.containerd.runtime.v2.task/k8s.io");
     r = tk::uninstall(opts());
     ASSERT_TRUE(r.result) << r.result.error().what();
-    EXPECT_EQ(r.lines, Lines{"removed: " + tk_dir + "/enflame-container-runtime (no container runs through it any more)"});
+    EXPECT_EQ(r.lines, Lines{"removed: " + tk_dir +
+                             "/enflame-container-runtime (no container runs through it any more)"});
     EXPECT_FALSE(fs::exists(dir_ / "usr/local/enflame"));
     EXPECT_TRUE(fs::exists(dir_ / "usr/local"));
     r = tk::uninstall(opts());

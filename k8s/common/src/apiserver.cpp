@@ -44,12 +44,21 @@ size_t on_data(char* ptr, size_t size, size_t n, void* user) {
 }
 
 std::string_view reason_phrase(long status) {
-    static constexpr std::array<std::pair<long, std::string_view>, 14> kReasons{{
-        {400, "Bad Request"}, {401, "Unauthorized"}, {403, "Forbidden"}, {404, "Not Found"},
-        {405, "Method Not Allowed"}, {409, "Conflict"}, {410, "Gone"},
-        {415, "Unsupported Media Type"}, {422, "Unprocessable Entity"},
-        {429, "Too Many Requests"}, {500, "Internal Server Error"}, {502, "Bad Gateway"},
-        {503, "Service Unavailable"}, {504, "Gateway Timeout"}}};
+    static constexpr std::array<std::pair<long, std::string_view>, 14> kReasons{
+        {{400, "Bad Request"},
+         {401, "Unauthorized"},
+         {403, "Forbidden"},
+         {404, "Not Found"},
+         {405, "Method Not Allowed"},
+         {409, "Conflict"},
+         {410, "Gone"},
+         {415, "Unsupported Media Type"},
+         {422, "Unprocessable Entity"},
+         {429, "Too Many Requests"},
+         {500, "Internal Server Error"},
+         {502, "Bad Gateway"},
+         {503, "Service Unavailable"},
+         {504, "Gateway Timeout"}}};
     for (const auto& [code, text] : kReasons)
         if (code == status) return text;
     return {};
@@ -74,7 +83,9 @@ Errc status_code(long status) {
     return Errc::Io;
 }
 
-bool retryable_status(long status) { return status >= 500 || status == 429; }
+bool retryable_status(long status) {
+    return status >= 500 || status == 429;
+}
 
 /// The wait a 429, or a 503 with Retry-After, asks for (capped); nothing for other answers.
 std::optional<std::chrono::milliseconds> retry_after(const Response& r) {
@@ -211,7 +222,7 @@ struct Client::Impl {
             std::string msg = curl_easy_strerror(rc);
             if (errbuf[0] != '\0') msg += std::string(": ") + errbuf.data();
             if (rc == CURLE_PEER_FAILED_VERIFICATION) {
-                const std::string ca = !cfg.ca_data.empty() ? "certificate-authority-data"
+                const std::string ca = !cfg.ca_data.empty()   ? "certificate-authority-data"
                                        : !cfg.ca_file.empty() ? "'" + cfg.ca_file + "'"
                                                               : "the system store";
                 msg = "TLS: the server's certificate does not verify against the CA (" + ca +
@@ -231,7 +242,9 @@ struct Client::Impl {
     Result<Response> attempts(CURL* h, const Request& r, const std::string& tok, int& made,
                               std::string& gave_up) {
         curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-        if (r.body) headers = curl_slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
+        if (r.body)
+            headers = curl_slist_append(headers,
+                                        (std::string("Content-Type: ") + r.content_type).c_str());
         if (!tok.empty())
             headers = curl_slist_append(headers, ("Authorization: Bearer " + tok).c_str());
         Result<Response> res = Error(Errc::Internal, "no attempt made");
@@ -283,7 +296,8 @@ struct Client::Impl {
         }
         if (res->status >= 200 && res->status < 300) return res;
         std::string msg = what + ": " + std::to_string(res->status);
-        if (auto phrase = reason_phrase(res->status); !phrase.empty()) msg += " " + std::string(phrase);
+        if (auto phrase = reason_phrase(res->status); !phrase.empty())
+            msg += " " + std::string(phrase);
         if (auto m = server_message(res->body); !m.empty()) msg += ": " + m;
         if (res->status == 401)
             msg = "API server " + cfg.server + ": " + msg +
@@ -406,8 +420,8 @@ struct Client::Impl {
         if (resp.body.empty()) return Json::object();
         Json j = Json::parse(resp.body, nullptr, false);
         if (j.is_discarded())
-            return Error(Errc::Io, std::string(r.verb) + " " + r.path + ": the answer is not JSON: " +
-                                       resp.body.substr(0, 80));
+            return Error(Errc::Io, std::string(r.verb) + " " + r.path +
+                                       ": the answer is not JSON: " + resp.body.substr(0, 80));
         return j;
     }
 };
@@ -416,7 +430,8 @@ inject::Result<std::unique_ptr<Client>> Client::create(Config cfg) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     if (cfg.server.rfind("https://", 0) != 0)
-        return inject::fail(Errc::InvalidInput, "API server '" + cfg.server + "': want an https:// URL");
+        return inject::fail(Errc::InvalidInput,
+                            "API server '" + cfg.server + "': want an https:// URL");
     while (!cfg.server.empty() && cfg.server.back() == '/') cfg.server.pop_back();
     if (cfg.timeout.count() <= 0)
         return inject::fail(Errc::InvalidInput, "API server timeout: want more than 0 ms");
@@ -429,7 +444,9 @@ inject::Result<std::unique_ptr<Client>> Client::create(Config cfg) {
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
-inject::Result<Json> Client::get(const std::string& path) { return impl_->call({"GET", path}); }
+inject::Result<Json> Client::get(const std::string& path) {
+    return impl_->call({"GET", path});
+}
 
 inject::Result<Json> Client::list(const std::string& path, const std::string& label_selector,
                                   const std::string& field_selector) {
@@ -437,7 +454,8 @@ inject::Result<Json> Client::list(const std::string& path, const std::string& la
     // curl_easy_escape has ignored its handle since curl 7.82.
     if (!label_selector.empty()) q += "labelSelector=" + query_escape(nullptr, label_selector);
     if (!field_selector.empty())
-        q += (q.empty() ? "" : "&") + std::string("fieldSelector=") + query_escape(nullptr, field_selector);
+        q += (q.empty() ? "" : "&") + std::string("fieldSelector=") +
+             query_escape(nullptr, field_selector);
     return impl_->call({"GET", q.empty() ? path : path + "?" + q});
 }
 
@@ -497,7 +515,9 @@ std::string str(const Json& j, const char* field) {
                                                                       : "";
 }
 
-bool gone(const inject::Error& e) { return e.code() == Errc::Expired; }
+bool gone(const inject::Error& e) {
+    return e.code() == Errc::Expired;
+}
 
 bool gone(const WatchEvent& ev) {
     return ev.type == "ERROR" && ev.object.is_object() && ev.object.value("code", 0) == 410;
@@ -512,20 +532,27 @@ inject::Result<std::string> Client::resource_api_version() {
                 offered.push_back(v["version"].get<std::string>());
     }
     for (const char* want : {"v1", "v1beta1"})
-        if (std::find(offered.begin(), offered.end(), want) != offered.end()) return std::string(want);
+        if (std::find(offered.begin(), offered.end(), want) != offered.end())
+            return std::string(want);
     std::string list;
     for (const auto& v : offered) list += (list.empty() ? "" : ", ") + v;
-    return inject::fail(Errc::Unsupported, "GET /apis/resource.k8s.io: the server offers neither v1 nor v1beta1 (offers: " +
-                                               (list.empty() ? std::string("none") : list) + ")");
+    return inject::fail(
+        Errc::Unsupported,
+        "GET /apis/resource.k8s.io: the server offers neither v1 nor v1beta1 (offers: " +
+            (list.empty() ? std::string("none") : list) + ")");
 }
 
 inject::Result<int> Client::server_minor() {
     INJECT_TRY(Json v, get("/version"));
-    const std::string minor = v.contains("minor") && v["minor"].is_string() ? v["minor"].get<std::string>() : "";
+    const std::string minor =
+        v.contains("minor") && v["minor"].is_string() ? v["minor"].get<std::string>() : "";
     std::size_t digits = 0;
-    while (digits < minor.size() && digits < 4 && std::isdigit(static_cast<unsigned char>(minor[digits]))) ++digits;
+    while (digits < minor.size() && digits < 4 &&
+           std::isdigit(static_cast<unsigned char>(minor[digits])))
+        ++digits;
     if (digits == 0)
-        return inject::fail(Errc::InvalidInput, "GET /version: minor: want a number, got '" + minor + "'");
+        return inject::fail(Errc::InvalidInput,
+                            "GET /version: minor: want a number, got '" + minor + "'");
     return std::stoi(minor.substr(0, digits));
 }
 

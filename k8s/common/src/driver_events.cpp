@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "k8s/driver_events.hpp"
 
-#include "inject/log.hpp"
-
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+
+#include "inject/log.hpp"
 
 namespace k8s {
 namespace {
@@ -20,7 +20,8 @@ constexpr milliseconds kMaxBackoff{30000};
 
 }  // namespace
 
-inject::Result<std::unique_ptr<EventWatcher>> EventWatcher::start(inject::discover::Options opts, milliseconds wait) {
+inject::Result<std::unique_ptr<EventWatcher>> EventWatcher::start(inject::discover::Options opts,
+                                                                  milliseconds wait) {
     inject::fs::UniqueFd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!fd.valid()) return inject::fail(inject::sys_error("eventfd for driver events"));
     opts.with_drs = false;  // events need the library only
@@ -29,7 +30,8 @@ inject::Result<std::unique_ptr<EventWatcher>> EventWatcher::start(inject::discov
     return w;
 }
 
-EventWatcher::EventWatcher(inject::discover::Options opts, milliseconds wait, inject::fs::UniqueFd fd)
+EventWatcher::EventWatcher(inject::discover::Options opts, milliseconds wait,
+                           inject::fs::UniqueFd fd)
     : opts_(std::move(opts)), wait_(wait), fd_(std::move(fd)) {}
 
 EventWatcher::~EventWatcher() {
@@ -67,7 +69,9 @@ void EventWatcher::run(const std::stop_token& stop) {
     bool lost = false;    // the library was lost after watching: recheck when back
     auto retry = [&](const std::string& why) {
         if (why != problem) {
-            inject::log::warn("health: no driver events ({}); periodic checks only, trying again with backoff", why);
+            inject::log::warn(
+                "health: no driver events ({}); periodic checks only, trying again with backoff",
+                why);
             problem = why;
         }
         const bool go_on = sleep(stop, backoff);
@@ -101,7 +105,8 @@ void EventWatcher::run(const std::stop_token& stop) {
             // trouble: let the library go and open it again later, never spin on it.
             if (Clock::now() - t0 >= wait_ / 2) continue;
             auto n = (*lib)->count();
-            const std::string why = "EfmlGetEvent failed" + (n ? std::string() : ": " + std::string(n.error().what()));
+            const std::string why =
+                "EfmlGetEvent failed" + (n ? std::string() : ": " + std::string(n.error().what()));
             lost = true;
             lib->reset();
             if (!retry(why)) return;

@@ -97,8 +97,9 @@ bool take_back_failed_create(const Ops& ops, const std::string& who, std::uint32
                              const IsRecorded& recorded) {
     auto list = ops.list(card);
     if (!list) {
-        spdlog::error("{}: checking card {} for a {} DRS instance a failed create may have made: {}",
-                      who, card, profile, list.error().what());
+        spdlog::error(
+            "{}: checking card {} for a {} DRS instance a failed create may have made: {}", who,
+            card, profile, list.error().what());
         return false;
     }
     const auto ours =
@@ -126,8 +127,9 @@ std::vector<Pending> converge(const std::vector<Pending>& pending, const char* o
                               const std::function<void(const Made&)>& destroyed) {
     if (pending.empty()) return {};
     if (!ops.list || !ops.destroy) {
-        spdlog::error("the ledger lists DRS instances being made, but efsmi cannot list or destroy "
-                      "them here");
+        spdlog::error(
+            "the ledger lists DRS instances being made, but efsmi cannot list or destroy "
+            "them here");
         return pending;
     }
     std::vector<Pending> kept;
@@ -155,9 +157,10 @@ std::vector<Pending> converge(const std::vector<Pending>& pending, const char* o
         const auto seen = seen_in(lists[p.card], m);
         if (seen == Seen::Gone) continue;  // taken back before the save that would say so
         if (seen == Seen::Other || recorded(m.card, m.id)) {
-            spdlog::warn("card {}: instance {} is not the {} {} a stopped create made for {} {} now: "
-                         "left alone",
-                         p.card, m.id, m.profile, m.uuid, owner_kind, p.owner);
+            spdlog::warn(
+                "card {}: instance {} is not the {} {} a stopped create made for {} {} now: "
+                "left alone",
+                p.card, m.id, m.profile, m.uuid, owner_kind, p.owner);
             continue;
         }
         if (auto r = ops.destroy(p.card, m.id); !r) {
@@ -165,9 +168,10 @@ std::vector<Pending> converge(const std::vector<Pending>& pending, const char* o
             kept.push_back(p);
             continue;
         }
-        spdlog::info("destroyed DRS instance {} ({}) of card {}: made for {} {} by a create that "
-                     "never finished",
-                     m.id, m.profile, p.card, owner_kind, p.owner);
+        spdlog::info(
+            "destroyed DRS instance {} ({}) of card {}: made for {} {} by a create that "
+            "never finished",
+            m.id, m.profile, p.card, owner_kind, p.owner);
         if (destroyed) destroyed(m);
     }
     return kept;

@@ -23,12 +23,16 @@ std::string format_duration(std::chrono::milliseconds d) {
     return std::to_string(ms) + "ms";
 }
 
-inject::Result<std::chrono::milliseconds> parse_duration(std::string_view flag, std::string_view text,
+inject::Result<std::chrono::milliseconds> parse_duration(std::string_view flag,
+                                                         std::string_view text,
                                                          std::chrono::milliseconds min,
                                                          std::chrono::milliseconds max) {
     auto bad = [&] {
         std::string msg(flag);
-        msg.append(" '").append(text).append("': want a duration from ").append(format_duration(min));
+        msg.append(" '")
+            .append(text)
+            .append("': want a duration from ")
+            .append(format_duration(min));
         msg.append(" to ").append(format_duration(max)).append(", such as 90s or 1m30s");
         return inject::fail(inject::Errc::InvalidInput, std::move(msg));
     };

@@ -39,8 +39,8 @@ namespace {
 std::atomic<bool> releasing{false};
 
 /// One try: take the Lease when it is free or expired, renew it when ours. True when ours.
-inject::Result<bool> try_lease(api::Client& c, const LeaderOptions& o,
-                               std::string& seen_record, Clock::time_point& seen_at) {
+inject::Result<bool> try_lease(api::Client& c, const LeaderOptions& o, std::string& seen_record,
+                               Clock::time_point& seen_at) {
     const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + o.ns + "/leases";
     const std::string now = micro_time(std::chrono::system_clock::now());
     auto cur = c.get(coll + "/" + o.name);

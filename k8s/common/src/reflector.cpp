@@ -136,9 +136,10 @@ std::string Reflector::watch_until_relist(std::string rv, Backoff& backoff) {
             backoff.reset();
             continue;
         }
-        const inject::Error e = !r               ? r.error()
-                                : !error.empty() ? inject::Error(Errc::Io, "an ERROR event: " + error)
-                                                 : inject::Error(Errc::Io, "the stream ended at once");
+        const inject::Error e = !r ? r.error()
+                                : !error.empty()
+                                    ? inject::Error(Errc::Io, "an ERROR event: " + error)
+                                    : inject::Error(Errc::Io, "the stream ended at once");
         // a dropped connection or 5xx (Io), a 429 while the server fills its watch cache
         // (InvalidInput): watch again; anything else, or too many: list
         if ((e.code() != Errc::Io && e.code() != Errc::InvalidInput) ||
@@ -159,13 +160,14 @@ Informer::Informer(api::Client& client, ReflectorOptions o, std::string api_vers
     : api_version_(std::move(api_version)),
       kind_(std::move(kind)),
       on_change_(std::move(on_change)),
-      reflector_(client,
-                 [&] {
-                     if (o.name.empty()) o.name = "informer " + kind_;
-                     return std::move(o);
-                 }(),
-                 ReflectorHandlers{[this](std::vector<Json> items, bool) { listed(std::move(items)); },
-                                   [this](const api::WatchEvent& ev) { event(ev); }}) {}
+      reflector_(
+          client,
+          [&] {
+              if (o.name.empty()) o.name = "informer " + kind_;
+              return std::move(o);
+          }(),
+          ReflectorHandlers{[this](std::vector<Json> items, bool) { listed(std::move(items)); },
+                            [this](const api::WatchEvent& ev) { event(ev); }}) {}
 
 std::optional<Json> Informer::get(const std::string& key) const {
     const std::lock_guard lock(mu_);

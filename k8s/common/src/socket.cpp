@@ -13,34 +13,51 @@ using inject::fail;
 
 inject::Result<std::string> socket_path(const std::string& dir, const std::string& name) {
     struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) return fail(inject::sys_error("socket folder '" + dir + "'"));
-    if (!S_ISDIR(st.st_mode)) return fail(Errc::InvalidInput, "socket folder '" + dir + "' is not a folder");
+    if (::stat(dir.c_str(), &st) != 0)
+        return fail(inject::sys_error("socket folder '" + dir + "'"));
+    if (!S_ISDIR(st.st_mode))
+        return fail(Errc::InvalidInput, "socket folder '" + dir + "' is not a folder");
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         return fail(inject::sys_error("socket folder '" + dir + "' is not writable"));
     std::string path = dir;
     if (path.empty() || path.back() != '/') path += '/';
     path += name;
     if (path.size() > kMaxSocketPath)
-        return fail(Errc::InvalidInput, "socket path '" + path + "' is " + std::to_string(path.size()) +
+        return fail(Errc::InvalidInput, "socket path '" + path + "' is " +
+                                            std::to_string(path.size()) +
                                             " bytes, longer than a unix socket allows (" +
                                             std::to_string(kMaxSocketPath) + ")");
     return path;
 }
 
 std::string status_text(const grpc::Status& s) {
-    static constexpr const char* kNames[] = {
-        "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-        "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-        "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-        "UNAUTHENTICATED"};
+    static constexpr const char* kNames[] = {"OK",
+                                             "CANCELLED",
+                                             "UNKNOWN",
+                                             "INVALID_ARGUMENT",
+                                             "DEADLINE_EXCEEDED",
+                                             "NOT_FOUND",
+                                             "ALREADY_EXISTS",
+                                             "PERMISSION_DENIED",
+                                             "RESOURCE_EXHAUSTED",
+                                             "FAILED_PRECONDITION",
+                                             "ABORTED",
+                                             "OUT_OF_RANGE",
+                                             "UNIMPLEMENTED",
+                                             "INTERNAL",
+                                             "UNAVAILABLE",
+                                             "DATA_LOSS",
+                                             "UNAUTHENTICATED"};
     const auto c = static_cast<std::size_t>(s.error_code());
     const std::string name = c < std::size(kNames) ? kNames[c] : "code " + std::to_string(c);
     return name + ": " + s.error_message();
 }
 
-inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(const std::string& path, std::chrono::milliseconds timeout) {
+inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(const std::string& path,
+                                                         std::chrono::milliseconds timeout) {
     if (path.size() > kMaxSocketPath)
-        return fail(Errc::InvalidInput, "socket path '" + path + "' is longer than a unix socket allows");
+        return fail(Errc::InvalidInput,
+                    "socket path '" + path + "' is longer than a unix socket allows");
     // gRPC waits a whole second before retrying a refused connection by default; a kubelet
     // that just created its socket may not listen yet, and we promise to register within a
     // second of it appearing.
@@ -55,14 +72,17 @@ inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(const std::string& path
     return ch;
 }
 
-inject::Result<UnixServer> serve_unix(const std::string& path, const std::vector<grpc::Service*>& services) {
+inject::Result<UnixServer> serve_unix(const std::string& path,
+                                      const std::vector<grpc::Service*>& services) {
     if (path.size() > kMaxSocketPath)
-        return fail(Errc::InvalidInput, "socket path '" + path + "' is longer than a unix socket allows");
+        return fail(Errc::InvalidInput,
+                    "socket path '" + path + "' is longer than a unix socket allows");
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
         // A socket left by an earlier run (or one kubelet forgot): replace it, as kubelet's own
         // plugins do. Anything else there is not ours to delete.
-        if (!S_ISSOCK(st.st_mode)) return fail(Errc::Conflict, "'" + path + "' exists and is not a socket");
+        if (!S_ISSOCK(st.st_mode))
+            return fail(Errc::Conflict, "'" + path + "' exists and is not a socket");
         if (::unlink(path.c_str()) != 0 && errno != ENOENT)
             return fail(inject::sys_error("removing stale socket '" + path + "'"));
     } else if (errno != ENOENT) {
@@ -74,7 +94,8 @@ inject::Result<UnixServer> serve_unix(const std::string& path, const std::vector
     UnixServer out;
     out.path = path;
     out.server = b.BuildAndStart();
-    if (!out.server) return fail(Errc::Io, "serving gRPC on '" + path + "' failed (see gRPC's log above)");
+    if (!out.server)
+        return fail(Errc::Io, "serving gRPC on '" + path + "' failed (see gRPC's log above)");
     // gRPC creates the socket with the process umask; only root (kubelet) may connect.
     if (::chmod(path.c_str(), 0600) != 0 || ::lstat(path.c_str(), &st) != 0) {
         auto e = inject::sys_error("setting mode 0600 on '" + path + "'");

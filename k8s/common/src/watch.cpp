@@ -30,7 +30,8 @@ std::filesystem::path folder(const std::string& dir) {
 
 }  // namespace
 
-inject::Result<KubeletWatcher> KubeletWatcher::create(const std::string& dir, std::string kubelet_socket) {
+inject::Result<KubeletWatcher> KubeletWatcher::create(const std::string& dir,
+                                                      std::string kubelet_socket) {
     inject::fs::UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (!fd.valid()) return inject::fail(inject::sys_error("inotify_init1"));
     KubeletWatcher w(std::move(fd), dir, std::move(kubelet_socket));

@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "nri/adjust.hpp"
 #include "create.hpp"
 #include "inject/oci.hpp"
+#include "nri/adjust.hpp"
 #include "test_util.hpp"
 
 namespace {

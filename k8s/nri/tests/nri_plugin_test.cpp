@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// One NRI connection served by nri_plugin::serve(), the runtime's side played over a socketpair with
-// hand-checked messages: registration, Configure, Synchronize, CreateContainer answered and
+// One NRI connection served by nri_plugin::serve(), the runtime's side played over a socketpair
+// with hand-checked messages: registration, Configure, Synchronize, CreateContainer answered and
 // refused, a method we do not serve, a refused registration, the runtime closing mid-frame.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -8,11 +8,11 @@
 
 #include <future>
 
+#include "nri/plugin.hpp"
 #include "nri/proto/nri.pb.h"
 #include "nri/proto/ttrpc.pb.h"
-#include "nri/plugin.hpp"
-#include "test_util.hpp"
 #include "nri/wire.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -104,8 +104,8 @@ struct Fixture {
         EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         rt.fd = sv[0];
         plugin_fd = sv[1];
-        served =
-            std::async(std::launch::async, [this] { return nri_plugin::serve(plugin_fd, opts, -1); });
+        served = std::async(std::launch::async,
+                            [this] { return nri_plugin::serve(plugin_fd, opts, -1); });
     }
     ~Fixture() {
         if (rt.fd >= 0) ::close(rt.fd);

@@ -40,7 +40,8 @@ struct Mount {
 
 /// containerEdits.hooks[]
 struct Hook {
-    std::string hook_name;  ///< prestart, createRuntime, createContainer, startContainer, poststart, poststop
+    std::string hook_name;  ///< prestart, createRuntime, createContainer, startContainer,
+                            ///< poststart, poststop
     std::string path;
     std::vector<std::string> args;
     std::vector<std::string> env;

@@ -9,14 +9,14 @@
 /// library folders): the same host and options give the same Spec, and to_yaml()/to_json() give
 /// the same bytes.
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "inject/cdi.hpp"
 #include "inject/device.hpp"
 #include "inject/multiarch.hpp"
 #include "inject/result.hpp"
-
-#include <string>
-#include <string_view>
-#include <vector>
 
 namespace inject::config {
 struct Config;
@@ -33,7 +33,8 @@ enum class NameStrategy {
 
 /// "index", "uuid", "both".
 [[nodiscard]] std::string_view name_strategy_name(NameStrategy s) noexcept;
-/// Parses a strategy name; InvalidInput: "unknown device name strategy 'x': want index, uuid or both".
+/// Parses a strategy name; InvalidInput: "unknown device name strategy 'x': want index, uuid or
+/// both".
 [[nodiscard]] Result<NameStrategy> parse_name_strategy(std::string_view name);
 
 /// Capability bits (the same values as inject::request::Capability).
@@ -57,13 +58,17 @@ struct GenerateOptions {
     std::string host_dev_root;
     /// Folders (container-style absolute paths, looked up under driver-root) searched for
     /// libefml.so* and the compute libraries.
-    std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64", kMultiarchLibDir,
-                                                  "/usr/local/lib", "/usr/local/topsrider/lib",
+    std::vector<std::string> library_search_paths{"/usr/lib",
+                                                  "/usr/lib64",
+                                                  kMultiarchLibDir,
+                                                  "/usr/local/lib",
+                                                  "/usr/local/topsrider/lib",
                                                   "/opt/tops/lib"};
     /// fnmatch patterns of the compute runtime libraries.
     std::vector<std::string> compute_libraries{"libtopsrt.so*", "libefrt*.so*", "libeccl*.so*"};
     /// efsmi locations tried in order (under driver-root); the first found is mounted.
-    std::vector<std::string> efsmi_paths{"/usr/bin/efsmi", "/usr/sbin/efsmi", "/usr/local/bin/efsmi"};
+    std::vector<std::string> efsmi_paths{"/usr/bin/efsmi", "/usr/sbin/efsmi",
+                                         "/usr/local/bin/efsmi"};
     /// Absolute path of enflame-ctk on the host, run as the createContainer hook
     /// (`enflame-ctk hook update-ldcache --folder <dir>...`). Empty = no hook.
     std::string ctk_path;

@@ -7,11 +7,11 @@
 /// error naming it and its location. Writing is deterministic: the same Spec gives the same
 /// bytes (fields in the spec's order, empty fields left out, maps sorted by key).
 
-#include "inject/cdi.hpp"
-#include "inject/result.hpp"
-
 #include <string>
 #include <string_view>
+
+#include "inject/cdi.hpp"
+#include "inject/result.hpp"
 
 namespace inject::cdi {
 

@@ -7,15 +7,15 @@
 /// the ContainerEdits to apply. The runtime shim uses this in cdi mode and resolve(Spec, ...)
 /// on an in-memory spec in auto mode; the OCI hook applies the resolved edits.
 
-#include "inject/cdi.hpp"
-#include "inject/cdi_provenance.hpp"
-#include "inject/cdi_validate.hpp"
-#include "inject/result.hpp"
-
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "inject/cdi.hpp"
+#include "inject/cdi_provenance.hpp"
+#include "inject/cdi_validate.hpp"
+#include "inject/result.hpp"
 
 namespace inject::cdi {
 
@@ -61,7 +61,8 @@ public:
     /// order; identical entries are kept once. Errors: InvalidInput for a malformed name,
     /// NotFound "unknown CDI device 'enflame.com/gpu=9'", Conflict for a name defined twice in
     /// one dir.
-    [[nodiscard]] Result<ContainerEdits> resolve(const std::vector<std::string>& qualified_names) const;
+    [[nodiscard]] Result<ContainerEdits> resolve(
+        const std::vector<std::string>& qualified_names) const;
 
 private:
     struct Entry {
@@ -81,7 +82,8 @@ private:
 /// Resolves device names of one in-memory spec: plain names ("0", "all") or qualified names
 /// of the spec's kind. Spec-level edits first, then each device's in request order,
 /// de-duplicated. NotFound: "unknown CDI device 'enflame.com/gpu=9'".
-[[nodiscard]] Result<ContainerEdits> resolve(const Spec& spec, const std::vector<std::string>& device_names);
+[[nodiscard]] Result<ContainerEdits> resolve(const Spec& spec,
+                                             const std::vector<std::string>& device_names);
 
 /// Appends `from` to `into`, skipping entries already there (env by whole entry, device nodes
 /// by container path, mounts by container path, hooks by equality, gids by value).

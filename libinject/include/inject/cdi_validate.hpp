@@ -12,12 +12,12 @@
 /// accepts cdiVersion 0.1.0 to 0.5.0 and skips specs with 0.6.0 or later (measured, see
 /// schemas/README.md), so what we generate needs at most 0.5.0.
 
-#include "inject/cdi.hpp"
-#include "inject/result.hpp"
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/cdi.hpp"
+#include "inject/result.hpp"
 
 namespace inject::cdi {
 

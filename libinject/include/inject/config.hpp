@@ -7,13 +7,13 @@
 /// and pass the text or path here. Every key is optional; an unknown key is an error that
 /// names the key and its line.
 
-#include "inject/multiarch.hpp"
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/multiarch.hpp"
+#include "inject/result.hpp"
 
 namespace inject::config {
 
@@ -62,9 +62,12 @@ struct CliSection {
     /// Device nodes are `/dev/<prefix><minor>` and `/dev/<prefix>ctl`.
     std::string device_prefix = "gcu";
     /// Folders (under driver-root) searched for efsmi, libefml and runtime libraries.
-    std::vector<std::string> library_search_paths{
-        "/usr/lib", "/usr/lib64", kMultiarchLibDir, "/usr/local/lib",
-        "/usr/local/topsrider/lib", "/opt/tops/lib"};
+    std::vector<std::string> library_search_paths{"/usr/lib",
+                                                  "/usr/lib64",
+                                                  kMultiarchLibDir,
+                                                  "/usr/local/lib",
+                                                  "/usr/local/topsrider/lib",
+                                                  "/opt/tops/lib"};
     /// Name patterns (fnmatch) of the `compute` capability's runtime libraries.
     std::vector<std::string> compute_libraries{"libtopsrt.so*", "libefrt*.so*", "libeccl*.so*"};
     /// Upper bound for one efsmi call.

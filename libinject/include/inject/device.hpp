@@ -26,10 +26,10 @@ struct DeviceNode {
 /// A DRS profile a card offers ("1g.11gb", up to 4 instances).
 struct DrsProfile {
     std::string name;
-    std::uint32_t id = 0;          ///< the profile id efsmi prints
+    std::uint32_t id = 0;  ///< the profile id efsmi prints
     std::uint32_t max_instances = 0;
     std::uint64_t memory_bytes = 0;
-    std::uint32_t sips = 0;        ///< SIPs (compute cores) of an instance; 0 = unknown
+    std::uint32_t sips = 0;  ///< SIPs (compute cores) of an instance; 0 = unknown
     friend bool operator==(const DrsProfile&, const DrsProfile&) = default;
 };
 
@@ -51,20 +51,20 @@ struct DrsInstance {
 
 /// One card.
 struct Device {
-    std::uint32_t index = 0;           ///< efsmi's DEV ID
-    std::uint32_t minor = 0;           ///< minor of /dev/gcu<minor>
-    std::string uuid;                  ///< "TR6Y46010302", "GCU-U53000080105"
-    std::string serial;                ///< "A0A1650510676" (empty if unknown)
-    std::string product;               ///< "S60", "T10", ...
-    std::string architecture;          ///< "GCU300" (derived from the product; empty if unknown)
-    std::string family;                ///< "scorpio", "LEO" (empty if unknown)
-    std::uint64_t memory_bytes = 0;    ///< total memory as the driver reports it
-    std::string pci_bus_id;            ///< "0000:17:00.0"
-    std::string pci_device_id;         ///< "c035" (empty if unknown)
-    std::int32_t numa_node = -1;       ///< -1 = unknown
-    std::optional<bool> healthy;       ///< empty = unknown
-    std::string driver_version;        ///< "1.4.3.4"
-    DeviceNode node;                   ///< /dev/gcu<minor>
+    std::uint32_t index = 0;         ///< efsmi's DEV ID
+    std::uint32_t minor = 0;         ///< minor of /dev/gcu<minor>
+    std::string uuid;                ///< "TR6Y46010302", "GCU-U53000080105"
+    std::string serial;              ///< "A0A1650510676" (empty if unknown)
+    std::string product;             ///< "S60", "T10", ...
+    std::string architecture;        ///< "GCU300" (derived from the product; empty if unknown)
+    std::string family;              ///< "scorpio", "LEO" (empty if unknown)
+    std::uint64_t memory_bytes = 0;  ///< total memory as the driver reports it
+    std::string pci_bus_id;          ///< "0000:17:00.0"
+    std::string pci_device_id;       ///< "c035" (empty if unknown)
+    std::int32_t numa_node = -1;     ///< -1 = unknown
+    std::optional<bool> healthy;     ///< empty = unknown
+    std::string driver_version;      ///< "1.4.3.4"
+    DeviceNode node;                 ///< /dev/gcu<minor>
     std::vector<DrsInstance> drs_instances;
 };
 
@@ -74,7 +74,7 @@ struct Host {
     std::vector<Device> devices;        ///< sorted by index
     std::optional<DeviceNode> control;  ///< /dev/gcuctl, when present
     std::vector<DrsProfile> drs_profiles;
-    std::string backend;                ///< "efsmi-json", "efsmi-text" or "libefml"
+    std::string backend;  ///< "efsmi-json", "efsmi-text" or "libefml"
     /// Why the backends before the one that answered did not (one line each).
     std::vector<std::string> fallbacks;
 };

@@ -6,14 +6,14 @@
 /// `efsmi -q --json-format`, then `efsmi -q` text, then dlopen of libefml. Each backend is
 /// also usable on its own. Every lookup happens under driver-root / dev-root.
 
-#include "inject/device.hpp"
-#include "inject/multiarch.hpp"
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/device.hpp"
+#include "inject/multiarch.hpp"
+#include "inject/result.hpp"
 
 namespace inject::config {
 struct Config;
@@ -35,10 +35,11 @@ struct Options {
     std::string device_prefix = "gcu";
     Backend backend = Backend::Auto;
     /// efsmi locations tried in order (under driver-root).
-    std::vector<std::string> efsmi_paths{"/usr/bin/efsmi", "/usr/sbin/efsmi", "/usr/local/bin/efsmi"};
+    std::vector<std::string> efsmi_paths{"/usr/bin/efsmi", "/usr/sbin/efsmi",
+                                         "/usr/local/bin/efsmi"};
     /// Folders (under driver-root) searched for libefml.so / libefml.so.1.
-    std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64",
-                                                  kMultiarchLibDir, "/usr/local/lib"};
+    std::vector<std::string> library_search_paths{"/usr/lib", "/usr/lib64", kMultiarchLibDir,
+                                                  "/usr/local/lib"};
     std::chrono::milliseconds efsmi_timeout{5000};
     /// Also ask efsmi for DRS profiles and instances (`efsmi --drs --list-profile`, then
     /// `--list-instance` when there are profiles; card by card with `-i <card>` when the
@@ -67,8 +68,8 @@ struct RawCard {
                                                             std::string_view source = "efsmi -q");
 /// Parses `efsmi -q --json-format` (docs/efsmi-model.md; tolerant of numbers vs strings; a bare
 /// number for a memory size is MiB, the unit efsmi prints). Syntax errors name the byte offset.
-[[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_json(std::string_view text,
-                                                            std::string_view source = "efsmi -q --json-format");
+[[nodiscard]] Result<std::vector<RawCard>> parse_efsmi_json(
+    std::string_view text, std::string_view source = "efsmi -q --json-format");
 /// Parses `efsmi [-i <card>] --drs --list-profile`: the rows are the lines holding a profile
 /// name (`\b\d+g\.\d+gb\b`), `card-index profile-name profile-id instance-count memory sip`;
 /// headers, borders (`|`, `+---+`) and spacing are ignored. With `card`, a row of another card

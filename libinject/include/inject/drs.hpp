@@ -9,13 +9,13 @@
 /// promise to print what it made in a form we can parse, so a create re-reads the card's
 /// instances and takes the one that was not there before.
 
-#include "inject/device.hpp"
-#include "inject/discover.hpp"
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "inject/device.hpp"
+#include "inject/discover.hpp"
+#include "inject/result.hpp"
 
 namespace inject::drs {
 
@@ -30,7 +30,8 @@ namespace inject::drs {
 /// shows no new instance of that profile, or more than one (someone else made one at the same
 /// moment), it is an error (Conflict) and nothing is destroyed: the caller cannot tell which is
 /// its own.
-[[nodiscard]] Result<device::DrsInstance> create_instance(const discover::Options& opts, std::uint32_t card,
+[[nodiscard]] Result<device::DrsInstance> create_instance(const discover::Options& opts,
+                                                          std::uint32_t card,
                                                           const device::DrsProfile& profile);
 
 /// Destroys instance `instance_id` of card `card`.

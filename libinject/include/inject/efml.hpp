@@ -8,15 +8,15 @@
 /// up on its own: a missing one makes its values unknown (nullopt), never a crash, and `missing()`
 /// names it so `enflame-ctk info` can say what a host's library lacks.
 
-#include "inject/discover.hpp"
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/discover.hpp"
+#include "inject/result.hpp"
 
 namespace inject::efml {
 

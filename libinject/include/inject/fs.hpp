@@ -6,13 +6,13 @@
 /// confined to a root directory (openat2 RESOLVE_IN_ROOT, with a checked component walk where
 /// openat2 is missing).
 
-#include "inject/result.hpp"
-
 #include <sys/types.h>
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "inject/result.hpp"
 
 namespace inject::fs {
 

@@ -11,9 +11,6 @@
 /// The functions that enter a namespace do it in a forked child, so the caller stays in the
 /// host namespaces. They fork: call them from a single-threaded process (the hook binaries).
 
-#include "inject/cdi.hpp"
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +20,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/cdi.hpp"
+#include "inject/result.hpp"
 
 namespace inject::hook {
 
@@ -53,9 +53,9 @@ struct DeviceRule {
 
 /// What the hooks use of config.json.
 struct Bundle {
-    std::string path;    ///< the bundle folder
-    std::string rootfs;  ///< root.path, joined with the bundle when relative
-    std::vector<std::string> env;                    ///< process.env
+    std::string path;              ///< the bundle folder
+    std::string rootfs;            ///< root.path, joined with the bundle when relative
+    std::vector<std::string> env;  ///< process.env
     std::map<std::string, std::string> annotations;  ///< annotations
     std::vector<DeviceRule> device_rules;            ///< linux.resources.devices
     bool privileged = false;                         ///< oci::privileged() of config.json
@@ -76,7 +76,8 @@ struct ApplyOptions {
 /// mknod_in_root() (or bind-mounts the host node), and bind-mounts each mount read-only,
 /// nosuid, nodev with bind_mount_in_root(). Env and hook edits are not applied here.
 /// Idempotent. `pid` 0 = stay in the caller's mount namespace.
-[[nodiscard]] Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
+[[nodiscard]] Result<void> apply_edits(int pid, const std::string& rootfs,
+                                       const cdi::ContainerEdits& edits,
                                        const ApplyOptions& opts = {});
 
 /// Allows the device nodes (read and write) in the container's device cgroup. Nothing to do
@@ -95,16 +96,18 @@ struct ApplyOptions {
 /// cgroup v2: loads a BPF_PROG_TYPE_CGROUP_DEVICE program that enforces `rules` (the last
 /// matching rule wins, unmatched access is denied: runc's filter) and attaches it to the cgroup2
 /// folder `cgroup_fd` with BPF_F_ALLOW_MULTI. What a runtime does at create.
-[[nodiscard]] Result<void> attach_device_filter(int cgroup_fd, const std::vector<DeviceRule>& rules);
+[[nodiscard]] Result<void> attach_device_filter(int cgroup_fd,
+                                                const std::vector<DeviceRule>& rules);
 
 /// cgroup v2: makes the device programs attached to the cgroup2 folder `cgroup_fd` also allow
 /// `allow` (allow rules with type, major and minor). Each attached program P is read back and
 /// replaced, atomically, by "if the access matches one of `allow`, allow; else run P": P's
 /// rules keep holding for every other device. Returns how many programs were replaced (0 when
 /// no device program applies to the cgroup at all; a program already extended with the same
-/// nodes is left as it is, so a second run changes nothing). Unsupported when the filter is attached to
-/// a parent cgroup only, or P cannot be reloaded (maps, helper calls).
-[[nodiscard]] Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<DeviceRule>& allow);
+/// nodes is left as it is, so a second run changes nothing). Unsupported when the filter is
+/// attached to a parent cgroup only, or P cannot be reloaded (maps, helper calls).
+[[nodiscard]] Result<std::size_t> extend_device_filters(int cgroup_fd,
+                                                        const std::vector<DeviceRule>& allow);
 
 /// True when `rules` (evaluated in order, the last match wins, as the kernel does) give
 /// read+write on the node.
@@ -146,10 +149,9 @@ struct LdcacheOptions {
 /// be the namespace of `pid`). False (debug log "... ldconfig not run") when, for every host
 /// file of `libraries`, the cache's entry for some soname in one of the folders it is mounted
 /// to resolves, inside the rootfs, to that same file (device and inode).
-[[nodiscard]] Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs,
-                                                           const cdi::ContainerEdits& edits, const LdcacheOptions& lo,
-                                                           const std::vector<MountedLibrary>& libraries,
-                                                           const ApplyOptions& opts = {});
+[[nodiscard]] Result<bool> apply_edits_and_prepare_ldcache(
+    int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const LdcacheOptions& lo,
+    const std::vector<MountedLibrary>& libraries, const ApplyOptions& opts = {});
 
 /// The conf.d file update_ldcache() writes.
 inline constexpr std::string_view kLdconfConfPath = "/etc/ld.so.conf.d/00-enflame.conf";
@@ -157,10 +159,10 @@ inline constexpr std::string_view kLdconfConfPath = "/etc/ld.so.conf.d/00-enflam
 /// Runs `fn` in a forked child that entered `mount_namespace` (empty = no setns) and returns
 /// its Result (the error travels back through a pipe). Used for all in-namespace work.
 [[nodiscard]] Result<void> in_mount_namespace(const std::string& mount_namespace,
-                                             const std::function<Result<void>()>& fn);
+                                              const std::function<Result<void>()>& fn);
 
 /// As in_mount_namespace(), and the text `fn` returns travels back too (at most 4000 bytes).
-[[nodiscard]] Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
-                                                          const std::function<Result<std::string>()>& fn);
+[[nodiscard]] Result<std::string> in_mount_namespace_text(
+    const std::string& mount_namespace, const std::function<Result<std::string>()>& fn);
 
 }  // namespace inject::hook

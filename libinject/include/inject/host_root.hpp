@@ -8,9 +8,6 @@
 /// lead where they lead on the node, not into the pod's own /run, and neither a `..` nor a
 /// symlink in the node's root can lead a read or a write outside it.
 
-#include "inject/fs.hpp"
-#include "inject/result.hpp"
-
 #include <sys/types.h>
 
 #include <cstddef>
@@ -18,6 +15,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/fs.hpp"
+#include "inject/result.hpp"
 
 namespace inject::toolkit {
 
@@ -55,7 +55,8 @@ public:
     [[nodiscard]] pid_t socket_owner(std::string_view host_path) const;
 
 private:
-    HostRoot(std::string path, inject::fs::UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+    HostRoot(std::string path, inject::fs::UniqueFd fd)
+        : path_(std::move(path)), fd_(std::move(fd)) {}
     std::string path_;
     inject::fs::UniqueFd fd_;
 };

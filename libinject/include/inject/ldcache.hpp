@@ -20,12 +20,12 @@
 /// cost gigabytes), strings longer than kMaxStringBytes are refused, and the bytes scanned for
 /// all entries' strings together are bounded by kMaxScanBytes.
 
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace inject::ldcache {
 

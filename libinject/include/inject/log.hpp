@@ -30,6 +30,8 @@ void warn(spdlog::format_string_t<Args...> fmt, Args&&... args) {
 }
 
 /// True when debug messages would be written (skip building expensive messages otherwise).
-inline bool debug_enabled() { return spdlog::default_logger_raw()->should_log(spdlog::level::debug); }
+inline bool debug_enabled() {
+    return spdlog::default_logger_raw()->should_log(spdlog::level::debug);
+}
 
 }  // namespace inject::log

@@ -13,9 +13,6 @@
 /// paths as seen inside the root ("/usr/lib/libefml.so.1"); "." and ".." are clamped at the root,
 /// and an absolute symlink resolves from the root, never from the caller's own "/".
 
-#include "inject/fs.hpp"
-#include "inject/result.hpp"
-
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -23,12 +20,16 @@
 #include <string>
 #include <string_view>
 
+#include "inject/fs.hpp"
+#include "inject/result.hpp"
+
 namespace inject::fs {
 
 /// `mkdir -p` inside the root: missing components are created with mkdirat() on the fd of the
 /// previous one; existing ones (symlinks included) are resolved inside the root. Returns an
 /// O_PATH fd of the final directory. A component that is not a directory is NotFound (ENOTDIR).
-[[nodiscard]] Result<UniqueFd> mkdir_in_root(int root_fd, std::string_view path, mode_t mode = 0755);
+[[nodiscard]] Result<UniqueFd> mkdir_in_root(int root_fd, std::string_view path,
+                                             mode_t mode = 0755);
 
 /// Opens `path` in the root as an O_PATH fd, creating it (and its parents) when missing: an
 /// empty regular file with `mode`, or a directory when `directory` is true. An existing target
@@ -70,7 +71,8 @@ struct BindOptions {
 /// Creates the symlink `link` -> `target` inside the root (symlinkat on the parent's fd; the
 /// target text is stored, never followed). An existing symlink with the same target is kept;
 /// anything else at `link` is a Conflict.
-[[nodiscard]] Result<void> symlink_in_root(int root_fd, std::string_view target, std::string_view link);
+[[nodiscard]] Result<void> symlink_in_root(int root_fd, std::string_view target,
+                                           std::string_view link);
 
 /// Changes the mode of `path` inside the root. The last component must not be a symlink
 /// (InvalidInput): the mode is applied to the inode opened in the root, never to a path string.
@@ -81,8 +83,8 @@ struct BindOptions {
 /// directory at `path`. Not fsynced: it writes into a container's rootfs, which does not outlive
 /// a crash in a usable state anyway, and the hook writes the file again on every start; two
 /// fsyncs on a busy disk were about half a millisecond of every hooked start.
-[[nodiscard]] Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content,
-                                         mode_t mode = 0644);
+[[nodiscard]] Result<void> write_in_root(int root_fd, std::string_view path,
+                                         std::string_view content, mode_t mode = 0644);
 
 /// Replaces `path` inside the root with `content` atomically and, with `opts.durable`, durably:
 /// a temp file created with O_EXCL in the folder opened in the root, fsync, renameat within that
@@ -90,18 +92,21 @@ struct BindOptions {
 /// which folders it creates). An existing file keeps its own mode; a new one gets `opts.mode`.
 /// Refuses a symlink or a directory at `path` (InvalidInput). A failure leaves the old file as
 /// it was and no temp file behind. For files that must outlive a crash (a host's engine config).
-[[nodiscard]] Result<void> atomic_write_in_root(int root_fd, std::string_view path, std::string_view content,
+[[nodiscard]] Result<void> atomic_write_in_root(int root_fd, std::string_view path,
+                                                std::string_view content,
                                                 const AtomicWriteOptions& opts = {});
 
 /// Reads the whole file `path` inside the root; refuses files larger than `max_bytes` and
 /// anything but a regular file (InvalidInput: a FIFO would block). NotFound when it does not
 /// exist.
-[[nodiscard]] Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t max_bytes);
+[[nodiscard]] Result<std::string> read_in_root(int root_fd, std::string_view path,
+                                               std::size_t max_bytes);
 
 /// Removes the file `path` (with `directory`, the empty folder) inside the root: the folder is
 /// opened in the root and the last component removed with unlinkat() on it, so a symlink there
 /// is removed itself, never followed. NotFound when it does not exist.
-[[nodiscard]] Result<void> remove_in_root(int root_fd, std::string_view path, bool directory = false);
+[[nodiscard]] Result<void> remove_in_root(int root_fd, std::string_view path,
+                                          bool directory = false);
 
 /// Splits a container path into its lexically normalised folder and last component
 /// ("/a/./b/../c" -> {"/a", "c"}); ".." is clamped at the root. The name is empty for "/".

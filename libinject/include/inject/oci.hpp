@@ -5,12 +5,11 @@
 /// Edits of an OCI runtime spec (config.json) as pure functions: JSON in, JSON out. Fields we
 /// do not touch are kept as they are.
 
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
 #include "inject/cdi.hpp"
 #include "inject/result.hpp"
-
-#include <nlohmann/json_fwd.hpp>
-
-#include <string>
 
 namespace inject::oci {
 
@@ -25,7 +24,8 @@ namespace inject::oci {
 /// Adds only the linux.resources.devices allow rules of `nodes` (no linux.devices entry): the
 /// runtime then programs the device cgroup (v1 or v2) for nodes a legacy hook creates later.
 /// Idempotent; a bad node leaves the spec as it was.
-[[nodiscard]] Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes);
+[[nodiscard]] Result<void> allow_devices(nlohmann::ordered_json& spec,
+                                         const std::vector<cdi::DeviceNode>& nodes);
 
 /// True when the container is privileged as accept-envvar-when-unprivileged means it:
 /// CAP_SYS_ADMIN is in process.capabilities.bounding (what `--privileged` gives).

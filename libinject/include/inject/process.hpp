@@ -18,13 +18,13 @@
 ///   close-on-exec pipe) is an error naming why, never an exit code.
 /// - a non-zero exit or a signal is not an error: the caller reads exit_code and term_signal.
 
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace inject::process {
 
@@ -35,9 +35,9 @@ inline constexpr std::size_t kMaxStderr = 4096;
 
 /// What to run.
 struct Command {
-    std::string path;                ///< absolute path of the executable (inside `root` if set)
-    std::vector<std::string> argv;   ///< argv[0] included
-    std::vector<std::string> env;    ///< the whole environment ("K=V"); nothing is inherited
+    std::string path;               ///< absolute path of the executable (inside `root` if set)
+    std::vector<std::string> argv;  ///< argv[0] included
+    std::vector<std::string> env;   ///< the whole environment ("K=V"); nothing is inherited
     std::chrono::milliseconds timeout{5000};
     std::size_t max_output = kMaxOutput;  ///< stdout beyond this is an error (InvalidInput)
     /// When >= 0: an fd (O_PATH is enough) of the executable to run, found once and run as
@@ -54,10 +54,10 @@ struct Command {
 
 /// How it ended.
 struct Output {
-    int exit_code = -1;     ///< exit status, or -1 when killed by a signal
-    int term_signal = 0;    ///< the signal that ended it, or 0
-    std::string out;        ///< stdout (with merge_stderr: stderr too)
-    std::string err;        ///< the first 4 KiB of stderr
+    int exit_code = -1;   ///< exit status, or -1 when killed by a signal
+    int term_signal = 0;  ///< the signal that ended it, or 0
+    std::string out;      ///< stdout (with merge_stderr: stderr too)
+    std::string err;      ///< the first 4 KiB of stderr
 };
 
 /// Runs the command to completion. Errors: InvalidInput (a relative path; output too large),

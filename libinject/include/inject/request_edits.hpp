@@ -8,14 +8,14 @@
 /// (sysfs + libefml), spawning efsmi only when libefml does not answer or DRS is asked for.
 /// Logs through inject/log.hpp: which source was used and why (a stale spec is one warning).
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "inject/cdi.hpp"
 #include "inject/cdi_registry.hpp"
 #include "inject/request.hpp"
 #include "inject/result.hpp"
-
-#include <map>
-#include <string>
-#include <vector>
 
 namespace inject::config {
 struct Config;
@@ -45,8 +45,10 @@ struct EditsOptions {
 /// read it: the env is not looked at (annotations still are) when accept-envvar-when-unprivileged
 /// is false and the container is not `privileged` (oci::privileged()). A CDI name in the env
 /// that is not of the configured kind is an InvalidInput error naming it (docs/security.md).
-[[nodiscard]] Result<Request> request_of(const config::Config& cfg, const std::vector<std::string>& env,
-                                         const std::map<std::string, std::string>& annotations, bool privileged);
+[[nodiscard]] Result<Request> request_of(const config::Config& cfg,
+                                         const std::vector<std::string>& env,
+                                         const std::map<std::string, std::string>& annotations,
+                                         bool privileged);
 
 /// Edits and where they came from.
 struct RequestEdits {
@@ -68,7 +70,8 @@ struct RequestEdits {
 /// cdi mode: the edits of the spec dirs for `req` (the spec-level edits of the first spec of the
 /// configured kind for "none"; devices by index, UUID, DRS name or "all"; CDI names as written).
 /// NotFound when no spec of the kind is there or a device is unknown.
-[[nodiscard]] Result<cdi::ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg,
+[[nodiscard]] Result<cdi::ContainerEdits> edits_from_registry(const cdi::Registry& reg,
+                                                              const config::Config& cfg,
                                                               const Request& req);
 
 /// Discovery: libefml in process first (sysfs confirms the nodes), efsmi only when libefml does
@@ -76,8 +79,10 @@ struct RequestEdits {
 /// selected cards plus the request's CDI names of the configured kind resolved (CDI names of
 /// other kinds are not discovery's: they are left out). A DRS instance adds
 /// TOPS_VISIBLE_DEVICES to the env. `backend` (optional) gets the backend that answered.
-[[nodiscard]] Result<cdi::ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req,
-                                                               const EditsOptions& opts, std::string* backend = nullptr);
+[[nodiscard]] Result<cdi::ContainerEdits> edits_from_discovery(const config::Config& cfg,
+                                                               const Request& req,
+                                                               const EditsOptions& opts,
+                                                               std::string* backend = nullptr);
 
 /// Auto mode: the spec on disk when it resolves the request and is not stale, else discovery
 /// (a missing spec or device: debug line; a stale spec: one warning naming why). CDI names of

@@ -75,7 +75,9 @@ struct Unexpected {
 [[nodiscard]] inline Unexpected fail(Errc code, std::string message, int sys_errno = 0) {
     return Unexpected{Error(code, std::move(message), sys_errno)};
 }
-[[nodiscard]] inline Unexpected fail(Error e) { return Unexpected{std::move(e)}; }
+[[nodiscard]] inline Unexpected fail(Error e) {
+    return Unexpected{std::move(e)};
+}
 
 /// A value or an Error.
 template <typename T>
@@ -84,7 +86,7 @@ public:
     Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
     // cppcheck-suppress passedByValue ; a sink: the error is moved out of `u`
     Result(Unexpected u) : v_(std::in_place_index<1>, std::move(u.error)) {}  // NOLINT
-    Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
+    Result(Error e) : v_(std::in_place_index<1>, std::move(e)) {}             // NOLINT
 
     [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
     explicit operator bool() const noexcept { return has_value(); }
@@ -118,7 +120,7 @@ public:
     Result() = default;
     // cppcheck-suppress passedByValue ; a sink: the error is moved out of `u`
     Result(Unexpected u) : err_(std::move(u.error)), ok_(false) {}  // NOLINT
-    Result(Error e) : err_(std::move(e)), ok_(false) {}  // NOLINT
+    Result(Error e) : err_(std::move(e)), ok_(false) {}             // NOLINT
 
     [[nodiscard]] bool has_value() const noexcept { return ok_; }
     explicit operator bool() const noexcept { return ok_; }
@@ -134,14 +136,16 @@ private:
 };
 
 /// An ok Result<void>.
-[[nodiscard]] inline Result<void> ok() { return {}; }
+[[nodiscard]] inline Result<void> ok() {
+    return {};
+}
 
 }  // namespace inject
 
 /// Evaluates a Result expression; on error returns it from the enclosing function.
-#define INJECT_TRY_VOID(expr)                                             \
-    do {                                                                  \
-        auto inject_try_r_ = (expr);                                      \
+#define INJECT_TRY_VOID(expr)                                                        \
+    do {                                                                             \
+        auto inject_try_r_ = (expr);                                                 \
         if (!inject_try_r_) return ::inject::fail(std::move(inject_try_r_).error()); \
     } while (0)
 
@@ -152,15 +156,15 @@ private:
 // `decl` is a declaration and `tmp` a name: parentheses around them would not compile.
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define INJECT_TRY(decl, expr) INJECT_TRY_IMPL_(decl, expr, INJECT_CONCAT_(inject_try_, __LINE__))
-#define INJECT_TRY_IMPL_(decl, expr, tmp)                               \
-    auto tmp = (expr);                                                  \
-    if (!tmp) return ::inject::fail(std::move(tmp).error());            \
+#define INJECT_TRY_IMPL_(decl, expr, tmp)                    \
+    auto tmp = (expr);                                       \
+    if (!tmp) return ::inject::fail(std::move(tmp).error()); \
     decl = std::move(tmp).value()
 // NOLINTEND(bugprone-macro-parentheses)
 
 /// Like INJECT_TRY_VOID, adding a context layer to the error on the way up.
-#define INJECT_TRY_CTX(expr, ctx)                                         \
-    do {                                                                  \
-        auto inject_try_r_ = (expr);                                      \
+#define INJECT_TRY_CTX(expr, ctx)                                                                 \
+    do {                                                                                          \
+        auto inject_try_r_ = (expr);                                                              \
         if (!inject_try_r_) return ::inject::fail(std::move(inject_try_r_).error().context(ctx)); \
     } while (0)

@@ -7,12 +7,12 @@
 /// to write, apply_changes() writes it. The edits themselves are inject::runtime_config's pure
 /// functions; nothing here prints.
 
+#include <string>
+#include <vector>
+
 #include "inject/host_root.hpp"
 #include "inject/result.hpp"
 #include "inject/runtime_config.hpp"
-
-#include <string>
-#include <vector>
 
 namespace inject::toolkit {
 
@@ -41,7 +41,8 @@ struct Change {
 /// Writes every change inside `root`, creating missing folders, and appends a line for each to
 /// `lines` ("updated: PATH", "unchanged: PATH (nothing to do)", "removed: PATH"; the lines of
 /// the files written before a failure too); true when a file changed.
-[[nodiscard]] inject::Result<bool> apply_changes(const HostRoot& root, const std::vector<Change>& changes,
+[[nodiscard]] inject::Result<bool> apply_changes(const HostRoot& root,
+                                                 const std::vector<Change>& changes,
                                                  std::vector<std::string>& lines);
 
 }  // namespace inject::toolkit

@@ -10,13 +10,13 @@
 /// host before any of that (execveat on an O_PATH fd): never a path inside the rootfs, and with
 /// an explicit environment (no LD_PRELOAD, ever).
 
-#include "inject/process.hpp"
-#include "inject/result.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "inject/process.hpp"
+#include "inject/result.hpp"
 
 namespace inject::sandbox {
 

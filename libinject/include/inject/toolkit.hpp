@@ -16,11 +16,11 @@
 /// how it ended. Sources: libinject/src/toolkit/ (install.cpp, uninstall.cpp, status.cpp, the
 /// state file in state.cpp, the engine in engine.cpp).
 
-#include "inject/result.hpp"
-
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace inject::toolkit {
 

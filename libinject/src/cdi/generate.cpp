@@ -2,13 +2,6 @@
 // Building the CDI spec for a discovered host. Every file we mount is looked up under
 // driver-root with fs::open_in_root (symlinks there are absolute and must resolve inside the
 // root, as with a containerised driver); the spec then names the resolved host path.
-#include "inject/cdi_generate.hpp"
-
-#include "inject/cdi_validate.hpp"
-#include "inject/config.hpp"
-#include "inject/fs.hpp"
-#include "inject/log.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -18,6 +11,12 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+
+#include "inject/cdi_generate.hpp"
+#include "inject/cdi_validate.hpp"
+#include "inject/config.hpp"
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
 
 namespace inject::cdi {
 namespace {
@@ -88,7 +87,8 @@ public:
     }
 
     // Names in a folder inside the root matching any pattern, sorted; none if it is missing.
-    Result<std::vector<std::string>> matching(const std::string& dir, const std::vector<std::string>& patterns) const {
+    Result<std::vector<std::string>> matching(const std::string& dir,
+                                              const std::vector<std::string>& patterns) const {
         std::vector<std::string> out;
         auto fd = fs::open_in_root(fd_.get(), dir, O_RDONLY | O_DIRECTORY);
         if (!fd) {
@@ -121,7 +121,8 @@ private:
 void add_file_mounts(std::vector<Mount>& mounts, const std::string& container_path,
                      const std::string& host, const std::string& real) {
     auto add = [&](const std::string& cpath) {
-        if (std::any_of(mounts.begin(), mounts.end(), [&](const Mount& m) { return m.container_path == cpath; }))
+        if (std::any_of(mounts.begin(), mounts.end(),
+                        [&](const Mount& m) { return m.container_path == cpath; }))
             return;
         mounts.push_back(Mount{host, cpath, "", kMountOptions});
     };
@@ -140,7 +141,8 @@ Result<void> library_mounts(const DriverRoot& root, const GenerateOptions& opts,
             if (!found) continue;
             add_file_mounts(mounts, cpath, found->host, found->real);
             for (const auto& f : {dir_name(cpath), dir_name(found->real)})
-                if (std::find(folders.begin(), folders.end(), f) == folders.end()) folders.push_back(f);
+                if (std::find(folders.begin(), folders.end(), f) == folders.end())
+                    folders.push_back(f);
         }
     }
     return ok();
@@ -199,9 +201,12 @@ Result<void> check_name(const std::string& name, const std::string& what) {
 
 std::string_view name_strategy_name(NameStrategy s) noexcept {
     switch (s) {
-        case NameStrategy::Index: return "index";
-        case NameStrategy::Uuid: return "uuid";
-        case NameStrategy::Both: return "both";
+        case NameStrategy::Index:
+            return "index";
+        case NameStrategy::Uuid:
+            return "uuid";
+        case NameStrategy::Both:
+            return "both";
     }
     return "both";
 }
@@ -210,8 +215,8 @@ Result<NameStrategy> parse_name_strategy(std::string_view name) {
     if (name == "index") return NameStrategy::Index;
     if (name == "uuid") return NameStrategy::Uuid;
     if (name == "both") return NameStrategy::Both;
-    return fail(Errc::InvalidInput,
-                "unknown device name strategy '" + std::string(name) + "': want index, uuid or both");
+    return fail(Errc::InvalidInput, "unknown device name strategy '" + std::string(name) +
+                                        "': want index, uuid or both");
 }
 
 Result<GenerateOptions> options_from(const config::Config& cfg) {
@@ -219,7 +224,8 @@ Result<GenerateOptions> options_from(const config::Config& cfg) {
     const auto& kind = cfg.runtime.cdi_kind;
     const auto slash = kind.find('/');
     if (slash == std::string::npos)
-        return fail(Errc::InvalidInput, cfg.source + ": cdi-kind '" + kind + "' is not vendor/class");
+        return fail(Errc::InvalidInput,
+                    cfg.source + ": cdi-kind '" + kind + "' is not vendor/class");
     o.vendor = kind.substr(0, slash);
     o.cls = kind.substr(slash + 1);
     o.driver_root = cfg.cli.driver_root;
@@ -232,7 +238,8 @@ Result<GenerateOptions> options_from(const config::Config& cfg) {
 }
 
 Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
-    if (host.devices.empty()) return fail(Errc::NotFound, "no Enflame cards found: nothing to generate");
+    if (host.devices.empty())
+        return fail(Errc::NotFound, "no Enflame cards found: nothing to generate");
     if (auto e = check_vendor(opts.vendor); !e.empty()) return fail(Errc::InvalidInput, e);
     if (auto e = check_class(opts.cls); !e.empty()) return fail(Errc::InvalidInput, e);
 
@@ -255,7 +262,8 @@ Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
         if (by_index) INJECT_TRY_VOID(add(std::to_string(d.index), e));
         if (by_uuid) {
             if (d.uuid.empty())
-                return fail(Errc::InvalidInput, "card " + std::to_string(d.index) + " has no UUID to name it by");
+                return fail(Errc::InvalidInput,
+                            "card " + std::to_string(d.index) + " has no UUID to name it by");
             INJECT_TRY_VOID(add(d.uuid, e));
         }
     }
@@ -271,7 +279,8 @@ Result<Spec> generate(const device::Host& host, const GenerateOptions& opts) {
     }
     if (opts.all_device) {
         ContainerEdits e;
-        for (const auto& d : host.devices) e.device_nodes.push_back(node_edit(d.node, opts.host_dev_root));
+        for (const auto& d : host.devices)
+            e.device_nodes.push_back(node_edit(d.node, opts.host_dev_root));
         INJECT_TRY_VOID(add("all", std::move(e)));
     }
     INJECT_TRY(spec.edits, spec_edits(host, opts));

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The generated-from record of a spec and the cheap staleness checks built on it. The checks
 // run on the shim's create path, so they only stat and read a few small files.
-#include "inject/cdi_provenance.hpp"
-
-#include "inject/fs.hpp"
-#include "inject/text.hpp"
-
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <charconv>
+
+#include "inject/cdi_provenance.hpp"
+#include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 namespace inject::cdi {
 namespace {
@@ -19,7 +18,9 @@ std::string devnum(std::uint32_t major, std::uint32_t minor) {
     return std::to_string(major) + ":" + std::to_string(minor);
 }
 
-std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n \r")); }
+std::string trimmed(const std::string& s) {
+    return std::string(text::trim_end(s, "\n \r"));
+}
 
 std::optional<std::uint32_t> number(std::string_view s) {
     std::uint32_t v = 0;
@@ -41,7 +42,8 @@ std::optional<GeneratedCard> parse_card(std::string_view s) {
     const auto colon = parts[3].find(':');
     const auto index = number(parts[0]);
     const auto major = number(parts[3].substr(0, colon));
-    const auto minor = colon == std::string_view::npos ? std::nullopt : number(parts[3].substr(colon + 1));
+    const auto minor =
+        colon == std::string_view::npos ? std::nullopt : number(parts[3].substr(colon + 1));
     if (!index || !major || !minor) return std::nullopt;
     return GeneratedCard{*index, std::string(parts[1]), std::string(parts[2]), *major, *minor};
 }
@@ -61,7 +63,9 @@ Result<GeneratedFrom> parse_record(std::string_view line) {
             driver = true;
         } else if (word.starts_with("card=")) {
             auto c = parse_card(word.substr(5));
-            if (!c) return fail(Errc::InvalidInput, "bad card '" + std::string(word.substr(5)) + "': want index/uuid/bus/major:minor");
+            if (!c)
+                return fail(Errc::InvalidInput, "bad card '" + std::string(word.substr(5)) +
+                                                    "': want index/uuid/bus/major:minor");
             g.cards.push_back(std::move(*c));
         }
     }
@@ -69,13 +73,16 @@ Result<GeneratedFrom> parse_record(std::string_view line) {
     return g;
 }
 
-bool plain(const std::string& s) { return s.find_first_of(" /\t\n\r") == std::string::npos; }
+bool plain(const std::string& s) {
+    return s.find_first_of(" /\t\n\r") == std::string::npos;
+}
 
 // The sysfs "major:minor" of a card, or empty when its entry is gone.
 std::string sysfs_dev(const HostPaths& p, const GeneratedCard& c) {
     for (const char* cls : {"enflame", "zixiao"}) {
-        const std::string path = fs::join(p.driver_root, "/sys/bus/pci/devices/" + c.pci_bus_id + "/" + cls + "/" +
-                                                             p.device_prefix + std::to_string(c.minor) + "/dev");
+        const std::string path =
+            fs::join(p.driver_root, "/sys/bus/pci/devices/" + c.pci_bus_id + "/" + cls + "/" +
+                                        p.device_prefix + std::to_string(c.minor) + "/dev");
         if (auto t = fs::read_file(path, 64)) return trimmed(*t);
     }
     return {};
@@ -98,12 +105,14 @@ std::string generated_from_comment(const GeneratedFrom& g) {
     std::string line = "# " + std::string(kGeneratedFromKey) + ": driver=" + g.driver_version;
     for (const auto& c : g.cards) {
         if (!plain(c.uuid) || !plain(c.pci_bus_id)) return {};
-        line += " card=" + std::to_string(c.index) + "/" + c.uuid + "/" + c.pci_bus_id + "/" + devnum(c.major, c.minor);
+        line += " card=" + std::to_string(c.index) + "/" + c.uuid + "/" + c.pci_bus_id + "/" +
+                devnum(c.major, c.minor);
     }
     return line + "\n";
 }
 
-Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text, std::string_view source) {
+Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text,
+                                                         std::string_view source) {
     const std::string prefix = "# " + std::string(kGeneratedFromKey) + ": ";
     while (!text.empty() && text.front() == '#') {
         const auto nl = text.find('\n');
@@ -111,8 +120,9 @@ Result<std::optional<GeneratedFrom>> read_generated_from(std::string_view text, 
         if (line.starts_with(prefix)) {
             auto g = parse_record(line.substr(prefix.size()));
             if (!g)
-                return fail(Errc::InvalidInput,
-                            std::string(source) + ": " + std::string(kGeneratedFromKey) + ": " + g.error().message());
+                return fail(Errc::InvalidInput, std::string(source) + ": " +
+                                                    std::string(kGeneratedFromKey) + ": " +
+                                                    g.error().message());
             return std::optional<GeneratedFrom>(std::move(*g));
         }
         if (nl == std::string_view::npos) break;
@@ -131,16 +141,21 @@ std::optional<std::string> stale_reason(const GeneratedFrom& g, const HostPaths&
     for (const auto& c : g.cards) {
         if (cards && std::find(cards->begin(), cards->end(), c.index) == cards->end()) continue;
         // Built only for the message: this loop runs on every create.
-        auto what = [&c] { return "card " + std::to_string(c.index) + " (" + c.uuid + ", " + c.pci_bus_id + ")"; };
+        auto what = [&c] {
+            return "card " + std::to_string(c.index) + " (" + c.uuid + ", " + c.pci_bus_id + ")";
+        };
         const std::string sys = sysfs_dev(paths, c);
         if (sys.empty()) return what() + " is gone from sysfs";
         if (sys != devnum(c.major, c.minor))
             return what() + " is " + sys + " in sysfs, the spec says " + devnum(c.major, c.minor);
-        const std::string node = fs::join(paths.dev_root, "/dev/" + paths.device_prefix + std::to_string(c.minor));
+        const std::string node =
+            fs::join(paths.dev_root, "/dev/" + paths.device_prefix + std::to_string(c.minor));
         struct stat st {};
         if (::stat(node.c_str(), &st) != 0) return what() + ": '" + node + "' is missing";
-        if (!S_ISCHR(st.st_mode) || ::major(st.st_rdev) != c.major || ::minor(st.st_rdev) != c.minor)
-            return what() + ": '" + node + "' is not the character device " + devnum(c.major, c.minor);
+        if (!S_ISCHR(st.st_mode) || ::major(st.st_rdev) != c.major ||
+            ::minor(st.st_rdev) != c.minor)
+            return what() + ": '" + node + "' is not the character device " +
+                   devnum(c.major, c.minor);
     }
     return std::nullopt;
 }
@@ -155,13 +170,15 @@ std::optional<std::string> stale_edits(const ContainerEdits& edits) {
         const auto mi = static_cast<std::int64_t>(::minor(st.st_rdev));
         const bool type_ok = n.type == "b" ? S_ISBLK(st.st_mode) : S_ISCHR(st.st_mode);
         if (!type_ok || ma != *n.major || mi != *n.minor)
-            return "device node '" + host + "' is " + std::to_string(ma) + ":" + std::to_string(mi) +
-                   ", the spec says " + std::to_string(*n.major) + ":" + std::to_string(*n.minor);
+            return "device node '" + host + "' is " + std::to_string(ma) + ":" +
+                   std::to_string(mi) + ", the spec says " + std::to_string(*n.major) + ":" +
+                   std::to_string(*n.minor);
     }
     for (const auto& m : edits.mounts) {
         if (!m.type.empty() && m.type != "bind") continue;
         struct stat st {};
-        if (::stat(m.host_path.c_str(), &st) != 0) return "mounted file '" + m.host_path + "' is missing";
+        if (::stat(m.host_path.c_str(), &st) != 0)
+            return "mounted file '" + m.host_path + "' is missing";
     }
     return std::nullopt;
 }

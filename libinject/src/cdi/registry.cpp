@@ -2,11 +2,6 @@
 // The CDI registry and resolution of device names into edits. Like the reference cache, a spec
 // that does not parse or validate is skipped and reported, never fatal: one broken file in
 // /etc/cdi must not stop every container that asks for another vendor's device.
-#include "inject/cdi_registry.hpp"
-
-#include "inject/cdi_io.hpp"
-#include "inject/fs.hpp"
-
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -14,6 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+
+#include "inject/cdi_io.hpp"
+#include "inject/cdi_registry.hpp"
+#include "inject/fs.hpp"
 
 namespace inject::cdi {
 namespace {
@@ -36,7 +35,8 @@ Result<std::vector<std::string>> list_dir(const std::string& dir) {
         if (errno == ENOENT) return out;
         const int err = errno;
         return fail(Error(err == EACCES || err == EPERM ? Errc::Permission : Errc::Io,
-                          "reading CDI spec dir '" + dir + "': " + std::string(std::strerror(err)), err));
+                          "reading CDI spec dir '" + dir + "': " + std::string(std::strerror(err)),
+                          err));
     }
     while (const dirent* e = ::readdir(d.get())) {
         std::string name = e->d_name;
@@ -54,7 +54,8 @@ bool contains_node(const std::vector<DeviceNode>& v, const DeviceNode& n) {
     return std::any_of(v.begin(), v.end(), [&](const DeviceNode& x) { return x.path == n.path; });
 }
 bool contains_mount(const std::vector<Mount>& v, const Mount& m) {
-    return std::any_of(v.begin(), v.end(), [&](const Mount& x) { return x.container_path == m.container_path; });
+    return std::any_of(v.begin(), v.end(),
+                       [&](const Mount& x) { return x.container_path == m.container_path; });
 }
 template <typename T>
 bool contains(const std::vector<T>& v, const T& x) {
@@ -83,8 +84,9 @@ Registry Registry::from_specs(std::vector<LoadedSpec> specs) {
         const auto& ls = r.specs_[si];
         for (std::size_t di = 0; di < ls.spec.devices.size(); ++di) {
             Entry e{ls.spec.kind + "=" + ls.spec.devices[di].name, si, di, false};
-            auto it = std::lower_bound(r.entries_.begin(), r.entries_.end(), e.qualified_name,
-                                       [](const Entry& a, const std::string& n) { return a.qualified_name < n; });
+            auto it = std::lower_bound(
+                r.entries_.begin(), r.entries_.end(), e.qualified_name,
+                [](const Entry& a, const std::string& n) { return a.qualified_name < n; });
             if (it == r.entries_.end() || it->qualified_name != e.qualified_name) {
                 r.entries_.insert(it, std::move(e));
                 continue;
@@ -93,8 +95,8 @@ Registry Registry::from_specs(std::vector<LoadedSpec> specs) {
             if (ls.dir_priority > old.dir_priority) {
                 *it = std::move(e);  // a later dir overrides an earlier one
             } else if (ls.dir_priority == old.dir_priority) {
-                r.conflicts_.push_back("device '" + e.qualified_name + "' is defined in '" + old.path +
-                                       "' and '" + ls.path + "'");
+                r.conflicts_.push_back("device '" + e.qualified_name + "' is defined in '" +
+                                       old.path + "' and '" + ls.path + "'");
                 it->conflicted = true;
             }
         }
@@ -110,7 +112,8 @@ Result<Registry> Registry::load(const std::vector<std::string>& dirs) {
         for (auto& path : files) {
             auto text = fs::read_file(path, kMaxSpecBytes);
             if (!text) {
-                problems.push_back(std::move(text).error().context("reading CDI spec '" + path + "'").what());
+                problems.push_back(
+                    std::move(text).error().context("reading CDI spec '" + path + "'").what());
                 continue;
             }
             auto spec = parse_spec(*text, path);
@@ -141,8 +144,9 @@ std::vector<std::string> Registry::device_names() const {
 }
 
 const Registry::Entry* Registry::find(const std::string& qualified_name) const {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), qualified_name,
-                               [](const Entry& a, const std::string& n) { return a.qualified_name < n; });
+    auto it =
+        std::lower_bound(entries_.begin(), entries_.end(), qualified_name,
+                         [](const Entry& a, const std::string& n) { return a.qualified_name < n; });
     if (it == entries_.end() || it->qualified_name != qualified_name) return nullptr;
     return &*it;
 }
@@ -155,13 +159,15 @@ Result<ContainerEdits> Registry::resolve(const std::vector<std::string>& qualifi
         const Entry* e = find(qn.str());
         if (e == nullptr) return fail(Errc::NotFound, "unknown CDI device '" + name + "'");
         if (e->conflicted)
-            return fail(Errc::Conflict, "CDI device '" + name + "' is defined in more than one spec file");
+            return fail(Errc::Conflict,
+                        "CDI device '" + name + "' is defined in more than one spec file");
         found.push_back(e);
         if (!contains(spec_order, e->spec_index)) spec_order.push_back(e->spec_index);
     }
     ContainerEdits out;
     for (auto si : spec_order) merge_edits(out, specs_[si].spec.edits);
-    for (const Entry* e : found) merge_edits(out, specs_[e->spec_index].spec.devices[e->device_index].edits);
+    for (const Entry* e : found)
+        merge_edits(out, specs_[e->spec_index].spec.devices[e->device_index].edits);
     return out;
 }
 
@@ -171,13 +177,15 @@ Result<ContainerEdits> resolve(const Spec& spec, const std::vector<std::string>&
         std::string_view plain = name;
         if (is_qualified_name(name)) {
             INJECT_TRY(auto qn, parse_qualified_name(name));
-            if (qn.kind() != spec.kind) return fail(Errc::NotFound, "unknown CDI device '" + name + "'");
+            if (qn.kind() != spec.kind)
+                return fail(Errc::NotFound, "unknown CDI device '" + name + "'");
             plain = std::string_view(name).substr(name.find('=') + 1);
         }
         auto it = std::find_if(spec.devices.begin(), spec.devices.end(),
                                [&](const Device& d) { return d.name == plain; });
         if (it == spec.devices.end())
-            return fail(Errc::NotFound, "unknown CDI device '" + spec.kind + "=" + std::string(plain) + "'");
+            return fail(Errc::NotFound,
+                        "unknown CDI device '" + spec.kind + "=" + std::string(plain) + "'");
         found.push_back(&*it);
     }
     ContainerEdits out;

@@ -4,13 +4,6 @@
 // follows the reference (sigs.k8s.io/yaml + encoding/json with unknown fields refused): a plain
 // YAML scalar that reads as a number is not a string (`name: 0` must be quoted), and an unknown
 // field is an error. Writing: spec_write.cpp.
-#include "inject/cdi_io.hpp"
-
-#include "inject/fs.hpp"
-
-#include "tree.hpp"
-
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -18,7 +11,12 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <utility>
+
+#include "inject/cdi_io.hpp"
+#include "inject/fs.hpp"
+#include "tree.hpp"
 
 namespace inject::cdi {
 namespace {
@@ -28,12 +26,18 @@ using detail::resolve_plain;
 
 std::string_view kind_name(Node::Kind k) {
     switch (k) {
-        case Node::Kind::Null: return "null";
-        case Node::Kind::String: return "a string";
-        case Node::Kind::Number: return "a number";
-        case Node::Kind::Bool: return "a boolean";
-        case Node::Kind::Seq: return "a list";
-        case Node::Kind::Map: return "a mapping";
+        case Node::Kind::Null:
+            return "null";
+        case Node::Kind::String:
+            return "a string";
+        case Node::Kind::Number:
+            return "a number";
+        case Node::Kind::Bool:
+            return "a boolean";
+        case Node::Kind::Seq:
+            return "a list";
+        case Node::Kind::Map:
+            return "a mapping";
     }
     return "?";
 }
@@ -62,9 +66,11 @@ bool is_yaml_number(std::string_view s) {
         mant = s.substr(0, e);
         exp = s.substr(e + 1);
         if (!exp.empty() && (exp[0] == '-' || exp[0] == '+')) exp.remove_prefix(1);
-        if (exp.empty() || exp.find_first_not_of("0123456789") != std::string_view::npos) return false;
+        if (exp.empty() || exp.find_first_not_of("0123456789") != std::string_view::npos)
+            return false;
     }
-    if (mant.empty() || mant.find_first_not_of("0123456789_.") != std::string_view::npos) return false;
+    if (mant.empty() || mant.find_first_not_of("0123456789_.") != std::string_view::npos)
+        return false;
     if (std::count(mant.begin(), mant.end(), '.') > 1) return false;
     return mant.find_first_of("0123456789") != std::string_view::npos;
 }
@@ -78,12 +84,14 @@ Node::Kind resolve_plain_impl(std::string_view s) {
     if (!s.empty()) {
         const char c = s.front();
         number_start = (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == '_';
-        if (!number_start && (s.size() > 5 || std::string_view("~nNtTfFyYoO").find(c) == std::string_view::npos))
+        if (!number_start &&
+            (s.size() > 5 || std::string_view("~nNtTfFyYoO").find(c) == std::string_view::npos))
             return Node::Kind::String;
     }
     if (s.empty() || is_one_of(s, {"~", "null", "Null", "NULL"})) return Node::Kind::Null;
-    if (is_one_of(s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
-                      "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
+    if (is_one_of(
+            s, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
+                "NO",   "on",   "On",   "ON",    "off",   "Off",   "OFF", "y",   "Y",   "n",  "N"}))
         return Node::Kind::Bool;
     // A number starts with a digit, a sign, '.' or '_' (is_yaml_number() refuses anything else).
     if (number_start && is_yaml_number(s)) return Node::Kind::Number;
@@ -94,7 +102,8 @@ Node::Kind resolve_plain_impl(std::string_view s) {
 constexpr int kMaxDepth = 64;
 
 Unexpected too_deep(std::string_view source) {
-    return fail(Errc::InvalidInput, std::string(source) + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return fail(Errc::InvalidInput, std::string(source) + ": nested deeper than " +
+                                        std::to_string(kMaxDepth) + " levels");
 }
 
 Result<Node> from_yaml(const YAML::Node& y, std::string_view source, int depth = 0) {
@@ -109,10 +118,12 @@ Result<Node> from_yaml(const YAML::Node& y, std::string_view source, int depth =
         case YAML::NodeType::Scalar:
             n.text = y.Scalar();
             // "!" = quoted or block scalar, "?" = plain; an explicit !!str tag is a string too.
-            if (y.Tag() == "?") n.kind = resolve_plain(n.text);
+            if (y.Tag() == "?")
+                n.kind = resolve_plain(n.text);
             else if (y.Tag() == "tag:yaml.org,2002:int" || y.Tag() == "tag:yaml.org,2002:float")
                 n.kind = Node::Kind::Number;
-            else n.kind = Node::Kind::String;
+            else
+                n.kind = Node::Kind::String;
             return n;
         case YAML::NodeType::Sequence:
             n.kind = Node::Kind::Seq;
@@ -127,13 +138,14 @@ Result<Node> from_yaml(const YAML::Node& y, std::string_view source, int depth =
                 const int kline = kv.first.Mark().line + 1;
                 if (!kv.first.IsScalar())
                     return fail(Errc::InvalidInput, std::string(source) + ": line " +
-                                                        std::to_string(kline) + ": a key must be a string");
+                                                        std::to_string(kline) +
+                                                        ": a key must be a string");
                 std::string key = kv.first.Scalar();
                 for (const auto& f : n.fields)
                     if (f.first == key)
                         return fail(Errc::InvalidInput, std::string(source) + ": line " +
-                                                            std::to_string(kline) + ": duplicate field '" +
-                                                            key + "'");
+                                                            std::to_string(kline) +
+                                                            ": duplicate field '" + key + "'");
                 INJECT_TRY(Node c, from_yaml(kv.second, source, depth + 1));
                 if (c.line == 0) c.line = kline;
                 n.fields.emplace_back(std::move(key), std::move(c));
@@ -148,7 +160,9 @@ Result<Node> from_json(const nlohmann::json& j, std::string_view source, int dep
     Node n;
     switch (j.type()) {
         case nlohmann::json::value_t::null:
-        case nlohmann::json::value_t::discarded: n.kind = Node::Kind::Null; break;
+        case nlohmann::json::value_t::discarded:
+            n.kind = Node::Kind::Null;
+            break;
         case nlohmann::json::value_t::string:
             n.kind = Node::Kind::String;
             n.text = j.get<std::string>();
@@ -177,7 +191,9 @@ Result<Node> from_json(const nlohmann::json& j, std::string_view source, int dep
                 n.fields.emplace_back(k, std::move(c));
             }
             break;
-        case nlohmann::json::value_t::binary: n.kind = Node::Kind::Null; break;
+        case nlohmann::json::value_t::binary:
+            n.kind = Node::Kind::Null;
+            break;
     }
     return n;
 }
@@ -217,10 +233,11 @@ public:
         return fail(Errc::InvalidInput, msg + ": " + what);
     }
     Unexpected type_error(const Node& n, const Path& path, std::string_view want) const {
-        return error(n, path, "want " + std::string(want) + ", got " + std::string(kind_name(n.kind)) +
-                                  (n.kind == Node::Kind::Number || n.kind == Node::Kind::Bool
-                                       ? " (quote it to make it a string)"
-                                       : ""));
+        return error(n, path,
+                     "want " + std::string(want) + ", got " + std::string(kind_name(n.kind)) +
+                         (n.kind == Node::Kind::Number || n.kind == Node::Kind::Bool
+                              ? " (quote it to make it a string)"
+                              : ""));
     }
 
     Result<std::string> str(Node& n, const Path& path) const {
@@ -264,15 +281,25 @@ public:
             pos = 1;
         }
         int base = 10;
-        if (t.compare(pos, 2, "0x") == 0) { base = 16; pos += 2; }
-        else if (t.compare(pos, 2, "0o") == 0) { base = 8; pos += 2; }
-        else if (t.compare(pos, 2, "0b") == 0) { base = 2; pos += 2; }
-        else if (n.line > 0 && t.size() > pos + 1 && t[pos] == '0') { base = 8; pos += 1; }  // YAML 1.1 octal
+        if (t.compare(pos, 2, "0x") == 0) {
+            base = 16;
+            pos += 2;
+        } else if (t.compare(pos, 2, "0o") == 0) {
+            base = 8;
+            pos += 2;
+        } else if (t.compare(pos, 2, "0b") == 0) {
+            base = 2;
+            pos += 2;
+        } else if (n.line > 0 && t.size() > pos + 1 && t[pos] == '0') {
+            base = 8;
+            pos += 1;
+        }  // YAML 1.1 octal
         std::uint64_t v = 0;
         const char* b = t.data() + pos;
         const char* e = t.data() + t.size();
         auto [p, ec] = std::from_chars(b, e, v, base);
-        if (ec != std::errc() || p != e || b == e) return error(n, path, "'" + n.text + "' is not an integer");
+        if (ec != std::errc() || p != e || b == e)
+            return error(n, path, "'" + n.text + "' is not an integer");
         const auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
         if (v > max) return error(n, path, "'" + n.text + "' is out of range");
         const std::int64_t sv = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
@@ -283,8 +310,9 @@ public:
     template <typename T>
     Result<std::optional<T>> opt_int(const Node& n, const Path& path) const {
         if (n.kind == Node::Kind::Null) return std::optional<T>();
-        INJECT_TRY(auto v, integer(n, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
-                                   static_cast<std::int64_t>(std::numeric_limits<T>::max())));
+        INJECT_TRY(auto v,
+                   integer(n, path, static_cast<std::int64_t>(std::numeric_limits<T>::min()),
+                           static_cast<std::int64_t>(std::numeric_limits<T>::max())));
         return std::optional<T>(static_cast<T>(v));
     }
 
@@ -465,15 +493,18 @@ private:
 
 }  // namespace
 
-Node::Kind detail::resolve_plain(std::string_view s) { return resolve_plain_impl(s); }
+Node::Kind detail::resolve_plain(std::string_view s) {
+    return resolve_plain_impl(s);
+}
 
 Result<Node> detail::parse_yaml_tree(std::string_view text, std::string_view source) {
     try {
         YAML::Node y = YAML::Load(std::string(text));
         return from_yaml(y, source);
     } catch (const YAML::Exception& e) {
-        return fail(Errc::InvalidInput, std::string(source) + ": line " + std::to_string(e.mark.line + 1) +
-                                            ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+        return fail(Errc::InvalidInput, std::string(source) + ": line " +
+                                            std::to_string(e.mark.line + 1) + ", column " +
+                                            std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
 }
 
@@ -487,8 +518,8 @@ Result<Spec> parse_spec(std::string_view text, std::string_view source) {
             // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
             std::string what = e.what();
             if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-            return fail(Errc::InvalidInput, std::string(source) + ": byte " + std::to_string(e.byte) +
-                                                ": " + what);
+            return fail(Errc::InvalidInput,
+                        std::string(source) + ": byte " + std::to_string(e.byte) + ": " + what);
         } catch (const nlohmann::json::exception& e) {
             return fail(Errc::InvalidInput, std::string(source) + ": " + e.what());
         }
@@ -497,7 +528,8 @@ Result<Spec> parse_spec(std::string_view text, std::string_view source) {
     } else {
         INJECT_TRY(root, detail::parse_yaml_tree(text, source));
     }
-    if (root.kind == Node::Kind::Null) return fail(Errc::InvalidInput, std::string(source) + ": empty spec");
+    if (root.kind == Node::Kind::Null)
+        return fail(Errc::InvalidInput, std::string(source) + ": empty spec");
     return Decoder(source).spec(root);
 }
 

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // CDI spec writing: YAML as go-yaml writes it (a string quoted only where a reader would take it
 // for something else) and JSON with the fields in the reference's order. Reading: spec_read.cpp.
-#include "inject/cdi_io.hpp"
-
-#include "tree.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include "inject/cdi_io.hpp"
+#include "tree.hpp"
 
 namespace inject::cdi {
 namespace {
@@ -23,17 +21,21 @@ bool plain_ok(std::string_view s) {
     if (!std::isalpha(static_cast<unsigned char>(s[0])) && s[0] != '/' && s[0] != '_') return false;
     for (char c : s) {
         const auto u = static_cast<unsigned char>(c);
-        if (!std::isalnum(u) && std::string_view("/_.=:,@+-").find(c) == std::string_view::npos) return false;
+        if (!std::isalnum(u) && std::string_view("/_.=:,@+-").find(c) == std::string_view::npos)
+            return false;
     }
     if (s.back() == ':') return false;
     return resolve_plain(s) == Node::Kind::String;
 }
 
 std::string quote(std::string_view s) {
-    return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return nlohmann::json(std::string(s))
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string scalar(std::string_view s) { return plain_ok(s) ? std::string(s) : quote(s); }
+std::string scalar(std::string_view s) {
+    return plain_ok(s) ? std::string(s) : quote(s);
+}
 
 class YamlWriter {
 public:
@@ -69,7 +71,9 @@ public:
             first = false;
             return p;
         }
-        void kv(std::string_view k, std::string_view v) { w.out += prefix() + std::string(k) + ": " + std::string(v) + "\n"; }
+        void kv(std::string_view k, std::string_view v) {
+            w.out += prefix() + std::string(k) + ": " + std::string(v) + "\n";
+        }
         void key(std::string_view k) { w.out += prefix() + std::string(k) + ":\n"; }
     };
 
@@ -96,8 +100,14 @@ public:
                 Item it{*this, indent};
                 it.kv("hookName", scalar(h.hook_name));
                 it.kv("path", scalar(h.path));
-                if (!h.args.empty()) { it.key("args"); strs_items(indent + 2, h.args); }
-                if (!h.env.empty()) { it.key("env"); strs_items(indent + 2, h.env); }
+                if (!h.args.empty()) {
+                    it.key("args");
+                    strs_items(indent + 2, h.args);
+                }
+                if (!h.env.empty()) {
+                    it.key("env");
+                    strs_items(indent + 2, h.env);
+                }
                 if (h.timeout) it.kv("timeout", std::to_string(*h.timeout));
             }
         }
@@ -108,7 +118,10 @@ public:
                 it.kv("hostPath", scalar(m.host_path));
                 it.kv("containerPath", scalar(m.container_path));
                 if (!m.type.empty()) it.kv("type", scalar(m.type));
-                if (!m.options.empty()) { it.key("options"); strs_items(indent + 2, m.options); }
+                if (!m.options.empty()) {
+                    it.key("options");
+                    strs_items(indent + 2, m.options);
+                }
             }
         }
         if (!e.additional_gids.empty()) {
@@ -224,13 +237,15 @@ std::string to_json(const Spec& spec) {
 }
 
 Format format_for_path(std::string_view path) noexcept {
-    return path.size() >= 5 && path.substr(path.size() - 5) == ".json" ? Format::Json : Format::Yaml;
+    return path.size() >= 5 && path.substr(path.size() - 5) == ".json" ? Format::Json
+                                                                       : Format::Yaml;
 }
 
 Result<Format> parse_format(std::string_view name) {
     if (name == "yaml" || name == "yml") return Format::Yaml;
     if (name == "json") return Format::Json;
-    return fail(Errc::InvalidInput, "unknown format '" + std::string(name) + "': want yaml or json");
+    return fail(Errc::InvalidInput,
+                "unknown format '" + std::string(name) + "': want yaml or json");
 }
 
 std::string serialize(const Spec& spec, Format format) {

@@ -4,13 +4,13 @@
 // strict decoder consumes (io.cpp), and the fast reader for the block-YAML subset that
 // enflame-ctk and most tools write (yaml_fast.cpp).
 
-#include "inject/result.hpp"
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace inject::cdi::detail {
 

@@ -2,29 +2,40 @@
 // The CDI spec's rules, following the reference library (container-device-interface
 // pkg/parser, pkg/cdi/container-edits.go, specs-go/version.go), plus one of our own: every path
 // must be absolute (podman 4.3.1 fails later, at stat or mount time, on a relative one).
-#include "inject/cdi_validate.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <set>
 
+#include "inject/cdi_validate.hpp"
+
 namespace inject::cdi {
 namespace {
 
-bool is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_letter(c) || is_digit(c); }
+bool is_letter(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_alnum(char c) {
+    return is_letter(c) || is_digit(c);
+}
 
-std::string q(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string q(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
 
 // vendor and class: a letter first, a letter or digit last, letters, digits, '_', '-', '.'.
 std::string check_vendor_or_class(std::string_view what, std::string_view name) {
     if (name.empty()) return "empty " + std::string(what);
-    if (!is_letter(name.front())) return std::string(what) + " " + q(name) + " must start with a letter";
+    if (!is_letter(name.front()))
+        return std::string(what) + " " + q(name) + " must start with a letter";
     for (char c : name)
         if (!is_alnum(c) && c != '_' && c != '-' && c != '.')
-            return std::string(what) + " " + q(name) + " has invalid character " + q(std::string(1, c));
-    if (!is_alnum(name.back())) return std::string(what) + " " + q(name) + " must end with a letter or digit";
+            return std::string(what) + " " + q(name) + " has invalid character " +
+                   q(std::string(1, c));
+    if (!is_alnum(name.back()))
+        return std::string(what) + " " + q(name) + " must end with a letter or digit";
     return {};
 }
 
@@ -33,18 +44,21 @@ public:
     Checker(std::string_view source, std::vector<Problem>& out) : source_(source), out_(out) {}
 
     void add(const std::string& where, std::string message) {
-        out_.push_back(Problem{where.empty() ? std::string(source_) : std::string(source_) + ": " + where,
-                               std::move(message)});
+        out_.push_back(
+            Problem{where.empty() ? std::string(source_) : std::string(source_) + ": " + where,
+                    std::move(message)});
     }
 
     void env(const std::string& where, const std::vector<std::string>& env) {
         for (const auto& e : env) {
             auto eq = e.find('=');
-            if (eq == std::string::npos || eq == 0) add(where, "env entry " + q(e) + " is not KEY=VALUE");
+            if (eq == std::string::npos || eq == 0)
+                add(where, "env entry " + q(e) + " is not KEY=VALUE");
         }
     }
 
-    void path(const std::string& where, std::string_view field, const std::string& p, bool required) {
+    void path(const std::string& where, std::string_view field, const std::string& p,
+              bool required) {
         if (p.empty()) {
             if (required) add(where, "empty " + std::string(field));
         } else if (p.front() != '/') {
@@ -65,7 +79,8 @@ public:
             if ((d.major && *d.major < 0) || (d.minor && *d.minor < 0))
                 add(w, "negative device number " + std::to_string(d.major.value_or(0)) + ":" +
                            std::to_string(d.minor.value_or(0)));
-            if (!d.permissions.empty() && d.permissions.find_first_not_of("rwm") != std::string::npos)
+            if (!d.permissions.empty() &&
+                d.permissions.find_first_not_of("rwm") != std::string::npos)
                 add(w, "invalid permissions " + q(d.permissions) + ": want a subset of rwm");
             if (d.file_mode && (*d.file_mode & ~07777u) != 0)
                 add(w, "fileMode " + std::to_string(*d.file_mode) + " has bits beyond 07777");
@@ -74,13 +89,16 @@ public:
             const auto& h = e.hooks[i];
             const std::string w = pre + "hooks[" + std::to_string(i) + "]";
             static const std::set<std::string, std::less<>> kHooks = {
-                "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"};
+                "prestart",       "createRuntime", "createContainer",
+                "startContainer", "poststart",     "poststop"};
             if (!kHooks.contains(h.hook_name))
                 add(w, "invalid hook name " + q(h.hook_name) +
-                           ": want prestart, createRuntime, createContainer, startContainer, poststart or poststop");
+                           ": want prestart, createRuntime, createContainer, startContainer, "
+                           "poststart or poststop");
             path(w, "path", h.path, true);
             env(w, h.env);
-            if (h.timeout && *h.timeout <= 0) add(w, "timeout " + std::to_string(*h.timeout) + " is not positive");
+            if (h.timeout && *h.timeout <= 0)
+                add(w, "timeout " + std::to_string(*h.timeout) + " is not positive");
         }
         for (std::size_t i = 0; i < e.mounts.size(); ++i) {
             const auto& m = e.mounts[i];
@@ -97,16 +115,22 @@ private:
 
 }  // namespace
 
-std::string check_vendor(std::string_view vendor) { return check_vendor_or_class("vendor", vendor); }
-std::string check_class(std::string_view cls) { return check_vendor_or_class("class", cls); }
+std::string check_vendor(std::string_view vendor) {
+    return check_vendor_or_class("vendor", vendor);
+}
+std::string check_class(std::string_view cls) {
+    return check_vendor_or_class("class", cls);
+}
 
 std::string check_device_name(std::string_view name) {
     if (name.empty()) return "empty device name";
-    if (!is_alnum(name.front())) return "device name " + q(name) + " must start with a letter or digit";
+    if (!is_alnum(name.front()))
+        return "device name " + q(name) + " must start with a letter or digit";
     for (char c : name)
         if (!is_alnum(c) && c != '_' && c != '-' && c != '.' && c != ':')
             return "device name " + q(name) + " has invalid character " + q(std::string(1, c));
-    if (!is_alnum(name.back())) return "device name " + q(name) + " must end with a letter or digit";
+    if (!is_alnum(name.back()))
+        return "device name " + q(name) + " must end with a letter or digit";
     return {};
 }
 
@@ -149,8 +173,8 @@ std::string minimum_version(const Spec& spec) {
         if (!d.edits.additional_gids.empty()) v070 = true;
         scan(d.edits);
     }
-    if (auto slash = spec.kind.find('/'); slash != std::string::npos &&
-                                          spec.kind.find('.', slash) != std::string::npos)
+    if (auto slash = spec.kind.find('/');
+        slash != std::string::npos && spec.kind.find('.', slash) != std::string::npos)
         v060 = true;  // a dot in the class
     if (v070) return "0.7.0";
     if (v060) return "0.6.0";
@@ -186,7 +210,8 @@ std::vector<Problem> validate(const Spec& spec, std::string_view source) {
     std::set<std::string, std::less<>> seen;
     for (std::size_t i = 0; i < spec.devices.size(); ++i) {
         const auto& d = spec.devices[i];
-        const std::string where = d.name.empty() ? "devices[" + std::to_string(i) + "]" : "device " + q(d.name);
+        const std::string where =
+            d.name.empty() ? "devices[" + std::to_string(i) + "]" : "device " + q(d.name);
         if (auto e = check_device_name(d.name); !e.empty()) c.add(where, e);
         if (!d.name.empty() && !seen.insert(d.name).second) c.add(where, "duplicate device name");
         for (const auto& [k, v] : d.annotations)
@@ -212,7 +237,8 @@ Result<QualifiedName> parse_qualified_name(std::string_view text) {
     if (!is_qualified_name(text)) return bad("want vendor/class=name");
     const auto eq = text.find('=');
     const auto slash = text.find('/');
-    QualifiedName n{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1, eq - slash - 1)),
+    QualifiedName n{std::string(text.substr(0, slash)),
+                    std::string(text.substr(slash + 1, eq - slash - 1)),
                     std::string(text.substr(eq + 1))};
     if (auto e = check_vendor(n.vendor); !e.empty()) return bad(e);
     if (auto e = check_class(n.cls); !e.empty()) return bad(e);

@@ -5,21 +5,23 @@
 // the same tree as yaml-cpp for what it accepts and declines (nullopt) everything else, so
 // correctness and error messages stay with yaml-cpp. tests/unit/cdi_io_test.cpp compares both
 // readers on a corpus.
-#include "tree.hpp"
-
 #include <algorithm>
 #include <cstdint>
+
+#include "tree.hpp"
 
 namespace inject::cdi::detail {
 namespace {
 
 struct Line {
-    int no = 0;       // 1-based
-    int indent = 0;   // column of the content
+    int no = 0;             // 1-based
+    int indent = 0;         // column of the content
     std::string_view text;  // content, from the indent to the end of the line
 };
 
-bool is_seq_item(std::string_view t) { return t == "-" || t.starts_with("- "); }
+bool is_seq_item(std::string_view t) {
+    return t == "-" || t.starts_with("- ");
+}
 
 std::string_view trim_right(std::string_view s) {
     while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -56,39 +58,71 @@ std::optional<std::pair<std::string, std::string_view>> quoted(std::string_view 
     for (std::size_t i = 1; i < t.size(); ++i) {
         const char c = t[i];
         if (q == '\'') {
-            if (c != '\'') { out += c; continue; }
-            if (i + 1 < t.size() && t[i + 1] == '\'') { out += '\''; ++i; continue; }
+            if (c != '\'') {
+                out += c;
+                continue;
+            }
+            if (i + 1 < t.size() && t[i + 1] == '\'') {
+                out += '\'';
+                ++i;
+                continue;
+            }
             return std::make_pair(std::move(out), t.substr(i + 1));
         }
         if (c == '"') return std::make_pair(std::move(out), t.substr(i + 1));
-        if (c != '\\') { out += c; continue; }
+        if (c != '\\') {
+            out += c;
+            continue;
+        }
         if (++i >= t.size()) return std::nullopt;
         switch (t[i]) {
-            case '"': out += '"'; break;
-            case '\\': out += '\\'; break;
-            case '/': out += '/'; break;
-            case 'b': out += '\b'; break;
-            case 'f': out += '\f'; break;
-            case 'n': out += '\n'; break;
-            case 'r': out += '\r'; break;
-            case 't': out += '\t'; break;
+            case '"':
+                out += '"';
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '/':
+                out += '/';
+                break;
+            case 'b':
+                out += '\b';
+                break;
+            case 'f':
+                out += '\f';
+                break;
+            case 'n':
+                out += '\n';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case 't':
+                out += '\t';
+                break;
             case 'u': {
                 if (i + 4 >= t.size()) return std::nullopt;
                 std::uint32_t cp = 0;
                 for (int k = 1; k <= 4; ++k) {
                     const char h = t[i + static_cast<std::size_t>(k)];
                     cp <<= 4;
-                    if (h >= '0' && h <= '9') cp |= static_cast<std::uint32_t>(h - '0');
-                    else if (h >= 'a' && h <= 'f') cp |= static_cast<std::uint32_t>(h - 'a' + 10);
-                    else if (h >= 'A' && h <= 'F') cp |= static_cast<std::uint32_t>(h - 'A' + 10);
-                    else return std::nullopt;
+                    if (h >= '0' && h <= '9')
+                        cp |= static_cast<std::uint32_t>(h - '0');
+                    else if (h >= 'a' && h <= 'f')
+                        cp |= static_cast<std::uint32_t>(h - 'a' + 10);
+                    else if (h >= 'A' && h <= 'F')
+                        cp |= static_cast<std::uint32_t>(h - 'A' + 10);
+                    else
+                        return std::nullopt;
                 }
-                if (cp >= 0xD800 && cp <= 0xDFFF) return std::nullopt;  // surrogates: leave to yaml-cpp
+                if (cp >= 0xD800 && cp <= 0xDFFF)
+                    return std::nullopt;  // surrogates: leave to yaml-cpp
                 append_utf8(out, cp);
                 i += 4;
                 break;
             }
-            default: return std::nullopt;
+            default:
+                return std::nullopt;
         }
     }
     return std::nullopt;  // not closed on this line
@@ -98,8 +132,10 @@ std::optional<std::pair<std::string, std::string_view>> quoted(std::string_view 
 // trailing ':'. The comment (" #...") is already cut off.
 bool plain_ok(std::string_view t) {
     if (t.empty()) return false;
-    if (std::string_view("[]{},#&*!|>'\"%@`").find(t.front()) != std::string_view::npos) return false;
-    if ((t.front() == '-' || t.front() == '?' || t.front() == ':') && (t.size() == 1 || t[1] == ' '))
+    if (std::string_view("[]{},#&*!|>'\"%@`").find(t.front()) != std::string_view::npos)
+        return false;
+    if ((t.front() == '-' || t.front() == '?' || t.front() == ':') &&
+        (t.size() == 1 || t[1] == ' '))
         return false;
     return t.find(": ") == std::string_view::npos && t.back() != ':';
 }
@@ -140,7 +176,8 @@ std::optional<Entry> split_entry(std::string_view t) {
         auto q = quoted(t);
         if (!q) return std::nullopt;
         after = trim_left(q->second);
-        if (after.empty() || after.front() != ':' || (after.size() > 1 && after[1] != ' ')) return std::nullopt;
+        if (after.empty() || after.front() != ':' || (after.size() > 1 && after[1] != ' '))
+            return std::nullopt;
         e.key = std::move(q->first);
         after.remove_prefix(1);
     } else {
@@ -233,7 +270,8 @@ private:
             std::optional<Entry> e = pending_ ? std::move(pending_) : split_entry(l.text);
             pending_.reset();
             if (!e) return std::nullopt;
-            if (std::any_of(m.fields.begin(), m.fields.end(), [&](const auto& f) { return f.first == e->key; }))
+            if (std::any_of(m.fields.begin(), m.fields.end(),
+                            [&](const auto& f) { return f.first == e->key; }))
                 return std::nullopt;  // yaml-cpp's path reports the duplicate
             ++pos_;
             std::optional<Node> v = e->rest.empty() ? nested(indent, true) : scalar(e->rest, no);
@@ -261,8 +299,10 @@ std::optional<Node> parse_simple_yaml(std::string_view all) {
     int newlines = 0;
     for (char c : all) {
         const auto u = static_cast<unsigned char>(c);
-        if (c == '\n') ++newlines;
-        else if (u < 0x20 || u >= 0x7f) return std::nullopt;
+        if (c == '\n')
+            ++newlines;
+        else if (u < 0x20 || u >= 0x7f)
+            return std::nullopt;
     }
     std::string_view text = all;
     std::vector<Line> lines;
@@ -277,7 +317,8 @@ std::optional<Node> parse_simple_yaml(std::string_view all) {
         const auto body = trim_left(raw);
         if (body.empty() || body.front() == '#') continue;
         if (!content && body == "---" && body.size() == raw.size()) continue;
-        if (body.starts_with("---") || body.starts_with("...") || body.front() == '%') return std::nullopt;
+        if (body.starts_with("---") || body.starts_with("...") || body.front() == '%')
+            return std::nullopt;
         content = true;
         lines.push_back(Line{no, static_cast<int>(raw.size() - body.size()), trim_right(body)});
     }

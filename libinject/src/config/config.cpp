@@ -2,13 +2,13 @@
 // The one adapter between toml++ and the library: toml++ exceptions end here.
 #include "inject/config.hpp"
 
-#include "inject/fs.hpp"
-
 #include <toml++/toml.h>
 
 #include <functional>
 #include <map>
 #include <utility>
+
+#include "inject/fs.hpp"
 
 namespace inject::config {
 namespace {
@@ -29,7 +29,10 @@ Result<std::vector<std::string>> get_strings(const toml::node& n, std::string_vi
     std::vector<std::string> out;
     if (arr != nullptr) {
         for (const auto& el : *arr) {
-            if (!el.is_string()) { arr = nullptr; break; }
+            if (!el.is_string()) {
+                arr = nullptr;
+                break;
+            }
             out.push_back(*el.value<std::string>());
         }
     }
@@ -41,8 +44,8 @@ Result<std::vector<std::string>> get_strings(const toml::node& n, std::string_vi
 
 Result<bool> get_bool(const toml::node& n, std::string_view src, std::string_view key) {
     if (n.is_boolean()) return *n.value<bool>();
-    return fail(Errc::InvalidInput,
-                at_line(src, n.source()) + ": key '" + std::string(key) + "' must be true or false");
+    return fail(Errc::InvalidInput, at_line(src, n.source()) + ": key '" + std::string(key) +
+                                        "' must be true or false");
 }
 
 using Setter = std::function<Result<void>(const toml::node&, std::string_view, std::string_view)>;
@@ -80,7 +83,8 @@ Setter boolean(bool& field) {
 }
 
 Result<void> check_level(const std::string& level, std::string_view src) {
-    static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+    static constexpr std::string_view kLevels[] = {"trace", "debug", "info",
+                                                   "warn",  "error", "off"};
     for (auto l : kLevels)
         if (level == l) return ok();
     return fail(Errc::InvalidInput, std::string(src) + ": log-level '" + level +
@@ -117,7 +121,8 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
          [&timeout](const toml::node& n, std::string_view s, std::string_view k) -> Result<void> {
              if (!n.is_integer() || *n.value<std::int64_t>() <= 0)
                  return fail(Errc::InvalidInput, at_line(s, n.source()) + ": key '" +
-                                                     std::string(k) + "' must be a positive integer");
+                                                     std::string(k) +
+                                                     "' must be a positive integer");
              timeout = *n.value<std::int64_t>();
              return ok();
          }},
@@ -125,17 +130,22 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
     for (const auto& [k, v] : root) {
         const auto* tbl = v.as_table();
         const std::map<std::string, Setter, std::less<>>* keys = nullptr;
-        if (k.str() == "enflame-container-runtime") keys = &runtime_keys;
-        else if (k.str() == "enflame-container-cli") keys = &cli_keys;
+        if (k.str() == "enflame-container-runtime")
+            keys = &runtime_keys;
+        else if (k.str() == "enflame-container-cli")
+            keys = &cli_keys;
         if (keys == nullptr || tbl == nullptr)
             return fail(Errc::InvalidInput, at_line(src, k.source()) + ": unknown " +
                                                 (tbl ? "table [" : "key '") + std::string(k.str()) +
                                                 (tbl ? "]" : "'"));
         INJECT_TRY_VOID(apply_table(*tbl, src, k.str(), *keys));
     }
-    if (mode == "auto") rt.mode = Mode::Auto;
-    else if (mode == "cdi") rt.mode = Mode::Cdi;
-    else if (mode == "legacy") rt.mode = Mode::Legacy;
+    if (mode == "auto")
+        rt.mode = Mode::Auto;
+    else if (mode == "cdi")
+        rt.mode = Mode::Cdi;
+    else if (mode == "legacy")
+        rt.mode = Mode::Legacy;
     else
         return fail(Errc::InvalidInput,
                     std::string(src) + ": mode '" + mode + "' is not one of auto, cdi, legacy");
@@ -143,10 +153,12 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
     if (cli.device_prefix.empty() || cli.device_prefix.find('/') != std::string::npos)
         return fail(Errc::InvalidInput, std::string(src) + ": device-prefix '" + cli.device_prefix +
                                             "' must be a non-empty file name");
-    for (const auto& [key, dir] : {std::pair<const char*, const std::string*>{"host-driver-root", &cli.host_driver_root},
-                                   {"host-dev-root", &cli.host_dev_root}}) {
+    for (const auto& [key, dir] :
+         {std::pair<const char*, const std::string*>{"host-driver-root", &cli.host_driver_root},
+          {"host-dev-root", &cli.host_dev_root}}) {
         if (!dir->empty() && dir->front() != '/')
-            return fail(Errc::InvalidInput, std::string(src) + ": " + key + " '" + *dir + "' is not an absolute path");
+            return fail(Errc::InvalidInput,
+                        std::string(src) + ": " + key + " '" + *dir + "' is not an absolute path");
     }
     cli.efsmi_timeout_ms = static_cast<std::uint32_t>(timeout);
     return cfg;
@@ -156,9 +168,12 @@ Result<Config> from_table(const toml::table& root, std::string_view src) {
 
 std::string_view mode_name(Mode m) noexcept {
     switch (m) {
-        case Mode::Auto: return "auto";
-        case Mode::Cdi: return "cdi";
-        case Mode::Legacy: return "legacy";
+        case Mode::Auto:
+            return "auto";
+        case Mode::Cdi:
+            return "cdi";
+        case Mode::Legacy:
+            return "legacy";
     }
     return "auto";
 }

@@ -2,11 +2,11 @@
 // Writing a Config back as TOML (`enflame-ctk config`, the runtime-config defaults). Apart
 // from config.cpp so that the shim, which only reads its config, does not link toml++'s
 // formatter (and, through it, libm): docs/budgets.md, start-up size.
-#include "inject/config.hpp"
-
 #include <toml++/toml.h>
 
 #include <sstream>
+
+#include "inject/config.hpp"
 
 namespace inject::config {
 

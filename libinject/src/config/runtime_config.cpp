@@ -52,7 +52,9 @@ std::optional<std::string> default_drop_in(Engine e) {
 std::optional<std::string> drop_in_for(Engine e, std::string_view config) {
     if (e != Engine::Containerd) return default_drop_in(e);
     const auto name = std::filesystem::path(*default_drop_in(e)).filename();
-    return (std::filesystem::path(config).parent_path() / "conf.d" / name).lexically_normal().string();
+    return (std::filesystem::path(config).parent_path() / "conf.d" / name)
+        .lexically_normal()
+        .string();
 }
 
 std::string default_config_path(Engine e) {
@@ -139,7 +141,8 @@ Result<WriteOutcome> write_file(int root_fd, std::string_view path, std::string_
             fs::AtomicWriteOptions wo;
             INJECT_TRY(auto orig, fs::open_in_root(root_fd, p, O_PATH));
             if (::fstat(orig.get(), &st) == 0) wo.mode = st.st_mode & 07777;
-            INJECT_TRY_CTX(fs::atomic_write_in_root(root_fd, bak, *current, wo), "backing up '" + p + "'");
+            INJECT_TRY_CTX(fs::atomic_write_in_root(root_fd, bak, *current, wo),
+                           "backing up '" + p + "'");
         }
     }
     INJECT_TRY_CTX(fs::atomic_write_in_root(root_fd, p, content), "writing '" + p + "'");

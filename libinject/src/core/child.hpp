@@ -4,16 +4,16 @@
 // the step that failed before its exec (through a close-on-exec pipe), and the parent's reading
 // of its output under the one policy inject/process.hpp documents.
 
-#include "inject/fs.hpp"
-#include "inject/process.hpp"
-#include "inject/result.hpp"
-
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
+
+#include "inject/fs.hpp"
+#include "inject/process.hpp"
+#include "inject/result.hpp"
 
 namespace inject::process::detail {
 

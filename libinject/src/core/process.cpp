@@ -4,11 +4,6 @@
 // status pipe and read the output with collect().
 #include "inject/process.hpp"
 
-#include "core/child.hpp"
-#include "core/cstrings.hpp"
-#include "inject/fs.hpp"
-#include "inject/text.hpp"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +16,11 @@
 #include <cstring>
 #include <filesystem>
 #include <vector>
+
+#include "core/child.hpp"
+#include "core/cstrings.hpp"
+#include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 namespace inject::process {
 
@@ -74,8 +74,10 @@ Result<Output> collect(pid_t pid, fs::UniqueFd out, fs::UniqueFd err, const std:
             }
             const auto len = static_cast<std::size_t>(r);
             if (i == 0) {
-                if (res.out.size() + len > max_output) too_big = true;
-                else res.out.append(buf, len);
+                if (res.out.size() + len > max_output)
+                    too_big = true;
+                else
+                    res.out.append(buf, len);
             } else if (res.err.size() < kMaxStderr) {
                 res.err.append(buf, std::min(len, kMaxStderr - res.err.size()));
             }
@@ -87,10 +89,12 @@ Result<Output> collect(pid_t pid, fs::UniqueFd out, fs::UniqueFd err, const std:
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (timed_out)
-        return fail(Error(Errc::Io, name + ": timed out after " + std::to_string(timeout.count()) + " ms",
+        return fail(Error(Errc::Io,
+                          name + ": timed out after " + std::to_string(timeout.count()) + " ms",
                           ETIMEDOUT));
     if (too_big)
-        return fail(Errc::InvalidInput, name + ": output larger than " + std::to_string(max_output) + " bytes");
+        return fail(Errc::InvalidInput,
+                    name + ": output larger than " + std::to_string(max_output) + " bytes");
     if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) res.term_signal = WTERMSIG(status);
     return res;
@@ -109,7 +113,8 @@ enum Step : int { kChroot = 1, kExec };
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
-    if (root != nullptr && (::chroot(root) != 0 || ::chdir("/") != 0)) detail::child_fail(status_fd, kChroot);
+    if (root != nullptr && (::chroot(root) != 0 || ::chdir("/") != 0))
+        detail::child_fail(status_fd, kChroot);
     if (cmd.exec_fd >= 0) {
         // Kept open across the exec: a #! script is then read through /dev/fd/N.
         ::fcntl(cmd.exec_fd, F_SETFD, 0);
@@ -130,10 +135,12 @@ enum Step : int { kChroot = 1, kExec };
 Error start_error(const Command& cmd, const detail::ChildError& ce) {
     const Errc code = sys_error("", ce.err).code();
     if (ce.step == kChroot)
-        return Error(code, "cannot chroot into '" + cmd.root + "': " + std::strerror(ce.err), ce.err);
-    const std::string why = ce.err == ENOENT && ce.flag != 0
-                                ? "the interpreter it names (its dynamic loader) is not on this host"
-                                : std::strerror(ce.err);
+        return Error(code, "cannot chroot into '" + cmd.root + "': " + std::strerror(ce.err),
+                     ce.err);
+    const std::string why =
+        ce.err == ENOENT && ce.flag != 0
+            ? "the interpreter it names (its dynamic loader) is not on this host"
+            : std::strerror(ce.err);
     return Error(code, "cannot run '" + cmd.path + "': " + why, ce.err);
 }
 
@@ -156,7 +163,8 @@ Result<Output> run(const Command& cmd) {
         err_w.reset(p[1]);
     }
     // Everything the child needs is built before fork: after fork only async-signal-safe calls.
-    const std::vector<std::string> args = cmd.argv.empty() ? std::vector<std::string>{cmd.path} : cmd.argv;
+    const std::vector<std::string> args =
+        cmd.argv.empty() ? std::vector<std::string>{cmd.path} : cmd.argv;
     auto argv = inject::detail::cstrings(args);
     auto envp = inject::detail::cstrings(cmd.env);
     const pid_t pid = ::fork();
@@ -168,7 +176,8 @@ Result<Output> run(const Command& cmd) {
     out_w.reset();
     err_w.reset();
     const auto failed = detail::wait_for_exec(status_r.get());
-    auto res = detail::collect(pid, std::move(out_r), std::move(err_r), cmd.path, cmd.timeout, cmd.max_output);
+    auto res = detail::collect(pid, std::move(out_r), std::move(err_r), cmd.path, cmd.timeout,
+                               cmd.max_output);
     if (failed) return fail(start_error(cmd, *failed));
     return res;
 }

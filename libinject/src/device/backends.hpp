@@ -2,12 +2,12 @@
 #pragma once
 // The discovery backends and the node confirmation they share. Internal to libinject/src/device.
 
-#include "inject/discover.hpp"
-#include "inject/fs.hpp"
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "inject/discover.hpp"
+#include "inject/fs.hpp"
 
 namespace inject::discover::detail {
 

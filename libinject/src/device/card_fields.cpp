@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device/card_fields.hpp"
-#include "device/text_util.hpp"
 
 #include <algorithm>
 #include <array>
@@ -8,6 +7,8 @@
 #include <charconv>
 #include <cstdio>
 #include <limits>
+
+#include "device/text_util.hpp"
 
 namespace inject::discover {
 namespace {
@@ -42,7 +43,8 @@ std::string lower(std::string_view s) {
 }
 
 Error bad_value(std::string_view key, std::string_view value) {
-    return Error(Errc::InvalidInput, "bad value " + detail::quote(value) + " for '" + std::string(key) + "'");
+    return Error(Errc::InvalidInput,
+                 "bad value " + detail::quote(value) + " for '" + std::string(key) + "'");
 }
 
 }  // namespace
@@ -80,9 +82,12 @@ Result<void> CardFields::set(std::string_view key, std::string_view value) {
     } else if (key == "Health") {
         if (card_.healthy) return fail(Errc::InvalidInput, "duplicate '" + std::string(key) + "'");
         const std::string v = lower(value);
-        if (v == "true") card_.healthy = true;
-        else if (v == "false") card_.healthy = false;
-        else return fail(bad_value(key, value));
+        if (v == "true")
+            card_.healthy = true;
+        else if (v == "false")
+            card_.healthy = false;
+        else
+            return fail(bad_value(key, value));
     } else if (key == "Device ID") {
         INJECT_TRY_VOID(dup(have_device_id_));
         auto id = parse_hex(value, 0xffff);
@@ -135,7 +140,8 @@ Result<RawCard> CardFields::finish() && {
 Result<std::uint64_t> parse_memory(std::string_view text) {
     const std::string_view s = detail::trim(text);
     auto bad = [&](std::string_view why) {
-        return fail(Errc::InvalidInput, "bad memory size '" + std::string(text) + "': " + std::string(why));
+        return fail(Errc::InvalidInput,
+                    "bad memory size '" + std::string(text) + "': " + std::string(why));
     };
     std::size_t i = 0;
     std::uint64_t whole = 0;
@@ -164,18 +170,32 @@ Result<std::uint64_t> parse_memory(std::string_view text) {
         std::uint64_t mult;
     };
     static constexpr std::array<Unit, 17> kUnits{{
-        {"b", 1}, {"bytes", 1},
-        {"k", 1ULL << 10}, {"kb", 1ULL << 10}, {"kib", 1ULL << 10},
-        {"m", 1ULL << 20}, {"mb", 1ULL << 20}, {"mib", 1ULL << 20},
-        {"g", 1ULL << 30}, {"gb", 1ULL << 30}, {"gib", 1ULL << 30},
-        {"t", 1ULL << 40}, {"tb", 1ULL << 40}, {"tib", 1ULL << 40},
-        {"p", 1ULL << 50}, {"pb", 1ULL << 50}, {"pib", 1ULL << 50},
+        {"b", 1},
+        {"bytes", 1},
+        {"k", 1ULL << 10},
+        {"kb", 1ULL << 10},
+        {"kib", 1ULL << 10},
+        {"m", 1ULL << 20},
+        {"mb", 1ULL << 20},
+        {"mib", 1ULL << 20},
+        {"g", 1ULL << 30},
+        {"gb", 1ULL << 30},
+        {"gib", 1ULL << 30},
+        {"t", 1ULL << 40},
+        {"tb", 1ULL << 40},
+        {"tib", 1ULL << 40},
+        {"p", 1ULL << 50},
+        {"pb", 1ULL << 50},
+        {"pib", 1ULL << 50},
     }};
-    const auto* u = std::find_if(kUnits.begin(), kUnits.end(), [&](const Unit& x) { return x.name == unit; });
-    if (u == kUnits.end()) return bad("unknown unit '" + std::string(detail::trim(s.substr(i))) + "'");
+    const auto* u =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const Unit& x) { return x.name == unit; });
+    if (u == kUnits.end())
+        return bad("unknown unit '" + std::string(detail::trim(s.substr(i))) + "'");
     constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
     if (whole > kMax / u->mult) return bad("too large");
-    const std::uint64_t frac_bytes = frac * (u->mult / frac_div) + (frac * (u->mult % frac_div)) / frac_div;
+    const std::uint64_t frac_bytes =
+        frac * (u->mult / frac_div) + (frac * (u->mult % frac_div)) / frac_div;
     if (whole * u->mult > kMax - frac_bytes) return bad("too large");
     return whole * u->mult + frac_bytes;
 }

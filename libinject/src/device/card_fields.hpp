@@ -4,11 +4,11 @@
 // section and key names, so one table decides which keys we read, how a value is checked, and
 // which keys a card must have. Internal to libinject/src/device.
 
-#include "inject/discover.hpp"
-
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "inject/discover.hpp"
 
 namespace inject::discover::detail {
 

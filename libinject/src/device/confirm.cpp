@@ -3,11 +3,6 @@
 // (efsmi does not print it), NUMA node from sysfs, and the node under dev-root checked to be
 // the character device sysfs names. Everything is opened through in-root resolution on fds,
 // so a symlink in a (containerised) driver root can never point us at the real host.
-#include "device/backends.hpp"
-#include "device/text_util.hpp"
-#include "inject/fs.hpp"
-#include "inject/log.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,6 +11,11 @@
 
 #include <algorithm>
 #include <map>
+
+#include "device/backends.hpp"
+#include "device/text_util.hpp"
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
 
 namespace inject::discover::detail {
 namespace {
@@ -51,7 +51,8 @@ std::optional<DevNum> parse_devnum(std::string_view s) {
 }
 
 // sys/bus/pci/devices/<BDF>/{enflame,zixiao}/<prefix>N/dev -> "major:minor".
-Result<std::optional<DevNum>> sysfs_devnum(const Options& opts, int root_fd, const std::string& bdf) {
+Result<std::optional<DevNum>> sysfs_devnum(const Options& opts, int root_fd,
+                                           const std::string& bdf) {
     for (const char* cls : {"enflame", "zixiao"}) {
         const std::string dir = "sys/bus/pci/devices/" + bdf + "/" + cls;
         auto dfd = fs::open_in_root(root_fd, dir, O_RDONLY | O_DIRECTORY);
@@ -71,8 +72,9 @@ Result<std::optional<DevNum>> sysfs_devnum(const Options& opts, int root_fd, con
             if (!text) continue;
             auto num = parse_devnum(*text);
             if (!num)
-                return fail(Errc::InvalidInput, "'" + fs::join(opts.driver_root, "/" + dir + "/" + n + "/dev") +
-                                                    "': bad device number " + quote(trim(*text)));
+                return fail(Errc::InvalidInput,
+                            "'" + fs::join(opts.driver_root, "/" + dir + "/" + n + "/dev") +
+                                "': bad device number " + quote(trim(*text)));
             return std::optional<DevNum>(*num);
         }
     }
@@ -80,7 +82,8 @@ Result<std::optional<DevNum>> sysfs_devnum(const Options& opts, int root_fd, con
 }
 
 // lstat of dev/<name> under dev-root, as a DeviceNode. `want` is what sysfs says it must be.
-Result<std::optional<device::DeviceNode>> stat_node(const Options& opts, int dev_fd, const std::string& name,
+Result<std::optional<device::DeviceNode>> stat_node(const Options& opts, int dev_fd,
+                                                    const std::string& name,
                                                     std::optional<DevNum> want) {
     const std::string host = fs::join(opts.dev_root, "/dev/" + name);
     auto fd = fs::open_in_root(dev_fd, "dev/" + name, O_PATH | O_NOFOLLOW);
@@ -90,7 +93,8 @@ Result<std::optional<device::DeviceNode>> stat_node(const Options& opts, int dev
     }
     struct stat st {};
     if (::fstat(fd->get(), &st) != 0) return fail(sys_error("stat " + host));
-    if (!S_ISCHR(st.st_mode)) return fail(Errc::InvalidInput, "'" + host + "' is not a character device");
+    if (!S_ISCHR(st.st_mode))
+        return fail(Errc::InvalidInput, "'" + host + "' is not a character device");
     device::DeviceNode node;
     node.path = "/dev/" + name;
     node.host_path = host;
@@ -102,7 +106,8 @@ Result<std::optional<device::DeviceNode>> stat_node(const Options& opts, int dev
     if (want && (want->major != node.major || want->minor != node.minor))
         return fail(Errc::Conflict, "'" + host + "' is " + std::to_string(node.major) + ":" +
                                         std::to_string(node.minor) + ", sysfs says " +
-                                        std::to_string(want->major) + ":" + std::to_string(want->minor));
+                                        std::to_string(want->major) + ":" +
+                                        std::to_string(want->minor));
     return std::optional<device::DeviceNode>(std::move(node));
 }
 
@@ -112,30 +117,38 @@ Result<device::Device> confirm_card(const Options& opts, int drv_fd, int dev_fd,
         INJECT_TRY(sys, sysfs_devnum(opts, drv_fd, raw.pci_bus_id));
     }
     if (sys && raw.minor && *raw.minor != sys->minor)
-        return fail(Errc::Conflict, "libefml says minor " + std::to_string(*raw.minor) + ", sysfs says " +
-                                        std::to_string(sys->minor));
+        return fail(Errc::Conflict, "libefml says minor " + std::to_string(*raw.minor) +
+                                        ", sysfs says " + std::to_string(sys->minor));
     std::uint32_t minor = 0;
-    if (raw.minor) minor = *raw.minor;
-    else if (sys) minor = sys->minor;
+    if (raw.minor)
+        minor = *raw.minor;
+    else if (sys)
+        minor = sys->minor;
     else if (raw.pci_bus_id.empty())
-        return fail(Errc::NotFound, "no device minor: the backend gives neither the minor nor the bus id");
+        return fail(Errc::NotFound,
+                    "no device minor: the backend gives neither the minor nor the bus id");
     else
-        return fail(Errc::NotFound, "no device minor: no enflame/ or zixiao/ entry under '" +
-                                        fs::join(opts.driver_root, "/sys/bus/pci/devices/" + raw.pci_bus_id) + "'");
+        return fail(Errc::NotFound,
+                    "no device minor: no enflame/ or zixiao/ entry under '" +
+                        fs::join(opts.driver_root, "/sys/bus/pci/devices/" + raw.pci_bus_id) + "'");
     if (raw.numa_node < 0 && !raw.pci_bus_id.empty()) {
         if (auto t = read_small(drv_fd, "sys/bus/pci/devices/" + raw.pci_bus_id + "/numa_node")) {
             std::int32_t n = -1;
             const auto s = trim(*t);
-            if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n); ec == std::errc{} && n >= 0)
+            if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+                ec == std::errc{} && n >= 0)
                 raw.numa_node = n;
         }
     }
     const std::string name = opts.device_prefix + std::to_string(minor);
     INJECT_TRY(auto node, stat_node(opts, dev_fd, name, sys ? sys : std::optional<DevNum>()));
-    if (!node) return fail(Errc::NotFound, "device node '" + fs::join(opts.dev_root, "/dev/" + name) + "' is missing");
+    if (!node)
+        return fail(Errc::NotFound,
+                    "device node '" + fs::join(opts.dev_root, "/dev/" + name) + "' is missing");
     if (!sys && node->minor != minor)
-        return fail(Errc::Conflict, "'" + node->host_path + "' has minor " + std::to_string(node->minor) +
-                                        ", the backend says " + std::to_string(minor));
+        return fail(Errc::Conflict, "'" + node->host_path + "' has minor " +
+                                        std::to_string(node->minor) + ", the backend says " +
+                                        std::to_string(minor));
 
     device::Device d;
     d.index = raw.index;
@@ -161,12 +174,14 @@ Result<void> check_unique(const std::vector<device::Device>& devs) {
     std::map<std::string, std::uint32_t> uuids;
     for (const auto& d : devs) {
         if (auto [it, fresh] = minors.emplace(d.minor, d.index); !fresh)
-            return fail(Errc::Conflict, "cards " + std::to_string(it->second) + " and " + std::to_string(d.index) +
-                                            " both have minor " + std::to_string(d.minor));
+            return fail(Errc::Conflict, "cards " + std::to_string(it->second) + " and " +
+                                            std::to_string(d.index) + " both have minor " +
+                                            std::to_string(d.minor));
         if (d.uuid.empty()) continue;
         if (auto [it, fresh] = uuids.emplace(d.uuid, d.index); !fresh)
-            return fail(Errc::Conflict, "cards " + std::to_string(it->second) + " and " + std::to_string(d.index) +
-                                            " both have uuid '" + d.uuid + "'");
+            return fail(Errc::Conflict, "cards " + std::to_string(it->second) + " and " +
+                                            std::to_string(d.index) + " both have uuid '" + d.uuid +
+                                            "'");
     }
     return ok();
 }
@@ -179,7 +194,8 @@ Result<device::Host> confirm(const Options& opts, Report report) {
     device::Host host;
     host.driver_version = report.driver_version;
     if (host.driver_version.empty()) {
-        if (auto v = read_small(drv_fd.get(), "sys/module/enflame/version")) host.driver_version = trim(*v);
+        if (auto v = read_small(drv_fd.get(), "sys/module/enflame/version"))
+            host.driver_version = trim(*v);
     }
     std::sort(report.cards.begin(), report.cards.end(),
               [](const RawCard& a, const RawCard& b) { return a.index < b.index; });
@@ -192,7 +208,8 @@ Result<device::Host> confirm(const Options& opts, Report report) {
         host.devices.push_back(std::move(*dev));
     }
     INJECT_TRY_VOID(check_unique(host.devices));
-    INJECT_TRY(host.control, stat_node(opts, dev_fd.get(), opts.device_prefix + "ctl", std::nullopt));
+    INJECT_TRY(host.control,
+               stat_node(opts, dev_fd.get(), opts.device_prefix + "ctl", std::nullopt));
     return host;
 }
 

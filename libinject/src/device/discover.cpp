@@ -2,20 +2,24 @@
 // Discovery with its fallback chain: efsmi JSON, efsmi text, libefml. A backend "answers" when
 // it reported the cards and every card's node was confirmed; otherwise its one-line reason
 // goes to Host::fallbacks and the next one is tried.
+#include <array>
+
 #include "device/backends.hpp"
 #include "inject/config.hpp"
 #include "inject/log.hpp"
-
-#include <array>
 
 namespace inject::discover {
 
 std::string_view backend_name(Backend b) noexcept {
     switch (b) {
-        case Backend::Auto: return "auto";
-        case Backend::EfsmiJson: return "efsmi-json";
-        case Backend::EfsmiText: return "efsmi-text";
-        case Backend::Efml: return "libefml";
+        case Backend::Auto:
+            return "auto";
+        case Backend::EfsmiJson:
+            return "efsmi-json";
+        case Backend::EfsmiText:
+            return "efsmi-text";
+        case Backend::Efml:
+            return "libefml";
     }
     return "unknown";
 }
@@ -52,10 +56,17 @@ Result<void> check_options(const Options& opts) {
 Result<device::Host> run_one(const Options& opts, Backend b, bool drs) {
     Result<detail::Report> rep = fail(Errc::Internal, "no backend");
     switch (b) {
-        case Backend::EfsmiJson: rep = detail::query_efsmi(opts, true); break;
-        case Backend::EfsmiText: rep = detail::query_efsmi(opts, false); break;
-        case Backend::Efml: rep = detail::query_efml(opts); break;
-        case Backend::Auto: return fail(Errc::Internal, "run_one(auto)");
+        case Backend::EfsmiJson:
+            rep = detail::query_efsmi(opts, true);
+            break;
+        case Backend::EfsmiText:
+            rep = detail::query_efsmi(opts, false);
+            break;
+        case Backend::Efml:
+            rep = detail::query_efml(opts);
+            break;
+        case Backend::Auto:
+            return fail(Errc::Internal, "run_one(auto)");
     }
     if (!rep) return fail(std::move(rep).error());
     INJECT_TRY(device::Host host, detail::confirm(opts, std::move(*rep)));

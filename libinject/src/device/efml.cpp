@@ -3,11 +3,12 @@
 // (EfmlGetDevInfo), memory (EfmlGetDevMem), NUMA node and health. The library has no
 // minor-number call: confirm() takes the minor from sysfs and the device node, exactly as for
 // the efsmi backends.
-#include "device/backends.hpp"
 #include "inject/efml.hpp"
 
 #include <cstdio>
 #include <utility>
+
+#include "device/backends.hpp"
 
 namespace inject::discover::detail {
 

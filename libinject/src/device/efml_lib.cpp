@@ -9,11 +9,6 @@
 // ({u64 total, free, used} bytes), efmlDeviceGetPowerUsage (mW). efmlDeviceGetPciInfo_v3 (its
 // struct layout is not public), efmlDeviceGetTemperature (its sensor enum values are not public)
 // and efmlDeviceGetUtilizationRates (its struct layout is not public) are not called.
-#include "inject/efml.hpp"
-
-#include "inject/fs.hpp"
-#include "inject/log.hpp"
-
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -24,19 +19,40 @@
 #include <mutex>
 #include <utility>
 
+#include "inject/efml.hpp"
+#include "inject/fs.hpp"
+#include "inject/log.hpp"
+
 namespace inject::efml {
 
 const std::vector<std::string_view>& known_symbols() {
     static const std::vector<std::string_view> names{
-        "EfmlInit",           "EfmlShutdown",       "EfmlGetDriverVer",
-        "EfmlGetDevCount",    "EfmlGetDevName",     "EfmlGetDevUuid",
-        "EfmlGetDevSn",       "EfmlGetDevInfo",     "EfmlGetDevMem",
-        "EfmlGetNumaNode",    "EfmlGetDevIsHealth", "EfmlGetDevDtuUsage",
-        "EfmlGetDevPwr",      "EfmlGetDevTemp",     "EfmlGetDevTempV2",
-        "EfmlGetDevClk",      "EfmlGetDevEccStatus", "EfmlGetPcieLinkInfo",
-        "EfmlGetProcessInfo", "EfmlGetEvent",       "efmlInit",
-        "efmlDeviceGetCount_v2", "efmlDeviceGetHandleByIndex_v2", "efmlDeviceGetName",
-        "efmlDeviceGetMemoryInfo", "efmlDeviceGetPowerUsage",
+        "EfmlInit",
+        "EfmlShutdown",
+        "EfmlGetDriverVer",
+        "EfmlGetDevCount",
+        "EfmlGetDevName",
+        "EfmlGetDevUuid",
+        "EfmlGetDevSn",
+        "EfmlGetDevInfo",
+        "EfmlGetDevMem",
+        "EfmlGetNumaNode",
+        "EfmlGetDevIsHealth",
+        "EfmlGetDevDtuUsage",
+        "EfmlGetDevPwr",
+        "EfmlGetDevTemp",
+        "EfmlGetDevTempV2",
+        "EfmlGetDevClk",
+        "EfmlGetDevEccStatus",
+        "EfmlGetPcieLinkInfo",
+        "EfmlGetProcessInfo",
+        "EfmlGetEvent",
+        "efmlInit",
+        "efmlDeviceGetCount_v2",
+        "efmlDeviceGetHandleByIndex_v2",
+        "efmlDeviceGetName",
+        "efmlDeviceGetMemoryInfo",
+        "efmlDeviceGetPowerUsage",
     };
     return names;
 }
@@ -49,7 +65,7 @@ std::uint64_t memory_total_bytes(std::uint64_t mem_total_size) noexcept {
 
 namespace {
 
-constexpr std::uint32_t kMaxCards = 4096;     // a count beyond this is a broken library
+constexpr std::uint32_t kMaxCards = 4096;      // a count beyond this is a broken library
 constexpr std::uint32_t kMaxProcesses = 1024;  // EfmlGetProcessInfo is asked for at most this
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 
@@ -96,7 +112,8 @@ std::string text(const char* buf) {
 std::string bus_id(const abi::DeviceInfo& i) {
     if (i.domain_id > 0xffff || i.bus_id > 0xff || i.dev_id > 0x1f || i.func_id > 7) return {};
     char buf[16];
-    (void)std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", i.domain_id, i.bus_id, i.dev_id, i.func_id);
+    (void)std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", i.domain_id, i.bus_id, i.dev_id,
+                        i.func_id);
     return buf;
 }
 
@@ -232,8 +249,8 @@ Result<std::string> locate(const discover::Options& opts) {
     }
     std::string dirs;
     for (const auto& d : opts.library_search_paths) dirs += (dirs.empty() ? "" : ", ") + d;
-    return fail(Errc::NotFound, "no libefml.so or libefml.so.1 under driver-root '" + opts.driver_root +
-                                    "' (searched " + dirs + ")");
+    return fail(Errc::NotFound, "no libefml.so or libefml.so.1 under driver-root '" +
+                                    opts.driver_root + "' (searched " + dirs + ")");
 }
 
 // The one dlopen of the host's libefml. The static host binaries (ENFLAME_NO_DLOPEN) refuse:
@@ -286,11 +303,17 @@ Result<std::unique_ptr<Library>> Library::open(const discover::Options& opts) {
     return std::unique_ptr<Library>(new Library(std::move(impl)));
 }
 
-const std::string& Library::path() const noexcept { return impl_->path; }
+const std::string& Library::path() const noexcept {
+    return impl_->path;
+}
 
-std::vector<std::string> Library::missing() const { return impl_->missing; }
+std::vector<std::string> Library::missing() const {
+    return impl_->missing;
+}
 
-bool Library::has_events() const noexcept { return impl_->f.event != nullptr; }
+bool Library::has_events() const noexcept {
+    return impl_->f.event != nullptr;
+}
 
 std::string Library::driver_version() {
     if (!impl_->f.driver_ver) return {};
@@ -305,7 +328,8 @@ Result<std::uint32_t> Library::count() {
     if (int rc = impl_->f.count(&n); rc != abi::kSuccess)
         return fail(Errc::Io, "EfmlGetDevCount returned " + std::to_string(rc) +
                                   (rc == abi::kDriverNotLoaded ? " (driver not loaded)" : ""));
-    if (n > kMaxCards) return fail(Errc::InvalidInput, "EfmlGetDevCount says " + std::to_string(n) + " cards");
+    if (n > kMaxCards)
+        return fail(Errc::InvalidInput, "EfmlGetDevCount says " + std::to_string(n) + " cards");
     return n;
 }
 
@@ -333,7 +357,8 @@ void fill_identity(Pass& p, const Fns& f, Sample& s) {
     s.serial = str_call(p, f.sn, "EfmlGetDevSn", i);
     if (auto info = struct_call<abi::DeviceInfo>(p, f.info, "EfmlGetDevInfo", i)) {
         s.pci_bus_id = bus_id(*info);
-        if (s.pci_bus_id.empty()) log::debug("libefml: EfmlGetDevInfo({}) gave no valid PCI address", i);
+        if (s.pci_bus_id.empty())
+            log::debug("libefml: EfmlGetDevInfo({}) gave no valid PCI address", i);
         s.pci_device_id = info->device_id;
     }
     if (auto m = struct_call<abi::DevMemInfo>(p, f.mem, "EfmlGetDevMem", i)) {
@@ -393,7 +418,8 @@ void fill_processes(Pass& p, const Fns& f, Sample& s) {
         auto n = static_cast<std::uint32_t>(buf.size());
         const int rc = f.procs(s.index, &n, buf.data());
         if (rc == abi::kSuccess && n <= buf.size()) {
-            for (std::uint32_t k = 0; k < n; ++k) s.processes.push_back({buf[k].pid, buf[k].dev_mem_usage});
+            for (std::uint32_t k = 0; k < n; ++k)
+                s.processes.push_back({buf[k].pid, buf[k].dev_mem_usage});
             return;
         }
         if (rc != abi::kSuccess && n <= buf.size()) {
@@ -403,7 +429,8 @@ void fill_processes(Pass& p, const Fns& f, Sample& s) {
         if (attempt > 0 || buf.size() >= kMaxProcesses) break;  // it keeps growing: give up
         buf.resize(std::min(n, kMaxProcesses));
     }
-    log::debug("libefml: EfmlGetProcessInfo({}) wants more than {} entries: unknown", s.index, buf.size());
+    log::debug("libefml: EfmlGetProcessInfo({}) wants more than {} entries: unknown", s.index,
+               buf.size());
 }
 
 void fill_from_nvml(const Fns& f, Sample& s) {
@@ -434,8 +461,9 @@ void fill_from_nvml(const Fns& f, Sample& s) {
 Result<Sample> Library::sample(std::uint32_t index) {
     INJECT_TRY(const std::uint32_t n, count());
     if (index >= n)
-        return fail(Errc::NotFound, "card " + std::to_string(index) + " does not exist (libefml counts " +
-                                        std::to_string(n) + ")");
+        return fail(Errc::NotFound, "card " + std::to_string(index) +
+                                        " does not exist (libefml counts " + std::to_string(n) +
+                                        ")");
     Sample s;
     s.index = index;
     Pass p(index);

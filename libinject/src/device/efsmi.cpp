@@ -2,25 +2,25 @@
 // The efsmi backends and the DRS queries: efsmi found under driver-root, run without a shell,
 // with a fixed minimal environment (nothing of ours leaks into it, and LC_ALL=C keeps its
 // output in the format we parse), a timeout and a bound on its output.
+#include <fcntl.h>
+#include <spdlog/fmt/ranges.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
 #include "device/backends.hpp"
 #include "device/text_util.hpp"
 #include "inject/fs.hpp"
 #include "inject/log.hpp"
 #include "inject/process.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
-#include <cstring>
-
-#include <spdlog/fmt/ranges.h>
-
 namespace inject::discover::detail {
 
 Result<Efsmi> find_efsmi(const Options& opts) {
     auto not_found = [&opts] {
-        return fail(Errc::NotFound, fmt::format("no efsmi under driver-root '{}' (tried {})", opts.driver_root,
-                                                fmt::join(opts.efsmi_paths, ", ")));
+        return fail(Errc::NotFound,
+                    fmt::format("no efsmi under driver-root '{}' (tried {})", opts.driver_root,
+                                fmt::join(opts.efsmi_paths, ", ")));
     };
     auto root = fs::open_root(opts.driver_root);
     if (!root) {
@@ -58,13 +58,15 @@ Result<std::string> run_efsmi(const Options& opts, const Efsmi& efsmi,
     auto out = process::run(cmd);
     if (!out) {
         if (out.error().sys_errno() == ETIMEDOUT)
-            return fail(Errc::Io, "efsmi timed out after " + std::to_string(opts.efsmi_timeout.count()) + " ms",
-                        ETIMEDOUT);
+            return fail(
+                Errc::Io,
+                "efsmi timed out after " + std::to_string(opts.efsmi_timeout.count()) + " ms",
+                ETIMEDOUT);
         return fail(std::move(out).error());
     }
     if (out->term_signal != 0)
-        return fail(Errc::Io, "efsmi was killed by signal " + std::to_string(out->term_signal) + " (" +
-                                  ::strsignal(out->term_signal) + ")");
+        return fail(Errc::Io, "efsmi was killed by signal " + std::to_string(out->term_signal) +
+                                  " (" + ::strsignal(out->term_signal) + ")");
     if (out->exit_code != 0) {
         std::string why = "efsmi exited " + std::to_string(out->exit_code);
         if (!exit_hint.empty()) {
@@ -82,8 +84,8 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
     INJECT_TRY(Efsmi efsmi, find_efsmi(opts));
     Report rep;
     if (json) {
-        INJECT_TRY(std::string out,
-                   run_efsmi(opts, efsmi, {"-q", "--json-format"}, "(old driver without --json-format?)"));
+        INJECT_TRY(std::string out, run_efsmi(opts, efsmi, {"-q", "--json-format"},
+                                              "(old driver without --json-format?)"));
         INJECT_TRY(rep.cards, parse_efsmi_json(out));
     } else {
         INJECT_TRY(std::string out, run_efsmi(opts, efsmi, {"-q"}));
@@ -94,7 +96,8 @@ Result<Report> query_efsmi(const Options& opts, bool json) {
 }
 
 bool efsmi_unusable(const Error& e) {
-    return e.code() == Errc::NotFound || e.sys_errno() == ETIMEDOUT || e.message().starts_with("efsmi was killed");
+    return e.code() == Errc::NotFound || e.sys_errno() == ETIMEDOUT ||
+           e.message().starts_with("efsmi was killed");
 }
 
 namespace {
@@ -112,7 +115,8 @@ Result<std::vector<device::DrsInstance>> read_drs(const Options& opts, const Efs
     INJECT_TRY(auto found, parse_efsmi_drs_profiles(out, card));
     if (found.empty()) return std::vector<device::DrsInstance>{};
     for (auto& p : found)
-        if (std::find(profiles.begin(), profiles.end(), p) == profiles.end()) profiles.push_back(std::move(p));
+        if (std::find(profiles.begin(), profiles.end(), p) == profiles.end())
+            profiles.push_back(std::move(p));
     args.back() = "--list-instance";
     INJECT_TRY(std::string list, run_efsmi(opts, efsmi, args));
     return parse_efsmi_drs_instances(list, card);
@@ -136,10 +140,12 @@ void add_drs(const Options& opts, device::Host& host) {
     if (all) {
         host.drs_profiles = std::move(profiles);
         for (auto& inst : *all) {
-            auto it = std::find_if(host.devices.begin(), host.devices.end(),
-                                   [&](const device::Device& d) { return d.index == inst.parent_index; });
+            auto it =
+                std::find_if(host.devices.begin(), host.devices.end(),
+                             [&](const device::Device& d) { return d.index == inst.parent_index; });
             if (it == host.devices.end()) {
-                log::debug("DRS instance {} on unknown card {}: ignored", device::drs_name(inst), inst.parent_index);
+                log::debug("DRS instance {} on unknown card {}: ignored", device::drs_name(inst),
+                           inst.parent_index);
                 continue;
             }
             it->drs_instances.push_back(std::move(inst));

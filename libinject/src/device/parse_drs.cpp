@@ -4,16 +4,18 @@
 // --list-instance` print tables whose rows are the lines holding a profile name
 // (`\b\d+g\.\d+gb\b`); everything else (headers, borders, notes) is ignored. A row is split on
 // blanks once the `|` column borders are blanked out. Formats: docs/efsmi-model.md.
-#include "device/text_util.hpp"
-#include "inject/discover.hpp"
-
 #include <algorithm>
 #include <cctype>
+
+#include "device/text_util.hpp"
+#include "inject/discover.hpp"
 
 namespace inject::discover {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 /// `\d+g\.\d+gb` as a whole token: "1g.11gb", "12g.96gb".
 bool is_profile_name(std::string_view t) {
@@ -60,7 +62,9 @@ std::string joined(const std::vector<std::string_view>& t, std::size_t from) {
     return out;
 }
 
-Result<void> bad(std::string why) { return fail(Errc::InvalidInput, std::move(why)); }
+Result<void> bad(std::string why) {
+    return fail(Errc::InvalidInput, std::move(why));
+}
 
 /// Calls `row(tokens)` for each table row (a line with a profile-name token); a row's error
 /// becomes "<src>: line N: <why> in '<row>'".
@@ -72,8 +76,9 @@ Result<void> for_each_row(std::string_view src, std::string_view text, F&& row) 
         auto t = tokens(line);
         if (std::none_of(t.begin(), t.end(), is_profile_name)) continue;
         if (auto r = row(t); !r)
-            return fail(Errc::InvalidInput, std::string(src) + ": line " + std::to_string(lineno) + ": " +
-                                                r.error().what() + " in " + detail::quote(joined(t, 0)));
+            return fail(Errc::InvalidInput, std::string(src) + ": line " + std::to_string(lineno) +
+                                                ": " + r.error().what() + " in " +
+                                                detail::quote(joined(t, 0)));
     }
     return ok();
 }
@@ -83,21 +88,22 @@ Result<std::uint32_t> row_card(std::string_view text, std::optional<std::uint32_
     auto idx = detail::parse_u32(text);
     if (!idx) return fail(Errc::InvalidInput, "bad card index " + detail::quote(text));
     if (card && *idx != *card)
-        return fail(Errc::InvalidInput, "a row of card " + std::to_string(*idx) + " in the answer for card " +
-                                            std::to_string(*card));
+        return fail(Errc::InvalidInput, "a row of card " + std::to_string(*idx) +
+                                            " in the answer for card " + std::to_string(*card));
     return *idx;
 }
 
 }  // namespace
 
-Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_view text,
-                                                                 std::optional<std::uint32_t> card) {
+Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(
+    std::string_view text, std::optional<std::uint32_t> card) {
     constexpr std::string_view kSrc = "efsmi --drs --list-profile";
     std::vector<device::DrsProfile> out;
     auto r = for_each_row(kSrc, text, [&](const std::vector<std::string_view>& t) -> Result<void> {
         // card-index profile-name profile-id instance-count memory sip; the memory may be
         // "10744MiB", "10744 MiB" or a bare number of MiB.
-        if (t.size() != 6 && t.size() != 7) return bad("want 6 columns, not " + std::to_string(t.size()));
+        if (t.size() != 6 && t.size() != 7)
+            return bad("want 6 columns, not " + std::to_string(t.size()));
         if (auto c = row_card(t[0], card); !c) return fail(std::move(c).error());
         if (!is_profile_name(t[1])) return bad("bad profile name " + detail::quote(t[1]));
         auto id = detail::parse_u32(t[2]);
@@ -125,8 +131,8 @@ Result<std::vector<device::DrsProfile>> parse_efsmi_drs_profiles(std::string_vie
     return out;
 }
 
-Result<std::vector<device::DrsInstance>> parse_efsmi_drs_instances(std::string_view text,
-                                                                   std::optional<std::uint32_t> card) {
+Result<std::vector<device::DrsInstance>> parse_efsmi_drs_instances(
+    std::string_view text, std::optional<std::uint32_t> card) {
     constexpr std::string_view kSrc = "efsmi --drs --list-instance";
     std::vector<device::DrsInstance> out;
     auto r = for_each_row(kSrc, text, [&](const std::vector<std::string_view>& t) -> Result<void> {

@@ -4,19 +4,20 @@
 // or be flat, values may be strings, numbers or booleans. Values go through the same field
 // table as the text parser, so both backends check and name things the same way.
 // This file is the nlohmann/json adapter: no json exception leaves it.
+#include <nlohmann/json.hpp>
+#include <set>
+
 #include "device/card_fields.hpp"
 #include "device/text_util.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <set>
 
 namespace inject::discover {
 namespace {
 
 using nlohmann::json;
 
-bool is_memory_key(std::string_view key) { return key == "Total Size" || key == "Mem Size"; }
+bool is_memory_key(std::string_view key) {
+    return key == "Total Size" || key == "Mem Size";
+}
 
 // The text form of a JSON scalar as efsmi -q would print it; nullopt for null (unknown).
 std::optional<std::string> scalar_text(std::string_view key, const json& v) {

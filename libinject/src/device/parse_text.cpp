@@ -4,13 +4,13 @@
 // versions, so neither is relied on; what is checked is that every line is one of those kinds
 // and that each card has the keys we need (a truncated block is an error, never a card with
 // holes).
-#include "device/card_fields.hpp"
-#include "device/text_util.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <set>
+
+#include "device/card_fields.hpp"
+#include "device/text_util.hpp"
 
 namespace inject::discover {
 namespace {
@@ -41,7 +41,8 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
         auto card = std::move(*cur).finish();
         cur.reset();
         if (!card)
-            return at(cur_line, "DEV ID " + std::to_string(cur_index) + ": " + card.error().message());
+            return at(cur_line,
+                      "DEV ID " + std::to_string(cur_index) + ": " + card.error().message());
         cards.push_back(std::move(*card));
         return ok();
     };
@@ -58,13 +59,15 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
             INJECT_TRY_VOID(finish());
             auto idx = detail::parse_u32(detail::trim(t.substr(6)));
             if (!idx) return at(lineno, "bad card line " + detail::quote(t));
-            if (!seen.insert(*idx).second) return at(lineno, "duplicate DEV ID " + std::to_string(*idx));
+            if (!seen.insert(*idx).second)
+                return at(lineno, "duplicate DEV ID " + std::to_string(*idx));
             cur.emplace(*idx);
             cur_line = lineno;
             cur_index = *idx;
             continue;
         }
-        if (!cur) return at(lineno, "unexpected text " + detail::quote(t) + " before the first DEV ID");
+        if (!cur)
+            return at(lineno, "unexpected text " + detail::quote(t) + " before the first DEV ID");
         const auto colon = t.find(':');
         if (colon == std::string_view::npos) {
             if (!is_section_name(t)) return at(lineno, "unexpected text " + detail::quote(t));
@@ -80,8 +83,7 @@ Result<std::vector<RawCard>> parse_efsmi_text(std::string_view text, std::string
     }
     // Output cut short (a killed or crashed efsmi, a full pipe) shows as a last line without its
     // newline, or a block ending in a section name with nothing under it.
-    if (text.back() != '\n')
-        return at(lineno, "output ends in the middle of a line (truncated?)");
+    if (text.back() != '\n') return at(lineno, "output ends in the middle of a line (truncated?)");
     if (cur && last_was_section)
         return at(last_line, "output ends after " + detail::quote(last_section) + " (truncated?)");
     INJECT_TRY_VOID(finish());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "inject/device.hpp"
-
 #include <array>
 #include <string_view>
+
+#include "inject/device.hpp"
 
 namespace inject::device {
 
@@ -26,9 +26,12 @@ ProductInfo product_info(const std::string& product) {
 }
 
 std::string drs_name(const DrsInstance& in) {
-    return std::to_string(in.parent_index) + ":" + in.profile + ":" + std::to_string(in.instance_id);
+    return std::to_string(in.parent_index) + ":" + in.profile + ":" +
+           std::to_string(in.instance_id);
 }
 
-std::string drs_address(const DrsInstance& in) { return in.uuid.empty() ? drs_name(in) : "DRS-" + in.uuid; }
+std::string drs_address(const DrsInstance& in) {
+    return in.uuid.empty() ? drs_name(in) : "DRS-" + in.uuid;
+}
 
 }  // namespace inject::device

@@ -2,15 +2,18 @@
 // The doctor's frame (status names, the exit code, running every group) and the config check:
 // each key's effective value and where it came from (a flag, the file, or the default).
 #include "inject/doctor.hpp"
-#include "inject/text.hpp"
 
 #include <algorithm>
 #include <sstream>
 
+#include "inject/text.hpp"
+
 namespace inject::doctor {
 namespace {
 
-std::string trim(std::string_view s) { return std::string(text::trim(s, " \t\r")); }
+std::string trim(std::string_view s) {
+    return std::string(text::trim(s, " \t\r"));
+}
 
 // "section.key" of every key the file sets. The file already parsed (config::parse), so a
 // line scan is enough: a table header or `key = value` outside a multi-line value.
@@ -27,7 +30,8 @@ std::vector<std::string> keys_in(std::string_view text) {
         }
         if (const auto eq = t.find('='); eq != std::string::npos) {
             std::string key = trim(std::string_view(t).substr(0, eq));
-            if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
+            if (key.size() >= 2 && key.front() == '"' && key.back() == '"')
+                key = key.substr(1, key.size() - 2);
             out.push_back(section + "." + key);
         }
     }
@@ -38,9 +42,12 @@ std::vector<std::string> keys_in(std::string_view text) {
 
 std::string_view status_name(Status s) noexcept {
     switch (s) {
-        case Status::Ok: return "ok";
-        case Status::Warn: return "warn";
-        case Status::Fail: return "fail";
+        case Status::Ok:
+            return "ok";
+        case Status::Warn:
+            return "warn";
+        case Status::Fail:
+            return "fail";
     }
     return "fail";
 }
@@ -48,12 +55,16 @@ std::string_view status_name(Status s) noexcept {
 std::vector<Check> check_config(const Options& opts) {
     std::vector<Check> out;
     if (opts.config_error) {
-        out.push_back({"config.file", Status::Fail, opts.config_error->what() + " (the checks below use the defaults)",
-                       "correct the file (man enflame-container-runtime-config.toml); 'enflame-ctk config' prints "
+        out.push_back({"config.file", Status::Fail,
+                       opts.config_error->what() + " (the checks below use the defaults)",
+                       "correct the file (man enflame-container-runtime-config.toml); 'enflame-ctk "
+                       "config' prints "
                        "the effective values"});
     } else {
         out.push_back({"config.file", Status::Ok,
-                       opts.cfg.source == "defaults" ? std::string("no config file: the defaults") : opts.cfg.source, ""});
+                       opts.cfg.source == "defaults" ? std::string("no config file: the defaults")
+                                                     : opts.cfg.source,
+                       ""});
     }
     const auto set = keys_in(opts.config_text);
     std::string section;
@@ -68,7 +79,8 @@ std::vector<Check> check_config(const Options& opts) {
         if (eq == std::string::npos) continue;
         const std::string key = line.substr(0, eq);
         std::string from = "default";
-        if (std::find(set.begin(), set.end(), section + "." + key) != set.end()) from = "set in " + opts.cfg.source;
+        if (std::find(set.begin(), set.end(), section + "." + key) != set.end())
+            from = "set in " + opts.cfg.source;
         for (const auto& [k, flag] : opts.flag_overrides)
             if (k == key) from = "flag " + flag;
         out.push_back({"config." + key, Status::Ok, line.substr(eq + 3) + " (" + from + ")", ""});
@@ -79,7 +91,8 @@ std::vector<Check> check_config(const Options& opts) {
 std::vector<Check> run_all(const Options& opts) {
     std::vector<Check> out = check_config(opts);
     auto append = [&out](std::vector<Check> more) {
-        out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+        out.insert(out.end(), std::make_move_iterator(more.begin()),
+                   std::make_move_iterator(more.end()));
     };
     std::optional<device::Host> host;
     append(check_driver(opts, host));

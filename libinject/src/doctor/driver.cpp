@@ -1,13 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The doctor's driver and device-node checks. Device nodes are checked against sysfs on their
 // own, not through discovery: discovery stops at the first bad node, the doctor names each.
-#include "device/backends.hpp"
-#include "inject/discover.hpp"
-#include "inject/doctor.hpp"
-#include "inject/efml.hpp"
-#include "inject/fs.hpp"
-#include "inject/text.hpp"
-
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -15,16 +8,27 @@
 #include <algorithm>
 #include <memory>
 
+#include "device/backends.hpp"
+#include "inject/discover.hpp"
+#include "inject/doctor.hpp"
+#include "inject/efml.hpp"
+#include "inject/fs.hpp"
+#include "inject/text.hpp"
+
 namespace inject::doctor {
 namespace {
 
-constexpr std::string_view kInfoHint = "'enflame-ctk info --debug' shows what each discovery backend saw";
+constexpr std::string_view kInfoHint =
+    "'enflame-ctk info --debug' shows what each discovery backend saw";
 
-std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n ")); }
+std::string trimmed(const std::string& s) {
+    return std::string(text::trim_end(s, "\n "));
+}
 
 std::string octal(unsigned mode) {
     std::string s;
-    for (int shift = 9; shift >= 0; shift -= 3) s += static_cast<char>('0' + ((mode >> shift) & 7u));
+    for (int shift = 9; shift >= 0; shift -= 3)
+        s += static_cast<char>('0' + ((mode >> shift) & 7u));
     return s;
 }
 
@@ -49,7 +53,8 @@ std::vector<SysCard> sysfs_cards(const config::Config& cfg) {
     for (const auto& bus : list_dir(base)) {
         for (const char* cls : {"enflame", "zixiao"}) {
             for (const auto& n : list_dir(base + "/" + bus + "/" + cls)) {
-                if (!n.starts_with(cfg.cli.device_prefix) || n == cfg.cli.device_prefix + "ctl") continue;
+                if (!n.starts_with(cfg.cli.device_prefix) || n == cfg.cli.device_prefix + "ctl")
+                    continue;
                 auto t = fs::read_file(base + "/" + bus + "/" + cls + "/" + n + "/dev", 64);
                 out.push_back(SysCard{bus, n, t ? trimmed(*t) : std::string()});
             }
@@ -65,17 +70,23 @@ Check node_check(const std::string& name, const std::string& host, const std::st
     if (::stat(host.c_str(), &st) != 0) {
         c.status = Status::Fail;
         c.seen = "'" + host + "' is missing" + (want.empty() ? "" : " (sysfs says " + want + ")");
-        c.fix = "reload the enflame driver (modprobe -r enflame && modprobe enflame), which creates it" +
-                (want.empty() ? std::string() : "; or: mknod -m 666 " + host + " c " + want.substr(0, want.find(':')) +
-                                                     " " + want.substr(want.find(':') + 1));
+        c.fix =
+            "reload the enflame driver (modprobe -r enflame && modprobe enflame), which creates "
+            "it" +
+            (want.empty() ? std::string()
+                          : "; or: mknod -m 666 " + host + " c " + want.substr(0, want.find(':')) +
+                                " " + want.substr(want.find(':') + 1));
         return c;
     }
-    const std::string got = std::to_string(::major(st.st_rdev)) + ":" + std::to_string(::minor(st.st_rdev));
+    const std::string got =
+        std::to_string(::major(st.st_rdev)) + ":" + std::to_string(::minor(st.st_rdev));
     if (!S_ISCHR(st.st_mode) || (!want.empty() && got != want)) {
         c.status = Status::Fail;
-        c.seen = "'" + host + "' is " + (S_ISCHR(st.st_mode) ? got : std::string("not a character device")) +
+        c.seen = "'" + host + "' is " +
+                 (S_ISCHR(st.st_mode) ? got : std::string("not a character device")) +
                  (want.empty() ? "" : ", sysfs says " + want);
-        c.fix = "rm " + host + " and reload the enflame driver, which recreates it with the right numbers";
+        c.fix = "rm " + host +
+                " and reload the enflame driver, which recreates it with the right numbers";
         return c;
     }
     const unsigned mode = st.st_mode & 07777u;
@@ -83,7 +94,8 @@ Check node_check(const std::string& name, const std::string& host, const std::st
     if ((mode & 0666u) != 0666u) {
         c.status = Status::Warn;
         c.seen += ": a container user other than root cannot open it";
-        c.fix = "chmod 666 " + host + " (for good: a udev rule, KERNEL==\"" + name + "\", MODE=\"0666\")";
+        c.fix = "chmod 666 " + host + " (for good: a udev rule, KERNEL==\"" + name +
+                "\", MODE=\"0666\")";
     }
     return c;
 }
@@ -98,7 +110,8 @@ Check module_check(const Options& opts) {
     const std::string path = fs::join(opts.cfg.cli.driver_root, "/sys/module/enflame/version");
     auto v = fs::read_file(path, 256);
     if (!v)
-        return {"driver.module", Status::Fail, "the enflame module is not loaded: '" + path + "' is missing",
+        return {"driver.module", Status::Fail,
+                "the enflame module is not loaded: '" + path + "' is missing",
                 "modprobe enflame (install the Enflame driver package if there is no such module)"};
     return {"driver.module", Status::Ok, "enflame " + trimmed(*v) + " loaded", ""};
 }
@@ -106,8 +119,10 @@ Check module_check(const Options& opts) {
 Check efsmi_check(const discover::Options& d) {
     auto e = discover::detail::find_efsmi(d);
     if (!e)
-        return {"driver.efsmi", Status::Warn, e.error().what() + " (discovery falls back to libefml)",
-                "install efsmi with the Enflame driver package, at one of the paths above under driver-root"};
+        return {"driver.efsmi", Status::Warn,
+                e.error().what() + " (discovery falls back to libefml)",
+                "install efsmi with the Enflame driver package, at one of the paths above under "
+                "driver-root"};
     return {"driver.efsmi", Status::Ok, e->path, ""};
 }
 
@@ -123,7 +138,8 @@ Check backend_check(const discover::Options& d, std::optional<device::Host>& hos
     Check c{"driver.backend", Status::Ok, seen, ""};
     if (h->devices.empty()) {
         c.status = Status::Fail;
-        c.fix = "check the cards are seated and the driver bound to them (lspci -d 1e36:); " + std::string(kInfoHint);
+        c.fix = "check the cards are seated and the driver bound to them (lspci -d 1e36:); " +
+                std::string(kInfoHint);
     }
     host = std::move(*h);
     return c;
@@ -134,11 +150,16 @@ Check efml_check(const discover::Options& d) {
     if (!p && p.error().code() == Errc::NotFound)
         return {"driver.libefml", Status::Warn, p.error().what(),
                 "install libefml with the Enflame driver package (efsmi then does all discovery)"};
-    if (!p && p.error().code() == Errc::Unsupported)  // the static host build (docs/host-binaries.md)
+    if (!p &&
+        p.error().code() == Errc::Unsupported)  // the static host build (docs/host-binaries.md)
         return {"driver.libefml", Status::Warn, p.error().what(),
-                "none needed: efsmi does the discovery; the package's dynamic enflame-ctk loads libefml"};
-    if (!p) return {"driver.libefml", Status::Fail, p.error().what(), "reinstall the Enflame driver package"};
-    if (p->missing.empty()) return {"driver.libefml", Status::Ok, p->path + " has every known call", ""};
+                "none needed: efsmi does the discovery; the package's dynamic enflame-ctk loads "
+                "libefml"};
+    if (!p)
+        return {"driver.libefml", Status::Fail, p.error().what(),
+                "reinstall the Enflame driver package"};
+    if (p->missing.empty())
+        return {"driver.libefml", Status::Ok, p->path + " has every known call", ""};
     std::string seen = p->path + " lacks";
     for (const auto& m : p->missing) seen += " " + m;
     return {"driver.libefml", Status::Warn, seen + " (their values stay unknown)",
@@ -162,15 +183,17 @@ std::vector<Check> check_devices(const Options& opts) {
     const auto& cli = opts.cfg.cli;
     const auto cards = sysfs_cards(opts.cfg);
     if (cards.empty())
-        out.push_back({"device.cards", Status::Fail,
-                       "no Enflame card under '" + fs::join(cli.driver_root, "/sys/bus/pci/devices") + "'",
-                       "modprobe enflame; lspci -d 1e36: lists the cards the driver should bind"});
+        out.push_back(
+            {"device.cards", Status::Fail,
+             "no Enflame card under '" + fs::join(cli.driver_root, "/sys/bus/pci/devices") + "'",
+             "modprobe enflame; lspci -d 1e36: lists the cards the driver should bind"});
     for (const auto& c : cards) {
         auto check = node_check(c.name, fs::join(cli.dev_root, "/dev/" + c.name), c.dev);
         check.seen = c.bus + ": " + check.seen;
         out.push_back(std::move(check));
     }
-    out.push_back(node_check(cli.device_prefix + "ctl", fs::join(cli.dev_root, "/dev/" + cli.device_prefix + "ctl"), ""));
+    out.push_back(node_check(cli.device_prefix + "ctl",
+                             fs::join(cli.dev_root, "/dev/" + cli.device_prefix + "ctl"), ""));
     return out;
 }
 

@@ -2,12 +2,7 @@
 // The doctor's container-engine checks: installed (on PATH), its version, its config file
 // parses, it is wired to enflame-container-runtime or reads CDI specs, its daemon answers a
 // socket connect. Nothing is sent to a daemon and nothing is changed.
-#include "inject/doctor.hpp"
-#include "inject/fs.hpp"
-#include "inject/process.hpp"
-
 #include <fcntl.h>
-#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,13 +10,19 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "inject/doctor.hpp"
+#include "inject/fs.hpp"
+#include "inject/process.hpp"
 
 namespace inject::doctor {
 namespace {
 
 constexpr std::string_view kOurRuntime = "enflame-container-runtime";
 
-std::optional<std::string> find_binary(const std::vector<std::string>& path, const std::string& name) {
+std::optional<std::string> find_binary(const std::vector<std::string>& path,
+                                       const std::string& name) {
     for (const auto& dir : path) {
         const std::string p = (dir.ends_with('/') ? dir : dir + "/") + name;
         if (::access(p.c_str(), X_OK) == 0) return p;
@@ -36,7 +37,8 @@ std::string first_line(const std::string& s) {
 }
 
 // "docker --version": its first line; empty when it does not answer in time.
-std::string version_of(const std::string& binary, const Engine& e, std::chrono::milliseconds timeout) {
+std::string version_of(const std::string& binary, const Engine& e,
+                       std::chrono::milliseconds timeout) {
     process::Command cmd;
     cmd.path = binary;
     cmd.argv.push_back(binary);
@@ -60,10 +62,12 @@ std::string connect_error(const std::string& path, std::chrono::milliseconds tim
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return {};
     if (errno != EINPROGRESS && errno != EAGAIN) return std::strerror(errno);
     pollfd p{fd.get(), POLLOUT, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return "no answer within " + std::to_string(timeout.count()) + " ms";
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0)
+        return "no answer within " + std::to_string(timeout.count()) + " ms";
     int err = 0;
     socklen_t len = sizeof err;
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return std::strerror(err ? err : errno);
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+        return std::strerror(err ? err : errno);
     return {};
 }
 
@@ -72,7 +76,8 @@ std::string parse_error(const Engine& e, const std::string& text) {
     if (e.name == "docker") {
         if (text.find_first_not_of(" \t\r\n") == std::string::npos) return {};
         try {
-            if (!nlohmann::json::parse(text).is_object()) return "line 1: the top level must be an object";
+            if (!nlohmann::json::parse(text).is_object())
+                return "line 1: the top level must be an object";
         } catch (const nlohmann::json::parse_error& x) {
             return x.what();
         }
@@ -81,7 +86,8 @@ std::string parse_error(const Engine& e, const std::string& text) {
     try {
         (void)toml::parse(text, e.config);
     } catch (const toml::parse_error& x) {
-        return "line " + std::to_string(x.source().begin.line) + ": " + std::string(x.description());
+        return "line " + std::to_string(x.source().begin.line) + ": " +
+               std::string(x.description());
     }
     return {};
 }
@@ -94,7 +100,8 @@ bool wired(const Engine& e, const std::string& text) {
     if (e.name == "docker") {
         try {
             const auto j = nlohmann::json::parse(text);
-            return j.contains("features") && j["features"].is_object() && j["features"].value("cdi", false);
+            return j.contains("features") && j["features"].is_object() &&
+                   j["features"].value("cdi", false);
         } catch (const std::exception&) {
             return false;
         }
@@ -127,7 +134,8 @@ Check engine_check(const Options& opts, const Engine& e) {
     std::optional<std::string> text;
     if (!e.config.empty()) {
         auto t = fs::read_file(e.config, 4 << 20);
-        if (t) text = std::move(*t);
+        if (t)
+            text = std::move(*t);
         else if (t.error().code() != Errc::NotFound) {
             c.status = Status::Fail;
             c.seen = t.error().what();
@@ -154,9 +162,13 @@ Check engine_check(const Options& opts, const Engine& e) {
         c.status = Status::Warn;
         c.seen += "; not wired to " + std::string(kOurRuntime) + " and CDI off" +
                   (e.config.empty() ? std::string() : " in '" + e.config + "'");
-        c.fix = "enflame-ctk runtime configure --runtime " + e.name + (e.name == "docker" ? " --cdi.enabled" : "");
+        c.fix = "enflame-ctk runtime configure --runtime " + e.name +
+                (e.name == "docker" ? " --cdi.enabled" : "");
     } else {
-        c.seen += "; wired (" + std::string(text && text->find(kOurRuntime) != std::string::npos ? kOurRuntime : "CDI") + ")";
+        c.seen += "; wired (" +
+                  std::string(text && text->find(kOurRuntime) != std::string::npos ? kOurRuntime
+                                                                                   : "CDI") +
+                  ")";
     }
     if (!e.socket.empty()) {
         if (auto why = connect_error(e.socket, opts.timeout); !why.empty()) {
@@ -174,8 +186,13 @@ Check engine_check(const Options& opts, const Engine& e) {
 
 std::vector<Engine> default_engines() {
     return {
-        Engine{"docker", "docker", {"--version"}, "/etc/docker/daemon.json", "/var/run/docker.sock"},
-        Engine{"containerd", "containerd", {"--version"}, "/etc/containerd/config.toml", "/run/containerd/containerd.sock"},
+        Engine{
+            "docker", "docker", {"--version"}, "/etc/docker/daemon.json", "/var/run/docker.sock"},
+        Engine{"containerd",
+               "containerd",
+               {"--version"},
+               "/etc/containerd/config.toml",
+               "/run/containerd/containerd.sock"},
         Engine{"crio", "crio", {"--version"}, "/etc/crio/crio.conf", "/var/run/crio/crio.sock"},
         Engine{"podman", "podman", {"--version"}, "/etc/containers/containers.conf", ""},
     };

@@ -1,7 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "inject/fs.hpp"
-#include "inject/mount.hpp"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "inject/fs.hpp"
+#include "inject/mount.hpp"
 
 namespace inject::fs {
 
@@ -51,7 +51,8 @@ Result<std::string> read_in_root(int root_fd, std::string_view path, std::size_t
     INJECT_TRY(UniqueFd fd, open_in_root(root_fd, path, O_RDONLY | O_NONBLOCK));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat " + std::string(path)));
-    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, std::string(path) + ": not a regular file");
+    if (!S_ISREG(st.st_mode))
+        return fail(Errc::InvalidInput, std::string(path) + ": not a regular file");
     return read_all(fd.get(), max_bytes, std::string(path));
 }
 
@@ -87,7 +88,8 @@ Result<void> replace_not_durable(const std::string& tmp, const std::string& path
     }
     if (errno != ENOENT && errno != EINVAL && errno != ENOSYS)
         return fail(sys_error("exchanging " + tmp + " and " + path));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_error("renaming " + tmp + " to " + path));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+        return fail(sys_error("renaming " + tmp + " to " + path));
     return ok();
 }
 
@@ -129,8 +131,7 @@ Result<void> atomic_write(const std::string& path, std::string_view content,
     if (::lstat(path.c_str(), &st) == 0) {
         if (S_ISLNK(st.st_mode))
             return fail(Errc::InvalidInput, path + ": refusing to replace a symlink");
-        if (S_ISDIR(st.st_mode))
-            return fail(Errc::InvalidInput, path + ": is a directory");
+        if (S_ISDIR(st.st_mode)) return fail(Errc::InvalidInput, path + ": is a directory");
         mode = st.st_mode & 07777;
     } else if (errno != ENOENT) {
         return fail(sys_error("checking " + path));

@@ -2,8 +2,6 @@
 // Path resolution confined to a root. This is the defence against the CVE-2024-0132 class:
 // every lookup happens on file descriptors, so a symlink in the root can never lead outside
 // it, and the caller keeps the fd for the operation (no check-then-use on path strings).
-#include "inject/fs.hpp"
-
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -12,6 +10,8 @@
 
 #include <deque>
 #include <vector>
+
+#include "inject/fs.hpp"
 
 namespace inject::fs {
 namespace {
@@ -88,7 +88,8 @@ Result<UniqueFd> walk_in_root(int root_fd, std::string_view path, int flags) {
             std::vector<char> buf(4096);
             ssize_t n = ::readlinkat(probe.get(), "", buf.data(), buf.size());
             if (n < 0 || static_cast<std::size_t>(n) >= buf.size())
-                return fail(sys_error("reading link in " + std::string(path), n < 0 ? errno : ENAMETOOLONG));
+                return fail(sys_error("reading link in " + std::string(path),
+                                      n < 0 ? errno : ENAMETOOLONG));
             std::string_view target(buf.data(), static_cast<std::size_t>(n));
             if (!target.empty() && target.front() == '/') stack.clear();
             auto parts = split(target);
@@ -97,7 +98,8 @@ Result<UniqueFd> walk_in_root(int root_fd, std::string_view path, int flags) {
             continue;
         }
         if (last) {
-            if ((flags & O_PATH) && (flags & ~(O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC)) == 0) {
+            if ((flags & O_PATH) &&
+                (flags & ~(O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC)) == 0) {
                 if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode))
                     return fail(sys_error("opening " + std::string(path), ENOTDIR));
                 return probe;

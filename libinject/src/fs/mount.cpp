@@ -18,7 +18,9 @@
 namespace inject::fs {
 namespace {
 
-std::string proc_fd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+std::string proc_fd(int fd) {
+    return "/proc/self/fd/" + std::to_string(fd);
+}
 
 std::vector<std::string> components(std::string_view path) {
     std::vector<std::string> out;
@@ -108,7 +110,8 @@ Result<void> bind_mount_in_root(int source_fd, int root_fd, std::string_view tar
     if (!same_inode(before, src)) {
         unsigned long flags = MS_BIND;
         if (dir) flags |= MS_REC;
-        if (::mount(proc_fd(source_fd).c_str(), proc_fd(tgt.get()).c_str(), nullptr, flags, nullptr) != 0)
+        if (::mount(proc_fd(source_fd).c_str(), proc_fd(tgt.get()).c_str(), nullptr, flags,
+                    nullptr) != 0)
             return fail(sys_error("bind-mounting onto " + std::string(target)));
     }
     // The fd we mounted on refers to the covered inode; reopen to reach the new mount, and check
@@ -148,10 +151,12 @@ Result<void> chmod_in_root(int root_fd, std::string_view path, mode_t mode) {
     INJECT_TRY(UniqueFd fd, open_in_root(root_fd, p, O_PATH | O_NOFOLLOW));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat " + p));
-    if (S_ISLNK(st.st_mode)) return fail(Errc::InvalidInput, p + ": refusing to change the mode of a symlink");
+    if (S_ISLNK(st.st_mode))
+        return fail(Errc::InvalidInput, p + ": refusing to change the mode of a symlink");
     // fchmod() refuses O_PATH fds; chmod on the magic link acts on exactly the opened inode.
     // (Opening a device node for reading just to fchmod it could wake the device.)
-    if (::chmod(proc_fd(fd.get()).c_str(), mode & 07777) != 0) return fail(sys_error("changing the mode of " + p));
+    if (::chmod(proc_fd(fd.get()).c_str(), mode & 07777) != 0)
+        return fail(sys_error("changing the mode of " + p));
     return ok();
 }
 
@@ -171,7 +176,8 @@ Result<void> replace_in_folder(int parent, const std::string& name, const std::s
     mode_t mode = how.mode & 07777;
     struct stat st {};
     if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISLNK(st.st_mode)) return fail(Errc::InvalidInput, where + ": refusing to replace a symlink");
+        if (S_ISLNK(st.st_mode))
+            return fail(Errc::InvalidInput, where + ": refusing to replace a symlink");
         if (S_ISDIR(st.st_mode)) return fail(Errc::InvalidInput, where + ": is a directory");
         if (how.keep_mode) mode = st.st_mode & 07777;
     } else if (errno != ENOENT) {
@@ -185,8 +191,10 @@ Result<void> replace_in_folder(int parent, const std::string& name, const std::s
     UniqueFd fd;
     for (int i = 0; i < 16 && !fd.valid(); ++i) {
         tmp = "." + name + ".tmp" + std::to_string(rd());
-        fd.reset(::openat(dir.get(), tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
-        if (!fd.valid() && errno != EEXIST) return fail(sys_error("creating a temporary file for " + where));
+        fd.reset(::openat(dir.get(), tmp.c_str(),
+                          O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!fd.valid() && errno != EEXIST)
+            return fail(sys_error("creating a temporary file for " + where));
     }
     if (!fd.valid()) return fail(sys_error("creating a temporary file for " + where));
     Result<void> r = ok();
@@ -194,8 +202,10 @@ Result<void> replace_in_folder(int parent, const std::string& name, const std::s
     while (r && !rest.empty()) {
         ssize_t n = ::write(fd.get(), rest.data(), rest.size());
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) r = fail(sys_error("writing " + where));
-        else rest.remove_prefix(static_cast<std::size_t>(n));
+        if (n < 0)
+            r = fail(sys_error("writing " + where));
+        else
+            rest.remove_prefix(static_cast<std::size_t>(n));
     }
     if (r && ::fchmod(fd.get(), mode) != 0) r = fail(sys_error("setting the mode of " + where));
     if (r && how.durable && ::fsync(fd.get()) != 0) r = fail(sys_error("syncing " + where));
@@ -210,15 +220,19 @@ Result<void> replace_in_folder(int parent, const std::string& name, const std::s
     return ok();
 }
 
-std::string shown(const SplitPath& sp) { return sp.dir == "/" ? "/" + sp.name : sp.dir + "/" + sp.name; }
+std::string shown(const SplitPath& sp) {
+    return sp.dir == "/" ? "/" + sp.name : sp.dir + "/" + sp.name;
+}
 
 }  // namespace
 
-Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content, mode_t mode) {
+Result<void> write_in_root(int root_fd, std::string_view path, std::string_view content,
+                           mode_t mode) {
     const auto sp = split_in_root_path(path);
     if (sp.name.empty()) return fail(Errc::InvalidInput, "'/' is a folder");
     INJECT_TRY(UniqueFd parent, mkdir_in_root(root_fd, sp.dir, 0755));
-    return replace_in_folder(parent.get(), sp.name, shown(sp), content, Replace{mode, false, false});
+    return replace_in_folder(parent.get(), sp.name, shown(sp), content,
+                             Replace{mode, false, false});
 }
 
 Result<void> atomic_write_in_root(int root_fd, std::string_view path, std::string_view content,

@@ -26,7 +26,9 @@ namespace {
 
 using doctor::Status;
 
-std::string trimmed(const std::string& s) { return std::string(text::trim_end(s, "\n ")); }
+std::string trimmed(const std::string& s) {
+    return std::string(text::trim_end(s, "\n "));
+}
 
 Verdict fine(std::string line) {
     return {Code::Ok, std::move(line)};

@@ -4,14 +4,13 @@
 // config.json keeps the key order the engine wrote).
 #include "inject/oci.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace inject::oci {
@@ -21,7 +20,8 @@ constexpr std::array<std::string_view, 6> kHookStages{
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"};
 
 Unexpected not_a(std::string_view where, std::string_view what) {
-    return fail(Errc::InvalidInput, "config.json: '" + std::string(where) + "' is not " + std::string(what));
+    return fail(Errc::InvalidInput,
+                "config.json: '" + std::string(where) + "' is not " + std::string(what));
 }
 
 /// `parent[key]` as an object (created when absent). nullptr + error when it is something else.
@@ -45,25 +45,30 @@ Result<J*> child_array(J& parent, const char* key, std::string_view where) {
 Result<void> check_node(const cdi::DeviceNode& d) {
     if (d.path.empty() || d.path.front() != '/')
         return fail(Errc::InvalidInput, "device node '" + d.path + "': path is not absolute");
-    if (!d.major || !d.minor) return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
+    if (!d.major || !d.minor)
+        return fail(Errc::InvalidInput, "device node '" + d.path + "': major/minor unknown");
     return ok();
 }
 
 Result<void> check_mount(const cdi::Mount& m) {
     if (m.container_path.empty() || m.container_path.front() != '/')
-        return fail(Errc::InvalidInput, "mount '" + m.container_path + "': container path is not absolute");
+        return fail(Errc::InvalidInput,
+                    "mount '" + m.container_path + "': container path is not absolute");
     return ok();
 }
 
 Result<void> check_hook(const cdi::Hook& h) {
     if (std::find(kHookStages.begin(), kHookStages.end(), h.hook_name) == kHookStages.end())
-        return fail(Errc::InvalidInput, "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
+        return fail(Errc::InvalidInput,
+                    "hook '" + h.path + "': unknown stage '" + h.hook_name + "'");
     if (h.path.empty() || h.path.front() != '/')
         return fail(Errc::InvalidInput, "hook '" + h.path + "': path is not absolute");
     return ok();
 }
 
-std::string key_of(std::string_view kv) { return std::string(kv.substr(0, kv.find('='))); }
+std::string key_of(std::string_view kv) {
+    return std::string(kv.substr(0, kv.find('=')));
+}
 
 template <typename J>
 Result<void> apply_env(J& spec, const std::vector<std::string>& env) {
@@ -100,7 +105,8 @@ J device_json(const cdi::DeviceNode& d) {
 
 /// linux.devices entries (unless !with_nodes) and linux.resources.devices allow rules.
 template <typename J>
-Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, bool with_nodes = true) {
+Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes,
+                           bool with_nodes = true) {
     if (nodes.empty()) return ok();
     INJECT_TRY(J * linux_, child_object(spec, "linux", "linux"));
     // Create both keys before taking pointers: an insert into an ordered_json object moves
@@ -117,8 +123,10 @@ Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, b
             auto same = std::find_if(devices->begin(), devices->end(), [&](const J& e) {
                 return e.is_object() && e.contains("path") && e["path"] == d.path;
             });
-            if (same != devices->end()) *same = std::move(entry);
-            else devices->push_back(std::move(entry));
+            if (same != devices->end())
+                *same = std::move(entry);
+            else
+                devices->push_back(std::move(entry));
         }
 
         if (d.type == "p") continue;  // a fifo needs no cgroup rule
@@ -128,7 +136,8 @@ Result<void> apply_devices(J& spec, const std::vector<cdi::DeviceNode>& nodes, b
         rule["major"] = *d.major;
         rule["minor"] = *d.minor;
         rule["access"] = d.permissions.empty() ? "rwm" : d.permissions;
-        if (std::find(rules->begin(), rules->end(), rule) == rules->end()) rules->push_back(std::move(rule));
+        if (std::find(rules->begin(), rules->end(), rule) == rules->end())
+            rules->push_back(std::move(rule));
     }
     return ok();
 }
@@ -145,10 +154,13 @@ Result<void> apply_mounts(J& spec, const std::vector<cdi::Mount>& mounts) {
         o["source"] = m.host_path;
         o["options"] = m.options;
         auto same = std::find_if(list->begin(), list->end(), [&](const J& e) {
-            return e.is_object() && e.contains("destination") && e["destination"] == m.container_path;
+            return e.is_object() && e.contains("destination") &&
+                   e["destination"] == m.container_path;
         });
-        if (same != list->end()) *same = std::move(o);
-        else list->push_back(std::move(o));
+        if (same != list->end())
+            *same = std::move(o);
+        else
+            list->push_back(std::move(o));
     }
     return ok();
 }
@@ -166,7 +178,8 @@ Result<void> apply_hooks(J& spec, const std::vector<cdi::Hook>& hooks) {
         if (!h.args.empty()) o["args"] = h.args;
         if (!h.env.empty()) o["env"] = h.env;
         if (h.timeout) o["timeout"] = *h.timeout;
-        if (std::find(stage->begin(), stage->end(), o) == stage->end()) stage->push_back(std::move(o));
+        if (std::find(stage->begin(), stage->end(), o) == stage->end())
+            stage->push_back(std::move(o));
     }
     return ok();
 }
@@ -211,7 +224,8 @@ Result<const J*> peek_array(const J* parent, const char* key, std::string_view w
 }
 
 template <typename J>
-Result<void> check_devices(const J& spec, const std::vector<cdi::DeviceNode>& nodes, bool with_nodes) {
+Result<void> check_devices(const J& spec, const std::vector<cdi::DeviceNode>& nodes,
+                           bool with_nodes) {
     if (nodes.empty()) return ok();
     INJECT_TRY(const J* linux_, peek_object(&spec, "linux", "linux"));
     if (with_nodes) INJECT_TRY_VOID(peek_array(linux_, "devices", "linux.devices"));
@@ -226,7 +240,8 @@ Result<void> check_edits(const J& spec, const cdi::ContainerEdits& edits) {
     if (!edits.env.empty()) {
         INJECT_TRY(const J* process, peek_object(&spec, "process", "process"));
         INJECT_TRY(const J* list, peek_array(process, "env", "process.env"));
-        if (list != nullptr && !std::all_of(list->begin(), list->end(), [](const J& e) { return e.is_string(); }))
+        if (list != nullptr &&
+            !std::all_of(list->begin(), list->end(), [](const J& e) { return e.is_string(); }))
             return not_a("process.env", "an array of strings");
     }
     INJECT_TRY_VOID(check_devices(spec, edits.device_nodes, true));
@@ -251,7 +266,8 @@ Result<void> check_edits(const J& spec, const cdi::ContainerEdits& edits) {
 
 template <typename J>
 Result<void> apply_impl(J& spec, const cdi::ContainerEdits& edits) {
-    if (!spec.is_object()) return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
+    if (!spec.is_object())
+        return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
     // Check every edit before touching the spec, so a bad edit leaves it as it was.
     INJECT_TRY_VOID(check_edits(spec, edits));
     INJECT_TRY_VOID(apply_env(spec, edits.env));
@@ -265,8 +281,11 @@ Result<void> apply_impl(J& spec, const cdi::ContainerEdits& edits) {
 template <typename J>
 bool privileged_impl(const J& spec) {
     const auto* process = spec.is_object() && spec.contains("process") ? &spec["process"] : nullptr;
-    const auto* caps = process && process->is_object() && process->contains("capabilities") ? &(*process)["capabilities"] : nullptr;
-    if (caps == nullptr || !caps->is_object() || !caps->contains("bounding") || !(*caps)["bounding"].is_array())
+    const auto* caps = process && process->is_object() && process->contains("capabilities")
+                           ? &(*process)["capabilities"]
+                           : nullptr;
+    if (caps == nullptr || !caps->is_object() || !caps->contains("bounding") ||
+        !(*caps)["bounding"].is_array())
         return false;
     const auto& b = (*caps)["bounding"];
     return std::find(b.begin(), b.end(), J("CAP_SYS_ADMIN")) != b.end();
@@ -274,7 +293,8 @@ bool privileged_impl(const J& spec) {
 
 /// Printable ASCII without '"' and '\\': what dump() copies as it is.
 bool plain_ascii(const std::string& s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
 }
 
 void dump_string(const std::string& s, std::string& out) {
@@ -290,35 +310,45 @@ void dump_string(const std::string& s, std::string& out) {
 void dump_to(const nlohmann::ordered_json& j, std::string& out) {
     using V = nlohmann::ordered_json::value_t;
     switch (j.type()) {
-    case V::object: {
-        out += '{';
-        bool first = true;
-        for (const auto& [k, v] : j.items()) {
-            if (!first) out += ',';
-            first = false;
-            dump_string(k, out);
-            out += ':';
-            dump_to(v, out);
+        case V::object: {
+            out += '{';
+            bool first = true;
+            for (const auto& [k, v] : j.items()) {
+                if (!first) out += ',';
+                first = false;
+                dump_string(k, out);
+                out += ':';
+                dump_to(v, out);
+            }
+            out += '}';
+            return;
         }
-        out += '}';
-        return;
-    }
-    case V::array: {
-        out += '[';
-        bool first = true;
-        for (const auto& v : j) {
-            if (!first) out += ',';
-            first = false;
-            dump_to(v, out);
+        case V::array: {
+            out += '[';
+            bool first = true;
+            for (const auto& v : j) {
+                if (!first) out += ',';
+                first = false;
+                dump_to(v, out);
+            }
+            out += ']';
+            return;
         }
-        out += ']';
-        return;
-    }
-    case V::string: dump_string(j.get_ref<const std::string&>(), out); return;
-    case V::boolean: out += j.get<bool>() ? "true" : "false"; return;
-    case V::number_integer: out += std::to_string(j.get<std::int64_t>()); return;
-    case V::number_unsigned: out += std::to_string(j.get<std::uint64_t>()); return;
-    default: out += j.dump(); return;  // null, floats (its own number format), binary
+        case V::string:
+            dump_string(j.get_ref<const std::string&>(), out);
+            return;
+        case V::boolean:
+            out += j.get<bool>() ? "true" : "false";
+            return;
+        case V::number_integer:
+            out += std::to_string(j.get<std::int64_t>());
+            return;
+        case V::number_unsigned:
+            out += std::to_string(j.get<std::uint64_t>());
+            return;
+        default:
+            out += j.dump();
+            return;  // null, floats (its own number format), binary
     }
 }
 
@@ -335,8 +365,12 @@ Result<std::string> dump(const nlohmann::ordered_json& spec) {
     }
 }
 
-bool privileged(const nlohmann::json& spec) { return privileged_impl(spec); }
-bool privileged(const nlohmann::ordered_json& spec) { return privileged_impl(spec); }
+bool privileged(const nlohmann::json& spec) {
+    return privileged_impl(spec);
+}
+bool privileged(const nlohmann::ordered_json& spec) {
+    return privileged_impl(spec);
+}
 
 Result<void> apply(nlohmann::json& spec, const cdi::ContainerEdits& edits) {
     return apply_impl(spec, edits);
@@ -346,8 +380,10 @@ Result<void> apply(nlohmann::ordered_json& spec, const cdi::ContainerEdits& edit
     return apply_impl(spec, edits);
 }
 
-Result<void> allow_devices(nlohmann::ordered_json& spec, const std::vector<cdi::DeviceNode>& nodes) {
-    if (!spec.is_object()) return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
+Result<void> allow_devices(nlohmann::ordered_json& spec,
+                           const std::vector<cdi::DeviceNode>& nodes) {
+    if (!spec.is_object())
+        return fail(Errc::InvalidInput, "config.json: the spec is not a JSON object");
     INJECT_TRY_VOID(check_devices(spec, nodes, false));
     return apply_devices(spec, nodes, false);
 }

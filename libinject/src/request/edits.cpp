@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The edits for a request: spec on disk when fresh, else discovery (inject/request_edits.hpp).
 // Shared by the runtime shim and the legacy hook, so both pick the same source the same way.
-#include "inject/request_edits.hpp"
+#include <algorithm>
+#include <cstdint>
+#include <optional>
 
 #include "inject/cdi_generate.hpp"
 #include "inject/cdi_provenance.hpp"
 #include "inject/config.hpp"
 #include "inject/discover.hpp"
 #include "inject/log.hpp"
-
-#include <algorithm>
-#include <cstdint>
-#include <optional>
+#include "inject/request_edits.hpp"
 
 namespace inject::request {
 namespace {
@@ -33,8 +32,10 @@ std::vector<std::string> qualified_names(const Request& req, const std::string& 
     };
     if (req.mode == Request::Mode::All) add(kind + "=all");
     for (const auto& s : req.selectors)
-        add(kind + "=" + (s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName ? std::to_string(s.index)
-                                                                                                : s.text));
+        add(kind + "=" +
+            (s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName
+                 ? std::to_string(s.index)
+                 : s.text));
     for (const auto& n : req.cdi_names) add(n);
     return out;
 }
@@ -71,7 +72,8 @@ std::optional<std::string> stale_spec(const cdi::Registry& reg, const config::Co
                 if (n.major == c.major && n.minor == c.minor) cards.push_back(c.index);
         // No card in the edits ("none"): only the driver version is compared.
         const cdi::HostPaths paths{cfg.cli.driver_root, cfg.cli.dev_root, cfg.cli.device_prefix};
-        if (auto why = cdi::stale_reason(*s.generated_from, paths, cards)) return s.path + ": " + *why;
+        if (auto why = cdi::stale_reason(*s.generated_from, paths, cards))
+            return s.path + ": " + *why;
         break;
     }
     return std::nullopt;
@@ -118,7 +120,8 @@ Result<Request> request_of(const config::Config& cfg, const std::vector<std::str
     return req;
 }
 
-Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg, const Request& req) {
+Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const config::Config& cfg,
+                                           const Request& req) {
     ContainerEdits edits;
     if (req.mode == Request::Mode::NoCards) {
         INJECT_TRY(edits, kind_edits(reg, cfg));
@@ -130,8 +133,8 @@ Result<ContainerEdits> edits_from_registry(const cdi::Registry& reg, const confi
     return edits;
 }
 
-Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req, const EditsOptions& opts,
-                                            std::string* backend) {
+Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Request& req,
+                                            const EditsOptions& opts, std::string* backend) {
     // The request's CDI names of our kind resolve against the spec generated below; the cards
     // are selected from the rest of the request.
     const std::string prefix = cfg.runtime.cdi_kind + "=";
@@ -144,7 +147,8 @@ Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Req
     dopts.with_drs = names_drs(plain, names);
     // libefml in-process first: no child process on the hot path; efsmi only as the fallback
     // (and for DRS, which only efsmi reports).
-    auto host = dopts.with_drs ? discover::discover(dopts) : discover::discover_with(dopts, discover::Backend::Efml);
+    auto host = dopts.with_drs ? discover::discover(dopts)
+                               : discover::discover_with(dopts, discover::Backend::Efml);
     if (!host && !dopts.with_drs) {
         log::debug("libefml did not answer ({}), trying efsmi", host.error().what());
         host = discover::discover(dopts);
@@ -177,7 +181,8 @@ Result<ContainerEdits> edits_from_discovery(const config::Config& cfg, const Req
     return edits;
 }
 
-Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req, const EditsOptions& opts) {
+Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
+                                const EditsOptions& opts) {
     INJECT_TRY(auto reg, load_registry(cfg));
     return auto_edits(cfg, req, opts, reg);
 }
@@ -189,10 +194,12 @@ Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
     std::vector<std::string> foreign;
     Request ours = req;
     ours.cdi_names.clear();
-    for (const auto& n : req.cdi_names) (n.starts_with(prefix) ? ours.cdi_names : foreign).push_back(n);
+    for (const auto& n : req.cdi_names)
+        (n.starts_with(prefix) ? ours.cdi_names : foreign).push_back(n);
     if (!foreign.empty() && !opts.other_kinds)
-        return fail(Errc::InvalidInput, req.source + ": CDI device '" + foreign.front() + "' is not of kind " +
-                                            cfg.runtime.cdi_kind + ": other kinds are not injected");
+        return fail(Errc::InvalidInput, req.source + ": CDI device '" + foreign.front() +
+                                            "' is not of kind " + cfg.runtime.cdi_kind +
+                                            ": other kinds are not injected");
 
     auto on_disk = edits_from_registry(reg, cfg, ours);
     RequestEdits out;
@@ -203,8 +210,11 @@ Result<RequestEdits> auto_edits(const config::Config& cfg, const Request& req,
         out.edits = std::move(*on_disk);
         out.source = EditsSource::SpecOnDisk;
     } else if (stale || on_disk.error().code() == Errc::NotFound) {
-        if (stale) log::warn("auto: the CDI spec on disk is stale ({}); discovering the cards instead", *stale);
-        else log::debug("auto: {}; discovering the cards", on_disk.error().what());
+        if (stale)
+            log::warn("auto: the CDI spec on disk is stale ({}); discovering the cards instead",
+                      *stale);
+        else
+            log::debug("auto: {}; discovering the cards", on_disk.error().what());
         INJECT_TRY(out.edits, edits_from_discovery(cfg, ours, opts, &out.backend));
         out.source = EditsSource::Discovery;
     } else {

@@ -3,11 +3,12 @@
 // cdi.k8s.io/* annotations (docs/requests.md). Pure parsing; select() matches a request
 // against discovered cards.
 #include "inject/request.hpp"
-#include "inject/text.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <set>
+
+#include "inject/text.hpp"
 
 namespace inject::request {
 namespace {
@@ -16,9 +17,13 @@ constexpr std::string_view kCdiAnnotationPrefix = "cdi.k8s.io/";
 /// A range wider than this is a typo, not a request ("0-4000000000").
 constexpr std::uint32_t kMaxRange = 1024;
 
-std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quote(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
 
-std::string_view trim(std::string_view s) { return text::trim(s, " \t"); }
+std::string_view trim(std::string_view s) {
+    return text::trim(s, " \t");
+}
 
 std::vector<std::string_view> split_commas(std::string_view s) {
     std::vector<std::string_view> out;
@@ -32,7 +37,8 @@ std::vector<std::string_view> split_commas(std::string_view s) {
 }
 
 bool is_digits(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 bool is_alnum(char c) {
@@ -88,7 +94,7 @@ namespace {
 struct Parser {
     Request& req;
     std::string_view src;
-    std::set<std::string, std::less<>> seen;          // entries as written, and "#<index>"
+    std::set<std::string, std::less<>> seen;  // entries as written, and "#<index>"
     std::set<std::string, std::less<>> cdi_seen;
 
     Unexpected bad(std::string_view entry, std::string_view why) const {
@@ -132,7 +138,8 @@ struct Parser {
     }
 
     Result<void> entry(std::string_view e) {
-        if (e.empty()) return fail(Errc::InvalidInput, std::string(src) + ": empty entry in the list");
+        if (e.empty())
+            return fail(Errc::InvalidInput, std::string(src) + ": empty entry in the list");
         if (e == "all" || e == "none" || e == "void")
             return bad(e, "cannot be combined with other entries");
         if (is_digits(e)) {
@@ -187,9 +194,12 @@ Result<unsigned> parse_capabilities(std::string_view value) {
     std::set<std::string_view> seen;
     for (auto e : split_commas(v)) {
         unsigned bit = 0;
-        if (e == "utility") bit = kUtility;
-        else if (e == "compute") bit = kCompute;
-        else if (e == "all") bit = kAllCapabilities;
+        if (e == "utility")
+            bit = kUtility;
+        else if (e == "compute")
+            bit = kCompute;
+        else if (e == "all")
+            bit = kAllCapabilities;
         else if (e.empty())
             return fail(Errc::InvalidInput,
                         std::string(kDriverCapabilitiesEnv) + ": empty entry in the list");
@@ -209,8 +219,10 @@ Result<unsigned> parse_capabilities(std::string_view value) {
 const std::string* env_value(const std::vector<std::string>& env, std::string_view key) {
     const std::string* found = nullptr;
     for (const auto& kv : env)
-        if (kv.size() > key.size() && kv[key.size()] == '=' && kv.starts_with(key)) found = &kv;
-        else if (kv == key) found = nullptr;  // "KEY" without '=' is not a value
+        if (kv.size() > key.size() && kv[key.size()] == '=' && kv.starts_with(key))
+            found = &kv;
+        else if (kv == key)
+            found = nullptr;  // "KEY" without '=' is not a value
     return found;
 }
 
@@ -221,12 +233,14 @@ Result<Request> parse(const std::vector<std::string>& env,
     Request req;
     std::vector<std::string> sources;
     if (const auto* kv = env_value(env, kVisibleDevicesEnv)) {
-        INJECT_TRY_VOID(parse_visible(std::string_view(*kv).substr(kVisibleDevicesEnv.size() + 1), req));
+        INJECT_TRY_VOID(
+            parse_visible(std::string_view(*kv).substr(kVisibleDevicesEnv.size() + 1), req));
         if (!req.empty()) sources.emplace_back(kVisibleDevicesEnv);
     }
     if (const auto* kv = env_value(env, kDriverCapabilitiesEnv)) {
-        INJECT_TRY(req.capabilities,
-                   parse_capabilities(std::string_view(*kv).substr(kDriverCapabilitiesEnv.size() + 1)));
+        INJECT_TRY(
+            req.capabilities,
+            parse_capabilities(std::string_view(*kv).substr(kDriverCapabilitiesEnv.size() + 1)));
     }
     // Each annotation is checked on its own; the same device named by the env and an annotation
     // (a device plugin and the image agreeing) is taken once.
@@ -259,37 +273,45 @@ Result<Selection> select(const Request& req, const device::Host& host) {
                                     : "the host has cards " + s;
     };
     switch (req.mode) {
-    case Request::Mode::None:
-    case Request::Mode::NoCards: return sel;
-    case Request::Mode::All:
-        for (const auto& d : host.devices) sel.card_indices.push_back(d.index);
-        break;
-    case Request::Mode::List:
-        for (const auto& s : req.selectors) {
-            const device::Device* hit = nullptr;
-            const device::DrsInstance* drs = nullptr;
-            for (const auto& d : host.devices) {
-                if (s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName) {
-                    if (d.index == s.index) hit = &d;
-                } else if (s.kind == Selector::Kind::Uuid) {
-                    if (d.uuid == s.text) hit = &d;
-                } else if (s.kind == Selector::Kind::Drs) {
-                    for (const auto& in : d.drs_instances)
-                        if (device::drs_address(in) == s.text || device::drs_name(in) == s.text) { hit = &d; drs = &in; }
+        case Request::Mode::None:
+        case Request::Mode::NoCards:
+            return sel;
+        case Request::Mode::All:
+            for (const auto& d : host.devices) sel.card_indices.push_back(d.index);
+            break;
+        case Request::Mode::List:
+            for (const auto& s : req.selectors) {
+                const device::Device* hit = nullptr;
+                const device::DrsInstance* drs = nullptr;
+                for (const auto& d : host.devices) {
+                    if (s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName) {
+                        if (d.index == s.index) hit = &d;
+                    } else if (s.kind == Selector::Kind::Uuid) {
+                        if (d.uuid == s.text) hit = &d;
+                    } else if (s.kind == Selector::Kind::Drs) {
+                        for (const auto& in : d.drs_instances)
+                            if (device::drs_address(in) == s.text ||
+                                device::drs_name(in) == s.text) {
+                                hit = &d;
+                                drs = &in;
+                            }
+                    }
+                    if (hit != nullptr) break;
                 }
-                if (hit != nullptr) break;
+                if (hit == nullptr) {
+                    std::string what =
+                        s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName
+                            ? "no card with index " + std::to_string(s.index) + " (" + card_list() +
+                                  ")"
+                        : s.kind == Selector::Kind::Drs ? std::string("no such DRS instance")
+                                                        : std::string("no card with this uuid");
+                    return fail(Errc::NotFound,
+                                src + ": unknown device " + quote(s.text) + ": " + what);
+                }
+                sel.card_indices.push_back(hit->index);
+                if (drs != nullptr) sel.drs_instances.push_back(*drs);
             }
-            if (hit == nullptr) {
-                std::string what = s.kind == Selector::Kind::Index || s.kind == Selector::Kind::GcuName
-                                       ? "no card with index " + std::to_string(s.index) + " (" + card_list() + ")"
-                                   : s.kind == Selector::Kind::Drs ? std::string("no such DRS instance")
-                                                                   : std::string("no card with this uuid");
-                return fail(Errc::NotFound, src + ": unknown device " + quote(s.text) + ": " + what);
-            }
-            sel.card_indices.push_back(hit->index);
-            if (drs != nullptr) sel.drs_instances.push_back(*drs);
-        }
-        break;
+            break;
     }
     std::sort(sel.card_indices.begin(), sel.card_indices.end());
     sel.card_indices.erase(std::unique(sel.card_indices.begin(), sel.card_indices.end()),

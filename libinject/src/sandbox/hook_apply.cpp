@@ -2,12 +2,6 @@
 // Applying CDI edits to a live container from a hook: a forked child enters the container's
 // mount namespace (the hook itself stays in the host's), opens the rootfs there (so it sees the
 // container's /dev tmpfs and other mounts), and does every operation on fds in that root.
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "inject/log.hpp"
-#include "inject/mount.hpp"
-#include "sandbox/ldcache_prepare.hpp"
-
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -16,6 +10,12 @@
 #include <unistd.h>
 
 #include <cstring>
+
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/log.hpp"
+#include "inject/mount.hpp"
+#include "sandbox/ldcache_prepare.hpp"
 
 namespace inject::hook {
 namespace {
@@ -58,10 +58,13 @@ Result<void> make_node(int root_fd, const cdi::DeviceNode& n, const ApplyOptions
     if (::stat(host.c_str(), &st) != 0) return fail(sys_error("device node " + host));
     const mode_t type = n.type == "b" ? S_IFBLK : S_IFCHR;
     if ((st.st_mode & S_IFMT) != type)
-        return fail(Errc::InvalidInput, "device node " + host + " is not a " + (type == S_IFBLK ? "block" : "character") + " device");
+        return fail(Errc::InvalidInput, "device node " + host + " is not a " +
+                                            (type == S_IFBLK ? "block" : "character") + " device");
     fs::NodeSpec spec;
     spec.type = type;
-    spec.dev = (n.major && n.minor) ? makedev(static_cast<unsigned>(*n.major), static_cast<unsigned>(*n.minor)) : st.st_rdev;
+    spec.dev = (n.major && n.minor)
+                   ? makedev(static_cast<unsigned>(*n.major), static_cast<unsigned>(*n.minor))
+                   : st.st_rdev;
     spec.mode = n.file_mode ? static_cast<mode_t>(*n.file_mode & 07777) : (st.st_mode & 07777);
     spec.uid = n.uid ? *n.uid : 0;
     spec.gid = n.gid ? *n.gid : 0;
@@ -95,7 +98,8 @@ Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
     if (pid == 0) {
         rd.reset();
         Result<std::string> r = std::string();
-        if (ns.valid() && ::setns(ns.get(), CLONE_NEWNS) != 0) r = fail(sys_error("entering " + mount_namespace));
+        if (ns.valid() && ::setns(ns.get(), CLONE_NEWNS) != 0)
+            r = fail(sys_error("entering " + mount_namespace));
         if (r) r = run_caught(fn);
         send(wr.get(), r);
         _exit(r ? 0 : 1);
@@ -113,14 +117,16 @@ Result<std::string> in_mount_namespace_text(const std::string& mount_namespace,
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (buf.size() < sizeof(Wire))
-        return fail(Errc::Internal, "namespace helper ended without a result (status " + std::to_string(status) + ")");
+        return fail(Errc::Internal, "namespace helper ended without a result (status " +
+                                        std::to_string(status) + ")");
     Wire w{};
     std::memcpy(&w, buf.data(), sizeof w);
     if (w.ok) return buf.substr(sizeof w, w.len);
     return fail(Errc(w.code), buf.substr(sizeof w, w.len), w.err);
 }
 
-Result<void> in_mount_namespace(const std::string& mount_namespace, const std::function<Result<void>()>& fn) {
+Result<void> in_mount_namespace(const std::string& mount_namespace,
+                                const std::function<Result<void>()>& fn) {
     auto r = in_mount_namespace_text(mount_namespace, [&]() -> Result<std::string> {
         INJECT_TRY_VOID(fn());
         return std::string();
@@ -144,27 +150,35 @@ Result<void> apply_in_root(int root_fd, const std::string& rootfs, const cdi::Co
             return fail(Errc::Unsupported, "mount of type '" + m.type + "' at " + m.container_path);
         fs::UniqueFd src(::open(m.host_path.c_str(), O_PATH | O_CLOEXEC));
         if (!src.valid())
-            return fail(sys_error("opening " + m.host_path).context("mounting " + m.host_path + " into " + rootfs));
+            return fail(sys_error("opening " + m.host_path)
+                            .context("mounting " + m.host_path + " into " + rootfs));
         auto r = fs::bind_mount_in_root(src.get(), root_fd, m.container_path, {});
-        if (!r) return fail(std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
+        if (!r)
+            return fail(
+                std::move(r).error().context("mounting " + m.host_path + " into " + rootfs));
         log::debug("mounted {} at {}", m.host_path, m.container_path);
     }
     return ok();
 }
 
-std::string namespace_of(int pid) { return pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string(); }
+std::string namespace_of(int pid) {
+    return pid > 0 ? "/proc/" + std::to_string(pid) + "/ns/mnt" : std::string();
+}
 
 }  // namespace
 
-Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits, const ApplyOptions& opts) {
+Result<void> apply_edits(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
+                         const ApplyOptions& opts) {
     return in_mount_namespace(namespace_of(pid), [&]() -> Result<void> {
         INJECT_TRY(fs::UniqueFd root, fs::open_root(rootfs));
         return apply_in_root(root.get(), rootfs, edits, opts);
     });
 }
 
-Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs, const cdi::ContainerEdits& edits,
-                                             const LdcacheOptions& lo, const std::vector<MountedLibrary>& libraries,
+Result<bool> apply_edits_and_prepare_ldcache(int pid, const std::string& rootfs,
+                                             const cdi::ContainerEdits& edits,
+                                             const LdcacheOptions& lo,
+                                             const std::vector<MountedLibrary>& libraries,
                                              const ApplyOptions& opts) {
     INJECT_TRY(const std::string conf, detail::ldconf_text(lo));
     auto w = in_mount_namespace_text(namespace_of(pid), [&]() -> Result<std::string> {

@@ -7,10 +7,6 @@
 // atomically (BPF_F_REPLACE under BPF_F_ALLOW_MULTI, or a plain re-attach when the runtime
 // attached without it). P's own rules keep holding for everything else; nothing beyond the
 // listed nodes is widened.
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "inject/log.hpp"
-
 #include <linux/bpf.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,16 +16,21 @@
 #include <cstring>
 #include <limits>
 
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/log.hpp"
+
 namespace inject::hook {
 namespace {
 
-// The context of a device program: struct bpf_cgroup_dev_ctx { u32 access_type; u32 major; u32 minor; }
-// with access_type = (BPF_DEVCG_ACC_* << 16) | BPF_DEVCG_DEV_*.
+// The context of a device program: struct bpf_cgroup_dev_ctx { u32 access_type; u32 major; u32
+// minor; } with access_type = (BPF_DEVCG_ACC_* << 16) | BPF_DEVCG_DEV_*.
 constexpr std::int16_t kCtxAccessType = 0, kCtxMajor = 4, kCtxMinor = 8;
 constexpr std::uint8_t kR0 = 0, kR1 = 1, kType = 2, kAccess = 3, kMajor = 4, kMinor = 5;
 constexpr std::uint32_t kMaxPrograms = 64;
 
-bpf_insn insn(std::uint8_t code, std::uint8_t dst, std::uint8_t src, std::int16_t off, std::int32_t imm) {
+bpf_insn insn(std::uint8_t code, std::uint8_t dst, std::uint8_t src, std::int16_t off,
+              std::int32_t imm) {
     bpf_insn i{};
     i.code = code;
     i.dst_reg = dst & 0xf;
@@ -39,9 +40,15 @@ bpf_insn insn(std::uint8_t code, std::uint8_t dst, std::uint8_t src, std::int16_
     return i;
 }
 
-bpf_insn load_ctx(std::uint8_t dst, std::int16_t off) { return insn(BPF_LDX | BPF_MEM | BPF_W, dst, kR1, off, 0); }
-bpf_insn ret(std::int32_t v) { return insn(BPF_ALU64 | BPF_MOV | BPF_K, kR0, 0, 0, v); }
-bpf_insn exit_insn() { return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
+bpf_insn load_ctx(std::uint8_t dst, std::int16_t off) {
+    return insn(BPF_LDX | BPF_MEM | BPF_W, dst, kR1, off, 0);
+}
+bpf_insn ret(std::int32_t v) {
+    return insn(BPF_ALU64 | BPF_MOV | BPF_K, kR0, 0, 0, v);
+}
+bpf_insn exit_insn() {
+    return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+}
 
 std::int32_t access_bits(const std::string& access) {
     std::int32_t bits = 0;
@@ -53,7 +60,8 @@ std::int32_t access_bits(const std::string& access) {
 
 Result<std::int32_t> imm32(std::optional<std::int64_t> v, const char* what) {
     if (*v < 0 || *v > std::numeric_limits<std::int32_t>::max())
-        return fail(Errc::InvalidInput, std::string("device rule: ") + what + " " + std::to_string(*v) + " is out of range");
+        return fail(Errc::InvalidInput, std::string("device rule: ") + what + " " +
+                                            std::to_string(*v) + " is out of range");
     return static_cast<std::int32_t>(*v);
 }
 
@@ -65,9 +73,11 @@ Result<bool> emit_rule(std::vector<bpf_insn>& out, const DeviceRule& r) {
     std::vector<std::size_t> jumps;  // indexes of the jumps to the end of the block
     if (r.type == 'c' || r.type == 'b') {
         jumps.push_back(block.size());
-        block.push_back(insn(BPF_JMP | BPF_JNE | BPF_K, kType, 0, 0, r.type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK));
+        block.push_back(insn(BPF_JMP | BPF_JNE | BPF_K, kType, 0, 0,
+                             r.type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK));
     } else if (r.type != 'a') {
-        return fail(Errc::InvalidInput, std::string("device rule: type '") + r.type + "' is not a, b or c");
+        return fail(Errc::InvalidInput,
+                    std::string("device rule: type '") + r.type + "' is not a, b or c");
     }
     const std::int32_t bits = access_bits(r.access);
     if (bits != (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE)) {
@@ -93,9 +103,13 @@ Result<bool> emit_rule(std::vector<bpf_insn>& out, const DeviceRule& r) {
     return !jumps.empty();
 }
 
-long sys_bpf(int cmd, bpf_attr& attr) { return ::syscall(SYS_bpf, cmd, &attr, sizeof attr); }
+long sys_bpf(int cmd, bpf_attr& attr) {
+    return ::syscall(SYS_bpf, cmd, &attr, sizeof attr);
+}
 
-std::uint64_t ptr(const void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); }
+std::uint64_t ptr(const void* p) {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+}
 
 Result<fs::UniqueFd> load_program(const std::vector<bpf_insn>& insns) {
     static const char kLicense[] = "Apache-2.0";
@@ -116,7 +130,8 @@ Result<fs::UniqueFd> load_program(const std::vector<bpf_insn>& insns) {
     if (fd >= 0) ::close(static_cast<int>(fd));
     std::string text(log.data());
     while (!text.empty() && text.back() == '\n') text.pop_back();
-    if (auto p = text.rfind("\nprocessed "); p != std::string::npos) text.erase(p);  // the statistics line
+    if (auto p = text.rfind("\nprocessed "); p != std::string::npos)
+        text.erase(p);  // the statistics line
     if (auto nl = text.rfind('\n'); nl != std::string::npos) text.erase(0, nl + 1);
     return fail(Errc::Io, "loading a cgroup device program: " + std::string(std::strerror(err)) +
                               (text.empty() ? "" : " (verifier: " + text + ")"));
@@ -135,7 +150,8 @@ Result<Attached> query(int cgroup_fd, std::uint32_t query_flags) {
     attr.query.query_flags = query_flags;
     attr.query.prog_ids = ptr(ids.data());
     attr.query.prog_cnt = kMaxPrograms;
-    if (sys_bpf(BPF_PROG_QUERY, attr) != 0) return fail(sys_error("querying the cgroup's device programs"));
+    if (sys_bpf(BPF_PROG_QUERY, attr) != 0)
+        return fail(sys_error("querying the cgroup's device programs"));
     Attached a;
     a.flags = attr.query.attach_flags;
     a.ids.assign(ids.begin(), ids.begin() + attr.query.prog_cnt);
@@ -156,10 +172,12 @@ Result<std::vector<bpf_insn>> instructions(int prog_fd, std::uint32_t id) {
     attr.info.bpf_fd = static_cast<std::uint32_t>(prog_fd);
     attr.info.info_len = sizeof info;
     attr.info.info = ptr(&info);
-    if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0) return fail(sys_error("reading device program " + std::to_string(id)));
+    if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0)
+        return fail(sys_error("reading device program " + std::to_string(id)));
     const std::uint32_t len = info.xlated_prog_len;
     if (len == 0 || len % sizeof(bpf_insn) != 0)
-        return fail(Errc::Unsupported, "device program " + std::to_string(id) + ": the kernel does not show its instructions");
+        return fail(Errc::Unsupported, "device program " + std::to_string(id) +
+                                           ": the kernel does not show its instructions");
     std::vector<bpf_insn> insns(len / sizeof(bpf_insn));
     info = bpf_prog_info{};
     info.xlated_prog_len = len;
@@ -168,9 +186,11 @@ Result<std::vector<bpf_insn>> instructions(int prog_fd, std::uint32_t id) {
     attr.info.bpf_fd = static_cast<std::uint32_t>(prog_fd);
     attr.info.info_len = sizeof info;
     attr.info.info = ptr(&info);
-    if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0) return fail(sys_error("reading device program " + std::to_string(id)));
+    if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, attr) != 0)
+        return fail(sys_error("reading device program " + std::to_string(id)));
     if (info.type != BPF_PROG_TYPE_CGROUP_DEVICE)
-        return fail(Errc::Unsupported, "program " + std::to_string(id) + " is not a cgroup device program");
+        return fail(Errc::Unsupported,
+                    "program " + std::to_string(id) + " is not a cgroup device program");
     // Translated code with map references or helper calls carries kernel addresses: it cannot
     // be loaded again. Device filters of runc, crun and systemd have neither.
     for (const auto& i : insns)
@@ -187,20 +207,19 @@ Result<void> attach(int cgroup_fd, int prog_fd, std::uint32_t flags, int replace
     attr.attach_type = BPF_CGROUP_DEVICE;
     attr.attach_flags = flags;
     if (replace_fd >= 0) attr.replace_bpf_fd = static_cast<std::uint32_t>(replace_fd);
-    if (sys_bpf(BPF_PROG_ATTACH, attr) != 0) return fail(sys_error("attaching a device program to the cgroup"));
+    if (sys_bpf(BPF_PROG_ATTACH, attr) != 0)
+        return fail(sys_error("attaching a device program to the cgroup"));
     return ok();
 }
 
 // The program for `rules`: prologue (type, access, major, minor in r2..r5), one block per rule,
 // then deny, or (deny_unmatched false) fall through to whatever follows.
-Result<std::vector<bpf_insn>> device_filter(const std::vector<DeviceRule>& rules, bool deny_unmatched) {
+Result<std::vector<bpf_insn>> device_filter(const std::vector<DeviceRule>& rules,
+                                            bool deny_unmatched) {
     std::vector<bpf_insn> out{
-        load_ctx(kType, kCtxAccessType),
-        insn(BPF_ALU | BPF_AND | BPF_K, kType, 0, 0, 0xffff),
-        load_ctx(kAccess, kCtxAccessType),
-        insn(BPF_ALU | BPF_RSH | BPF_K, kAccess, 0, 0, 16),
-        load_ctx(kMajor, kCtxMajor),
-        load_ctx(kMinor, kCtxMinor),
+        load_ctx(kType, kCtxAccessType),   insn(BPF_ALU | BPF_AND | BPF_K, kType, 0, 0, 0xffff),
+        load_ctx(kAccess, kCtxAccessType), insn(BPF_ALU | BPF_RSH | BPF_K, kAccess, 0, 0, 16),
+        load_ctx(kMajor, kCtxMajor),       load_ctx(kMinor, kCtxMinor),
     };
     // The last matching rule wins (as in devices.allow/deny): test them last to first.
     // A rule that matches everything ends the program (the verifier refuses unreachable code).
@@ -228,7 +247,8 @@ Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<Devic
     if (here.ids.empty()) {
         INJECT_TRY(Attached effective, query(cgroup_fd, BPF_F_QUERY_EFFECTIVE));
         if (effective.ids.empty()) return std::size_t{0};  // nothing filters device access here
-        return fail(Errc::Unsupported, "the device filter comes from a parent cgroup, not the container's own");
+        return fail(Errc::Unsupported,
+                    "the device filter comes from a parent cgroup, not the container's own");
     }
     if (here.flags != BPF_F_ALLOW_MULTI && here.ids.size() != 1)
         return fail(Errc::Unsupported, "unexpected attach flags " + std::to_string(here.flags));
@@ -249,7 +269,8 @@ Result<std::size_t> extend_device_filters(int cgroup_fd, const std::vector<Devic
         // Under ALLOW_MULTI every program must allow: replace P in place, atomically. Without
         // it (one program, flags 0 or OVERRIDE) attaching with the same flags replaces it.
         if (here.flags == BPF_F_ALLOW_MULTI) {
-            INJECT_TRY_VOID(attach(cgroup_fd, prog.get(), BPF_F_ALLOW_MULTI | BPF_F_REPLACE, old.get()));
+            INJECT_TRY_VOID(
+                attach(cgroup_fd, prog.get(), BPF_F_ALLOW_MULTI | BPF_F_REPLACE, old.get()));
         } else {
             INJECT_TRY_VOID(attach(cgroup_fd, prog.get(), here.flags, -1));
         }

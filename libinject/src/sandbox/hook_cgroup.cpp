@@ -4,16 +4,16 @@
 // allow rule. When config.json's rules already allow the node (the shim puts them there) there
 // is nothing to do; else on cgroup v1 it is a line in devices.allow, on cgroup v2 the runtime's
 // eBPF program is extended (hook_bpf.cpp).
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "inject/log.hpp"
-
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/log.hpp"
 
 namespace inject::hook {
 namespace {
@@ -54,12 +54,16 @@ bool is_cgroup2(const std::string& dir) {
 }
 
 // cgroup v2: the container's cgroup folder under the cgroup2 mount, its device programs extended.
-Result<void> allow_v2(const std::string& text, const std::vector<DeviceRule>& wanted, const std::string& cgroup_root) {
+Result<void> allow_v2(const std::string& text, const std::vector<DeviceRule>& wanted,
+                      const std::string& cgroup_root) {
     auto cg = unified_cgroup(text);
-    if (!cg) return fail(Errc::Unsupported, "the process is in neither a v1 devices cgroup nor a cgroup2 one");
+    if (!cg)
+        return fail(Errc::Unsupported,
+                    "the process is in neither a v1 devices cgroup nor a cgroup2 one");
     std::string mount = cgroup_root;
     if (!is_cgroup2(mount)) mount = fs::join(cgroup_root, "/unified");
-    if (!is_cgroup2(mount)) return fail(Errc::Unsupported, "no cgroup2 filesystem at " + cgroup_root + " or " + mount);
+    if (!is_cgroup2(mount))
+        return fail(Errc::Unsupported, "no cgroup2 filesystem at " + cgroup_root + " or " + mount);
     // The cgroup path comes from the kernel; it is still resolved inside the cgroup2 mount.
     INJECT_TRY(fs::UniqueFd root, fs::open_root(mount));
     INJECT_TRY(fs::UniqueFd dir, fs::open_in_root(root.get(), *cg, O_RDONLY | O_DIRECTORY));
@@ -70,7 +74,8 @@ Result<void> allow_v2(const std::string& text, const std::vector<DeviceRule>& wa
 }
 
 std::string rule_text(const cdi::DeviceNode& n, std::int64_t major, std::int64_t minor) {
-    return (n.type == "b" ? std::string("b ") : std::string("c ")) + std::to_string(major) + ":" + std::to_string(minor) + " rw";
+    return (n.type == "b" ? std::string("b ") : std::string("c ")) + std::to_string(major) + ":" +
+           std::to_string(minor) + " rw";
 }
 
 Result<std::pair<std::int64_t, std::int64_t>> numbers(const cdi::DeviceNode& n) {
@@ -78,13 +83,15 @@ Result<std::pair<std::int64_t, std::int64_t>> numbers(const cdi::DeviceNode& n) 
     const std::string host = n.host_path.empty() ? n.path : n.host_path;
     struct stat st {};
     if (::stat(host.c_str(), &st) != 0) return fail(sys_error("device node " + host));
-    return std::pair{static_cast<std::int64_t>(major(st.st_rdev)), static_cast<std::int64_t>(minor(st.st_rdev))};
+    return std::pair{static_cast<std::int64_t>(major(st.st_rdev)),
+                     static_cast<std::int64_t>(minor(st.st_rdev))};
 }
 
 }  // namespace
 
-Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes, const std::vector<DeviceRule>& rules,
-                           const std::string& cgroup_root, const std::string& proc_root) {
+Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes,
+                           const std::vector<DeviceRule>& rules, const std::string& cgroup_root,
+                           const std::string& proc_root) {
     if (nodes.empty()) return ok();
     std::vector<DeviceRule> wanted;
     bool all_allowed = true;
@@ -95,7 +102,8 @@ Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes, c
         all_allowed = all_allowed && rules_allow(rules, type, mm.first, mm.second);
     }
     if (all_allowed) {
-        log::debug("config.json already allows every node: the runtime programmed the device cgroup");
+        log::debug(
+            "config.json already allows every node: the runtime programmed the device cgroup");
         return ok();
     }
     const std::string proc = fs::join(proc_root, "/" + std::to_string(pid) + "/cgroup");
@@ -106,8 +114,9 @@ Result<void> allow_devices(int pid, const std::vector<cdi::DeviceNode>& nodes, c
     if (!cg) {
         auto r = allow_v2(text, wanted, cgroup_root);
         if (!r)
-            return fail(std::move(r).error().context("cannot allow " + nodes.front().path +
-                                                     (nodes.size() > 1 ? " and the other nodes" : "") + " on cgroup v2"));
+            return fail(std::move(r).error().context(
+                "cannot allow " + nodes.front().path +
+                (nodes.size() > 1 ? " and the other nodes" : "") + " on cgroup v2"));
         return ok();
     }
     // The cgroup path comes from the kernel; it is still resolved inside the devices hierarchy.

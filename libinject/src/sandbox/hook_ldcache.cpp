@@ -2,6 +2,12 @@
 // Updating a container's ldcache: the conf.d file is written in-root, then the host's ldconfig
 // runs in the sandbox chrooted into the rootfs. Never a binary from the image
 // (CVE-2024-0136/0137), never with an inherited environment (CVE-2025-23266).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "inject/fs.hpp"
 #include "inject/hook.hpp"
 #include "inject/ldcache.hpp"
@@ -9,12 +15,6 @@
 #include "inject/mount.hpp"
 #include "inject/sandbox.hpp"
 #include "sandbox/ldcache_prepare.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
 
 namespace inject::hook {
 namespace {
@@ -39,10 +39,14 @@ Result<std::vector<LibraryFile>> library_files(const std::vector<MountedLibrary>
     for (const auto& l : libs) {
         struct stat st {};
         if (::stat(l.host_path.c_str(), &st) != 0) return fail(sys_error("library " + l.host_path));
-        auto it = std::find_if(out.begin(), out.end(), [&](const LibraryFile& f) { return f.dev == st.st_dev && f.ino == st.st_ino; });
-        if (it == out.end()) it = out.insert(out.end(), LibraryFile{l.host_path, st.st_dev, st.st_ino, {}});
+        auto it = std::find_if(out.begin(), out.end(), [&](const LibraryFile& f) {
+            return f.dev == st.st_dev && f.ino == st.st_ino;
+        });
+        if (it == out.end())
+            it = out.insert(out.end(), LibraryFile{l.host_path, st.st_dev, st.st_ino, {}});
         const std::string folder = folder_of(l.container_path);
-        if (std::find(it->folders.begin(), it->folders.end(), folder) == it->folders.end()) it->folders.push_back(folder);
+        if (std::find(it->folders.begin(), it->folders.end(), folder) == it->folders.end())
+            it->folders.push_back(folder);
     }
     return out;
 }
@@ -51,14 +55,18 @@ Result<std::vector<LibraryFile>> library_files(const std::vector<MountedLibrary>
 Result<std::string> read_cache(int root_fd) {
     // O_PATH first: the image may put a FIFO or a device node there, which a plain open would
     // block on or act on. Only a regular file is then opened for reading.
-    INJECT_TRY(fs::UniqueFd path_fd, fs::open_in_root(root_fd, "/etc/ld.so.cache", O_PATH | O_NOFOLLOW));
+    INJECT_TRY(fs::UniqueFd path_fd,
+               fs::open_in_root(root_fd, "/etc/ld.so.cache", O_PATH | O_NOFOLLOW));
     struct stat st {};
     if (::fstat(path_fd.get(), &st) != 0) return fail(sys_error("stat /etc/ld.so.cache"));
-    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, "/etc/ld.so.cache is not a regular file");
-    fs::UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path_fd.get())).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!S_ISREG(st.st_mode))
+        return fail(Errc::InvalidInput, "/etc/ld.so.cache is not a regular file");
+    fs::UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path_fd.get())).c_str(),
+                           O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (!fd.valid()) return fail(sys_error("opening /etc/ld.so.cache"));
     if (static_cast<std::uint64_t>(st.st_size) > ldcache::kMaxCacheBytes)
-        return fail(Errc::InvalidInput, "/etc/ld.so.cache is larger than " + std::to_string(ldcache::kMaxCacheBytes) + " bytes");
+        return fail(Errc::InvalidInput, "/etc/ld.so.cache is larger than " +
+                                            std::to_string(ldcache::kMaxCacheBytes) + " bytes");
     std::string data(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t got = 0;
     while (got < data.size()) {
@@ -83,13 +91,19 @@ std::string cache_gap(int root_fd, const std::vector<LibraryFile>& files) {
     for (const auto& f : files) folders.insert(folders.end(), f.folders.begin(), f.folders.end());
     const auto winners = ldcache::first_native_in(*entries, folders);
     for (const auto& f : files) {
-        const bool resolved = std::any_of(winners.begin(), winners.end(), [&](const ldcache::Entry& e) {
-            if (std::find(f.folders.begin(), f.folders.end(), folder_of(e.value)) == f.folders.end()) return false;
-            auto fd = fs::open_in_root(root_fd, e.value, O_PATH);  // symlinks followed inside the root
-            struct stat st {};
-            return fd && ::fstat(fd->get(), &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino;
-        });
-        if (!resolved) return "the cache resolves no soname in " + f.folders.front() + " to " + f.host_path;
+        const bool resolved =
+            std::any_of(winners.begin(), winners.end(), [&](const ldcache::Entry& e) {
+                if (std::find(f.folders.begin(), f.folders.end(), folder_of(e.value)) ==
+                    f.folders.end())
+                    return false;
+                auto fd = fs::open_in_root(root_fd, e.value,
+                                           O_PATH);  // symlinks followed inside the root
+                struct stat st {};
+                return fd && ::fstat(fd->get(), &st) == 0 && st.st_dev == f.dev &&
+                       st.st_ino == f.ino;
+            });
+        if (!resolved)
+            return "the cache resolves no soname in " + f.folders.front() + " to " + f.host_path;
     }
     return {};
 }
@@ -100,8 +114,9 @@ namespace detail {
 
 Result<std::string> ldconf_text(const LdcacheOptions& opts) {
     if (opts.ldconfig.size() < 2 || opts.ldconfig[0] != '@' || opts.ldconfig[1] != '/')
-        return fail(Errc::Permission, "ldconfig '" + opts.ldconfig +
-                                          "' is not a host path: only host binaries ('@/sbin/ldconfig') are run");
+        return fail(Errc::Permission,
+                    "ldconfig '" + opts.ldconfig +
+                        "' is not a host path: only host binaries ('@/sbin/ldconfig') are run");
     std::string conf;
     for (const auto& f : opts.folders) {
         if (f.empty() || f.front() != '/' || f.find('\n') != std::string::npos)
@@ -111,7 +126,8 @@ Result<std::string> ldconf_text(const LdcacheOptions& opts) {
     return conf;
 }
 
-Result<std::string> prepare_in_root(int root_fd, const std::string& conf, const std::vector<MountedLibrary>& libraries) {
+Result<std::string> prepare_in_root(int root_fd, const std::string& conf,
+                                    const std::vector<MountedLibrary>& libraries) {
     // Written even when the cache is current: an ldconfig run later inside the container (a
     // package install) then keeps our folders in the cache.
     auto w = fs::write_in_root(root_fd, kLdconfConfPath, conf);
@@ -126,8 +142,9 @@ Result<std::string> prepare_in_root(int root_fd, const std::string& conf, const 
 
 bool ldconfig_needed(const std::string& rootfs, std::size_t libraries, const std::string& answer) {
     if (answer == kLdcacheCurrent) {
-        log::debug("ldcache of {} already resolves every mounted library ({} mounts): ldconfig not run", rootfs,
-                   libraries);
+        log::debug(
+            "ldcache of {} already resolves every mounted library ({} mounts): ldconfig not run",
+            rootfs, libraries);
         return false;
     }
     if (libraries != 0) log::debug("ldcache of {} needs an update: {}", rootfs, answer);
@@ -163,7 +180,8 @@ Result<void> run_ldconfig(const std::string& rootfs, const LdcacheOptions& opts)
     if (out.exit_code != 0) {
         std::string first = out.err.substr(0, out.err.find('\n'));
         return fail(Errc::Io, "ldconfig in " + rootfs + " exited with " +
-                                  (out.term_signal ? "signal " + std::to_string(out.term_signal) : std::to_string(out.exit_code)) +
+                                  (out.term_signal ? "signal " + std::to_string(out.term_signal)
+                                                   : std::to_string(out.exit_code)) +
                                   (first.empty() ? "" : ": " + first));
     }
     log::debug("ldcache of {} updated ({} folders)", rootfs, opts.folders.size());

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The OCI state on a hook's stdin and the bundle's config.json. nlohmann/json exceptions end in
 // parse_json() below and become InvalidInput with the byte offset.
-#include "inject/fs.hpp"
-#include "inject/hook.hpp"
-#include "inject/oci.hpp"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+
+#include "inject/fs.hpp"
+#include "inject/hook.hpp"
+#include "inject/oci.hpp"
 
 namespace inject::hook {
 namespace {
@@ -22,8 +22,10 @@ Result<json> parse_json(std::string_view text, const std::string& what) {
         std::string why = e.what();
         // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
         if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
-        if (auto p = why.find(": "); why.rfind("parse error", 0) == 0 && p != std::string::npos) why = why.substr(p + 2);
-        return fail(Errc::InvalidInput, what + ": not valid JSON at byte " + std::to_string(e.byte) + ": " + why);
+        if (auto p = why.find(": "); why.rfind("parse error", 0) == 0 && p != std::string::npos)
+            why = why.substr(p + 2);
+        return fail(Errc::InvalidInput,
+                    what + ": not valid JSON at byte " + std::to_string(e.byte) + ": " + why);
     } catch (const json::exception& e) {
         return fail(Errc::InvalidInput, what + ": " + e.what());
     }
@@ -57,7 +59,8 @@ Result<State> parse_state(std::string_view text, bool need_pid) {
         return fail(Errc::InvalidInput, what + ": no \"bundle\"");
     st.bundle = b->get<std::string>();
     if (st.bundle.front() != '/')
-        return fail(Errc::InvalidInput, what + ": bundle '" + st.bundle + "' is not an absolute path");
+        return fail(Errc::InvalidInput,
+                    what + ": bundle '" + st.bundle + "' is not an absolute path");
     if (const json* p = member(j, "pid"); p && p->is_number_integer()) {
         auto v = p->get<std::int64_t>();
         if (v > 0 && v <= 0x3fffffff) st.pid = static_cast<int>(v);
@@ -81,7 +84,8 @@ Result<Bundle> load_bundle(const std::string& bundle_dir) {
     b.rootfs = r.front() == '/' ? r : fs::join(bundle_dir, "/" + r);
     struct stat st {};
     if (::stat(b.rootfs.c_str(), &st) != 0) return fail(sys_error("rootfs " + b.rootfs));
-    if (!S_ISDIR(st.st_mode)) return fail(Errc::InvalidInput, "rootfs " + b.rootfs + " is not a folder");
+    if (!S_ISDIR(st.st_mode))
+        return fail(Errc::InvalidInput, "rootfs " + b.rootfs + " is not a folder");
     if (const json* proc = member(j, "process")) {
         if (const json* env = member(*proc, "env"); env && env->is_array())
             for (const auto& e : *env)
@@ -97,20 +101,25 @@ Result<Bundle> load_bundle(const std::string& bundle_dir) {
     if (devs && devs->is_array()) {
         for (const auto& d : *devs) {
             DeviceRule rule;
-            if (const json* a = member(d, "allow"); a && a->is_boolean()) rule.allow = a->get<bool>();
-            if (const json* t = member(d, "type"); t && t->is_string() && !t->get<std::string>().empty())
+            if (const json* a = member(d, "allow"); a && a->is_boolean())
+                rule.allow = a->get<bool>();
+            if (const json* t = member(d, "type");
+                t && t->is_string() && !t->get<std::string>().empty())
                 rule.type = t->get<std::string>()[0];
             rule.major = opt_int(d, "major");
             rule.minor = opt_int(d, "minor");
-            if (const json* acc = member(d, "access"); acc && acc->is_string()) rule.access = acc->get<std::string>();
-            else rule.access = "rwm";
+            if (const json* acc = member(d, "access"); acc && acc->is_string())
+                rule.access = acc->get<std::string>();
+            else
+                rule.access = "rwm";
             b.device_rules.push_back(rule);
         }
     }
     return b;
 }
 
-bool rules_allow(const std::vector<DeviceRule>& rules, char type, std::int64_t major, std::int64_t minor) {
+bool rules_allow(const std::vector<DeviceRule>& rules, char type, std::int64_t major,
+                 std::int64_t minor) {
     bool r = false, w = false;
     for (const auto& rule : rules) {
         if (rule.type != 'a' && rule.type != type) continue;

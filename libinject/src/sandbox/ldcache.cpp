@@ -13,7 +13,8 @@
 namespace inject::ldcache {
 namespace {
 
-constexpr std::size_t kNewHeader = 48;  // magic+version 20, nlibs, len_strings, flags+3, ext, unused[3]
+constexpr std::size_t kNewHeader =
+    48;  // magic+version 20, nlibs, len_strings, flags+3, ext, unused[3]
 constexpr std::size_t kNewEntry = 24;   // flags, key, value, osversion, hwcap
 constexpr std::size_t kOldHeader = 16;  // "ld.so-1.7.0" (11) padded to 12, nlibs
 constexpr std::size_t kOldEntry = 12;   // flags, key, value
@@ -35,18 +36,22 @@ T load(std::string_view d, std::size_t at) {
 
 /// The NUL-terminated string at `off` of `table` (a view into it), or an error naming `what`.
 /// At most kMaxStringBytes + 1 bytes are looked at; `budget` counts them down.
-Result<std::string_view> string_at(std::string_view table, std::uint32_t off, std::size_t base, const char* what,
-                                   std::size_t& budget) {
-    if (off >= table.size()) return fail(bad(base, std::string(what) + " offset " + std::to_string(off) + " past the end"));
+Result<std::string_view> string_at(std::string_view table, std::uint32_t off, std::size_t base,
+                                   const char* what, std::size_t& budget) {
+    if (off >= table.size())
+        return fail(
+            bad(base, std::string(what) + " offset " + std::to_string(off) + " past the end"));
     const std::string_view rest = table.substr(off, kMaxStringBytes + 1);
     const auto end = rest.find('\0');
     if (end == std::string_view::npos) {
         if (rest.size() > kMaxStringBytes)
-            return fail(bad(base, std::string(what) + " string is longer than " + std::to_string(kMaxStringBytes) + " bytes"));
+            return fail(bad(base, std::string(what) + " string is longer than " +
+                                      std::to_string(kMaxStringBytes) + " bytes"));
         return fail(bad(base, std::string(what) + " string is not terminated"));
     }
     if (end + 1 > budget)
-        return fail(bad(base, "the strings of the entries add up to more than " + std::to_string(kMaxScanBytes) + " bytes"));
+        return fail(bad(base, "the strings of the entries add up to more than " +
+                                  std::to_string(kMaxScanBytes) + " bytes"));
     budget -= end + 1;
     return rest.substr(0, end);
 }
@@ -59,27 +64,34 @@ Result<std::size_t> new_header_offset(std::string_view d) {
     const auto nlibs = load<std::uint32_t>(d, 12);
     // nlibs * 12 cannot overflow a 64-bit size_t; the size check bounds it.
     const std::size_t old_end = kOldHeader + std::size_t{nlibs} * kOldEntry;
-    if (old_end > d.size()) return fail(bad(kOldHeader, std::to_string(nlibs) + " old entries do not fit"));
+    if (old_end > d.size())
+        return fail(bad(kOldHeader, std::to_string(nlibs) + " old entries do not fit"));
     const std::size_t aligned = (old_end + 7) & ~std::size_t{7};
     if (aligned + kMagicNew.size() > d.size() || d.substr(aligned, kMagicNew.size()) != kMagicNew)
-        return fail(Errc::Unsupported, "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)");
+        return fail(Errc::Unsupported,
+                    "ld.so.cache: old format only (no glibc-ld.so.cache1.1 table)");
     return aligned;
 }
 
 }  // namespace
 
 Result<std::vector<Entry>> parse(std::string_view data) {
-    if (data.size() > kMaxCacheBytes) return fail(bad(kMaxCacheBytes, "larger than " + std::to_string(kMaxCacheBytes) + " bytes"));
+    if (data.size() > kMaxCacheBytes)
+        return fail(
+            bad(kMaxCacheBytes, "larger than " + std::to_string(kMaxCacheBytes) + " bytes"));
     INJECT_TRY(const std::size_t base, new_header_offset(data));
     const std::string_view d = data.substr(base);  // offsets of the new table count from here
     if (d.size() < kNewHeader) return fail(bad(data.size(), "new header cut short"));
     const auto endian = load<std::uint8_t>(d, 28);
-    const std::uint8_t ours = std::endian::native == std::endian::little ? kEndianLittle : kEndianBig;
+    const std::uint8_t ours =
+        std::endian::native == std::endian::little ? kEndianLittle : kEndianBig;
     if (endian != kEndianUnset && endian != ours)
-        return fail(Errc::Unsupported, "ld.so.cache: written for the other byte order (flag " + std::to_string(endian) + ")");
+        return fail(Errc::Unsupported, "ld.so.cache: written for the other byte order (flag " +
+                                           std::to_string(endian) + ")");
     const auto nlibs = load<std::uint32_t>(d, 20);
     const std::size_t entries_end = kNewHeader + std::size_t{nlibs} * kNewEntry;
-    if (entries_end > d.size()) return fail(bad(base + kNewHeader, std::to_string(nlibs) + " entries do not fit"));
+    if (entries_end > d.size())
+        return fail(bad(base + kNewHeader, std::to_string(nlibs) + " entries do not fit"));
     std::vector<Entry> out;
     out.reserve(nlibs);
     std::size_t budget = kMaxScanBytes;
@@ -91,7 +103,8 @@ Result<std::vector<Entry>> parse(std::string_view data) {
         const auto key = load<std::uint32_t>(d, at + 4);
         const auto value = load<std::uint32_t>(d, at + 8);
         if (key < entries_end || value < entries_end)
-            return fail(bad(base + at, "entry " + std::to_string(i) + " points into the entry table"));
+            return fail(
+                bad(base + at, "entry " + std::to_string(i) + " points into the entry table"));
         INJECT_TRY(e.key, string_at(d, key, base + at, "key", budget));
         INJECT_TRY(e.value, string_at(d, value, base + at, "value", budget));
         e.hwcap = load<std::uint64_t>(d, at + 16);
@@ -112,7 +125,8 @@ bool native(std::int32_t flags) noexcept {
 #endif
 }
 
-std::vector<Entry> first_native_in(const std::vector<Entry>& entries, const std::vector<std::string>& folders) {
+std::vector<Entry> first_native_in(const std::vector<Entry>& entries,
+                                   const std::vector<std::string>& folders) {
     // ld.so takes the first acceptable entry of a key. An entry with hwcap bits may win on
     // some CPUs and not on others: a key that has one is left out (not known to resolve).
     std::map<std::string_view, const Entry*> first;

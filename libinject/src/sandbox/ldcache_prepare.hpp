@@ -4,10 +4,10 @@
 // apply_edits_and_prepare_ldcache() (which runs it in the child that applied the edits, one
 // process fewer). Internal to libinject/src/sandbox.
 
-#include "inject/hook.hpp"
-
 #include <string>
 #include <string_view>
+
+#include "inject/hook.hpp"
 
 namespace inject::hook::detail {
 
@@ -24,6 +24,7 @@ inline constexpr std::string_view kLdcacheCurrent = "current";
                                                   const std::vector<MountedLibrary>& libraries);
 
 /// Logs the child's answer; true when ldconfig must still run.
-[[nodiscard]] bool ldconfig_needed(const std::string& rootfs, std::size_t libraries, const std::string& answer);
+[[nodiscard]] bool ldconfig_needed(const std::string& rootfs, std::size_t libraries,
+                                   const std::string& answer);
 
 }  // namespace inject::hook::detail

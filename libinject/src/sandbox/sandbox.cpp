@@ -10,11 +10,6 @@
 // Dropping the bounding set is what keeps uid 0 from getting every capability back at execve.
 #include "inject/sandbox.hpp"
 
-#include "core/child.hpp"
-#include "core/cstrings.hpp"
-
-#include "inject/fs.hpp"
-
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/filter.h>
@@ -33,31 +28,62 @@
 #include <cstring>
 #include <memory>
 
+#include "core/child.hpp"
+#include "core/cstrings.hpp"
+#include "inject/fs.hpp"
+
 namespace inject::sandbox {
 namespace {
 
 enum Step : int {
-    kStdio = 1, kSetns, kOpenRoot, kChroot, kWorkdir, kRlimit, kSecbits, kBounding, kAmbient,
-    kCapset, kNoNewPrivs, kCloseFds, kSeccomp, kExec,
+    kStdio = 1,
+    kSetns,
+    kOpenRoot,
+    kChroot,
+    kWorkdir,
+    kRlimit,
+    kSecbits,
+    kBounding,
+    kAmbient,
+    kCapset,
+    kNoNewPrivs,
+    kCloseFds,
+    kSeccomp,
+    kExec,
 };
 
 const char* step_name(int s) {
     switch (s) {
-        case kStdio: return "setting up stdio";
-        case kSetns: return "entering mount namespace";
-        case kOpenRoot: return "opening the rootfs";
-        case kChroot: return "chroot into the rootfs";
-        case kWorkdir: return "changing to the working directory";
-        case kRlimit: return "setting resource limits";
-        case kSecbits: return "setting securebits";
-        case kBounding: return "dropping the capability bounding set";
-        case kAmbient: return "clearing ambient capabilities";
-        case kCapset: return "dropping capabilities";
-        case kNoNewPrivs: return "setting no_new_privs";
-        case kCloseFds: return "closing inherited file descriptors";
-        case kSeccomp: return "installing the seccomp filter";
-        case kExec: return "executing";
-        default: return "setting up";
+        case kStdio:
+            return "setting up stdio";
+        case kSetns:
+            return "entering mount namespace";
+        case kOpenRoot:
+            return "opening the rootfs";
+        case kChroot:
+            return "chroot into the rootfs";
+        case kWorkdir:
+            return "changing to the working directory";
+        case kRlimit:
+            return "setting resource limits";
+        case kSecbits:
+            return "setting securebits";
+        case kBounding:
+            return "dropping the capability bounding set";
+        case kAmbient:
+            return "clearing ambient capabilities";
+        case kCapset:
+            return "dropping capabilities";
+        case kNoNewPrivs:
+            return "setting no_new_privs";
+        case kCloseFds:
+            return "closing inherited file descriptors";
+        case kSeccomp:
+            return "installing the seccomp filter";
+        case kExec:
+            return "executing";
+        default:
+            return "setting up";
     }
 }
 
@@ -78,7 +104,8 @@ Result<SeccompCtx> build_ctx(const std::vector<std::string>& names, int exe_fd) 
     if (!ctx) return fail(Errc::Internal, "seccomp_init failed");
     auto allow = [&](const std::string& name) -> Result<void> {
         int nr = seccomp_syscall_resolve_name(name.c_str());
-        if (nr == __NR_SCMP_ERROR) return fail(Errc::InvalidInput, "unknown system call '" + name + "'");
+        if (nr == __NR_SCMP_ERROR)
+            return fail(Errc::InvalidInput, "unknown system call '" + name + "'");
         int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);
         if (rc != 0) return fail(sys_error("seccomp rule for '" + name + "'", -rc));
         return ok();
@@ -113,7 +140,8 @@ Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& na
         bytes.append(buf, static_cast<std::size_t>(n));
     }
     if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0)
-        return fail(Errc::Internal, "sandbox: seccomp filter of " + std::to_string(bytes.size()) + " bytes");
+        return fail(Errc::Internal,
+                    "sandbox: seccomp filter of " + std::to_string(bytes.size()) + " bytes");
     std::vector<sock_filter> prog(bytes.size() / sizeof(sock_filter));
     std::memcpy(prog.data(), bytes.data(), bytes.size());
     return prog;
@@ -121,10 +149,11 @@ Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& na
 
 // The child: a fixed list of system calls, no allocation (libcap calls use only what was
 // prepared before fork; the filter is already BPF).
-[[noreturn]] void child(const Options& o, int err_fd, int exe_fd, int ns_fd, int null_fd, int out_fd,
-                        int errout_fd, cap_t empty_caps, const sock_fprog* filter, char* const* argv,
-                        char* const* envp) {
-    if (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(errout_fd, 2) < 0) child_fail(err_fd, kStdio);
+[[noreturn]] void child(const Options& o, int err_fd, int exe_fd, int ns_fd, int null_fd,
+                        int out_fd, int errout_fd, cap_t empty_caps, const sock_fprog* filter,
+                        char* const* argv, char* const* envp) {
+    if (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(errout_fd, 2) < 0)
+        child_fail(err_fd, kStdio);
     if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNS) != 0) child_fail(err_fd, kSetns);
     if (!o.rootfs.empty()) {
         // Opened after setns: the container's view of its rootfs, with its mounts.
@@ -144,10 +173,11 @@ Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& na
     if (cap_reset_ambient() != 0) child_fail(err_fd, kAmbient);
     if (cap_set_proc(empty_caps) != 0) child_fail(err_fd, kCapset);
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fail(err_fd, kNoNewPrivs);
-    const std::array<std::pair<int, std::uint64_t>, 4> limits{{{RLIMIT_CPU, o.limits.cpu_seconds},
-                                                               {RLIMIT_AS, o.limits.address_space},
-                                                               {RLIMIT_FSIZE, o.limits.file_size},
-                                                               {RLIMIT_NOFILE, o.limits.open_files}}};
+    const std::array<std::pair<int, std::uint64_t>, 4> limits{
+        {{RLIMIT_CPU, o.limits.cpu_seconds},
+         {RLIMIT_AS, o.limits.address_space},
+         {RLIMIT_FSIZE, o.limits.file_size},
+         {RLIMIT_NOFILE, o.limits.open_files}}};
     for (const auto& [res, v] : limits) {
         rlimit cur{};
         if (::getrlimit(res, &cur) != 0) child_fail(err_fd, kRlimit);
@@ -157,7 +187,8 @@ Result<std::vector<sock_filter>> build_filter(const std::vector<std::string>& na
         if (::setrlimit(res, &nl) != 0) child_fail(err_fd, kRlimit);
     }
     // Nothing but stdio and the two fds we still need survives the exec.
-    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) child_fail(err_fd, kCloseFds);
+    if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+        child_fail(err_fd, kCloseFds);
     if (filter != nullptr && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) != 0)
         child_fail(err_fd, kSeccomp);
     ::syscall(SYS_execveat, exe_fd, "", argv, envp, AT_EMPTY_PATH);
@@ -170,32 +201,40 @@ const std::vector<std::string>& ldconfig_syscalls() {
     // From strace of glibc 2.36's static ldconfig building a cache in a chroot, plus what glibc
     // may use instead on other kernels/versions (open vs openat, stat variants).
     static const std::vector<std::string> k{
-        "read", "write", "pread64", "readv", "writev", "open", "openat", "close", "lseek",
-        "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
-        "access", "faccessat", "faccessat2", "mkdir", "mkdirat", "rename", "renameat", "renameat2",
-        "unlink", "unlinkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "fsync",
-        "fdatasync", "ftruncate", "fcntl", "ioctl", "getcwd", "chdir", "umask", "brk", "mmap",
-        "munmap", "mremap", "mprotect", "madvise", "arch_prctl", "set_tid_address",
-        "set_robust_list", "rseq", "futex", "getrandom", "prlimit64", "getrlimit", "uname",
-        "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid", "rt_sigaction",
-        "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "clock_gettime", "exit", "exit_group",
+        "read",          "write",        "pread64",         "readv",           "writev",
+        "open",          "openat",       "close",           "lseek",           "stat",
+        "fstat",         "lstat",        "newfstatat",      "statx",           "getdents64",
+        "readlink",      "readlinkat",   "access",          "faccessat",       "faccessat2",
+        "mkdir",         "mkdirat",      "rename",          "renameat",        "renameat2",
+        "unlink",        "unlinkat",     "symlink",         "symlinkat",       "chmod",
+        "fchmod",        "fchmodat",     "fsync",           "fdatasync",       "ftruncate",
+        "fcntl",         "ioctl",        "getcwd",          "chdir",           "umask",
+        "brk",           "mmap",         "munmap",          "mremap",          "mprotect",
+        "madvise",       "arch_prctl",   "set_tid_address", "set_robust_list", "rseq",
+        "futex",         "getrandom",    "prlimit64",       "getrlimit",       "uname",
+        "getpid",        "gettid",       "getuid",          "geteuid",         "getgid",
+        "getegid",       "rt_sigaction", "rt_sigprocmask",  "rt_sigreturn",    "sigaltstack",
+        "clock_gettime", "exit",         "exit_group",
     };
     return k;
 }
 
 Result<process::Output> run(const Options& o) {
     if (o.executable.empty() || o.executable.front() != '/')
-        return fail(Errc::InvalidInput, "sandbox: '" + o.executable + "' is not an absolute host path");
+        return fail(Errc::InvalidInput,
+                    "sandbox: '" + o.executable + "' is not an absolute host path");
     for (const auto& e : o.env) {
         if (e.rfind("LD_", 0) == 0)
-            return fail(Errc::InvalidInput, "sandbox: refusing environment entry '" + e.substr(0, e.find('=')) + "'");
+            return fail(Errc::InvalidInput,
+                        "sandbox: refusing environment entry '" + e.substr(0, e.find('=')) + "'");
     }
     // The binary comes from the host, opened here, before any namespace or root change.
     fs::UniqueFd exe(::open(o.executable.c_str(), O_PATH | O_CLOEXEC));
     if (!exe.valid()) return fail(sys_error("sandbox: opening " + o.executable));
     struct stat st {};
     if (::fstat(exe.get(), &st) != 0) return fail(sys_error("sandbox: stat " + o.executable));
-    if (!S_ISREG(st.st_mode)) return fail(Errc::InvalidInput, "sandbox: " + o.executable + " is not a regular file");
+    if (!S_ISREG(st.st_mode))
+        return fail(Errc::InvalidInput, "sandbox: " + o.executable + " is not a regular file");
     fs::UniqueFd ns;
     if (!o.mount_namespace.empty()) {
         ns.reset(::open(o.mount_namespace.c_str(), O_RDONLY | O_CLOEXEC));
@@ -210,7 +249,8 @@ Result<process::Output> run(const Options& o) {
     sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
     CapPtr empty(cap_init());
     if (!empty) return fail(sys_error("sandbox: cap_init"));
-    const std::vector<std::string> args = o.argv.empty() ? std::vector<std::string>{o.executable} : o.argv;
+    const std::vector<std::string> args =
+        o.argv.empty() ? std::vector<std::string>{o.executable} : o.argv;
     auto argv = detail::cstrings(args);
     auto envp = detail::cstrings(o.env);
     int p[2];
@@ -223,14 +263,14 @@ Result<process::Output> run(const Options& o) {
     pid_t pid = ::fork();
     if (pid < 0) return fail(sys_error("sandbox: fork"));
     if (pid == 0)
-        child(o, status_w.get(), exe.get(), ns.get(), devnull.get(), out_w.get(), err_w.get(), empty.get(),
-              prog.empty() ? nullptr : &fprog, argv.data(), envp.data());
+        child(o, status_w.get(), exe.get(), ns.get(), devnull.get(), out_w.get(), err_w.get(),
+              empty.get(), prog.empty() ? nullptr : &fprog, argv.data(), envp.data());
     status_w.reset();
     out_w.reset();
     err_w.reset();
     const auto failed = process::detail::wait_for_exec(status_r.get());
-    auto res = process::detail::collect(pid, std::move(out_r), std::move(err_r), o.executable, o.timeout,
-                                        process::kMaxOutput);
+    auto res = process::detail::collect(pid, std::move(out_r), std::move(err_r), o.executable,
+                                        o.timeout, process::kMaxOutput);
     if (failed) {
         std::string what = std::string("sandbox: ") + step_name(failed->step);
         if (failed->step == kSetns) what += " " + o.mount_namespace;

@@ -2,14 +2,14 @@
 // The container engine the toolkit wires the runtime into: which one is installed in the host's
 // root, its own check of our edit (containerd: `config dump`, rolled back when it refuses), and
 // the signal that makes it load the change.
-#include "toolkit_internal.hpp"
-
 #include <signal.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <utility>
+
+#include "toolkit_internal.hpp"
 
 namespace inject::toolkit {
 
@@ -59,8 +59,9 @@ Result<std::string> pick_engine(const Options& o, const HostRoot& h) {
         INJECT_TRY(auto e, rc::parse_engine(o.engine));
         std::string name(rc::engine_name(e));
         if (engine_binary(h, name).empty())
-            return fail(Errc::NotFound, "--runtime " + o.engine + ": " + name + " is not installed under '" +
-                                            o.root + "' (no usr/bin, usr/local/bin, usr/sbin or bin/" +
+            return fail(Errc::NotFound, "--runtime " + o.engine + ": " + name +
+                                            " is not installed under '" + o.root +
+                                            "' (no usr/bin, usr/local/bin, usr/sbin or bin/" +
                                             (name == "docker" ? "dockerd" : name) + ")");
         return name;
     }
@@ -68,7 +69,8 @@ Result<std::string> pick_engine(const Options& o, const HostRoot& h) {
         if (!engine_binary(h, e).empty()) return std::string(e);
     return fail(Errc::NotFound,
                 "--runtime auto: no container engine (containerd, crio, dockerd) is "
-                "installed under '" + o.root + "'");
+                "installed under '" +
+                    o.root + "'");
 }
 
 std::string engine_socket(const Options& o, std::string_view engine) {
@@ -100,8 +102,9 @@ void signal_engine(const Options& o, const HostRoot& h, const std::string& engin
                       "): " + std::strerror(errno) + "; restart it to load the change");
         return;
     }
-    out.push_back("signalled: " + engine + " (pid " + std::to_string(pid) + ") with " +
-                  (sig == SIGTERM ? "SIGTERM (its service manager restarts it)" : "SIGHUP (reload)"));
+    out.push_back(
+        "signalled: " + engine + " (pid " + std::to_string(pid) + ") with " +
+        (sig == SIGTERM ? "SIGTERM (its service manager restarts it)" : "SIGHUP (reload)"));
 }
 
 Result<void> configure_engine(const Options& o, const HostRoot& h, json& st, Lines& out) {

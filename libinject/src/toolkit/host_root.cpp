@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "inject/host_root.hpp"
 
-#include "inject/mount.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -13,15 +11,18 @@
 #include <cstring>
 #include <filesystem>
 
-namespace inject::toolkit {
+#include "inject/mount.hpp"
 
+namespace inject::toolkit {
 
 inject::Result<HostRoot> HostRoot::open(const std::string& path) {
     INJECT_TRY(auto fd, fs::open_root(path));
     return HostRoot(path, std::move(fd));
 }
 
-std::string HostRoot::show(std::string_view host_path) const { return fs::join(path_, host_path); }
+std::string HostRoot::show(std::string_view host_path) const {
+    return fs::join(path_, host_path);
+}
 
 inject::Result<std::optional<std::string>> HostRoot::read(std::string_view host_path,
                                                           std::size_t max) const {
@@ -77,9 +78,11 @@ bool HostRoot::executable(std::string_view host_path) const {
     return f && ::fstat(f->get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
 }
 
-inject::Result<void> HostRoot::make_dirs(std::string_view host_dir, std::vector<std::string>& created) const {
+inject::Result<void> HostRoot::make_dirs(std::string_view host_dir,
+                                         std::vector<std::string>& created) const {
     std::vector<std::string> missing;
-    for (std::filesystem::path p{std::string(host_dir)}; p.has_relative_path(); p = p.parent_path()) {
+    for (std::filesystem::path p{std::string(host_dir)}; p.has_relative_path();
+         p = p.parent_path()) {
         if (exists(p.string())) break;
         missing.push_back(p.string());
     }

@@ -73,8 +73,9 @@ inject::Result<std::vector<Change>> plan(const RuntimeArgs& a, const HostRoot& r
     INJECT_TRY(auto engine, rc::parse_engine(a.engine));
     // Absolute: the files are opened in the root, so a relative --config names the file in the
     // current folder only once it is made absolute here.
-    std::string config = a.config.empty() ? rc::default_config_path(engine)
-                                          : std::filesystem::absolute(a.config).lexically_normal().string();
+    std::string config = a.config.empty()
+                             ? rc::default_config_path(engine)
+                             : std::filesystem::absolute(a.config).lexically_normal().string();
     std::optional<std::string> drop_in;
     if (engine == rc::Engine::Docker) {
         if (!a.drop_in.empty())

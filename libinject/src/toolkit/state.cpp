@@ -2,14 +2,14 @@
 // The toolkit's state file (.install-state.json in the toolkit folder): what an install did,
 // written before each step, so uninstall undoes exactly that; the flags checked and the host's
 // root opened; the operator's handover mark; the toolkit folder's lock.
-#include "toolkit_internal.hpp"
-
 #include <fcntl.h>
 #include <sys/file.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+
+#include "toolkit_internal.hpp"
 
 namespace inject::toolkit {
 
@@ -64,7 +64,9 @@ bool handing_over(const Options& o) {
     return false;
 }
 
-std::string state_path(const Options& o) { return (fsys::path(o.toolkit_dir) / kStateName).string(); }
+std::string state_path(const Options& o) {
+    return (fsys::path(o.toolkit_dir) / kStateName).string();
+}
 
 Result<std::optional<json>> read_state(const Options& o, const HostRoot& h) {
     INJECT_TRY(auto text, h.read(state_path(o), kMaxText));

@@ -2,13 +2,13 @@
 // `toolkit status` (the installer's readiness probe) and `toolkit install --wait`'s watch:
 // whether the install is in place as its state file says and its binaries run on this host, and
 // the repair when it is not.
-#include "toolkit_internal.hpp"
-
 #include <signal.h>
 
 #include <cerrno>
 #include <ctime>
 #include <filesystem>
+
+#include "toolkit_internal.hpp"
 
 namespace inject::toolkit {
 
@@ -25,9 +25,10 @@ Result<void> binaries_run(const Options& o, const json& st) {
         auto r = run_in_root(o.root, {(fsys::path(o.toolkit_dir) / name).string(), "--version"});
         if (r && r->out.rfind(name + " ", 0) == 0) continue;
         const auto why = r ? process::last_line(r->out) : r.error().what();
-        return fail(Errc::Unsupported,
-                    name + " cannot run on this host: " +
-                        (why.empty() ? "exit " + std::to_string(r->exit_code) + ", no output" : why));
+        return fail(
+            Errc::Unsupported,
+            name + " cannot run on this host: " +
+                (why.empty() ? "exit " + std::to_string(r->exit_code) + ", no output" : why));
     }
     return ok();
 }
@@ -37,7 +38,8 @@ Result<void> check_status(const Options& o, Lines& out) {
     // not Ready: the operator waits for this to know the pod has seen its mark before it
     // deletes the pod (the preStop then leaves the toolkit in place)
     if (handing_over(o))
-        return fail(Errc::Conflict, "handing over to a new installer (enflame.com/toolkit-handover)");
+        return fail(Errc::Conflict,
+                    "handing over to a new installer (enflame.com/toolkit-handover)");
     INJECT_TRY(auto st, check_installed(o, h));
     INJECT_TRY_VOID(binaries_run(o, st));
     out.push_back("installed: " + st.at("engine").get<std::string>() + " uses " +
@@ -103,7 +105,8 @@ void watch(const Options& o, const std::function<void(const Report&)>& on_repair
     ::sigprocmask(SIG_BLOCK, &set, nullptr);
     const timespec tick{static_cast<time_t>(o.recheck), 0};
     for (;;) {
-        const int sig = o.recheck > 0 ? ::sigtimedwait(&set, nullptr, &tick) : ::sigwaitinfo(&set, nullptr);
+        const int sig =
+            o.recheck > 0 ? ::sigtimedwait(&set, nullptr, &tick) : ::sigwaitinfo(&set, nullptr);
         if (sig > 0) return;
         if (errno != EAGAIN) continue;  // EINTR
         if (auto rep = recheck(o)) on_repair(*rep);

@@ -4,20 +4,19 @@
 // (state.cpp), the engine (engine.cpp), and the install steps status.cpp repeats on drift.
 // `out` is the caller's Report::lines: what the command prints, in order.
 
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "inject/fs.hpp"
 #include "inject/host_root.hpp"
 #include "inject/process.hpp"
 #include "inject/result.hpp"
 #include "inject/runtime_plan.hpp"
 #include "inject/toolkit.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <cstddef>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 namespace inject::toolkit {
 
@@ -28,7 +27,9 @@ inline constexpr std::size_t kMaxBinary = 256u << 20;
 inline constexpr std::size_t kMaxText = 4u << 20;
 inline constexpr const char* kToolkitConfig = "/etc/enflame-container-runtime/config.toml";
 
-inline Error input_error(const std::string& what) { return Error(Errc::InvalidInput, what); }
+inline Error input_error(const std::string& what) {
+    return Error(Errc::InvalidInput, what);
+}
 
 // state.cpp: the state file and what it records
 
@@ -49,7 +50,8 @@ inline Error input_error(const std::string& what) { return Error(Errc::InvalidIn
                                    const std::optional<std::string>& original);
 /// Undoes what the state file records, last step first; every step runs even when one fails,
 /// and the first error is returned. True when the engine's config changed.
-[[nodiscard]] Result<bool> undo_state(const Options& o, const HostRoot& h, const json& st, Lines& out);
+[[nodiscard]] Result<bool> undo_state(const Options& o, const HostRoot& h, const json& st,
+                                      Lines& out);
 /// An exclusive lock on the toolkit folder (flock on the folder itself, released when the fd
 /// closes); nullopt when the folder does not exist (nothing installed).
 [[nodiscard]] Result<std::optional<fs::UniqueFd>> lock_toolkit(const Options& o, const HostRoot& h);
@@ -63,20 +65,22 @@ inline Error input_error(const std::string& what) { return Error(Errc::InvalidIn
 [[nodiscard]] std::vector<std::string> task_state_dirs(const HostRoot& h, const json& st);
 /// The ids of the containers running through `runtime_path`: containerd task bundles under
 /// `state_dirs` whose runtime is it, and conmon processes (CRI-O, podman) given it with -r.
-[[nodiscard]] std::vector<std::string> runtime_holders(const HostRoot& h, const std::string& runtime_path,
+[[nodiscard]] std::vector<std::string> runtime_holders(const HostRoot& h,
+                                                       const std::string& runtime_path,
                                                        const std::vector<std::string>& state_dirs);
 /// Leaves the runtime binary in place for `holders`: writes the leftover record (atomically)
 /// and says so in one line.
 [[nodiscard]] Result<void> keep_runtime(const Options& o, const HostRoot& h,
                                         const std::vector<std::string>& state_dirs,
-                                        const json& created_dirs, const std::vector<std::string>& holders,
-                                        Lines& out);
+                                        const json& created_dirs,
+                                        const std::vector<std::string>& holders, Lines& out);
 /// The leftover record of a runtime binary kept by an earlier uninstall; nullopt when none.
 [[nodiscard]] Result<std::optional<json>> read_leftover(const Options& o, const HostRoot& h);
 [[nodiscard]] Result<void> forget_leftover(const Options& o, const HostRoot& h);
 /// Removes a kept runtime binary (and the record, and the folders it records if empty) once no
 /// container runs through it; else keeps it, saying so again.
-[[nodiscard]] Result<void> remove_leftover(const Options& o, const HostRoot& h, const json& rec, Lines& out);
+[[nodiscard]] Result<void> remove_leftover(const Options& o, const HostRoot& h, const json& rec,
+                                           Lines& out);
 
 // engine.cpp: finding, checking and signalling the container engine
 
@@ -88,10 +92,12 @@ inline Error input_error(const std::string& what) { return Error(Errc::InvalidIn
 void signal_engine(const Options& o, const HostRoot& h, const std::string& engine, Lines& out);
 /// Wires the runtime into the engine as the state says, checked by the engine and rolled back
 /// when it refuses; signals it when its config changed.
-[[nodiscard]] Result<void> configure_engine(const Options& o, const HostRoot& h, json& st, Lines& out);
+[[nodiscard]] Result<void> configure_engine(const Options& o, const HostRoot& h, json& st,
+                                            Lines& out);
 /// Runs a program of the host's root, chrooted into it, as the node would (process::run with
 /// stdout and stderr together and a 60 s bound).
-[[nodiscard]] Result<process::Output> run_in_root(const std::string& root, std::vector<std::string> argv);
+[[nodiscard]] Result<process::Output> run_in_root(const std::string& root,
+                                                  std::vector<std::string> argv);
 
 // install.cpp, status.cpp
 

@@ -11,9 +11,10 @@ namespace {
 Result<void> uninstall_from(const Options& o, Lines& out) {
     INJECT_TRY(auto h, open_host(o));
     if (handing_over(o)) {
-        out.emplace_back("handing over: the operator replaces this pod with one of the same install "
-                         "flags; it finds the toolkit in place (nothing undone, the engine left "
-                         "running)");
+        out.emplace_back(
+            "handing over: the operator replaces this pod with one of the same install "
+            "flags; it finds the toolkit in place (nothing undone, the engine left "
+            "running)");
         return ok();
     }
     // the DaemonSet's waiting installer re-checks under the same lock: it never sees half of
@@ -32,8 +33,9 @@ Result<void> uninstall_from(const Options& o, Lines& out) {
         const auto engine = st->at("engine").get<std::string>();
         signal_engine(o, h, engine, out);
         if (engine == "docker")  // a reload applies the keys a file has, and ours are gone
-            out.emplace_back("note: dockerd lists the runtime until it restarts (its SIGHUP reload "
-                             "keeps runtimes the file no longer names)");
+            out.emplace_back(
+                "note: dockerd lists the runtime until it restarts (its SIGHUP reload "
+                "keeps runtimes the file no longer names)");
     }
     out.push_back("uninstalled: " + h.show(o.toolkit_dir));
     return ok();

@@ -37,14 +37,14 @@ inline constexpr std::chrono::milliseconds kMaxRetryAfter{10000};
 
 /// Where the server is and how we prove who we are.
 struct Config {
-    std::string server;          ///< "https://10.0.0.1:443"
-    std::string ca_file;         ///< PEM file; or:
-    std::string ca_data;         ///< PEM text (kubeconfig certificate-authority-data, decoded)
-    std::string token;           ///< bearer token (empty: none)
-    std::string token_file;      ///< where `token` came from: re-read (empty: the token is fixed)
+    std::string server;      ///< "https://10.0.0.1:443"
+    std::string ca_file;     ///< PEM file; or:
+    std::string ca_data;     ///< PEM text (kubeconfig certificate-authority-data, decoded)
+    std::string token;       ///< bearer token (empty: none)
+    std::string token_file;  ///< where `token` came from: re-read (empty: the token is fixed)
     std::chrono::milliseconds token_reload = kTokenReload;  ///< period of the re-read
-    std::string cert_file, key_file;  ///< client certificate (files)
-    std::string cert_data, key_data;  ///< client certificate (PEM text, decoded)
+    std::string cert_file, key_file;                        ///< client certificate (files)
+    std::string cert_data, key_data;           ///< client certificate (PEM text, decoded)
     std::chrono::milliseconds timeout{10000};  ///< per attempt
     int retries = 3;                           ///< extra attempts on 5xx / transport errors
     std::chrono::milliseconds backoff{200};    ///< first backoff, doubled each retry
@@ -90,11 +90,12 @@ public:
     /// `path` is absolute from the server root ("/apis/resource.k8s.io/v1/resourceslices").
     [[nodiscard]] inject::Result<Json> get(const std::string& path);
     /// GET with `labelSelector` / `fieldSelector` query parameters (empty: left out).
-    [[nodiscard]] inject::Result<Json> list(const std::string& path, const std::string& label_selector = {},
+    [[nodiscard]] inject::Result<Json> list(const std::string& path,
+                                            const std::string& label_selector = {},
                                             const std::string& field_selector = {});
     [[nodiscard]] inject::Result<Json> create(const std::string& path, const Json& body);  ///< POST
     [[nodiscard]] inject::Result<Json> update(const std::string& path, const Json& body);  ///< PUT
-    [[nodiscard]] inject::Result<void> remove(const std::string& path);                    ///< DELETE (404 is ok)
+    [[nodiscard]] inject::Result<void> remove(const std::string& path);  ///< DELETE (404 is ok)
     [[nodiscard]] inject::Result<Json> patch_merge(const std::string& path, const Json& patch);
     [[nodiscard]] inject::Result<Json> patch_json(const std::string& path, const Json& ops);
     /// Server-side apply: PATCH `path` (the object's own path) with `body` as

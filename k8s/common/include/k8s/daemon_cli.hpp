@@ -5,19 +5,19 @@
 // flag (docs/requests.md, the config file), --version, and the stderr logger. Header-only: the
 // daemons link CLI11 and spdlog themselves; k8s_common does not need them.
 
-#include "inject/config.hpp"
-#include "inject/config_path.hpp"
-#include "inject/result.hpp"
-#include "inject/version.hpp"
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
+
+#include "inject/config.hpp"
+#include "inject/config_path.hpp"
+#include "inject/result.hpp"
+#include "inject/version.hpp"
 
 namespace k8s {
 

@@ -35,16 +35,16 @@ struct EventReport {
 /// The Event object for `r`, named after its involved object (generateName "<name>.").
 [[nodiscard]] inline api::Json event_object(const EventReport& r) {
     const auto now = rfc3339_now();
-    return {{"metadata",
-             {{"generateName", api::str(r.involved, "name") + "."}, {"namespace", r.ns}}},
-            {"involvedObject", r.involved},
-            {"reason", r.reason},
-            {"message", r.message},
-            {"type", r.type},
-            {"source", {{"component", r.component}, {"host", r.host}}},
-            {"firstTimestamp", now},
-            {"lastTimestamp", now},
-            {"count", 1}};
+    return {
+        {"metadata", {{"generateName", api::str(r.involved, "name") + "."}, {"namespace", r.ns}}},
+        {"involvedObject", r.involved},
+        {"reason", r.reason},
+        {"message", r.message},
+        {"type", r.type},
+        {"source", {{"component", r.component}, {"host", r.host}}},
+        {"firstTimestamp", now},
+        {"lastTimestamp", now},
+        {"count", 1}};
 }
 
 /// POSTs the Event; errors as api::Client's.

@@ -22,12 +22,12 @@
 // Every key is checked: an unknown one, a wrong type or a bad value is one error naming the
 // file, the line and the key path.
 
-#include "inject/result.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "inject/result.hpp"
 
 namespace k8s {
 
@@ -51,7 +51,8 @@ struct Sharing {
 inline constexpr std::uint32_t kMaxReplicas = 64;
 
 /// Parses the plugin config text for the resource `resource_name`. `source` names the input.
-[[nodiscard]] inject::Result<Sharing> parse_plugin_config(std::string_view text, std::string_view source,
+[[nodiscard]] inject::Result<Sharing> parse_plugin_config(std::string_view text,
+                                                          std::string_view source,
                                                           const std::string& resource_name);
 
 /// Refuses a resource name kubelet would reject: `<domain>/<name>` with a DNS-subdomain
@@ -61,6 +62,7 @@ inline constexpr std::uint32_t kMaxReplicas = 64;
 /// Reads and parses `path`; an empty path is no sharing. A missing file is NotFound
 /// ("--plugin-config: opening '<path>': ..."), which a reader that can do without it (the
 /// labeler) tells apart by the code.
-[[nodiscard]] inject::Result<Sharing> load_plugin_config(const std::string& path, const std::string& resource_name);
+[[nodiscard]] inject::Result<Sharing> load_plugin_config(const std::string& path,
+                                                         const std::string& resource_name);
 
 }  // namespace k8s

@@ -6,15 +6,15 @@
 /// owns (docs/kubelet-wire.md: device plugin, plugin registration), are replaced when stale,
 /// readable by root only, and must fit in sockaddr_un's sun_path.
 
-#include "inject/result.hpp"
-
 #include <grpcpp/grpcpp.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
-#include <sys/types.h>
 #include <vector>
+
+#include "inject/result.hpp"
 
 namespace k8s {
 
@@ -23,7 +23,8 @@ inline constexpr std::size_t kMaxSocketPath = 107;
 
 /// `dir` + "/" + `name`, after checking that `dir` is an existing folder we can write and the
 /// path fits sun_path. Errors name the folder or the path and the reason.
-[[nodiscard]] inject::Result<std::string> socket_path(const std::string& dir, const std::string& name);
+[[nodiscard]] inject::Result<std::string> socket_path(const std::string& dir,
+                                                      const std::string& name);
 
 /// A gRPC server on a unix socket, and the identity of the socket file it made (so a watcher
 /// can tell our own socket from a stranger's).
@@ -48,8 +49,8 @@ struct UnixServer {
 void stop_unix(UnixServer& s, std::chrono::milliseconds grace);
 
 /// A channel to the gRPC server on unix socket `path`, connected within `timeout`.
-[[nodiscard]] inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(const std::string& path,
-                                                                        std::chrono::milliseconds timeout);
+[[nodiscard]] inject::Result<std::shared_ptr<grpc::Channel>> dial_unix(
+    const std::string& path, std::chrono::milliseconds timeout);
 
 /// A gRPC status as "CODE: message" for error messages.
 [[nodiscard]] std::string status_text(const grpc::Status& s);

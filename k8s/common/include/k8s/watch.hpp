@@ -34,7 +34,8 @@ public:
 
     /// Watches `dir` for `kubelet_socket` (a basename) being created and for files being
     /// removed from it.
-    [[nodiscard]] static inject::Result<KubeletWatcher> create(const std::string& dir, std::string kubelet_socket);
+    [[nodiscard]] static inject::Result<KubeletWatcher> create(const std::string& dir,
+                                                               std::string kubelet_socket);
 
     /// The fd to poll for POLLIN.
     [[nodiscard]] int fd() const noexcept { return fd_.get(); }
