@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "epp/pool/pool_targets.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "k8s/apiserver.hpp"
+
+namespace epp {
+
+using inject::Errc;
+using inject::fail;
+using k8s::api::str;
+using nlohmann::json;
+
+namespace {
+
+const json kEmpty = json::object();
+
+const json& field(const json& j, const char* name) {
+    if (!j.is_object()) return kEmpty;
+    const auto it = j.find(name);
+    return it == j.end() ? kEmpty : *it;
+}
+
+/// Ready condition True, no deletionTimestamp, a podIP.
+bool serving(const json& pod) {
+    if (field(pod, "metadata").contains("deletionTimestamp")) return false;
+    const json& status = field(pod, "status");
+    if (str(status, "podIP").empty()) return false;
+    const json& conds = field(status, "conditions");
+    if (!conds.is_array()) return false;
+    return std::any_of(conds.begin(), conds.end(), [](const json& c) {
+        return str(c, "type") == "Ready" && str(c, "status") == "True";
+    });
+}
+
+std::string host_port(const std::string& ip, int port) {
+    const bool v6 = ip.find(':') != std::string::npos;
+    return (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+inject::Result<PoolSpec> pool_spec(const json& pool) {
+    const json& md = field(pool, "metadata");
+    const std::string name = "InferencePool " + str(md, "namespace") + "/" + str(md, "name");
+    const json& spec = field(pool, "spec");
+    const auto bad = [&](const std::string& why) {
+        return fail(Errc::InvalidInput, name + ": " + why);
+    };
+    PoolSpec out;
+    const json& labels = field(field(spec, "selector"), "matchLabels");
+    if (!labels.is_object() || labels.empty())
+        return bad("spec.selector.matchLabels: want at least one label");
+    for (const auto& [k, v] : labels.items()) {
+        if (!v.is_string()) return bad("spec.selector.matchLabels." + k + ": not a string");
+        out.match_labels[k] = v.get<std::string>();
+    }
+    const json& ports = field(spec, "targetPorts");
+    if (!ports.is_array() || ports.empty() || ports.size() > 8)
+        return bad("spec.targetPorts: want 1 to 8 ports");
+    std::set<int> seen;
+    for (const json& p : ports) {
+        const json& n = field(p, "number");
+        if (!n.is_number_integer() || n.get<long>() < 1 || n.get<long>() > 65535)
+            return bad("spec.targetPorts: " + p.dump() + ": want a number from 1 to 65535");
+        const int port = n.get<int>();
+        if (!seen.insert(port).second)
+            return bad("spec.targetPorts: port " + std::to_string(port) + " twice");
+        out.target_ports.push_back(port);
+    }
+    return out;
+}
+
+std::string label_selector(const PoolSpec& spec) {
+    std::string out;
+    for (const auto& [k, v] : spec.match_labels) out += (out.empty() ? "" : ",") + k + "=" + v;
+    return out;
+}
+
+bool candidate(const json& pod, const PoolSpec& spec) {
+    if (spec.match_labels.empty() || !serving(pod)) return false;
+    const json& labels = field(field(pod, "metadata"), "labels");
+    return std::all_of(spec.match_labels.begin(), spec.match_labels.end(), [&](const auto& kv) {
+        return labels.contains(kv.first) && str(labels, kv.first.c_str()) == kv.second;
+    });
+}
+
+std::map<std::string, std::string> exporters_by_node(const std::vector<json>& exporter_pods) {
+    std::map<std::string, std::pair<std::string, std::string>> best;  // node -> (name, url)
+    for (const json& pod : exporter_pods) {
+        const std::string node = str(field(pod, "spec"), "nodeName");
+        if (node.empty() || !serving(pod)) continue;
+        int port = kExporterPort;
+        for (const json& c : field(field(pod, "spec"), "containers"))
+            for (const json& p : field(c, "ports"))
+                if (str(p, "name") == "metrics" && field(p, "containerPort").is_number_integer())
+                    port = field(p, "containerPort").get<int>();
+        const std::string name = str(field(pod, "metadata"), "name");
+        const std::string url =
+            "http://" + host_port(str(field(pod, "status"), "podIP"), port) + "/metrics";
+        auto it = best.find(node);
+        if (it == best.end() || name < it->second.first) best[node] = {name, url};
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& [node, p] : best) out[node] = p.second;
+    return out;
+}
+
+std::vector<Target> pool_targets(const PoolSpec& spec, const std::vector<json>& pods,
+                                 const std::map<std::string, std::string>& exporter_by_node) {
+    std::vector<const json*> picked;
+    for (const json& pod : pods)
+        if (candidate(pod, spec)) picked.push_back(&pod);
+    const auto key = [](const json* p) {
+        const json& md = field(*p, "metadata");
+        return std::pair(str(md, "namespace"), str(md, "name"));
+    };
+    std::sort(picked.begin(), picked.end(),
+              [&](const json* a, const json* b) { return key(a) < key(b); });
+    std::vector<Target> out;
+    for (const json* pod : picked) {
+        const json& md = field(*pod, "metadata");
+        Target base;
+        base.pod = str(md, "name");
+        base.ns = str(md, "namespace");
+        base.node = str(field(*pod, "spec"), "nodeName");
+        for (const auto& [k, v] : field(md, "labels").items())
+            if (v.is_string()) base.labels[k] = v.get<std::string>();
+        if (const auto it = exporter_by_node.find(base.node); it != exporter_by_node.end())
+            base.gcu_metrics_url = it->second;
+        const std::string ip = str(field(*pod, "status"), "podIP");
+        for (int port : spec.target_ports) {
+            Target t = base;
+            t.address = host_port(ip, port);
+            t.metrics_url = "http://" + t.address + "/metrics";
+            out.push_back(std::move(t));
+        }
+    }
+    return out;
+}
+
+}  // namespace epp

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// From an InferencePool and the pods of its namespace to the endpoints: pure functions over
+/// the objects as the API server sends them (pool_watch.cpp feeds them from informers).
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "epp/target.hpp"
+#include "inject/result.hpp"
+
+namespace epp {
+
+/// What the EPP reads of an InferencePool's spec.
+struct PoolSpec {
+    std::map<std::string, std::string> match_labels;  ///< spec.selector.matchLabels
+    std::vector<int> target_ports;                    ///< spec.targetPorts[].number, in order
+    bool operator==(const PoolSpec&) const = default;
+};
+
+/// The spec of `pool` (an inference.networking.k8s.io/v1 InferencePool). InvalidInput names
+/// the pool and the field when the spec breaks the CRD's rules (no matchLabels, 0 or more
+/// than 8 target ports, a port out of 1-65535, a port twice).
+[[nodiscard]] inject::Result<PoolSpec> pool_spec(const nlohmann::json& pool);
+
+/// The list's labelSelector for the pool's pods: "k1=v1,k2=v2" (keys sorted).
+[[nodiscard]] std::string label_selector(const PoolSpec& spec);
+
+/// True for a pod that may serve: its labels hold every matchLabel, its Ready condition is
+/// True, it is not being deleted, and it has a podIP.
+[[nodiscard]] bool candidate(const nlohmann::json& pod, const PoolSpec& spec);
+
+/// The exporter's port when its pod names none "metrics" (deployments/exporter).
+inline constexpr int kExporterPort = 9400;
+
+/// Node name -> the metrics URL of the enflame-gcu-exporter pod on it
+/// ("http://podIP:port/metrics", the container port named "metrics"), from the exporter pods
+/// that are Ready, not deleting and have a podIP; on a node with two (a rolling update), the
+/// first by name.
+[[nodiscard]] std::map<std::string, std::string> exporters_by_node(
+    const std::vector<nlohmann::json>& exporter_pods);
+
+/// One Target per (candidate pod, target port): "podIP:port" (an IPv6 podIP in brackets),
+/// its metrics on the same port, pod, namespace, node (spec.nodeName) and labels copied, and
+/// the exporter of its node. Sorted by namespace, pod, then port order.
+[[nodiscard]] std::vector<Target> pool_targets(
+    const PoolSpec& spec, const std::vector<nlohmann::json>& pods,
+    const std::map<std::string, std::string>& exporter_by_node);
+
+}  // namespace epp

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The Kubernetes endpoint source: informers on the InferencePool (by name), on the pods of
+/// its namespace (by the pool's matchLabels; started again when they change) and on the
+/// enflame-gcu-exporter pods, and one thread that turns them into Targets (pool_targets.hpp).
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "epp/pool/endpoint_source.hpp"
+#include "epp/pool/pool_targets.hpp"
+#include "k8s/reflector.hpp"
+
+namespace epp {
+
+class PoolWatch final : public EndpointSource {
+public:
+    PoolWatch(PoolOptions o, std::unique_ptr<k8s::api::Client> client);
+    ~PoolWatch() override;
+    PoolWatch(const PoolWatch&) = delete;
+    PoolWatch& operator=(const PoolWatch&) = delete;
+
+    void start(std::function<void(std::vector<Target>)> on_change) override;
+    void stop() override;
+    [[nodiscard]] bool synced() const override { return synced_.load(); }
+
+private:
+    /// An informer and the thread it runs on.
+    struct Running {
+        std::unique_ptr<k8s::Informer> informer;
+        std::thread thread;
+        ~Running();
+    };
+    [[nodiscard]] std::unique_ptr<Running> run(k8s::ReflectorOptions o, std::string api_version,
+                                               std::string kind);
+    /// Notes that an informer saw a change: the loop looks again.
+    void poke();
+    /// The loop's thread: follows the informers until stop().
+    void loop();
+    /// One look at the informers: the pods' informer (re)started for the pool's selector, the
+    /// targets handed on when they changed.
+    void look();
+
+    PoolOptions o_;
+    std::unique_ptr<k8s::api::Client> client_;
+    std::function<void(std::vector<Target>)> on_change_;
+    std::unique_ptr<Running> pool_, pods_, exporters_;  ///< pods_: only the loop's thread
+    std::string pods_selector_;                         ///< what pods_ lists
+    std::optional<std::vector<Target>> last_;           ///< what on_change_ last got
+    std::string bad_pool_;                              ///< the last pool error logged
+    bool warned_unlisted_ = false;
+    std::chrono::steady_clock::time_point started_;
+    std::atomic<bool> synced_{false};
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool dirty_ = false, stop_ = false;  ///< under mu_
+    std::thread loop_;
+};
+
+}  // namespace epp
