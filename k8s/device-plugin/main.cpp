@@ -126,9 +126,7 @@ int main(int argc, char** argv) try {
                    "the file enflame-nri-plugin holds locked while it runs (its --lock-file)")
         ->envname("NRI_LOCK_FILE")
         ->capture_default_str();
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-device-plugin", log_level))
         return *code;
     const auto fail = k8s::exit_error;

@@ -193,9 +193,7 @@ int main(int argc, char** argv) try {
         ->envname("RESYNC")
         ->check(CLI::Range(5, 86400))
         ->capture_default_str();
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto stop = k8s::parse_and_log(app, argc, argv, "enflame-dra-plugin", log_level))
         return *stop;
     const auto fail = k8s::exit_error;

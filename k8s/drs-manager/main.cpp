@@ -47,9 +47,7 @@ int main(int argc, char** argv) try {
                    "while waiting for holders, how often their checkpoints are read again")
         ->envname("RETRY")
         ->capture_default_str();
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-drs-manager", log_level))
         return *code;
     if (o.node_name.empty()) {

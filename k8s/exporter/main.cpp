@@ -55,9 +55,7 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     app.add_option("--hostname", host, "the host label (default: NODE_NAME, else this host's name)")
         ->envname("NODE_NAME");
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     // --help and --version exit 0; any bad flag exits 1 (not CLI11's own codes).
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gcu-exporter", log_level))
         return *code == 0 ? 0 : 1;

@@ -43,9 +43,7 @@ int main(int argc, char** argv) try {
                    "the device plugin's resource name (as in --plugin-config)")
         ->envname("RESOURCE_NAME")
         ->capture_default_str();
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-feature-discovery", log_level))
         return *code;
     auto iv = k8s::parse_duration("--sleep-interval", interval, std::chrono::seconds(1),

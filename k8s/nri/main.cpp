@@ -134,7 +134,7 @@ int main(int argc, char** argv) try {
                    "runtime's restart)")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 3600.0));
-    app.add_option("--log-level", log_level, "debug, info, warn or error")->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-nri-plugin", log_level))
         return *code;
     if (auto r = nri_plugin::check_identity(o); !r) return k8s::exit_error(r.error());

@@ -98,9 +98,7 @@ int main(int argc, char** argv) try {
     app.add_flag("--prometheus-operator", prometheus_operator,
                  "with --render: the server serves monitoring.coreos.com/v1 ServiceMonitor, "
                  "PodMonitor and PrometheusRule");
-    app.add_option("--log-level", log_level, "debug, info, warn or error")
-        ->envname("LOG_LEVEL")
-        ->capture_default_str();
+    k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-gpu-operator", log_level))
         return *code;
     if (!render_spec.empty()) {

@@ -52,6 +52,13 @@ inline inject::Result<void> setup_logging(const std::string& name, const std::st
     return inject::ok();
 }
 
+/// --log-level (or $LOG_LEVEL): debug, info, warn or error; parse_and_log() applies it.
+inline void add_log_level_flag(CLI::App& app, std::string& level) {
+    app.add_option("--log-level", level, "debug, info, warn or error")
+        ->envname("LOG_LEVEL")
+        ->capture_default_str();
+}
+
 /// Prints "error: <e>" on stderr; returns 1, the exit code for a bad flag or configuration.
 inline int exit_error(const inject::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
