@@ -91,6 +91,7 @@ void PoolWatch::stop() {
     pool_.reset();
     pods_.reset();
     exporters_.reset();
+    retired_.clear();
 }
 
 void PoolWatch::loop() {
@@ -132,7 +133,12 @@ void PoolWatch::look() {
     if (spec) {
         const std::string selector = label_selector(*spec);
         if (!pods_ || selector != pods_selector_) {
-            pods_.reset();  // the old selector's informer, stopped
+            // the old selector's informer told to stop, joined at stop(): waiting here
+            // (up to a second, until its watch notices) would delay the new one's targets
+            if (pods_) {
+                pods_->informer->stop();
+                retired_.push_back(std::move(pods_));
+            }
             k8s::ReflectorOptions p;
             p.name = "informer Pod " + o_.pool_namespace;
             p.collection = "/api/v1/namespaces/" + o_.pool_namespace + "/pods";

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "epp/pool/endpoint_source.hpp"
 #include "epp/pool/pool_targets.hpp"
@@ -51,8 +52,10 @@ private:
     std::function<void(std::vector<Target>)> on_change_;
     std::unique_ptr<Running> pool_, pods_, exporters_;  ///< pods_: only the loop's thread
     std::string pods_selector_;                         ///< what pods_ lists
-    std::optional<std::vector<Target>> last_;           ///< what on_change_ last got
-    std::string bad_pool_;                              ///< the last pool error logged
+    /// Pods' informers of earlier selectors: told to stop, joined at stop()
+    std::vector<std::unique_ptr<Running>> retired_;
+    std::optional<std::vector<Target>> last_;  ///< what on_change_ last got
+    std::string bad_pool_;                     ///< the last pool error logged
     bool warned_unlisted_ = false;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> synced_{false};
