@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The load bench/epp.sh sends through a gateway to llama-servers (standard library only).
 
-A completion is POST /v1/completions with a plain prompt; llama-server answers with `model`
+A completion is POST /v1/completions with a plain prompt and `"model": "tiny"` (the EPP refuses
+a body without a model; llama-server ignores the name); llama-server answers with `model`
 (its --alias, so the server that made the answer is known), `usage.prompt_tokens` and
 `usage.prompt_tokens_details.cached_tokens` (prompt tokens its prefix cache already held).
 
@@ -66,7 +67,7 @@ class Client:
 
     def complete(self, prompt, max_tokens, extra=None):
         """-> dict: ms, status, model, prompt_tokens, cached_tokens (None when not answered)."""
-        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **(extra or {})}
+        body = {"model": "tiny", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, **(extra or {})}
         data = json.dumps(body).encode()
         t0 = time.monotonic()
         status, payload = self._post("/v1/completions", data)

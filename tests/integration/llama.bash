@@ -2,6 +2,7 @@
 # Real model servers for the enflame-epp tests and bench/epp.sh: Debian sid's llama-server
 # (scripts/llama-server.sh: a private prefix fetched once, run through sid's loader) on loopback,
 # serving the tiny random-weight model tests/tools/make-tiny-gguf.py writes. Needs helpers.bash.
+# shellcheck disable=SC2034  # what this sets, the suites that load it use
 
 # llama_setup: $LLAMA_PREFIX (default $BUILD_DIR/llama) with llama-server fetched and the model
 # $TINY_GGUF written (both kept for the next run), or skip (fail under CI) with one line saying
@@ -40,4 +41,87 @@ llama_listening() {
   grep -q 'listening on http://127.0.0.1:[0-9]' "$1" && return 0
   kill -0 "$LLAMA_PID" 2>/dev/null || { echo "llama-server exited" >&2; return 0; }
   return 1
+}
+
+# --- enflame-epp and epp-gateway (k8s/tests/FAKES.md) in front of the servers ---
+EPP=${EPP:-$BUILD_DIR/k8s/epp/enflame-epp}
+EPP_GATEWAY=${EPP_GATEWAY:-$BUILD_DIR/k8s/tests/epp-gateway}
+
+# free_port: a loopback TCP port nobody listens on now (the kernel's pick, released again).
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# epp_start ENDPOINTS [ARGS...]: enflame-epp routing to ENDPOINTS (host:port,...), plaintext,
+# with ARGS, on free loopback ports. Sets EPP_PID, EPP_GRPC (its ext_proc address), EPP_HEALTH
+# and EPP_METRICS (host:port each); logs to $SCRATCH/epp-N.log; stopped by PID in teardown.
+# Up once its gRPC health Check says SERVING (it has endpoints).
+epp_start() {
+  local endpoints=$1 grpc health metrics log
+  shift
+  grpc=$(free_port)
+  health=$(free_port)
+  metrics=$(free_port)
+  log=$SCRATCH/epp-$grpc.log
+  "$EPP" --endpoints "$endpoints" --secure-serving=false --grpc-port "$grpc" \
+    --grpc-health-port "$health" --metrics-port "$metrics" "$@" > "$log" 2>&1 3>&- &
+  EPP_PID=$!
+  on_teardown "stop_pid $EPP_PID"
+  EPP_GRPC=127.0.0.1:$grpc EPP_HEALTH=127.0.0.1:$health EPP_METRICS=127.0.0.1:$metrics
+  wait_for epp_serving "$log" || { tail -n 3 "$log" >&2; return 1; }
+}
+
+# epp_serving LOG: the EPP's health Check says SERVING (or it died: then wait_for ends early).
+epp_serving() {
+  "$EPP_GATEWAY" --health-check --epp "$EPP_HEALTH" --timeout 1000 > /dev/null 2>&1 && return 0
+  kill -0 "$EPP_PID" 2>/dev/null || { echo "enflame-epp exited" >&2; return 0; }
+  return 1
+}
+
+# gateway_start [ARGS...]: epp-gateway on a free loopback port asking the EPP at $EPP_GRPC,
+# with ARGS. Sets GATEWAY_PORT, GATEWAY_PID and GATEWAY_DIR (its log, and stats.json: decision
+# latency and statuses, written when it stops); stopped by PID in teardown.
+gateway_start() {
+  local dir
+  dir=$(mktemp -d "$SCRATCH/gateway.XXXXXX")
+  "$EPP_GATEWAY" --listen 127.0.0.1:0 --epp "$EPP_GRPC" --port-file "$dir/port" \
+    --stats "$dir/stats.json" "$@" > "$dir/log" 2>&1 3>&- &
+  GATEWAY_PID=$!
+  GATEWAY_DIR=$dir
+  on_teardown "stop_pid $GATEWAY_PID"
+  wait_for test -s "$dir/port" || { tail -n 3 "$dir/log" >&2; return 1; }
+  GATEWAY_PORT=$(cat "$dir/port")
+}
+
+# llama_busy PORT N: N streamed long generations (EOS ignored) sent straight to the server at
+# PORT, each started again when it ends, in the background until stopped by PID in teardown (or
+# by `stop_pid $LLAMA_BUSY_PID`): its connections close with it, and llama-server cancels a
+# streamed generation it cannot write. With N over the server's slots, some wait (deferred).
+llama_busy() {
+  /usr/bin/python3 -c '
+import http.client, json, sys, threading
+port, n = int(sys.argv[1]), int(sys.argv[2])
+def loop(i):
+    body = json.dumps({"prompt": f"busy {i} " + "x" * 64, "max_tokens": 1500, "ignore_eos": True, "stream": True})
+    while True:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        try:
+            c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+            r = c.getresponse()
+            while r.read(4096):
+                pass
+        except (http.client.HTTPException, OSError):
+            pass
+        c.close()
+for i in range(n):
+    threading.Thread(target=loop, args=(i,), daemon=True).start()
+threading.Event().wait()' "$1" "$2" 3>&- &
+  LLAMA_BUSY_PID=$!
+  on_teardown "stop_pid $LLAMA_BUSY_PID"
+}
+
+# llama_waiting PORT: the llama-server at PORT has a request waiting for a slot
+# (llamacpp:requests_deferred >= 1 on its /metrics).
+llama_waiting() {
+  curl -sf "http://127.0.0.1:$1/metrics" | awk '$1 == "llamacpp:requests_deferred" && $2 >= 1 { n++ } END { exit !n }'
 }

@@ -1,0 +1,101 @@
+#!/bin/bash
+# bench/epp.sh [ROUNDS]: what enflame-epp's routing is worth on real model servers, and what the
+# EPP itself costs; a report, not a test. Three sets, each its own EPP, epp-gateway (the Envoy
+# stand-in, k8s/tests/FAKES.md) and LLAMAS llama-servers (Debian sid's, tests/integration/llama.bash,
+# the tiny random-weight model; --cache-ram 0, so a server's prefix cache is what its 2 slots
+# hold: the working set of 8 conversations is 4 times what one server keeps):
+#   epp          the EPP with its built-in default config (prefix-aware, queue and cache scorers)
+#   random       the same EPP, --picker random-picker
+#   round-robin  the same EPP, --picker round-robin-picker
+# ROUNDS (default 5) rounds, in each every set gets the same workloads, the sets' order rotated
+# (bench/epp_bench.py): shared-prefix conversations (cached / ideal tokens, latency) and a skew
+# (one server kept busy: latency, requests sent to the busy one). Then the EPP's own decision
+# latency: epp-gateway --drive at RATE (default 500) streams per second, no model server in the
+# path, and the EPP's RSS. Prints the tables and writes the common rows to $BENCH_JSON.
+# Needs BUILD_DIR with enflame-epp and epp-gateway, and llama-server (fetched on first use).
+set -eo pipefail
+: "${BUILD_DIR:?BUILD_DIR must point at the build folder}"
+rounds=${1:-${EPP_ROUNDS:-5}}
+LLAMAS=${LLAMAS:-4}
+RATE=${RATE:-500}
+DRIVE_REQUESTS=${DRIVE_REQUESTS:-5000}
+BATS_TEST_DIRNAME=$(cd "$(dirname "$0")/../tests/integration" && pwd)
+skip() { echo "epp bench: skipped ($*)"; exit 0; }  # helpers.bash skip_or_fail calls it
+# shellcheck source=tests/integration/helpers.bash
+. "$BATS_TEST_DIRNAME/helpers.bash"
+# shellcheck source=tests/integration/llama.bash
+. "$BATS_TEST_DIRNAME/llama.bash"
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+# the release preset builds no test tools: the gateway stand-in then comes from the dev build
+[ -x "$EPP_GATEWAY" ] || EPP_GATEWAY=$TOP/build/dev/k8s/tests/epp-gateway
+for b in "$EPP" "$EPP_GATEWAY"; do [ -x "$b" ] || { echo "epp bench: no $b (build it first)" >&2; exit 1; }; done
+
+setup_scratch
+trap teardown_scratch EXIT
+trap "exit 130" INT TERM
+llama_setup
+
+# start_set NAME [EPP ARGS...]: LLAMAS llama-servers NAME-0.., an EPP routing to them and a
+# gateway in front of it; appends the set to $SCRATCH/sets.jsonl.
+start_set() {
+  local name=$1 i servers=() endpoints='' t0
+  shift
+  for (( i = 0; i < LLAMAS; i++ )); do
+    t0=$EPOCHREALTIME
+    llama_start "$name-$i" --cache-ram 0
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }' >> "$SCRATCH/start_ms"
+    grep VmRSS "/proc/$LLAMA_PID/status" | awk '{ print $2 }' >> "$SCRATCH/rss_kib"
+    servers+=("{\"name\": \"$name-$i\", \"port\": $LLAMA_PORT}")
+    endpoints+=${endpoints:+,}127.0.0.1:$LLAMA_PORT
+  done
+  epp_start "$endpoints" "$@"
+  # shellcheck disable=SC2119 # no extra flags
+  gateway_start
+  local IFS=,
+  echo "{\"name\": \"$name\", \"gateway\": $GATEWAY_PORT, \"epp_pid\": $EPP_PID, \"epp_grpc\": \"$EPP_GRPC\", \"servers\": [${servers[*]}]}" >> "$SCRATCH/sets.jsonl"
+}
+
+start_set epp
+start_set random --picker random-picker
+start_set round-robin --picker round-robin-picker
+
+/usr/bin/python3 - "$SCRATCH" <<'PY'
+import json, sys
+d = sys.argv[1]
+sets = [json.loads(ln) for ln in open(f"{d}/sets.jsonl")]
+json.dump({"sets": sets, "llama_start_ms": [float(x) for x in open(f"{d}/start_ms")],
+           "llama_rss_kib": [int(x) for x in open(f"{d}/rss_kib")]}, open(f"{d}/topology.json", "w"))
+PY
+/usr/bin/python3 "$bench_dir/epp_bench.py" "$SCRATCH/topology.json" "$rounds" "$SCRATCH/rounds.json"
+
+# The EPP's own latency: streams straight from epp-gateway --drive to the default set's EPP,
+# open loop at RATE per second; the model servers are only scraped, not sent anything.
+/usr/bin/python3 -c 'import json; print(json.dumps({"model": "tiny", "prompt": "x" * 1200, "max_tokens": 8}))' > "$SCRATCH/body.json"
+epp_grpc=$(/usr/bin/python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["epp_grpc"])' "$SCRATCH/sets.jsonl")
+epp_pid=$(/usr/bin/python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["epp_pid"])' "$SCRATCH/sets.jsonl")
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+"$EPP_GATEWAY" --drive "$DRIVE_REQUESTS" --rate "$RATE" --body "$SCRATCH/body.json" --epp "$epp_grpc" > "$SCRATCH/drive.json"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+/usr/bin/python3 - "$SCRATCH" "$epp_pid" "$load_before" "$load_after" "${BENCH_JSON:-}" <<'PY'
+import json, sys
+import benchlib as bl
+d, pid, lb, la, out = sys.argv[1:6]
+drive = json.load(open(f"{d}/drive.json"))
+rounds = json.load(open(f"{d}/rounds.json"))
+rss = next(int(ln.split()[1]) for ln in open(f"/proc/{pid}/status") if ln.startswith("VmRSS:"))
+hwm = next(int(ln.split()[1]) for ln in open(f"/proc/{pid}/status") if ln.startswith("VmHWM:"))
+dm = drive["decision_ms"]
+print(f"\nEPP decision latency, epp-gateway --drive: {drive['requests']} streams asked at {drive['rate']}/s,"
+      f" achieved {drive['achieved_rate']:.0f}/s (driver lag max {drive['late_ms_max']:.1f} ms); statuses {drive['status']}")
+print(f"  p50 {dm['p50']:.3f} ms  p90 {dm['p90']:.3f} ms  p99 {dm['p99']:.3f} ms  max {dm['max']:.3f} ms")
+print(f"EPP RSS now {rss / 1024:.1f} MiB, peak {hwm / 1024:.1f} MiB; load {lb} -> {la}")
+row = bl.row("epp", f"EPP decision at {drive['rate']:g} req/s (drive)", dm["count"],
+             bl.side_from("ext_proc decision", dm["p50"], dm["p50"], dm["p90"], hwm),
+             note=f"p99 {dm['p99']:.3f} ms, achieved {drive['achieved_rate']:.0f}/s")
+rounds["rows"].append(row)
+rounds["detail"]["drive"] = drive
+rounds["detail"]["epp_rss_kib"] = {"now": rss, "peak": hwm}
+if out:
+    json.dump(rounds, open(out, "w"), indent=1)
+PY
