@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// \file
+/// The DRS manager's report to the device plugin on the same node (docs/drs-manager.md, "The
+/// device plugin follows"): a small JSON file naming the layout and its state, the same values
+/// as the node's labels, replaced atomically at each state change. The plugin watches it
+/// (k8s/file_watch.hpp) and re-lists its DRS instances when a layout is done, so the node
+/// advertises enflame.com/drs-<profile> within a second without the plugin asking the API
+/// server or efsmi in between.
+
+#include <optional>
+#include <string>
+
+#include "inject/result.hpp"
+
+namespace k8s::drs {
+
+/// Where the manager writes it (beside its ledger) and the plugin reads it (through its /host
+/// mount in the shipped DaemonSet).
+inline constexpr const char* kLayoutStatePath = "/var/lib/enflame/drs-manager/state.json";
+
+struct LayoutState {
+    std::string layout;  ///< the label's value (or the manager's default layout)
+    std::string state;   ///< pending, applying, success or failed
+    bool operator==(const LayoutState&) const = default;
+    /// success or failed: the manager is not changing instances now.
+    [[nodiscard]] bool settled() const { return state == "success" || state == "failed"; }
+};
+
+/// Replaces `path` (its folder made if missing): temp file, fsync, rename.
+[[nodiscard]] inject::Result<void> write_layout_state(const std::string& path,
+                                                      const LayoutState& s);
+/// Reads it; none when the file does not exist. A file that is not such JSON: InvalidInput
+/// naming the file and the reason.
+[[nodiscard]] inject::Result<std::optional<LayoutState>> read_layout_state(const std::string& path);
+
+}  // namespace k8s::drs

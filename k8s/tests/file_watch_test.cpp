@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// k8s::FileWatch and the DRS layout state file: a write, a rename over and a removal of the file
+// are changes; other files in its folder are not; a folder that appears later is followed.
+#include "k8s/file_watch.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "k8s/drs_layout_state.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        char t[] = "/tmp/file-watch-XXXXXX";
+        path = ::mkdtemp(t);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+// Waits up to a second for the watch's fd, then asks it.
+bool changed_soon(k8s::FileWatch& w) {
+    pollfd p{w.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) return false;
+    auto c = w.changed();
+    EXPECT_TRUE(c) << c.error().what();
+    return c && *c;
+}
+
+void write(const fs::path& p, const std::string& text) {
+    std::ofstream(p) << text;
+}
+
+TEST(FileWatch, WritesRenamesAndRemovalsOfTheFileAreChangesOtherFilesAreNot) {
+    TempDir d;
+    const auto file = d.path / "state.json";
+    auto w = k8s::FileWatch::create(file.string());
+    ASSERT_TRUE(w) << w.error().what();
+    EXPECT_EQ(w->watching(), d.path.string());
+    write(d.path / "other.json", "x");
+    EXPECT_FALSE(changed_soon(*w));
+    write(file, "a");
+    EXPECT_TRUE(changed_soon(*w));
+    write(d.path / "tmp", "b");
+    fs::rename(d.path / "tmp", file);
+    EXPECT_TRUE(changed_soon(*w));
+    fs::remove(file);
+    EXPECT_TRUE(changed_soon(*w));
+}
+
+TEST(FileWatch, AFolderMadeLaterIsFollowedDownToTheFile) {
+    TempDir d;
+    const auto file = d.path / "var/lib/enflame/state.json";
+    auto w = k8s::FileWatch::create(file.string());
+    ASSERT_TRUE(w) << w.error().what();
+    EXPECT_EQ(w->watching(), d.path.string());
+    fs::create_directories(d.path / "var/lib");
+    // "var" and "lib" may come in one batch or two; no file yet, so no change
+    for (int i = 0; i < 3 && w->watching() != (d.path / "var/lib").string(); ++i)
+        EXPECT_FALSE(changed_soon(*w));
+    EXPECT_EQ(w->watching(), (d.path / "var/lib").string());
+    ASSERT_TRUE(k8s::drs::write_layout_state(file.string(), {"all-1g.11gb", "success"}));
+    // the folder and the file may come in one batch or two: a change within a second or two
+    bool seen = changed_soon(*w) || changed_soon(*w);
+    EXPECT_TRUE(seen);
+    EXPECT_EQ(w->watching(), file.parent_path().string());
+}
+
+TEST(FileWatch, ARelativePathIsRefused) {
+    auto w = k8s::FileWatch::create("state.json");
+    ASSERT_FALSE(w);
+    EXPECT_EQ(std::string(w.error().what()), "'state.json': want the absolute path of a file");
+}
+
+TEST(DrsLayoutState, WrittenAndReadBackMissingIsNoneGarbageIsOneLine) {
+    TempDir d;
+    const auto file = (d.path / "m/state.json").string();
+    auto none = k8s::drs::read_layout_state(file);
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(*none);
+    const k8s::drs::LayoutState s{"mixed", "applying"};
+    ASSERT_TRUE(k8s::drs::write_layout_state(file, s));
+    auto back = k8s::drs::read_layout_state(file);
+    ASSERT_TRUE(back && *back);
+    EXPECT_EQ(**back, s);
+    EXPECT_FALSE((*back)->settled());
+    EXPECT_TRUE((k8s::drs::LayoutState{"mixed", "failed"}.settled()));
+    write(file, "{\"layout\": 1}");
+    auto bad = k8s::drs::read_layout_state(file);
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(std::string(bad.error().what()),
+              "'" + file + "': want {\"layout\": string, \"state\": string}");
+}
+
+}  // namespace
