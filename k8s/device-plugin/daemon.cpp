@@ -20,6 +20,8 @@
 #include "inject/drs.hpp"
 #include "inject/log.hpp"
 #include "k8s/driver_events.hpp"
+#include "k8s/drs_layout_state.hpp"
+#include "k8s/file_watch.hpp"
 #include "k8s/sharing.hpp"
 #include "k8s/socket.hpp"
 #include "k8s/watch.hpp"
@@ -145,7 +147,7 @@ public:
     }
     ~Daemon() { stop_all(); }
 
-    int loop(int sig_fd, k8s::KubeletWatcher& watcher);
+    int loop(int sig_fd, k8s::KubeletWatcher& watcher, k8s::FileWatch* drs_state);
 
 private:
     void adopt(Loaded& l);
@@ -154,7 +156,8 @@ private:
     void stop_all();
     void try_register(Endpoint& e);
     bool current() const;
-    void reload();
+    void reload(const std::string& why);
+    void follow_drs(k8s::FileWatch& w);
     void health();
     void on_event(const k8s::EventWatcher::Note& note);
     bool has_card(std::uint32_t index) const;
@@ -164,8 +167,9 @@ private:
     inject::discover::Options discover_;
     std::string kubelet_path_;
     std::vector<Endpoint> eps_;
-    EventHolds holds_;                  ///< cards driver events hold Unhealthy
-    std::shared_ptr<hami::Mode> hami_;  ///< HAMi mode (null: off)
+    EventHolds holds_;                               ///< cards driver events hold Unhealthy
+    std::optional<k8s::drs::LayoutState> followed_;  ///< the DRS layout last re-listed for
+    std::shared_ptr<hami::Mode> hami_;               ///< HAMi mode (null: off)
 };
 
 // Endpoints for the loaded resources (none serving yet).
@@ -261,17 +265,17 @@ bool Daemon::current() const {
            });
 }
 
-void Daemon::reload() {
+void Daemon::reload(const std::string& why) {
     auto l = load(o_);
     if (!l) {
-        spdlog::error("SIGHUP: keeping the running configuration: {}", l.error().what());
+        spdlog::error("{}: keeping the running configuration: {}", why, l.error().what());
         return;
     }
     if ((l->scheduler == "hami") != (hami_ != nullptr)) {
         spdlog::error(
-            "SIGHUP: keeping the running configuration: scheduler '{}' in {}: changing "
+            "{}: keeping the running configuration: scheduler '{}' in {}: changing "
             "the scheduler needs a restart",
-            l->scheduler, o_.plugin_config);
+            why, l->scheduler, o_.plugin_config);
         return;
     }
     discover_ = l->discover;
@@ -287,7 +291,7 @@ void Daemon::reload() {
             s.resource_name = eps_[i].resource;
             eps_[i].state->update(std::move(s), std::move(inv));
         }
-        inject::log::info("SIGHUP: configuration re-read");
+        inject::log::info("{}: configuration re-read", why);
         return;
     }
     // kubelet knows a plugin by its resource name: new names are new registrations.
@@ -296,8 +300,8 @@ void Daemon::reload() {
         if (o_.health_checks) apply_health(driver, r.inventory, holds_);
     }
     adopt(*l);
-    inject::log::info("SIGHUP: configuration re-read; the resources changed, registering again");
-    if (auto r = serve_all(); !r) spdlog::error("SIGHUP: serving again: {}", r.error().what());
+    inject::log::info("{}: configuration re-read; the resources changed, registering again", why);
+    if (auto r = serve_all(); !r) spdlog::error("{}: serving again: {}", why, r.error().what());
 }
 
 // One pass over every resource; ListAndWatch gets a new list where anything changed.
@@ -352,7 +356,26 @@ void Daemon::on_event(const k8s::EventWatcher::Note& note) {
     }
 }
 
-int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
+// The DRS manager finished a layout (k8s/drs_layout_state.hpp): the instances are listed again
+// and kubelet told, as a SIGHUP would; while it is still at work, nothing.
+void Daemon::follow_drs(k8s::FileWatch& w) {
+    auto changed = w.changed();
+    if (!changed) {
+        spdlog::error("DRS layouts: {}", changed.error().what());
+        return;
+    }
+    if (!*changed) return;
+    auto st = k8s::drs::read_layout_state(o_.drs_state_file);
+    if (!st) {
+        spdlog::error("DRS layouts: {}", st.error().what());
+        return;
+    }
+    if (!*st || !(*st)->settled() || *st == followed_) return;
+    followed_ = *st;
+    reload("DRS layout '" + (*st)->layout + "' " + (*st)->state);
+}
+
+int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher, k8s::FileWatch* drs_state) {
     if (auto r = serve_all(); !r) {
         std::cerr << "error: " << r.error().what() << "\n";
         return 1;
@@ -389,10 +412,11 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
             continue;
         }
         const auto wait = std::chrono::duration_cast<milliseconds>(wake - Clock::now()).count();
-        pollfd fds[3] = {{sig_fd, POLLIN, 0},
+        pollfd fds[4] = {{sig_fd, POLLIN, 0},
                          {watcher.fd(), POLLIN, 0},
-                         {events ? events->fd() : -1, POLLIN, 0}};
-        const int n = ::poll(fds, 3, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
+                         {events ? events->fd() : -1, POLLIN, 0},
+                         {drs_state ? drs_state->fd() : -1, POLLIN, 0}};
+        const int n = ::poll(fds, 4, static_cast<int>(std::clamp<long long>(wait + 1, 0, 3600000)));
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: poll: " << std::strerror(errno) << "\n";
             return 1;
@@ -405,7 +429,7 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
             signalfd_siginfo si{};
             if (::read(sig_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
                 if (si.ssi_signo == SIGHUP) {
-                    reload();
+                    reload("SIGHUP");
                 } else {
                     inject::log::info("signal {}: stopping", si.ssi_signo);
                     stop_all();
@@ -413,6 +437,7 @@ int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher) {
                 }
             }
         }
+        if (fds[3].revents & POLLIN) follow_drs(*drs_state);
         if (fds[1].revents & POLLIN) {
             auto restarted = watcher.restarted([this](const std::string& name) {
                 return std::any_of(eps_.begin(), eps_.end(), [&](const Endpoint& e) {
@@ -496,6 +521,12 @@ int run(DaemonOptions o) {
                           loaded->settings.require_nri_lock);
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
+    std::optional<k8s::FileWatch> drs_state;
+    if (o.drs && loaded->scheduler != "hami" && !o.drs_state_file.empty()) {
+        auto w = k8s::FileWatch::create(o.drs_state_file);
+        if (!w) return fail_with(w.error().context("--drs-state-file"));
+        drs_state = std::move(*w);
+    }
     std::shared_ptr<hami::Mode> hami;
     if (loaded->scheduler == "hami") {
         auto h = start_hami(o, loaded->discover, loaded->names);
@@ -503,7 +534,7 @@ int run(DaemonOptions o) {
         hami = std::move(*h);
     }
     Daemon d(std::move(o), std::move(*loaded), std::move(*kubelet_path), std::move(hami));
-    return d.loop(sig_fd.get(), *watcher);
+    return d.loop(sig_fd.get(), *watcher, drs_state ? &*drs_state : nullptr);
 }
 
 }  // namespace device_plugin

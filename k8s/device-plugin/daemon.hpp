@@ -12,6 +12,7 @@
 #include <string>
 
 #include "device-plugin/plugin.hpp"
+#include "k8s/drs_layout_state.hpp"
 #include "k8s/nri_lock.hpp"
 
 namespace device_plugin {
@@ -25,6 +26,8 @@ struct DaemonOptions {
     Settings settings;
     std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
     bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
+    /// The DRS manager's state file: re-list when a layout is done. Empty: not followed.
+    std::string drs_state_file = k8s::drs::kLayoutStatePath;
     bool health_checks = true;
     /// "hami": HAMi's scheduler decides (hami_mode.hpp); empty: kubelet's choice, as always.
     /// Unset (neither --scheduler nor SCHEDULER given): the plugin config's flags.scheduler.

@@ -64,6 +64,12 @@ int main(int argc, char** argv) try {
                  "do not advertise DRS instances (by default each profile with instances is "
                  "<domain>/drs-<profile>)")
         ->envname("NO_DRS");
+    app.add_option("--drs-state-file", o.drs_state_file,
+                   "the DRS manager's state file (its --state-file): when it reports a layout "
+                   "done, the DRS instances are listed again and kubelet told; empty: not "
+                   "followed")
+        ->envname("DRS_STATE_FILE")
+        ->capture_default_str();
     app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
         ->envname("DEVICE_ID_STRATEGY")
         ->capture_default_str();

@@ -64,6 +64,8 @@ public:
     }
 
     inject::Result<void> start() {
+        // A restart with the layout in force rewrites nothing (the plugin would re-list).
+        if (auto f = k8s::drs::read_layout_state(o_.state_file); f && *f) written_ = **f;
         auto held = read_holder_files(o_.holders_checkpoints);
         if (!held) return inject::fail(std::move(held).error());
         return applier_.start([h = *held](std::uint32_t card, std::uint32_t id) {
@@ -96,16 +98,24 @@ private:
     Applier applier_;
     std::string node_key_, cm_key_, source_;
     std::string node_uid_;
-    std::optional<std::string> state_;             // the state label as we last saw or wrote it
-    std::optional<std::string> last_name_;         // the layout of the last pass
-    std::optional<std::string> settled_;           // inputs whose outcome stands until they change
-    std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
+    std::optional<std::string> state_;              // the state label as we last saw or wrote it
+    std::optional<k8s::drs::LayoutState> written_;  // the state file as we last wrote it
+    std::optional<std::string> last_name_;          // the layout of the last pass
+    std::optional<std::string> settled_;            // inputs whose outcome stands until they change
+    std::optional<std::vector<Held>> waiting_on_;   // holders while blocked
     std::string last_event_;
     std::optional<Clock::time_point> retry_at_;  // the wake a pass asked for
     k8s::Backoff backoff_{std::chrono::seconds(5), std::chrono::minutes(5)};
 };
 
 void Manager::set_state(std::string_view s) {
+    const k8s::drs::LayoutState now{last_name_.value_or(""), std::string(s)};
+    if (written_ != now) {  // the device plugin's cue (k8s/drs_layout_state.hpp)
+        if (auto r = k8s::drs::write_layout_state(o_.state_file, now); !r)
+            inject::log::warn("{}", r.error().what());
+        else
+            written_ = now;
+    }
     if (state_ == s) return;
     const Json patch{{"metadata", {{"labels", {{std::string(kStateLabel), std::string(s)}}}}}};
     if (auto r = api_.patch_merge("/api/v1/nodes/" + o_.node_name, patch); !r) {

@@ -16,6 +16,7 @@
 
 #include "inject/result.hpp"
 #include "k8s/apiserver.hpp"
+#include "k8s/drs_layout_state.hpp"
 
 namespace drs_manager {
 
@@ -26,6 +27,8 @@ struct DaemonOptions {
     std::string layouts_namespace = "enflame-system";
     std::string layouts_name = "enflame-drs-layouts";
     std::string checkpoint = "/var/lib/enflame/drs-manager/ledger.json";
+    /// The layout and its state for the device plugin (k8s/drs_layout_state.hpp).
+    std::string state_file = k8s::drs::kLayoutStatePath;
     /// The plugins' checkpoints naming the instances containers hold.
     std::vector<std::string> holders_checkpoints{
         "/var/lib/kubelet/plugins/gcu.enflame.com/checkpoint.json",

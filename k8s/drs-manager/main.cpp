@@ -34,6 +34,11 @@ int main(int argc, char** argv) try {
                    "the manager's DRS instance ledger (instances being made, instances made)")
         ->envname("CHECKPOINT")
         ->capture_default_str();
+    app.add_option("--state-file", o.state_file,
+                   "where the layout and its state are written for the device plugin, which "
+                   "re-lists its DRS instances when a layout is done")
+        ->envname("STATE_FILE")
+        ->capture_default_str();
     app.add_option("--holders-checkpoint", o.holders_checkpoints,
                    "a plugin checkpoint naming the instances containers hold (the DRA plugin's "
                    "or HAMi mode's; repeat for each; a missing file holds nothing)")

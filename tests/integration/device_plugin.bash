@@ -54,6 +54,10 @@ health() { grep '"event":"list"' "$EV" | tail -1 | jq -r --arg id "$1" '.data.de
 is_health() { [ "$(health "$1")" = "$2" ]; }
 # listed ID: some ListAndWatch message listed device ID.
 listed() { jq -r 'select(.event == "list") | .data.devices[].ID' "$EV" | grep -qx -- "$1"; }
+# list_of RESOURCE: the IDs and health of RESOURCE's last ListAndWatch message.
+list_of() {
+  grep '"event":"list"' "$EV" | jq -c --arg r "$1" 'select(.resource == $r) | [.data.devices[] | [.ID, .health]]' | tail -1
+}
 # registered: plugin and fake kubelet up, the first list received.
 registered() { start_kubelet; start_plugin "$@"; wait_for at_least 1 list; }
 

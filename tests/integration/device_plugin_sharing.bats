@@ -74,11 +74,6 @@ teardown() { teardown_scratch; }
 
 # --- DRS instances ---
 
-# list_of RESOURCE: the IDs and health of RESOURCE's last ListAndWatch message.
-list_of() {
-  grep '"event":"list"' "$EV" | jq -c --arg r "$1" 'select(.resource == $r) | [.data.devices[] | [.ID, .health]]' | tail -1
-}
-
 @test "DRS: one resource per profile with its instances as DRS-<uuid>; split cards not advertised whole" {
   drs_host
   start_kubelet

@@ -6,6 +6,7 @@
 # after a create while $SCRATCH/slow names seconds); the tests read the real efsmi.
 
 load helpers
+load device_plugin
 bats_require_minimum_version 1.5.0
 
 MGR=$BUILD_DIR/k8s/drs-manager/enflame-drs-manager
@@ -19,6 +20,7 @@ setup() {
   API=$SCRATCH/api
   DRA_CP=$SCRATCH/dra-checkpoint.json
   LEDGER=$SCRATCH/ledger/ledger.json
+  STATE_FILE=$SCRATCH/ledger/state.json
   mkdir -p "$API"
 }
 teardown() { teardown_scratch; }
@@ -77,7 +79,7 @@ EOF
 # start_manager: the manager for node1; log in $SCRATCH/mgr.log, PID in $MPID.
 start_manager() {
   "$MGR" --node-name node1 --kubeconfig "$KC" --config "$SCRATCH/config.toml" \
-    --checkpoint "$LEDGER" --holders-checkpoint "$DRA_CP" --retry 1s >>"$SCRATCH/mgr.log" 2>&1 3>&- &
+    --checkpoint "$LEDGER" --state-file "$STATE_FILE" --holders-checkpoint "$DRA_CP" --retry 1s >>"$SCRATCH/mgr.log" 2>&1 3>&- &
   MPID=$!
   on_teardown "stop_pid $MPID"
   wait_for grep -q "watching node node1" "$SCRATCH/mgr.log"
@@ -184,6 +186,37 @@ settled() {
   wait_for state_is failed
   wait_for grep -q "label enflame.com/drs.config=no-such: no such layout" "$SCRATCH/mgr.log"
   [ "$(drs_list)" = "$before" ]
+}
+
+@test "the device plugin follows: all-1g.11gb -> it lists enflame.com/drs-1g.11gb with 16 instances and no whole card; the same label again -> no re-list; all-full -> 4 whole cards, the DRS resource gone" {
+  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
+  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+  up
+  KDIR=$SCRATCH/k
+  EV=$SCRATCH/events
+  mkdir "$KDIR"
+  start_kubelet
+  # the plugin starts before the manager's first write: the state file's folder does not exist yet
+  start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$SCRATCH/ledger/state.json"
+  wait_for at_least 1 list
+  [ "$(list_of enflame.com/gcu | jq length)" -eq 4 ]
+  label all-1g.11gb
+  wait_for state_is success
+  wait_for eval '[ "$(list_of enflame.com/drs-1g.11gb | jq length)" = 16 ]'
+  [ "$(list_of enflame.com/drs-1g.11gb | jq -r '.[][1]' | sort -u)" = Healthy ]
+  [ "$(list_of enflame.com/gcu)" = "[]" ]
+  [ -S "$KDIR/enflame-drs-1g.11gb.sock" ]
+  [ "$(grep -c "DRS layout 'all-1g.11gb' success" "$SCRATCH/dp.log")" -eq 1 ]
+  local calls
+  calls=$(efsmi_calls)
+  label all-1g.11gb
+  sleep 2
+  [ "$(grep -c "DRS layout 'all-1g.11gb' success" "$SCRATCH/dp.log")" -eq 1 ]
+  [ "$(efsmi_calls)" -eq "$calls" ]
+  label all-full
+  wait_for state_is success
+  wait_for eval '[ "$(list_of enflame.com/gcu | jq length)" = 4 ]'
+  wait_for test ! -e "$KDIR/enflame-drs-1g.11gb.sock"
 }
 
 @test "bad flags: one line naming the flag and the reason, exit 1" {
