@@ -23,6 +23,8 @@ BATS_TEST_DIRNAME=$(cd "$(dirname "$0")/../tests/integration" && pwd)
 skip() { echo "epp bench: skipped ($*)"; exit 0; }  # helpers.bash skip_or_fail calls it
 # shellcheck source=tests/integration/helpers.bash
 . "$BATS_TEST_DIRNAME/helpers.bash"
+# shellcheck source=tests/integration/epp.bash
+. "$BATS_TEST_DIRNAME/epp.bash"
 # shellcheck source=tests/integration/llama.bash
 . "$BATS_TEST_DIRNAME/llama.bash"
 # shellcheck source=bench/lib.sh

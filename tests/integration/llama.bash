@@ -43,56 +43,6 @@ llama_listening() {
   return 1
 }
 
-# --- enflame-epp and epp-gateway (k8s/tests/FAKES.md) in front of the servers ---
-EPP=${EPP:-$BUILD_DIR/k8s/epp/enflame-epp}
-EPP_GATEWAY=${EPP_GATEWAY:-$BUILD_DIR/k8s/tests/epp-gateway}
-
-# free_port: a loopback TCP port nobody listens on now (the kernel's pick, released again).
-free_port() {
-  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# epp_start ENDPOINTS [ARGS...]: enflame-epp routing to ENDPOINTS (host:port,...), plaintext,
-# with ARGS, on free loopback ports. Sets EPP_PID, EPP_GRPC (its ext_proc address), EPP_HEALTH
-# and EPP_METRICS (host:port each); logs to $SCRATCH/epp-N.log; stopped by PID in teardown.
-# Up once its gRPC health Check says SERVING (it has endpoints).
-epp_start() {
-  local endpoints=$1 grpc health metrics log
-  shift
-  grpc=$(free_port)
-  health=$(free_port)
-  metrics=$(free_port)
-  log=$SCRATCH/epp-$grpc.log
-  "$EPP" --endpoints "$endpoints" --secure-serving=false --grpc-port "$grpc" \
-    --grpc-health-port "$health" --metrics-port "$metrics" "$@" > "$log" 2>&1 3>&- &
-  EPP_PID=$!
-  on_teardown "stop_pid $EPP_PID"
-  EPP_GRPC=127.0.0.1:$grpc EPP_HEALTH=127.0.0.1:$health EPP_METRICS=127.0.0.1:$metrics
-  wait_for epp_serving "$log" || { tail -n 3 "$log" >&2; return 1; }
-}
-
-# epp_serving LOG: the EPP's health Check says SERVING (or it died: then wait_for ends early).
-epp_serving() {
-  "$EPP_GATEWAY" --health-check --epp "$EPP_HEALTH" --timeout 1000 > /dev/null 2>&1 && return 0
-  kill -0 "$EPP_PID" 2>/dev/null || { echo "enflame-epp exited" >&2; return 0; }
-  return 1
-}
-
-# gateway_start [ARGS...]: epp-gateway on a free loopback port asking the EPP at $EPP_GRPC,
-# with ARGS. Sets GATEWAY_PORT, GATEWAY_PID and GATEWAY_DIR (its log, and stats.json: decision
-# latency and statuses, written when it stops); stopped by PID in teardown.
-gateway_start() {
-  local dir
-  dir=$(mktemp -d "$SCRATCH/gateway.XXXXXX")
-  "$EPP_GATEWAY" --listen 127.0.0.1:0 --epp "$EPP_GRPC" --port-file "$dir/port" \
-    --stats "$dir/stats.json" "$@" > "$dir/log" 2>&1 3>&- &
-  GATEWAY_PID=$!
-  GATEWAY_DIR=$dir
-  on_teardown "stop_pid $GATEWAY_PID"
-  wait_for test -s "$dir/port" || { tail -n 3 "$dir/log" >&2; return 1; }
-  GATEWAY_PORT=$(cat "$dir/port")
-}
-
 # llama_busy PORT N: N streamed long generations (EOS ignored) sent straight to the server at
 # PORT, each started again when it ends, in the background until stopped by PID in teardown (or
 # by `stop_pid $LLAMA_BUSY_PID`): its connections close with it, and llama-server cancels a
