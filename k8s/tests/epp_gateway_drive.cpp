@@ -34,7 +34,8 @@ int one_request(const DriveConfig& config, extproc::ExternalProcessor::StubInter
                   {{"content-type", "application/json"},
                    {"content-length", std::to_string(config.body.size())}},
                   config.body,
-                  config.subset};
+                  config.subset,
+                  ""};
     Exchange exchange(stub, config.stream);
     const auto routing = exchange.route(r);
     if (routing.status != 0) {

@@ -65,6 +65,9 @@ struct HttpRequest {
     std::string body;
     /// The subset hint sent in the headers message's metadata; nullopt: none.
     std::optional<std::vector<std::string>> subset;
+    /// Not sent to the EPP: forward to this endpoint of its list instead of the first (and
+    /// report it served), as a gateway that retried down the list would; "": the first.
+    std::string use_endpoint;
 };
 
 /// The outcome of the request phase.

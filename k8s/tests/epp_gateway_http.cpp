@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstring>
@@ -192,6 +193,8 @@ std::string read_request(mg_connection* conn, const std::optional<std::vector<st
             r.authority = value;  // HTTP/1's Host is HTTP/2's :authority
         } else if (name == "x-test-subset") {
             r.subset = split_list(value);
+        } else if (name == "x-test-endpoint") {
+            r.use_endpoint = trimmed(value);
         } else if (!hop_by_hop(name)) {
             r.headers.emplace_back(name, value);
         }
@@ -289,8 +292,19 @@ int Gateway::serve(mg_connection* conn) {
         stats_.record(routing.status, std::nullopt);
         return routing.status;
     }
-    const auto first = split_list(routing.destination);
-    const std::string endpoint = first.empty() ? "" : first.front();
+    const auto list = split_list(routing.destination);
+    std::string endpoint = list.empty() ? "" : list.front();
+    if (!r.use_endpoint.empty()) {
+        if (std::find(list.begin(), list.end(), r.use_endpoint) == list.end()) {
+            const auto why = "x-test-endpoint " + r.use_endpoint + " is not in the EPP's list " +
+                             routing.destination;
+            spdlog::error("{}: 502 {}", line, why);
+            reply(conn, 502, why + "\n");
+            stats_.record(502, routing.decision);
+            return 502;
+        }
+        endpoint = r.use_endpoint;
+    }
     ClientSink sink(conn, routing.destination, endpoint);
     Upstream upstream(exchange, sink, endpoint);
     const auto failure = upstream.forward(routing.upstream, endpoint, config_.stream.timeout);
