@@ -17,6 +17,7 @@
 #include "inject/discover.hpp"
 #include "inject/fs.hpp"
 #include "inject/log.hpp"
+#include "k8s/file_watch.hpp"
 #include "k8s/sharing.hpp"
 
 namespace feature_discovery {
@@ -95,7 +96,7 @@ public:
     void reload();
     /// Removes the labels file (SIGTERM, or a failure before any good pass).
     void remove_file() const;
-    int loop(int sig_fd);
+    int loop(int sig_fd, k8s::FileWatch* drs_state);
 
 private:
     DaemonOptions o_;
@@ -118,7 +119,15 @@ inject::Result<void> Labeler::pass() {
                 fmt::join(m, ", "), m.front());
         models_ = std::move(m);
     }
-    const auto labels = make_labels(*host, setup_.sharing);
+    std::string layout;  // in force: the manager says success
+    if (!o_.drs_state_file.empty()) {
+        auto st = k8s::drs::read_layout_state(o_.drs_state_file);
+        if (!st)
+            inject::log::warn("no drs.config label: {}", st.error().what());
+        else if (*st && (*st)->state == "success")
+            layout = (*st)->layout;
+    }
+    const auto labels = make_labels(*host, setup_.sharing, layout);
     std::optional<SysClock::time_point> expiry;
     if (o_.timestamp)
         expiry = std::chrono::time_point_cast<std::chrono::seconds>(now) + 2 * o_.sleep_interval;
@@ -173,7 +182,7 @@ void Labeler::remove_file() const {
         spdlog::error("{}", inject::sys_error("removing " + o_.output).what());
 }
 
-int Labeler::loop(int sig_fd) {
+int Labeler::loop(int sig_fd, k8s::FileWatch* drs_state) {
     auto next = Clock::now();
     for (;;) {
         if (Clock::now() >= next) {
@@ -182,14 +191,20 @@ int Labeler::loop(int sig_fd) {
         }
         const auto wait =
             std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
-        pollfd fd{sig_fd, POLLIN, 0};
+        pollfd fds[2] = {{sig_fd, POLLIN, 0}, {drs_state ? drs_state->fd() : -1, POLLIN, 0}};
         const int n =
-            ::poll(&fd, 1, static_cast<int>(std::clamp<long long>(wait + 1, 0, 86400000)));
+            ::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait + 1, 0, 86400000)));
         if (n < 0 && errno != EINTR) {
             std::cerr << "error: " << inject::sys_error("poll").what() << "\n";
             return 1;
         }
         if (n <= 0) continue;
+        if (fds[1].revents & POLLIN) {
+            auto changed = drs_state->changed();
+            if (!changed) spdlog::error("DRS layouts: {}", changed.error().what());
+            if (changed && *changed) next = Clock::now();  // the layout label and counts now
+        }
+        if (!(fds[0].revents & POLLIN)) continue;
         signalfd_siginfo si{};
         if (::read(sig_fd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) continue;
         if (si.ssi_signo == SIGHUP) {
@@ -227,8 +242,14 @@ int run(const DaemonOptions& o) {
     inject::fs::UniqueFd sig_fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sig_fd.valid()) return fail_with(inject::sys_error("signalfd"));
     inject::log::info("labelling every {} ms into {}", o.sleep_interval.count(), o.output);
+    std::optional<k8s::FileWatch> drs_state;
+    if (!o.drs_state_file.empty()) {
+        auto w = k8s::FileWatch::create(o.drs_state_file);
+        if (!w) return fail_with(w.error().context("--drs-state-file"));
+        drs_state = std::move(*w);
+    }
     Labeler l(o, std::move(*setup));
-    return l.loop(sig_fd.get());
+    return l.loop(sig_fd.get(), drs_state ? &*drs_state : nullptr);
 }
 
 }  // namespace feature_discovery

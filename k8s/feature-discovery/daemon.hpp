@@ -4,11 +4,14 @@
 // The labeler's life: load the toolkit config (and the device plugin's sharing config), then a
 // pass every sleep interval: discovery, the labels, the features.d file written atomically
 // through a dot-file. A failed pass keeps the last good file (it expires on its own) and logs
-// one line; before any good pass there is no file. SIGHUP re-reads the configs and runs a pass;
-// SIGTERM/SIGINT remove the file and stop.
+// one line; before any good pass there is no file. SIGHUP re-reads the configs and runs a pass, and
+// so does enflame-drs-manager reporting a layout done (its state file, watched); SIGTERM/SIGINT
+// remove the file and stop.
 
 #include <chrono>
 #include <string>
+
+#include "k8s/drs_layout_state.hpp"
 
 namespace feature_discovery {
 
@@ -17,6 +20,9 @@ struct DaemonOptions {
     bool config_path_given = false;  ///< a missing explicit file is an error
     std::string plugin_config;       ///< the device plugin's config (sharing.hpp); empty = none
     std::string resource_name = "enflame.com/gcu";  ///< the device plugin's --resource-name
+    /// enflame-drs-manager's state file: the layout in force labelled, a pass when it changes.
+    /// Empty: neither.
+    std::string drs_state_file = k8s::drs::kLayoutStatePath;
     /// The labels file ("-" = stdout).
     std::string output = "/etc/kubernetes/node-feature-discovery/features.d/enflame";
     bool oneshot = false;

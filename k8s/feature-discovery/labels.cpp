@@ -73,7 +73,8 @@ std::vector<std::string> models(const inject::device::Host& host) {
     return out;
 }
 
-Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing) {
+Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing,
+                   std::string_view drs_layout) {
     Labels out;
     const bool any = !host.devices.empty();
     add(out, "present", any ? "true" : "false");
@@ -93,6 +94,19 @@ Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing)
     add(out, "driver-version.revision", driver.revision);
     add(out, "drs.capable", host.drs_profiles.empty() ? "false" : "true");
     add(out, "drs.profiles", profile_list(host.drs_profiles));
+    add(out, "drs.config", drs_layout);
+    // Instances per listed profile, 0 included, as NVIDIA's GFD counts MIG devices per profile
+    // (a nodeAffinity Gt selects a node with enough slices).
+    for (const auto& p : host.drs_profiles) {
+        const auto name = sanitise(p.name);
+        if (name.empty() || name != p.name) continue;  // not a label name part as it is
+        std::size_t n = 0;
+        for (const auto& d : host.devices)
+            n += static_cast<std::size_t>(std::count_if(
+                d.drs_instances.begin(), d.drs_instances.end(),
+                [&](const inject::device::DrsInstance& i) { return i.profile == p.name; }));
+        add(out, "drs." + name + ".count", std::to_string(n));
+    }
     if (!sharing.strategy.empty()) {
         add(out, "sharing-strategy", sharing.strategy);
         add(out, "replicas", std::to_string(sharing.replicas));

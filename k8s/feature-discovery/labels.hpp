@@ -48,10 +48,13 @@ struct DriverVersion {
 };
 [[nodiscard]] DriverVersion split_driver_version(std::string_view version);
 
-/// The labels for a host. With no cards: present=false and count=0 only. With cards of several
-/// models, model, memory, family and arch describe the first card (lowest index), as NVIDIA's
-/// GFD labels the first GPU; count counts them all. Values that sanitise to "" are left out.
-[[nodiscard]] Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing);
+/// The labels for a host. `drs_layout`: the DRS layout enflame-drs-manager reports in force
+/// (its state file says success), "" for none: drs.config is then left out. With no cards:
+/// present=false and count=0 only. With cards of several models, model, memory, family and arch
+/// describe the first card (lowest index), as NVIDIA's GFD labels the first GPU; count counts them
+/// all. Values that sanitise to "" are left out.
+[[nodiscard]] Labels make_labels(const inject::device::Host& host, const SharingInfo& sharing,
+                                 std::string_view drs_layout = {});
 
 /// The distinct products of a host's cards, in index order ("S60", "T10").
 [[nodiscard]] std::vector<std::string> models(const inject::device::Host& host);

@@ -43,6 +43,11 @@ int main(int argc, char** argv) try {
                    "the device plugin's resource name (as in --plugin-config)")
         ->envname("RESOURCE_NAME")
         ->capture_default_str();
+    app.add_option("--drs-state-file", o.drs_state_file,
+                   "enflame-drs-manager's state file: the layout in force labelled drs.config, "
+                   "and a pass as soon as a layout is done; empty: neither")
+        ->envname("DRS_STATE_FILE")
+        ->capture_default_str();
     k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-feature-discovery", log_level))
         return *code;

@@ -83,7 +83,9 @@ TEST(MakeLabels, FourS60WithDrsAndSharing) {
     h.drs_profiles = {{"1g.11gb", 0, 4, 10744 * kMiB},
                       {"2g.22gb", 1, 2, 21488 * kMiB},
                       {"4g.44gb", 2, 1, 42976 * kMiB}};
-    const auto labels = feature_discovery::make_labels(h, {"time-slicing", 4});
+    h.devices[0].drs_instances = {{0, 0, "1g.11gb"}, {0, 1, "1g.11gb"}, {0, 2, "2g.22gb"}};
+    h.devices[1].drs_instances = {{1, 0, "1g.11gb"}};
+    const auto labels = feature_discovery::make_labels(h, {"time-slicing", 4}, "mixed");
     const feature_discovery::Labels want{
         {"enflame.com/gpu.present", "true"},
         {"enflame.com/gpu.count", "4"},
@@ -97,6 +99,10 @@ TEST(MakeLabels, FourS60WithDrsAndSharing) {
         {"enflame.com/gpu.driver-version.revision", "3.4"},
         {"enflame.com/gpu.drs.capable", "true"},
         {"enflame.com/gpu.drs.profiles", "1g.11gb-2g.22gb-4g.44gb"},
+        {"enflame.com/gpu.drs.config", "mixed"},
+        {"enflame.com/gpu.drs.1g.11gb.count", "3"},
+        {"enflame.com/gpu.drs.2g.22gb.count", "1"},
+        {"enflame.com/gpu.drs.4g.44gb.count", "0"},
         {"enflame.com/gpu.sharing-strategy", "time-slicing"},
         {"enflame.com/gpu.replicas", "4"},
         {"enflame.com/gpu.numa-nodes", "2"},

@@ -219,6 +219,26 @@ settled() {
   wait_for test ! -e "$KDIR/enflame-drs-1g.11gb.sock"
 }
 
+@test "feature discovery labels the layout in force and the slice counts: drs.config=all-1g.11gb and drs.1g.11gb.count=16 as soon as the layout is done (not at its hourly pass); a layout being applied is not labelled" {
+  local fd=$BUILD_DIR/k8s/feature-discovery/enflame-feature-discovery
+  [ -x "$fd" ] || skip_or_fail "no $fd (build enflame-feature-discovery)"
+  up
+  mkdir "$SCRATCH/features.d"
+  local out=$SCRATCH/features.d/enflame
+  "$fd" --config "$SCRATCH/config.toml" --output "$out" --sleep-interval 1h \
+    --drs-state-file "$STATE_FILE" >>"$SCRATCH/fd.log" 2>&1 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for grep -q "^enflame.com/gpu.drs.1g.11gb.count=0$" "$out"
+  run ! grep -q "drs.config=" "$out"
+  label all-1g.11gb
+  wait_for grep -q "^enflame.com/gpu.drs.config=all-1g.11gb$" "$out"
+  grep -qx "enflame.com/gpu.drs.1g.11gb.count=16" "$out"
+  grep -qx "enflame.com/gpu.drs.2g.22gb.count=0" "$out"
+  # the manager mid-change: no layout is in force
+  echo '{"layout": "all-full", "state": "applying"}' > "$STATE_FILE"
+  wait_for eval '! grep -q "drs.config=" "$out"'
+}
+
 @test "bad flags: one line naming the flag and the reason, exit 1" {
   run "$MGR" --node-name n --layouts-configmap nonamespace --kubeconfig /dev/null
   [ "$status" -eq 1 ]
