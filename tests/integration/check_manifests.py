@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """check_manifests.py RENDERED.yaml IMAGES.txt [--deviceclass-version V] [--deviceclasses FILE] [--add-on]
+                     [--namespace NS]
 
 Checks every object `kubectl kustomize` rendered: its kind is served by the apiVersion it
 names, it has the fields that kind requires, and what it references exists: ServiceAccounts,
@@ -10,14 +11,18 @@ never uses, that RBAC grants no verb the daemons do not call, and that the Resou
 writes are held to the writer's own node by a ValidatingAdmissionPolicy. Prints one line per
 problem; exit 1 if any.
 --add-on: a folder applied beside deployments/ (npd/), so without the Namespace object; its
-images may also be upstream ones pinned to a release (UPSTREAM_REGISTRIES)."""
+images may also be upstream ones pinned to a release (UPSTREAM_REGISTRIES).
+--namespace NS: namespaced objects may also be in NS (inference/: the EPP in its pool's
+namespace), and so may the ServiceAccounts bindings name."""
 import sys
 import yaml
 
-NAMESPACED = {"ServiceAccount", "ConfigMap", "Service", "DaemonSet", "Role", "RoleBinding"}
+NAMESPACED = {"ServiceAccount", "ConfigMap", "Service", "DaemonSet", "Deployment", "Role",
+              "RoleBinding"}
 KINDS = {
     ("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("v1", "Service"),
-    ("apps/v1", "DaemonSet"), ("node.k8s.io/v1", "RuntimeClass"),
+    ("apps/v1", "DaemonSet"), ("apps/v1", "Deployment"), ("node.k8s.io/v1", "RuntimeClass"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
@@ -30,7 +35,8 @@ GPU_LABEL = ("enflame.com/gpu.present", "true")
 # the labeler sets GPU_LABEL, so it must run without it (bootstrap)
 BOOTSTRAP = {"enflame-feature-discovery"}
 # daemons whose readiness is probed (the installer: toolkit status; the exporter: /healthz)
-PROBED = {"enflame-toolkit-installer", "enflame-gcu-exporter"}
+# (the EPP, a Deployment off the GPU nodes, is held to check_hardened)
+PROBED = {"enflame-toolkit-installer", "enflame-gcu-exporter", "enflame-epp"}
 
 # roles the API server creates itself (bootstrap policy)
 BUILTIN_ROLES = {"system:node-problem-detector"}
@@ -69,14 +75,16 @@ DRIVER = "gcu.enflame.com"
 # updates and deletes them; it GETs its Node for the slices' owner; the device plugin in HAMi
 # mode, overlays/hami, lists its node's pods and patches HAMi's annotations on them, annotates
 # its Node and sets its capacity, and posts an event when an allocation fails; the DRS manager
-# watches its Node and patches its state label, watches the layouts ConfigMap, posts events).
+# watches its Node and patches its state label, watches the layouts ConfigMap, posts events;
+# the EPP lists and watches its InferencePool, the pods of its namespace and the exporters').
 # No wildcard.
 VERBS = {
     ("resource.k8s.io", "resourceclaims"): {"get"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("", "nodes/status"): {"patch"},
-    ("", "pods"): {"list", "patch"},
+    ("", "pods"): {"list", "watch", "patch"},
+    ("inference.networking.k8s.io", "inferencepools"): {"list", "watch"},
     ("", "configmaps"): {"get", "list", "watch"},
     ("", "events"): {"create"},
 }
@@ -106,13 +114,36 @@ def need(obj, path):
     return cur
 
 
+def workloads(by_kind):
+    return by_kind.get("DaemonSet", []) + by_kind.get("Deployment", [])
+
+
+def check_hardened(o):
+    """a Deployment's pod: non-root, read-only root, no capability, RuntimeDefault seccomp."""
+    pod = pod_of(o)
+    psc = pod.get("securityContext") or {}
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        sc = c.get("securityContext") or {}
+        if not (sc.get("runAsNonRoot") or psc.get("runAsNonRoot")):
+            bad(o, f"container {c['name']}: not runAsNonRoot")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            bad(o, f"container {c['name']}: root filesystem not read-only")
+        if (sc.get("capabilities") or {}).get("drop") != ["ALL"]:
+            bad(o, f"container {c['name']}: capabilities not dropped (drop: [ALL])")
+        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp != "RuntimeDefault":
+            bad(o, f"container {c['name']}: seccompProfile {seccomp}, want RuntimeDefault")
+    if any("hostPath" in v for v in pod.get("volumes", [])) or pod.get("hostNetwork"):
+        bad(o, "a Deployment with host access")
+
+
 def pod_of(ds):
     return ds.get("spec", {}).get("template", {}).get("spec", {}) or {}
 
 
 def check_privilege(by_kind):
     """privileged, host root and host path scope, per daemon."""
-    for o in by_kind.get("DaemonSet", []):
+    for o in workloads(by_kind):
         name, pod = o["metadata"]["name"], pod_of(o)
         host = {v["name"]: v["hostPath"]["path"].rstrip("/") or "/"
                 for v in pod.get("volumes", []) if "hostPath" in v}
@@ -152,7 +183,7 @@ def bound_accounts(by_kind):
 def check_rbac(by_kind):
     """token automount, RBAC breadth, the node-scoped admission policy."""
     bound = bound_accounts(by_kind)
-    for o in by_kind.get("DaemonSet", []):
+    for o in workloads(by_kind):
         pod = pod_of(o)
         sa = pod.get("serviceAccountName") or "default"
         automount = pod.get("automountServiceAccountToken")
@@ -221,6 +252,9 @@ def main():
         dc_version = args[args.index("--deviceclass-version") + 1]
     if "--deviceclasses" in args:
         dc_file = args[args.index("--deviceclasses") + 1]
+    namespaces = {NS}
+    if "--namespace" in args:
+        namespaces.add(args[args.index("--namespace") + 1])
     images = set(open(images_file).read().split())
     objs = [o for o in yaml.safe_load_all(open(rendered)) if o]
     by_kind = {}
@@ -235,8 +269,8 @@ def main():
             continue
         need(o, "metadata.name")
         ns = o["metadata"].get("namespace")
-        if o["kind"] in NAMESPACED and ns != NS:
-            bad(o, f"namespace {ns!r}, want {NS}")
+        if o["kind"] in NAMESPACED and ns not in namespaces:
+            bad(o, f"namespace {ns!r}, want {' or '.join(sorted(namespaces))}")
         if o["kind"] not in NAMESPACED and ns is not None:
             bad(o, "cluster-scoped object with a namespace")
 
@@ -247,7 +281,7 @@ def main():
         if o.get("handler") != "enflame" or o["metadata"]["name"] != "enflame":
             bad(o, "want name and handler 'enflame'")
 
-    for o in by_kind.get("DaemonSet", []):
+    for o in workloads(by_kind):
         name = o["metadata"]["name"]
         sel = need(o, "spec.selector.matchLabels") or {}
         pod = need(o, "spec.template.spec") or {}
@@ -257,16 +291,19 @@ def main():
         sa = pod.get("serviceAccountName")
         if sa and sa not in names.get("ServiceAccount", set()):
             bad(o, f"serviceAccountName {sa}: no such ServiceAccount")
-        nsel = pod.get("nodeSelector", {})
-        if name in BOOTSTRAP:
-            if GPU_LABEL[0] in nsel:
-                bad(o, f"selects {GPU_LABEL[0]}, which it sets itself")
-        elif nsel.get(GPU_LABEL[0]) != GPU_LABEL[1]:
-            bad(o, f"nodeSelector {nsel}: want {GPU_LABEL[0]}={GPU_LABEL[1]}")
-        if not any(t.get("key") == "enflame.com/gcu" for t in pod.get("tolerations", [])):
-            bad(o, "no toleration for the enflame.com/gcu taint")
-        if not pod.get("priorityClassName"):
-            bad(o, "no priorityClassName")
+        if o["kind"] == "Deployment":
+            check_hardened(o)
+        else:  # a node daemon: on the GPU nodes, through their taint, with a priority
+            nsel = pod.get("nodeSelector", {})
+            if name in BOOTSTRAP:
+                if GPU_LABEL[0] in nsel:
+                    bad(o, f"selects {GPU_LABEL[0]}, which it sets itself")
+            elif nsel.get(GPU_LABEL[0]) != GPU_LABEL[1]:
+                bad(o, f"nodeSelector {nsel}: want {GPU_LABEL[0]}={GPU_LABEL[1]}")
+            if not any(t.get("key") == "enflame.com/gcu" for t in pod.get("tolerations", [])):
+                bad(o, "no toleration for the enflame.com/gcu taint")
+            if not pod.get("priorityClassName"):
+                bad(o, "no priorityClassName")
         for v in pod.get("volumes", []):
             cm = v.get("configMap")
             if cm and not cm.get("optional") and cm.get("name") not in configmaps:
@@ -291,8 +328,8 @@ def main():
         sel = need(o, "spec.selector") or {}
         need(o, "spec.ports")
         if not any(all(d["spec"]["template"]["metadata"]["labels"].get(k) == v for k, v in sel.items())
-                   for d in by_kind.get("DaemonSet", [])):
-            bad(o, f"selector {sel} matches no DaemonSet")
+                   for d in workloads(by_kind)):
+            bad(o, f"selector {sel} matches no DaemonSet or Deployment")
 
     for o in by_kind.get("ClusterRoleBinding", []) + by_kind.get("RoleBinding", []):
         ref = need(o, "roleRef") or {}
@@ -300,11 +337,21 @@ def main():
             bad(o, f"roleRef {ref.get('kind')}/{ref.get('name')}: no such object")
         for s in need(o, "subjects") or []:
             if s.get("kind") == "ServiceAccount" and (
-                    s.get("name") not in names.get("ServiceAccount", set()) or s.get("namespace") != NS):
+                    s.get("name") not in names.get("ServiceAccount", set()) or s.get("namespace") not in namespaces):
                 bad(o, f"subject ServiceAccount {s.get('namespace')}/{s.get('name')}: no such account")
 
     for o in by_kind.get("ClusterRole", []) + by_kind.get("Role", []):
         need(o, "rules")
+
+    for o in by_kind.get("CustomResourceDefinition", []):
+        group, plural = need(o, "spec.group"), need(o, "spec.names.plural")
+        if o["metadata"]["name"] != f"{plural}.{group}":
+            bad(o, f"name must be {plural}.{group}")
+        if [v.get("storage") for v in need(o, "spec.versions") or []].count(True) != 1:
+            bad(o, "want exactly one storage version")
+        if group and (group == "k8s.io" or group.endswith(".k8s.io")) and \
+                not o["metadata"].get("annotations", {}).get("api-approved.kubernetes.io"):
+            bad(o, "a *.k8s.io group without the api-approved.kubernetes.io annotation")
 
     check_privilege(by_kind)
     check_rbac(by_kind)

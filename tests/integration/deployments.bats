@@ -378,3 +378,101 @@ yaml.safe_dump_all(objs, open(sys.argv[2], "w"))' "$SCRATCH/r.yaml" "$SCRATCH/dr
   [ "$status" -eq 1 ]
   [[ $output == *"ClusterRole/enflame-drs-manager: lets enflame-drs-manager write nodes of every node"* ]]
 }
+
+@test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool validates against the CRD; not in deployments/" {
+  render inference --add-on --namespace default
+  [ "$(objects | tr '\n' ' ')" = "ConfigMap/enflame-epp CustomResourceDefinition/inferencepools.inference.networking.k8s.io Deployment/enflame-epp Role/enflame-epp Role/enflame-epp-gcu-exporters RoleBinding/enflame-epp RoleBinding/enflame-epp-gcu-exporters Service/enflame-epp ServiceAccount/enflame-epp " ]
+  python3 - "$SCRATCH/r.yaml" "$TOP/deployments/inference/examples/inferencepool.yaml" "$TOP/examples/epp/epp-config.yaml" <<'PY'
+import sys, jsonschema, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["name"] == n)
+rules = lambda o: sorted((r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in o["rules"])
+epp = get("Role", "enflame-epp")
+assert epp["metadata"]["namespace"] == "default"
+assert rules(epp) == [("", "pods", ("list", "watch")), ("inference.networking.k8s.io", "inferencepools", ("list", "watch"))], rules(epp)
+exp = get("Role", "enflame-epp-gcu-exporters")
+assert exp["metadata"]["namespace"] == "enflame-system"
+assert rules(exp) == [("", "pods", ("list", "watch"))], rules(exp)
+for b in ("enflame-epp", "enflame-epp-gcu-exporters"):
+    assert get("RoleBinding", b)["subjects"] == [{"kind": "ServiceAccount", "name": "enflame-epp", "namespace": "default"}]
+dep = get("Deployment", "enflame-epp")
+pod = dep["spec"]["template"]["spec"]
+c = pod["containers"][0]
+assert c["command"] == ["/usr/bin/enflame-epp"], c["command"]
+args = dict(a.split("=", 1) for a in c["args"])
+assert args["--pool-namespace"] == "$(POD_NAMESPACE)", args
+env = {e["name"]: e for e in c["env"]}
+assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+assert ports == {"grpc": 9002, "grpc-health": 9003, "metrics": 9090}, ports
+assert c["livenessProbe"]["grpc"] == {"port": 9003, "service": "liveness"}, c["livenessProbe"]
+assert c["readinessProbe"]["grpc"] == {"port": 9003, "service": "readiness"}, c["readinessProbe"]
+# the config file is the ConfigMap's key, mounted; its text is the example's (the default)
+mount = next(m for m in c["volumeMounts"] if args["--config-file"].startswith(m["mountPath"] + "/"))
+vol = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+data = get("ConfigMap", vol["configMap"]["name"])["data"]
+assert data[args["--config-file"][len(mount["mountPath"]) + 1:]] == open(sys.argv[3]).read()
+svc = get("Service", "enflame-epp")
+assert sorted((p["port"], p["targetPort"]) for p in svc["spec"]["ports"]) == [(9002, "grpc"), (9090, "metrics")]
+# the example pool: the pool the Deployment follows, its picker the Service's grpc port, and
+# valid against the CRD's schema; broken copies are not
+pool = yaml.safe_load(open(sys.argv[2]))
+assert pool["metadata"]["name"] == args["--pool-name"]
+ref = pool["spec"]["endpointPickerRef"]
+assert ref["name"] == svc["metadata"]["name"] and ref["port"]["number"] == 9002
+crd = get("CustomResourceDefinition", "inferencepools.inference.networking.k8s.io")
+schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+jsonschema.validate(pool, schema)
+bad = {
+    "nine ports": lambda p: p["spec"].__setitem__("targetPorts", [{"number": 8000 + i} for i in range(9)]),
+    "port 0": lambda p: p["spec"]["targetPorts"][0].__setitem__("number", 0),
+    "no selector": lambda p: p["spec"].pop("selector"),
+    "grpc protocol": lambda p: p["spec"].__setitem__("appProtocol", "grpc"),
+    "failure mode": lambda p: p["spec"]["endpointPickerRef"].__setitem__("failureMode", "Retry"),
+}
+for what, f in bad.items():
+    q = yaml.safe_load(open(sys.argv[2]))
+    f(q)
+    try:
+        jsonschema.validate(q, schema)
+    except jsonschema.ValidationError:
+        continue
+    raise SystemExit(f"the CRD's schema accepts a pool with {what}")
+PY
+  # the pool's namespace is the kustomization's one line; the exporters' Role stays put
+  sed -i 's/^      namespace: default$/      namespace: serving/' "$SCRATCH/deployments/inference/kustomization.yaml"
+  render inference --add-on --namespace serving
+  python3 -c 'import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and "namespace" in o["metadata"]]
+got = sorted((o["kind"], o["metadata"]["namespace"]) for o in objs)
+assert got == sorted([(k, "serving") for k in ("ConfigMap", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount")] + [("Role", "enflame-system"), ("RoleBinding", "enflame-system")]), got
+subjects = {s["namespace"] for o in objs if o["kind"] == "RoleBinding" for s in o["subjects"]}
+assert subjects == {"serving"}, subjects' "$SCRATCH/r.yaml"
+  # what check_manifests.py refuses in the EPP's manifests
+  mutate() {
+    python3 - "$SCRATCH/r.yaml" "$SCRATCH/m-$1.yaml" "$2" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+dep = next(o for o in objs if o["kind"] == "Deployment")
+c = dep["spec"]["template"]["spec"]["containers"][0]
+role = next(o for o in objs if o["kind"] == "Role" and o["metadata"]["name"] == "enflame-epp")
+exec(sys.argv[3])
+yaml.safe_dump_all(objs, open(sys.argv[2], "w"))
+PY
+    run python3 "$BATS_TEST_DIRNAME/check_manifests.py" "$SCRATCH/m-$1.yaml" "$SCRATCH/images.txt" --add-on --namespace serving
+    echo "$1: $output"
+    [ "$status" -eq 1 ]
+    [[ $output == *"$3"* ]]
+  }
+  mutate rw-root 'del c["securityContext"]["readOnlyRootFilesystem"]' "Deployment/enflame-epp: container enflame-epp: root filesystem not read-only"
+  mutate root 'del dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"]' "Deployment/enflame-epp: container enflame-epp: not runAsNonRoot"
+  mutate caps 'del c["securityContext"]["capabilities"]' "Deployment/enflame-epp: container enflame-epp: capabilities not dropped"
+  mutate seccomp 'del dep["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]' "Deployment/enflame-epp: container enflame-epp: seccompProfile None, want RuntimeDefault"
+  mutate pool-get 'role["rules"][0]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferencepools, which no daemon calls"
+  mutate secrets 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})' "Role/enflame-epp: grants secrets (core), which no daemon uses"
+  mutate no-probe 'del c["readinessProbe"]' "Deployment/enflame-epp: container enflame-epp: no readinessProbe"
+  # the GPU stack's render (and the operator's, which must equal it) leaves the EPP out
+  render .
+  run objects
+  refute_grep -F "enflame-epp"
+}
