@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Scheduler as the ext_proc stream uses it, scraping fake model servers on real loopback
+// sockets: subset hints, prefix-aware picking, the picker override, P/D, admission, metrics.
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "epp/scheduling/scheduler.hpp"
+#include "epp_sched_fake_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using epp_test::FakeServer;
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::string t = (std::filesystem::temp_directory_path() / "epp-sched-XXXXXX").string();
+        path = mkdtemp(t.data());
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+    std::string write(const std::string& name, const std::string& text) const {
+        std::ofstream(path / name) << text;
+        return (path / name).string();
+    }
+};
+
+// n idle vLLM servers and a scheduler scraping them every 20 ms.
+struct Pool {
+    std::vector<std::unique_ptr<FakeServer>> servers;
+    prometheus::Registry registry;
+    std::unique_ptr<epp::Scheduler> sched;
+
+    explicit Pool(size_t n, epp::SchedulingOptions o = {},
+                  std::vector<std::map<std::string, std::string>> labels = {}) {
+        o.refresh = 20ms;
+        std::vector<epp::Target> targets;
+        for (size_t i = 0; i < n; ++i) {
+            servers.push_back(std::make_unique<FakeServer>());
+            servers[i]->set("/metrics", epp_test::vllm_metrics(0, 0.1));
+            epp::Target t;
+            t.address = servers[i]->address();
+            t.metrics_url = servers[i]->url("/metrics");
+            if (i < labels.size()) t.labels = labels[i];
+            targets.push_back(t);
+        }
+        sched = std::make_unique<epp::Scheduler>(o, registry);
+        sched->set_targets(targets);
+        sched->start();
+    }
+    ~Pool() {
+        sched->stop();
+        epp_test::stop_all(servers);
+    }
+    [[nodiscard]] std::string metrics_text() const {
+        return prometheus::TextSerializer().Serialize(registry.Collect());
+    }
+};
+
+epp::Request chat(const std::string& id, const std::string& conversation, int turns) {
+    epp::Request r;
+    r.id = id;
+    r.model = "tiny";
+    nlohmann::json messages = nlohmann::json::array();
+    messages.push_back({{"role", "system"}, {"content", "You answer about " + conversation}});
+    for (int i = 0; i < turns; ++i) {
+        messages.push_back(
+            {{"role", "user"},
+             {"content", conversation + " question " + std::to_string(i) + std::string(80, 'q')}});
+        messages.push_back({{"role", "assistant"}, {"content", std::string(90, 'a')}});
+    }
+    r.body = {{"model", "tiny"}, {"messages", messages}};
+    return r;
+}
+
+epp::Decision route(epp::Scheduler& s, const epp::Request& r) {
+    auto d = s.decide(r);
+    if (d.status == 200) s.served(r, d.endpoints.front());
+    s.finished(r);
+    return d;
+}
+
+TEST(Scheduler, NoEndpointIs503AndNotReady) {
+    prometheus::Registry reg;
+    epp::Scheduler s({}, reg);
+    EXPECT_FALSE(s.ready());
+    auto d = s.decide(chat("1", "x", 1));
+    EXPECT_EQ(d.status, 503);
+    EXPECT_EQ(d.message, "no ready endpoint");
+    s.finished(chat("1", "x", 1));
+}
+
+TEST(Scheduler, SubsetHintLimitsTheCandidates) {
+    Pool p(3);
+    ASSERT_TRUE(p.sched->ready());
+    const std::string b = p.servers[1]->address();
+    for (int i = 0; i < 10; ++i) {
+        auto r = chat(std::to_string(i), "subset" + std::to_string(i), 1);
+        r.subset = std::vector<std::string>{b};
+        auto d = route(*p.sched, r);
+        ASSERT_EQ(d.status, 200) << d.message;
+        EXPECT_EQ(d.endpoints, std::vector<std::string>{b});
+    }
+    auto r = chat("ip", "x", 1);
+    r.subset = std::vector<std::string>{"127.0.0.1"};  // an IP matches every port on it
+    EXPECT_EQ(route(*p.sched, r).endpoints.size(), 3u);
+    r.subset = std::vector<std::string>{};
+    EXPECT_EQ(route(*p.sched, r).status, 503);
+    r.subset = std::vector<std::string>{"10.9.9.9:8000"};
+    auto d = route(*p.sched, r);
+    EXPECT_EQ(d.status, 503);
+    EXPECT_EQ(d.message, "no endpoint of the subset hint is known");
+}
+
+TEST(Scheduler, EachConversationStaysOnOneServer) {
+    Pool p(4);
+    std::map<std::string, int> used;
+    for (int c = 0; c < 6; ++c) {
+        const std::string conv = "conversation " + std::to_string(c);
+        std::string first;
+        for (int turn = 1; turn <= 5; ++turn) {
+            auto d = route(*p.sched, chat(conv + "/" + std::to_string(turn), conv, turn));
+            ASSERT_EQ(d.status, 200) << d.message;
+            ASSERT_EQ(d.endpoints.size(), 3u);  // the primary and two fallbacks
+            if (turn == 1) first = d.endpoints.front();
+            EXPECT_EQ(d.endpoints.front(), first) << conv << " turn " << turn;
+        }
+        ++used[first];
+    }
+    EXPECT_GT(used.size(), 1u);  // new conversations are not all sent to one server
+    EXPECT_NE(p.metrics_text().find("enflame_epp_picks_total{endpoint=\"127.0.0.1:"),
+              std::string::npos);
+}
+
+TEST(Scheduler, PickerFlagOverridesTheConfig) {
+    epp::SchedulingOptions o;
+    o.picker = "round-robin-picker";
+    Pool p(3, o);
+    std::vector<std::string> sorted;
+    for (const auto& s : p.servers) sorted.push_back(s->address());
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::string> got;
+    for (int i = 0; i < 6; ++i)
+        got.push_back(route(*p.sched, chat(std::to_string(i), "same", 3)).endpoints.front());
+    // The same conversation every time, yet it goes round: the picker ignores the prefix.
+    auto at = std::find(sorted.begin(), sorted.end(), got[0]) - sorted.begin();
+    for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], sorted[(static_cast<size_t>(at) + i) % 3]) << i;
+}
+
+TEST(Scheduler, PrefillDecodeHeaderForLongUncachedPrompts) {
+    TempDir dir;
+    epp::SchedulingOptions o;
+    o.config_file = std::string(K8S_TESTS_DIR) + "/../../examples/epp/pd-config.yaml";
+    Pool p(2, o, {{}, {{"llm-d.ai/role", "prefill"}}});
+    const std::string decode = p.servers[0]->address(), prefill = p.servers[1]->address();
+    auto r = chat("long", "pd", 2);  // about 500 characters: over 16 uncached tokens
+    auto d = route(*p.sched, r);
+    ASSERT_EQ(d.status, 200) << d.message;
+    EXPECT_EQ(d.endpoints.front(), decode);
+    EXPECT_EQ(
+        d.headers,
+        (std::vector<std::pair<std::string, std::string>>{{"x-prefiller-host-port", prefill}}));
+    // The same prompt again is cached on the decode server: no remote prefill.
+    r.id = "again";
+    d = route(*p.sched, r);
+    EXPECT_EQ(d.endpoints.front(), decode);
+    EXPECT_TRUE(d.headers.empty());
+    // A prompt shorter than one block is never disaggregated.
+    epp::Request s;
+    s.id = "short";
+    s.model = "tiny";
+    s.body = {{"model", "tiny"}, {"prompt", "hi"}};
+    d = route(*p.sched, s);
+    EXPECT_EQ(d.endpoints.front(), decode);
+    EXPECT_TRUE(d.headers.empty());
+}
+
+TEST(Scheduler, SaturatedPoolShedsSheddableAndQueuesTheRest) {
+    TempDir dir;
+    epp::SchedulingOptions o;
+    o.config_file = dir.write("c.yaml",
+                              "objectives: [{name: batch, priority: -1}]\n"
+                              "flowControl: {defaultRequestTTL: 400ms}\n");
+    Pool p(2, o);
+    for (auto& s : p.servers) s->set("/metrics", epp_test::vllm_metrics(10, 0.5));
+    std::this_thread::sleep_for(100ms);  // a few scrapes: saturation (10/5 + 10/5) / 2 = 2
+    auto batch = chat("b", "x", 1);
+    batch.objective = "batch";
+    auto t0 = std::chrono::steady_clock::now();
+    auto d = route(*p.sched, batch);
+    EXPECT_EQ(d.status, 429);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);  // at once
+    d = route(*p.sched, chat("late", "x", 1));
+    EXPECT_EQ(d.status, 503);
+    EXPECT_EQ(d.message, "waited 400ms in the request queue for a free endpoint");
+    // A waiting request goes once the servers' queues drain.
+    epp::Decision waited;
+    std::thread t([&] { waited = route(*p.sched, chat("w", "x", 1)); });
+    std::this_thread::sleep_for(100ms);
+    for (auto& s : p.servers) s->set("/metrics", epp_test::vllm_metrics(0, 0.1));
+    t.join();
+    EXPECT_EQ(waited.status, 200) << waited.message;
+    const auto text = p.metrics_text();
+    EXPECT_NE(text.find("enflame_epp_scheduler_outcomes_total{status=\"429\"} 1"),
+              std::string::npos);
+    EXPECT_NE(text.find("enflame_epp_pool_saturation"), std::string::npos);
+}
+
+TEST(Scheduler, FullKvCacheFromLlamaSlotsAndLowGcuMemoryAreAvoided) {
+    auto gcu_server = std::make_unique<FakeServer>();
+    FakeServer& gcu = *gcu_server;
+    gcu.set("/metrics",
+            R"(enflame_gcu_memory_used_bytes{minor_number="0",pod_name="p2",pod_namespace="ns"} 98
+enflame_gcu_memory_total_bytes{minor_number="0",pod_name="p2",pod_namespace="ns"} 100
+)");
+    std::vector<std::unique_ptr<FakeServer>> servers;
+    std::vector<epp::Target> targets;
+    const std::string idle_slots = R"([{"id":0,"n_ctx":1000,"is_processing":false}])";
+    const std::string full_slots =
+        R"([{"id":0,"n_ctx":1000,"is_processing":true,"n_prompt_tokens":900,"next_token":[{"n_decoded":10}]}])";
+    for (int i = 0; i < 3; ++i) {
+        servers.push_back(std::make_unique<FakeServer>());
+        servers[i]->set("/metrics",
+                        "llamacpp:requests_processing 0\nllamacpp:requests_deferred 0\n");
+        servers[i]->set("/slots", i == 0 ? full_slots : idle_slots);
+        epp::Target t;
+        t.address = servers[i]->address();
+        t.metrics_url = servers[i]->url("/metrics");
+        t.gcu_metrics_url = gcu.url("/metrics");
+        t.pod = "p" + std::to_string(i);
+        t.ns = "ns";
+        targets.push_back(t);
+    }
+    prometheus::Registry reg;
+    epp::SchedulingOptions o;
+    o.refresh = 20ms;
+    o.gcu_refresh = 100ms;
+    epp::Scheduler s(o, reg);
+    s.set_targets(targets);
+    s.start();
+    std::this_thread::sleep_for(250ms);
+    // Server 0's slots are 91% full (> 0.8): filtered; server 2's pod has 2% GCU memory free
+    // (< 5%): filtered. Only server 1 is left.
+    for (int i = 0; i < 10; ++i) {
+        auto d = route(s, chat(std::to_string(i), "conv" + std::to_string(i), 1));
+        ASSERT_EQ(d.status, 200) << d.message;
+        EXPECT_EQ(d.endpoints.front(), servers[1]->address());
+    }
+    s.stop();
+    EXPECT_GT(servers[0]->hits("/slots"), 2);
+    // One gcu-exporter URL for three targets: scraped once per gcu tick, not three times.
+    EXPECT_LE(gcu.hits("/metrics"), 4);
+    EXPECT_GE(gcu.hits("/metrics"), 2);
+    servers.push_back(std::move(gcu_server));
+    epp_test::stop_all(servers);
+}
+
+TEST(Scheduler, ScrapeErrorsAreCounted) {
+    prometheus::Registry reg;
+    epp::SchedulingOptions o;
+    o.refresh = 20ms;
+    epp::Scheduler s(o, reg);
+    FakeServer wrong;  // answers 404 on /metrics
+    epp::Target t;
+    t.address = wrong.address();
+    t.metrics_url = wrong.url("/metrics");
+    s.set_targets({t});
+    s.start();
+    std::this_thread::sleep_for(100ms);
+    s.stop();
+    auto text = prometheus::TextSerializer().Serialize(reg.Collect());
+    EXPECT_NE(text.find("enflame_epp_scrape_errors_total{endpoint=\"" + wrong.address() + "\"}"),
+              std::string::npos)
+        << text;
+}
+
+TEST(Scheduler, BadConfigFileThrowsOneLine) {
+    TempDir dir;
+    epp::SchedulingOptions o;
+    o.config_file = dir.write("bad.yaml", "plugins: [{type: nope}]\n");
+    prometheus::Registry reg;
+    try {
+        epp::Scheduler s(o, reg);
+        ADD_FAILURE();
+    } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  o.config_file + ": plugins[0].type: unknown plugin type 'nope'");
+    }
+}
+
+}  // namespace
