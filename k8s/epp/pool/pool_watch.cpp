@@ -21,8 +21,12 @@ constexpr std::chrono::milliseconds kNotServedRetry = 1s;
 std::string describe(const std::vector<Target>& targets) {
     std::string out =
         std::to_string(targets.size()) + " endpoint" + (targets.size() == 1 ? "" : "s");
-    for (std::size_t i = 0; i < targets.size(); ++i)
-        out += (i == 0 ? ": " : ", ") + targets[i].address;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        const Target& t = targets[i];
+        out += (i == 0 ? ": " : ", ") + t.address + " (" + t.ns + "/" + t.pod;
+        out +=
+            t.gcu_metrics_url.empty() ? ", no gcu exporter)" : ", gcu " + t.gcu_metrics_url + ")";
+    }
     return out;
 }
 

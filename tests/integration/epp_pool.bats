@@ -1,0 +1,232 @@
+#!/usr/bin/env bats
+# enflame-epp in Kubernetes mode (--pool-name) against k8s/tests/fake_apiserver.py, signed in
+# with a token that holds only what deployments/inference grants its account (the fake's RBAC
+# authorizer, as kube-apiserver's). The pool's pods are real model servers: Debian sid's
+# llama-server (llama.bash) on loopback addresses of their own (127.0.0.2, 127.0.0.3) and the
+# pool's one target port, so the pods' IPs are where the gateway's requests land. Pods come,
+# turn Ready or not and go; the EPP logs its endpoint set within a second and the requests
+# epp-gateway sends through it reach only Ready pods. Each rule of the EPP's RBAC is seen
+# needed.
+
+load helpers
+load epp
+load llama
+load operator_fake
+bats_require_minimum_version 1.5.0
+
+NS=serving
+POOL=enflame-llm
+EPP_USER=system:serviceaccount:$NS:enflame-epp
+
+setup() {
+  requires python3 openssl curl jq
+  setup_scratch
+  epp_binaries
+  trixie_kubectl
+  API=$SCRATCH/api
+  mkdir -p "$API"
+  # shellcheck disable=SC2034  # start_api's
+  API_ARGS=(--rbac-user "epp-token=$EPP_USER")
+  start_api
+  fake_api_kubeconfig epp-token "$SCRATCH/epp.kubeconfig"
+  EPP_KC=$KC
+  fake_api_kubeconfig
+  # deployments/inference for namespace $NS, as a user renders it (one kustomization line)
+  cp -r "$TOP/deployments/inference" "$SCRATCH/inference"
+  sed -i "s/^      namespace: default$/      namespace: $NS/" "$SCRATCH/inference/kustomization.yaml"
+  "$KUBECTL" kustomize "$SCRATCH/inference" > "$SCRATCH/inference.yaml"
+  # the scheduler's config as the Deployment mounts it
+  python3 -c 'import sys, yaml
+cm = next(o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] == "ConfigMap")
+sys.stdout.write(cm["data"]["epp-config.yaml"])' "$SCRATCH/inference.yaml" > "$SCRATCH/epp-config.yaml"
+  TARGET_PORT=$(free_port)
+}
+
+teardown() { teardown_scratch; }
+
+# install [PYTHON]: namespaces $NS and enflame-system, then deployments/inference (its
+# Deployment aside: the EPP runs here) as an administrator creates it, with PYTHON applied to
+# `rbac`, the list of its Roles' rules (name -> rules) first.
+install() {
+  local ns
+  for ns in "$NS" enflame-system; do
+    api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$ns\"}}" > /dev/null
+  done
+  python3 - "$SCRATCH/inference.yaml" "$SCRATCH/install.yaml" "${1:-pass}" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] != "Deployment"]
+rbac = {o["metadata"]["name"]: o["rules"] for o in objs if o["kind"] == "Role"}
+exec(sys.argv[3])
+yaml.safe_dump_all(objs, open(sys.argv[2], "w"))
+PY
+  "$KUBECTL" --kubeconfig "$KC" create --validate=false -f "$SCRATCH/install.yaml" > "$SCRATCH/create.log"
+}
+
+# pool: the example InferencePool, its model servers on $TARGET_PORT.
+pool() {
+  python3 -c 'import json, sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+p["spec"]["targetPorts"] = [{"number": int(sys.argv[2])}]
+print(json.dumps(p))' "$TOP/deployments/inference/examples/inferencepool.yaml" "$TARGET_PORT" |
+    api POST "/apis/inference.networking.k8s.io/v1/namespaces/$NS/inferencepools" "$(cat)" > /dev/null
+}
+
+# pod NAME IP NODE READY [NS [LABELS]]: a pod as the scheduler and kubelet leave it: created on
+# NODE (labelled as the pool selects, unless LABELS), then its status written: podIP, Ready.
+pod() {
+  local ns=${5:-$NS} labels=${6:-'{"app":"enflame-llm"}'}
+  api POST "/api/v1/namespaces/$ns/pods" \
+    "{\"metadata\":{\"name\":\"$1\",\"labels\":$labels},\"spec\":{\"nodeName\":\"$3\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}" > /dev/null
+  ready "$1" "$2" "$4" "$ns"
+}
+
+# ready NAME IP True|False [NS]: kubelet's status write of pod NAME.
+ready() {
+  api PATCH "/api/v1/namespaces/${4:-$NS}/pods/$1/status" \
+    "{\"status\":{\"podIP\":\"$2\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"$3\"}]}}" \
+    application/merge-patch+json > /dev/null
+}
+
+# pod_server NAME IP: a llama-server answering as model NAME on IP:$TARGET_PORT (a pod's
+# address), as llama.bash's llama_start runs one; up once /health answers.
+pod_server() {
+  "$TOP/scripts/llama-server.sh" -m "$TINY_GGUF" --alias "$1" --host "$2" --port "$TARGET_PORT" \
+    -np 2 -c 4096 -t 1 --metrics --slots --no-webui > "$SCRATCH/llama-$1.log" 2>&1 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for curl -sf -o /dev/null "http://$2:$TARGET_PORT/health"
+}
+
+# epp_in_pool: enflame-epp following $NS/$POOL with the EPP account's token and the
+# shipped config, plaintext on free loopback ports (epp_start's variables); up once it has said
+# which pods it watches (or that it cannot list the pool).
+epp_in_pool() {
+  local grpc health metrics
+  grpc=$(free_port)
+  health=$(free_port)
+  metrics=$(free_port)
+  EPP_LOG=$SCRATCH/epp.log
+  "$EPP" --pool-name "$POOL" --pool-namespace "$NS" --kubeconfig "$EPP_KC" \
+    --config-file "$SCRATCH/epp-config.yaml" --secure-serving=false --grpc-port "$grpc" \
+    --grpc-health-port "$health" --metrics-port "$metrics" > "$EPP_LOG" 2>&1 3>&- &
+  EPP_PID=$!
+  on_teardown "stop_pid $EPP_PID"
+  # shellcheck disable=SC2034  # gateway_start's and epp_health's
+  EPP_GRPC=127.0.0.1:$grpc EPP_HEALTH=127.0.0.1:$health EPP_METRICS=127.0.0.1:$metrics
+  wait_for epp_health liveness > /dev/null
+}
+
+# mark: what the EPP has logged so far, and now; `followed` looks only after it.
+mark() {
+  MARK_LINES=$(wc -l < "$EPP_LOG")
+  MARK_NS=$(date +%s%N)
+}
+
+# followed SET: the EPP logs its endpoints as SET (": N endpoints: ...", " not found: ...") within
+# a second of the last mark; the time it took goes to $SCRATCH/follow-ms.
+followed() {
+  local want="InferencePool $NS/$POOL$1" ms
+  while :; do
+    ms=$(( ($(date +%s%N) - MARK_NS) / 1000000 ))
+    if tail -n "+$((MARK_LINES + 1))" "$EPP_LOG" | grep -qF -- "$want"; then break; fi
+    if [ "$ms" -gt 3000 ]; then
+      echo "not logged in 3 s: $want" >&2
+      tail -n 5 "$EPP_LOG" >&2
+      return 1
+    fi
+    sleep 0.02
+  done
+  echo "$ms" >> "$SCRATCH/follow-ms"
+  [ "$ms" -le 1000 ] || { echo "$want: after $ms ms" >&2; return 1; }
+}
+
+# served_by N: which model server answered each of N completions sent through the gateway, one
+# name a line, sorted and counted (`uniq -c`).
+served_by() {
+  local i
+  for (( i = 0; i < $1; i++ )); do
+    curl -sSf --max-time 30 -H 'Content-Type: application/json' \
+      --data-binary "{\"model\":\"tiny\",\"prompt\":\"question $i of $RANDOM\",\"max_tokens\":2}" \
+      "http://127.0.0.1:$GATEWAY_PORT/v1/completions" | jq -r .model
+  done | sort | uniq -c | awk '{ print $2 "=" $1 }' | tr '\n' ' '
+}
+
+nothing_forbidden() {
+  [ ! -s "$API/forbidden.log" ] || { cat "$API/forbidden.log"; return 1; }
+}
+
+@test "pods of the pool come, turn Ready or not and go: the EPP's endpoints follow within a second, requests reach only Ready pods, on the shipped RBAC alone" {
+  llama_setup
+  install
+  pod_server a 127.0.0.2
+  pod_server b 127.0.0.3
+  # the GCU exporter of node-a, found by its label in enflame-system
+  pod exporter-a 127.0.0.9 node-a True enflame-system '{"app.kubernetes.io/name":"enflame-gcu-exporter"}'
+  epp_in_pool
+  gateway_start
+  # no pool yet: not ready, no endpoint
+  wait_for grep -qF "InferencePool $NS/$POOL not found: 0 endpoints" "$EPP_LOG"
+  run ! epp_health readiness
+  pool
+  pod a 127.0.0.2 node-a False
+  mark
+  ready a 127.0.0.2 True
+  followed ": 1 endpoint: 127.0.0.2:$TARGET_PORT ($NS/a, gcu http://127.0.0.9:9400/metrics)"
+  wait_for epp_health readiness
+  [ "$(served_by 4)" = "a=4 " ]
+  mark
+  pod b 127.0.0.3 node-b True
+  followed ": 2 endpoints: 127.0.0.2:$TARGET_PORT ($NS/a, gcu http://127.0.0.9:9400/metrics), 127.0.0.3:$TARGET_PORT ($NS/b, no gcu exporter)"
+  # a pod the pool does not select is no endpoint
+  pod other 127.0.0.4 node-a True "$NS" '{"app":"mistral"}'
+  mark
+  ready a 127.0.0.2 False
+  followed ": 1 endpoint: 127.0.0.3:$TARGET_PORT ($NS/b, no gcu exporter)"
+  [ "$(served_by 4)" = "b=4 " ]
+  mark
+  ready a 127.0.0.2 True
+  followed ": 2 endpoints: 127.0.0.2:$TARGET_PORT"
+  mark
+  api DELETE "/api/v1/namespaces/$NS/pods/b" > /dev/null
+  followed ": 1 endpoint: 127.0.0.2:$TARGET_PORT ($NS/a"
+  [ "$(served_by 4)" = "a=4 " ]
+  # the pool deleted: no endpoint, not ready
+  mark
+  api DELETE "/apis/inference.networking.k8s.io/v1/namespaces/$NS/inferencepools/$POOL" > /dev/null
+  followed " not found: 0 endpoints"
+  wait_for bash -c "! '$EPP_GATEWAY' --health-check --epp '$EPP_HEALTH' --service readiness --timeout 1000 > /dev/null 2>&1"
+  nothing_forbidden
+  echo "# endpoint set followed in $(sort -n "$SCRATCH/follow-ms" | tr '\n' ' ')ms" >&3
+}
+
+# without_rule ROLE RESOURCE: deployments/inference installed with ROLE's rule on RESOURCE
+# removed, the pool and a Ready pod a on node-a with its exporter, and the EPP started; the
+# fake API server's 403s are in $API/forbidden.log.
+without_rule() {
+  install "rbac['$1'][:] = [r for r in rbac['$1'] if r['resources'] != ['$2']]"
+  pool
+  pod a 127.0.0.2 node-a True
+  pod exporter-a 127.0.0.9 node-a True enflame-system '{"app.kubernetes.io/name":"enflame-gcu-exporter"}'
+  epp_in_pool
+}
+
+@test "least RBAC: without its pods rule in the pool's namespace the EPP is refused them and never ready" {
+  without_rule enflame-epp pods
+  wait_for grep -qF "GET /api/v1/namespaces/$NS/pods" "$API/forbidden.log"
+  sleep 1.5
+  run ! epp_health readiness
+  run ! grep -F "InferencePool $NS/$POOL: 1 endpoint" "$EPP_LOG"
+}
+
+@test "least RBAC: without its inferencepools rule the EPP is refused the pool, never ready, and warns what it lacks" {
+  without_rule enflame-epp inferencepools
+  wait_for grep -qF "GET /apis/inference.networking.k8s.io/v1/namespaces/$NS/inferencepools" "$API/forbidden.log"
+  wait_secs 8 grep -qF "InferencePool $NS/$POOL: not listed yet" "$EPP_LOG"
+  run ! epp_health readiness
+}
+
+@test "least RBAC: without the exporters' Role the EPP is refused their pods and serves the pod without its node's GCU exporter" {
+  without_rule enflame-epp-gcu-exporters pods
+  wait_for grep -qF "GET /api/v1/namespaces/enflame-system/pods" "$API/forbidden.log"
+  wait_for grep -qF "InferencePool $NS/$POOL: 1 endpoint: 127.0.0.2:$TARGET_PORT ($NS/a, no gcu exporter)" "$EPP_LOG"
+  wait_for epp_health readiness
+}
