@@ -156,7 +156,7 @@ private:
     void stop_all();
     void try_register(Endpoint& e);
     bool current() const;
-    void reload(const std::string& why);
+    bool reload(const std::string& why);  ///< false: the running configuration stays
     void follow_drs(k8s::FileWatch& w);
     void health();
     void on_event(const k8s::EventWatcher::Note& note);
@@ -167,9 +167,10 @@ private:
     inject::discover::Options discover_;
     std::string kubelet_path_;
     std::vector<Endpoint> eps_;
-    EventHolds holds_;                               ///< cards driver events hold Unhealthy
-    std::optional<k8s::drs::LayoutState> followed_;  ///< the DRS layout last re-listed for
-    std::shared_ptr<hami::Mode> hami_;               ///< HAMi mode (null: off)
+    EventHolds holds_;  ///< cards driver events hold Unhealthy
+    /// The DRS layout and state last re-listed for.
+    std::optional<std::pair<std::string, std::string>> followed_;
+    std::shared_ptr<hami::Mode> hami_;  ///< HAMi mode (null: off)
 };
 
 // Endpoints for the loaded resources (none serving yet).
@@ -265,18 +266,18 @@ bool Daemon::current() const {
            });
 }
 
-void Daemon::reload(const std::string& why) {
+bool Daemon::reload(const std::string& why) {
     auto l = load(o_);
     if (!l) {
         spdlog::error("{}: keeping the running configuration: {}", why, l.error().what());
-        return;
+        return false;
     }
     if ((l->scheduler == "hami") != (hami_ != nullptr)) {
         spdlog::error(
             "{}: keeping the running configuration: scheduler '{}' in {}: changing "
             "the scheduler needs a restart",
             why, l->scheduler, o_.plugin_config);
-        return;
+        return false;
     }
     discover_ = l->discover;
     const auto driver = o_.health_checks ? driver_health(discover_) : DriverHealth{};
@@ -292,7 +293,7 @@ void Daemon::reload(const std::string& why) {
             eps_[i].state->update(std::move(s), std::move(inv));
         }
         inject::log::info("{}: configuration re-read", why);
-        return;
+        return true;
     }
     // kubelet knows a plugin by its resource name: new names are new registrations.
     stop_all();
@@ -302,6 +303,7 @@ void Daemon::reload(const std::string& why) {
     adopt(*l);
     inject::log::info("{}: configuration re-read; the resources changed, registering again", why);
     if (auto r = serve_all(); !r) spdlog::error("{}: serving again: {}", why, r.error().what());
+    return true;
 }
 
 // One pass over every resource; ListAndWatch gets a new list where anything changed.
@@ -356,8 +358,10 @@ void Daemon::on_event(const k8s::EventWatcher::Note& note) {
     }
 }
 
-// The DRS manager finished a layout (k8s/drs_layout_state.hpp): the instances are listed again
-// and kubelet told, as a SIGHUP would; while it is still at work, nothing.
+// The DRS manager's state file changed (k8s/drs_layout_state.hpp). The node's device plugin
+// config (its label, passed on by the manager) is put in force, and a layout done makes the
+// instances listed again and kubelet told, each as a SIGHUP would; while the manager is at
+// work, no re-list.
 void Daemon::follow_drs(k8s::FileWatch& w) {
     auto changed = w.changed();
     if (!changed) {
@@ -370,9 +374,22 @@ void Daemon::follow_drs(k8s::FileWatch& w) {
         spdlog::error("DRS layouts: {}", st.error().what());
         return;
     }
-    if (!*st || !(*st)->settled() || *st == followed_) return;
-    followed_ = *st;
-    reload("DRS layout '" + (*st)->layout + "' " + (*st)->state);
+    bool reloaded = false;
+    auto config = k8s::drs::plugin_config_path(*st, o_.plugin_config_dir, o_.plugin_config_default);
+    if (!config) {
+        spdlog::error("{}; keeping {}", config.error().what(),
+                      o_.plugin_config.empty() ? "no plugin config" : o_.plugin_config);
+    } else if (*config != o_.plugin_config) {
+        const auto before = o_.plugin_config;
+        o_.plugin_config = *config;
+        reloaded = reload("device plugin config " + (*config).substr((*config).rfind('/') + 1));
+        if (!reloaded) o_.plugin_config = before;
+    }
+    if (!o_.drs || hami_ || !*st || !(*st)->settled()) return;
+    std::pair<std::string, std::string> layout{(*st)->layout, (*st)->state};
+    if (layout == followed_) return;
+    followed_ = std::move(layout);
+    if (!reloaded) reload("DRS layout '" + (*st)->layout + "' " + (*st)->state);
 }
 
 int Daemon::loop(int sig_fd, k8s::KubeletWatcher& watcher, k8s::FileWatch* drs_state) {
@@ -512,6 +529,15 @@ int run(DaemonOptions o) {
     if (!our_path) return fail_with(our_path.error().context("--kubelet-dir"));
     auto kubelet_path = k8s::socket_path(o.kubelet_dir, o.kubelet_socket);
     if (!kubelet_path) return fail_with(kubelet_path.error().context("--kubelet-dir"));
+    o.plugin_config_default = o.plugin_config;
+    if (!o.plugin_config_dir.empty() && !o.drs_state_file.empty()) {
+        // the node's own config from the start, when the manager has named one
+        auto st = k8s::drs::read_layout_state(o.drs_state_file);
+        auto config = st ? k8s::drs::plugin_config_path(*st, o.plugin_config_dir, o.plugin_config)
+                         : inject::Result<std::string>(inject::fail(std::move(st).error()));
+        if (!config) return fail_with(config.error());
+        o.plugin_config = *config;
+    }
     auto loaded = load(o);
     if (!loaded) return fail_with(loaded.error());
     if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
@@ -522,7 +548,8 @@ int run(DaemonOptions o) {
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
     std::optional<k8s::FileWatch> drs_state;
-    if (o.drs && loaded->scheduler != "hami" && !o.drs_state_file.empty()) {
+    if (!o.drs_state_file.empty() &&
+        ((o.drs && loaded->scheduler != "hami") || !o.plugin_config_dir.empty())) {
         auto w = k8s::FileWatch::create(o.drs_state_file);
         if (!w) return fail_with(w.error().context("--drs-state-file"));
         drs_state = std::move(*w);

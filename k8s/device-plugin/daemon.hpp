@@ -24,8 +24,13 @@ struct DaemonOptions {
     std::string socket_name = "enflame-gcu.sock";
     std::string kubelet_socket = "kubelet.sock";
     Settings settings;
-    std::string plugin_config;  ///< sharing config (sharing.hpp); empty = none
-    bool drs = true;            ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
+    std::string plugin_config;  ///< sharing config (sharing.hpp) in force; empty = none
+    /// --plugin-config as given: the config of a node whose label names none.
+    std::string plugin_config_default;
+    /// Named configs, <name>.yaml, one of which the node label enflame.com/device-plugin.config
+    /// picks (passed on in drs_state_file). Empty: --plugin-config on every node.
+    std::string plugin_config_dir;
+    bool drs = true;  ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
     /// The DRS manager's state file: re-list when a layout is done. Empty: not followed.
     std::string drs_state_file = k8s::drs::kLayoutStatePath;
     bool health_checks = true;

@@ -64,6 +64,11 @@ int main(int argc, char** argv) try {
                  "do not advertise DRS instances (by default each profile with instances is "
                  "<domain>/drs-<profile>)")
         ->envname("NO_DRS");
+    app.add_option("--plugin-config-dir", o.plugin_config_dir,
+                   "a folder of named plugin configs (<name>.yaml): the node label "
+                   "enflame.com/device-plugin.config=<name>, passed on by enflame-drs-manager "
+                   "in the state file, picks one; no label: the plugin config above")
+        ->envname("PLUGIN_CONFIG_DIR");
     app.add_option("--drs-state-file", o.drs_state_file,
                    "the DRS manager's state file (its --state-file): when it reports a layout "
                    "done, the DRS instances are listed again and kubelet told; empty: not "

@@ -89,6 +89,7 @@ private:
     std::optional<Clock::time_point> pass(const std::optional<Json>& node,
                                           const std::optional<Json>& cm, bool timer);
     void set_state(std::string_view s);
+    void write_state_file(const k8s::drs::LayoutState& now);
     void report(const std::string& reason, const std::string& why);
     std::optional<Clock::time_point> retry_later(const std::string& why);
 
@@ -100,22 +101,17 @@ private:
     std::string node_uid_;
     std::optional<std::string> state_;              // the state label as we last saw or wrote it
     std::optional<k8s::drs::LayoutState> written_;  // the state file as we last wrote it
-    std::optional<std::string> last_name_;          // the layout of the last pass
-    std::optional<std::string> settled_;            // inputs whose outcome stands until they change
-    std::optional<std::vector<Held>> waiting_on_;   // holders while blocked
+    std::string plugin_config_;  // the node's device plugin config (label, or the default)
+    std::optional<std::string> last_name_;         // the layout of the last pass
+    std::optional<std::string> settled_;           // inputs whose outcome stands until they change
+    std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
     std::string last_event_;
     std::optional<Clock::time_point> retry_at_;  // the wake a pass asked for
     k8s::Backoff backoff_{std::chrono::seconds(5), std::chrono::minutes(5)};
 };
 
 void Manager::set_state(std::string_view s) {
-    const k8s::drs::LayoutState now{last_name_.value_or(""), std::string(s)};
-    if (written_ != now) {  // the device plugin's cue (k8s/drs_layout_state.hpp)
-        if (auto r = k8s::drs::write_layout_state(o_.state_file, now); !r)
-            inject::log::warn("{}", r.error().what());
-        else
-            written_ = now;
-    }
+    write_state_file({last_name_.value_or(""), std::string(s), plugin_config_});
     if (state_ == s) return;
     const Json patch{{"metadata", {{"labels", {{std::string(kStateLabel), std::string(s)}}}}}};
     if (auto r = api_.patch_merge("/api/v1/nodes/" + o_.node_name, patch); !r) {
@@ -124,6 +120,15 @@ void Manager::set_state(std::string_view s) {
     }
     inject::log::info("{}={}", kStateLabel, s);
     state_ = std::string(s);
+}
+
+// The device plugin's cue (k8s/drs_layout_state.hpp), written when it differs.
+void Manager::write_state_file(const k8s::drs::LayoutState& now) {
+    if (written_ == now) return;
+    if (auto r = k8s::drs::write_layout_state(o_.state_file, now); !r)
+        inject::log::warn("{}", r.error().what());
+    else
+        written_ = now;
 }
 
 // A Warning Event on the node, once per distinct message.
@@ -164,6 +169,12 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
         const std::string key(kLayoutsKey);
         if (data.contains(key) && data[key].is_string()) text = data[key].get<std::string>();
     }
+    // The device plugin config label is only passed on: no efsmi call, no API write.
+    plugin_config_ = k8s::api::str(labels, k8s::drs::kPluginConfigLabel);
+    if (plugin_config_.empty()) plugin_config_ = o_.default_plugin_config;
+    if (!written_ || written_->device_plugin_config != plugin_config_)
+        write_state_file({written_ ? written_->layout : last_name_.value_or(""),
+                          written_ ? written_->state : std::string(), plugin_config_});
     const auto inputs = name + '\n' + (text ? "1" + *text : "0");
     if (settled_ == inputs && !timer) return retry_at_;  // our own label write, another label
     if (waiting_on_ && timer && settled_ == inputs) {

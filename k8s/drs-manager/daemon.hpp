@@ -33,6 +33,9 @@ struct DaemonOptions {
     std::vector<std::string> holders_checkpoints{
         "/var/lib/kubelet/plugins/gcu.enflame.com/checkpoint.json",
         "/var/lib/kubelet/device-plugins/enflame-device-plugin/hami-instances.json"};
+    /// The device plugin config of a node without the enflame.com/device-plugin.config label
+    /// (passed on in the state file); empty: the plugin's own --plugin-config.
+    std::string default_plugin_config;
     std::string default_layout;  ///< for a node without the label; empty: such a node is left alone
     std::chrono::milliseconds retry{5000};  ///< re-check of holders while waiting
 };

@@ -48,6 +48,11 @@ int main(int argc, char** argv) try {
     app.add_option("--default-layout", o.default_layout,
                    "the layout of a node without the label (default: leave such a node alone)")
         ->envname("DEFAULT_LAYOUT");
+    app.add_option("--default-device-plugin-config", o.default_plugin_config,
+                   "the device plugin config (a name in its config folder) of a node without "
+                   "the label enflame.com/device-plugin.config, passed on in the state file "
+                   "(default: the plugin's own)")
+        ->envname("DEFAULT_DEVICE_PLUGIN_CONFIG");
     app.add_option("--retry", retry,
                    "while waiting for holders, how often their checkpoints are read again")
         ->envname("RETRY")

@@ -94,6 +94,8 @@ public:
     /// Logs why a pass failed and what the node keeps (the last labels, or none).
     void failed(const inject::Error& e);
     void reload();
+    /// The sharing labels from the plugin config the node's label picks (the state file).
+    inject::Result<void> follow_plugin_config(const std::optional<k8s::drs::LayoutState>& st);
     /// Removes the labels file (SIGTERM, or a failure before any good pass).
     void remove_file() const;
     int loop(int sig_fd, k8s::FileWatch* drs_state);
@@ -122,10 +124,9 @@ inject::Result<void> Labeler::pass() {
     std::string layout;  // in force: the manager says success
     if (!o_.drs_state_file.empty()) {
         auto st = k8s::drs::read_layout_state(o_.drs_state_file);
-        if (!st)
-            inject::log::warn("no drs.config label: {}", st.error().what());
-        else if (*st && (*st)->state == "success")
-            layout = (*st)->layout;
+        if (!st) return inject::fail(std::move(st).error());
+        if (*st && (*st)->state == "success") layout = (*st)->layout;
+        INJECT_TRY_VOID(follow_plugin_config(*st));
     }
     const auto labels = make_labels(*host, setup_.sharing, layout);
     std::optional<SysClock::time_point> expiry;
@@ -162,6 +163,19 @@ void Labeler::failed(const inject::Error& e) {
             "labels not updated: {}; keeping the labels of {} (no expiry: --no-timestamp)",
             e.what(), rfc3339(*last_good_));
     }
+}
+
+inject::Result<void> Labeler::follow_plugin_config(const std::optional<k8s::drs::LayoutState>& st) {
+    INJECT_TRY(const auto path,
+               k8s::drs::plugin_config_path(st, o_.plugin_config_dir, o_.plugin_config_default));
+    if (path == o_.plugin_config) return inject::ok();
+    auto o = o_;
+    o.plugin_config = path;
+    INJECT_TRY(auto s, load(o));
+    o_ = std::move(o);
+    setup_ = std::move(s);
+    inject::log::info("device plugin config {}: sharing labels from it", path);
+    return inject::ok();
 }
 
 void Labeler::reload() {
@@ -220,7 +234,9 @@ int Labeler::loop(int sig_fd, k8s::FileWatch* drs_state) {
 
 }  // namespace
 
-int run(const DaemonOptions& o) {
+int run(const DaemonOptions& opts) {
+    DaemonOptions o = opts;
+    o.plugin_config_default = o.plugin_config;
     auto fail_with = [](const inject::Error& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;

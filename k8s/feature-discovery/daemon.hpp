@@ -17,8 +17,11 @@ namespace feature_discovery {
 
 struct DaemonOptions {
     std::string config_path;
-    bool config_path_given = false;  ///< a missing explicit file is an error
-    std::string plugin_config;       ///< the device plugin's config (sharing.hpp); empty = none
+    bool config_path_given = false;     ///< a missing explicit file is an error
+    std::string plugin_config;          ///< the device plugin's config (sharing.hpp); empty = none
+    std::string plugin_config_default;  ///< --plugin-config as given (run() sets it)
+    /// The plugin's named configs (its --plugin-config-dir): the node's label picks one.
+    std::string plugin_config_dir;
     std::string resource_name = "enflame.com/gcu";  ///< the device plugin's --resource-name
     /// enflame-drs-manager's state file: the layout in force labelled, a pass when it changes.
     /// Empty: neither.

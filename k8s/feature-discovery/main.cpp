@@ -43,6 +43,10 @@ int main(int argc, char** argv) try {
                    "the device plugin's resource name (as in --plugin-config)")
         ->envname("RESOURCE_NAME")
         ->capture_default_str();
+    app.add_option("--plugin-config-dir", o.plugin_config_dir,
+                   "the device plugin's named configs (its --plugin-config-dir): the one the "
+                   "node label enflame.com/device-plugin.config picks gives the sharing labels")
+        ->envname("PLUGIN_CONFIG_DIR");
     app.add_option("--drs-state-file", o.drs_state_file,
                    "enflame-drs-manager's state file: the layout in force labelled drs.config, "
                    "and a pass as soon as a layout is done; empty: neither")

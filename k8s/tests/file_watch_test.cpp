@@ -100,3 +100,35 @@ TEST(DrsLayoutState, WrittenAndReadBackMissingIsNoneGarbageIsOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DrsLayoutState, PluginConfigPathPicksTheLabelledFileOrTheFallback) {
+    TempDir d;
+    write(d.path / "shared4.yaml", "version: v1\n");
+    const std::string dir = d.path.string();
+    const auto pick = [&](std::string name, std::string in_dir) {
+        const std::optional<k8s::drs::LayoutState> st{{"", "", std::move(name)}};
+        return k8s::drs::plugin_config_path(st, in_dir, "/etc/p/plugin.yaml");
+    };
+    EXPECT_EQ(*pick("shared4", dir), dir + "/shared4.yaml");
+    EXPECT_EQ(*pick("", dir), "/etc/p/plugin.yaml");                          // no label
+    EXPECT_EQ(*pick("shared4", ""), "/etc/p/plugin.yaml");                    // no config folder
+    EXPECT_EQ(*k8s::drs::plugin_config_path(std::nullopt, dir, "/f"), "/f");  // no state file
+    auto missing = pick("shared8", dir);
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(std::string(missing.error().what()),
+              "enflame.com/device-plugin.config=shared8: no such device plugin config (" + dir +
+                  "/shared8.yaml)");
+    for (const char* bad : {"..", ".hidden", "a/b"}) {
+        auto r = pick(bad, dir);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_EQ(r.error().code(), inject::Errc::InvalidInput) << bad;
+    }
+    // the name goes through the state file and back
+    const auto file = (d.path / "state.json").string();
+    ASSERT_TRUE(k8s::drs::write_layout_state(file, {"all-full", "success", "shared4"}));
+    EXPECT_EQ((*k8s::drs::read_layout_state(file))->device_plugin_config, "shared4");
+}
+
+}  // namespace

@@ -219,6 +219,40 @@ settled() {
   wait_for test ! -e "$KDIR/enflame-drs-1g.11gb.sock"
 }
 
+@test "per-node device plugin config: enflame.com/device-plugin.config=shared4 -> the plugin time-slices 4 cards into 16 at once (no efsmi create, no restart); a name with no config -> one error line, the running config kept; label removed -> 4; a restart with the label -> 16 from the start" {
+  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
+  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+  up
+  KDIR=$SCRATCH/k
+  EV=$SCRATCH/events
+  mkdir "$KDIR" "$SCRATCH/pc"
+  echo "version: v1" > "$SCRATCH/pc/plugin.yaml"
+  sharing_config "$SCRATCH/pc/shared4.yaml" 4
+  local pc_label=enflame.com/device-plugin.config
+  start_kubelet
+  start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE" \
+    --plugin-config "$SCRATCH/pc/plugin.yaml" --plugin-config-dir "$SCRATCH/pc"
+  wait_for at_least 1 list
+  [ "$(list_of enflame.com/gcu | jq length)" = 4 ]
+  patch_node "{\"metadata\":{\"labels\":{\"$pc_label\":\"shared4\"}}}"
+  wait_for eval '[ "$(list_of enflame.com/gcu | jq length)" = 16 ]'
+  run ! grep -q -- --create-instance "$SCRATCH/efsmi.log"
+  [ "$(jq -r .devicePluginConfig "$STATE_FILE")" = shared4 ]
+  patch_node "{\"metadata\":{\"labels\":{\"$pc_label\":\"nope\"}}}"
+  wait_for grep -q "$pc_label=nope: no such device plugin config ($SCRATCH/pc/nope.yaml); keeping $SCRATCH/pc/shared4.yaml" "$SCRATCH/dp.log"
+  [ "$(list_of enflame.com/gcu | jq length)" = 16 ]
+  patch_node "{\"metadata\":{\"labels\":{\"$pc_label\":null}}}"
+  wait_for eval '[ "$(list_of enflame.com/gcu | jq length)" = 4 ]'
+  patch_node "{\"metadata\":{\"labels\":{\"$pc_label\":\"shared4\"}}}"
+  wait_for eval '[ "$(jq -r .devicePluginConfig "$STATE_FILE")" = shared4 ]'
+  stop_pid "$DPID"
+  : > "$EV"
+  start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE" \
+    --plugin-config "$SCRATCH/pc/plugin.yaml" --plugin-config-dir "$SCRATCH/pc"
+  wait_for at_least 1 list
+  [ "$(list_of enflame.com/gcu | jq length)" = 16 ]
+}
+
 @test "feature discovery labels the layout in force and the slice counts: drs.config=all-1g.11gb and drs.1g.11gb.count=16 as soon as the layout is done (not at its hourly pass); a layout being applied is not labelled" {
   local fd=$BUILD_DIR/k8s/feature-discovery/enflame-feature-discovery
   [ -x "$fd" ] || skip_or_fail "no $fd (build enflame-feature-discovery)"

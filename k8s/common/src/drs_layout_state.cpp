@@ -14,7 +14,8 @@ inject::Result<void> write_layout_state(const std::string& path, const LayoutSta
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return inject::fail(inject::Errc::Io, "creating " + dir.string() + ": " + ec.message());
-    const nlohmann::json j{{"layout", s.layout}, {"state", s.state}};
+    nlohmann::json j{{"layout", s.layout}, {"state", s.state}};
+    if (!s.device_plugin_config.empty()) j["devicePluginConfig"] = s.device_plugin_config;
     inject::fs::AtomicWriteOptions o;
     o.mode = 0644;
     if (auto r = inject::fs::atomic_write(path, j.dump() + "\n", o); !r)
@@ -33,8 +34,30 @@ inject::Result<std::optional<LayoutState>> read_layout_state(const std::string& 
         !j.contains("state") || !j["state"].is_string())
         return inject::fail(inject::Errc::InvalidInput,
                             "'" + path + "': want {\"layout\": string, \"state\": string}");
-    return std::optional<LayoutState>(
-        LayoutState{j["layout"].get<std::string>(), j["state"].get<std::string>()});
+    LayoutState s{j["layout"].get<std::string>(), j["state"].get<std::string>()};
+    if (j.contains("devicePluginConfig")) {
+        if (!j["devicePluginConfig"].is_string())
+            return inject::fail(inject::Errc::InvalidInput,
+                                "'" + path + "': devicePluginConfig: want a string");
+        s.device_plugin_config = j["devicePluginConfig"].get<std::string>();
+    }
+    return std::optional<LayoutState>(std::move(s));
+}
+
+inject::Result<std::string> plugin_config_path(const std::optional<LayoutState>& s,
+                                               const std::string& dir,
+                                               const std::string& fallback) {
+    if (!s || s->device_plugin_config.empty() || dir.empty()) return fallback;
+    const auto& name = s->device_plugin_config;
+    const std::string what = std::string(kPluginConfigLabel) + "=" + name;
+    const bool plain = name.find('/') == std::string::npos && name.front() != '.';
+    if (!plain) return inject::fail(inject::Errc::InvalidInput, what + ": not a config name");
+    const std::string file = (std::filesystem::path(dir) / (name + ".yaml")).string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+        return inject::fail(inject::Errc::NotFound,
+                            what + ": no such device plugin config (" + file + ")");
+    return file;
 }
 
 }  // namespace k8s::drs

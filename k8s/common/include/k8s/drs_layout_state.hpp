@@ -20,9 +20,15 @@ namespace k8s::drs {
 /// mount in the shipped DaemonSet).
 inline constexpr const char* kLayoutStatePath = "/var/lib/enflame/drs-manager/state.json";
 
+/// The node label naming the device plugin's config for the node (a file of the plugin's
+/// config folder); the manager passes its value on in the state file.
+inline constexpr const char* kPluginConfigLabel = "enflame.com/device-plugin.config";
+
 struct LayoutState {
-    std::string layout;  ///< the label's value (or the manager's default layout)
-    std::string state;   ///< pending, applying, success or failed
+    std::string layout;  ///< the label's value (or the manager's default layout); "" for none
+    std::string state;   ///< pending, applying, success or failed; "" before any layout
+    /// The node's kPluginConfigLabel (or the manager's default); "" for the plugin's own.
+    std::string device_plugin_config = {};
     bool operator==(const LayoutState&) const = default;
     /// success or failed: the manager is not changing instances now.
     [[nodiscard]] bool settled() const { return state == "success" || state == "failed"; }
@@ -34,5 +40,13 @@ struct LayoutState {
 /// Reads it; none when the file does not exist. A file that is not such JSON: InvalidInput
 /// naming the file and the reason.
 [[nodiscard]] inject::Result<std::optional<LayoutState>> read_layout_state(const std::string& path);
+
+/// The device plugin config file a state picks: `<dir>/<name>.yaml` for its
+/// device_plugin_config, `fallback` (the plugin's --plugin-config) when it names none or `dir`
+/// is empty. NotFound when the named file is missing, InvalidInput for a name that is not a
+/// plain file name; both say the label.
+[[nodiscard]] inject::Result<std::string> plugin_config_path(const std::optional<LayoutState>& s,
+                                                             const std::string& dir,
+                                                             const std::string& fallback);
 
 }  // namespace k8s::drs
