@@ -9,6 +9,8 @@
 
 load helpers
 load npd
+load epp
+load llama
 bats_require_minimum_version 1.5.0
 
 EXP=$BUILD_DIR/k8s/exporter/enflame-gcu-exporter
@@ -155,7 +157,7 @@ assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"' "$MON/operator
     jq -e '[.panels[].targets[]] | length > 0' "$f" >/dev/null
     n=$((n + 1))
   done
-  [ "$n" -eq 4 ]
+  [ "$n" -eq 5 ]
 }
 
 @test "dashboards: every panel's and variable's query returns data from a real Prometheus scraping the exporter and node exporter; the rules fire on the real series" {
@@ -177,12 +179,12 @@ assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"' "$MON/operator
   wait_long count_is 2 'up == 1'
   wait_long has 'count_over_time(enflame_gcu_count[1m]) >= 3'
   wait_long has 'count_over_time(node_cpu_seconds_total[1m]) >= 3'
-  run python3 "$BATS_TEST_DIRNAME/dashboard_queries.py" "$PROM" "$MON"/dashboards/*.json
+  run python3 "$BATS_TEST_DIRNAME/dashboard_queries.py" "$PROM" "$MON"/dashboards/enflame-gcu-*.json
   echo "$output"
   [ "$status" -eq 0 ]
   # every target and query variable was run (49 today)
   local want
-  want=$(jq -s '[.[] | (.panels[].targets | length), ([.templating.list[] | select(.type == "query")] | length)] | add' "$MON"/dashboards/*.json)
+  want=$(jq -s '[.[] | (.panels[].targets | length), ([.templating.list[] | select(.type == "query")] | length)] | add' "$MON"/dashboards/enflame-gcu-*.json)
   [ "$want" -ge 40 ]
   [ "$(grep -c '^ok ' <<<"$output")" -eq "$want" ]
   # the rules on the real series: nothing fires on a healthy host...
@@ -205,6 +207,42 @@ assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"' "$MON/operator
   # the exporter gone: its target is down
   stop_pid "$EPORT_PID"
   wait_long has 'ALERTS{alertname="EnflameGCUExporterDown",alertstate="pending",job="enflame-gcu-exporter"}'
+}
+
+@test "dashboards: the EPP's board: every panel's and variable's query returns data from a real Prometheus scraping a real enflame-epp that routes requests to llama-servers" {
+  requires prometheus
+  epp_binaries
+  llama_setup
+  llama_start a
+  local a=$LLAMA_PORT
+  llama_start b
+  # a GCU exporter that does not answer: the scrape errors' panel has a series
+  epp_start "127.0.0.1:$a,127.0.0.1:$LLAMA_PORT" --gcu-exporter http://127.0.0.1:9/metrics
+  # shellcheck disable=SC2119 # no extra flags
+  gateway_start
+  cat > "$SCRATCH/prometheus.yml" <<YAML
+global: {scrape_interval: 1s}
+scrape_configs:
+  - job_name: enflame-epp
+    static_configs: [{targets: ["$EPP_METRICS"]}]
+YAML
+  serve PPORT "$SCRATCH/prometheus.log" -/ready prometheus --config.file="$SCRATCH/prometheus.yml" \
+    --storage.tsdb.path="$SCRATCH/tsdb" --web.listen-address=127.0.0.1:@PORT@
+  PROM=http://127.0.0.1:$PPORT
+  local i
+  for i in $(seq 12); do
+    curl -sSf --max-time 30 -H 'Content-Type: application/json' \
+      --data-binary "{\"model\":\"tiny\",\"prompt\":\"question $i\",\"max_tokens\":2}" \
+      "http://127.0.0.1:$GATEWAY_PORT/v1/completions" > /dev/null
+  done
+  wait_long has 'count_over_time(enflame_epp_requests_total{status="200"}[1m]) >= 3'
+  run python3 "$BATS_TEST_DIRNAME/dashboard_queries.py" "$PROM" "$MON/dashboards/enflame-epp.json"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  local want
+  want=$(jq '[(.panels[].targets | length), ([.templating.list[] | select(.type == "query")] | length)] | add' "$MON/dashboards/enflame-epp.json")
+  [ "$want" -eq 7 ]
+  [ "$(grep -c '^ok ' <<<"$output")" -eq "$want" ]
 }
 
 @test "rules: the group evaluates over 64 cards in well under a second (Prometheus' evaluationTime)" {

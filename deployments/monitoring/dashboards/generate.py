@@ -3,7 +3,8 @@
 run it, commit both). `generate.py --check` exits 1 when a JSON file differs from what it would
 write. Every dashboard takes its Prometheus from the `datasource` variable, so it imports into
 any Grafana; tests/integration/monitoring.bats runs every panel's and variable's query against a
-real Prometheus scraping the exporter and node exporter.
+real Prometheus scraping the exporter and node exporter, and the EPP's board against one
+scraping a real enflame-epp.
 
 Card series come once per card and holder (enflame-gcu-exporter), so per-card panels take
 `max by (host, uuid)` before summing or averaging over cards."""
@@ -56,6 +57,15 @@ class Board:
         self.x += w
         self.row_h = max(self.row_h, h)
         return p
+
+    def row(self, title):
+        """A row header across the board; the panels after it are its own."""
+        self.x, self.y = 0, self.y + self.row_h
+        self.row_h = 0
+        self.panels.append({"id": len(self.panels) + 1, "type": "row", "title": title,
+                            "collapsed": False, "datasource": DS, "targets": [],
+                            "gridPos": {"x": 0, "y": self.y, "w": 24, "h": 1}, "panels": []})
+        self.y += 1
 
     def json(self):
         return {
@@ -238,10 +248,45 @@ def drs():
     return b
 
 
+def epp():
+    s = 'instance=~"$instance"'
+    b = Board("enflame-epp", "Enflame / Inference endpoint picker",
+              "enflame-epp, the inference gateway's endpoint picker (deployments/inference): "
+              "what it answered, where it sent requests, how long picking took, its queue, and "
+              "the model-server and GCU-exporter scrapes that failed.",
+              [datasource_var(),
+               query_var("instance", "EPP", "label_values(enflame_epp_queue_size, instance)")])
+    b.row("Endpoint picker (enflame-epp)")
+    b.panel("timeseries", "Requests by status",
+            [ts(f"sum by (status) (rate(enflame_epp_requests_total{{{s}}}[$__rate_interval]))",
+                "{{status}}")], unit="reqps",
+            description="200 routed; 429 shed or queue full; 503 no endpoint or queue timeout; "
+                        "4xx a request the EPP could not read.")
+    b.panel("timeseries", "Picks per endpoint",
+            [ts(f"sum by (endpoint) (rate(enflame_epp_picks_total{{{s}}}[$__rate_interval]))",
+                "{{endpoint}}")], unit="reqps", description="The primary endpoint of each pick.")
+    b.panel("timeseries", "Scheduling latency p99",
+            [ts("histogram_quantile(0.99, sum by (le) (rate("
+                f"enflame_epp_scheduling_duration_seconds_bucket{{{s}}}[$__rate_interval])))",
+                "p99")], unit="s", w=8, description="Picking alone, after any queue wait.")
+    b.panel("timeseries", "Queue size",
+            [ts(f"sum by (instance) (enflame_epp_queue_size{{{s}}})", "{{instance}}")], w=8,
+            description="Requests waiting in the fair queue while the pool is saturated.")
+    b.panel("timeseries", "Pool saturation",
+            [ts(f"max by (instance) (enflame_epp_pool_saturation{{{s}}})", "{{instance}}")],
+            w=8, description="At 1 or more, sheddable requests get 429 and the rest queue.")
+    b.panel("timeseries", "Scrape errors",
+            [ts(f"sum by (endpoint) (rate(enflame_epp_scrape_errors_total{{{s}}}[$__rate_interval]))",
+                "{{endpoint}}")], unit="cps", w=24,
+            description="Failed metric scrapes per model server or GCU-exporter URL: its scores "
+                        "go stale.")
+    return b
+
+
 def main():
     check = sys.argv[1:] == ["--check"]
     stale = []
-    for board in (overview(), node(), pods(), drs()):
+    for board in (overview(), node(), pods(), drs(), epp()):
         path = HERE / (board.uid + ".json")
         text = json.dumps(board.json(), indent=2, ensure_ascii=False) + "\n"
         if check:
