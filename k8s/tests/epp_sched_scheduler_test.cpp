@@ -214,6 +214,31 @@ TEST(Scheduler, SaturatedPoolShedsSheddableAndQueuesTheRest) {
     EXPECT_NE(text.find("enflame_epp_pool_saturation"), std::string::npos);
 }
 
+TEST(Scheduler, FinishedRequestsFreeTheirPlaceBeforeTheNextScrape) {
+    // 2 idle endpoints let 2 x 5 requests through per scrape round (each counts as queued
+    // until the metrics show it); one that finished no longer counts. With a round every
+    // 500 ms, 50 requests one after the other would take 2 s if they did.
+    epp::SchedulingOptions o;
+    Pool p(2, o);
+    p.sched->stop();
+    o.refresh = 500ms;
+    prometheus::Registry reg;
+    epp::Scheduler s(o, reg);
+    std::vector<epp::Target> targets;
+    for (const auto& server : p.servers)
+        targets.push_back({server->address(), server->url("/metrics"), "", "", "", "", {}});
+    s.set_targets(targets);
+    s.start();
+    std::this_thread::sleep_for(100ms);  // the first round
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 50; ++i) {
+        auto d = route(s, chat(std::to_string(i), "c" + std::to_string(i), 1));
+        ASSERT_EQ(d.status, 200) << d.message;
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 400ms);
+    s.stop();
+}
+
 TEST(Scheduler, FullKvCacheFromLlamaSlotsAndLowGcuMemoryAreAvoided) {
     auto gcu_server = std::make_unique<FakeServer>();
     FakeServer& gcu = *gcu_server;

@@ -24,6 +24,7 @@ namespace {
 struct InFlight {
     std::vector<uint64_t> hashes;
     std::string primary;
+    uint64_t round = 0;  // the scrape round it was let through in
 };
 
 std::mt19937_64& thread_rng() {
@@ -94,7 +95,8 @@ struct Scheduler::State {
     }
 
     // Under the queue's lock: may one more request go? Requests let through since the last
-    // full scrape round are not in the metrics yet; each is counted as one queued request.
+    // full scrape round are not in the metrics yet; each is counted as one queued request
+    // until that round ends or it finishes.
     bool take() {
         auto snap = ds.snapshot();
         if (snap.empty()) return true;  // decide() answers 503 at once
@@ -111,6 +113,7 @@ struct Scheduler::State {
         {
             std::lock_guard l(mu);
             unseen = 0;
+            ++round;
         }
         metrics.pool_saturation.Set(pool_saturation(snap));
         if (cfg.prefix_auto_tune) {
@@ -140,8 +143,9 @@ struct Scheduler::State {
     Profile* primary = nullptr;
     Profile* decode = nullptr;
     Profile* prefill = nullptr;
-    std::mutex mu;  // unseen, in_flight
+    std::mutex mu;  // unseen, round, in_flight
     double unseen = 0;
+    uint64_t round = 0;
     std::unordered_map<std::string, InFlight> in_flight;
     std::map<std::string, size_t> capacity;  // scrape thread only
     FairQueue queue;
@@ -190,7 +194,7 @@ Decision Scheduler::State::schedule(const Request& r) {
     prefix.add(first, hashes);
     metrics.picked(first);
     std::lock_guard l(mu);
-    in_flight[r.id] = InFlight{std::move(hashes), first};
+    in_flight[r.id] = InFlight{std::move(hashes), first, round};
     return d;
 }
 
@@ -304,7 +308,10 @@ void Scheduler::finished(const Request& r) {
     s_->queue.cancel(r.id);
     {
         std::lock_guard l(s_->mu);
-        s_->in_flight.erase(r.id);
+        if (auto it = s_->in_flight.find(r.id); it != s_->in_flight.end()) {
+            if (it->second.round == s_->round && s_->unseen > 0) --s_->unseen;
+            s_->in_flight.erase(it);
+        }
     }
     s_->queue.pump();
 }
