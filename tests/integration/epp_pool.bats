@@ -96,7 +96,7 @@ pod_server() {
   wait_for curl -sf -o /dev/null "http://$2:$TARGET_PORT/health"
 }
 
-# epp_in_pool: enflame-epp following $NS/$POOL with the EPP account's token and the
+# epp_in_pool [ARGS...]: enflame-epp following $NS/$POOL with the EPP account's token and the
 # shipped config, plaintext on free loopback ports (epp_start's variables); up once it has said
 # which pods it watches (or that it cannot list the pool).
 epp_in_pool() {
@@ -107,7 +107,7 @@ epp_in_pool() {
   EPP_LOG=$SCRATCH/epp.log
   "$EPP" --pool-name "$POOL" --pool-namespace "$NS" --kubeconfig "$EPP_KC" \
     --config-file "$SCRATCH/epp-config.yaml" --secure-serving=false --grpc-port "$grpc" \
-    --grpc-health-port "$health" --metrics-port "$metrics" > "$EPP_LOG" 2>&1 3>&- &
+    --grpc-health-port "$health" --metrics-port "$metrics" "$@" > "$EPP_LOG" 2>&1 3>&- &
   EPP_PID=$!
   on_teardown "stop_pid $EPP_PID"
   # shellcheck disable=SC2034  # gateway_start's and epp_health's
@@ -198,15 +198,15 @@ nothing_forbidden() {
   echo "# endpoint set followed in $(sort -n "$SCRATCH/follow-ms" | tr '\n' ' ')ms" >&3
 }
 
-# without_rule ROLE RESOURCE: deployments/inference installed with ROLE's rule on RESOURCE
-# removed, the pool and a Ready pod a on node-a with its exporter, and the EPP started; the
-# fake API server's 403s are in $API/forbidden.log.
+# without_rule ROLE RESOURCE [ARGS...]: deployments/inference installed with ROLE's rule on
+# RESOURCE removed, the pool and a Ready pod a on node-a with its exporter, and the EPP started
+# with ARGS; the fake API server's 403s are in $API/forbidden.log.
 without_rule() {
   install "rbac['$1'][:] = [r for r in rbac['$1'] if r['resources'] != ['$2']]"
   pool
   pod a 127.0.0.2 node-a True
   pod exporter-a 127.0.0.9 node-a True enflame-system '{"app.kubernetes.io/name":"enflame-gcu-exporter"}'
-  epp_in_pool
+  epp_in_pool "${@:3}"
 }
 
 @test "least RBAC: without its pods rule in the pool's namespace the EPP is refused them and never ready" {
@@ -229,4 +229,11 @@ without_rule() {
   wait_for grep -qF "GET /api/v1/namespaces/enflame-system/pods" "$API/forbidden.log"
   wait_for grep -qF "InferencePool $NS/$POOL: 1 endpoint: 127.0.0.2:$TARGET_PORT ($NS/a, no gcu exporter)" "$EPP_LOG"
   wait_for epp_health readiness
+}
+
+@test "least RBAC: with an empty exporter selector the EPP needs no right in enflame-system" {
+  without_rule enflame-epp-gcu-exporters pods --gcu-exporter-selector ""
+  wait_for grep -qF "InferencePool $NS/$POOL: 1 endpoint: 127.0.0.2:$TARGET_PORT ($NS/a, no gcu exporter)" "$EPP_LOG"
+  wait_for epp_health readiness
+  nothing_forbidden
 }
