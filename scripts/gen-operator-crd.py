@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # gen-operator-crd.py: writes deployments/operator/crd.yaml, the GpuResource CRD
-# (gpuresources.enflame.com). The eight components share one schema; writing it out eight times
+# (gpuresources.enflame.com). The nine components share one schema; writing it out nine times
 # by hand invites drift between them, so this script is the source and crd.yaml its output
 # (tests/integration/operator.bats checks the two agree). Run it after changing the schema:
 #   scripts/gen-operator-crd.py > deployments/operator/crd.yaml
@@ -135,7 +135,21 @@ spec = {
                                     "replicas": {"type": "integer", "minimum": 2, "maximum": 64,
                                                  "description": "Shares per card."},
                                     "renameByDefault": b("Advertise shares as enflame.com/gcu.shared.", False)}}}},
-        }),
+            "configs": {"type": "object", "maxProperties": 32,
+                        "description": "Named plugin configs (enflame-device-plugin(8), PLUGIN "
+                        "CONFIGURATION), each a YAML text: a node labelled "
+                        "enflame.com/device-plugin.config=<name> runs with it (the DRS manager "
+                        "passes the label on: drsManager must be enabled).",
+                        "additionalProperties": {"type": "string", "maxLength": 8192},
+                        "x-kubernetes-validations": [{
+                            "rule": "self.all(k, k.matches('^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$'))",
+                            "message": "a config's name is a label value: letters, digits, '.', "
+                                       "'_', '-', alphanumeric at both ends, at most 63"}]},
+            "defaultConfig": s("The config of every node without the label: one of configs."),
+        }, [{"rule": "!has(self.defaultConfig) || (has(self.configs) && self.defaultConfig in self.configs)",
+             "message": "defaultConfig must name one of configs"},
+            {"rule": "!has(self.defaultConfig) || !has(self.sharing)",
+             "message": "sharing and defaultConfig both set the default config: give one"}]),
         "draDriver": component("the DRA driver (enflame.com DeviceClasses and kubelet plugin)", False, {
             "apiVersion": s("The resource.k8s.io version to use; auto: the newest the server serves.",
                             default="auto", enum=["auto", "v1", "v1beta1"]),
@@ -151,6 +165,12 @@ spec = {
         }),
         "nodeExporter": component("the Prometheus node exporter", False, {
             "serviceMonitor": monitor("ServiceMonitor", "The node exporter's ServiceMonitor"),
+        }),
+        "drsManager": component("the DRS manager (enflame-drs-manager: each node's DRS instances "
+                                "made to match the layout its label enflame.com/drs.config names)",
+                                False, {
+            "defaultLayout": s("The layout of a node without the label. Empty: such a node is left "
+                               "alone.", pattern=r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$"),
         }),
         "daemonsets": {"type": "object", "default": {}, "description": "Settings for every "
                        "DaemonSet the operator deploys.", "properties": {
@@ -222,7 +242,12 @@ status = {"type": "object", "description": "What the operator found, written by 
                                  "podMonitor": s("npd with podMonitor enabled: applied, or why it was "
                                                  "skipped."),
                                  "prometheusRule": s("exporter with prometheusRule enabled: applied, "
-                                                     "or why it was skipped.")}}},
+                                                     "or why it was skipped."),
+                                 "nodes": string_map("drsManager: each node labelled "
+                                                     "enflame.com/drs.config, as '<layout>: <state>' "
+                                                     "from the manager's state label.")}}},
+              "drs": s("drsManager: the labelled nodes counted by layout state, e.g. '3 success, "
+                       "1 pending'."),
               "upgrade": {"type": "object", "description": "The node-by-node roll of the DaemonSets.",
                           "properties": {
                               "nodes": {"type": "array", "x-kubernetes-list-type": "map",
@@ -254,6 +279,7 @@ crd = {
             "additionalPrinterColumns": [
                 {"name": "Ready", "type": "string", "jsonPath": ".status.readyResource"},
                 {"name": "State", "type": "string", "jsonPath": ".status.state"},
+                {"name": "DRS", "type": "string", "jsonPath": ".status.drs"},
                 {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
             "schema": {"openAPIV3Schema": {
                 "type": "object",

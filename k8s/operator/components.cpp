@@ -196,6 +196,40 @@ void customize_sharing(Object& o, const Json& dp) {
             " renameByDefault=" + (rename ? "true" : "false");
 }
 
+/// spec.devicePlugin: sharing (above), and the named configs a node picks with the label
+/// enflame.com/device-plugin.config (docs/drs-manager.md): configs.<name> becomes <name>.yaml
+/// in the plugin's ConfigMap, defaultConfig's the plugin.yaml every unlabelled node reads. The
+/// pod template carries the configs' hash, so a change replaces the pods as sharing's does.
+void customize_device_plugin(Object& o, const Json& dp) {
+    customize_sharing(o, dp);
+    const Json configs = dp.value("configs", Json::object());
+    const std::string def = str(dp, "defaultConfig");
+    if (configs.empty() && def.empty()) return;
+    const std::string kind = str(o.obj, "kind");
+    if (kind == "ConfigMap" && o.obj.contains("data") && o.obj["data"].contains("plugin.yaml")) {
+        for (const auto& [name, text] : configs.items()) o.obj["data"][name + ".yaml"] = text;
+        if (!def.empty() && configs.contains(def)) o.obj["data"]["plugin.yaml"] = configs[def];
+    }
+    if (kind == "DaemonSet") {
+        Json all = configs;
+        all["."] = def;  // not a config name: the default's choice in the hash too
+        o.obj["spec"]["template"]["metadata"]["annotations"]["enflame.com/plugin-configs"] =
+            content_hash(all);
+    }
+}
+
+/// spec.drsManager: the layout of an unlabelled node, and the device plugin config it names.
+void customize_drs_manager(Object& o, const Json& dm) {
+    if (str(o.obj, "kind") != "DaemonSet") return;
+    Json env = Json::array();
+    if (!str(dm, "defaultLayout").empty())
+        env.push_back({{"name", "DEFAULT_LAYOUT"}, {"value", dm["defaultLayout"]}});
+    if (!str(dm, "defaultDevicePluginConfig").empty())
+        env.push_back(
+            {{"name", "DEFAULT_DEVICE_PLUGIN_CONFIG"}, {"value", dm["defaultDevicePluginConfig"]}});
+    if (!env.empty()) merge_env(o.obj["spec"]["template"]["spec"]["containers"][0], env);
+}
+
 }  // namespace
 
 const std::vector<Component>& components() {
@@ -203,11 +237,12 @@ const std::vector<Component>& components() {
         {"toolkit", "installer", true, HostView::Flags, customize_toolkit},
         {"featureDiscovery", "feature-discovery", true, HostView::Mounted, nullptr},
         {"nfd", "nfd", false, HostView::None, nullptr},
-        {"devicePlugin", "device-plugin", true, HostView::Mounted, customize_sharing},
+        {"devicePlugin", "device-plugin", true, HostView::Mounted, customize_device_plugin},
         {"draDriver", "dra", false, HostView::MountedNamingHost, nullptr},
         {"exporter", "exporter", true, HostView::Runtime, nullptr},
         {"npd", "npd", false, HostView::Mounted, nullptr},
         {"nodeExporter", "node-exporter", false, HostView::None, nullptr},
+        {"drsManager", "drs-manager", false, HostView::Mounted, customize_drs_manager},
     };
     return kTable;
 }

@@ -11,6 +11,7 @@
 
 #include "inject/log.hpp"
 #include "k8s/apiserver.hpp"
+#include "operator/drs_status.hpp"
 
 namespace gpu_operator {
 
@@ -302,6 +303,12 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
     std::string not_ready;
     for (const auto& m : monitors)
         if (comps.count(m.component)) comps[m.component][m.field] = m.message;
+    std::string drs;  // each labelled node's layout and state, counted by state
+    if (comps.count("drsManager")) {
+        auto d = drs_status(nodes_->items());
+        comps["drsManager"]["nodes"] = std::move(d.nodes);
+        drs = std::move(d.summary);
+    }
     for (auto& [name, c] : comps) {
         ++n;
         if (c["ready"].get<bool>())
@@ -314,7 +321,7 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
     const long long gen = cr["metadata"].value("generation", 0LL);
     const Json old = cr.value("status", Json::object()).value("conditions", Json::array());
     const bool all = ready == n && error.empty();
-    return {
+    Json out = {
         {"state", all ? "ready" : "notReady"},
         {"readyResource", std::to_string(ready) + "/" + std::to_string(n)},
         {"observedGeneration", gen},
@@ -326,6 +333,8 @@ Json Controller::stack_status(const Json& cr, const std::vector<Object>& objs,
                     progressing ? "pods are being updated" : "no rollout in progress", gen),
           condition(old, "Degraded", !error.empty(), error.empty() ? "Reconciled" : "ApplyFailed",
                     error.empty() ? "every object applied" : error, gen)}}};
+    if (!drs.empty()) out["drs"] = drs;
+    return out;
 }
 
 inject::Result<void> Controller::write_status(const Json& cr, Json status, Writes& writes) {

@@ -286,6 +286,10 @@ inject::Result<void> generate_configmaps(const Json& gens, const fs::path& kfile
 
 }  // namespace
 
+std::string content_hash(const Json& data) {
+    return configmap_hash(data);
+}
+
 void append_hex(std::string& out, unsigned char b) {
     static constexpr std::string_view kHex = "0123456789abcdef";
     out += kHex[b >> 4];

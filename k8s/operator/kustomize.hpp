@@ -65,6 +65,9 @@ void append_hex(std::string& out, unsigned char b);
 /// in its namespace refers to it, as kustomize's name references do.
 void suffix_generated(std::vector<Object>& objs);
 
+/// kustomize's content hash of a ConfigMap's data (string values), as its generated names carry.
+[[nodiscard]] std::string content_hash(const Json& data);
+
 /// `kubectl kustomize DIR`: load_dir() and the hashes.
 [[nodiscard]] inject::Result<std::vector<Object>> kustomize(const std::string& dir);
 

@@ -47,8 +47,9 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
         add(std::move(dra));
     }
     // not in deployments/ (the default install): their own folders, as `kubectl apply -k` them
-    for (const auto& [component, folder] : {std::pair{"nfd", "nfd"}, std::pair{"npd", "npd"},
-                                            std::pair{"nodeExporter", "node-exporter"}})
+    for (const auto& [component, folder] :
+         {std::pair{"nfd", "nfd"}, std::pair{"npd", "npd"},
+          std::pair{"nodeExporter", "node-exporter"}, std::pair{"drsManager", "drs-manager"}})
         if (enabled(spec, component)) {
             INJECT_TRY(auto more, load_dir(fs::path(manifests) / folder));
             add(std::move(more));

@@ -214,3 +214,18 @@ config_root() {
   run api GET "/api/v1/configmaps?watch=1&resourceVersion=$from&timeoutSeconds=1"
   [ "$(jq -r '.type + " " + (.object.code | tostring) + " " + .object.reason' <<<"$output")" = "ERROR 410 Expired" ]
 }
+
+@test "drsManager: status.drs counts the nodes' layout states and the component lists each node's layout, following the manager's state label" {
+  CR_EDIT='d["spec"]["drsManager"] = {"enabled": True, "defaultLayout": "all-full"}'
+  stack_up
+  run -0 api GET /apis/apps/v1/namespaces/enflame-system/daemonsets/enflame-drs-manager
+  [ "$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "DEFAULT_LAYOUT") | .value' <<<"$output")" = all-full ]
+  api POST /api/v1/nodes '{"apiVersion":"v1","kind":"Node","metadata":{"name":"gcu-1","labels":{"enflame.com/drs.config":"all-1g.11gb","enflame.com/drs.config.state":"success"}}}' > /dev/null
+  api POST /api/v1/nodes '{"apiVersion":"v1","kind":"Node","metadata":{"name":"gcu-2","labels":{"enflame.com/drs.config":"all-full","enflame.com/drs.config.state":"pending"}}}' > /dev/null
+  drs_is() { [ "$(api GET /apis/enflame.com/v1/gpuresources/enflame | jq -r .status.drs)" = "$1" ]; }
+  wait_secs 10 drs_is "1 pending, 1 success"
+  run -0 api GET /apis/enflame.com/v1/gpuresources/enflame
+  [ "$(jq -c '.status.components[] | select(.name == "drsManager") | .nodes' <<<"$output")" = '{"gcu-1":"all-1g.11gb: success","gcu-2":"all-full: pending"}' ]
+  api PATCH /api/v1/nodes/gcu-2 '{"metadata":{"labels":{"enflame.com/drs.config.state":"success"}}}' application/merge-patch+json > /dev/null
+  wait_secs 10 drs_is "2 success"
+}

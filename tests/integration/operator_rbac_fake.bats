@@ -57,7 +57,7 @@ cr_gone() { missing /apis/enflame.com/v1/gpuresources/enflame; }
 
 @test "least privilege: with only what deployments/operator grants it, the operator applies every component and monitoring object, turns them off and removes the stack, without one 403" {
   CR_EDIT='
-for c in ("toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver", "exporter", "npd", "nodeExporter"):
+for c in ("toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver", "exporter", "npd", "nodeExporter", "drsManager"):
     d["spec"].setdefault(c, {})["enabled"] = True
 d["spec"]["exporter"]["serviceMonitor"] = {"enabled": True}
 d["spec"]["exporter"]["prometheusRule"] = {"enabled": True}
@@ -73,6 +73,8 @@ d["spec"]["npd"]["podMonitor"] = {"enabled": True}'
   grep -q "/namespaces/kube-system/prometheusrules/" "$SCRATCH/paths"
   grep -q "/namespaces/enflame-system/rolebindings/enflame-nfd-worker" "$SCRATCH/paths"
   grep -q "/clusterrolebindings/enflame-npd" "$SCRATCH/paths"
+  grep -q "/namespaces/enflame-system/rolebindings/enflame-drs-manager" "$SCRATCH/paths"
+  grep -q "/clusterrolebindings/enflame-drs-manager" "$SCRATCH/paths"
   grep -q "/validatingadmissionpolicies/" "$SCRATCH/paths"
   run ! grep -E "/(clusterroles|roles|namespaces)/[^/]*$" "$SCRATCH/paths"
   for p in "${paths[@]}"; do

@@ -76,6 +76,12 @@ PY
   [[ $output == "16 objects equal; 1 shipped with deployments/operator" ]]
 }
 
+@test "render: drsManager on adds what kubectl kustomize deployments/drs-manager renders (its roles shipped with deployments/operator)" {
+  cr x '  drsManager: {enabled: true}' > "$OP/drs-cr.yaml"
+  same_as_kustomize "$OP/drs-cr.yaml" "$TOP/deployments" "$TOP/deployments/drs-manager"
+  [[ $output == "18 objects equal; 3 shipped with deployments/operator" ]]
+}
+
 @test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
   cr x '  nfd: {enabled: true}
   npd: {enabled: true, podMonitor: {enabled: true}}
