@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+// enflame-epp's gRPC server (k8s/epp/wire/server.hpp) on loopback ports the kernel picks:
+// Process streams over plaintext and TLS, the health service on its own port, a cancelled
+// stream, and the drain on shutdown; against a Picker that records what it was asked.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "envoy/service/ext_proc/v3/external_processor.grpc.pb.h"
+#include "epp/wire/server.hpp"
+#include "epp/wire/tls.hpp"
+#include "grpc/health/v1/health_v1.grpc.pb.h"
+
+namespace {
+
+using epp::ext_proc::ProcessingRequest;
+using epp::ext_proc::ProcessingResponse;
+using Health = grpc::health::v1::HealthCheckResponse;
+using namespace std::chrono_literals;
+
+struct RecordingPicker : epp::Picker {
+    std::atomic<int> decided{0}, finished_calls{0};
+    epp::Decision decide(const epp::Request&) override {
+        ++decided;
+        return {200, "", {"10.0.0.7:8000"}, {}};
+    }
+    void served(const epp::Request&, const std::string&) override {}
+    void finished(const epp::Request&) override { ++finished_calls; }
+};
+
+template <typename F>
+bool eventually(F done) {
+    for (int i = 0; i < 200; ++i, std::this_thread::sleep_for(10ms))
+        if (done()) return true;
+    return false;
+}
+
+struct Fixture : ::testing::Test {
+    RecordingPicker picker;
+    prometheus::Registry registry;
+    std::unique_ptr<epp::Server> server;
+
+    void start(std::optional<epp::TlsPem> tls = std::nullopt) {
+        epp::ServerOptions o;
+        o.host = "127.0.0.1";
+        o.grpc_port = 0;
+        o.health_port = 0;
+        o.tls = std::move(tls);
+        auto s = epp::Server::start(o, picker, registry);
+        ASSERT_TRUE(s) << s.error().what();
+        server = std::move(*s);
+    }
+    std::string grpc_address() const { return "127.0.0.1:" + std::to_string(server->grpc_port()); }
+    std::shared_ptr<grpc::Channel> plaintext(const std::string& address) const {
+        return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    }
+    std::optional<Health::ServingStatus> health(const std::string& service, int port) const {
+        auto stub =
+            grpc::health::v1::Health::NewStub(plaintext("127.0.0.1:" + std::to_string(port)));
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+        grpc::health::v1::HealthCheckRequest req;
+        req.set_service(service);
+        Health resp;
+        if (!stub->Check(&ctx, req, &resp).ok()) return std::nullopt;
+        return resp.status();
+    }
+    std::string metrics() const {
+        return prometheus::TextSerializer().Serialize(registry.Collect());
+    }
+};
+
+ProcessingRequest headers(bool end_of_stream) {
+    ProcessingRequest in;
+    auto* h = in.mutable_request_headers()->mutable_headers()->add_headers();
+    h->set_key("x-request-id");
+    h->set_raw_value("r-1");
+    in.mutable_request_headers()->set_end_of_stream(end_of_stream);
+    return in;
+}
+
+ProcessingRequest body() {
+    ProcessingRequest in;
+    in.mutable_request_body()->set_body(R"({"model":"tiny"})");
+    in.mutable_request_body()->set_end_of_stream(true);
+    return in;
+}
+
+// One request through a Process stream: its answers' destination header, or the gRPC error.
+std::string route_once(const std::shared_ptr<grpc::Channel>& channel) {
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    auto stream = stub->Process(&ctx);
+    stream->Write(headers(false));
+    stream->Write(body());
+    ProcessingResponse out;
+    std::string destination;
+    if (stream->Read(&out))
+        for (const auto& o : out.request_headers().response().header_mutation().set_headers())
+            if (o.header().key() == "x-gateway-destination-endpoint")
+                destination = o.header().raw_value();
+    stream->WritesDone();
+    ctx.TryCancel();
+    const auto status = stream->Finish();
+    return destination.empty() ? "error " + std::to_string(status.error_code()) : destination;
+}
+
+TEST_F(Fixture, RoutesAPlaintextStreamAndCountsIt) {
+    start();
+    auto channel = plaintext(grpc_address());
+    EXPECT_EQ(route_once(channel), "10.0.0.7:8000");
+    EXPECT_TRUE(eventually([&] { return picker.finished_calls == 1; }));
+    EXPECT_NE(metrics().find("enflame_epp_requests_total{status=\"200\"} 1"), std::string::npos)
+        << metrics();
+}
+
+TEST_F(Fixture, HealthIsOnItsOwnPortAndReadinessFollowsSetReady) {
+    start();
+    const int port = server->health_port();
+    EXPECT_EQ(health("", port), Health::SERVING);
+    EXPECT_EQ(health("liveness", port), Health::SERVING);
+    EXPECT_EQ(health("readiness", port), Health::NOT_SERVING);
+    EXPECT_EQ(health(epp::kExtProcService, port), Health::NOT_SERVING);
+    server->set_ready(true);
+    EXPECT_EQ(health("readiness", port), Health::SERVING);
+    EXPECT_EQ(health(epp::kExtProcService, port), Health::SERVING);
+    // The ext_proc port does not answer health checks.
+    EXPECT_EQ(health("", server->grpc_port()), std::nullopt);
+}
+
+TEST_F(Fixture, TlsPortTakesATlsClientTrustingItsCertificateAndRefusesPlaintext) {
+    auto pem = epp::self_signed_certificate();
+    ASSERT_TRUE(pem) << pem.error().what();
+    start(*pem);
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem->cert;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("enflame-epp");
+    auto tls = grpc::CreateCustomChannel(grpc_address(), grpc::SslCredentials(ssl), args);
+    EXPECT_EQ(route_once(tls), "10.0.0.7:8000");
+    auto plain = plaintext(grpc_address());
+    EXPECT_EQ(route_once(plain), "error 14");
+}
+
+TEST_F(Fixture, CancelledStreamFinishesTheRequestOnce) {
+    start();
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(plaintext(grpc_address()));
+    grpc::ClientContext ctx;
+    auto stream = stub->Process(&ctx);
+    stream->Write(headers(false));
+    stream->Write(body());
+    ProcessingResponse out;
+    ASSERT_TRUE(stream->Read(&out));  // routed; the response never comes: the gateway gives up
+    ctx.TryCancel();
+    (void)stream->Finish();
+    EXPECT_TRUE(eventually([&] { return picker.finished_calls == 1; }));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(picker.finished_calls, 1);
+    EXPECT_EQ(picker.decided, 1);
+}
+
+TEST_F(Fixture, ShutdownLetsAnOpenStreamFinishWithinTheGraceAndTakesNoNewOne) {
+    start();
+    auto channel = plaintext(grpc_address());
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(channel);
+    grpc::ClientContext ctx;
+    auto stream = stub->Process(&ctx);
+    ASSERT_TRUE(stream->Write(headers(false)));  // the body is still to come
+    std::this_thread::sleep_for(100ms);
+    const auto began = std::chrono::steady_clock::now();
+    auto done = std::async(std::launch::async, [&] { server->shutdown(5s); });
+    std::this_thread::sleep_for(200ms);
+    auto late = plaintext(grpc_address());
+    EXPECT_EQ(route_once(late), "error 14");
+    ASSERT_TRUE(stream->Write(body()));
+    ProcessingResponse out;
+    ASSERT_TRUE(stream->Read(&out));
+    EXPECT_TRUE(out.has_request_headers());
+    ASSERT_TRUE(stream->Read(&out));  // the body, re-sent
+    EXPECT_TRUE(out.has_request_body());
+    stream->WritesDone();
+    EXPECT_FALSE(stream->Read(&out));
+    EXPECT_TRUE(stream->Finish().ok());
+    done.wait();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+    EXPECT_EQ(picker.finished_calls, 1);
+}
+
+TEST_F(Fixture, ShutdownCancelsAStreamStillOpenAfterTheGrace) {
+    start();
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(plaintext(grpc_address()));
+    grpc::ClientContext ctx;
+    auto stream = stub->Process(&ctx);
+    stream->Write(headers(false));
+    stream->Write(body());
+    ProcessingResponse out;
+    ASSERT_TRUE(stream->Read(&out));  // the route
+    ASSERT_TRUE(stream->Read(&out));  // the body; the response never comes
+    const auto began = std::chrono::steady_clock::now();
+    server->shutdown(300ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 3s);
+    EXPECT_GE(std::chrono::steady_clock::now() - began, 250ms);
+    EXPECT_FALSE(stream->Read(&out));
+    EXPECT_EQ(picker.finished_calls, 1);
+}
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::string t = (std::filesystem::temp_directory_path() / "epp-tls.XXXXXX").string();
+        path = ::mkdtemp(t.data());
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+    void write(const std::string& name, const std::string& text) const {
+        std::ofstream(path / name) << text;
+    }
+};
+
+TEST(EppWireTls, ReadsAGivenPairAndNamesWhatIsWrong) {
+    auto a = epp::self_signed_certificate();
+    auto b = epp::self_signed_certificate();
+    ASSERT_TRUE(a && b);
+    TempDir d;
+    auto err = [&] {
+        auto r = epp::read_certificate(d.path.string());
+        return r ? std::string("ok") : std::string(r.error().what());
+    };
+    const std::string crt = d.path.string() + "/tls.crt", key = d.path.string() + "/tls.key";
+    EXPECT_EQ(err(), crt + ": cannot read it");
+    d.write("tls.crt", a->cert);
+    EXPECT_EQ(err(), key + ": cannot read it");
+    d.write("tls.key", "junk");
+    EXPECT_EQ(err(), key + ": not a PEM private key");
+    d.write("tls.key", b->key);
+    EXPECT_EQ(err(), key + ": not the key of " + crt);
+    d.write("tls.crt", "junk");
+    EXPECT_EQ(err(), crt + ": not a PEM certificate");
+    d.write("tls.crt", a->cert);
+    d.write("tls.key", a->key);
+    EXPECT_EQ(err(), "ok");
+}
+
+}  // namespace
