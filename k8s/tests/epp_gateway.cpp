@@ -5,7 +5,8 @@
 // cannot show).
 //
 //   epp-gateway --listen 127.0.0.1:PORT --epp HOST:PORT [--epp-tls] [--mode full-duplex|buffered]
-//               [--chunk BYTES] [--subset LIST] [--stats FILE] [--port-file FILE]
+//               [--no-protocol-config] [--chunk BYTES] [--subset LIST] [--stats FILE]
+//               [--port-file FILE]
 //       An HTTP listener; one Process stream per request; runs until SIGTERM/SIGINT, then
 //       writes --stats.
 //   epp-gateway --drive N --rate R --body FILE --epp HOST:PORT [...]
@@ -35,7 +36,7 @@ struct Flags {
     std::string listen, epp, mode = "full-duplex", stats, port_file, body_file, service;
     std::string log_level = "info";
     std::optional<std::string> subset;
-    bool tls = false, health = false;
+    bool tls = false, health = false, no_protocol_config = false;
     std::size_t chunk = 16 * 1024;
     int timeout_ms = 120'000, threads = 32, drive = 0, workers = 32;
     double rate = 100;
@@ -73,6 +74,7 @@ StreamOptions stream_options(const Flags& f) {
     o.mode = f.mode == "buffered" ? Mode::Buffered : Mode::FullDuplex;
     o.chunk = f.chunk;
     o.timeout = std::chrono::milliseconds(f.timeout_ms);
+    o.protocol_config = !f.no_protocol_config;
     return o;
 }
 
@@ -141,6 +143,8 @@ int main(int argc, char** argv) try {
     app.add_option("--port-file", f.port_file, "write the listening port here");
     app.add_option("--mode", f.mode, "body mode: full-duplex (FULL_DUPLEX_STREAMED) or buffered")
         ->check(CLI::IsMember({"full-duplex", "buffered"}));
+    app.add_flag("--no-protocol-config", f.no_protocol_config,
+                 "send no protocol_config (as Envoy before 1.35): the EPP must know the mode");
     app.add_option("--chunk", f.chunk, "request body chunk size in bytes (full-duplex)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
     app.add_option("--subset", f.subset,

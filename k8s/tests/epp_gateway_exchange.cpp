@@ -76,7 +76,7 @@ const char* answer_name(Response::ResponseCase c) {
     return "empty";
 }
 
-extproc::ProcessingRequest headers_message(const HttpRequest& r, Mode mode) {
+extproc::ProcessingRequest headers_message(const HttpRequest& r, const StreamOptions& o) {
     extproc::ProcessingRequest m;
     auto* h = m.mutable_request_headers();
     auto* map = h->mutable_headers();
@@ -92,9 +92,10 @@ extproc::ProcessingRequest headers_message(const HttpRequest& r, Mode mode) {
         auto* list = (*hint.mutable_fields())[std::string(kSubset)].mutable_list_value();
         for (const auto& e : *r.subset) list->add_values()->set_string_value(e);
     }
-    // Envoy says its body modes on the first message of a stream.
+    // Envoy says its body modes on the first message of a stream (since 1.35).
+    if (!o.protocol_config) return m;
     const auto body_mode =
-        mode == Mode::FullDuplex ? BodySendMode::FULL_DUPLEX_STREAMED : BodySendMode::BUFFERED;
+        o.mode == Mode::FullDuplex ? BodySendMode::FULL_DUPLEX_STREAMED : BodySendMode::BUFFERED;
     m.mutable_protocol_config()->set_request_body_mode(body_mode);
     m.mutable_protocol_config()->set_response_body_mode(body_mode);
     return m;
@@ -251,7 +252,7 @@ std::string Exchange::take_request_answer(const Response& m, Routing& out, std::
 
 Routing Exchange::route_full_duplex(const HttpRequest& r, Routing out) {
     // Envoy streams the headers and every chunk without waiting for an answer.
-    bool open = write(headers_message(r, Mode::FullDuplex));
+    bool open = write(headers_message(r, options_));
     for (std::size_t off = 0; open && off < r.body.size(); off += options_.chunk) {
         extproc::ProcessingRequest m;
         m.mutable_request_body()->set_body(r.body.substr(off, options_.chunk));
@@ -277,7 +278,7 @@ Routing Exchange::route_buffered(const HttpRequest& r, Routing out) {
     Response m;
     bool done = false;
     // The headers alone; the body goes once they are answered.
-    if (!write(headers_message(r, Mode::Buffered)) || !stream_->Read(&m))
+    if (!write(headers_message(r, options_)) || !stream_->Read(&m))
         return stream_failed(std::move(out));
     if (auto e = take_request_answer(m, out, body, done); !e.empty())
         return failed(std::move(out), 502, "the EPP's answer: " + e);

@@ -56,6 +56,8 @@ struct StreamOptions {
     Mode mode = Mode::FullDuplex;
     std::size_t chunk = 16 * 1024;               ///< request body chunk size (FULL_DUPLEX_STREAMED)
     std::chrono::milliseconds timeout{120'000};  ///< deadline of the whole stream
+    /// false: no protocol_config on the first message, as Envoy before 1.35 sends none.
+    bool protocol_config = true;
 };
 
 /// What the client sent.
