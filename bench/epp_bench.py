@@ -104,7 +104,7 @@ def main():
             "epp_rss_kib": rss_kib(s["epp_pid"]), "prefix_ms": pms, "skew_ms": sms,
         }
     n = len(sets[0]["servers"])
-    print(f"\n{rounds} rounds, sets interleaved; {n} llama-servers per set (-np 2 -c 4096 -t 1 --cache-ram 0)")
+    print(f"\n{rounds} rounds, sets interleaved; {n} llama-servers per set ({topo.get('llama_args', '')})")
     print(f"prefix: {GROUPS} conversations x {TURNS} turns, {PREFIX_CHARS}-token system prompts, max_tokens {PREFIX_MAX_TOKENS}")
     print(f"skew: {SKEW_REQUESTS} prompts of {SKEW_CHARS} tokens, {SKEW_CONCURRENCY} at a time, max_tokens {SKEW_MAX_TOKENS};"
           f" server 0 kept busy by {BUSY_THREADS} direct 1500-token generations")
@@ -138,6 +138,7 @@ def main():
     detail = {"summary": {k: {x: y for x, y in v.items() if x not in ("prefix_ms", "skew_ms")}
                           for k, v in summary.items()},
               "load_before": load_before, "load_after": load_after, "llama_start_ms": st,
+              "llama_args": topo.get("llama_args"),
               "llama_rss_kib": topo.get("llama_rss_kib", [])}
     bl.write(out_json, "epp", rounds, rows, detail)
     return summary

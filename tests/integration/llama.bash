@@ -38,7 +38,7 @@ llama_start() {
 
 # llama_listening LOG: the server of LOG has said its port (or died: then wait_for ends early).
 llama_listening() {
-  grep -q 'listening on http://127.0.0.1:[0-9]' "$1" && return 0
+  grep -qs 'listening on http://127.0.0.1:[0-9]' "$1" && return 0
   kill -0 "$LLAMA_PID" 2>/dev/null || { echo "llama-server exited" >&2; return 0; }
   return 1
 }
