@@ -89,6 +89,8 @@ private:
     std::optional<Clock::time_point> pass(const std::optional<Json>& node,
                                           const std::optional<Json>& cm, bool timer);
     void set_state(std::string_view s);
+    /// Who holds what: the plugins' checkpoints and kubelet's pods.
+    inject::Result<std::vector<Held>> holders(const inject::device::Host& host);
     void write_state_file(const k8s::drs::LayoutState& now);
     void report(const std::string& reason, const std::string& why);
     std::optional<Clock::time_point> retry_later(const std::string& why);
@@ -102,7 +104,9 @@ private:
     std::optional<std::string> state_;              // the state label as we last saw or wrote it
     std::optional<k8s::drs::LayoutState> written_;  // the state file as we last wrote it
     std::string plugin_config_;  // the node's device plugin config (label, or the default)
-    std::optional<std::string> last_name_;         // the layout of the last pass
+    k8s::PodResourcesClient pods_{o_.pod_resources_socket, std::chrono::seconds(5)};
+    std::optional<inject::device::Host> last_host_;  // the last pass's discovery
+    std::optional<std::string> last_name_;           // the layout of the last pass
     std::optional<std::string> settled_;           // inputs whose outcome stands until they change
     std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
     std::string last_event_;
@@ -120,6 +124,17 @@ void Manager::set_state(std::string_view s) {
     }
     inject::log::info("{}={}", kStateLabel, s);
     state_ = std::string(s);
+}
+
+inject::Result<std::vector<Held>> Manager::holders(const inject::device::Host& host) {
+    INJECT_TRY(auto held, read_holder_files(o_.holders_checkpoints));
+    if (o_.pod_resources_socket.empty()) return held;
+    auto pods = pods_.list();
+    if (!pods && pods.error().code() == inject::Errc::NotFound) return held;  // no kubelet here
+    if (!pods) return inject::fail(std::move(pods).error());
+    const auto more = pod_resource_holders(*pods, host);
+    held.insert(held.end(), more.begin(), more.end());
+    return held;
 }
 
 // The device plugin's cue (k8s/drs_layout_state.hpp), written when it differs.
@@ -178,8 +193,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     const auto inputs = name + '\n' + (text ? "1" + *text : "0");
     if (settled_ == inputs && !timer) return retry_at_;  // our own label write, another label
     if (waiting_on_ && timer && settled_ == inputs) {
-        // Waiting for holders: their files only, until they change.
-        auto held = read_holder_files(o_.holders_checkpoints);
+        // Waiting for holders: their files and kubelet only, until they change.
+        auto held = holders(*last_host_);
         if (held && *held == *waiting_on_) return Clock::now() + o_.retry;
     }
     settled_.reset();
@@ -204,7 +219,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
         report("DrsLayoutFailed", why);
         return retry_later(why);
     }
-    auto held = read_holder_files(o_.holders_checkpoints);
+    last_host_ = *host;
+    auto held = holders(*host);
     if (!held) {
         set_state(kPending);
         const auto why =

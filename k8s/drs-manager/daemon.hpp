@@ -17,6 +17,7 @@
 #include "inject/result.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/drs_layout_state.hpp"
+#include "k8s/pod_resources.hpp"
 
 namespace drs_manager {
 
@@ -36,6 +37,9 @@ struct DaemonOptions {
     /// The device plugin config of a node without the enflame.com/device-plugin.config label
     /// (passed on in the state file); empty: the plugin's own --plugin-config.
     std::string default_plugin_config;
+    /// kubelet's pod-resources socket: pods holding instances through the device plugin.
+    /// Empty: not asked; a missing socket holds nothing.
+    std::string pod_resources_socket = k8s::kPodResourcesSocket;
     std::string default_layout;  ///< for a node without the label; empty: such a node is left alone
     std::chrono::milliseconds retry{5000};  ///< re-check of holders while waiting
 };

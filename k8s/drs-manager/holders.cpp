@@ -119,6 +119,34 @@ inject::Result<std::vector<Held>> read_holder_files(const std::vector<std::strin
     return out;
 }
 
+std::vector<Held> pod_resource_holders(const v1::ListPodResourcesResponse& r,
+                                       const inject::device::Host& host) {
+    std::vector<Held> out;
+    auto add = [&](Held h) {
+        if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(std::move(h));
+    };
+    for (const auto& pod : r.pod_resources()) {
+        const std::string holder = "pod " + pod.namespace_() + "/" + pod.name();
+        for (const auto& c : pod.containers())
+            for (const auto& dev : c.devices()) {
+                if (!dev.resource_name().starts_with("enflame.com/")) continue;
+                for (const auto& full : dev.device_ids()) {
+                    const std::string id = full.substr(0, full.find("::"));
+                    if (id.empty()) continue;
+                    for (const auto& card : host.devices) {
+                        if ((!card.uuid.empty() && id == card.uuid) ||
+                            id == std::to_string(card.index))
+                            add({card.index, std::nullopt, "", "", holder});
+                        for (const auto& in : card.drs_instances)
+                            if (id == inject::device::drs_address(in))
+                                add({card.index, in.instance_id, in.profile, in.uuid, holder});
+                    }
+                }
+            }
+    }
+    return out;
+}
+
 HeldOnNode held_on(const inject::device::Host& host, const std::vector<Held>& held) {
     HeldOnNode out;
     for (const auto& h : held) {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// Who holds which DRS instance (docs/drs-manager.md, "Holders"): read from the checkpoints of
-// the plugins that hand instances to containers, the DRA plugin's (claims whose devices record
-// a createdInstance, or a whole card) and HAMi mode's (pods with instances). Their JSON is read
-// here directly: the manager links neither plugin. Pure but for read_holder_files().
+// Who holds which DRS instance (docs/drs-manager.md, "Holders"): kubelet's pod-resources API
+// (the device plugin's pods) and the checkpoints of the plugins that hand instances to containers,
+// the DRA plugin's (claims whose devices record a createdInstance, or a whole card) and HAMi mode's
+// (pods with instances). Their JSON is read here directly: the manager links neither plugin. Pure
+// but for read_holder_files().
 
 #include <cstdint>
 #include <map>
@@ -16,6 +17,7 @@
 #include "drs-manager/plan.hpp"
 #include "inject/device.hpp"
 #include "inject/result.hpp"
+#include "k8s/proto/podresources_v1.pb.h"
 
 namespace drs_manager {
 
@@ -37,6 +39,14 @@ struct Held {
 /// profile?}],"pending":[...]}): each instance, each pending create with a made id.
 [[nodiscard]] inject::Result<std::vector<Held>> parse_hami_holders(std::string_view text,
                                                                    const std::string& source);
+
+/// Pods holding cards or instances through the device plugin, from kubelet's pod-resources
+/// List: each device ID of an enflame.com resource that is an instance's address on `host`
+/// (DRS-<uuid>, or <card>:<profile>:<id>) holds that instance for "pod <ns>/<name>"; one that
+/// is a card's UUID or index (a time-slicing replica's "::N" dropped) holds the card whole.
+/// DRA claims are left to the DRA plugin's checkpoint.
+[[nodiscard]] std::vector<Held> pod_resource_holders(const v1::ListPodResourcesResponse& r,
+                                                     const inject::device::Host& host);
 
 /// Reads each file, by its format (one holding "claims" is the DRA plugin's, one holding
 /// "instances" HAMi's); a missing file holds nothing. An unreadable or unparsable file is an

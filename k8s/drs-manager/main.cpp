@@ -45,6 +45,11 @@ int main(int argc, char** argv) try {
         ->envname("HOLDERS_CHECKPOINTS")
         ->delimiter(',')
         ->capture_default_str();
+    app.add_option("--pod-resources-socket", o.pod_resources_socket,
+                   "kubelet's pod-resources socket, asked which pods hold instances or cards "
+                   "through the device plugin (a missing socket holds nothing; empty: not asked)")
+        ->envname("POD_RESOURCES_SOCKET")
+        ->capture_default_str();
     app.add_option("--default-layout", o.default_layout,
                    "the layout of a node without the label (default: leave such a node alone)")
         ->envname("DEFAULT_LAYOUT");

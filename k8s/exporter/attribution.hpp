@@ -12,8 +12,6 @@
 //     or "gcu-<index>-<suffix>" (a DRS slice of card <index>).
 // Anything else (other vendors' resources and drivers, IDs of cards we do not see) is ignored.
 
-#include <grpcpp/channel.h>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -24,6 +22,7 @@
 
 #include "exporter/snapshot.hpp"
 #include "inject/result.hpp"
+#include "k8s/pod_resources.hpp"
 #include "k8s/proto/podresources_v1.pb.h"
 
 namespace exporter {
@@ -42,22 +41,5 @@ inline constexpr std::string_view kDraDriver = "gcu.enflame.com";
 /// of one card holds it once). Cards nobody holds are absent.
 [[nodiscard]] std::map<std::uint32_t, std::vector<Holder>> attribute(
     const v1::ListPodResourcesResponse& r, const std::vector<CardIdentity>& cards);
-
-/// kubelet's pod-resources socket. The channel is kept between calls (a new one per call
-/// costs more CPU than the whole rest of a collection) and dropped after a failure, so a
-/// kubelet that restarted is dialled afresh.
-class PodResourcesClient {
-public:
-    PodResourcesClient(std::string socket, std::chrono::milliseconds timeout)
-        : socket_(std::move(socket)), timeout_(timeout) {}
-    /// One List call, connected and answered within the timeout. Errors name the socket.
-    [[nodiscard]] inject::Result<v1::ListPodResourcesResponse> list();
-    [[nodiscard]] const std::string& socket() const noexcept { return socket_; }
-
-private:
-    std::string socket_;
-    std::chrono::milliseconds timeout_;
-    std::shared_ptr<grpc::Channel> channel_;
-};
 
 }  // namespace exporter

@@ -56,10 +56,10 @@ private:
 
     std::unique_ptr<Source> source_;
     CollectorOptions opts_;
-    std::optional<inject::device::Host> host_;   ///< discovery's answer for the current card count
-    std::uint32_t discovered_for_ = 0;           ///< the card count host_ was discovered at
-    std::map<std::string, std::string> slots_;   ///< PCI slot names, read with each discovery
-    std::optional<PodResourcesClient> kubelet_;  ///< none without a socket
+    std::optional<inject::device::Host> host_;  ///< discovery's answer for the current card count
+    std::uint32_t discovered_for_ = 0;          ///< the card count host_ was discovered at
+    std::map<std::string, std::string> slots_;  ///< PCI slot names, read with each discovery
+    std::optional<k8s::PodResourcesClient> kubelet_;  ///< none without a socket
     bool driver_down_ = false, discovery_failed_ = false, kubelet_down_ = false;
     std::vector<std::uint32_t> unreadable_;  ///< cards whose last sample failed
 

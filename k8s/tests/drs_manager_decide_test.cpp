@@ -65,6 +65,34 @@ TEST(DrsHolders, HamiCheckpointNamesPods) {
     EXPECT_EQ(*held, (std::vector<drs_manager::Held>{{0, 2, "1g.11gb", "u2", "pod ml/infer"}}));
 }
 
+TEST(DrsHolders, PodResourcesNameThePodsOfTheDevicePluginsInstancesAndCards) {
+    auto host = split_node();
+    host.devices[0].uuid = "TR0";
+    host.devices[1].uuid = "TR1";
+    v1::ListPodResourcesResponse r;
+    auto pod = [&](const std::string& ns, const std::string& name, const std::string& resource,
+                   std::vector<std::string> ids) {
+        auto* p = r.add_pod_resources();
+        p->set_namespace_(ns);
+        p->set_name(name);
+        auto* d = p->add_containers()->add_devices();
+        d->set_resource_name(resource);
+        for (const auto& id : ids) d->add_device_ids(id);
+    };
+    pod("ml", "infer", "enflame.com/drs-1g.11gb", {"DRS-u2"});
+    pod("ml", "whole", "enflame.com/gcu", {"TR1::3"});
+    pod("ml", "empty", "enflame.com/gcu", {"::1"});
+    pod("ml", "other", "example.com/gpu", {"DRS-u1", "0"});    // another vendor's IDs
+    pod("ml", "gone", "enflame.com/drs-1g.11gb", {"DRS-u9"});  // no such instance now
+    const auto held = drs_manager::pod_resource_holders(r, host);
+    const std::vector<drs_manager::Held> want{{0, 2, "1g.11gb", "u2", "pod ml/infer"},
+                                              {1, std::nullopt, "", "", "pod ml/whole"}};
+    EXPECT_EQ(held, want);
+    const auto on = drs_manager::held_on(host, held);
+    EXPECT_EQ(on.instances.at("0:1g.11gb:2"), std::vector<std::string>{"pod ml/infer"});
+    EXPECT_EQ(on.whole_cards.at(1), std::vector<std::string>{"pod ml/whole"});
+}
+
 TEST(DrsHolders, ABadCheckpointIsOneErrorNamingIt) {
     auto r = drs_manager::parse_hami_holders(R"({"version": 1, "instances": [{"card": "x"}]})",
                                              "hami.json");

@@ -79,7 +79,7 @@ EOF
 # start_manager: the manager for node1; log in $SCRATCH/mgr.log, PID in $MPID.
 start_manager() {
   "$MGR" --node-name node1 --kubeconfig "$KC" --config "$SCRATCH/config.toml" \
-    --checkpoint "$LEDGER" --state-file "$STATE_FILE" --holders-checkpoint "$DRA_CP" --retry 1s >>"$SCRATCH/mgr.log" 2>&1 3>&- &
+    --checkpoint "$LEDGER" --state-file "$STATE_FILE" --pod-resources-socket "$SCRATCH/pr/kubelet.sock" --holders-checkpoint "$DRA_CP" --retry 1s >>"$SCRATCH/mgr.log" 2>&1 3>&- &
   MPID=$!
   on_teardown "stop_pid $MPID"
   wait_for grep -q "watching node node1" "$SCRATCH/mgr.log"
@@ -141,6 +141,35 @@ settled() {
   wait_for state_is success
   [ "$(drs_count)" -eq 0 ]
   [ "$(jq '.made | length' "$LEDGER")" -eq 0 ]
+}
+
+@test "relabel all-full while a pod holds one slice through the device plugin (kubelet's pod-resources): state pending naming the pod, nothing destroyed; the pod gone: applied" {
+  local fpr=$BUILD_DIR/k8s/tests/fake-pod-resources
+  [ -x "$fpr" ] || skip_or_fail "no $fpr (build fake-pod-resources)"
+  up
+  label all-1g.11gb
+  wait_for state_is success
+  local uuid
+  uuid=$("$EFSMI" -i 1 --drs --list-instance | awk -F'|' '$3 ~ /1g\./ && $4+0 == 3 { gsub(/ /, "", $5); print $5 }')
+  [ -n "$uuid" ]
+  mkdir "$SCRATCH/pr"
+  jq -n --arg id "DRS-$uuid" '{pod_resources: [{name: "infer-0", namespace: "ml", containers: [{name: "c",
+    devices: [{resource_name: "enflame.com/drs-1g.11gb", device_ids: [$id]}]}]}]}' > "$SCRATCH/pr/list.json"
+  "$fpr" --socket "$SCRATCH/pr/kubelet.sock" --response "$SCRATCH/pr/list.json" 2>>"$SCRATCH/fpr.log" 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for test -S "$SCRATCH/pr/kubelet.sock"
+  local before
+  before=$(drs_list)
+  label all-full
+  wait_for state_is pending
+  wait_for grep -q "waiting for" "$SCRATCH/mgr.log"
+  [ "$(events)" = "Warning DrsLayoutWaiting: layout 'all-full': waiting for 1:1g.11gb:3 (held by pod ml/infer-0)" ]
+  sleep 2
+  [ "$(drs_list)" = "$before" ]
+  # the pod deleted: kubelet lists it no more
+  echo '{"pod_resources": []}' > "$SCRATCH/pr/list.json"
+  wait_for state_is success
+  [ "$(drs_count)" -eq 0 ]
 }
 
 @test "killed (SIGKILL) between two creates: restarted, it converges to 16 instances, no extra one, no pending entry left" {
