@@ -17,8 +17,7 @@ epp_binaries() {
   done
 }
 
-# free_port: a loopback TCP port nobody listens on now (the kernel's pick, released again),
-# for the EPP's flags that take a port.
+# free_port: a loopback TCP port nobody listens on now (the kernel's pick, released again).
 free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -51,35 +50,43 @@ model_metrics() {
   mv "$dir/metrics.json.new" "$dir/metrics.json"
 }
 
-# epp_start ENDPOINTS [ARGS...]: enflame-epp routing to ENDPOINTS (host:port,...) on free
-# loopback ports, plaintext unless EPP_TLS=1, with ARGS. Sets EPP_PID, EPP_GRPC (its ext_proc
-# address), EPP_HEALTH, EPP_METRICS (host:port each) and EPP_LOG; stopped by PID in teardown.
-# Up once its gRPC health Check says SERVING.
+# epp_start ENDPOINTS [ARGS...]: enflame-epp routing to ENDPOINTS (host:port,...) on ports the
+# kernel picks (port 0; the EPP logs the ones it got), plaintext (--secure-serving=false) unless
+# EPP_TLS=1 (then its default, TLS), with ARGS.
+# Sets EPP_PID, EPP_GRPC (its ext_proc address), EPP_HEALTH, EPP_METRICS (127.0.0.1:port each)
+# and EPP_LOG; stopped by PID in teardown. Up once its gRPC health says it is ready.
 epp_start() {
-  local endpoints=$1 grpc health metrics secure=false
+  local endpoints=$1 plaintext=(--secure-serving=false)
   shift
-  [ "${EPP_TLS:-0}" = 1 ] && secure=true
-  grpc=$(free_port)
-  health=$(free_port)
-  metrics=$(free_port)
-  EPP_LOG=$SCRATCH/epp-$grpc.log
-  "$EPP" --endpoints "$endpoints" --secure-serving="$secure" --grpc-port "$grpc" \
-    --grpc-health-port "$health" --metrics-port "$metrics" "$@" > "$EPP_LOG" 2>&1 3>&- &
+  [ "${EPP_TLS:-0}" = 1 ] && plaintext=()
+  EPP_LOG=$(mktemp "$SCRATCH/epp.XXXXXX.log")
+  "$EPP" --endpoints "$endpoints" "${plaintext[@]}" --grpc-port 0 \
+    --grpc-health-port 0 --metrics-port 0 "$@" > "$EPP_LOG" 2>&1 3>&- &
   EPP_PID=$!
   on_teardown "stop_pid $EPP_PID"
-  EPP_GRPC=127.0.0.1:$grpc EPP_HEALTH=127.0.0.1:$health EPP_METRICS=127.0.0.1:$metrics
+  wait_for epp_listening || { tail -n 3 "$EPP_LOG" >&2; return 1; }
+  EPP_GRPC=127.0.0.1:$(sed -n 's/.* ext_proc on .*:\([0-9][0-9]*\) (.*/\1/p' "$EPP_LOG" | head -n 1)
+  EPP_HEALTH=127.0.0.1:$(sed -n 's/.*, health on .*:\([0-9][0-9]*\)$/\1/p' "$EPP_LOG" | head -n 1)
+  EPP_METRICS=127.0.0.1:$(sed -n 's|.* /metrics on .*:\([0-9][0-9]*\)$|\1|p' "$EPP_LOG" | head -n 1)
   wait_for epp_serving || { tail -n 3 "$EPP_LOG" >&2; return 1; }
 }
 
-# epp_health [SERVICE]: the EPP's gRPC health status of SERVICE (default ''), as the gateway's
-# health check asks it; exit 0 only for SERVING.
-epp_health() {
-  "$EPP_GATEWAY" --health-check --epp "$EPP_HEALTH" --service "${1:-}" --timeout 1000 2>&1
+# epp_listening: the EPP has logged its ports (or died: then wait_for ends early).
+epp_listening() {
+  grep -q ' /metrics on .*:[0-9]' "$EPP_LOG" && return 0
+  kill -0 "$EPP_PID" 2>/dev/null || { echo "enflame-epp exited" >&2; return 0; }
+  return 1
 }
 
-# epp_serving: the EPP's health Check says SERVING (or it died: then wait_for ends early).
+# epp_health SERVICE: the EPP's gRPC health status of SERVICE ('' for the server), asked as a
+# gateway's health check or kubelet's probe does; exit 0 only for SERVING.
+epp_health() {
+  "$EPP_GATEWAY" --health-check --epp "$EPP_HEALTH" --service "$1" --timeout 1000 2>&1
+}
+
+# epp_serving: the EPP's readiness Check says SERVING (or it died: then wait_for ends early).
 epp_serving() {
-  epp_health '' > /dev/null && return 0
+  epp_health readiness > /dev/null && return 0
   kill -0 "$EPP_PID" 2>/dev/null || { echo "enflame-epp exited" >&2; return 0; }
   return 1
 }
