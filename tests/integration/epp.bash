@@ -65,9 +65,9 @@ epp_start() {
   EPP_PID=$!
   on_teardown "stop_pid $EPP_PID"
   wait_for epp_listening || { tail -n 3 "$EPP_LOG" >&2; return 1; }
-  EPP_GRPC=127.0.0.1:$(sed -n 's/.* ext_proc on .*:\([0-9][0-9]*\) (.*/\1/p' "$EPP_LOG" | head -n 1)
-  EPP_HEALTH=127.0.0.1:$(sed -n 's/.*, health on .*:\([0-9][0-9]*\)$/\1/p' "$EPP_LOG" | head -n 1)
-  EPP_METRICS=127.0.0.1:$(sed -n 's|.* /metrics on .*:\([0-9][0-9]*\)$|\1|p' "$EPP_LOG" | head -n 1)
+  EPP_GRPC=127.0.0.1:$(sed -n 's/.* ext_proc on .*:\([0-9][0-9]*\) (.*/\1/p;T;q' "$EPP_LOG")
+  EPP_HEALTH=127.0.0.1:$(sed -n 's/.*, health on .*:\([0-9][0-9]*\)$/\1/p;T;q' "$EPP_LOG")
+  EPP_METRICS=127.0.0.1:$(sed -n 's|.* /metrics on .*:\([0-9][0-9]*\)$|\1|p;T;q' "$EPP_LOG")
   wait_for epp_serving || { tail -n 3 "$EPP_LOG" >&2; return 1; }
 }
 
