@@ -43,6 +43,23 @@ events() {
 drs_list() {
   "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./ { gsub(/ /, ""); print $2 ":" $3 ":" $4 }' | sort | tr '\n' ' ' | sed 's/ $//'
 }
+# relabel_waits EVENT: relabelled all-full while something holds an instance, the manager waits:
+# state pending, EVENT its one Event, no instance destroyed two seconds later.
+relabel_waits() {
+  local before
+  before=$(drs_list)
+  label all-full
+  wait_for state_is pending
+  wait_for grep -q "waiting for" "$SCRATCH/mgr.log"
+  [ "$(events)" = "$1" ]
+  sleep 2
+  [ "$(drs_list)" = "$before" ]
+  state_is pending
+}
+# uuid_of CARD ID: the UUID efsmi lists for the 1g.11gb instance ID of CARD.
+uuid_of() {
+  "$EFSMI" -i "$1" --drs --list-instance | awk -F'|' -v id="$2" '$3 ~ /1g\./ && $4+0 == id { gsub(/ /, "", $5); print $5 }'
+}
 drs_count() { "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./' | wc -l; }
 count_is() { [ "$(drs_count)" -eq "$1" ]; }
 efsmi_calls() { wc -l < "$SCRATCH/efsmi.log"; }
@@ -122,20 +139,12 @@ settled() {
   label all-1g.11gb
   wait_for state_is success
   local uuid
-  uuid=$("$EFSMI" -i 2 --drs --list-instance | awk -F'|' '$3 ~ /1g\./ && $4+0 == 1 { gsub(/ /, "", $5); print $5 }')
+  uuid=$(uuid_of 2 1)
   [ -n "$uuid" ]
   jq -n --arg u "$uuid" '{version: 1, claims: {"uid-t": {namespace: "ml", name: "train", devices: [
     {requests: ["gpu"], pool: "node1", device: "gcu-2-1g-11gb-1", cdiDeviceIDs: [],
      createdInstance: {card: 2, id: 1, profile: "1g.11gb", uuid: $u}}]}}}' > "$DRA_CP"
-  local before
-  before=$(drs_list)
-  label all-full
-  wait_for state_is pending
-  wait_for grep -q "waiting for" "$SCRATCH/mgr.log"
-  [ "$(events)" = "Warning DrsLayoutWaiting: layout 'all-full': waiting for 2:1g.11gb:1 (held by claim ml/train)" ]
-  sleep 2
-  [ "$(drs_list)" = "$before" ]
-  state_is pending
+  relabel_waits "Warning DrsLayoutWaiting: layout 'all-full': waiting for 2:1g.11gb:1 (held by claim ml/train)"
   # the claim is unprepared: the plugin's checkpoint no longer holds it
   jq -n '{version: 1, claims: {}}' > "$DRA_CP"
   wait_for state_is success
@@ -150,7 +159,7 @@ settled() {
   label all-1g.11gb
   wait_for state_is success
   local uuid
-  uuid=$("$EFSMI" -i 1 --drs --list-instance | awk -F'|' '$3 ~ /1g\./ && $4+0 == 3 { gsub(/ /, "", $5); print $5 }')
+  uuid=$(uuid_of 1 3)
   [ -n "$uuid" ]
   mkdir "$SCRATCH/pr"
   jq -n --arg id "DRS-$uuid" '{pod_resources: [{name: "infer-0", namespace: "ml", containers: [{name: "c",
@@ -158,14 +167,7 @@ settled() {
   "$fpr" --socket "$SCRATCH/pr/kubelet.sock" --response "$SCRATCH/pr/list.json" 2>>"$SCRATCH/fpr.log" 3>&- &
   on_teardown "stop_pid $!"
   wait_for test -S "$SCRATCH/pr/kubelet.sock"
-  local before
-  before=$(drs_list)
-  label all-full
-  wait_for state_is pending
-  wait_for grep -q "waiting for" "$SCRATCH/mgr.log"
-  [ "$(events)" = "Warning DrsLayoutWaiting: layout 'all-full': waiting for 1:1g.11gb:3 (held by pod ml/infer-0)" ]
-  sleep 2
-  [ "$(drs_list)" = "$before" ]
+  relabel_waits "Warning DrsLayoutWaiting: layout 'all-full': waiting for 1:1g.11gb:3 (held by pod ml/infer-0)"
   # the pod deleted: kubelet lists it no more
   echo '{"pod_resources": []}' > "$SCRATCH/pr/list.json"
   wait_for state_is success
