@@ -12,7 +12,8 @@ std::vector<Candidate> keep_or_all(std::vector<Candidate> in, Keep keep) {
     out.reserve(in.size());
     for (const auto& c : in)
         if (keep(c)) out.push_back(c);
-    return out.empty() ? in : out;
+    if (out.empty()) return in;  // fail open
+    return out;
 }
 
 std::vector<const Endpoint*> first_n(const std::vector<Candidate>& c, size_t n) {

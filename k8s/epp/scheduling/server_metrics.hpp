@@ -56,7 +56,7 @@ struct ServerMetrics {
 /// are processing (prompt plus decoded) over the context of all slots. Idle slots keep their
 /// prompt cache, but like vLLM's free cached blocks that memory is reusable, so it does not
 /// count. nullopt, with `*why`, when the text is not a list of slots with n_ctx.
-[[nodiscard]] std::optional<double> llamacpp_kv_from_slots(std::string_view json, std::string* why);
+[[nodiscard]] std::optional<double> llamacpp_kv_from_slots(std::string_view text, std::string* why);
 
 /// Device memory of the cards a pod holds.
 struct GcuMemory {
