@@ -61,7 +61,8 @@ TEST(Datastore, LlamaCppKvFromSlots) {
     EXPECT_EQ(ds.put_slots("l", R"([{"n_ctx":100,"is_processing":true,"n_prompt_tokens":25}])"),
               "");
     ASSERT_EQ(ds.put_metrics("l", kLlama, epp::Clock::now()), "");
-    const auto& e = ds.snapshot().front();
+    const auto snap = ds.snapshot();
+    const auto& e = snap.front();
     EXPECT_EQ(e.metrics->waiting, 1);
     EXPECT_EQ(e.metrics->running, 2);
     EXPECT_EQ(e.metrics->kv, 0.25);
