@@ -10,9 +10,7 @@
 
 #include "exporter/collector.hpp"
 #include "inject/result.hpp"
-
-struct mg_context;
-struct mg_connection;
+#include "k8s/http_server.hpp"
 
 namespace exporter {
 
@@ -26,17 +24,11 @@ public:
     /// must outlive the server. Errors name the address and civetweb's reason.
     [[nodiscard]] static inject::Result<std::unique_ptr<HttpServer>> start(
         std::string_view address, const Collector& collector);
-    ~HttpServer();
-    HttpServer(const HttpServer&) = delete;
-    HttpServer& operator=(const HttpServer&) = delete;
 
 private:
-    explicit HttpServer(const Collector& c) : collector_(c) {}
-    static int metrics(::mg_connection* conn, void* self);
-    static int healthz(::mg_connection* conn, void* self);
+    explicit HttpServer(std::unique_ptr<k8s::HttpServer> s) : server_(std::move(s)) {}
 
-    const Collector& collector_;
-    mg_context* ctx_ = nullptr;
+    std::unique_ptr<k8s::HttpServer> server_;
 };
 
 }  // namespace exporter
