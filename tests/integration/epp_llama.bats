@@ -80,7 +80,9 @@ routed_servers() {
   for seed in 1 2 3 4; do
     p=$(long_prompt "$seed")
     read -r first cached total < <(complete "$GATEWAY_PORT" "$p first question")
-    [ "$cached" -eq 0 ]
+    echo "prefix $seed: first on $first, $cached of $total tokens cached"
+    # new to every server: at most the first few characters match a slot's last prompt
+    [ "$cached" -lt 64 ]
     for turn in second third; do
       read -r model cached total < <(complete "$GATEWAY_PORT" "$p $turn question")
       echo "prefix $seed: first on $first, $turn on $model, $cached of $total tokens cached"
