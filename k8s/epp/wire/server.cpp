@@ -130,6 +130,9 @@ inject::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& o, Pi
     // health server built after it (the switch is read when a server is built).
     grpc::EnableDefaultHealthCheckService(false);
     grpc::ServerBuilder b;
+    // grpc++ binds with SO_REUSEPORT unless told not to: a second EPP on the same port would
+    // start and take half the streams instead of failing.
+    b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     b.AddListeningPort(address(o.grpc_port), creds, &s->grpc_port);
     b.RegisterService(&s->service);
     s->grpc_server = b.BuildAndStart();
@@ -139,6 +142,7 @@ inject::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& o, Pi
 
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder hb;
+    hb.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     hb.AddListeningPort(address(o.health_port), grpc::InsecureServerCredentials(), &s->health_port);
     // grpc++ 1.51 adds its health service only as the server starts, after checking that
     // something polls the server: this queue, drained by a thread of its own, is that.
