@@ -18,6 +18,7 @@ PKGS=(
   libssl-dev       # the operator's renderer: SHA-256 for kustomize's configMapGenerator names
   # tests
   bats python3 python3-jsonschema python3-yaml jq util-linux procps busybox-static
+  curl             # the client of the HTTP tests (exporter, epp_*.bats); libcurl's -dev brings no binary
   prometheus       # promtool (exposition, rules); monitoring.bats runs its daemon on loopback
   prometheus-node-exporter  # monitoring.bats scrapes it; make node-exporter-image packs it
   zstd             # unpacks the NPD or Kubernetes binaries a user names as .zst (ENFLAME_NPD_BIN, ENFLAME_KUBE_BIN)
