@@ -61,6 +61,13 @@ name_of() {
 # last_request NAME: the last request the fake model server NAME logged (JSON).
 last_request() { tail -n 1 "$SCRATCH/model-$1/requests.jsonl"; }
 
+# saturation_is V: the EPP's pool saturation (the mean over endpoints of their queue over 5,
+# a stale endpoint counting 1) is V to 0.01: it has scraped what a test just set.
+saturation_is() {
+  awk -v v="$(epp_metric enflame_epp_pool_saturation)" -v w="$1" \
+    'BEGIN { exit !(v - w < 0.01 && w - v < 0.01) }'
+}
+
 routed() {
   three_servers
   gateway_start --mode "$1"
@@ -150,14 +157,14 @@ none_ready() {
   model_metrics b '{"status": 500}'
   # A request waits in the EPP's queue for a ready endpoint for at most its TTL.
   printf '%s\n' 'apiVersion: inference.networking.x-k8s.io/v1alpha1' \
-    'kind: EndpointPickerConfig' 'flowControl:' '  defaultRequestTTL: 1s' > "$SCRATCH/ttl.yaml"
+    'kind: EndpointPickerConfig' 'flowControl:' '  defaultRequestTTL: 2s' > "$SCRATCH/ttl.yaml"
   epp_start "$A,$MODEL_ADDR" --config-file "$SCRATCH/ttl.yaml"
   gateway_start --mode "$1"
   [ "$(post '{"model": "m", "prompt": "q"}')" = 503 ]
   [ "$(model_requests a)$(model_requests b)" = 00 ]
   # b's metrics answer again: it takes the next request.
   model_metrics b '{}'
-  sleep 0.5
+  wait_for saturation_is 0.5
   [ "$(post '{"model": "m", "prompt": "q"}')" = 200 ]
   [ "$(model_requests a)$(model_requests b)" = 01 ]
 }
@@ -246,7 +253,7 @@ served() {
   # c a little busier, so it is not picked first; the gateway is made to use it all the same,
   # as one that retried down the list would, and reports it served.
   model_metrics c '{"waiting": 2}'
-  sleep 0.5
+  wait_for saturation_is 0.133
   [ "$(post -H "x-test-endpoint: $C" "$body")" = 200 ]
   [ "$(resp_header x-served-by)" = c ]
   first=$(resp_header x-epp-destination | cut -d, -f1)
@@ -254,8 +261,8 @@ served() {
   # Now the first pick is the busier one. It holds the prompt's blocks (the EPP noted them when
   # it picked it); c holds them only if the EPP took in what the gateway reported served.
   model_metrics c '{}'
-  model_metrics "$(name_of "$first")" '{"waiting": 2}'
-  sleep 0.5
+  model_metrics "$(name_of "$first")" '{"waiting": 3}'
+  wait_for saturation_is 0.2
   [ "$(post "$body")" = 200 ]
   [ "$(resp_header x-served-by)" = c ]
 }
