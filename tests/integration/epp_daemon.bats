@@ -70,13 +70,14 @@ EOF
   model_start a
   epp_start "$MODEL_ADDR"
   local taken=${EPP_GRPC##*:}
-  run "$EPP" --endpoints "$MODEL_ADDR" --secure-serving=false --grpc-port "$taken" \
+  # (timeout: an EPP that started on the taken port anyway must not hang the test)
+  run timeout 10 "$EPP" --endpoints "$MODEL_ADDR" --secure-serving=false --grpc-port "$taken" \
     --grpc-health-port 0 --metrics-port 0
   echo "$output"
   [ "$status" -eq 1 ]
   [[ ${lines[-1]} == "error: --grpc-port $taken: cannot listen on "* ]]
   taken=${EPP_METRICS##*:}
-  run "$EPP" --endpoints "$MODEL_ADDR" --secure-serving=false --grpc-port 0 \
+  run timeout 10 "$EPP" --endpoints "$MODEL_ADDR" --secure-serving=false --grpc-port 0 \
     --grpc-health-port 0 --metrics-port "$taken"
   [ "$status" -eq 1 ]
   [[ ${lines[-1]} == "error: --metrics-port $taken: "* ]]
