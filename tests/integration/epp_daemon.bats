@@ -43,6 +43,10 @@ model_has_a_request() { [ "$(model_requests "$1")" -ge 1 ]; }
   man_covers_flags "$TOP/man/enflame-epp.8" "$EPP"
 }
 
+@test "cmake --install carries the daemon, its man page and its manifests" {
+  installs_daemon enflame-epp man8/enflame-epp.8 inference
+}
+
 @test "bad input is one line naming it, and exit 1" {
   local args
   while IFS= read -r args; do
