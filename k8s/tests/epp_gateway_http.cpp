@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "epp_gateway_http.hpp"
 
-#include <arpa/inet.h>
 #include <civetweb.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cctype>
 #include <cstring>
-#include <thread>
+
+#include "k8s/http_server.hpp"
 
 namespace epp_gateway {
 namespace {
@@ -266,28 +263,7 @@ std::unique_ptr<Gateway> Gateway::start(const GatewayConfig& config,
 }
 
 Gateway::~Gateway() {
-    if (!ctx_) return;
-    // civetweb's listener looks at its stop flag only between polls of up to 2 s; a connection
-    // ends the poll at once (a listener on another address than loopback just waits).
-    const int port = this->port();
-    std::atomic<bool> stopped{false};
-    std::thread stopper([&] {
-        mg_stop(ctx_);
-        stopped = true;
-    });
-    sockaddr_in loopback{};
-    loopback.sin_family = AF_INET;
-    loopback.sin_port = htons(static_cast<std::uint16_t>(port));
-    loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    while (!stopped) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0) {
-            (void)::connect(fd, reinterpret_cast<const sockaddr*>(&loopback), sizeof loopback);
-            ::close(fd);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    stopper.join();
+    k8s::stop_civetweb(ctx_, port());
 }
 
 int Gateway::port() const {

@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "k8s/http_server.hpp"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "inject/log.hpp"
 
@@ -57,8 +64,30 @@ inject::Result<std::unique_ptr<HttpServer>> HttpServer::start(
     return s;
 }
 
+void stop_civetweb(::mg_context* ctx, int port) {
+    if (!ctx) return;
+    std::atomic<bool> stopped{false};
+    std::thread stopper([&] {
+        mg_stop(ctx);
+        stopped = true;
+    });
+    sockaddr_in loopback{};
+    loopback.sin_family = AF_INET;
+    loopback.sin_port = htons(static_cast<std::uint16_t>(port));
+    loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    while (!stopped && port > 0) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+            (void)::connect(fd, reinterpret_cast<const sockaddr*>(&loopback), sizeof loopback);
+            ::close(fd);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    stopper.join();
+}
+
 HttpServer::~HttpServer() {
-    if (ctx_) mg_stop(ctx_);
+    stop_civetweb(ctx_, port_);
 }
 
 int HttpServer::serve(::mg_connection* conn, void* handler) {

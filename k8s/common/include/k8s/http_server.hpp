@@ -23,6 +23,11 @@ namespace k8s {
 inline constexpr const char* kPrometheusTextType = "text/plain; version=0.0.4; charset=utf-8";
 inline constexpr const char* kPlainTextType = "text/plain; charset=utf-8";
 
+/// mg_stop() at once: civetweb's listener looks at its stop flag only between polls of up to
+/// 2 s, so connections to `port` on loopback end the poll while it stops (a listener on another
+/// address just waits as before).
+void stop_civetweb(::mg_context* ctx, int port);
+
 class HttpServer {
 public:
     struct Reply {
