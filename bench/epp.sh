@@ -65,7 +65,7 @@ start_set() {
   gateway_start
   printf '%s\n' "$EPP_PID" "$GATEWAY_PID" >> "$SCRATCH/pids-$name"
   local IFS=,
-  echo "{\"name\": \"$name\", \"gateway\": $GATEWAY_PORT, \"epp_pid\": $EPP_PID, \"epp_grpc\": \"$EPP_GRPC\", \"servers\": [${servers[*]}]}" >> "$SCRATCH/sets.jsonl"
+  echo "{\"name\": \"$name\", \"gateway\": $GATEWAY_PORT, \"epp_pid\": $EPP_PID, \"epp_grpc\": \"$EPP_GRPC\", \"epp_metrics\": \"$EPP_METRICS\", \"servers\": [${servers[*]}]}" >> "$SCRATCH/sets.jsonl"
 }
 
 start_set epp
@@ -92,6 +92,12 @@ done
 /usr/bin/python3 -c 'import json; print(json.dumps({"model": "tiny", "prompt": "x" * 1200, "max_tokens": 8}))' > "$SCRATCH/body.json"
 epp_grpc=$(/usr/bin/python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["epp_grpc"])' "$SCRATCH/sets.jsonl")
 epp_pid=$(/usr/bin/python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["epp_pid"])' "$SCRATCH/sets.jsonl")
+epp_metrics=$(/usr/bin/python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["epp_metrics"])' "$SCRATCH/sets.jsonl")
+# sched_seconds: the EPP's time in the scheduler so far (its scheduling latency histogram's sum)
+sched_seconds() {
+  curl -sf "http://$epp_metrics/metrics" | awk '$1 == "enflame_epp_scheduling_duration_seconds_sum" { print $2 }'
+}
+sched_before=$(sched_seconds)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu_before=$(awk '{ print $14 + $15 }' "/proc/$epp_pid/stat")
 drivers=()
@@ -102,12 +108,14 @@ for (( d = 0; d < DRIVERS; d++ )); do
 done
 for pid in "${drivers[@]}"; do wait "$pid"; done
 cpu_after=$(awk '{ print $14 + $15 }' "/proc/$epp_pid/stat")
+sched_after=$(sched_seconds)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 - "$SCRATCH" "$epp_pid" "$load_before" "$load_after" "$(( cpu_after - cpu_before ))" \
-  "$(getconf CLK_TCK)" "${BENCH_JSON:-}" <<'PY'
+  "$(getconf CLK_TCK)" "$(awk -v a="$sched_before" -v b="$sched_after" 'BEGIN { print b - a }')" \
+  "${BENCH_JSON:-}" <<'PY'
 import glob, json, sys
 import benchlib as bl
-d, pid, lb, la, ticks, hz, out = sys.argv[1:8]
+d, pid, lb, la, ticks, hz, sched_s, out = sys.argv[1:9]
 drives = [json.load(open(f)) for f in sorted(glob.glob(f"{d}/drive-*.json"))]
 rounds = json.load(open(f"{d}/rounds.json"))
 rss = next(int(ln.split()[1]) for ln in open(f"/proc/{pid}/status") if ln.startswith("VmRSS:"))
@@ -127,7 +135,8 @@ print(f"\nEPP decision latency, epp-gateway --drive from {len(drives)} processes
 for i, x in enumerate(drives):
     dm = x["decision_ms"]
     print(f"  driver {i}: p50 {dm['p50']:.3f} ms  p90 {dm['p90']:.3f} ms  p99 {dm['p99']:.3f} ms  max {dm['max']:.3f} ms")
-print(f"  the EPP's CPU: {cpu_ms:.0f} ms for {n} streams = {cpu_ms / n:.3f} ms a request")
+print(f"  the EPP's CPU: {cpu_ms:.0f} ms for {n} streams = {cpu_ms / n:.3f} ms a request,"
+      f" of which in the scheduler {float(sched_s) * 1e6 / n:.0f} us (enflame_epp_scheduling_duration_seconds)")
 print(f"EPP RSS now {rss / 1024:.1f} MiB, peak {hwm / 1024:.1f} MiB; load {lb} -> {la}")
 row = bl.row("epp", f"EPP decision at {rate:g} req/s (drive)", n,
              bl.side_from("ext_proc decision (worst driver)", worst["p50"], worst["p50"], worst["p90"], hwm),
@@ -135,6 +144,7 @@ row = bl.row("epp", f"EPP decision at {rate:g} req/s (drive)", n,
 rounds["rows"].append(row)
 rounds["detail"]["drive"] = drives
 rounds["detail"]["drive_epp_cpu_ms"] = cpu_ms
+rounds["detail"]["drive_scheduler_s"] = float(sched_s)
 rounds["detail"]["drive_load"] = [lb, la]
 rounds["detail"]["epp_rss_kib"] = {"now": rss, "peak": hwm}
 if out:

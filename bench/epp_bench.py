@@ -95,6 +95,8 @@ def main():
         ratios = [p["cached"] / p["ideal"] for p in a["prefix"] if p["ideal"]]
         pms = [x for p in a["prefix"] for x in p["ms"]]
         sms = [x for k in a["skew"] for x in k["ms"]]
+        if not ratios or not pms or not sms:
+            sys.exit(f"epp bench: set {s['name']}: no request answered in a phase (is its EPP up?)")
         summary[s["name"]] = {
             "hit_ratio_median": round(statistics.median(ratios), 3), "hit_ratios": [round(r, 3) for r in ratios],
             "prefix_p50_ms": round(pct(pms, 50), 1), "prefix_p99_ms": round(pct(pms, 99), 1),
