@@ -31,7 +31,10 @@ llama_start() {
     -np 2 -c 4096 -t 1 --metrics --slots --no-webui "$@" > "$log" 2>&1 3>&- &
   LLAMA_PID=$!
   on_teardown "stop_pid $LLAMA_PID"
-  wait_for llama_listening "$log" || { tail -n 3 "$log" >&2; return 1; }
+  if ! wait_for llama_listening "$log" || ! kill -0 "$LLAMA_PID" 2>/dev/null; then
+    tail -n 3 "$log" >&2
+    return 1
+  fi
   LLAMA_PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -n 1)
   wait_for curl -sf -o /dev/null "http://127.0.0.1:$LLAMA_PORT/health"
 }
