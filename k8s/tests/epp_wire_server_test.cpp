@@ -170,6 +170,23 @@ TEST_F(Fixture, CancelledStreamFinishesTheRequestOnce) {
     EXPECT_EQ(picker.decided, 1);
 }
 
+TEST_F(Fixture, StreamCancelledBeforeTheDecisionIsCountedAsAnError) {
+    start();
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(plaintext(grpc_address()));
+    grpc::ClientContext ctx;
+    auto stream = stub->Process(&ctx);
+    stream->Write(headers(false));  // the body never comes
+    std::this_thread::sleep_for(100ms);
+    ctx.TryCancel();
+    (void)stream->Finish();
+    EXPECT_TRUE(eventually([&] {
+        return metrics().find("enflame_epp_stream_errors_total{reason=\"cancelled\"} 1") !=
+               std::string::npos;
+    })) << metrics();
+    EXPECT_EQ(picker.decided, 0);
+    EXPECT_EQ(picker.finished_calls, 0);
+}
+
 TEST_F(Fixture, ShutdownLetsAnOpenStreamFinishWithinTheGraceAndTakesNoNewOne) {
     start();
     auto channel = plaintext(grpc_address());

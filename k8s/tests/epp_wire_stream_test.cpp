@@ -181,6 +181,17 @@ TEST(EppWireStream, ADecisionWithNoEndpointIs503) {
     EXPECT_EQ(only_answer(s, kBody).immediate_response().status().code(), 503);
 }
 
+TEST(EppWireStream, BodyOverTheLimitIsRefusedWith413) {
+    RecordingPicker p;
+    epp::Stream s(p, {.max_body_bytes = 20});
+    EXPECT_TRUE(feed(s, request_headers(post_headers(), false)).empty());
+    EXPECT_TRUE(feed(s, request_body(kBody.substr(0, 15), false)).empty());
+    const auto out = feed(s, request_body(kBody.substr(15), true));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].immediate_response().status().code(), 413);
+    EXPECT_TRUE(p.decided.empty());
+}
+
 void add_subset(ProcessingRequest& in, const google::protobuf::Value& v) {
     auto& ns = (*in.mutable_metadata_context()->mutable_filter_metadata())["envoy.lb.subset_hint"];
     (*ns.mutable_fields())["x-gateway-destination-endpoint-subset"] = v;
