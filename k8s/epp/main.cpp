@@ -3,8 +3,9 @@
 // servers (docs/epp.md): an Envoy ext_proc server that routes each LLM request to a model
 // server by queue, KV cache, prefix cache and free GCU memory. This file parses flags and wires
 // the endpoint source (pool/) to the scheduler (scheduling/) and both to the gRPC server and
-// /metrics (wire/).
+// /metrics (wire/; k8s::HttpServer).
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -13,13 +14,13 @@
 
 #include "epp/pool/endpoint_source.hpp"
 #include "epp/scheduling/scheduler.hpp"
-#include "epp/wire/metrics_http.hpp"
 #include "epp/wire/server.hpp"
 #include "epp/wire/tls.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_cli.hpp"
 #include "k8s/daemon_setup.hpp"
 #include "k8s/duration.hpp"
+#include "k8s/http_server.hpp"
 
 int main(int argc, char** argv) try {
     epp::ServerOptions so;
@@ -96,7 +97,13 @@ int main(int argc, char** argv) try {
         std::cerr << "error: " << e.what() << "\n";
         return 1;
     }
-    auto metrics = epp::MetricsHttp::start("", metrics_port, registry);
+    auto metrics = k8s::HttpServer::start(
+        std::to_string(metrics_port), "--metrics-port " + std::to_string(metrics_port),
+        {{"/metrics", [&registry] {
+              return k8s::HttpServer::Reply{
+                  200, k8s::kPrometheusTextType,
+                  prometheus::TextSerializer().Serialize(registry.Collect())};
+          }}});
     if (!metrics) return k8s::exit_error(metrics.error());
     auto server = epp::Server::start(so, *scheduler, registry);
     if (!server) return k8s::exit_error(server.error());
