@@ -32,10 +32,12 @@ PKGS=(
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
 )
 # What k8s/ adds (k8s/CMakeLists.txt and its subfolders: pkg_check_modules grpc++ and protobuf,
-# libcurl; find_package prometheus-cpp, civetweb, OpenSSL). protoc and grpc_cpp_plugin are the
-# host's (the same Debian versions), never run from here.
+# libcurl and libxxhash (enflame-epp's prefix cache); find_package prometheus-cpp, civetweb,
+# OpenSSL). protoc and grpc_cpp_plugin are the host's (the same Debian versions), never run from
+# here.
 IMAGE_PKGS=(
   libgrpc++-dev libprotobuf-dev prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev libssl-dev
+  libxxhash-dev
 )
 if [ $image = 1 ]; then
   DIR=${1:-$TOP/build/arm64-sysroot-image}

@@ -65,10 +65,21 @@ epp_start() {
   EPP_PID=$!
   on_teardown "stop_pid $EPP_PID"
   wait_for epp_listening || { tail -n 3 "$EPP_LOG" >&2; return 1; }
+  epp_alive
   EPP_GRPC=127.0.0.1:$(sed -n 's/.* ext_proc on .*:\([0-9][0-9]*\) (.*/\1/p;T;q' "$EPP_LOG")
   EPP_HEALTH=127.0.0.1:$(sed -n 's/.*, health on .*:\([0-9][0-9]*\)$/\1/p;T;q' "$EPP_LOG")
   EPP_METRICS=127.0.0.1:$(sed -n 's|.* /metrics on .*:\([0-9][0-9]*\)$|\1|p;T;q' "$EPP_LOG")
   wait_for epp_serving || { tail -n 3 "$EPP_LOG" >&2; return 1; }
+  epp_alive
+}
+
+# epp_alive: the EPP still runs (epp_listening and epp_serving end their wait when it dies);
+# else its log's last lines and a failure.
+epp_alive() {
+  kill -0 "$EPP_PID" 2>/dev/null && return 0
+  echo "enflame-epp exited:" >&2
+  tail -n 3 "$EPP_LOG" >&2
+  return 1
 }
 
 # epp_listening: the EPP has logged its ports (or died: then wait_for ends early).
