@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "drs-manager/daemon.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <csignal>
@@ -17,6 +19,7 @@
 #include "inject/drs.hpp"
 #include "inject/log.hpp"
 #include "k8s/daemon_setup.hpp"
+#include "k8s/driver_events.hpp"
 #include "k8s/events.hpp"
 #include "k8s/reflector.hpp"
 
@@ -31,11 +34,18 @@ using O = Decision::Outcome;
 struct Wake {
     std::mutex mu;
     std::condition_variable cv;
-    bool changed = false, stop = false;
+    bool changed = false, stop = false, recheck = false;
     void notify(bool stopping) {
         {
             const std::lock_guard l(mu);
             (stopping ? stop : changed) = true;
+        }
+        cv.notify_all();
+    }
+    void notify_recheck() {
+        {
+            const std::lock_guard l(mu);
+            recheck = changed = true;
         }
         cv.notify_all();
     }
@@ -287,6 +297,27 @@ inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Clien
     k8s::Informer cms(*client, cm_o, "v1", "ConfigMap", on_change);
     std::thread node_thread([&] { nodes.run(); });
     std::thread cm_thread([&] { cms.run(); });
+    // A driver reload (the driver gone and back, or a card reset) may take the instances with
+    // it: each such note makes the next pass look at the cards again, as a retry does.
+    std::unique_ptr<k8s::EventWatcher> events;
+    if (auto w = k8s::EventWatcher::start(disc); w)
+        events = std::move(*w);
+    else
+        inject::log::warn("driver events: {}; a driver reload is seen at the next change only",
+                          w.error().what());
+    std::jthread event_thread([&wake, &events](const std::stop_token& st) {
+        while (events && !st.stop_requested()) {
+            pollfd p{events->fd(), POLLIN, 0};
+            if (::poll(&p, 1, 200) <= 0) continue;
+            for (const auto& note : events->take()) {
+                inject::log::info("{}: checking the layout again",
+                                  note ? "driver event " + std::to_string(note->type) +
+                                             " on card " + std::to_string(note->id)
+                                       : std::string("the driver is back"));
+                wake.notify_recheck();
+            }
+        }
+    });
     std::thread([&wake, stop_signals] {
         int sig = 0;
         sigwait(&stop_signals, &sig);
@@ -316,9 +347,13 @@ inject::Result<void> run(const DaemonOptions& o, std::shared_ptr<k8s::api::Clien
             }
             if (wake.stop) break;
             wake.changed = false;
+            timer = timer || wake.recheck;
+            wake.recheck = false;
         }
         next = m.step(nodes.get(m.node_key()), cms.get(m.configmap_key()), timer);
     }
+    event_thread.request_stop();
+    event_thread.join();
     nodes.stop();
     cms.stop();
     node_thread.join();

@@ -197,6 +197,25 @@ settled() {
   [ "$(jq '.made | length' "$LEDGER")" -eq 15 ]
 }
 
+@test "a driver reload that takes the instances with it: the driver back, the manager makes the layout again (16 instances, success) without a label change" {
+  up
+  label all-1g.11gb
+  wait_for state_is success
+  wait_for grep -q "health: watching driver events" "$SCRATCH/mgr.log"
+  # what a reload does to DRS: the instances go with the driver, which comes back without them
+  local c id
+  for c in 0 1 2 3; do
+    for id in 0 1 2 3; do "$EFSMI" -i "$c" --drs --destroy-instance "$id" > /dev/null; done
+  done
+  count_is 0
+  "$SIM_HOST" driver --root "$SCRATCH/host" gone
+  wait_for grep -q "health: no driver events" "$SCRATCH/mgr.log"
+  "$SIM_HOST" driver --root "$SCRATCH/host" back
+  wait_for grep -q "the driver is back: checking the layout again" "$SCRATCH/mgr.log"
+  wait_for count_is 16
+  wait_for state_is success
+}
+
 @test "a layout a card cannot hold: state failed, one line naming the card and the profile (log and Warning Event), instances untouched" {
   up
   label all-1g.11gb
