@@ -11,11 +11,14 @@ PREFIX=$BUILD_DIR/envoy-protos
 CHECK=$TOP/scripts/check-epp-protos.sh
 PY=${PYTHON:-/usr/bin/python3}
 
+# debian_reachable: deb.debian.org answers on port 80 within 5 s.
+debian_reachable() { timeout 5 bash -c 'exec 3<>/dev/tcp/deb.debian.org/80' 2>/dev/null; }
+
 setup() {
   requires protoc
   "$PY" -c 'import google.protobuf' 2>/dev/null || skip_or_fail "needs python3-protobuf for $PY"
-  if [ ! -e "$PREFIX/.apt/done/golang-github-envoyproxy-go-control-plane-dev" ] &&
-    ! timeout 5 bash -c 'exec 3<>/dev/tcp/deb.debian.org/80' 2>/dev/null; then
+  local fetched=$PREFIX/.apt/done/golang-github-envoyproxy-go-control-plane-dev
+  if [ ! -e "$fetched" ] && ! debian_reachable; then
     skip "deb.debian.org unreachable: upstream's protos (sid's go-control-plane) cannot be fetched"
   fi
   setup_scratch
