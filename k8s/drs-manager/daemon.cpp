@@ -185,9 +185,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     const Json& meta = node->value("metadata", Json::object());
     node_uid_ = k8s::api::str(meta, "uid");
     const Json labels = meta.value("labels", Json::object());
-    if (!state_) state_ = k8s::api::str(labels, std::string(kStateLabel).c_str());
-    const auto name =
-        wanted_layout(k8s::api::str(labels, std::string(kLayoutLabel).c_str()), o_.default_layout);
+    if (!state_) state_ = k8s::api::str(labels, kStateLabel);
+    const auto name = wanted_layout(k8s::api::str(labels, kLayoutLabel), o_.default_layout);
     std::optional<std::string> text;
     if (cm) {
         const Json data = cm->value("data", Json::object());

@@ -11,15 +11,16 @@
 #include "drs-manager/holders.hpp"
 #include "drs-manager/plan.hpp"
 #include "inject/device.hpp"
+#include "k8s/drs_layout_state.hpp"
 
 namespace drs_manager {
 
-/// The node label the manager reports its state in.
-inline constexpr std::string_view kStateLabel = "enflame.com/drs.config.state";
-inline constexpr std::string_view kPending = "pending";
-inline constexpr std::string_view kApplying = "applying";
-inline constexpr std::string_view kSuccess = "success";
-inline constexpr std::string_view kFailed = "failed";
+/// The state label and its values (k8s/drs_layout_state.hpp: the operator reads them too).
+using k8s::drs::kApplying;
+using k8s::drs::kFailed;
+using k8s::drs::kPending;
+using k8s::drs::kStateLabel;
+using k8s::drs::kSuccess;
 
 /// The layout the node asks for: its label's value, else `default_layout`; empty: none.
 [[nodiscard]] std::string wanted_layout(std::string_view label, std::string_view default_layout);

@@ -20,11 +20,12 @@
 
 #include "inject/device.hpp"
 #include "inject/result.hpp"
+#include "k8s/drs_layout_state.hpp"
 
 namespace drs_manager {
 
-/// The node label naming the layout a node should have.
-inline constexpr std::string_view kLayoutLabel = "enflame.com/drs.config";
+/// The node label naming the layout a node should have (k8s/drs_layout_state.hpp).
+using k8s::drs::kLayoutLabel;
 /// The ConfigMap data key holding the layouts.
 inline constexpr std::string_view kLayoutsKey = "layouts.yaml";
 /// The most instances of one profile an entry may ask for.

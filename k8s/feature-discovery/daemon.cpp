@@ -125,7 +125,7 @@ inject::Result<void> Labeler::pass() {
     if (!o_.drs_state_file.empty()) {
         auto st = k8s::drs::read_layout_state(o_.drs_state_file);
         if (!st) return inject::fail(std::move(st).error());
-        if (*st && (*st)->state == "success") layout = (*st)->layout;
+        if (*st && (*st)->state == k8s::drs::kSuccess) layout = (*st)->layout;
         INJECT_TRY_VOID(follow_plugin_config(*st));
     }
     const auto labels = make_labels(*host, setup_.sharing, layout);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "k8s/apiserver.hpp"
+#include "k8s/drs_layout_state.hpp"
 
 namespace gpu_operator {
 
@@ -13,9 +14,9 @@ DrsStatus drs_status(const std::vector<Json>& nodes) {
     for (const auto& n : nodes) {
         const Json meta = n.value("metadata", Json::object());
         const Json labels = meta.value("labels", Json::object());
-        const std::string layout = k8s::api::str(labels, "enflame.com/drs.config");
+        const std::string layout = k8s::api::str(labels, k8s::drs::kLayoutLabel);
         if (layout.empty()) continue;
-        std::string state = k8s::api::str(labels, "enflame.com/drs.config.state");
+        std::string state = k8s::api::str(labels, k8s::drs::kStateLabel);
         out.nodes[k8s::api::str(meta, "name")] = layout + ": " + (state.empty() ? "-" : state);
         ++by_state[state.empty() ? "unreported" : state];
     }

@@ -20,6 +20,15 @@ namespace k8s::drs {
 /// mount in the shipped DaemonSet).
 inline constexpr const char* kLayoutStatePath = "/var/lib/enflame/drs-manager/state.json";
 
+/// The node label naming the layout a node should have, and the one the manager reports its
+/// state in (the operator's status reads both).
+inline constexpr const char* kLayoutLabel = "enflame.com/drs.config";
+inline constexpr const char* kStateLabel = "enflame.com/drs.config.state";
+/// The states, as the state label and the state file carry them.
+inline constexpr const char* kPending = "pending";
+inline constexpr const char* kApplying = "applying";
+inline constexpr const char* kSuccess = "success";
+inline constexpr const char* kFailed = "failed";
 /// The node label naming the device plugin's config for the node (a file of the plugin's
 /// config folder); the manager passes its value on in the state file.
 inline constexpr const char* kPluginConfigLabel = "enflame.com/device-plugin.config";
@@ -31,7 +40,7 @@ struct LayoutState {
     std::string device_plugin_config = {};
     bool operator==(const LayoutState&) const = default;
     /// success or failed: the manager is not changing instances now.
-    [[nodiscard]] bool settled() const { return state == "success" || state == "failed"; }
+    [[nodiscard]] bool settled() const { return state == kSuccess || state == kFailed; }
 };
 
 /// Replaces `path` (its folder made if missing): temp file, fsync, rename.
