@@ -6,19 +6,14 @@
 #include <limits>
 #include <optional>
 
+#include "inject/text.hpp"
+
 namespace epp {
 namespace {
 
 bool name_char(char c, bool first) {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':') return true;
     return !first && c >= '0' && c <= '9';
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
 }
 
 std::optional<double> parse_value(std::string_view v) {
@@ -73,7 +68,7 @@ std::optional<Sample> parse_line(std::string_view line) {
         ++pos;
         if (!parse_labels(line, pos, s.labels)) return std::nullopt;
     }
-    std::string_view rest = trim(line.substr(pos));
+    std::string_view rest = inject::text::trim(line.substr(pos));
     size_t sp = rest.find_first_of(" \t");
     auto v = parse_value(rest.substr(0, sp));  // a trailing timestamp is ignored
     if (!v) return std::nullopt;
@@ -87,7 +82,7 @@ std::vector<Sample> parse_prometheus_text(std::string_view text, int* bad) {
     std::vector<Sample> out;
     while (!text.empty()) {
         size_t nl = text.find('\n');
-        std::string_view line = trim(text.substr(0, nl));
+        std::string_view line = inject::text::trim(text.substr(0, nl));
         text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
         if (line.empty() || line.front() == '#') continue;
         if (auto s = parse_line(line)) {

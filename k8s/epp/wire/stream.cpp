@@ -8,6 +8,8 @@
 #include <random>
 #include <string_view>
 
+#include "inject/text.hpp"
+
 namespace epp {
 namespace {
 
@@ -20,12 +22,6 @@ std::string lower(std::string_view s) {
     std::ranges::transform(out, out.begin(),
                            [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
 }
 
 // A random version-4 UUID, for a request the gateway sent without x-request-id.
@@ -60,7 +56,7 @@ std::optional<std::vector<std::string>> subset_hint(const ext_proc::ProcessingRe
     auto add = [&out](std::string_view entries) {
         while (!entries.empty()) {
             const auto comma = entries.find(',');
-            const auto e = trim(entries.substr(0, comma));
+            const auto e = inject::text::trim(entries.substr(0, comma));
             if (!e.empty()) out.emplace_back(e);
             entries = comma == std::string_view::npos ? "" : entries.substr(comma + 1);
         }
