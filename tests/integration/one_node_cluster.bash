@@ -1,15 +1,16 @@
 # The one-node cluster (tests/cluster/cluster.sh), one per bats file: helpers of the cluster
-# suites (loaded after helpers.bash by cluster_dra, cluster_rbac, e2e, hami, monitoring_cluster,
-# npd_cluster, nri_cluster and operator.bats). They run only when ENFLAME_KUBE_BIN names
-# Kubernetes binaries (helpers.bash: kube_bin_named).
+# suites (loaded after helpers.bash by cluster_dra, cluster_rbac, drs_manager_cluster, e2e, hami,
+# monitoring_cluster, npd_cluster, nri_cluster and operator.bats). They run only when
+# ENFLAME_KUBE_BIN names Kubernetes binaries (helpers.bash: kube_bin_named).
 
-# cluster_dir NAME CARDS: prints a new folder /tmp/ectk-NAME.XXXXXX (mode 755) for a cluster
-# suite, with the simulated host of enflame-sim-host's example of CARDS cards: its description in
-# desc.yaml, the host laid out in host/. Nothing is left when it fails.
+# cluster_dir NAME CARDS [drs]: prints a new folder /tmp/ectk-NAME.XXXXXX (mode 755) for a
+# cluster suite, with the simulated host of enflame-sim-host's example of CARDS cards: its
+# description in desc.yaml, the host laid out in host/. Nothing is left when it fails. drs: S60
+# cards with DRS profiles and no instance yet (the DRS manager's host; see node_writable).
 cluster_dir() {
   local d
   d=$(mktemp -d "/tmp/ectk-$1.XXXXXX") || return 1
-  if chmod 755 "$d" && "$SIM_HOST" example --cards "$2" > "$d/desc.yaml" &&
+  if chmod 755 "$d" && example_desc "$2" "${3:-}" > "$d/desc.yaml" &&
     "$SIM_HOST" build --desc "$d/desc.yaml" --root "$d/host" > /dev/null; then
     echo "$d"
   else
@@ -17,6 +18,26 @@ cluster_dir() {
     return 1
   fi
 }
+
+# example_desc CARDS [drs]: enflame-sim-host's example description of CARDS cards; drs: with
+# the S60's DRS profiles and without the example's instances.
+example_desc() {
+  if [ "${2:-}" != drs ]; then
+    "$SIM_HOST" example --cards "$1"
+    return
+  fi
+  "$SIM_HOST" example --cards "$1" --drs | python3 -c 'import sys, yaml
+d = yaml.safe_load(sys.stdin)
+d["drs"]["instances"] = []
+yaml.safe_dump(d, sys.stdout, sort_keys=False)'
+}
+
+# node_writable DIR: DIR (a folder of a cluster_dir's host) bound over itself in the node's mount
+# namespace, after cluster_up, so that a pod mounting the host's / read-only (the shipped
+# DaemonSets' /host) can write there: runc makes only the top mount of a read-only bind
+# read-only, and nothing asks for recursiveReadOnly. For the simulated efsmi, which keeps its
+# DRS instances in a file beside its binary where the real one asks the driver.
+node_writable() { nsenter -t "$NS_PID" -m -- mount --bind "$1" "$1"; }
 
 # cluster_up DIR TARGET [ARCHIVE...]: for a cluster suite's setup_file: `make TARGET` (the images
 # it runs: images, node-exporter-image), the cluster up in DIR/cluster, each ARCHIVE imported
