@@ -27,12 +27,7 @@ setup_file() {
   "$SIM_HOST" build --desc "$OP/desc.yaml" --root "$OP/host" > /dev/null
   cluster_up "$OP" images "$TOP/build/images/enflame-toolkit.oci.tar"
   nsenter -t "$NS_PID" -m -- cat "$CONTAINERD_CONFIG" > "$OP/containerd.before"
-  # this fork's ServiceAccount admission needs a ConfigMap in every namespace with pods: the
-  # harness makes both namespaces first (the operator then takes enflame-system over)
-  "$TOP/tests/cluster/cluster.sh" namespace "$OP/cluster" "$ONS" "$NS" > /dev/null
-  # what NFD says about a node with an Enflame card (PCI vendor 1e36); the operator itself
-  # puts enflame.com/gpu.present=true, which the stack's DaemonSets select, on such nodes
-  "$KUBECTL" label node "$NODE_NAME" feature.node.kubernetes.io/pci-1e36.present=true --overwrite > /dev/null
+  operator_node
 }
 
 teardown_file() {

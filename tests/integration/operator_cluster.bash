@@ -33,6 +33,16 @@ wait_for() {
   echo $(( ($(date +%s%N) - start) / 1000000 ))
 }
 
+# operator_node: for setup_file, with the cluster up in $OP: the operator's namespace and the
+# stack's made by the harness first (this fork's ServiceAccount admission needs a ConfigMap in
+# every namespace with pods; the operator then takes enflame-system over), and the node labelled
+# as NFD labels one with an Enflame card (PCI vendor 1e36): the operator itself puts
+# enflame.com/gpu.present=true, which the stack's DaemonSets select, on such nodes.
+operator_node() {
+  "$TOP/tests/cluster/cluster.sh" namespace "$OP/cluster" "$ONS" "$NS" > /dev/null
+  "$KUBECTL" label node "$NODE_NAME" feature.node.kubernetes.io/pci-1e36.present=true --overwrite > /dev/null
+}
+
 # the sample CR, pointed at the simulated host
 sample_cr() {
   python3 - "$TOP/deployments/operator/examples/gpuresource.yaml" "$OP/host" <<'PY'
