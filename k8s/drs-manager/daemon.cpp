@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "drs-manager/apply.hpp"
@@ -103,6 +105,9 @@ private:
     inject::Result<std::vector<Held>> holders(const inject::device::Host& host);
     void write_state_file(const k8s::drs::LayoutState& now);
     void report(const std::string& reason, const std::string& why);
+    void post_event(const char* type, const std::string& reason, const std::string& why);
+    /// The evict policy: evicts the pods blocking `plan` not yet evicted.
+    void evict_blocking(const std::string& layout, const Plan& plan);
     std::optional<Clock::time_point> retry_later(const std::string& why);
 
     const DaemonOptions& o_;
@@ -120,7 +125,9 @@ private:
     std::optional<std::string> settled_;           // inputs whose outcome stands until they change
     std::optional<std::vector<Held>> waiting_on_;  // holders while blocked
     std::string last_event_;
-    std::optional<Clock::time_point> retry_at_;  // the wake a pass asked for
+    std::set<std::string> evicted_;               // "ns/name" of pods whose eviction was accepted
+    std::map<std::string, std::string> refused_;  // "ns/name" -> why its eviction was refused
+    std::optional<Clock::time_point> retry_at_;   // the wake a pass asked for
     k8s::Backoff backoff_{std::chrono::seconds(5), std::chrono::minutes(5)};
 };
 
@@ -160,16 +167,49 @@ void Manager::write_state_file(const k8s::drs::LayoutState& now) {
 void Manager::report(const std::string& reason, const std::string& why) {
     if (why == last_event_) return;
     last_event_ = why;
+    post_event("Warning", reason, why);
+}
+
+void Manager::post_event(const char* type, const std::string& reason, const std::string& why) {
     const k8s::EventReport ev{
         o_.layouts_namespace,
         {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o_.node_name}, {"uid", node_uid_}},
-        "Warning",
+        type,
         reason,
         why,
         "enflame-drs-manager",
         o_.node_name};
     if (auto r = k8s::post_event(api_, ev); !r)
         inject::log::warn("event {}: {}", reason, r.error().what());
+}
+
+void Manager::evict_blocking(const std::string& layout, const Plan& plan) {
+    const auto pods = blocking_pods(plan);
+    std::set<std::string> blocking;
+    for (const auto& p : pods) {
+        const auto key = p.ns + "/" + p.name;
+        blocking.insert(key);
+        if (evicted_.count(key)) continue;
+        std::string holds;
+        for (const auto& h : p.holds) holds += (holds.empty() ? "" : ", ") + h;
+        if (auto r = evict_pod(api_, p); !r) {
+            const auto why = "layout '" + layout + "': evicting pod " + key + " (holding " + holds +
+                             "): " + r.error().what();
+            if (refused_[key] == why) continue;
+            refused_[key] = why;
+            inject::log::warn("{}", why);
+            post_event("Warning", "DrsLayoutEvictionRefused", why);
+            continue;
+        }
+        refused_.erase(key);
+        evicted_.insert(key);
+        const auto why = "layout '" + layout + "': evicted pod " + key + " (holding " + holds + ")";
+        inject::log::info("{}", why);
+        post_event("Normal", "DrsLayoutEvicting", why);
+    }
+    // A pod that no longer blocks is forgotten: one of the same name later is evicted again.
+    std::erase_if(evicted_, [&](const std::string& k) { return !blocking.count(k); });
+    std::erase_if(refused_, [&](const auto& kv) { return !blocking.count(kv.first); });
 }
 
 std::optional<Clock::time_point> Manager::retry_later(const std::string& why) {
@@ -204,7 +244,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     if (waiting_on_ && timer && settled_ == inputs) {
         // Waiting for holders: their files and kubelet only, until they change.
         auto held = holders(*last_host_);
-        if (held && *held == *waiting_on_) return Clock::now() + o_.retry;
+        // (an eviction a disruption budget refused is asked again)
+        if (held && *held == *waiting_on_ && refused_.empty()) return Clock::now() + o_.retry;
     }
     settled_.reset();
     waiting_on_.reset();
@@ -238,6 +279,7 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
         return retry_later(why);
     }
     auto d = decide(name, text, source_, *host, held_on(*host, *held));
+    if (d.outcome != O::Blocked) evicted_.clear(), refused_.clear();
     switch (d.outcome) {
         case O::Failed:
             set_state(kFailed);
@@ -251,6 +293,7 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
             report("DrsLayoutWaiting", d.reason);
             settled_ = inputs;
             waiting_on_ = std::move(*held);
+            if (o_.eviction == EvictionPolicy::Evict) evict_blocking(name, d.plan);
             return Clock::now() + o_.retry;
         case O::Done:
             set_state(kSuccess);

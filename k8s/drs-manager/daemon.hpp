@@ -7,13 +7,15 @@
 // read, the plan run, the state reported on the node (label enflame.com/drs.config.state, and a
 // Warning Event for `failed` and for a wait). An unchanged label and ConfigMap do nothing: no
 // efsmi call, no API write. Idle it only watches; while waiting for holders it re-reads their
-// files every `retry`. SIGTERM/SIGINT stop it after the plan in flight.
+// files every `retry`; with the evict policy it evicts the pods among them (and asks again each
+// `retry` while a disruption budget refuses). SIGTERM/SIGINT stop it after the plan in flight.
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "drs-manager/evict.hpp"
 #include "inject/result.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/drs_layout_state.hpp"
@@ -42,6 +44,8 @@ struct DaemonOptions {
     std::string pod_resources_socket = k8s::kPodResourcesSocket;
     std::string default_layout;  ///< for a node without the label; empty: such a node is left alone
     std::chrono::milliseconds retry{5000};  ///< re-check of holders while waiting
+    /// What to do about pods holding what a layout must change (drs-manager/evict.hpp).
+    EvictionPolicy eviction = EvictionPolicy::Wait;
 };
 
 /// Runs until SIGTERM/SIGINT. An error: the config or the ledger could not be read.

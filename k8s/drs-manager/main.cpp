@@ -13,7 +13,7 @@
 int main(int argc, char** argv) try {
     drs_manager::DaemonOptions o;
     if (const char* n = std::getenv("NODE_NAME")) o.node_name = n;
-    std::string kubeconfig, log_level = "info", retry = "5s";
+    std::string kubeconfig, log_level = "info", retry = "5s", eviction = "wait";
     std::string layouts = o.layouts_namespace + "/" + o.layouts_name;
 
     CLI::App app{
@@ -62,6 +62,12 @@ int main(int argc, char** argv) try {
                    "while waiting for holders, how often their checkpoints are read again")
         ->envname("RETRY")
         ->capture_default_str();
+    app.add_option("--eviction-policy", eviction,
+                   "wait: wait for the pods holding what a layout must change to go; evict: "
+                   "evict them through the Eviction API (PodDisruptionBudgets honoured; pods "
+                   "holding a DRA claim are waited for)")
+        ->envname("EVICTION_POLICY")
+        ->capture_default_str();
     k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-drs-manager", log_level))
         return *code;
@@ -81,6 +87,9 @@ int main(int argc, char** argv) try {
     auto iv = k8s::parse_duration("--retry", retry, std::chrono::seconds(1), std::chrono::hours(1));
     if (!iv) return k8s::exit_error(iv.error());
     o.retry = *iv;
+    auto policy = drs_manager::parse_eviction_policy("--eviction-policy", eviction);
+    if (!policy) return k8s::exit_error(policy.error());
+    o.eviction = *policy;
     auto cfg =
         kubeconfig.empty() ? k8s::api::in_cluster_config() : k8s::api::load_kubeconfig(kubeconfig);
     if (!cfg) return k8s::exit_error(cfg.error());

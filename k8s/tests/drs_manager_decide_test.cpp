@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "drs-manager/decide.hpp"
+#include "drs-manager/evict.hpp"
 #include "drs-manager/holders.hpp"
 #include "drs_manager_fixture.hpp"
 
@@ -167,6 +168,32 @@ TEST(DrsDecide, WhatCannotBeHadFailsInOneLine) {
     d = drs_manager::decide("all-1g", std::nullopt, "configmap ns/x layouts.yaml", host, {});
     EXPECT_EQ(d.reason, "configmap ns/x layouts.yaml: missing (no layouts to pick 'all-1g' from)");
     EXPECT_EQ(d.outcome, Decision::Outcome::Failed);
+}
+
+TEST(DrsEvict, ThePodsAmongTheHoldersOfBlockedCardsEachOnceNotClaims) {
+    const auto host = split_node();
+    const auto d = drs_manager::decide("all-full", kLayouts, "cm", host,
+                                       drs_manager::held_on(host, {
+                                                                      {0, 1, "", "", "pod ml/a"},
+                                                                      {0, 2, "", "", "pod ml/a"},
+                                                                      {0, 3, "", "", "claim ml/c"},
+                                                                      {0, 0, "", "", "pod web/b"},
+                                                                  }));
+    ASSERT_EQ(d.outcome, Decision::Outcome::Blocked);
+    const auto pods = drs_manager::blocking_pods(d.plan);
+    ASSERT_EQ(pods.size(), 2U);
+    EXPECT_EQ(pods[0], (drs_manager::BlockingPod{"web", "b", {"0:1g.11gb:0"}}));
+    EXPECT_EQ(pods[1], (drs_manager::BlockingPod{"ml", "a", {"0:1g.11gb:1", "0:1g.11gb:2"}}));
+}
+
+TEST(DrsEvict, ThePolicyIsWaitOrEvict) {
+    EXPECT_EQ(*drs_manager::parse_eviction_policy("--eviction-policy", "wait"),
+              drs_manager::EvictionPolicy::Wait);
+    EXPECT_EQ(*drs_manager::parse_eviction_policy("--eviction-policy", "evict"),
+              drs_manager::EvictionPolicy::Evict);
+    const auto bad = drs_manager::parse_eviction_policy("--eviction-policy", "drain");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().what(), "--eviction-policy 'drain': want wait or evict");
 }
 
 TEST(DrsDecide, TheLabelElseTheDefault) {

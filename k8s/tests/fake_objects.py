@@ -39,6 +39,7 @@ BUILTIN = [
     ("", "v1", "serviceaccounts", "ServiceAccount", True, False),
     ("", "v1", "events", "Event", True, False),
     ("apps", "v1", "daemonsets", "DaemonSet", True, True),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, True),
     ("apps", "v1", "deployments", "Deployment", True, True),
     ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False),
     ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False),
@@ -157,6 +158,11 @@ class Objects:
             if k and k.namespaced:
                 ns, rest = rest[1], rest[2:]
         k = self.kinds.get((group, version, rest[0])) if rest else None
+        if k and k.res == ("", "pods") and len(rest) == 3 and rest[2] == "eviction" and ns:
+            if verb != "POST":
+                return h.fail(405, "MethodNotAllowed", "method not allowed")
+            with self.st.lock:
+                return self.evict(h, k, ns, rest[1], path, body)
         if not k or len(rest) > 3 or (len(rest) == 3 and (rest[2] != "status" or not k.has_status)):
             return h.fail(404, "NotFound", "the server could not find the requested resource")
         if k.namespaced and ns is None and len(rest) > 1:
@@ -380,6 +386,45 @@ class Objects:
             self.st.event("MODIFIED", obj, k.res)
             return h.send_json(200, self.out(k, obj))
         return self.remove(h, k, cur)
+
+    def evict(self, h, k, ns, name, path, body):
+        """pods/NAME/eviction as the API server's eviction REST does: a pod that is not
+        Running, or already being deleted, is deleted at once; otherwise the one
+        PodDisruptionBudget selecting it (matchLabels) must allow a disruption (429 if not,
+        500 for more than one), and the eviction takes one from its status."""
+        if not isinstance(body, dict) or body.get("kind") != "Eviction" or \
+                (body.get("metadata") or {}).get("name") != name:
+            return h.fail(400, "BadRequest", "name in URL does not match name in Eviction object")
+        cur = self.st.objs.get(k.res, {}).get((ns, name))
+        if not cur:
+            return h.fail(404, "NotFound", 'pods "%s" not found' % name)
+        md = cur["metadata"]
+        if (cur.get("status") or {}).get("phase") == "Running" and "deletionTimestamp" not in md:
+            labels = md.get("labels") or {}
+            budgets = [b for (bns, _), b in self.st.objs.get(("policy", "poddisruptionbudgets"),
+                                                             {}).items()
+                       if bns == ns and all(labels.get(a) == v for a, v in
+                                            ((b.get("spec") or {}).get("selector") or {})
+                                            .get("matchLabels", {}).items())]
+            if len(budgets) > 1:
+                return h.fail(500, "InternalError", "This pod has more than one "
+                              "PodDisruptionBudget, which the eviction subresource does not "
+                              "support.")
+            if budgets:
+                b = budgets[0]
+                st = b.get("status") or {}
+                if st.get("disruptionsAllowed", 0) <= 0:
+                    return h.fail(429, "TooManyRequests", "Cannot evict pod as it would violate "
+                                  "the pod's disruption budget.")
+                nb = copy.deepcopy(b)
+                nb["status"]["disruptionsAllowed"] = st["disruptionsAllowed"] - 1
+                nb["metadata"]["resourceVersion"] = self.st.next_rv()
+                self.st.objs[("policy", "poddisruptionbudgets")][(ns, b["metadata"]["name"])] = nb
+                self.st.event("MODIFIED", nb, ("policy", "poddisruptionbudgets"))
+        self.st.record("POST", path, body)
+        self.drop(k.res, cur)
+        return h.send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                 "status": "Success", "code": 201})
 
     def remove(self, h, k, cur):
         gone = self.drop(k.res, cur)
