@@ -171,6 +171,12 @@ spec = {
                                 False, {
             "defaultLayout": s("The layout of a node without the label. Empty: such a node is left "
                                "alone.", pattern=r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$"),
+            "evictionPolicy": s("What the manager does about pods holding an instance or a card a "
+                                "new layout must change. Wait: it waits for them to go (the layout "
+                                "stays pending, naming them). Evict: it evicts them through the "
+                                "Eviction API, so PodDisruptionBudgets and grace periods hold; pods "
+                                "holding a DRA claim are waited for.",
+                                default="Wait", enum=["Wait", "Evict"]),
         }),
         "daemonsets": {"type": "object", "default": {}, "description": "Settings for every "
                        "DaemonSet the operator deploys.", "properties": {

@@ -218,10 +218,13 @@ void customize_device_plugin(Object& o, const Json& dp) {
     }
 }
 
-/// spec.drsManager: the layout of an unlabelled node, and the device plugin config it names.
+/// spec.drsManager: the layout of an unlabelled node, the device plugin config it names, and
+/// the eviction policy (render() adds its binding).
 void customize_drs_manager(Object& o, const Json& dm) {
     if (str(o.obj, "kind") != "DaemonSet") return;
     Json env = Json::array();
+    if (str(dm, "evictionPolicy") == "Evict")
+        env.push_back({{"name", "EVICTION_POLICY"}, {"value", "evict"}});
     if (!str(dm, "defaultLayout").empty())
         env.push_back({{"name", "DEFAULT_LAYOUT"}, {"value", dm["defaultLayout"]}});
     if (!str(dm, "defaultDevicePluginConfig").empty())

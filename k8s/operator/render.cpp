@@ -54,6 +54,13 @@ inject::Result<std::vector<Object>> render(const std::string& manifests, const J
             INJECT_TRY(auto more, load_dir(fs::path(manifests) / folder));
             add(std::move(more));
         }
+    // the evict policy's binding (its role is shipped with the operator, as the others are)
+    if (enabled(spec, "drsManager") &&
+        str(spec.value("drsManager", Json::object()), "evictionPolicy") == "Evict") {
+        INJECT_TRY(auto more, load_dir(fs::path(manifests) / "drs-manager-eviction"));
+        for (auto& o : more) o.component = "drsManager";
+        add(std::move(more));
+    }
     INJECT_TRY(auto mon, monitors(manifests, spec, served));
     add(std::move(mon));
     std::vector<Object> out;

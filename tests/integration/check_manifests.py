@@ -75,8 +75,8 @@ DRIVER = "gcu.enflame.com"
 # updates and deletes them; it GETs its Node for the slices' owner; the device plugin in HAMi
 # mode, overlays/hami, lists its node's pods and patches HAMi's annotations on them, annotates
 # its Node and sets its capacity, and posts an event when an allocation fails; the DRS manager
-# watches its Node and patches its state label, watches the layouts ConfigMap, posts events;
-# the EPP lists and watches its InferencePool, the pods of its namespace and the exporters').
+# watches its Node and patches its state label, watches the layouts ConfigMap, posts events,
+# and with its evict policy evicts the pods blocking a layout (never deletes them); the EPP lists and watches its InferencePool, the pods of its namespace and the exporters').
 # No wildcard.
 VERBS = {
     ("resource.k8s.io", "resourceclaims"): {"get"},
@@ -84,6 +84,7 @@ VERBS = {
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("", "nodes/status"): {"patch"},
     ("", "pods"): {"list", "watch", "patch"},
+    ("", "pods/eviction"): {"create"},
     ("inference.networking.k8s.io", "inferencepools"): {"list", "watch"},
     ("", "configmaps"): {"get", "list", "watch"},
     ("", "events"): {"create"},

@@ -351,9 +351,9 @@ assert args[args.index("--lock-file") + 1] == "/var/run/enflame/nri-plugin.lock"
 PY
 }
 
-@test "drs-manager/: renders valid under the least-privilege checks (an add-on beside an overlay); its RBAC is its calls and no more; its Node writes held to its own node" {
+@test "drs-manager/: renders valid under the least-privilege checks (an add-on beside an overlay); its RBAC is its calls and no more (the evict policy's role unbound); its Node writes held to its own node" {
   render drs-manager --add-on
-  [ "$(objects | tr '\n' ' ')" = "ClusterRole/enflame-drs-manager ClusterRoleBinding/enflame-drs-manager ConfigMap/enflame-drs-layouts ConfigMap/enflame-drs-manager DaemonSet/enflame-drs-manager Role/enflame-drs-manager RoleBinding/enflame-drs-manager ServiceAccount/enflame-drs-manager ValidatingAdmissionPolicy/enflame-drs-manager-own-node ValidatingAdmissionPolicyBinding/enflame-drs-manager-own-node " ]
+  [ "$(objects | tr '\n' ' ')" = "ClusterRole/enflame-drs-manager ClusterRole/enflame-drs-manager-eviction ClusterRoleBinding/enflame-drs-manager ConfigMap/enflame-drs-layouts ConfigMap/enflame-drs-manager DaemonSet/enflame-drs-manager Role/enflame-drs-manager RoleBinding/enflame-drs-manager ServiceAccount/enflame-drs-manager ValidatingAdmissionPolicy/enflame-drs-manager-own-node ValidatingAdmissionPolicyBinding/enflame-drs-manager-own-node " ]
   python3 - "$SCRATCH/r.yaml" <<'PY'
 import sys, yaml
 objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
@@ -361,8 +361,11 @@ get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["nam
 rules = lambda o: sorted((r["resources"][0], tuple(r["verbs"])) for r in o["rules"])
 assert rules(get("ClusterRole", "enflame-drs-manager")) == [("nodes", ("get", "list", "watch", "patch"))]
 assert rules(get("Role", "enflame-drs-manager")) == [("configmaps", ("get", "list", "watch")), ("events", ("create",))]
+# the evict policy's role ships unbound: only deployments/drs-manager-eviction binds it
+assert not [o for o in objs if o.get("roleRef", {}).get("name") == "enflame-drs-manager-eviction"]
 pod = get("DaemonSet", "enflame-drs-manager")["spec"]["template"]["spec"]
 env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+assert "EVICTION_POLICY" not in env, env
 assert env["LAYOUTS_CONFIGMAP"] == "enflame-system/enflame-drs-layouts", env
 mounts = [m["mountPath"] for m in pod["containers"][0]["volumeMounts"]]
 for cp in env["HOLDERS_CHECKPOINTS"].split(","):   # each checkpoint read is under a mount
@@ -377,6 +380,23 @@ yaml.safe_dump_all(objs, open(sys.argv[2], "w"))' "$SCRATCH/r.yaml" "$SCRATCH/dr
   echo "$output"
   [ "$status" -eq 1 ]
   [[ $output == *"ClusterRole/enflame-drs-manager: lets enflame-drs-manager write nodes of every node"* ]]
+}
+
+@test "drs-manager-eviction/: deployments/drs-manager with the evict policy renders valid under the least-privilege checks; it adds one ClusterRole, pods/eviction create and nothing else (never delete), its binding and EVICTION_POLICY=evict" {
+  render drs-manager-eviction --add-on
+  [ "$(objects | tr '\n' ' ')" = "ClusterRole/enflame-drs-manager ClusterRole/enflame-drs-manager-eviction ClusterRoleBinding/enflame-drs-manager ClusterRoleBinding/enflame-drs-manager-eviction ConfigMap/enflame-drs-layouts ConfigMap/enflame-drs-manager DaemonSet/enflame-drs-manager Role/enflame-drs-manager RoleBinding/enflame-drs-manager ServiceAccount/enflame-drs-manager ValidatingAdmissionPolicy/enflame-drs-manager-own-node ValidatingAdmissionPolicyBinding/enflame-drs-manager-own-node " ]
+  python3 - "$SCRATCH/r.yaml" <<'PY'
+import sys, yaml
+objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["name"] == n)
+assert get("ClusterRole", "enflame-drs-manager-eviction")["rules"] == [
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}]
+b = get("ClusterRoleBinding", "enflame-drs-manager-eviction")
+assert b["roleRef"]["name"] == "enflame-drs-manager-eviction"
+assert b["subjects"] == [{"kind": "ServiceAccount", "name": "enflame-drs-manager", "namespace": "enflame-system"}]
+env = get("DaemonSet", "enflame-drs-manager")["spec"]["template"]["spec"]["containers"][0]["env"]
+assert env[-1] == {"name": "EVICTION_POLICY", "value": "evict"}, env
+PY
 }
 
 @test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool validates against the CRD; not in deployments/" {

@@ -55,14 +55,15 @@ nothing_forbidden() {
 
 cr_gone() { missing /apis/enflame.com/v1/gpuresources/enflame; }
 
-@test "least privilege: with only what deployments/operator grants it, the operator applies every component and monitoring object, turns them off and removes the stack, without one 403" {
+@test "least privilege: with only what deployments/operator grants it, the operator applies every component and monitoring object (the DRS manager with its evict policy's binding), turns them off and removes the stack, without one 403" {
   CR_EDIT='
 for c in ("toolkit", "featureDiscovery", "nfd", "devicePlugin", "draDriver", "exporter", "npd", "nodeExporter", "drsManager"):
     d["spec"].setdefault(c, {})["enabled"] = True
 d["spec"]["exporter"]["serviceMonitor"] = {"enabled": True}
 d["spec"]["exporter"]["prometheusRule"] = {"enabled": True}
 d["spec"]["nodeExporter"]["serviceMonitor"] = {"enabled": True}
-d["spec"]["npd"]["podMonitor"] = {"enabled": True}'
+d["spec"]["npd"]["podMonitor"] = {"enabled": True}
+d["spec"]["drsManager"]["evictionPolicy"] = "Evict"'
   stack_up
   nothing_forbidden
   RENDER_ARGS=(--prometheus-operator)
@@ -75,6 +76,7 @@ d["spec"]["npd"]["podMonitor"] = {"enabled": True}'
   grep -q "/clusterrolebindings/enflame-npd" "$SCRATCH/paths"
   grep -q "/namespaces/enflame-system/rolebindings/enflame-drs-manager" "$SCRATCH/paths"
   grep -q "/clusterrolebindings/enflame-drs-manager" "$SCRATCH/paths"
+  grep -q "/clusterrolebindings/enflame-drs-manager-eviction" "$SCRATCH/paths"
   grep -q "/validatingadmissionpolicies/" "$SCRATCH/paths"
   run ! grep -E "/(clusterroles|roles|namespaces)/[^/]*$" "$SCRATCH/paths"
   for p in "${paths[@]}"; do

@@ -79,7 +79,18 @@ PY
 @test "render: drsManager on adds what kubectl kustomize deployments/drs-manager renders (its roles shipped with deployments/operator)" {
   cr x '  drsManager: {enabled: true}' > "$OP/drs-cr.yaml"
   same_as_kustomize "$OP/drs-cr.yaml" "$TOP/deployments" "$TOP/deployments/drs-manager"
-  [[ $output == "18 objects equal; 3 shipped with deployments/operator" ]]
+  [[ $output == "18 objects equal; 4 shipped with deployments/operator" ]]
+}
+
+@test "render: drsManager.evictionPolicy Evict renders what kubectl kustomize deployments/drs-manager-eviction does (the eviction binding, EVICTION_POLICY=evict); Wait neither" {
+  cr x '  drsManager: {enabled: true, evictionPolicy: Evict}' > "$OP/evict-cr.yaml"
+  same_as_kustomize "$OP/evict-cr.yaml" "$TOP/deployments" "$TOP/deployments/drs-manager-eviction"
+  [[ $output == "19 objects equal; 4 shipped with deployments/operator" ]]
+  grep -q '"name":"EVICTION_POLICY","value":"evict"' "$OP/rendered.jsonl"
+  cr x '  drsManager: {enabled: true, evictionPolicy: Wait}' > "$OP/wait-cr.yaml"
+  run -0 "$BUILD_DIR/k8s/operator/enflame-gpu-operator" --manifests "$TOP/deployments" --render "$OP/wait-cr.yaml"
+  [[ $output != *enflame-drs-manager-eviction* ]]
+  [[ $output != *EVICTION_POLICY* ]]
 }
 
 @test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
