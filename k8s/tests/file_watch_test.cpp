@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // k8s::FileWatch and the DRS layout state file: a write, a rename over and a removal of the file
-// are changes; other files in its folder are not; a folder that appears later is followed.
+// are changes; other files in its folder are not; a folder that appears later is followed. The
+// state file's boot id, and when a device plugin starting must wait for the layout.
 #include "k8s/file_watch.hpp"
 
 #include <gtest/gtest.h>
@@ -129,6 +130,63 @@ TEST(DrsLayoutState, PluginConfigPathPicksTheLabelledFileOrTheFallback) {
     const auto file = (d.path / "state.json").string();
     ASSERT_TRUE(k8s::drs::write_layout_state(file, {"all-full", "success", "shared4"}));
     EXPECT_EQ((*k8s::drs::read_layout_state(file))->device_plugin_config, "shared4");
+}
+
+TEST(DrsLayoutState, BootIdGoesThroughTheFileAndAnOlderFileHasNone) {
+    TempDir d;
+    const auto file = (d.path / "state.json").string();
+    const k8s::drs::LayoutState s{"all-1g.11gb", "success", "", "6f1c-b00t"};
+    ASSERT_TRUE(k8s::drs::write_layout_state(file, s));
+    EXPECT_EQ(**k8s::drs::read_layout_state(file), s);
+    write(file, R"({"layout": "all-1g.11gb", "state": "success"})");  // an older manager's
+    EXPECT_EQ((*k8s::drs::read_layout_state(file))->boot_id, "");
+    write(file, R"({"layout": "all-1g.11gb", "state": "success", "bootId": 7})");
+    auto bad = k8s::drs::read_layout_state(file);
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(std::string(bad.error().what()), "'" + file + "': bootId: want a string");
+}
+
+TEST(DrsLayoutState, ReadBootIdDropsTheNewlineAndNamesTheFile) {
+    TempDir d;
+    const auto file = (d.path / "boot_id").string();
+    write(file, "0f3a9c1e-5b7d-4e2a-9c1f-1d2e3f4a5b6c\n");
+    EXPECT_EQ(*k8s::drs::read_boot_id(file), "0f3a9c1e-5b7d-4e2a-9c1f-1d2e3f4a5b6c");
+    write(file, "\n");
+    auto empty = k8s::drs::read_boot_id(file);
+    ASSERT_FALSE(empty);
+    EXPECT_EQ(std::string(empty.error().what()), "'" + file + "': empty boot id");
+    auto missing = k8s::drs::read_boot_id(file + ".no");
+    ASSERT_FALSE(missing);
+    EXPECT_EQ(missing.error().code(), inject::Errc::NotFound);
+    EXPECT_NE(std::string(missing.error().what()).find(file + ".no"), std::string::npos)
+        << missing.error().what();
+    EXPECT_TRUE(k8s::drs::read_boot_id(k8s::drs::kBootIdPath));  // the kernel's
+}
+
+TEST(DrsLayoutState, APluginWaitsForAnotherBootsStateOrALayoutBeingApplied) {
+    using k8s::drs::LayoutState;
+    const std::string now = "boot-now";
+    struct Case {
+        const char* name;
+        std::optional<LayoutState> state;
+        bool waits;
+    };
+    const Case cases[] = {
+        {"NoStateFile", std::nullopt, false},
+        {"AnotherBootSuccess", LayoutState{"all-1g.11gb", "success", "", "boot-before"}, true},
+        {"AnotherBootFailed", LayoutState{"all-1g.11gb", "failed", "", "boot-before"}, true},
+        {"AnotherBootNoLayout", LayoutState{"", "", "", "boot-before"}, true},
+        {"ThisBootSuccess", LayoutState{"all-1g.11gb", "success", "", now}, false},
+        {"ThisBootFailed", LayoutState{"all-1g.11gb", "failed", "", now}, false},
+        {"ThisBootPending", LayoutState{"all-1g.11gb", "pending", "", now}, true},
+        {"ThisBootApplying", LayoutState{"all-1g.11gb", "applying", "", now}, true},
+        {"ThisBootNoLayout", LayoutState{"", "", "shared4", now}, false},
+        {"OlderManagerSuccess", LayoutState{"all-1g.11gb", "success"}, false},
+        {"OlderManagerApplying", LayoutState{"all-1g.11gb", "applying"}, true},
+        {"OlderManagerNoLayout", LayoutState{"", ""}, false},
+    };
+    for (const auto& c : cases)
+        EXPECT_EQ(k8s::drs::waits_for_layout(c.state, now), c.waits) << c.name;
 }
 
 }  // namespace

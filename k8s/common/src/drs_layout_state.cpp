@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inject/fs.hpp"
+#include "inject/text.hpp"
 
 namespace k8s::drs {
 
@@ -16,6 +17,7 @@ inject::Result<void> write_layout_state(const std::string& path, const LayoutSta
     if (ec) return inject::fail(inject::Errc::Io, "creating " + dir.string() + ": " + ec.message());
     nlohmann::json j{{"layout", s.layout}, {"state", s.state}};
     if (!s.device_plugin_config.empty()) j["devicePluginConfig"] = s.device_plugin_config;
+    if (!s.boot_id.empty()) j["bootId"] = s.boot_id;
     inject::fs::AtomicWriteOptions o;
     o.mode = 0644;
     if (auto r = inject::fs::atomic_write(path, j.dump() + "\n", o); !r)
@@ -41,7 +43,26 @@ inject::Result<std::optional<LayoutState>> read_layout_state(const std::string& 
                                 "'" + path + "': devicePluginConfig: want a string");
         s.device_plugin_config = j["devicePluginConfig"].get<std::string>();
     }
+    if (j.contains("bootId")) {
+        if (!j["bootId"].is_string())
+            return inject::fail(inject::Errc::InvalidInput, "'" + path + "': bootId: want a string");
+        s.boot_id = j["bootId"].get<std::string>();
+    }
     return std::optional<LayoutState>(std::move(s));
+}
+
+inject::Result<std::string> read_boot_id(const std::string& path) {
+    auto text = inject::fs::read_file(path, 128);
+    if (!text) return inject::fail(std::move(text).error().context("reading the boot id"));
+    const auto id = std::string(inject::text::trim(*text));
+    if (id.empty()) return inject::fail(inject::Errc::InvalidInput, "'" + path + "': empty boot id");
+    return id;
+}
+
+bool waits_for_layout(const std::optional<LayoutState>& s, const std::string& boot_id) {
+    if (!s) return false;
+    if (!s->boot_id.empty() && s->boot_id != boot_id) return true;
+    return !s->layout.empty() && !s->settled();
 }
 
 inject::Result<std::string> plugin_config_path(const std::optional<LayoutState>& s,

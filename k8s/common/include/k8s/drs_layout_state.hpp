@@ -33,11 +33,17 @@ inline constexpr const char* kFailed = "failed";
 /// config folder); the manager passes its value on in the state file.
 inline constexpr const char* kPluginConfigLabel = "enflame.com/device-plugin.config";
 
+/// The kernel's id of the running boot: DRS instances do not survive a reboot, so a state
+/// written in another boot says nothing about the instances there are now.
+inline constexpr const char* kBootIdPath = "/proc/sys/kernel/random/boot_id";
+
 struct LayoutState {
     std::string layout;  ///< the label's value (or the manager's default layout); "" for none
     std::string state;   ///< pending, applying, success or failed; "" before any layout
     /// The node's kPluginConfigLabel (or the manager's default); "" for the plugin's own.
     std::string device_plugin_config = {};
+    /// The boot the manager wrote it in (read_boot_id); "" from a manager older than bootId.
+    std::string boot_id = {};
     bool operator==(const LayoutState&) const = default;
     /// success or failed: the manager is not changing instances now.
     [[nodiscard]] bool settled() const { return state == kSuccess || state == kFailed; }
@@ -49,6 +55,17 @@ struct LayoutState {
 /// Reads it; none when the file does not exist. A file that is not such JSON: InvalidInput
 /// naming the file and the reason.
 [[nodiscard]] inject::Result<std::optional<LayoutState>> read_layout_state(const std::string& path);
+
+/// The boot id in `path` (kBootIdPath; tests pass a file of their own), without its newline.
+/// Errors name the file; an empty file is InvalidInput.
+[[nodiscard]] inject::Result<std::string> read_boot_id(const std::string& path);
+
+/// Whether a device plugin starting in boot `boot_id` must hold back its DRS instances: the
+/// state is from another boot (whatever it says), or from this one with a layout named and
+/// not settled. A missing file (no manager on the node), a layout "" and a file without a
+/// bootId (an older manager's) count as this boot's and ready.
+[[nodiscard]] bool waits_for_layout(const std::optional<LayoutState>& s,
+                                    const std::string& boot_id);
 
 /// The device plugin config file a state picks: `<dir>/<name>.yaml` for its
 /// device_plugin_config, `fallback` (the plugin's --plugin-config) when it names none or `dir`
