@@ -76,8 +76,13 @@ public:
     }
 
     inject::Result<void> start() {
-        // A restart with the layout in force rewrites nothing (the plugin would re-list).
+        // A restart with the layout in force rewrites nothing (the plugin would re-list); after
+        // a reboot the file is another boot's, so the first state of this one is written.
         if (auto f = k8s::drs::read_layout_state(o_.state_file); f && *f) written_ = **f;
+        if (auto id = k8s::drs::read_boot_id(o_.boot_id_file); id)
+            boot_id_ = std::move(*id);
+        else
+            inject::log::warn("{}; the state file names no boot", id.error().what());
         auto held = read_holder_files(o_.holders_checkpoints);
         if (!held) return inject::fail(std::move(held).error());
         return applier_.start([h = *held](std::uint32_t card, std::uint32_t id) {
@@ -103,7 +108,11 @@ private:
     void set_state(std::string_view s);
     /// Who holds what: the plugins' checkpoints and kubelet's pods.
     inject::Result<std::vector<Held>> holders(const inject::device::Host& host);
-    void write_state_file(const k8s::drs::LayoutState& now);
+    void write_state_file(k8s::drs::LayoutState now);
+    /// The state file is another boot's (one without bootId, an older manager's, is this one's).
+    [[nodiscard]] bool written_in_earlier_boot() const {
+        return written_ && !written_->boot_id.empty() && written_->boot_id != boot_id_;
+    }
     void report(const std::string& reason, const std::string& why);
     void post_event(const char* type, const std::string& reason, const std::string& why);
     /// The evict policy: evicts the pods blocking `plan` not yet evicted.
@@ -118,6 +127,7 @@ private:
     std::string node_uid_;
     std::optional<std::string> state_;              // the state label as we last saw or wrote it
     std::optional<k8s::drs::LayoutState> written_;  // the state file as we last wrote it
+    std::string boot_id_;                           // this boot's, written with every state
     std::string plugin_config_;  // the node's device plugin config (label, or the default)
     k8s::PodResourcesClient pods_{o_.pod_resources_socket, std::chrono::seconds(5)};
     std::optional<inject::device::Host> last_host_;  // the last pass's discovery
@@ -155,7 +165,8 @@ inject::Result<std::vector<Held>> Manager::holders(const inject::device::Host& h
 }
 
 // The device plugin's cue (k8s/drs_layout_state.hpp), written when it differs.
-void Manager::write_state_file(const k8s::drs::LayoutState& now) {
+void Manager::write_state_file(k8s::drs::LayoutState now) {
+    now.boot_id = boot_id_;
     if (written_ == now) return;
     if (auto r = k8s::drs::write_layout_state(o_.state_file, now); !r)
         inject::log::warn("{}", r.error().what());
@@ -236,9 +247,13 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     // The device plugin config label is only passed on: no efsmi call, no API write.
     plugin_config_ = k8s::api::str(labels, k8s::drs::kPluginConfigLabel);
     if (plugin_config_.empty()) plugin_config_ = o_.default_plugin_config;
-    if (!written_ || written_->device_plugin_config != plugin_config_)
-        write_state_file({written_ ? written_->layout : last_name_.value_or(""),
-                          written_ ? written_->state : std::string(), plugin_config_});
+    if (!written_ || written_->device_plugin_config != plugin_config_) {
+        std::string state = written_ ? written_->state : "";
+        // Another boot's state is not this boot's: pending until this pass has seen the cards.
+        if (written_in_earlier_boot() && !state.empty()) state = kPending;
+        write_state_file(
+            {written_ ? written_->layout : last_name_.value_or(""), state, plugin_config_});
+    }
     const auto inputs = name + '\n' + (text ? "1" + *text : "0");
     if (settled_ == inputs && !timer) return retry_at_;  // our own label write, another label
     if (waiting_on_ && timer && settled_ == inputs) {
@@ -254,6 +269,8 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
     const bool relabelled = last_name_ && *last_name_ != name;
     last_name_ = name;
     if (name.empty()) {  // no label and no default: not ours to touch
+        // After a reboot: this boot has no layout, which the device plugin waits to read.
+        if (written_in_earlier_boot()) write_state_file({"", "", plugin_config_});
         settled_ = inputs;
         return std::nullopt;
     }

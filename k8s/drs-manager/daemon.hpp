@@ -32,6 +32,7 @@ struct DaemonOptions {
     std::string checkpoint = "/var/lib/enflame/drs-manager/ledger.json";
     /// The layout and its state for the device plugin (k8s/drs_layout_state.hpp).
     std::string state_file = k8s::drs::kLayoutStatePath;
+    std::string boot_id_file = k8s::drs::kBootIdPath;  ///< the boot each state is written in
     /// The plugins' checkpoints naming the instances containers hold.
     std::vector<std::string> holders_checkpoints{
         "/var/lib/kubelet/plugins/gcu.enflame.com/checkpoint.json",
