@@ -12,6 +12,7 @@
 #include <iostream>
 #include <tuple>
 
+#include "device-plugin/drs_wait.hpp"
 #include "device-plugin/hami_mode.hpp"
 #include "device-plugin/health.hpp"
 #include "device-plugin/service.hpp"
@@ -530,21 +531,17 @@ int run(DaemonOptions o) {
     auto kubelet_path = k8s::socket_path(o.kubelet_dir, o.kubelet_socket);
     if (!kubelet_path) return fail_with(kubelet_path.error().context("--kubelet-dir"));
     o.plugin_config_default = o.plugin_config;
-    if (!o.plugin_config_dir.empty() && !o.drs_state_file.empty()) {
-        // the node's own config from the start, when the manager has named one
-        auto st = k8s::drs::read_layout_state(o.drs_state_file);
-        auto config = st ? k8s::drs::plugin_config_path(*st, o.plugin_config_dir, o.plugin_config)
-                         : inject::Result<std::string>(inject::fail(std::move(st).error()));
-        if (!config) return fail_with(config.error());
-        o.plugin_config = *config;
-    }
-    auto loaded = load(o);
+    // The node's own config from the start, when the manager has named one; then the cards.
+    auto load_for_node = [&o]() -> inject::Result<Loaded> {
+        if (!o.plugin_config_dir.empty() && !o.drs_state_file.empty()) {
+            INJECT_TRY(const auto st, k8s::drs::read_layout_state(o.drs_state_file));
+            INJECT_TRY(o.plugin_config, k8s::drs::plugin_config_path(st, o.plugin_config_dir,
+                                                                     o.plugin_config_default));
+        }
+        return load(o);
+    };
+    auto loaded = load_for_node();
     if (!loaded) return fail_with(loaded.error());
-    if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
-        inject::log::warn("no Enflame cards found: advertising none");
-    if (!loaded->settings.require_nri_lock.empty())
-        inject::log::info("Allocate answers only while enflame-nri-plugin holds {}",
-                          loaded->settings.require_nri_lock);
     auto watcher = k8s::KubeletWatcher::create(o.kubelet_dir, o.kubelet_socket);
     if (!watcher) return fail_with(watcher.error());
     std::optional<k8s::FileWatch> drs_state;
@@ -554,6 +551,19 @@ int run(DaemonOptions o) {
         if (!w) return fail_with(w.error().context("--drs-state-file"));
         drs_state = std::move(*w);
     }
+    if (drs_state && o.drs && loaded->scheduler != "hami") {
+        auto waited = wait_for_layout(*drs_state, o.drs_state_file, k8s::drs::kBootIdPath,
+                                      o.drs_wait, sig_fd.get());
+        if (!waited) spdlog::error("waiting for the DRS layout: {}", waited.error().what());
+        if (waited && *waited == LayoutWait::Stopped) return 0;
+        if (!waited || *waited != LayoutWait::NotNeeded) loaded = load_for_node();
+        if (!loaded) return fail_with(loaded.error());
+    }
+    if (loaded->resources.front().inventory.devices.empty() && loaded->resources.size() == 1)
+        inject::log::warn("no Enflame cards found: advertising none");
+    if (!loaded->settings.require_nri_lock.empty())
+        inject::log::info("Allocate answers only while enflame-nri-plugin holds {}",
+                          loaded->settings.require_nri_lock);
     std::shared_ptr<hami::Mode> hami;
     if (loaded->scheduler == "hami") {
         auto h = start_hami(o, loaded->discover, loaded->names);

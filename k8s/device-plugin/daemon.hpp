@@ -33,6 +33,9 @@ struct DaemonOptions {
     bool drs = true;  ///< advertise DRS instances per profile (enflame.com/drs-<profile>)
     /// The DRS manager's state file: re-list when a layout is done. Empty: not followed.
     std::string drs_state_file = k8s::drs::kLayoutStatePath;
+    /// At start, how long to wait for the manager to put the layout in force in this boot
+    /// (drs_wait.hpp); zero: advertise at once.
+    std::chrono::milliseconds drs_wait{std::chrono::minutes(5)};
     bool health_checks = true;
     /// "hami": HAMi's scheduler decides (hami_mode.hpp); empty: kubelet's choice, as always.
     /// Unset (neither --scheduler nor SCHEDULER given): the plugin config's flags.scheduler.

@@ -75,6 +75,13 @@ int main(int argc, char** argv) try {
                    "followed")
         ->envname("DRS_STATE_FILE")
         ->capture_default_str();
+    std::string drs_wait = "5m";
+    app.add_option("--drs-wait", drs_wait,
+                   "at start, while that state file is another boot's or names a layout being "
+                   "applied: wait this long for the manager before registering (e.g. 5m, 30s); "
+                   "0: register at once")
+        ->envname("DRS_WAIT")
+        ->capture_default_str();
     app.add_option("--device-id-strategy", id_strategy, "what kubelet calls a card: uuid or index")
         ->envname("DEVICE_ID_STRATEGY")
         ->capture_default_str();
@@ -151,6 +158,10 @@ int main(int argc, char** argv) try {
                                   std::chrono::hours(24));
     if (!iv) return fail(iv.error());
     o.health_interval = *iv;
+    auto wait = k8s::parse_duration("--drs-wait", drs_wait, std::chrono::milliseconds(0),
+                                    std::chrono::hours(24));
+    if (!wait) return fail(wait.error());
+    o.drs_wait = *wait;
     auto env_off = health_disabled_by_env();
     if (!env_off) return fail(env_off.error());
     o.health_checks = !no_health && !*env_off;

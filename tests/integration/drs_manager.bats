@@ -60,13 +60,38 @@ relabel_waits() {
 uuid_of() {
   "$EFSMI" -i "$1" --drs --list-instance | awk -F'|' -v id="$2" '$3 ~ /1g\./ && $4+0 == id { gsub(/ /, "", $5); print $5 }'
 }
+# destroy_all: every instance gone, as a reboot or a driver reload leaves the cards.
+destroy_all() {
+  local c id
+  for c in 0 1 2 3; do
+    for id in 0 1 2 3; do "$EFSMI" -i "$c" --drs --destroy-instance "$id" > /dev/null; done
+  done
+}
+# boot_before: the state file as the manager left it in the boot before this one.
+boot_before() {
+  jq -c '.bootId = "boot-before"' "$STATE_FILE" > "$SCRATCH/state.new"
+  mv "$SCRATCH/state.new" "$STATE_FILE"
+}
+# plugin_setup: the fake kubelet up, the plugin not started.
+plugin_setup() {
+  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
+  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+  KDIR=$SCRATCH/k
+  EV=$SCRATCH/events
+  mkdir "$KDIR"
+  start_kubelet
+}
+# list_sizes RESOURCE: the sizes RESOURCE's ListAndWatch messages had, each once, space-separated.
+list_sizes() { jq -r --arg r "$1" 'select(.event == "list" and .resource == $r) | .data.devices | length' "$EV" | sort -u | tr '\n' ' '; }
+# ms_of LINE: the milliseconds of the day of a daemon's log line (2024-05-01T10:00:01.234 ...).
+ms_of() { echo "$1" | awk '{ split(substr($1, 12), t, ":"); printf "%d\n", ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 }'; }
 drs_count() { "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./' | wc -l; }
 count_is() { [ "$(drs_count)" -eq "$1" ]; }
 efsmi_calls() { wc -l < "$SCRATCH/efsmi.log"; }
 api_writes() { wc -l < "$API/writes.jsonl"; }
 
-# up: the simulated host (4 cards, no instance), efsmi wrapped, the API server with node1 and
-# the shipped layouts ConfigMap, the manager.
+# up [--no-manager]: the simulated host (4 cards, no instance), efsmi wrapped, the API server
+# with node1 and the shipped layouts ConfigMap, the manager.
 up() {
   sim_example 4 --drs | sed '/^  instances:/,/^runtime_libraries:/{/^runtime_libraries:/!d}' > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
@@ -90,7 +115,7 @@ EOF
   api POST /api/v1/nodes application/json '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node1"}}' >/dev/null
   api POST /api/v1/namespaces/enflame-system/configmaps application/json \
     "$(python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "$TOP/deployments/drs-manager/layouts.yaml")" >/dev/null
-  start_manager
+  [ "${1:-}" = --no-manager ] || start_manager
 }
 
 # start_manager: the manager for node1; log in $SCRATCH/mgr.log, PID in $MPID.
@@ -203,10 +228,7 @@ settled() {
   wait_for state_is success
   wait_for grep -q "health: watching driver events" "$SCRATCH/mgr.log"
   # what a reload does to DRS: the instances go with the driver, which comes back without them
-  local c id
-  for c in 0 1 2 3; do
-    for id in 0 1 2 3; do "$EFSMI" -i "$c" --drs --destroy-instance "$id" > /dev/null; done
-  done
+  destroy_all
   count_is 0
   "$SIM_HOST" driver --root "$SCRATCH/host" gone
   wait_for grep -q "health: no driver events" "$SCRATCH/mgr.log"
@@ -239,13 +261,8 @@ settled() {
 }
 
 @test "the device plugin follows: all-1g.11gb -> it lists enflame.com/drs-1g.11gb with 16 instances and no whole card; the same label again -> no re-list; all-full -> 4 whole cards, the DRS resource gone" {
-  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
-  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
   up
-  KDIR=$SCRATCH/k
-  EV=$SCRATCH/events
-  mkdir "$KDIR"
-  start_kubelet
+  plugin_setup
   # the plugin starts before the manager's first write: the state file's folder does not exist yet
   start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$SCRATCH/ledger/state.json"
   wait_for at_least 1 list
@@ -269,17 +286,76 @@ settled() {
   wait_for test ! -e "$KDIR/enflame-drs-1g.11gb.sock"
 }
 
-@test "per-node device plugin config: enflame.com/device-plugin.config=shared4 -> the plugin time-slices 4 cards into 16 at once (no efsmi create, no restart); a name with no config -> one error line, the running config kept; label removed -> 4; a restart with the label -> 16 from the start" {
-  [ -x "$DP" ] || skip_or_fail "no $DP (build enflame-device-plugin)"
-  [ -x "$FK" ] || skip_or_fail "no $FK (build fake-kubelet)"
+@test "after a reboot (a state file of another boot saying success for all-1g.11gb, no instance): the plugin started first registers nothing until the manager, started after, has made the 16; then drs-1g.11gb 16 and never a whole card" {
   up
-  KDIR=$SCRATCH/k
-  EV=$SCRATCH/events
-  mkdir "$KDIR" "$SCRATCH/pc"
+  label all-1g.11gb
+  wait_for state_is success
+  [ "$(jq -r .bootId "$STATE_FILE")" = "$(cat /proc/sys/kernel/random/boot_id)" ]
+  stop_pid "$MPID"
+  destroy_all
+  count_is 0
+  boot_before
+  plugin_setup
+  start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE"
+  wait_for grep -q "DRS layout 'all-1g.11gb' from another boot ($STATE_FILE): waiting up to 5m for enflame-drs-manager" "$SCRATCH/dp.log"
+  sleep 1
+  [ "$(count register)" -eq 0 ]
+  [ ! -e "$KDIR/enflame-gcu.sock" ]
+  start_manager
+  wait_for eval '[ "$(list_of enflame.com/drs-1g.11gb | jq length)" = 16 ]'
+  [ "$(jq -r .state "$STATE_FILE")" = success ]
+  [ "$(jq -r .bootId "$STATE_FILE")" = "$(cat /proc/sys/kernel/random/boot_id)" ]
+  [ "$(drs_count)" -eq 16 ]
+  [ "$(list_sizes enflame.com/drs-1g.11gb)" = "16 " ]
+  [ "$(list_sizes enflame.com/gcu)" = "0 " ]
+  [ "$(grep -c "waiting up to" "$SCRATCH/dp.log")" -eq 1 ]
+  grep -q "DRS layout 'all-1g.11gb' success in this boot after [0-9]* ms: registering with kubelet" "$SCRATCH/dp.log"
+  # from the manager's success to the plugin's registration
+  local ok reg
+  ok=$(grep "enflame.com/drs.config.state=success" "$SCRATCH/mgr.log" | tail -1)
+  reg=$(grep "registered enflame.com/drs-1g.11gb with kubelet" "$SCRATCH/dp.log" | head -1)
+  echo "# the manager's success -> the plugin registered: $(( $(ms_of "$reg") - $(ms_of "$ok") )) ms" >&3
+  # a manager restart in the same boot rewrites nothing
+  local before
+  before=$(stat -c %Y.%i "$STATE_FILE")
+  stop_pid "$MPID"
+  start_manager
+  wait_for settled
+  [ "$(stat -c %Y.%i "$STATE_FILE")" = "$before" ]
+}
+
+@test "after a reboot with no manager: the plugin waits --drs-wait 1s, logs one warning and advertises the 4 whole cards it finds; SIGTERM while it waits stops it at once" {
+  up --no-manager
+  plugin_setup
+  mkdir -p "${STATE_FILE%/*}"
+  echo '{"layout": "all-1g.11gb", "state": "success", "bootId": "boot-before"}' > "$STATE_FILE"
+  start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE"
+  wait_for grep -q "waiting up to 5m" "$SCRATCH/dp.log"
+  local t0
+  t0=$(date +%s%N)
+  kill -TERM "$DPID"
+  wait "$DPID"
+  [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ]
+  grep -q "signal 15: stopping" "$SCRATCH/dp.log"
+  : > "$SCRATCH/dp.log"
+  DRS_WAIT=1s start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE"
+  wait_for at_least 1 list
+  [ "$(grep -c "warning: DRS layout 'all-1g.11gb' from another boot after 1s: registering the cards and instances there are now; hint: is enflame-drs-manager running on this node?" "$SCRATCH/dp.log")" -eq 1 ]
+  [ "$(grep -c "warning:" "$SCRATCH/dp.log")" -eq 1 ]
+  [ "$(list_of enflame.com/gcu | jq length)" -eq 4 ]
+  local waited registered
+  waited=$(ms_of "$(grep "waiting up to 1s" "$SCRATCH/dp.log")")
+  registered=$(ms_of "$(grep "registered enflame.com/gcu with kubelet" "$SCRATCH/dp.log")")
+  [ $(( registered - waited )) -ge 1000 ]
+}
+
+@test "per-node device plugin config: enflame.com/device-plugin.config=shared4 -> the plugin time-slices 4 cards into 16 at once (no efsmi create, no restart); a name with no config -> one error line, the running config kept; label removed -> 4; a restart with the label -> 16 from the start" {
+  up
+  plugin_setup
+  mkdir "$SCRATCH/pc"
   echo "version: v1" > "$SCRATCH/pc/plugin.yaml"
   sharing_config "$SCRATCH/pc/shared4.yaml" 4
   local pc_label=enflame.com/device-plugin.config
-  start_kubelet
   start_plugin --config "$SCRATCH/config.toml" --drs-state-file "$STATE_FILE" \
     --plugin-config "$SCRATCH/pc/plugin.yaml" --plugin-config-dir "$SCRATCH/pc"
   wait_for at_least 1 list
