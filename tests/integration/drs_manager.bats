@@ -12,6 +12,7 @@ bats_require_minimum_version 1.5.0
 MGR=$BUILD_DIR/k8s/drs-manager/enflame-drs-manager
 FAKE_API=$TOP/k8s/tests/fake_apiserver.py
 STATE=enflame.com/drs.config.state
+FPR=$BUILD_DIR/k8s/tests/fake-pod-resources
 
 setup() {
   requires root jq python3 openssl
@@ -91,7 +92,7 @@ efsmi_calls() { wc -l < "$SCRATCH/efsmi.log"; }
 api_writes() { wc -l < "$API/writes.jsonl"; }
 
 # up [--no-manager]: the simulated host (4 cards, no instance), efsmi wrapped, the API server
-# with node1 and the shipped layouts ConfigMap, the manager.
+# (with $API_ARGS) with node1 and the shipped layouts ConfigMap, the manager.
 up() {
   sim_example 4 --drs | sed '/^  instances:/,/^runtime_libraries:/{/^runtime_libraries:/!d}' > "$SCRATCH/desc.yaml"
   sim_host "$SCRATCH/desc.yaml" "$SCRATCH/host" >/dev/null
@@ -108,7 +109,7 @@ exit \$rc
 EOF
   chmod 755 "$SCRATCH/host/usr/bin/efsmi"
   : > "$SCRATCH/efsmi.log"
-  python3 "$FAKE_API" --dir "$API" >>"$SCRATCH/api.log" 2>&1 3>&- &
+  python3 "$FAKE_API" --dir "$API" "${API_ARGS[@]}" >>"$SCRATCH/api.log" 2>&1 3>&- &
   on_teardown "stop_pid $!"
   wait_for test -s "$API/port"
   fake_api_kubeconfig
@@ -118,13 +119,28 @@ EOF
   [ "${1:-}" = --no-manager ] || start_manager
 }
 
-# start_manager: the manager for node1; log in $SCRATCH/mgr.log, PID in $MPID.
+# start_manager: the manager for node1 (kubeconfig $MGR_KC, else $KC; more flags in $MGR_ARGS);
+# log in $SCRATCH/mgr.log, PID in $MPID.
 start_manager() {
-  "$MGR" --node-name node1 --kubeconfig "$KC" --config "$SCRATCH/config.toml" \
-    --checkpoint "$LEDGER" --state-file "$STATE_FILE" --pod-resources-socket "$SCRATCH/pr/kubelet.sock" --holders-checkpoint "$DRA_CP" --retry 1s >>"$SCRATCH/mgr.log" 2>&1 3>&- &
+  "$MGR" --node-name node1 --kubeconfig "${MGR_KC:-$KC}" --config "$SCRATCH/config.toml" \
+    --checkpoint "$LEDGER" --state-file "$STATE_FILE" --pod-resources-socket "$SCRATCH/pr/kubelet.sock" --holders-checkpoint "$DRA_CP" --retry 1s "${MGR_ARGS[@]}" >>"$SCRATCH/mgr.log" 2>&1 3>&- &
   MPID=$!
   on_teardown "stop_pid $MPID"
   wait_for grep -q "watching node node1" "$SCRATCH/mgr.log"
+}
+
+# pod_holds_slice: kubelet's pod-resources (fake-pod-resources on $SCRATCH/pr/kubelet.sock) list
+# pod ml/infer-0 holding instance 1:1g.11gb:3 through the device plugin.
+pod_holds_slice() {
+  local uuid
+  uuid=$(uuid_of 1 3)
+  [ -n "$uuid" ]
+  mkdir "$SCRATCH/pr"
+  jq -n --arg id "DRS-$uuid" '{pod_resources: [{name: "infer-0", namespace: "ml", containers: [{name: "c",
+    devices: [{resource_name: "enflame.com/drs-1g.11gb", device_ids: [$id]}]}]}]}' > "$SCRATCH/pr/list.json"
+  "$FPR" --socket "$SCRATCH/pr/kubelet.sock" --response "$SCRATCH/pr/list.json" 2>>"$SCRATCH/fpr.log" 3>&- &
+  on_teardown "stop_pid $!"
+  wait_for test -S "$SCRATCH/pr/kubelet.sock"
 }
 
 # settled: the manager's log has not grown for a second (it acted on what it saw).
@@ -178,21 +194,14 @@ settled() {
 }
 
 @test "relabel all-full while a pod holds one slice through the device plugin (kubelet's pod-resources): state pending naming the pod, nothing destroyed; the pod gone: applied" {
-  local fpr=$BUILD_DIR/k8s/tests/fake-pod-resources
-  [ -x "$fpr" ] || skip_or_fail "no $fpr (build fake-pod-resources)"
+  [ -x "$FPR" ] || skip_or_fail "no $FPR (build fake-pod-resources)"
   up
   label all-1g.11gb
   wait_for state_is success
-  local uuid
-  uuid=$(uuid_of 1 3)
-  [ -n "$uuid" ]
-  mkdir "$SCRATCH/pr"
-  jq -n --arg id "DRS-$uuid" '{pod_resources: [{name: "infer-0", namespace: "ml", containers: [{name: "c",
-    devices: [{resource_name: "enflame.com/drs-1g.11gb", device_ids: [$id]}]}]}]}' > "$SCRATCH/pr/list.json"
-  "$fpr" --socket "$SCRATCH/pr/kubelet.sock" --response "$SCRATCH/pr/list.json" 2>>"$SCRATCH/fpr.log" 3>&- &
-  on_teardown "stop_pid $!"
-  wait_for test -S "$SCRATCH/pr/kubelet.sock"
+  pod_holds_slice
   relabel_waits "Warning DrsLayoutWaiting: layout 'all-full': waiting for 1:1g.11gb:3 (held by pod ml/infer-0)"
+  # the default policy waits: no eviction asked
+  [ "$(writes_to POST /api/v1/namespaces/ml/pods/infer-0/eviction)" -eq 0 ]
   # the pod deleted: kubelet lists it no more
   echo '{"pod_resources": []}' > "$SCRATCH/pr/list.json"
   wait_for state_is success
@@ -406,8 +415,107 @@ settled() {
   run env -u NODE_NAME "$MGR" --kubeconfig /dev/null
   [ "$status" -eq 1 ]
   [[ "$output" == "error: --node-name: missing"* ]]
+  run "$MGR" --node-name n --eviction-policy drain --kubeconfig /dev/null
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: --eviction-policy 'drain': want wait or evict" ]
 }
 
 @test "man page: renders without warnings and names every flag" {
   man_covers_flags "$TOP/man/enflame-drs-manager.8" "$MGR"
+}
+
+# evict_setup ROLES_DIR: the API server authorizing the manager's token as its ServiceAccount,
+# with the roles and bindings `kubectl kustomize ROLES_DIR` ships; a pod ml/infer-0 holding
+# instance 1:1g.11gb:3 through the device plugin (kubelet's pod-resources, and the pod Running
+# in the API server); the manager with --eviction-policy evict, all-1g.11gb applied.
+evict_setup() {
+  [ -x "$FPR" ] || skip_or_fail "no $FPR (build fake-pod-resources)"
+  trixie_kubectl
+  API_ARGS=(--rbac-user "mgr-token=system:serviceaccount:enflame-system:enflame-drs-manager")
+  MGR_ARGS=(--eviction-policy evict)
+  up --no-manager
+  "$KUBECTL" kustomize "$1" | python3 -c 'import json, sys, yaml
+for o in yaml.safe_load_all(sys.stdin):
+    if o and o["kind"] in ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"):
+        print(json.dumps(o))' > "$SCRATCH/rbac.jsonl"
+  local o path
+  while read -r o; do
+    case $(jq -r .kind <<< "$o") in
+      ClusterRole) path=/apis/rbac.authorization.k8s.io/v1/clusterroles ;;
+      ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
+      Role) path=/apis/rbac.authorization.k8s.io/v1/namespaces/enflame-system/roles ;;
+      RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/enflame-system/rolebindings ;;
+    esac
+    api POST "$path" application/json "$o" > /dev/null
+  done < "$SCRATCH/rbac.jsonl"
+  local kc=$KC
+  fake_api_kubeconfig mgr-token "$SCRATCH/mgr.kubeconfig"
+  MGR_KC=$KC
+  KC=$kc
+  start_manager
+  label all-1g.11gb
+  wait_for state_is success
+  pod_holds_slice
+  api POST /api/v1/namespaces/ml/pods application/json \
+    '{"metadata":{"name":"infer-0","labels":{"app":"infer"}},"spec":{"nodeName":"node1","containers":[{"name":"c","image":"x"}]}}' > /dev/null
+  api PATCH /api/v1/namespaces/ml/pods/infer-0/status application/merge-patch+json '{"status":{"phase":"Running"}}' > /dev/null
+}
+pod_exists() { [ "$(api GET /api/v1/namespaces/ml/pods/infer-0 | jq -r .kind)" = Pod ]; }
+pod_gone() { run ! pod_exists; }
+# budget N: ml/infer's PodDisruptionBudget (selecting app=infer) allowing N disruptions.
+budget() {
+  api POST /apis/policy/v1/namespaces/ml/poddisruptionbudgets application/json \
+    '{"metadata":{"name":"infer"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"infer"}}}}' > /dev/null
+  api PATCH /apis/policy/v1/namespaces/ml/poddisruptionbudgets/infer/status application/merge-patch+json \
+    "{\"status\":{\"disruptionsAllowed\":$1}}" > /dev/null
+}
+event_of() { events | grep "$1"; }
+# writes_to VERB PATH: how many VERB writes to PATH the API server stored.
+writes_to() { jq -r --arg v "$1" --arg p "$2" 'select(.verb == $v and .path == $p) | .path' "$API/writes.jsonl" | wc -l; }
+
+@test "evict policy: relabel all-full while pod ml/infer-0 holds a slice and its PodDisruptionBudget allows no disruption -> the eviction refused (a Warning Event with the API server's words), pod and instances kept; the budget allows one -> the pod evicted (never deleted), a Normal Event; kubelet lists it no more -> applied" {
+  evict_setup "$TOP/deployments/drs-manager-eviction"
+  budget 0
+  label all-full
+  wait_for state_is pending
+  wait_for event_of DrsLayoutEvictionRefused
+  local refused
+  refused=$(event_of DrsLayoutEvictionRefused)
+  [[ $refused == "Warning DrsLayoutEvictionRefused: layout 'all-full': evicting pod ml/infer-0 (holding 1:1g.11gb:3): "*"Cannot evict pod as it would violate the pod's disruption budget." ]]
+  sleep 2
+  pod_exists
+  count_is 16
+  # one Event per distinct refusal, though it is asked again every retry
+  [ "$(events | grep -c DrsLayoutEvictionRefused)" -eq 1 ]
+  [ "$(writes_to POST /api/v1/namespaces/ml/pods/infer-0/eviction)" -eq 0 ]
+  api PATCH /apis/policy/v1/namespaces/ml/poddisruptionbudgets/infer/status application/merge-patch+json \
+    '{"status":{"disruptionsAllowed":1}}' > /dev/null
+  wait_for pod_gone
+  wait_for event_of DrsLayoutEvicting
+  [ "$(event_of DrsLayoutEvicting)" = "Normal DrsLayoutEvicting: layout 'all-full': evicted pod ml/infer-0 (holding 1:1g.11gb:3)" ]
+  [ "$(writes_to POST /api/v1/namespaces/ml/pods/infer-0/eviction)" -eq 1 ]
+  [ "$(writes_to DELETE /api/v1/namespaces/ml/pods/infer-0)" -eq 0 ]
+  [ "$(api GET /apis/policy/v1/namespaces/ml/poddisruptionbudgets/infer | jq .status.disruptionsAllowed)" -eq 0 ]
+  # the instances stay until kubelet stops listing the pod (its containers stopped)
+  state_is pending
+  count_is 16
+  echo '{"pod_resources": []}' > "$SCRATCH/pr/list.json"
+  wait_for state_is success
+  count_is 0
+}
+
+@test "evict policy under deployments/drs-manager's roles alone (no eviction binding): the eviction is forbidden (403 in the Event), nothing destroyed; deployments/drs-manager-eviction's binding added -> the pod evicted at the next retry" {
+  evict_setup "$TOP/deployments/drs-manager"
+  label all-full
+  wait_for event_of DrsLayoutEvictionRefused
+  [[ $(event_of DrsLayoutEvictionRefused) == *"evicting pod ml/infer-0 (holding 1:1g.11gb:3): "*"403"* ]]
+  grep -q "pods/eviction" "$API/forbidden.log"
+  pod_exists
+  count_is 16
+  api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings application/json \
+    "$(python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "$TOP/deployments/drs-manager-eviction/binding.yaml")" > /dev/null
+  wait_for pod_gone
+  echo '{"pod_resources": []}' > "$SCRATCH/pr/list.json"
+  wait_for state_is success
+  count_is 0
 }
