@@ -14,7 +14,7 @@
 ///
 /// Nothing here prints: each call returns a Report, the lines the command prints on stdout and
 /// how it ended. Sources: libinject/src/toolkit/ (install.cpp, uninstall.cpp, status.cpp, the
-/// state file in state.cpp, the engine in engine.cpp).
+/// state file in state.cpp, the engine in engine.cpp, the CDI spec in cdi_spec.cpp).
 
 #include <functional>
 #include <string>
@@ -69,6 +69,21 @@ struct Report {
 /// Ready (result ok) when the install is complete and in place and its binaries run on this
 /// host (the readiness probe); not Ready while handing over.
 [[nodiscard]] Report status(const Options& o);
+
+/// What refresh_cdi_spec() found.
+enum class SpecRefresh {
+    NotInstalled,  ///< no install state in Options::toolkit_dir (or no spec recorded yet)
+    Unchanged,     ///< the spec already says what a generate says now: not written
+    Updated,       ///< the spec was replaced
+};
+
+/// Regenerates the installed toolkit's CDI spec as install does (the copied enflame-ctk run
+/// chrooted into Options::root with the toolkit config) and replaces the spec the state file
+/// records only when the text differs (atomically, in the root). The state file is not written:
+/// uninstall still puts back what the first install found. Holds the toolkit folder's lock, so
+/// an uninstall never sees a spec written after it. Only Options::root and toolkit_dir are read.
+/// For whoever changes the devices after install: the DRS manager (docs/drs-manager.md).
+[[nodiscard]] Result<SpecRefresh> refresh_cdi_spec(const Options& o);
 
 /// Blocks until SIGTERM or SIGINT (which it blocks in the calling thread): a DaemonSet's
 /// container has to keep running. Every Options::recheck seconds (0: never) it checks the

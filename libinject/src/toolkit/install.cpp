@@ -15,8 +15,6 @@ namespace fsys = std::filesystem;
 
 namespace {
 
-constexpr const char* kSpecName =
-    "enflame.com-gpu.yaml";  // the name the package's refresh unit writes
 const std::vector<std::string> kBinaries{"enflame-container-runtime",
                                          "enflame-container-runtime-hook", "enflame-ctk"};
 
@@ -68,25 +66,12 @@ Result<void> own_file(const Options& o, const HostRoot& h, json& st, const char*
     return ok();
 }
 
-/// The spec, from the copied enflame-ctk run chrooted into the host with the toolkit config:
-/// its paths (devices, libraries, the hook) are the host's own.
+/// The spec, generated as refresh_cdi_spec() does (cdi_spec.cpp); the first install keeps the
+/// original in the state.
 Result<void> write_cdi_spec(const Options& o, const HostRoot& h, json& st, Lines& out) {
-    const auto host_spec = (fsys::path(o.cdi_dir) / kSpecName).string();
-    // generated next to the spec under a name no CDI reader loads, then compared and moved
-    const auto host_new = (fsys::path(o.cdi_dir) / ".enflame.com-gpu.yaml.new").string();
-    const auto ctk = (fsys::path(o.toolkit_dir) / "enflame-ctk").string();
-    auto gen = run_in_root(o.root, {ctk, "--config", kToolkitConfig, "cdi", "generate", "--format",
-                                    "yaml", "--output", host_new});
-    // read in the host's root: the file is where the chrooted enflame-ctk wrote it, behind the
-    // host's own links (`/var/run` -> `/run`), not behind the pod's
-    auto text = h.read(host_new, kMaxText);
-    (void)h.remove(host_new);
-    if (!gen || gen->exit_code != 0)
-        return fail(Errc::Io, "generating the CDI spec: " +
-                                  (gen ? process::last_line(gen->out) : gen.error().what()));
-    if (!text) return fail(std::move(text).error());
-    if (!*text) return fail(Errc::Io, "generating the CDI spec: no output");
-    return own_file(o, h, st, "cdi_spec", host_spec, **text, out);
+    const auto host_spec = (fsys::path(o.cdi_dir) / kCdiSpecName).string();
+    INJECT_TRY(auto text, generate_cdi_spec(o, h, host_spec));
+    return own_file(o, h, st, "cdi_spec", host_spec, text, out);
 }
 
 /// accept-envvar-when-unprivileged for the toolkit config: the flag when given; else the value

@@ -99,6 +99,16 @@ void signal_engine(const Options& o, const HostRoot& h, const std::string& engin
 [[nodiscard]] Result<process::Output> run_in_root(const std::string& root,
                                                   std::vector<std::string> argv);
 
+// cdi_spec.cpp: the CDI spec install writes and refresh_cdi_spec() keeps up to date
+
+/// The spec's name in --cdi-dir.
+inline constexpr const char* kCdiSpecName = "enflame.com-gpu.yaml";
+/// The spec as the copied enflame-ctk (in `toolkit_dir`, run chrooted into `o.root` with the
+/// toolkit config) generates it now: its paths are the host's own. Generated next to
+/// `host_spec` under a name no CDI reader loads, read back in the root and removed.
+[[nodiscard]] Result<std::string> generate_cdi_spec(const Options& o, const HostRoot& h,
+                                                    const std::string& host_spec);
+
 // install.cpp, status.cpp
 
 [[nodiscard]] Result<void> install_into(const Options& o, Lines& out);
