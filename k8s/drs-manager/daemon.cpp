@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "drs-manager/apply.hpp"
+#include "drs-manager/cdi_spec.hpp"
 #include "drs-manager/decide.hpp"
 #include "drs-manager/holders.hpp"
 #include "drs-manager/layout.hpp"
@@ -123,6 +124,7 @@ private:
     k8s::api::Client& api_;
     inject::discover::Options disc_;
     Applier applier_;
+    CdiSpec cdi_{o_.host_root, o_.toolkit_dir};
     std::string node_key_, cm_key_, source_;
     std::string node_uid_;
     std::optional<std::string> state_;              // the state label as we last saw or wrote it
@@ -312,12 +314,19 @@ std::optional<Clock::time_point> Manager::pass(const std::optional<Json>& node,
             waiting_on_ = std::move(*held);
             if (o_.eviction == EvictionPolicy::Evict) evict_blocking(name, d.plan);
             return Clock::now() + o_.retry;
-        case O::Done:
+        case O::Done: {
+            // before `success`, on which the device plugin hands the new instances out
+            const auto stale = cdi_.refresh(*host);
             set_state(kSuccess);
             settled_ = inputs;
-            last_event_.clear();
             backoff_.reset();
+            if (stale) {
+                report("DrsCdiSpecStale", *stale);
+                return Clock::now() + o_.retry;  // the layout stands; the refresh is tried again
+            }
+            last_event_.clear();
             return std::nullopt;
+        }
         case O::Apply:
             break;
     }

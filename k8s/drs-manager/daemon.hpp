@@ -17,6 +17,7 @@
 
 #include "drs-manager/evict.hpp"
 #include "inject/result.hpp"
+#include "inject/toolkit.hpp"
 #include "k8s/apiserver.hpp"
 #include "k8s/drs_layout_state.hpp"
 #include "k8s/pod_resources.hpp"
@@ -47,6 +48,10 @@ struct DaemonOptions {
     std::chrono::milliseconds retry{5000};  ///< re-check of holders while waiting
     /// What to do about pods holding what a layout must change (drs-manager/evict.hpp).
     EvictionPolicy eviction = EvictionPolicy::Wait;
+    /// Where the node's root is mounted, to refresh the toolkit's CDI spec in it after a layout
+    /// change (drs-manager/cdi_spec.hpp); empty: never refreshed.
+    std::string host_root = "/host";
+    std::string toolkit_dir = inject::toolkit::Options{}.toolkit_dir;  ///< the installer's
 };
 
 /// Runs until SIGTERM/SIGINT. An error: the config or the ledger could not be read.

@@ -68,6 +68,16 @@ int main(int argc, char** argv) try {
                    "holding a DRA claim are waited for)")
         ->envname("EVICTION_POLICY")
         ->capture_default_str();
+    app.add_option("--host-root", o.host_root,
+                   "where the node's root is mounted: the toolkit's CDI spec there is "
+                   "regenerated after each layout change, so it names the new DRS instances "
+                   "(empty: not refreshed)")
+        ->envname("HOST_ROOT")
+        ->capture_default_str();
+    app.add_option("--toolkit-dir", o.toolkit_dir,
+                   "the toolkit folder on the node, as given to 'enflame-ctk toolkit install'")
+        ->envname("TOOLKIT_DIR")
+        ->capture_default_str();
     k8s::add_log_level_flag(app, log_level);
     if (auto code = k8s::parse_and_log(app, argc, argv, "enflame-drs-manager", log_level))
         return *code;
