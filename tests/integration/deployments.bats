@@ -370,6 +370,11 @@ assert env["LAYOUTS_CONFIGMAP"] == "enflame-system/enflame-drs-layouts", env
 mounts = [m["mountPath"] for m in pod["containers"][0]["volumeMounts"]]
 for cp in env["HOLDERS_CHECKPOINTS"].split(","):   # each checkpoint read is under a mount
     assert any(cp.startswith(m + "/") for m in mounts), cp
+# written on the host: its ledger, and the CDI spec's folder where the spec resolves under /host
+host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+rw = sorted((host[m["name"]], m["mountPath"]) for m in pod["containers"][0]["volumeMounts"]
+            if m["name"] in host and not m.get("readOnly"))
+assert rw == [("/run/cdi", "/host/run/cdi"), ("/var/lib/enflame/drs-manager", "/var/lib/enflame/drs-manager")], rw
 assert "layouts.yaml" in get("ConfigMap", "enflame-drs-layouts")["data"]
 PY
   # without the own-node policy a manager could relabel every node: refused
