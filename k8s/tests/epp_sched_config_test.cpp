@@ -17,14 +17,15 @@ std::vector<std::pair<std::string, double>> scorers(const epp::ProfileConfig& p)
     return out;
 }
 
-TEST(Config, DefaultIsUpstreamsWeightsPlusGcuMemory) {
+TEST(Config, DefaultIsUpstreamsWeightsPlusGcuMemoryAndActiveRequests) {
     auto c = epp::default_config();
     ASSERT_EQ(c.profiles.size(), 1u);
     EXPECT_EQ(scorers(c.profiles[0]),
               (std::vector<std::pair<std::string, double>>{{"queue-scorer", 2},
                                                            {"kv-cache-utilization-scorer", 2},
                                                            {"prefix-cache-scorer", 3},
-                                                           {"gcu-memory-scorer", 1}}));
+                                                           {"gcu-memory-scorer", 1},
+                                                           {"active-request-scorer", 1}}));
     EXPECT_EQ(c.profiles[0].picker.type, "max-score-picker");
     EXPECT_EQ(c.profiles[0].picker.max_endpoints, 3);
     EXPECT_FALSE(c.pd.enabled);
@@ -114,6 +115,8 @@ TEST(Config, BadFilesSayFileKeyAndReasonOnOneLine) {
         {"plugins: [{type: utilization-detector, parameters: {metricsStalenessThreshold: "
          "soon}}]",
          "f.yaml: plugins[0].parameters.metricsStalenessThreshold"},
+        {"plugins: [{type: active-request-scorer, parameters: {requestTimeout: 0s}}]",
+         "f.yaml: plugins[0].parameters.requestTimeout"},
         {"objectives: [{name: batch}]", "f.yaml: objectives[0].priority: missing"},
         {"objectives: [{name: batch, priority: low}]",
          "f.yaml: objectives[0].priority: want an integer"},
@@ -134,6 +137,20 @@ TEST(Config, BadFilesSayFileKeyAndReasonOnOneLine) {
             EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
         }
     }
+}
+
+TEST(Config, ActiveRequestScorerAndItsTimeout) {
+    auto c = epp::parse_config(
+        "plugins: [{type: active-request-scorer, parameters: {requestTimeout: 30s}}]\n"
+        "schedulingProfiles: [{name: a, plugins: [{pluginRef: active-request-scorer, weight: "
+        "2}]}]",
+        "f.yaml");
+    ASSERT_EQ(c.profiles.size(), 1u);
+    ASSERT_EQ(c.profiles[0].scorers.size(), 1u);
+    EXPECT_EQ(c.profiles[0].scorers[0].type, "active-request-scorer");
+    EXPECT_EQ(c.profiles[0].scorers[0].weight, 2);
+    EXPECT_EQ(c.active_request_timeout, std::chrono::seconds(30));
+    EXPECT_EQ(epp::default_config().active_request_timeout, std::chrono::minutes(2));
 }
 
 TEST(Config, MissingFileIsNamed) {

@@ -46,6 +46,19 @@ TEST(Scorers, QueueIsMinMaxNormalizedAndAllEqualScoreOne) {
     EXPECT_EQ(epp::score_queue({fresh(b), fresh(b)}), (std::vector<double>{1, 1}));
 }
 
+TEST(Scorers, ActiveRequestsOverTheMostAnyCandidateHasNoneAnywhereScoresOne) {
+    Endpoint a = endpoint("a", 0, {}), b = endpoint("b", 0, {}), c = endpoint("c", 0, {});
+    auto with = [](const Endpoint& e, size_t n) {
+        auto x = fresh(e);
+        x.active = n;
+        return x;
+    };
+    EXPECT_EQ(epp::score_active({with(a, 0), with(b, 2), with(c, 4)}),
+              (std::vector<double>{1, 0.5, 0}));
+    EXPECT_EQ(epp::score_active({with(a, 0), with(b, 0)}), (std::vector<double>{1, 1}));
+    EXPECT_EQ(epp::score_active({with(a, 3), with(b, 3)}), (std::vector<double>{0, 0}));
+}
+
 TEST(Scorers, KvIsOneMinusUsage) {
     Endpoint a = endpoint("a", 0, 0.3), unknown = endpoint("b", 0, {});
     EXPECT_DOUBLE_EQ(epp::score_kv(fresh(a)), 0.7);
@@ -87,7 +100,7 @@ TEST(Scorers, GcuMemoryIsFreeFractionOfTheFullestCard) {
     EXPECT_DOUBLE_EQ(epp::score_gcu_memory(c), 0.3);
 }
 
-TEST(Profile, DefaultWeightsSumQueueKvPrefixGcu) {
+TEST(Profile, DefaultWeightsSumQueueKvPrefixGcuActive) {
     const auto cfg = epp::default_config();
     epp::Profile p(cfg.profiles.front(), cfg);
     Endpoint a = endpoint("a", 0, 0.5), b = endpoint("b", 4, 0.0);
@@ -95,10 +108,12 @@ TEST(Profile, DefaultWeightsSumQueueKvPrefixGcu) {
     ca.prefix_blocks = 1;
     cb.gcu = epp::GcuMemory{50, 100, 0.5};
     cb.prefix_blocks = 4;
+    cb.active = 2;
     auto scored = p.score({ca, cb}, {"m", 4});
     ASSERT_EQ(scored.size(), 2u);
-    // a: 2*1 + 2*0.5 + 3*0.25 + 1*0.5 (gcu unknown); b: 2*0 + 2*1 + 3*1 + 1*0.5
-    EXPECT_DOUBLE_EQ(scored[0].score, 4.25);
+    // a: 2*1 + 2*0.5 + 3*0.25 + 1*0.5 (gcu unknown) + 1*1 (none active);
+    // b: 2*0 + 2*1 + 3*1 + 1*0.5 + 1*0 (the most active)
+    EXPECT_DOUBLE_EQ(scored[0].score, 5.25);
     EXPECT_DOUBLE_EQ(scored[1].score, 5.5);
 }
 

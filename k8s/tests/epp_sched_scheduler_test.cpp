@@ -147,6 +147,62 @@ TEST(Scheduler, EachConversationStaysOnOneServer) {
               std::string::npos);
 }
 
+// active-request-scorer alone: what the EPP itself has in flight decides, between scrapes.
+epp::SchedulingOptions active_only(const TempDir& dir, const std::string& timeout) {
+    epp::SchedulingOptions o = patient();
+    o.config_file = dir.write(
+        "active.yaml",
+        "plugins: [{type: active-request-scorer, parameters: {requestTimeout: " + timeout +
+            "}}]\nschedulingProfiles: [{name: a, plugins: [{pluginRef: "
+            "active-request-scorer}]}]\n");
+    return o;
+}
+
+TEST(Scheduler, ActiveRequestsSpreadABurstAndFollowTheServedEndpoint) {
+    TempDir dir;
+    Pool p(4, active_only(dir, "2m"));
+    std::map<std::string, int> per;
+    std::vector<epp::Request> open;
+    for (int i = 0; i < 8; ++i) {  // a burst: none finished, no scrape shows them
+        open.push_back(chat(std::to_string(i), "burst " + std::to_string(i), 1));
+        auto d = p.sched->decide(open.back());
+        ASSERT_EQ(d.status, 200) << d.message;
+        ++per[d.endpoints.front()];
+    }
+    ASSERT_EQ(per.size(), 4u);
+    for (const auto& [e, n] : per) EXPECT_EQ(n, 2) << e;
+    for (const auto& r : open) p.sched->finished(r);
+    // The gateway went to a fallback: the count moves with it.
+    const std::string a = p.servers[0]->address();
+    auto r = chat("moved", "moved", 1);
+    auto d = p.sched->decide(r);
+    ASSERT_EQ(d.status, 200);
+    const std::string other = d.endpoints.front() == a ? p.servers[1]->address() : a;
+    p.sched->served(r, other);
+    for (int i = 0; i < 12; ++i) {
+        auto d2 = route(*p.sched, chat("x" + std::to_string(i), "x" + std::to_string(i), 1));
+        EXPECT_NE(d2.endpoints.front(), other) << i;
+    }
+    p.sched->finished(r);
+}
+
+TEST(Scheduler, ARequestWhoseEndIsNeverSeenStopsCountingAfterTheTimeout) {
+    TempDir dir;
+    Pool p(4, active_only(dir, "1s"));
+    auto lost = chat("lost", "lost", 1);
+    auto d = p.sched->decide(lost);  // never finished
+    ASSERT_EQ(d.status, 200);
+    const std::string busy = d.endpoints.front();
+    for (int i = 0; i < 40; ++i)
+        EXPECT_NE(route(*p.sched, chat("a" + std::to_string(i), "a", 1)).endpoints.front(), busy);
+    std::this_thread::sleep_for(2500ms);  // the timeout, and the next once-a-second sweep
+    int to_busy = 0;
+    for (int i = 0; i < 40; ++i)
+        to_busy += route(*p.sched, chat("b" + std::to_string(i), "b", 1)).endpoints.front() == busy;
+    EXPECT_GT(to_busy, 0);
+    p.sched->finished(lost);
+}
+
 TEST(Scheduler, PickerFlagOverridesTheConfig) {
     epp::SchedulingOptions o = patient();
     o.picker = "round-robin-picker";

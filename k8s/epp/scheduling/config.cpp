@@ -14,9 +14,9 @@ namespace epp {
 namespace {
 
 const std::set<std::string>& scorer_types() {
-    static const std::set<std::string> t{"queue-scorer", "kv-cache-utilization-scorer",
+    static const std::set<std::string> t{"queue-scorer",        "kv-cache-utilization-scorer",
                                          "prefix-cache-scorer", "lora-affinity-scorer",
-                                         "gcu-memory-scorer"};
+                                         "gcu-memory-scorer",   "active-request-scorer"};
     return t;
 }
 const std::set<std::string>& picker_types() {
@@ -115,6 +115,11 @@ void apply_plugin(const Reader& rd, const Plugin& p, SchedulerConfig& c) {
                 rd.integer(q["lruCapacityPerServer"], k + ".lruCapacityPerServer", 1, 100000000));
         if (has("autoTune"))
             c.prefix_auto_tune = rd.get<bool>(q["autoTune"], k + ".autoTune", "true or false");
+    } else if (p.type == "active-request-scorer") {
+        rd.only(q, k, {"requestTimeout"});
+        if (has("requestTimeout"))
+            c.active_request_timeout = rd.duration(q["requestTimeout"], k + ".requestTimeout",
+                                                   std::chrono::seconds(1), std::chrono::hours(24));
     } else if (p.type == "gcu-memory-scorer") {
         rd.only(q, k, {"minFreeFraction"});
         if (has("minFreeFraction"))
@@ -217,7 +222,8 @@ SchedulerConfig default_config() {
                           {{"queue-scorer", 2},
                            {"kv-cache-utilization-scorer", 2},
                            {"prefix-cache-scorer", 3},
-                           {"gcu-memory-scorer", 1}},
+                           {"gcu-memory-scorer", 1},
+                           {"active-request-scorer", 1}},
                           {}});
     return c;
 }

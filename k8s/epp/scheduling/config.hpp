@@ -71,12 +71,16 @@ struct SchedulerConfig {
     bool prefix_auto_tune = true;  ///< LRU capacity from num_gpu_blocks when known
     PdConfig pd;
     FlowControlConfig flow;
-    double gcu_min_free = 0.05;             ///< gcu-memory-scorer minFreeFraction: filtered below
+    double gcu_min_free = 0.05;  ///< gcu-memory-scorer minFreeFraction: filtered below
+    /// active-request-scorer requestTimeout: a request still counted after this is dropped
+    /// (its end was never seen).
+    std::chrono::milliseconds active_request_timeout{120000};
     std::map<std::string, int> priorities;  ///< objective name -> priority (< 0: sheddable)
     std::optional<Engine> default_engine;   ///< core-metrics-extractor defaultEngine; else probe
 };
 
-/// Upstream's default (queue 2, kv 2, prefix 3, max-score-picker) plus gcu-memory-scorer 1.
+/// Upstream's default (queue 2, kv 2, prefix 3, max-score-picker) plus gcu-memory-scorer 1 and
+/// llm-d's active-request-scorer 1 (docs/epp-scheduling.md says why).
 [[nodiscard]] SchedulerConfig default_config();
 
 /// Parses `yaml`; throws std::runtime_error "<source>: <key>: <reason>" on a bad one.

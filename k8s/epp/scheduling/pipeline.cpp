@@ -67,6 +67,16 @@ std::vector<double> score_queue(const std::vector<Candidate>& c) {
     return out;
 }
 
+std::vector<double> score_active(const std::vector<Candidate>& c) {
+    size_t hi = 0;
+    for (const auto& x : c) hi = std::max(hi, x.active);
+    std::vector<double> out;
+    out.reserve(c.size());
+    for (const auto& x : c)
+        out.push_back(hi == 0 ? 1.0 : static_cast<double>(hi - x.active) / static_cast<double>(hi));
+    return out;
+}
+
 double score_kv(const Candidate& c) {
     if (!c.endpoint->metrics || !c.endpoint->metrics->kv) return 1.0;
     return 1.0 - *c.endpoint->metrics->kv;
@@ -115,6 +125,8 @@ std::vector<Candidate> Profile::score(std::vector<Candidate> c, const RequestFac
         std::vector<double> v;
         if (s.type == "queue-scorer") {
             v = score_queue(c);
+        } else if (s.type == "active-request-scorer") {
+            v = score_active(c);
         } else {
             v.reserve(c.size());
             for (const auto& x : c) {

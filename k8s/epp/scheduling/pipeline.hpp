@@ -22,6 +22,7 @@ struct Candidate {
     bool stale = true;             ///< no metrics newer than the staleness threshold
     std::optional<GcuMemory> gcu;  ///< only when fresh
     size_t prefix_blocks = 0;      ///< leading prompt blocks it probably holds
+    size_t active = 0;             ///< requests the EPP sent it that have not finished
     double score = 0;
 };
 
@@ -47,6 +48,10 @@ struct RequestFacts {
 
 /// queue-scorer: (max - q) / (max - min) over the candidates; all equal: 1.
 [[nodiscard]] std::vector<double> score_queue(const std::vector<Candidate>& c);
+/// active-request-scorer (llm-d's): (max - active) / max over the candidates, where active
+/// counts the requests this EPP sent an endpoint that have not finished; none anywhere: 1.
+/// Unlike the queue it is current between two scrapes, so a burst spreads at once.
+[[nodiscard]] std::vector<double> score_active(const std::vector<Candidate>& c);
 /// kv-cache-utilization-scorer: 1 - kv (unknown kv: 1).
 [[nodiscard]] double score_kv(const Candidate& c);
 /// prefix-cache-scorer: matched / total prompt blocks (0 for a prompt without blocks).

@@ -24,7 +24,9 @@ namespace {
 struct InFlight {
     std::vector<uint64_t> hashes;
     std::string primary;
-    uint64_t round = 0;  // the scrape round it was let through in
+    std::string prefiller;  // P/D: the prefill endpoint, if one was picked
+    uint64_t round = 0;     // the scrape round it was let through in
+    Clock::time_point since;
 };
 
 std::mt19937_64& thread_rng() {
@@ -114,6 +116,7 @@ struct Scheduler::State {
             std::lock_guard l(mu);
             unseen = 0;
             ++round;
+            expire(Clock::now());
         }
         metrics.pool_saturation.Set(pool_saturation(snap));
         if (cfg.prefix_auto_tune) {
@@ -133,6 +136,34 @@ struct Scheduler::State {
 
     Decision schedule(const Request& r);
 
+    // Under mu: the requests each endpoint is serving for us (active-request-scorer).
+    void count(const std::string& endpoint, bool up) {
+        if (endpoint.empty()) return;
+        auto it = active.find(endpoint);
+        if (up) {
+            ++active[endpoint];
+        } else if (it != active.end() && --it->second == 0) {
+            active.erase(it);
+        }
+    }
+    void release(const InFlight& f) {
+        count(f.primary, false);
+        count(f.prefiller, false);
+    }
+    // Under mu: requests whose end was never seen stop counting after the timeout.
+    void expire(Clock::time_point now) {
+        if (now - last_expiry < std::chrono::seconds(1)) return;
+        last_expiry = now;
+        for (auto it = in_flight.begin(); it != in_flight.end();) {
+            if (now - it->second.since < cfg.active_request_timeout) {
+                ++it;
+                continue;
+            }
+            release(it->second);
+            it = in_flight.erase(it);
+        }
+    }
+
     SchedulingOptions opts;
     SchedulerConfig cfg;
     std::chrono::milliseconds staleness;
@@ -143,10 +174,12 @@ struct Scheduler::State {
     Profile* primary = nullptr;
     Profile* decode = nullptr;
     Profile* prefill = nullptr;
-    std::mutex mu;  // unseen, round, in_flight
+    std::mutex mu;  // unseen, round, in_flight, active
     double unseen = 0;
     uint64_t round = 0;
     std::unordered_map<std::string, InFlight> in_flight;
+    std::unordered_map<std::string, size_t> active;  // endpoint -> its requests in in_flight
+    Clock::time_point last_expiry;
     std::map<std::string, size_t> capacity;  // scrape thread only
     FairQueue queue;
     Scraper scraper;
@@ -166,6 +199,12 @@ Decision Scheduler::State::schedule(const Request& r) {
     for (auto& c : cands)
         if (auto it = hits.find(c.endpoint->target.address); it != hits.end())
             c.prefix_blocks = it->second;
+    {
+        std::lock_guard l(mu);
+        for (auto& c : cands)
+            if (auto it = active.find(c.endpoint->target.address); it != active.end())
+                c.active = it->second;
+    }
     RequestFacts facts{r.model, hashes.size()};
     auto& rng = thread_rng();
     auto picked = primary->run(cands, facts, rng);
@@ -178,6 +217,7 @@ Decision Scheduler::State::schedule(const Request& r) {
     if (!hashes.empty())
         metrics.prefix_hit_ratio.Observe(static_cast<double>(matched) /
                                          static_cast<double>(hashes.size()));
+    std::string prefiller;
     if (prefill && cfg.pd.non_cached_tokens > 0) {
         // prefix-based-pd-decider: tokens by upstream's 4 characters each.
         auto prompt_tokens =
@@ -186,7 +226,8 @@ Decision Scheduler::State::schedule(const Request& r) {
         if (prompt_tokens - cached >= cfg.pd.non_cached_tokens) {
             auto pf = prefill->run(cands, facts, rng);
             if (!pf.empty()) {
-                d.headers.emplace_back("x-prefiller-host-port", pf.front()->target.address);
+                prefiller = pf.front()->target.address;
+                d.headers.emplace_back("x-prefiller-host-port", prefiller);
                 prefix.add(pf.front()->target.address, hashes);
             }
         }
@@ -194,7 +235,10 @@ Decision Scheduler::State::schedule(const Request& r) {
     prefix.add(first, hashes);
     metrics.picked(first);
     std::lock_guard l(mu);
-    in_flight[r.id] = InFlight{std::move(hashes), first, round};
+    if (auto old = in_flight.find(r.id); old != in_flight.end()) release(old->second);
+    count(first, true);
+    count(prefiller, true);
+    in_flight[r.id] = InFlight{std::move(hashes), first, std::move(prefiller), round, Clock::now()};
     return d;
 }
 
@@ -214,7 +258,8 @@ void add_scheduling_flags(CLI::App& app, SchedulingOptions& o) {
     using std::chrono::milliseconds;
     app.add_option("--config-file", o.config_file,
                    "EndpointPickerConfig YAML (plugins, scheduling profiles, objectives, "
-                   "flowControl); default: queue 2, kv-cache 2, prefix-cache 3, gcu-memory 1");
+                   "flowControl); default: queue 2, kv-cache 2, prefix-cache 3, gcu-memory 1, "
+                   "active-request 1");
     duration("--refresh-metrics-interval", o.refresh, "model-server metrics scrape interval",
              milliseconds(5), milliseconds(60000));
     duration("--metrics-staleness-threshold", o.staleness,
@@ -298,6 +343,8 @@ void Scheduler::served(const Request& r, const std::string& endpoint) {
         std::lock_guard l(s_->mu);
         auto it = s_->in_flight.find(r.id);
         if (it == s_->in_flight.end() || it->second.primary == endpoint) return;
+        s_->count(it->second.primary, false);  // the gateway went down the fallback list
+        s_->count(endpoint, true);
         it->second.primary = endpoint;
         hashes = it->second.hashes;
     }
@@ -310,6 +357,7 @@ void Scheduler::finished(const Request& r) {
         std::lock_guard l(s_->mu);
         if (auto it = s_->in_flight.find(r.id); it != s_->in_flight.end()) {
             if (it->second.round == s_->round && s_->unseen > 0) --s_->unseen;
+            s_->release(it->second);
             s_->in_flight.erase(it);
         }
     }
