@@ -171,6 +171,11 @@ spec = {
                                 False, {
             "defaultLayout": s("The layout of a node without the label. Empty: such a node is left "
                                "alone.", pattern=r"^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$"),
+            "layouts": s("The layouts (the layouts.yaml text of the ConfigMap enflame-drs-layouts: "
+                         "version: v1, then layouts: <name>: [{cards, profiles}], "
+                         "docs/drs-manager.md). Empty: the shipped ones. The manager checks it "
+                         "on each node and reports a bad layout as state failed.",
+                         maxLength=262144),
             "evictionPolicy": s("What the manager does about pods holding an instance or a card a "
                                 "new layout must change. Wait: it waits for them to go (the layout "
                                 "stays pending, naming them). Evict: it evicts them through the "

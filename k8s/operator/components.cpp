@@ -218,10 +218,14 @@ void customize_device_plugin(Object& o, const Json& dp) {
     }
 }
 
-/// spec.drsManager: the layout of an unlabelled node, the device plugin config it names, and
-/// the eviction policy (render() adds its binding).
+/// spec.drsManager: the layouts, the layout of an unlabelled node, the device plugin config it
+/// names, and the eviction policy (render() adds its binding).
 void customize_drs_manager(Object& o, const Json& dm) {
-    if (str(o.obj, "kind") != "DaemonSet") return;
+    const std::string kind = str(o.obj, "kind");
+    if (kind == "ConfigMap" && str(o.obj["metadata"], "name") == "enflame-drs-layouts" &&
+        !str(dm, "layouts").empty())
+        o.obj["data"]["layouts.yaml"] = dm["layouts"];
+    if (kind != "DaemonSet") return;
     Json env = Json::array();
     if (str(dm, "evictionPolicy") == "Evict")
         env.push_back({{"name", "EVICTION_POLICY"}, {"value", "evict"}});

@@ -93,6 +93,34 @@ PY
   [[ $output != *EVICTION_POLICY* ]]
 }
 
+@test "render: drsManager.layouts replaces the shipped layouts in the ConfigMap enflame-drs-layouts, nothing else changes" {
+  cr x '  drsManager:
+    enabled: true
+    layouts: |
+      version: v1
+      layouts:
+        half-split:
+        - cards: {index: [0, 1]}
+          profiles: {2g.22gb: 2}' > "$OP/layouts-cr.yaml"
+  local bin=$BUILD_DIR/k8s/operator/enflame-gpu-operator
+  run -0 "$bin" --manifests "$TOP/deployments" --render "$OP/layouts-cr.yaml"
+  echo "$output" > "$OP/layouts.jsonl"
+  cr x '  drsManager: {enabled: true}' > "$OP/plain-cr.yaml"
+  run -0 "$bin" --manifests "$TOP/deployments" --render "$OP/plain-cr.yaml"
+  echo "$output" > "$OP/plain.jsonl"
+  run -0 python3 - "$OP/layouts.jsonl" "$OP/plain.jsonl" <<'PY'
+import json, sys, yaml
+load = lambda f: {(o["kind"], o["metadata"]["name"]): o for o in map(json.loads, open(f))}
+ours, plain = load(sys.argv[1]), load(sys.argv[2])
+cm = ("ConfigMap", "enflame-drs-layouts")
+assert yaml.safe_load(ours[cm]["data"]["layouts.yaml"]) == {
+    "version": "v1", "layouts": {"half-split": [{"cards": {"index": [0, 1]}, "profiles": {"2g.22gb": 2}}]}}, ours[cm]
+assert "all-1g.11gb" in plain[cm]["data"]["layouts.yaml"]
+assert set(ours) == set(plain)
+assert [k for k in ours if ours[k] != plain[k]] == [cm], [k for k in ours if ours[k] != plain[k]]
+PY
+}
+
 @test "render: nfd on and every monitoring object asked for (their kinds served) add what kubectl kustomize deployments/nfd and deployments/monitoring/operator render" {
   cr x '  nfd: {enabled: true}
   npd: {enabled: true, podMonitor: {enabled: true}}
