@@ -101,9 +101,13 @@ up() {
   start_manager
 }
 
-# start_manager: the manager in the node's namespace, --host-root at the node's root.
+# start_manager: the manager in the node's namespace (node_ns, spelled out: a function run in
+# the background would be a subshell, and $! not the manager's PID), --host-root at the node's
+# root.
 start_manager() {
-  node_ns "$N" "$MGR" --node-name node1 --kubeconfig "$KC" --config "$SCRATCH/config.toml" \
+  # shellcheck disable=SC2016  # expands in the namespace's shell
+  env -i PATH="$NODE_PATH" unshare --mount --propagation private /bin/sh -c "$NODE_MOUNTS"'exec "$@"' node-ns \
+    "$N" "$MGR" --node-name node1 --kubeconfig "$KC" --config "$SCRATCH/config.toml" \
     --checkpoint "$SCRATCH/ledger/ledger.json" --state-file "$STATE_FILE" \
     --pod-resources-socket "$SCRATCH/pr/kubelet.sock" --holders-checkpoint "$SCRATCH/dra.json" \
     --retry 1s --host-root "$N" >>"$SCRATCH/mgr.log" 2>&1 3>&- &
@@ -112,7 +116,7 @@ start_manager() {
   wait_for mgr_log_has "watching node node1"
 }
 
-@test "toolkit installed: all-1g.11gb -> the spec names the 16 DRS-<uuid> efsmi lists, written before success; the same label -> not rewritten; all-full -> no DRS device; uninstall -> the node as before the install" {
+@test "toolkit installed: all-1g.11gb -> the spec names the 16 DRS-<uuid> efsmi lists, written before success; the same label, a restart -> not rewritten; all-full -> no DRS device; uninstall -> the node as before the install" {
   install_tk
   [ -f "$SPEC" ]
   run -0 spec_drs
@@ -134,13 +138,20 @@ start_manager() {
   patch_node '{"metadata":{"labels":{"example.com/other":"x"}}}'
   sleep 2
   [ "$(stamp)" = "$before" ]
+  # a restart with the layout in force: generated again once, the same text, not written
+  stop_pid "$MPID"
+  start_manager
+  wait_for mgr_log_has "CDI spec unchanged (16 DRS instance(s)"
+  [ "$(stamp)" = "$before" ]
   label all-full
   wait_for count_is 0
   wait_for state_is success
   run -0 spec_drs
   [ "$output" = "" ]
   grep -q 'enflame.com/gpu' "$SPEC"
-  [ "$(events)" = "" ]
+  run -0 events
+  echo "$output"
+  [ "$output" = "" ]
   stop_pid "$MPID"
   run -0 uninstall_tk
   [ ! -e "$SPEC" ]
