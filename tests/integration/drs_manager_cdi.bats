@@ -131,7 +131,7 @@ start_manager() {
   run -0 grep -nE "CDI spec refreshed: 16 DRS instance|$STATE=success" "$SCRATCH/mgr.log"
   [[ ${lines[0]} == *"CDI spec refreshed: 16 DRS instance(s) in "*" ms" ]]
   [[ ${lines[1]} == *"$STATE=success" ]]
-  echo "# refresh: ${lines[0]##*: }" >&3
+  echo "# refresh: ${lines[0]##*: }; the plan: $(grep -o '16 efsmi operation(s) in .*' "$SCRATCH/mgr.log")" >&3
   local before
   before=$(stamp)
   label all-1g.11gb
