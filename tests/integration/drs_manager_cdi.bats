@@ -9,11 +9,10 @@
 
 load helpers
 load host_roots
+load drs_manager
 bats_require_minimum_version 1.5.0
 
 MGR=$BUILD_DIR/k8s/drs-manager/enflame-drs-manager
-FAKE_API=$TOP/k8s/tests/fake_apiserver.py
-STATE=enflame.com/drs.config.state
 SPEC_AT=/run/cdi/enflame.com-gpu.yaml   # where the installer's /var/run/cdi is on this node
 
 setup() {
@@ -65,19 +64,6 @@ install_tk() {
 }
 uninstall_tk() { node_ns "$N" "$SCRATCH/src/enflame-ctk" toolkit uninstall --host-root "$N"; }
 
-api() {
-  curl -sS --cacert "$API/ca.crt" -H "Authorization: Bearer test-token" -X "$1" \
-    -H "Content-Type: ${3:-application/json}" ${4:+--data-binary "$4"} \
-    "https://127.0.0.1:$(cat "$API/port")$2"
-}
-patch_node() { api PATCH /api/v1/nodes/node1 application/merge-patch+json "$1" >/dev/null; }
-label() { patch_node "{\"metadata\":{\"labels\":{\"enflame.com/drs.config\":\"$1\"}}}"; }
-state() { api GET /api/v1/nodes/node1 | jq -r --arg k "$STATE" '.metadata.labels[$k] // ""'; }
-state_is() { [ "$(state)" = "$1" ]; }
-events() {
-  api GET /api/v1/namespaces/enflame-system/events |
-    jq -r '.items[] | select(.involvedObject.name == "node1") | "\(.type) \(.reason): \(.message)"'
-}
 # uuids: the DRS-<uuid> of every instance efsmi lists, sorted, one a line.
 uuids() { "$EFSMI" --drs --list-instance | awk -F'|' '$3 ~ /g\./ { gsub(/ /, "", $5); print "DRS-" $5 }' | sort; }
 # spec_drs: the DRS devices the spec names, sorted, one a line.
@@ -91,13 +77,7 @@ mgr_log_has() { grep -q "$1" "$SCRATCH/mgr.log"; }
 
 # up: the API server with node1 and the shipped layouts ConfigMap, and the manager.
 up() {
-  python3 "$FAKE_API" --dir "$API" >>"$SCRATCH/api.log" 2>&1 3>&- &
-  on_teardown "stop_pid $!"
-  wait_for test -s "$API/port"
-  fake_api_kubeconfig
-  api POST /api/v1/nodes application/json '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node1"}}' >/dev/null
-  api POST /api/v1/namespaces/enflame-system/configmaps application/json \
-    "$(python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "$TOP/deployments/drs-manager/layouts.yaml")" >/dev/null
+  api_up
   start_manager
 }
 
