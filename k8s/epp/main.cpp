@@ -28,6 +28,7 @@ int main(int argc, char** argv) try {
     epp::PoolOptions pool_options;
     bool secure = true;
     std::string cert_path, body_mode = "full-duplex", drain = "30s", log_level = "info";
+    std::string cert_reload = "10s";
     int metrics_port = 9090;
 
     CLI::App app{
@@ -51,7 +52,11 @@ int main(int argc, char** argv) try {
         ->capture_default_str();
     app.add_option("--cert-path", cert_path,
                    "a folder with tls.crt and tls.key for the ext_proc port (default: a "
-                   "self-signed certificate made at start)");
+                   "self-signed certificate made at start); read again every "
+                   "--cert-reload-interval, so a renewed pair is served without a restart");
+    app.add_option("--cert-reload-interval", cert_reload,
+                   "how often --cert-path's files are read again")
+        ->capture_default_str();
     app.add_option("--body-mode", body_mode,
                    "the gateway's request body mode when its messages do not say it "
                    "(protocol_config): full-duplex or buffered")
@@ -71,6 +76,11 @@ int main(int argc, char** argv) try {
     if (!grace) return k8s::exit_error(grace.error());
     so.stream.default_mode =
         body_mode == "buffered" ? epp::BodyMode::Buffered : epp::BodyMode::FullDuplex;
+    auto reload = k8s::parse_duration("--cert-reload-interval", cert_reload,
+                                      std::chrono::seconds(1), std::chrono::hours(24));
+    if (!reload) return k8s::exit_error(reload.error());
+    so.cert_reload = std::chrono::duration_cast<std::chrono::seconds>(*reload);
+    so.cert_dir = cert_path;
     if (!cert_path.empty() && !secure) {
         std::cerr << "error: --cert-path '" << cert_path
                   << "': given with --secure-serving=false\n";

@@ -61,6 +61,7 @@ model_has_a_request() { [ "$(model_requests "$1")" -ge 1 ]; }
 --endpoints 127.0.0.1:1 --grpc-port 70000
 --endpoints 127.0.0.1:1 --body-mode streamed
 --endpoints 127.0.0.1:1 --drain-timeout soon
+--endpoints 127.0.0.1:1 --cert-reload-interval 0s
 --endpoints 10.0.0.1
 --endpoints 127.0.0.1:1 --pool-name p
 --endpoints 127.0.0.1:1 --cert-path $SCRATCH/none
@@ -112,6 +113,32 @@ EOF
     -keyout "$SCRATCH/tls/tls.key" -out "$SCRATCH/tls/tls.crt" 2> /dev/null
   EPP_TLS=1 epp_start "$MODEL_ADDR" --cert-path "$SCRATCH/tls"
   [ "$(served_cert_sha256)" = "$(openssl x509 -noout -fingerprint -sha256 -in "$SCRATCH/tls/tls.crt")" ]
+  EPP_TLS=1 gateway_start
+  [ "$(post '{"model":"tiny","prompt":"hi"}')" = 200 ]
+}
+
+# secret_pair DIR VERSION: DIR holds tls.crt and tls.key as a Secret's volume does (links into
+# ..data, which links to a folder of the pair), the pair VERSION made fresh and swapped in with
+# one rename of ..data.
+secret_pair() {
+  mkdir -p "$1/v$2"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=epp-v$2.example" \
+    -keyout "$1/v$2/tls.key" -out "$1/v$2/tls.crt" 2> /dev/null
+  ln -sfn "v$2" "$1/..data.tmp"
+  mv -T "$1/..data.tmp" "$1/..data"
+  ln -sfn ..data/tls.crt "$1/tls.crt"
+  ln -sfn ..data/tls.key "$1/tls.key"
+}
+serves_pair() { [ "$(served_cert_sha256)" = "$(openssl x509 -noout -fingerprint -sha256 -in "$1")" ]; }
+
+@test "--cert-path: a renewed pair (swapped in as a Secret's volume does) is served within --cert-reload-interval, without a restart" {
+  model_start a
+  secret_pair "$SCRATCH/tls" 1
+  EPP_TLS=1 epp_start "$MODEL_ADDR" --cert-path "$SCRATCH/tls" --cert-reload-interval 1s
+  serves_pair "$SCRATCH/tls/v1/tls.crt"
+  secret_pair "$SCRATCH/tls" 2
+  wait_for serves_pair "$SCRATCH/tls/v2/tls.crt"
+  epp_alive
   EPP_TLS=1 gateway_start
   [ "$(post '{"model":"tiny","prompt":"hi"}')" = 200 ]
 }

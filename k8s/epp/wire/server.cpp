@@ -3,6 +3,8 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
 
@@ -121,7 +123,15 @@ inject::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& o, Pi
         return (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(port);
     };
     std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-    if (o.tls) {
+    if (o.tls && !o.cert_dir.empty()) {
+        // A renewed certificate (cert-manager, a rotated Secret) is served without a restart.
+        auto files = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+            o.cert_dir + "/tls.key", o.cert_dir + "/tls.crt",
+            static_cast<unsigned>(o.cert_reload.count()));
+        grpc::experimental::TlsServerCredentialsOptions tls(files);
+        tls.watch_identity_key_cert_pairs();
+        creds = grpc::experimental::TlsServerCredentials(tls);
+    } else if (o.tls) {
         grpc::SslServerCredentialsOptions ssl;
         ssl.pem_key_cert_pairs.push_back({o.tls->key, o.tls->cert});
         creds = grpc::SslServerCredentials(ssl);

@@ -31,6 +31,11 @@ struct ServerOptions {
     int grpc_port = 9002;          ///< ext_proc; 0: the kernel picks (grpc_port() says which)
     int health_port = 9003;        ///< grpc.health.v1; 0: the kernel picks
     std::optional<TlsPem> tls;     ///< nullopt: plaintext ext_proc
+    /// With `tls`: the folder its pair was read from (--cert-path), whose tls.key and tls.crt
+    /// are then read again every `cert_reload` (grpc's file watcher: a Secret's volume swaps
+    /// both at once); empty: the pair in `tls` is served as it is.
+    std::string cert_dir;
+    std::chrono::seconds cert_reload{10};
     StreamOptions stream;
 };
 
