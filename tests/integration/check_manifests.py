@@ -86,6 +86,7 @@ VERBS = {
     ("", "pods"): {"list", "watch", "patch"},
     ("", "pods/eviction"): {"create"},
     ("inference.networking.k8s.io", "inferencepools"): {"list", "watch"},
+    ("inference.networking.x-k8s.io", "inferenceobjectives"): {"list", "watch"},
     ("", "configmaps"): {"get", "list", "watch"},
     ("", "events"): {"create"},
 }

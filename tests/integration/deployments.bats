@@ -404,17 +404,17 @@ assert env[-1] == {"name": "EVICTION_POLICY", "value": "evict"}, env
 PY
 }
 
-@test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool validates against the CRD; not in deployments/" {
+@test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool and objective validate against the CRDs; not in deployments/" {
   render inference --add-on --namespace default
-  [ "$(objects | tr '\n' ' ')" = "ConfigMap/enflame-epp CustomResourceDefinition/inferencepools.inference.networking.k8s.io Deployment/enflame-epp Role/enflame-epp Role/enflame-epp-gcu-exporters RoleBinding/enflame-epp RoleBinding/enflame-epp-gcu-exporters Service/enflame-epp ServiceAccount/enflame-epp " ]
-  python3 - "$SCRATCH/r.yaml" "$TOP/deployments/inference/examples/inferencepool.yaml" "$TOP/examples/epp/epp-config.yaml" <<'PY'
+  [ "$(objects | tr '\n' ' ')" = "ConfigMap/enflame-epp CustomResourceDefinition/inferenceobjectives.inference.networking.x-k8s.io CustomResourceDefinition/inferencepools.inference.networking.k8s.io Deployment/enflame-epp Role/enflame-epp Role/enflame-epp-gcu-exporters RoleBinding/enflame-epp RoleBinding/enflame-epp-gcu-exporters Service/enflame-epp ServiceAccount/enflame-epp " ]
+  python3 - "$SCRATCH/r.yaml" "$TOP/deployments/inference/examples/inferencepool.yaml" "$TOP/examples/epp/epp-config.yaml" "$TOP/deployments/inference/examples/inferenceobjective.yaml" <<'PY'
 import sys, jsonschema, yaml
 objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
 get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["name"] == n)
 rules = lambda o: sorted((r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in o["rules"])
 epp = get("Role", "enflame-epp")
 assert epp["metadata"]["namespace"] == "default"
-assert rules(epp) == [("", "pods", ("list", "watch")), ("inference.networking.k8s.io", "inferencepools", ("list", "watch"))], rules(epp)
+assert rules(epp) == [("", "pods", ("list", "watch")), ("inference.networking.k8s.io", "inferencepools", ("list", "watch")), ("inference.networking.x-k8s.io", "inferenceobjectives", ("list", "watch"))], rules(epp)
 exp = get("Role", "enflame-epp-gcu-exporters")
 assert exp["metadata"]["namespace"] == "enflame-system"
 assert rules(exp) == [("", "pods", ("list", "watch"))], rules(exp)
@@ -455,14 +455,35 @@ bad = {
     "grpc protocol": lambda p: p["spec"].__setitem__("appProtocol", "grpc"),
     "failure mode": lambda p: p["spec"]["endpointPickerRef"].__setitem__("failureMode", "Retry"),
 }
-for what, f in bad.items():
-    q = yaml.safe_load(open(sys.argv[2]))
-    f(q)
-    try:
-        jsonschema.validate(q, schema)
-    except jsonschema.ValidationError:
-        continue
-    raise SystemExit(f"the CRD's schema accepts a pool with {what}")
+def refused(bad, path, schema, noun):
+    for what, f in bad.items():
+        q = yaml.safe_load(open(path))
+        f(q)
+        try:
+            jsonschema.validate(q, schema)
+        except jsonschema.ValidationError:
+            continue
+        raise SystemExit(f"the CRD's schema accepts {noun} with {what}")
+refused(bad, sys.argv[2], schema, "a pool")
+# the example objective: for the example pool, valid against its CRD's schema; broken copies
+# are not
+objective = yaml.safe_load(open(sys.argv[4]))
+assert objective["spec"]["poolRef"]["name"] == pool["metadata"]["name"]
+crd = get("CustomResourceDefinition", "inferenceobjectives.inference.networking.x-k8s.io")
+assert crd["spec"]["names"]["plural"] == "inferenceobjectives" and crd["spec"]["scope"] == "Namespaced"
+version = crd["spec"]["versions"][0]
+assert objective["apiVersion"] == crd["spec"]["group"] + "/" + version["name"] == "inference.networking.x-k8s.io/v1alpha2"
+schema = version["schema"]["openAPIV3Schema"]
+jsonschema.validate(objective, schema)
+ref = schema["properties"]["spec"]["properties"]["poolRef"]["properties"]
+assert ref["group"]["default"] == "inference.networking.k8s.io" and ref["kind"]["default"] == "InferencePool"
+bad = {
+    "no poolRef": lambda o: o["spec"].pop("poolRef"),
+    "no pool name": lambda o: o["spec"]["poolRef"].pop("name"),
+    "a text priority": lambda o: o["spec"].__setitem__("priority", "high"),
+    "a fractional priority": lambda o: o["spec"].__setitem__("priority", 1.5),
+}
+refused(bad, sys.argv[4], schema, "an objective")
 PY
   # the pool's namespace is the kustomization's one line; the exporters' Role stays put
   sed -i 's/^      namespace: default$/      namespace: serving/' "$SCRATCH/deployments/inference/kustomization.yaml"
@@ -494,6 +515,7 @@ PY
   mutate caps 'del c["securityContext"]["capabilities"]' "Deployment/enflame-epp: container enflame-epp: capabilities not dropped"
   mutate seccomp 'del dep["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]' "Deployment/enflame-epp: container enflame-epp: seccompProfile None, want RuntimeDefault"
   mutate pool-get 'role["rules"][0]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferencepools, which no daemon calls"
+  mutate objective-get 'role["rules"][1]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferenceobjectives, which no daemon calls"
   mutate secrets 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})' "Role/enflame-epp: grants secrets (core), which no daemon uses"
   mutate no-probe 'del c["readinessProbe"]' "Deployment/enflame-epp: container enflame-epp: no readinessProbe"
   # the GPU stack's render (and the operator's, which must equal it) leaves the EPP out
