@@ -118,10 +118,14 @@ int main(int argc, char** argv) try {
     auto server = epp::Server::start(so, *scheduler, registry);
     if (!server) return k8s::exit_error(server.error());
     scheduler->start();
-    (*source)->start([&scheduler](std::vector<epp::Target> targets) {
-        inject::log::info("{} endpoints", targets.size());
-        scheduler->set_targets(std::move(targets));
-    });
+    (*source)->start(
+        [&scheduler](std::vector<epp::Target> targets) {
+            inject::log::info("{} endpoints", targets.size());
+            scheduler->set_targets(std::move(targets));
+        },
+        [&scheduler](std::map<std::string, int> priorities) {
+            scheduler->set_objectives(std::move(priorities));
+        });
     inject::log::info("/metrics on :{}", (*metrics)->port());
 
     // Readiness follows the source and the scheduler until a stop signal.

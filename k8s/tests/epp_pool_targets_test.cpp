@@ -4,6 +4,8 @@
 // and a pool that breaks the CRD's rules refused with the pool and field named.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "epp/pool/pool_targets.hpp"
 
 namespace {
@@ -161,6 +163,54 @@ TEST(PoolTargets, EachPodGetsTheReadyExporterOfItsNode) {
     EXPECT_EQ(ts[0].gcu_metrics_url, "http://10.1.0.1:9400/metrics");
     EXPECT_EQ(ts[1].gcu_metrics_url, "http://10.1.0.21:9500/metrics");
     EXPECT_EQ(ts[2].gcu_metrics_url, "") << "no exporter on node-d";
+}
+
+json objective(const std::string& name, json spec) {
+    return {{"metadata", {{"name", name}, {"namespace", "serving"}}}, {"spec", std::move(spec)}};
+}
+
+TEST(PoolTargets, ObjectivePrioritiesOfThisPoolOnly) {
+    const json ref = {{"name", "llama"}};
+    struct Case {
+        const char* name;
+        json spec;
+        std::optional<int> want;  // nullopt: left out
+    };
+    const std::vector<Case> cases = {
+        {"Sheddable", {{"priority", -1}, {"poolRef", ref}}, -1},
+        {"NoPriorityIsZero", {{"poolRef", ref}}, 0},
+        {"NullPriorityIsZero", {{"priority", nullptr}, {"poolRef", ref}}, 0},
+        {"DefaultsSpelledOut",
+         {{"priority", 7},
+          {"poolRef",
+           {{"name", "llama"},
+            {"kind", "InferencePool"},
+            {"group", "inference.networking.k8s.io"}}}},
+         7},
+        {"OtherPool", {{"priority", 3}, {"poolRef", {{"name", "mistral"}}}}, std::nullopt},
+        {"OtherKind",
+         {{"priority", 3}, {"poolRef", {{"name", "llama"}, {"kind", "Service"}}}},
+         std::nullopt},
+        {"OtherGroup",
+         {{"priority", 3},
+          {"poolRef", {{"name", "llama"}, {"group", "inference.networking.x-k8s.io"}}}},
+         std::nullopt},
+        {"NoPoolRef", {{"priority", 3}}, std::nullopt},
+        {"PriorityNotAnInt", {{"priority", "high"}, {"poolRef", ref}}, std::nullopt},
+        {"PriorityPastInt", {{"priority", 1LL << 40}, {"poolRef", ref}}, std::nullopt},
+    };
+    std::vector<json> objs;
+    std::map<std::string, int> want;
+    for (const auto& c : cases) {
+        objs.push_back(objective(c.name, c.spec));
+        if (c.want) want[c.name] = *c.want;
+        const auto one = epp::objective_priorities({objective(c.name, c.spec)}, "llama");
+        EXPECT_EQ(one.size(), c.want ? 1u : 0u) << c.name;
+        if (c.want && !one.empty()) EXPECT_EQ(one.begin()->second, *c.want) << c.name;
+    }
+    EXPECT_EQ(epp::objective_priorities(objs, "llama"), want);
+    objs.push_back("not an object");
+    EXPECT_EQ(epp::objective_priorities(objs, "llama"), want);
 }
 
 }  // namespace

@@ -278,6 +278,33 @@ TEST(Scheduler, SaturatedPoolShedsSheddableAndQueuesTheRest) {
     EXPECT_NE(text.find("enflame_epp_pool_saturation"), std::string::npos);
 }
 
+TEST(Scheduler, ClusterObjectivesWinOverTheConfigFile) {
+    TempDir dir;
+    epp::SchedulingOptions o;
+    o.config_file = dir.write("c.yaml",
+                              "objectives: [{name: batch, priority: -1}, {name: chat, "
+                              "priority: 10}]\n"
+                              "flowControl: {defaultRequestTTL: 200ms}\n");
+    Pool p(1, o);
+    p.sched->set_objectives({{"batch", 5}, {"bulk", -2}});
+    const std::map<std::string, int> want = {
+        {"batch", 5}, {"bulk", -2}, {"chat", 10}, {"unknown", 0}, {"", 0}};
+    for (const auto& [name, priority] : want)
+        EXPECT_EQ(p.sched->priority_of(name), priority) << name;
+    // saturated: the cluster's batch=5 queues (503 after the TTL), its bulk=-2 is shed
+    for (auto& s : p.servers) s->set("/metrics", epp_test::vllm_metrics(10, 0.5));
+    std::this_thread::sleep_for(100ms);
+    auto r = chat("b", "x", 1);
+    r.objective = "batch";
+    EXPECT_EQ(route(*p.sched, r).status, 503);
+    r.objective = "bulk";
+    EXPECT_EQ(route(*p.sched, r).status, 429);
+    // the objects gone: the file's priorities again
+    p.sched->set_objectives({});
+    EXPECT_EQ(p.sched->priority_of("batch"), -1);
+    EXPECT_EQ(p.sched->priority_of("bulk"), 0);
+}
+
 TEST(Scheduler, FinishedRequestsFreeTheirPlaceBeforeTheNextScrape) {
     // 2 idle endpoints let 2 x 5 requests through per scrape round (each counts as queued
     // until the metrics show it); one that finished no longer counts. With a round every

@@ -67,7 +67,9 @@ std::string address_problem(std::string_view a) {
 class StaticSource final : public EndpointSource {
 public:
     explicit StaticSource(std::vector<Target> t) : targets_(std::move(t)) {}
-    void start(std::function<void(std::vector<Target>)> on_change) override { on_change(targets_); }
+    void start(std::function<void(std::vector<Target>)> on_change, ObjectivesHandler) override {
+        on_change(targets_);
+    }
     void stop() override {}
     [[nodiscard]] bool synced() const override { return true; }
 

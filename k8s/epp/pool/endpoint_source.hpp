@@ -12,11 +12,13 @@
 ///   epp::add_pool_flags(app, pool);
 ///   ... parse ...
 ///   auto source = epp::EndpointSource::create(pool);   // a bad flag: one line, exit 1
-///   (*source)->start([&](std::vector<epp::Target> t) { datastore.set(std::move(t)); });
+///   (*source)->start([&](std::vector<epp::Target> t) { datastore.set(std::move(t)); },
+///                    [&](std::map<std::string, int> p) { scheduler.set_objectives(p); });
 ///   ... readiness = (*source)->synced() ...
 ///   (*source)->stop();
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +58,9 @@ void add_pool_flags(CLI::App& app, PoolOptions& o);
 [[nodiscard]] inject::Result<std::vector<Target>> parse_endpoints(const std::string& list,
                                                                   const std::string& gcu_exporter);
 
+/// Objective name -> priority, from the cluster's InferenceObjectives for the pool.
+using ObjectivesHandler = std::function<void(std::map<std::string, int>)>;
+
 /// Hands the current endpoints to a callback each time they change.
 class EndpointSource {
 public:
@@ -68,7 +73,11 @@ public:
     /// Starts following; `on_change` gets the whole set (sorted by pod, then address) at once
     /// in standalone mode, or from the source's own thread in Kubernetes mode: after the first
     /// sync and within a second of each change, one call at a time, never with an unchanged set.
-    virtual void start(std::function<void(std::vector<Target>)> on_change) = 0;
+    /// `on_objectives` (may be empty) gets the InferenceObjectives' priorities for the pool the
+    /// same way, from the same thread; never in standalone mode, nor while the cluster does not
+    /// serve the kind (no CRD) or refuses the list.
+    virtual void start(std::function<void(std::vector<Target>)> on_change,
+                       ObjectivesHandler on_objectives) = 0;
     /// Stops the threads (returns within about a second); no call to on_change after it.
     virtual void stop() = 0;
     /// Standalone: always. Kubernetes: the pool and its pods have been listed (the pool

@@ -2,6 +2,7 @@
 #include "epp/pool/pool_targets.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "k8s/apiserver.hpp"
@@ -137,6 +138,34 @@ std::vector<Target> pool_targets(const PoolSpec& spec, const std::vector<json>& 
             t.metrics_url = "http://" + t.address + "/metrics";
             out.push_back(std::move(t));
         }
+    }
+    return out;
+}
+
+std::map<std::string, int> objective_priorities(const std::vector<json>& objectives,
+                                                const std::string& pool_name) {
+    // left out: a group or kind that defaults to these
+    const auto named = [](const json& ref, const char* key, const char* dflt) {
+        const std::string v = str(ref, key);
+        return v.empty() ? std::string(dflt) : v;
+    };
+    std::map<std::string, int> out;
+    for (const auto& o : objectives) {
+        const json& spec = field(o, "spec");
+        const json& ref = field(spec, "poolRef");
+        if (str(ref, "name") != pool_name ||
+            named(ref, "kind", "InferencePool") != "InferencePool" ||
+            named(ref, "group", "inference.networking.k8s.io") != "inference.networking.k8s.io")
+            continue;
+        const json& priority = field(spec, "priority");
+        int value = 0;
+        if (priority.is_number_integer() &&
+            priority.get<int64_t>() >= std::numeric_limits<int>::min() &&
+            priority.get<int64_t>() <= std::numeric_limits<int>::max())
+            value = priority.get<int>();
+        else if (!(priority.is_object() && priority.empty()) && !priority.is_null())
+            continue;
+        out[str(field(o, "metadata"), "name")] = value;
     }
     return out;
 }

@@ -51,4 +51,11 @@ inline constexpr int kExporterPort = 9400;
     const PoolSpec& spec, const std::vector<nlohmann::json>& pods,
     const std::map<std::string, std::string>& exporter_by_node);
 
+/// Objective name -> priority from the InferenceObjectives (inference.networking.x-k8s.io
+/// v1alpha2) of the pool's namespace whose spec.poolRef names `pool_name` (its kind
+/// InferencePool and group inference.networking.k8s.io when given). A spec.priority left out
+/// is 0; one that is not an int leaves its objective out (the config file's priority holds).
+[[nodiscard]] std::map<std::string, int> objective_priorities(
+    const std::vector<nlohmann::json>& objectives, const std::string& pool_name);
+
 }  // namespace epp

@@ -62,8 +62,10 @@ void PoolWatch::poke() {
     cv_.notify_all();
 }
 
-void PoolWatch::start(std::function<void(std::vector<Target>)> on_change) {
+void PoolWatch::start(std::function<void(std::vector<Target>)> on_change,
+                      ObjectivesHandler on_objectives) {
     on_change_ = std::move(on_change);
+    on_objectives_ = std::move(on_objectives);
     started_ = std::chrono::steady_clock::now();
     k8s::ReflectorOptions p;
     p.name = "informer InferencePool " + o_.pool_namespace + "/" + o_.pool_name;
@@ -79,6 +81,15 @@ void PoolWatch::start(std::function<void(std::vector<Target>)> on_change) {
         e.label_selector = o_.exporter_selector;
         exporters_ = run(std::move(e), "v1", "Pod");
     }
+    if (on_objectives_) {
+        k8s::ReflectorOptions j;
+        j.name = "informer InferenceObjective " + o_.pool_namespace;
+        j.collection = "/apis/inference.networking.x-k8s.io/v1alpha2/namespaces/" +
+                       o_.pool_namespace + "/inferenceobjectives";
+        j.not_served_retry = kNotServedRetry;
+        objectives_ =
+            run(std::move(j), "inference.networking.x-k8s.io/v1alpha2", "InferenceObjective");
+    }
     loop_ = std::thread([this] { loop(); });
 }
 
@@ -90,11 +101,12 @@ void PoolWatch::stop() {
     cv_.notify_all();
     if (loop_.joinable()) loop_.join();
     // stopped together: each informer's watch notices within a second
-    for (auto* r : {&pool_, &pods_, &exporters_})
+    for (auto* r : {&pool_, &pods_, &exporters_, &objectives_})
         if (*r) (*r)->informer->stop();
     pool_.reset();
     pods_.reset();
     exporters_.reset();
+    objectives_.reset();
     retired_.clear();
 }
 
@@ -110,17 +122,45 @@ void PoolWatch::loop() {
     }
 }
 
+bool PoolWatch::first_overdue(bool& told) const {
+    if (told || std::chrono::steady_clock::now() - started_ <= kWarnUnlisted) return false;
+    told = true;
+    return true;
+}
+
+void PoolWatch::look_objectives() {
+    if (!objectives_) return;
+    if (!objectives_->informer->synced()) {
+        // no CRD (a 404, listed again each second, quietly) or no right to list them
+        if (first_overdue(told_no_objectives_))
+            inject::log::info(
+                "InferenceObjectives in {}: not listed (no "
+                "inferenceobjectives.inference.networking.x-k8s.io CRD, or no right to list "
+                "them): objective priorities come from the config file only",
+                o_.pool_namespace);
+        return;
+    }
+    auto priorities = objective_priorities(objectives_->informer->items(), o_.pool_name);
+    if (last_objectives_ && *last_objectives_ == priorities) return;
+    std::string text;
+    for (const auto& [name, priority] : priorities)
+        text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(priority);
+    inject::log::info("InferenceObjectives of InferencePool {}/{}: {}", o_.pool_namespace,
+                      o_.pool_name, text.empty() ? "none" : text);
+    last_objectives_ = priorities;
+    on_objectives_(std::move(priorities));
+}
+
 void PoolWatch::look() {
+    look_objectives();
     const std::string pool_name = o_.pool_namespace + "/" + o_.pool_name;
     if (!pool_->informer->synced()) {
-        if (!warned_unlisted_ && std::chrono::steady_clock::now() - started_ > kWarnUnlisted) {
-            warned_unlisted_ = true;
+        if (first_overdue(warned_unlisted_))
             inject::log::warn(
                 "InferencePool {}: not listed yet (is the "
                 "inferencepools.inference.networking.k8s.io "
                 "CRD installed, and may this account list them in {}?)",
                 pool_name, o_.pool_namespace);
-        }
         return;
     }
     const auto pool = pool_->informer->get("InferencePool/" + pool_name);

@@ -175,6 +175,8 @@ struct Scheduler::State {
     Profile* decode = nullptr;
     Profile* prefill = nullptr;
     std::mutex mu;  // unseen, round, in_flight, active
+    std::mutex objectives_mu;
+    std::map<std::string, int> cluster_priorities;  // under objectives_mu
     double unseen = 0;
     uint64_t round = 0;
     std::unordered_map<std::string, InFlight> in_flight;
@@ -295,6 +297,22 @@ void Scheduler::stop() {
     s_->queue.stop();
 }
 
+void Scheduler::set_objectives(std::map<std::string, int> priorities) {
+    const std::lock_guard l(s_->objectives_mu);
+    s_->cluster_priorities = std::move(priorities);
+}
+
+int Scheduler::priority_of(const std::string& objective) const {
+    {
+        const std::lock_guard l(s_->objectives_mu);
+        if (auto it = s_->cluster_priorities.find(objective); it != s_->cluster_priorities.end())
+            return it->second;
+    }
+    const auto& file = s_->cfg.priorities;
+    const auto it = file.find(objective);
+    return it == file.end() ? 0 : it->second;
+}
+
 bool Scheduler::ready() const {
     return s_->ds.size() > 0;
 }
@@ -306,9 +324,7 @@ Decision Scheduler::decide(const Request& r) {
         return d;
     };
     if (s.ds.size() == 0) return answer({503, "no ready endpoint", {}, {}});
-    int priority = 0;
-    if (auto it = s.cfg.priorities.find(r.objective); it != s.cfg.priorities.end())
-        priority = it->second;
+    const int priority = priority_of(r.objective);
     if (priority < 0 && s.pool_saturation(s.ds.snapshot()) >= 1)
         return answer({429,
                        "the pool is saturated and objective '" + r.objective + "' is sheddable",

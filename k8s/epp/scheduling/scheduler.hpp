@@ -22,6 +22,7 @@
 /// configured request TTL; finished() must follow every decide().
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,11 @@ public:
     /// with 503.
     void start();
     void stop();
+    /// Objective name -> priority from the cluster's InferenceObjectives, replacing the last
+    /// set (from any thread). They win over the config file's objectives of the same name.
+    void set_objectives(std::map<std::string, int> priorities);
+    /// An objective's priority: the cluster's, else the config file's, else 0.
+    [[nodiscard]] int priority_of(const std::string& objective) const;
     /// True once there is at least one endpoint (readiness).
     [[nodiscard]] bool ready() const;
 
