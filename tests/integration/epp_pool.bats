@@ -198,6 +198,85 @@ nothing_forbidden() {
   echo "# endpoint set followed in $(sort -n "$SCRATCH/follow-ms" | tr '\n' ' ')ms" >&3
 }
 
+# objective_asked: the answer's HTTP code to a completion of objective batch through the
+# gateway, or 000 when none came within a second (the request waits in the EPP's queue).
+objective_asked() {
+  curl -s --max-time 1 -o /dev/null -w '%{http_code}' -H 'x-gateway-inference-objective: batch' \
+    -H 'Content-Type: application/json' --data-binary '{"model":"m","prompt":"q","max_tokens":1}' \
+    "http://127.0.0.1:$GATEWAY_PORT/v1/completions" || true
+}
+
+# objectives_followed TEXT: the EPP logs the pool's objectives as TEXT, then objective batch is
+# asked once; the code it got (objective_asked), and the time from the mark to it, are printed.
+objectives_followed() {
+  wait_for bash -c "tail -n +$((MARK_LINES + 1)) '$EPP_LOG' | grep -qF 'InferenceObjectives of InferencePool $NS/$POOL: $1'"
+  local code
+  code=$(objective_asked)
+  echo "$code $(( ($(date +%s%N) - MARK_NS) / 1000000 ))"
+}
+
+saturated() {
+  awk -v v="$(epp_metric enflame_epp_pool_saturation)" 'BEGIN { exit !(v >= 1) }'
+}
+
+@test "InferenceObjectives: the saturated pool refuses a sheddable objective (429) within a second of its object's creation, queues it at priority 5 or with the object gone; on the shipped RBAC alone" {
+  install
+  # the config file's own batch objective left out: its priority here is the cluster's alone
+  python3 -c 'import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c["objectives"] = [o for o in c["objectives"] if o["name"] != "batch"]
+yaml.safe_dump(c, open(sys.argv[1], "w"))' "$SCRATCH/epp-config.yaml"
+  # one pod, its model server far past the queue threshold
+  model_start m --port "$TARGET_PORT"
+  model_metrics m '{"waiting": 100}'
+  pool
+  pod m 127.0.0.1 node-a True
+  epp_in_pool --drain-timeout 0s
+  gateway_start
+  wait_for grep -qF "InferenceObjectives of InferencePool $NS/$POOL: none" "$EPP_LOG"
+  wait_for epp_health readiness
+  wait_for saturated
+  [ "$(objective_asked)" = 000 ]
+  local objectives=/apis/inference.networking.x-k8s.io/v1alpha2/namespaces/$NS/inferenceobjectives
+  mark
+  api POST "$objectives" "{\"metadata\":{\"name\":\"batch\"},\"spec\":{\"priority\":-1,\"poolRef\":{\"name\":\"$POOL\"}}}" > /dev/null
+  read -r code ms < <(objectives_followed "batch=-1")
+  echo "# 429 after ${ms} ms" >&3
+  [ "$code" = 429 ]
+  [ "$ms" -le 1000 ]
+  mark
+  api PATCH "$objectives/batch" '{"spec":{"priority":5}}' application/merge-patch+json > /dev/null
+  read -r code ms < <(objectives_followed "batch=5")
+  [ "$code" = 000 ]
+  mark
+  api PATCH "$objectives/batch" '{"spec":{"priority":-1}}' application/merge-patch+json > /dev/null
+  read -r code ms < <(objectives_followed "batch=-1")
+  [ "$code" = 429 ]
+  mark
+  api DELETE "$objectives/batch" > /dev/null
+  read -r code ms < <(objectives_followed "none")
+  [ "$code" = 000 ]
+  # an objective of another pool is not this pool's
+  mark
+  api POST "$objectives" '{"metadata":{"name":"batch"},"spec":{"priority":-1,"poolRef":{"name":"other"}}}' > /dev/null
+  sleep 1
+  [ "$(objective_asked)" = 000 ]
+  nothing_forbidden
+}
+
+@test "InferenceObjectives: without their CRD the EPP is ready all the same and says once that priorities come from the config file only" {
+  install "objs[:] = [o for o in objs if o['metadata']['name'] != 'inferenceobjectives.inference.networking.x-k8s.io']"
+  pool
+  pod a 127.0.0.2 node-a True
+  epp_in_pool
+  wait_for epp_health readiness
+  wait_secs 8 grep -qF "InferenceObjectives in $NS: not listed (no inferenceobjectives.inference.networking.x-k8s.io CRD" "$EPP_LOG"
+  sleep 2
+  [ "$(grep -c InferenceObjective "$EPP_LOG")" -eq 1 ]
+  epp_health readiness
+  nothing_forbidden
+}
+
 # without_rule ROLE RESOURCE [ARGS...]: deployments/inference installed with ROLE's rule on
 # RESOURCE removed, the pool and a Ready pod a on node-a with its exporter, and the EPP started
 # with ARGS; the fake API server's 403s are in $API/forbidden.log.
