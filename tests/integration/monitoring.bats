@@ -46,7 +46,7 @@ serve() {
       return 0
     fi
     stop_pid "$pid"
-    grep -qiE 'address already in use|bind' "$log" || { tail -n 5 "$log" >&2; return 1; }
+    grep -qiE 'address already in use|bind|failed to setup server ports' "$log" || { tail -n 5 "$log" >&2; return 1; }
   done
   return 1
 }
