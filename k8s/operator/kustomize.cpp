@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "k8s/reflector.hpp"
+#include "k8s/yaml_json.hpp"
 
 namespace gpu_operator {
 
@@ -42,44 +43,6 @@ const std::set<std::string> kClusterScoped{"Namespace",
                                            "IngressClass",
                                            "ValidatingWebhookConfiguration",
                                            "MutatingWebhookConfiguration"};
-
-Json scalar(const YAML::Node& n) {
-    const std::string& v = n.Scalar();
-    if (n.Tag() != "?") return v;  // quoted: a string
-    if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL") return nullptr;
-    if (v == "true" || v == "True" || v == "TRUE") return true;
-    if (v == "false" || v == "False" || v == "FALSE") return false;
-    static const std::regex kInt("^[-+]?[0-9]+$"),
-        kFloat("^[-+]?([0-9]*\\.[0-9]+|[0-9]+\\.[0-9]*)([eE][-+]?[0-9]+)?$");
-    if (std::regex_match(v, kInt)) {
-        try {
-            return std::stoll(v);
-        } catch (const std::out_of_range&) {
-            return v;
-        }
-    }
-    if (std::regex_match(v, kFloat)) return std::stod(v);
-    return v;
-}
-
-Json to_json(const YAML::Node& n) {
-    switch (n.Type()) {
-        case YAML::NodeType::Map: {
-            Json o = Json::object();
-            for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-            return o;
-        }
-        case YAML::NodeType::Sequence: {
-            Json a = Json::array();
-            for (const auto& e : n) a.push_back(to_json(e));
-            return a;
-        }
-        case YAML::NodeType::Scalar:
-            return scalar(n);
-        default:
-            return nullptr;
-    }
-}
 
 inject::Result<std::string> read_text(const fs::path& p) {
     std::ifstream in(p);
@@ -379,7 +342,7 @@ inject::Result<std::vector<Json>> parse_yaml_stream(const std::string& text,
     std::vector<Json> out;
     try {
         for (const auto& doc : YAML::LoadAll(text)) {
-            Json j = to_json(doc);
+            Json j = k8s::yaml_to_json(doc);
             if (!j.is_null()) out.push_back(std::move(j));
         }
     } catch (const YAML::Exception& e) {
