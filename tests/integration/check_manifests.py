@@ -76,7 +76,7 @@ DRIVER = "gcu.enflame.com"
 # mode, overlays/hami, lists its node's pods and patches HAMi's annotations on them, annotates
 # its Node and sets its capacity, and posts an event when an allocation fails; the DRS manager
 # watches its Node and patches its state label, watches the layouts ConfigMap, posts events,
-# and with its evict policy evicts the pods blocking a layout (never deletes them); the EPP lists and watches its InferencePool, the pods of its namespace and the exporters').
+# and with its evict policy evicts the pods blocking a layout (never deletes them); the EPP lists and watches its InferencePool, the pods of its namespace, its InferenceObjectives and InferenceModelRewrites and the exporters').
 # No wildcard.
 VERBS = {
     ("resource.k8s.io", "resourceclaims"): {"get"},
@@ -87,6 +87,7 @@ VERBS = {
     ("", "pods/eviction"): {"create"},
     ("inference.networking.k8s.io", "inferencepools"): {"list", "watch"},
     ("inference.networking.x-k8s.io", "inferenceobjectives"): {"list", "watch"},
+    ("inference.networking.x-k8s.io", "inferencemodelrewrites"): {"list", "watch"},
     ("", "configmaps"): {"get", "list", "watch"},
     ("", "events"): {"create"},
 }

@@ -404,17 +404,17 @@ assert env[-1] == {"name": "EVICTION_POLICY", "value": "evict"}, env
 PY
 }
 
-@test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool and objective validate against the CRDs; not in deployments/" {
+@test "inference/: the EPP in its pool's namespace renders valid and hardened; its Roles are its informers' list and watch; the example pool, objective and model rewrite validate against the CRDs; not in deployments/" {
   render inference --add-on --namespace default
-  [ "$(objects | tr '\n' ' ')" = "ConfigMap/enflame-epp CustomResourceDefinition/inferenceobjectives.inference.networking.x-k8s.io CustomResourceDefinition/inferencepools.inference.networking.k8s.io Deployment/enflame-epp Role/enflame-epp Role/enflame-epp-gcu-exporters RoleBinding/enflame-epp RoleBinding/enflame-epp-gcu-exporters Service/enflame-epp ServiceAccount/enflame-epp " ]
-  python3 - "$SCRATCH/r.yaml" "$TOP/deployments/inference/examples/inferencepool.yaml" "$TOP/examples/epp/epp-config.yaml" "$TOP/deployments/inference/examples/inferenceobjective.yaml" <<'PY'
+  [ "$(objects | tr '\n' ' ')" = "ConfigMap/enflame-epp CustomResourceDefinition/inferencemodelrewrites.inference.networking.x-k8s.io CustomResourceDefinition/inferenceobjectives.inference.networking.x-k8s.io CustomResourceDefinition/inferencepools.inference.networking.k8s.io Deployment/enflame-epp Role/enflame-epp Role/enflame-epp-gcu-exporters RoleBinding/enflame-epp RoleBinding/enflame-epp-gcu-exporters Service/enflame-epp ServiceAccount/enflame-epp " ]
+  python3 - "$SCRATCH/r.yaml" "$TOP/deployments/inference/examples/inferencepool.yaml" "$TOP/examples/epp/epp-config.yaml" "$TOP/deployments/inference/examples/inferenceobjective.yaml" "$TOP/deployments/inference/examples/inferencemodelrewrite.yaml" <<'PY'
 import sys, jsonschema, yaml
 objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
 get = lambda k, n: next(o for o in objs if o["kind"] == k and o["metadata"]["name"] == n)
 rules = lambda o: sorted((r["apiGroups"][0], r["resources"][0], tuple(r["verbs"])) for r in o["rules"])
 epp = get("Role", "enflame-epp")
 assert epp["metadata"]["namespace"] == "default"
-assert rules(epp) == [("", "pods", ("list", "watch")), ("inference.networking.k8s.io", "inferencepools", ("list", "watch")), ("inference.networking.x-k8s.io", "inferenceobjectives", ("list", "watch"))], rules(epp)
+assert rules(epp) == [("", "pods", ("list", "watch")), ("inference.networking.k8s.io", "inferencepools", ("list", "watch")), ("inference.networking.x-k8s.io", "inferencemodelrewrites", ("list", "watch")), ("inference.networking.x-k8s.io", "inferenceobjectives", ("list", "watch"))], rules(epp)
 exp = get("Role", "enflame-epp-gcu-exporters")
 assert exp["metadata"]["namespace"] == "enflame-system"
 assert rules(exp) == [("", "pods", ("list", "watch"))], rules(exp)
@@ -484,6 +484,31 @@ bad = {
     "a fractional priority": lambda o: o["spec"].__setitem__("priority", 1.5),
 }
 refused(bad, sys.argv[4], schema, "an objective")
+# the example model rewrite: for the example pool, valid against its CRD's schema, its weights
+# a 90/10 canary; broken copies are not
+rewrite = yaml.safe_load(open(sys.argv[5]))
+assert rewrite["spec"]["poolRef"]["name"] == pool["metadata"]["name"]
+crd = get("CustomResourceDefinition", "inferencemodelrewrites.inference.networking.x-k8s.io")
+assert crd["spec"]["names"]["plural"] == "inferencemodelrewrites" and crd["spec"]["scope"] == "Namespaced"
+version = crd["spec"]["versions"][0]
+assert rewrite["apiVersion"] == crd["spec"]["group"] + "/" + version["name"] == "inference.networking.x-k8s.io/v1alpha2"
+schema = version["schema"]["openAPIV3Schema"]
+jsonschema.validate(rewrite, schema)
+assert [t["weight"] for t in rewrite["spec"]["rules"][0]["targets"]] == [90, 10]
+ref = schema["properties"]["spec"]["properties"]["poolRef"]["properties"]
+assert ref["group"]["default"] == "inference.networking.k8s.io" and ref["kind"]["default"] == "InferencePool"
+rule = lambda o: o["spec"]["rules"][0]
+bad = {
+    "no poolRef": lambda o: o["spec"].pop("poolRef"),
+    "no rules": lambda o: o["spec"].pop("rules"),
+    "no targets": lambda o: rule(o).__setitem__("targets", []),
+    "weight 0": lambda o: rule(o)["targets"][0].__setitem__("weight", 0),
+    "weight 1000001": lambda o: rule(o)["targets"][0].__setitem__("weight", 1000001),
+    "a Prefix match": lambda o: rule(o)["matches"][0]["model"].__setitem__("type", "Prefix"),
+    "an empty model": lambda o: rule(o)["matches"][0]["model"].__setitem__("value", ""),
+    "a target without its model": lambda o: rule(o)["targets"][0].pop("modelRewrite"),
+}
+refused(bad, sys.argv[5], schema, "a model rewrite")
 PY
   # the pool's namespace is the kustomization's one line; the exporters' Role stays put
   sed -i 's/^      namespace: default$/      namespace: serving/' "$SCRATCH/deployments/inference/kustomization.yaml"
@@ -516,6 +541,7 @@ PY
   mutate seccomp 'del dep["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]' "Deployment/enflame-epp: container enflame-epp: seccompProfile None, want RuntimeDefault"
   mutate pool-get 'role["rules"][0]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferencepools, which no daemon calls"
   mutate objective-get 'role["rules"][1]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferenceobjectives, which no daemon calls"
+  mutate rewrite-get 'role["rules"][2]["verbs"].append("get")' "Role/enflame-epp: grants ['get'] on inferencemodelrewrites, which no daemon calls"
   mutate secrets 'role["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})' "Role/enflame-epp: grants secrets (core), which no daemon uses"
   mutate no-probe 'del c["readinessProbe"]' "Deployment/enflame-epp: container enflame-epp: no readinessProbe"
   # the GPU stack's render (and the operator's, which must equal it) leaves the EPP out
