@@ -27,6 +27,9 @@ struct Request {
     std::optional<std::vector<std::string>> subset;
     std::string fairness_id = "default-flow";  ///< x-gateway-inference-fairness-id
     std::string objective;                     ///< x-gateway-inference-objective
+    /// x-gateway-model-name-rewrite: the model to send upstream instead of `model`, unless a
+    /// model rewrite rule matches `model` (the rule wins, as upstream's). Empty: none.
+    std::string model_rewrite{};
 };
 
 /// What the scheduler says for one request.
@@ -38,6 +41,10 @@ struct Decision {
     std::vector<std::string> endpoints;  ///< "ip:port", the primary first, then fallbacks
     /// Headers set on the upstream request besides the destination (x-prefiller-host-port).
     std::vector<std::pair<std::string, std::string>> headers;
+    /// The model the request goes upstream with when a model rewrite (or the request's
+    /// x-gateway-model-name-rewrite) changed it: the stream puts it in the body, and the
+    /// client's model back in the response. Empty: unchanged.
+    std::string model{};
 };
 
 /// The scheduling side as the ext_proc stream sees it; called from the stream's thread.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The EndpointPickerConfig file: the default, the shipped examples, and one-line errors that
-// name the file, the key and the reason.
+// name the file, the key and the reason (modelRewrites' too).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -120,6 +120,31 @@ TEST(Config, BadFilesSayFileKeyAndReasonOnOneLine) {
         {"objectives: [{name: batch}]", "f.yaml: objectives[0].priority: missing"},
         {"objectives: [{name: batch, priority: low}]",
          "f.yaml: objectives[0].priority: want an integer"},
+        {"modelRewrites: [{name: c, rules: [{targets: [{modelRewrite: b, weight: 0}]}]}]",
+         "f.yaml: modelRewrites[0].rules[0].targets[0].weight: want an integer from 1 to "
+         "1000000, got 0"},
+        {"modelRewrites: [{name: c, rules: [{targets: [{modelRewrite: b, weight: 2000000}]}]}]",
+         "f.yaml: modelRewrites[0].rules[0].targets[0].weight: want an integer from 1 to "
+         "1000000, got 2000000"},
+        {"modelRewrites: [{name: c, rules: [{targets: [{modelRewrite: b, weight: '5'}]}]}]",
+         "f.yaml: modelRewrites[0].rules[0].targets[0].weight: want an integer from 1 to "
+         "1000000, got \"5\""},
+        {"modelRewrites: [{name: c, rules: [{matches: [{model: {type: RegularExpression, "
+         "value: a}}], targets: [{modelRewrite: b}]}]}]",
+         "f.yaml: modelRewrites[0].rules[0].matches[0].model.type: want Exact, got "
+         "\"RegularExpression\""},
+        {"modelRewrites: [{name: c, rules: [{matches: [{model: {value: a}}]}]}]",
+         "f.yaml: modelRewrites[0].rules[0].targets: want at least one {modelRewrite, weight}"},
+        {"modelRewrites: [{name: c}]", "f.yaml: modelRewrites[0].rules: want a list of rules"},
+        {"modelRewrites: [{rules: [{targets: [{modelRewrite: b}]}]}]",
+         "f.yaml: modelRewrites[0].name: missing"},
+        {"modelRewrites: [{name: c, rules: [{targets: [{modelRewrite: b}]}]}, {name: c, rules: "
+         "[{targets: [{modelRewrite: b}]}]}]",
+         "f.yaml: modelRewrites[1].name: a second rewrite named 'c'"},
+        {"modelRewrites: [{name: c, poolRef: {name: p}, rules: [{targets: [{modelRewrite: "
+         "b}]}]}]",
+         "f.yaml: modelRewrites[0].poolRef: unknown key"},
+        {"modelRewrites: {name: c}", "f.yaml: modelRewrites: want a list of {name, rules}"},
         {"flowControl: {maxRequests: 0}",
          "f.yaml: flowControl.maxRequests: want an integer from 1 to 10000000, got 0"},
         {"kind: Deployment", "f.yaml: kind: want EndpointPickerConfig"},

@@ -305,6 +305,53 @@ TEST(Scheduler, ClusterObjectivesWinOverTheConfigFile) {
     EXPECT_EQ(p.sched->priority_of("bulk"), 0);
 }
 
+// The line of series `name` (labels included) on /metrics, "" when absent.
+std::string series(const Pool& p, const std::string& name) {
+    const auto text = p.metrics_text();
+    const auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? "" : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+}
+
+TEST(Scheduler, AModelRewriteComesFirstAndTheScheduleSeesTheTargetModel) {
+    TempDir dir;
+    epp::SchedulingOptions o = patient();
+    o.config_file = dir.write("c.yaml",
+                              "modelRewrites: [{name: to-b, rules: [{matches: [{model: {value: "
+                              "tiny}}], targets: [{modelRewrite: b}]}]}]\n");
+    Pool p(4, o);
+    // the file's rule sends tiny to b; a rule beats the request's header
+    auto r = chat("1", "conversation", 2);
+    r.model_rewrite = "forced";
+    auto d = route(*p.sched, r);
+    ASSERT_EQ(d.status, 200) << d.message;
+    EXPECT_EQ(d.model, "b");
+    // the prefix index took the prompt as b's: the same prompt asked for b finds all of it
+    auto as_b = chat("2", "conversation", 2);
+    as_b.model = "b";
+    d = route(*p.sched, as_b);
+    EXPECT_EQ(d.model, "") << "no rule for b, no header: unchanged";
+    EXPECT_EQ(series(p, "enflame_epp_prefix_indexer_hit_ratio_sum"),
+              "enflame_epp_prefix_indexer_hit_ratio_sum 1");
+    // no rule: the header decides
+    as_b.model_rewrite = "forced";
+    EXPECT_EQ(route(*p.sched, as_b).model, "forced");
+    // the cluster's object replaces the file's rewrite of its name; gone, the file's again
+    p.sched->set_model_rewrites({{"to-b", "2026-01-01T00:00:00Z", {{{"tiny"}, {{"c", 0}}}}}});
+    EXPECT_EQ(route(*p.sched, chat("3", "x", 1)).model, "c");
+    p.sched->set_model_rewrites({});
+    EXPECT_EQ(route(*p.sched, chat("4", "x", 1)).model, "b");
+    const std::string counted =
+        "enflame_epp_model_rewrite_decisions_total{model_name=\"tiny\",model_rewrite_name=\"to-b\","
+        "target_model=";
+    EXPECT_EQ(series(p, counted + "\"b\"}"), counted + "\"b\"} 2");
+    EXPECT_EQ(series(p, counted + "\"c\"}"), counted + "\"c\"} 1");
+    // a request without a body has no model to rewrite
+    epp::Request get;
+    get.id = "get";
+    get.model_rewrite = "forced";
+    EXPECT_EQ(route(*p.sched, get).model, "");
+}
+
 TEST(Scheduler, FinishedRequestsFreeTheirPlaceBeforeTheNextScrape) {
     // 2 idle endpoints let 2 x 5 requests through per scrape round (each counts as queued
     // until the metrics show it); one that finished no longer counts. With a round every

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "k8s/duration.hpp"
+#include "k8s/yaml_json.hpp"
 
 namespace epp {
 namespace {
@@ -213,6 +214,26 @@ ProfileConfig read_profile(const Reader& rd, const YAML::Node& n, const std::str
     return p;
 }
 
+// modelRewrites: [{name, rules}], rules as the InferenceModelRewrite CRD's spec.rules.
+void read_rewrites(const Reader& rd, const YAML::Node& list, SchedulerConfig& c) {
+    if (!list.IsSequence()) rd.fail("modelRewrites", "want a list of {name, rules}");
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+        const std::string key = "modelRewrites[" + std::to_string(i) + "]";
+        rd.only(list[i], key, {"name", "rules"});
+        if (!list[i]["name"]) rd.fail(key + ".name", "missing");
+        ModelRewrite rw;
+        rw.name = rd.get<std::string>(list[i]["name"], key + ".name", "a name");
+        if (rw.name.empty()) rd.fail(key + ".name", "want a name");
+        if (!names.insert(rw.name).second)
+            rd.fail(key + ".name", "a second rewrite named '" + rw.name + "'");
+        auto rules = parse_rewrite_rules(k8s::yaml_to_json(list[i]["rules"]), key + ".rules");
+        if (!rules) throw std::runtime_error(rd.source + ": " + rules.error().what());
+        rw.rules = std::move(*rules);
+        c.model_rewrites.push_back(std::move(rw));
+    }
+}
+
 }  // namespace
 
 SchedulerConfig default_config() {
@@ -239,8 +260,8 @@ SchedulerConfig parse_config(std::string_view yaml, const std::string& source) {
     }
     if (!root.IsMap()) rd.fail("(top)", "want a map (an EndpointPickerConfig)");
     rd.only(root, "(top)",
-            {"apiVersion", "kind", "plugins", "schedulingProfiles", "objectives", "flowControl",
-             "saturationDetector", "data", "featureGates"});
+            {"apiVersion", "kind", "plugins", "schedulingProfiles", "objectives", "modelRewrites",
+             "flowControl", "saturationDetector", "data", "featureGates"});
     if (root["kind"] && root["kind"].as<std::string>("") != "EndpointPickerConfig")
         rd.fail("kind", "want EndpointPickerConfig");
     SchedulerConfig c;
@@ -295,6 +316,7 @@ SchedulerConfig parse_config(std::string_view yaml, const std::string& source) {
                 rd.integer(obj[i]["priority"], key + ".priority", -1000000, 1000000);
         }
     }
+    if (const YAML::Node mr = root["modelRewrites"]) read_rewrites(rd, mr, c);
     if (const YAML::Node fc = root["flowControl"]) {
         rd.only(fc, "flowControl", {"maxRequests", "defaultRequestTTL"});
         if (fc["maxRequests"])

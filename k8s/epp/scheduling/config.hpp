@@ -4,8 +4,8 @@
 /// \file
 /// The scheduler's configuration: an EndpointPickerConfig YAML close to upstream's (plugins
 /// with type/name/parameters, scheduling profiles naming them by pluginRef with a weight),
-/// plus our objectives -> priorities and flowControl limits. docs/epp-scheduling.md has the
-/// format; examples/epp/ has files.
+/// plus our objectives -> priorities, model rewrites and flowControl limits.
+/// docs/epp-scheduling.md has the format; examples/epp/ has files.
 
 #include <chrono>
 #include <map>
@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "epp/scheduling/model_rewrite.hpp"
 #include "epp/scheduling/prefix_index.hpp"
 #include "epp/scheduling/server_metrics.hpp"
 
@@ -75,8 +76,9 @@ struct SchedulerConfig {
     /// active-request-scorer requestTimeout: a request still counted after this is dropped
     /// (its end was never seen).
     std::chrono::milliseconds active_request_timeout{120000};
-    std::map<std::string, int> priorities;  ///< objective name -> priority (< 0: sheddable)
-    std::optional<Engine> default_engine;   ///< core-metrics-extractor defaultEngine; else probe
+    std::map<std::string, int> priorities;     ///< objective name -> priority (< 0: sheddable)
+    std::vector<ModelRewrite> model_rewrites;  ///< modelRewrites, in file order
+    std::optional<Engine> default_engine;      ///< core-metrics-extractor defaultEngine; else probe
 };
 
 /// Upstream's default (queue 2, kv 2, prefix 3, max-score-picker) plus gcu-memory-scorer 1 and

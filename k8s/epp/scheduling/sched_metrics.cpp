@@ -17,6 +17,11 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& r)
                    .Help("Scheduling decisions by HTTP status: 200 routed, 429 shed or queue "
                          "full, 503 no endpoint or queue timeout.")
                    .Register(r)),
+      rewrites(prometheus::BuildCounter()
+                   .Name("enflame_epp_model_rewrite_decisions_total")
+                   .Help("Requests whose model a model rewrite rule matched, by the rewrite's "
+                         "name, the client's model and the target model picked.")
+                   .Register(r)),
       duration(prometheus::BuildHistogram()
                    .Name("enflame_epp_scheduling_duration_seconds")
                    .Help("Time to pick endpoints for one request, after any queue wait.")

@@ -22,10 +22,17 @@ struct SchedulerMetrics {
         scrape_errors.Add({{"endpoint", source}}).Increment();
     }
     void outcome(int status) { outcomes.Add({{"status", std::to_string(status)}}).Increment(); }
+    void rewritten(const std::string& rewrite, const std::string& model,
+                   const std::string& target) {
+        rewrites
+            .Add({{"model_rewrite_name", rewrite}, {"model_name", model}, {"target_model", target}})
+            .Increment();
+    }
 
     prometheus::Family<prometheus::Counter>& picks;
     prometheus::Family<prometheus::Counter>& scrape_errors;
     prometheus::Family<prometheus::Counter>& outcomes;
+    prometheus::Family<prometheus::Counter>& rewrites;
     prometheus::Histogram& duration;
     prometheus::Gauge& queue_size;
     prometheus::Gauge& pool_saturation;

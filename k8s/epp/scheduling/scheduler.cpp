@@ -56,6 +56,8 @@ struct Scheduler::State {
         : opts(std::move(o)),
           cfg(read_config(opts)),
           staleness(cfg.saturation.staleness.value_or(opts.staleness)),
+          rewrites(std::make_shared<const RewriteTable>(std::vector<ModelRewrite>{},
+                                                        cfg.model_rewrites)),
           ds(cfg.default_engine),
           prefix(cfg.prefix.lru_capacity),
           metrics(r),
@@ -134,7 +136,7 @@ struct Scheduler::State {
         queue.pump();
     }
 
-    Decision schedule(const Request& r);
+    Decision schedule(const Request& r, const std::string& model);
 
     // Under mu: the requests each endpoint is serving for us (active-request-scorer).
     void count(const std::string& endpoint, bool up) {
@@ -167,6 +169,9 @@ struct Scheduler::State {
     SchedulingOptions opts;
     SchedulerConfig cfg;
     std::chrono::milliseconds staleness;
+    std::mutex cluster_mu;  // cluster_priorities, rewrites
+    std::map<std::string, int> cluster_priorities;
+    std::shared_ptr<const RewriteTable> rewrites;  // the cluster's and the file's
     Datastore ds;
     PrefixIndex prefix;
     SchedulerMetrics metrics;
@@ -175,8 +180,6 @@ struct Scheduler::State {
     Profile* decode = nullptr;
     Profile* prefill = nullptr;
     std::mutex mu;  // unseen, round, in_flight, active
-    std::mutex objectives_mu;
-    std::map<std::string, int> cluster_priorities;  // under objectives_mu
     double unseen = 0;
     uint64_t round = 0;
     std::unordered_map<std::string, InFlight> in_flight;
@@ -187,7 +190,7 @@ struct Scheduler::State {
     Scraper scraper;
 };
 
-Decision Scheduler::State::schedule(const Request& r) {
+Decision Scheduler::State::schedule(const Request& r, const std::string& model) {
     const auto snap = ds.snapshot();
     auto cands = candidates(snap, &r);
     if (cands.empty())
@@ -196,7 +199,7 @@ Decision Scheduler::State::schedule(const Request& r) {
                 {},
                 {}};
     const std::string text = prefix_text(r.body);
-    auto hashes = block_hashes(text, r.model, cfg.prefix);
+    auto hashes = block_hashes(text, model, cfg.prefix);
     auto hits = prefix.match(hashes);
     for (auto& c : cands)
         if (auto it = hits.find(c.endpoint->target.address); it != hits.end())
@@ -207,7 +210,7 @@ Decision Scheduler::State::schedule(const Request& r) {
             if (auto it = active.find(c.endpoint->target.address); it != active.end())
                 c.active = it->second;
     }
-    RequestFacts facts{r.model, hashes.size()};
+    RequestFacts facts{model, hashes.size()};
     auto& rng = thread_rng();
     auto picked = primary->run(cands, facts, rng);
     if (picked.empty())
@@ -298,13 +301,34 @@ void Scheduler::stop() {
 }
 
 void Scheduler::set_objectives(std::map<std::string, int> priorities) {
-    const std::lock_guard l(s_->objectives_mu);
+    const std::lock_guard l(s_->cluster_mu);
     s_->cluster_priorities = std::move(priorities);
+}
+
+void Scheduler::set_model_rewrites(std::vector<ModelRewrite> objects) {
+    auto table = std::make_shared<const RewriteTable>(std::move(objects), s_->cfg.model_rewrites);
+    const std::lock_guard l(s_->cluster_mu);
+    s_->rewrites = std::move(table);
+}
+
+std::string Scheduler::target_model(const Request& r) {
+    if (r.model.empty()) return r.model;
+    std::shared_ptr<const RewriteTable> table;
+    {
+        const std::lock_guard l(s_->cluster_mu);
+        table = s_->rewrites;
+    }
+    if (const auto m = table->match(r.model)) {
+        const std::string& target = pick_target(*m->rule, thread_rng());
+        s_->metrics.rewritten(m->rewrite->name, r.model, target);
+        return target;
+    }
+    return r.model_rewrite.empty() ? r.model : r.model_rewrite;
 }
 
 int Scheduler::priority_of(const std::string& objective) const {
     {
-        const std::lock_guard l(s_->objectives_mu);
+        const std::lock_guard l(s_->cluster_mu);
         if (auto it = s_->cluster_priorities.find(objective); it != s_->cluster_priorities.end())
             return it->second;
     }
@@ -319,8 +343,11 @@ bool Scheduler::ready() const {
 
 Decision Scheduler::decide(const Request& r) {
     auto& s = *s_;
-    auto answer = [&s](Decision d) {
+    // upstream's order: the model rewrite, then the objective's priority, admission, scheduling
+    const std::string model = target_model(r);
+    auto answer = [&s, &r, &model](Decision d) {
         s.metrics.outcome(d.status);
+        if (model != r.model) d.model = model;
         return d;
     };
     if (s.ds.size() == 0) return answer({503, "no ready endpoint", {}, {}});
@@ -348,7 +375,7 @@ Decision Scheduler::decide(const Request& r) {
             break;
     }
     const auto t0 = Clock::now();
-    Decision d = s.schedule(r);
+    Decision d = s.schedule(r, model);
     s.metrics.duration.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
     return answer(std::move(d));
 }

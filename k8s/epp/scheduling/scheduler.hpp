@@ -2,9 +2,9 @@
 #pragma once
 
 /// \file
-/// The scheduler behind epp::Picker: a datastore of endpoints and their scraped metrics, the
-/// filter -> scorer -> picker pipeline, the approximate prefix cache, P/D, admission and fair
-/// queuing (docs/epp-scheduling.md).
+/// The scheduler behind epp::Picker: model rewrites, a datastore of endpoints and their scraped
+/// metrics, the filter -> scorer -> picker pipeline, the approximate prefix cache, P/D,
+/// admission and fair queuing (docs/epp-scheduling.md).
 ///
 /// How main.cpp wires it:
 ///
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "epp/request.hpp"
+#include "epp/scheduling/model_rewrite.hpp"
 #include "epp/target.hpp"
 
 namespace CLI {
@@ -77,6 +78,14 @@ public:
     void set_objectives(std::map<std::string, int> priorities);
     /// An objective's priority: the cluster's, else the config file's, else 0.
     [[nodiscard]] int priority_of(const std::string& objective) const;
+    /// The cluster's InferenceModelRewrites for the pool, replacing the last set (from any
+    /// thread). An object replaces the config file's rewrite of the same name, and the objects
+    /// come before the file's rewrites in precedence (model_rewrite.hpp, RewriteTable).
+    void set_model_rewrites(std::vector<ModelRewrite> objects);
+    /// The model `r` goes upstream with: a target of the rule that matches r.model, drawn by
+    /// weight and counted in enflame_epp_model_rewrite_decisions_total; else r.model_rewrite
+    /// (the header); else r.model. A request without a model keeps none.
+    [[nodiscard]] std::string target_model(const Request& r);
     /// True once there is at least one endpoint (readiness).
     [[nodiscard]] bool ready() const;
 
