@@ -452,6 +452,10 @@ std::string Exchange::finish_buffered() {
     if (bm.has_streamed_response()) return "a streamed_response in BUFFERED mode";
     if (bm.has_body()) response_body_ = bm.body();
     if (bm.has_clear_body() && bm.clear_body()) response_body_.clear();
+    // Envoy refuses a replaced body whose content-length the processor left wrong
+    if (auto cl = header(hs, "content-length"); cl && *cl != std::to_string(response_body_.size()))
+        return "response content-length " + *cl + " but the body is " +
+               std::to_string(response_body_.size()) + " bytes";
     const int status = std::atoi(header(hs, ":status").value_or("0").c_str());
     std::erase_if(hs, [](const auto& e) { return e.first.starts_with(':'); });
     sink_->headers(status, hs);

@@ -224,6 +224,7 @@ void Stream::on_request_headers(const ext_proc::ProcessingRequest& in,
     }
     if (const auto* f = header("x-gateway-inference-fairness-id")) request_.fairness_id = *f;
     if (const auto* o = header("x-gateway-inference-objective")) request_.objective = *o;
+    if (const auto* m = header("x-gateway-model-name-rewrite")) request_.model_rewrite = *m;
     request_.subset = subset_hint(in, subset_error_);
 
     if (in.request_headers().end_of_stream()) {
@@ -286,12 +287,23 @@ void Stream::decide_and_answer(bool has_body, bool body_end_of_stream,
     phase_ = Phase::Routed;
     status_ = 200;
     const std::string id = id_generated_ ? request_.id : std::string();
+    // A model rewrite: the body again with the target model (keys in order, as upstream's
+    // re-marshalled body), and the client's model back in the response.
+    const bool rewritten = has_body && !d.model.empty() && d.model != request_.model;
+    if (rewritten) {
+        request_.body["model"] = d.model;
+        body_ = request_.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        restore_.emplace(d.model, request_.model);
+    }
     ext_proc::ProcessingResponse r;
     if (!has_body) {
         route(d, id, std::nullopt, *r.mutable_request_headers()->mutable_response(), r);
         out.push_back(std::move(r));
     } else if (request_mode_ == BodyMode::Buffered) {
-        route(d, id, std::nullopt, *r.mutable_request_body()->mutable_response(), r);
+        // BUFFERED: a replaced body's length is ours to set (Envoy refuses a mismatch)
+        auto& common = *r.mutable_request_body()->mutable_response();
+        route(d, id, rewritten ? std::optional(body_.size()) : std::nullopt, common, r);
+        if (rewritten) common.mutable_body_mutation()->set_body(body_);
         out.push_back(std::move(r));
     } else {
         route(d, id, body_.size(), *r.mutable_request_headers()->mutable_response(), r);
@@ -322,17 +334,42 @@ void Stream::on_response_headers(const ext_proc::ProcessingRequest& in,
             s != fields.end() && s->second.has_string_value())
             picker_.served(request_, s->second.string_value());
     }
+    for (const auto& h : in.response_headers().headers().headers()) {
+        const std::string name = lower(h.key());
+        const std::string& value = h.raw_value().empty() ? h.value() : h.raw_value();
+        response_length_ = response_length_ || name == "content-length";
+        // a compressed body's bytes are not its text: left alone
+        if (name == "content-encoding" && lower(inject::text::trim(value)) != "identity")
+            restore_.reset();
+    }
     out.emplace_back().mutable_response_headers();
 }
 
 void Stream::on_response_body(const ext_proc::HttpBody& body,
                               std::vector<ext_proc::ProcessingResponse>& out) {
     // FULL_DUPLEX_STREAMED: the gateway forwards only what we send back, so every chunk is
-    // echoed at once (a streamed answer reaches the client token by token).
-    if (response_mode_ == BodyMode::FullDuplex)
-        stream_body(body.body(), options_.chunk_bytes, body.end_of_stream(), false, out);
-    else
-        out.emplace_back().mutable_response_body();
+    // echoed at once (a streamed answer reaches the client token by token); after a model
+    // rewrite, less a tail that may begin the target's name, sent with the next chunk.
+    if (response_mode_ == BodyMode::FullDuplex) {
+        if (!restore_) {
+            stream_body(body.body(), options_.chunk_bytes, body.end_of_stream(), false, out);
+            return;
+        }
+        const std::string text = restore_->feed(body.body(), body.end_of_stream());
+        if (!text.empty() || body.end_of_stream())
+            stream_body(text, options_.chunk_bytes, body.end_of_stream(), false, out);
+        return;
+    }
+    // BUFFERED: the whole body in one message; replaced when the client's model goes back in
+    auto& answer = *out.emplace_back().mutable_response_body();
+    if (!restore_) return;
+    const std::string text = restore_->feed(body.body(), true);
+    if (text == body.body()) return;
+    auto& common = *answer.mutable_response();
+    common.mutable_body_mutation()->set_body(text);
+    if (response_length_)
+        set_header(*common.mutable_header_mutation(), "content-length",
+                   std::to_string(text.size()));
 }
 
 void Stream::close() {

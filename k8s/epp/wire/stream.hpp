@@ -14,6 +14,7 @@
 
 #include "envoy/service/ext_proc/v3/external_processor.pb.h"
 #include "epp/request.hpp"
+#include "epp/wire/model_restore.hpp"
 #include "inject/result.hpp"
 
 namespace epp {
@@ -98,6 +99,9 @@ private:
     Request request_;
     std::string body_;
     std::string subset_error_;  ///< a subset hint we could not read: refused at the decision
+    /// After a model rewrite: the client's model put back into the response body.
+    std::optional<ModelRestorer> restore_;
+    bool response_length_ = false;  ///< the response headers carry content-length
     bool id_generated_ = false;
     bool decided_ = false;
     bool finished_ = false;
