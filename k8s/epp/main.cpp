@@ -125,6 +125,9 @@ int main(int argc, char** argv) try {
         },
         [&scheduler](std::map<std::string, int> priorities) {
             scheduler->set_objectives(std::move(priorities));
+        },
+        [&scheduler](std::vector<epp::ModelRewrite> rewrites) {
+            scheduler->set_model_rewrites(std::move(rewrites));
         });
     inject::log::info("/metrics on :{}", (*metrics)->port());
 

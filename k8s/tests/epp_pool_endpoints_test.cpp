@@ -101,7 +101,7 @@ TEST(EndpointSource, StandaloneIsSyncedAndHandsTheListOnAtStart) {
     ASSERT_TRUE(s) << s.error().what();
     std::vector<epp::Target> got;
     int calls = 0;
-    (*s)->start([&](std::vector<epp::Target> t) { got = std::move(t), ++calls; }, {});
+    (*s)->start([&](std::vector<epp::Target> t) { got = std::move(t), ++calls; }, {}, {});
     EXPECT_TRUE((*s)->synced());
     EXPECT_EQ(calls, 1);
     ASSERT_EQ(got.size(), 2u);

@@ -213,4 +213,45 @@ TEST(PoolTargets, ObjectivePrioritiesOfThisPoolOnly) {
     EXPECT_EQ(epp::objective_priorities(objs, "llama"), want);
 }
 
+json model_rewrite(const std::string& name, const std::string& created, json spec) {
+    return {
+        {"metadata", {{"name", name}, {"namespace", "serving"}, {"creationTimestamp", created}}},
+        {"spec", std::move(spec)}};
+}
+
+TEST(PoolTargets, ModelRewritesOfThisPoolOldestFirstAndTheBrokenOnesSaidWhy) {
+    const json to_b = json::parse(R"([{"matches": [{"model": {"value": "a"}}],
+                                       "targets": [{"modelRewrite": "b", "weight": 100}]}])");
+    const std::vector<json> objects = {
+        model_rewrite("young", "2026-05-01T00:00:00Z",
+                      {{"poolRef", {{"name", "llama"}}}, {"rules", to_b}}),
+        model_rewrite("old", "2026-04-01T00:00:00Z",
+                      {{"poolRef",
+                        {{"name", "llama"},
+                         {"kind", "InferencePool"},
+                         {"group", "inference.networking.k8s.io"}}},
+                       {"rules", to_b}}),
+        model_rewrite("other-pool", "2026-01-01T00:00:00Z",
+                      {{"poolRef", {{"name", "mistral"}}}, {"rules", to_b}}),
+        model_rewrite("other-kind", "2026-01-01T00:00:00Z",
+                      {{"poolRef", {{"name", "llama"}, {"kind", "Service"}}}, {"rules", to_b}}),
+        model_rewrite("no-targets", "2026-01-01T00:00:00Z",
+                      {{"poolRef", {{"name", "llama"}}},
+                       {"rules", json::parse(R"([{"matches": [{"model": {"value": "a"}}]}])")}}),
+        model_rewrite("no-rules", "2026-01-01T00:00:00Z", {{"poolRef", {{"name", "llama"}}}}),
+        "not an object",
+    };
+    const auto got = epp::model_rewrites(objects, "llama");
+    ASSERT_EQ(got.rewrites.size(), 2u);
+    EXPECT_EQ(got.rewrites[0].name, "old");
+    EXPECT_EQ(got.rewrites[0].created, "2026-04-01T00:00:00Z");
+    EXPECT_EQ(got.rewrites[1].name, "young");
+    EXPECT_EQ(epp::describe(got.rewrites), "old (a -> b 100), young (a -> b 100)");
+    EXPECT_EQ(
+        got.refused,
+        (std::map<std::string, std::string>{
+            {"no-rules", "spec.rules: want a list of rules"},
+            {"no-targets", "spec.rules[0].targets: want at least one {modelRewrite, weight}"}}));
+}
+
 }  // namespace

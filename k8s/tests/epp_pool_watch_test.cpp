@@ -111,7 +111,7 @@ protected:
         auto s = epp::EndpointSource::create(o);
         EXPECT_TRUE(s) << s.error().what();
         if (!s) return nullptr;
-        (*s)->start([this](std::vector<epp::Target> t) { seen_.add(std::move(t)); }, {});
+        (*s)->start([this](std::vector<epp::Target> t) { seen_.add(std::move(t)); }, {}, {});
         return std::move(*s);
     }
 

@@ -67,7 +67,8 @@ std::string address_problem(std::string_view a) {
 class StaticSource final : public EndpointSource {
 public:
     explicit StaticSource(std::vector<Target> t) : targets_(std::move(t)) {}
-    void start(std::function<void(std::vector<Target>)> on_change, ObjectivesHandler) override {
+    void start(std::function<void(std::vector<Target>)> on_change, ObjectivesHandler,
+               RewritesHandler) override {
         on_change(targets_);
     }
     void stop() override {}

@@ -13,7 +13,8 @@
 ///   ... parse ...
 ///   auto source = epp::EndpointSource::create(pool);   // a bad flag: one line, exit 1
 ///   (*source)->start([&](std::vector<epp::Target> t) { datastore.set(std::move(t)); },
-///                    [&](std::map<std::string, int> p) { scheduler.set_objectives(p); });
+///                    [&](std::map<std::string, int> p) { scheduler.set_objectives(p); },
+///                    [&](std::vector<epp::ModelRewrite> r) { scheduler.set_model_rewrites(r); });
 ///   ... readiness = (*source)->synced() ...
 ///   (*source)->stop();
 
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "epp/scheduling/model_rewrite.hpp"
 #include "epp/target.hpp"
 #include "inject/result.hpp"
 
@@ -60,6 +62,8 @@ void add_pool_flags(CLI::App& app, PoolOptions& o);
 
 /// Objective name -> priority, from the cluster's InferenceObjectives for the pool.
 using ObjectivesHandler = std::function<void(std::map<std::string, int>)>;
+/// The cluster's valid InferenceModelRewrites for the pool, oldest first.
+using RewritesHandler = std::function<void(std::vector<ModelRewrite>)>;
 
 /// Hands the current endpoints to a callback each time they change.
 class EndpointSource {
@@ -74,10 +78,11 @@ public:
     /// in standalone mode, or from the source's own thread in Kubernetes mode: after the first
     /// sync and within a second of each change, one call at a time, never with an unchanged set.
     /// `on_objectives` (may be empty) gets the InferenceObjectives' priorities for the pool the
-    /// same way, from the same thread; never in standalone mode, nor while the cluster does not
-    /// serve the kind (no CRD) or refuses the list.
+    /// same way, from the same thread, and `on_rewrites` (may be empty) its
+    /// InferenceModelRewrites; never in standalone mode, nor while the cluster does not serve
+    /// the kind (no CRD) or refuses the list.
     virtual void start(std::function<void(std::vector<Target>)> on_change,
-                       ObjectivesHandler on_objectives) = 0;
+                       ObjectivesHandler on_objectives, RewritesHandler on_rewrites) = 0;
     /// Stops the threads (returns within about a second); no call to on_change after it.
     virtual void stop() = 0;
     /// Standalone: always. Kubernetes: the pool and its pods have been listed (the pool

@@ -142,21 +142,27 @@ std::vector<Target> pool_targets(const PoolSpec& spec, const std::vector<json>& 
     return out;
 }
 
-std::map<std::string, int> objective_priorities(const std::vector<json>& objectives,
-                                                const std::string& pool_name) {
-    // left out: a group or kind that defaults to these
-    const auto named = [](const json& ref, const char* key, const char* dflt) {
+namespace {
+
+// spec.poolRef names the pool: its name, and its kind and group when given (left out: these).
+bool for_pool(const json& spec, const std::string& pool_name) {
+    const json& ref = field(spec, "poolRef");
+    const auto named = [&ref](const char* key, const char* dflt) {
         const std::string v = str(ref, key);
         return v.empty() ? std::string(dflt) : v;
     };
+    return str(ref, "name") == pool_name && named("kind", "InferencePool") == "InferencePool" &&
+           named("group", "inference.networking.k8s.io") == "inference.networking.k8s.io";
+}
+
+}  // namespace
+
+std::map<std::string, int> objective_priorities(const std::vector<json>& objectives,
+                                                const std::string& pool_name) {
     std::map<std::string, int> out;
     for (const auto& o : objectives) {
         const json& spec = field(o, "spec");
-        const json& ref = field(spec, "poolRef");
-        if (str(ref, "name") != pool_name ||
-            named(ref, "kind", "InferencePool") != "InferencePool" ||
-            named(ref, "group", "inference.networking.k8s.io") != "inference.networking.k8s.io")
-            continue;
+        if (!for_pool(spec, pool_name)) continue;
         const json& priority = field(spec, "priority");
         int value = 0;
         if (priority.is_number_integer() &&
@@ -167,6 +173,25 @@ std::map<std::string, int> objective_priorities(const std::vector<json>& objecti
             continue;
         out[str(field(o, "metadata"), "name")] = value;
     }
+    return out;
+}
+
+ClusterRewrites model_rewrites(const std::vector<json>& objects, const std::string& pool_name) {
+    ClusterRewrites out;
+    for (const auto& o : objects) {
+        const json& spec = field(o, "spec");
+        if (!for_pool(spec, pool_name)) continue;
+        const json& md = field(o, "metadata");
+        ModelRewrite rw{str(md, "name"), str(md, "creationTimestamp"), {}};
+        auto rules = parse_rewrite_rules(field(spec, "rules"), "spec.rules");
+        if (!rules) {
+            out.refused[rw.name] = rules.error().what();
+            continue;
+        }
+        rw.rules = std::move(*rules);
+        out.rewrites.push_back(std::move(rw));
+    }
+    std::sort(out.rewrites.begin(), out.rewrites.end(), older);
     return out;
 }
 

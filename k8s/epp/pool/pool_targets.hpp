@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "epp/scheduling/model_rewrite.hpp"
 #include "epp/target.hpp"
 #include "inject/result.hpp"
 
@@ -57,5 +58,18 @@ inline constexpr int kExporterPort = 9400;
 /// is 0; one that is not an int leaves its objective out (the config file's priority holds).
 [[nodiscard]] std::map<std::string, int> objective_priorities(
     const std::vector<nlohmann::json>& objectives, const std::string& pool_name);
+
+/// The InferenceModelRewrites (inference.networking.x-k8s.io v1alpha2) of the pool's namespace
+/// whose spec.poolRef names `pool_name` (as for objectives): the valid ones, oldest first (by
+/// metadata.creationTimestamp, then name), and the others by name with why they are left out
+/// (parse_rewrite_rules' reason for spec.rules: the CRD's rules that an API server without
+/// it does not check).
+struct ClusterRewrites {
+    std::vector<ModelRewrite> rewrites;
+    std::map<std::string, std::string> refused;
+    bool operator==(const ClusterRewrites&) const = default;
+};
+[[nodiscard]] ClusterRewrites model_rewrites(const std::vector<nlohmann::json>& objects,
+                                             const std::string& pool_name);
 
 }  // namespace epp

@@ -62,10 +62,20 @@ void PoolWatch::poke() {
     cv_.notify_all();
 }
 
+void PoolWatch::run_extra(Extra& e) {
+    k8s::ReflectorOptions j;
+    j.name = std::string("informer ") + e.kind + " " + o_.pool_namespace;
+    j.collection = "/apis/inference.networking.x-k8s.io/v1alpha2/namespaces/" + o_.pool_namespace +
+                   "/" + e.plural;
+    j.not_served_retry = kNotServedRetry;
+    e.running = run(std::move(j), "inference.networking.x-k8s.io/v1alpha2", e.kind);
+}
+
 void PoolWatch::start(std::function<void(std::vector<Target>)> on_change,
-                      ObjectivesHandler on_objectives) {
+                      ObjectivesHandler on_objectives, RewritesHandler on_rewrites) {
     on_change_ = std::move(on_change);
     on_objectives_ = std::move(on_objectives);
+    on_rewrites_ = std::move(on_rewrites);
     started_ = std::chrono::steady_clock::now();
     k8s::ReflectorOptions p;
     p.name = "informer InferencePool " + o_.pool_namespace + "/" + o_.pool_name;
@@ -81,15 +91,8 @@ void PoolWatch::start(std::function<void(std::vector<Target>)> on_change,
         e.label_selector = o_.exporter_selector;
         exporters_ = run(std::move(e), "v1", "Pod");
     }
-    if (on_objectives_) {
-        k8s::ReflectorOptions j;
-        j.name = "informer InferenceObjective " + o_.pool_namespace;
-        j.collection = "/apis/inference.networking.x-k8s.io/v1alpha2/namespaces/" +
-                       o_.pool_namespace + "/inferenceobjectives";
-        j.not_served_retry = kNotServedRetry;
-        objectives_ =
-            run(std::move(j), "inference.networking.x-k8s.io/v1alpha2", "InferenceObjective");
-    }
+    if (on_objectives_) run_extra(objectives_);
+    if (on_rewrites_) run_extra(rewrites_);
     loop_ = std::thread([this] { loop(); });
 }
 
@@ -101,12 +104,13 @@ void PoolWatch::stop() {
     cv_.notify_all();
     if (loop_.joinable()) loop_.join();
     // stopped together: each informer's watch notices within a second
-    for (auto* r : {&pool_, &pods_, &exporters_, &objectives_})
+    for (auto* r : {&pool_, &pods_, &exporters_, &objectives_.running, &rewrites_.running})
         if (*r) (*r)->informer->stop();
     pool_.reset();
     pods_.reset();
     exporters_.reset();
-    objectives_.reset();
+    objectives_.running.reset();
+    rewrites_.running.reset();
     retired_.clear();
 }
 
@@ -128,31 +132,47 @@ bool PoolWatch::first_overdue(bool& told) const {
     return true;
 }
 
+bool PoolWatch::changed(Extra& e, const std::string& text) {
+    if (e.last && *e.last == text) return false;
+    inject::log::info("{}s of InferencePool {}/{}: {}", e.kind, o_.pool_namespace, o_.pool_name,
+                      text);
+    e.last = text;
+    return true;
+}
+
+bool PoolWatch::listed(Extra& e) {
+    if (!e.running) return false;
+    if (e.running->informer->synced()) return true;
+    // no CRD (a 404, listed again each second, quietly) or no right to list them
+    if (first_overdue(e.told))
+        inject::log::info(
+            "{}s in {}: not listed (no {}.inference.networking.x-k8s.io CRD, or no right to "
+            "list them): {}",
+            e.kind, o_.pool_namespace, e.plural, e.without);
+    return false;
+}
+
 void PoolWatch::look_objectives() {
-    if (!objectives_) return;
-    if (!objectives_->informer->synced()) {
-        // no CRD (a 404, listed again each second, quietly) or no right to list them
-        if (first_overdue(told_no_objectives_))
-            inject::log::info(
-                "InferenceObjectives in {}: not listed (no "
-                "inferenceobjectives.inference.networking.x-k8s.io CRD, or no right to list "
-                "them): objective priorities come from the config file only",
-                o_.pool_namespace);
-        return;
-    }
-    auto priorities = objective_priorities(objectives_->informer->items(), o_.pool_name);
-    if (last_objectives_ && *last_objectives_ == priorities) return;
+    if (!listed(objectives_)) return;
+    auto priorities = objective_priorities(objectives_.running->informer->items(), o_.pool_name);
     std::string text;
     for (const auto& [name, priority] : priorities)
         text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(priority);
-    inject::log::info("InferenceObjectives of InferencePool {}/{}: {}", o_.pool_namespace,
-                      o_.pool_name, text.empty() ? "none" : text);
-    last_objectives_ = priorities;
-    on_objectives_(std::move(priorities));
+    if (changed(objectives_, text.empty() ? "none" : text)) on_objectives_(std::move(priorities));
+}
+
+void PoolWatch::look_rewrites() {
+    if (!listed(rewrites_)) return;
+    auto found = model_rewrites(rewrites_.running->informer->items(), o_.pool_name);
+    std::string text = found.rewrites.empty() ? "" : describe(found.rewrites);
+    for (const auto& [name, why] : found.refused)
+        text += (text.empty() ? "" : ", ") + name + " left out: " + why;
+    if (changed(rewrites_, text.empty() ? "none" : text)) on_rewrites_(std::move(found.rewrites));
 }
 
 void PoolWatch::look() {
     look_objectives();
+    look_rewrites();
     const std::string pool_name = o_.pool_namespace + "/" + o_.pool_name;
     if (!pool_->informer->synced()) {
         if (first_overdue(warned_unlisted_))
