@@ -53,6 +53,9 @@ public:
     virtual ~Picker() = default;
     /// May block while the request waits its turn (fair queuing under saturation).
     [[nodiscard]] virtual Decision decide(const Request& r) = 0;
+    /// decide() when it need not wait: nullopt when the request would wait its turn, and the
+    /// caller then calls decide() on a thread that may block. The default decides at once.
+    [[nodiscard]] virtual std::optional<Decision> try_decide(const Request& r) { return decide(r); }
     /// The gateway reported on the response which endpoint served the request.
     virtual void served(const Request& r, const std::string& endpoint) = 0;
     /// The stream ended (answered, refused or cancelled): called once per decide().

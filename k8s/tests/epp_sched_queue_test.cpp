@@ -113,6 +113,25 @@ TEST(FairQueue, NoWaitWhenEmptyAndCapacityFree) {
     EXPECT_EQ(q.enter("1", "f", 0), Outcome::Dispatched);
 }
 
+TEST(FairQueue, TryEnterAnswersWithoutWaitingOrSaysItWouldWait) {
+    Gate g;
+    epp::FairQueue q(1, 10s, [&] { return g.take(); });
+    EXPECT_EQ(q.try_enter(), std::nullopt);  // no capacity: it would wait
+    g.tokens = 1;
+    EXPECT_EQ(q.try_enter(), Outcome::Dispatched);
+    EXPECT_EQ(g.tokens, 0);  // the capacity was taken
+    Waiters w;
+    w.enter(q, "1", "f", 0);
+    wait_for([&] { return q.size() == 1; });
+    EXPECT_EQ(q.try_enter(), Outcome::Full);
+    g.tokens = 1;
+    q.pump();  // the waiter goes first
+    wait_for([&] { return w.count() == 1; });
+    EXPECT_EQ(q.try_enter(), std::nullopt);
+    q.stop();
+    EXPECT_EQ(q.try_enter(), Outcome::Cancelled);
+}
+
 TEST(FairQueue, CancelAndStopEndWaits) {
     Gate g;
     epp::FairQueue q(10, 10s, [&] { return g.take(); });

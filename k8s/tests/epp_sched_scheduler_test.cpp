@@ -278,6 +278,29 @@ TEST(Scheduler, SaturatedPoolShedsSheddableAndQueuesTheRest) {
     EXPECT_NE(text.find("enflame_epp_pool_saturation"), std::string::npos);
 }
 
+TEST(Scheduler, TryDecideAnswersAtOnceOrSaysTheRequestWouldWait) {
+    TempDir dir;
+    epp::SchedulingOptions o;
+    o.config_file = dir.write("c.yaml", "objectives: [{name: batch, priority: -1}]\n");
+    Pool p(2, o);
+    std::this_thread::sleep_for(100ms);
+    auto idle = p.sched->try_decide(chat("a", "x", 1));
+    ASSERT_TRUE(idle);
+    EXPECT_EQ(idle->status, 200) << idle->message;
+    p.sched->finished(chat("a", "x", 1));
+    for (auto& s : p.servers) s->set("/metrics", epp_test::vllm_metrics(10, 0.5));
+    std::this_thread::sleep_for(100ms);  // saturated
+    EXPECT_FALSE(p.sched->try_decide(chat("b", "x", 1)).has_value());
+    auto batch = chat("c", "x", 1);
+    batch.objective = "batch";
+    const auto shed = p.sched->try_decide(batch);  // refusing needs no wait
+    ASSERT_TRUE(shed);
+    EXPECT_EQ(shed->status, 429);
+    // A request that would wait is not counted until decide() answers it.
+    EXPECT_EQ(p.metrics_text().find("enflame_epp_scheduler_outcomes_total{status=\"503\"}"),
+              std::string::npos);
+}
+
 TEST(Scheduler, ClusterObjectivesWinOverTheConfigFile) {
     TempDir dir;
     epp::SchedulingOptions o;

@@ -5,11 +5,21 @@
 
 namespace epp {
 
-FairQueue::Outcome FairQueue::enter(const std::string& id, const std::string& flow, int priority) {
-    std::unique_lock l(mu_);
+std::optional<FairQueue::Outcome> FairQueue::try_enter() {
+    const std::lock_guard l(mu_);
+    return at_once_locked();
+}
+
+std::optional<FairQueue::Outcome> FairQueue::at_once_locked() {
     if (stopped_) return Outcome::Cancelled;
     if (size_ == 0 && take_()) return Outcome::Dispatched;
     if (size_ >= max_) return Outcome::Full;
+    return std::nullopt;
+}
+
+FairQueue::Outcome FairQueue::enter(const std::string& id, const std::string& flow, int priority) {
+    std::unique_lock l(mu_);
+    if (const auto now = at_once_locked()) return *now;
     auto w = std::make_shared<Waiter>(Waiter{id, priority, flow});
     Band& b = bands_[priority];
     auto& q = b.flows[flow];

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace epp {
@@ -33,6 +34,9 @@ public:
 
     /// Waits until this request may go. Requests go in the order above, one per yes of `take`.
     [[nodiscard]] Outcome enter(const std::string& id, const std::string& flow, int priority);
+    /// enter() without waiting: the outcome when there is one at once (nobody waits and `take`
+    /// says yes, the queue is full, or stopped); nullopt when the request would wait.
+    [[nodiscard]] std::optional<Outcome> try_enter();
     /// Capacity may have appeared (new metrics, a finished request): dispatch what `take` allows.
     void pump();
     /// Ends the wait of request `id` with Cancelled, if it waits.
@@ -53,6 +57,7 @@ private:
         std::map<std::string, std::deque<std::shared_ptr<Waiter>>> flows;
         std::deque<std::string> turn;  // flows with waiters, the next to go first
     };
+    [[nodiscard]] std::optional<Outcome> at_once_locked();
     void pump_locked();
     void remove_locked(const std::shared_ptr<Waiter>& w);
 

@@ -342,7 +342,22 @@ bool Scheduler::ready() const {
 }
 
 Decision Scheduler::decide(const Request& r) {
+    return *admit(r, true);
+}
+
+std::optional<Decision> Scheduler::try_decide(const Request& r) {
+    return admit(r, false);
+}
+
+std::optional<Decision> Scheduler::admit(const Request& r, bool may_wait) {
     auto& s = *s_;
+    const int priority = priority_of(r.objective);
+    const bool empty = s.ds.size() == 0;
+    const bool shed = !empty && priority < 0 && s.pool_saturation(s.ds.snapshot()) >= 1;
+    // Whether it may go now, before the model is drawn: a try that must wait draws nothing.
+    std::optional<FairQueue::Outcome> outcome;
+    if (!empty && !shed) outcome = s.queue.try_enter();
+    if (!empty && !shed && !outcome && !may_wait) return std::nullopt;
     // upstream's order: the model rewrite, then the objective's priority, admission, scheduling
     const std::string model = target_model(r);
     auto answer = [&s, &r, &model](Decision d) {
@@ -350,17 +365,18 @@ Decision Scheduler::decide(const Request& r) {
         if (model != r.model) d.model = model;
         return d;
     };
-    if (s.ds.size() == 0) return answer({503, "no ready endpoint", {}, {}});
-    const int priority = priority_of(r.objective);
-    if (priority < 0 && s.pool_saturation(s.ds.snapshot()) >= 1)
+    if (empty) return answer({503, "no ready endpoint", {}, {}});
+    if (shed)
         return answer({429,
                        "the pool is saturated and objective '" + r.objective + "' is sheddable",
                        {},
                        {}});
-    s.metrics.queue_size.Increment();
-    auto outcome = s.queue.enter(r.id, r.fairness_id, priority);
-    s.metrics.queue_size.Decrement();
-    switch (outcome) {
+    if (!outcome) {
+        s.metrics.queue_size.Increment();
+        outcome = s.queue.enter(r.id, r.fairness_id, priority);
+        s.metrics.queue_size.Decrement();
+    }
+    switch (*outcome) {
         case FairQueue::Outcome::Full:
             return answer({429, "the request queue is full", {}, {}});
         case FairQueue::Outcome::Expired:

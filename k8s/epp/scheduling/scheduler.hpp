@@ -24,6 +24,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,12 +91,15 @@ public:
     [[nodiscard]] bool ready() const;
 
     [[nodiscard]] Decision decide(const Request& r) override;
+    [[nodiscard]] std::optional<Decision> try_decide(const Request& r) override;
     void served(const Request& r, const std::string& endpoint) override;
     void finished(const Request& r) override;
 
     struct State;
 
 private:
+    /// decide(), or with `may_wait` false try_decide().
+    [[nodiscard]] std::optional<Decision> admit(const Request& r, bool may_wait);
     std::unique_ptr<State> s_;
 };
 

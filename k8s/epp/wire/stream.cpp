@@ -168,6 +168,8 @@ inject::Result<void> Stream::feed(const ext_proc::ProcessingRequest& in,
     // After an immediate response the gateway drops the stream; what it had already sent
     // needs no answer.
     if (phase_ == Phase::Done) return inject::ok();
+    if (phase_ == Phase::Waiting)
+        return inject::fail(Errc::InvalidInput, "a message while the request waits its turn");
     const bool request_part =
         kind == R::kRequestHeaders || kind == R::kRequestBody || kind == R::kRequestTrailers;
     if (kind == R::kRequestHeaders && phase_ != Phase::Start)
@@ -278,7 +280,21 @@ void Stream::decide_and_answer(bool has_body, bool body_end_of_stream,
         return;
     }
     decided_ = true;
-    const Decision d = picker_.decide(request_);
+    has_body_ = has_body;
+    body_end_of_stream_ = body_end_of_stream;
+    const auto d = picker_.try_decide(request_);
+    if (!d) {
+        phase_ = Phase::Waiting;
+        return;
+    }
+    answer(*d, out);
+}
+
+void Stream::resume(std::vector<ext_proc::ProcessingResponse>& out) {
+    if (phase_ == Phase::Waiting) answer(picker_.decide(request_), out);
+}
+
+void Stream::answer(const Decision& d, std::vector<ext_proc::ProcessingResponse>& out) {
     if (d.status != 200 || d.endpoints.empty()) {
         refuse(d.status == 200 ? 503 : d.status,
                d.message.empty() ? std::string("no endpoint") : d.message, out);
@@ -289,14 +305,14 @@ void Stream::decide_and_answer(bool has_body, bool body_end_of_stream,
     const std::string id = id_generated_ ? request_.id : std::string();
     // A model rewrite: the body again with the target model (keys in order, as upstream's
     // re-marshalled body), and the client's model back in the response.
-    const bool rewritten = has_body && !d.model.empty() && d.model != request_.model;
+    const bool rewritten = has_body_ && !d.model.empty() && d.model != request_.model;
     if (rewritten) {
         request_.body["model"] = d.model;
         body_ = request_.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         restore_.emplace(d.model, request_.model);
     }
     ext_proc::ProcessingResponse r;
-    if (!has_body) {
+    if (!has_body_) {
         route(d, id, std::nullopt, *r.mutable_request_headers()->mutable_response(), r);
         out.push_back(std::move(r));
     } else if (request_mode_ == BodyMode::Buffered) {
@@ -308,7 +324,7 @@ void Stream::decide_and_answer(bool has_body, bool body_end_of_stream,
     } else {
         route(d, id, body_.size(), *r.mutable_request_headers()->mutable_response(), r);
         out.push_back(std::move(r));
-        stream_body(body_, options_.chunk_bytes, body_end_of_stream, true, out);
+        stream_body(body_, options_.chunk_bytes, body_end_of_stream_, true, out);
     }
     body_.clear();
     body_.shrink_to_fit();

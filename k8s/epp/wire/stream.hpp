@@ -60,6 +60,12 @@ public:
     [[nodiscard]] inject::Result<void> feed(const ext_proc::ProcessingRequest& in,
                                             std::vector<ext_proc::ProcessingResponse>& out);
 
+    /// The request's decision must wait its turn (Picker::try_decide said so): the server
+    /// calls resume() on a thread that may block, and feeds nothing before it returns.
+    [[nodiscard]] bool waiting() const { return phase_ == Phase::Waiting; }
+    /// Waits for the decision (Picker::decide) and appends the answers feed() would have.
+    void resume(std::vector<ext_proc::ProcessingResponse>& out);
+
     /// The stream ended (completed, failed or cancelled by the gateway): tells the picker the
     /// request is finished, once, if it decided on it. Idempotent.
     void close();
@@ -73,7 +79,7 @@ public:
     [[nodiscard]] const Request& request() const { return request_; }
 
 private:
-    enum class Phase { Start, RequestBody, Routed, Done };
+    enum class Phase { Start, RequestBody, Waiting, Routed, Done };
 
     void on_request_headers(const ext_proc::ProcessingRequest& in,
                             std::vector<ext_proc::ProcessingResponse>& out);
@@ -88,6 +94,7 @@ private:
     /// `body_end_of_stream`: whether the last re-sent chunk ends the request.
     void decide_and_answer(bool has_body, bool body_end_of_stream,
                            std::vector<ext_proc::ProcessingResponse>& out);
+    void answer(const Decision& d, std::vector<ext_proc::ProcessingResponse>& out);
     void refuse(int status, const std::string& message,
                 std::vector<ext_proc::ProcessingResponse>& out);
 
@@ -102,6 +109,7 @@ private:
     /// After a model rewrite: the client's model put back into the response body.
     std::optional<ModelRestorer> restore_;
     bool response_length_ = false;  ///< the response headers carry content-length
+    bool has_body_ = false, body_end_of_stream_ = false;  ///< how the body ended
     bool id_generated_ = false;
     bool decided_ = false;
     bool finished_ = false;
