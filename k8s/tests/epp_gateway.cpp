@@ -24,7 +24,7 @@
 
 #include "epp_gateway_drive.hpp"
 #include "epp_gateway_http.hpp"
-#include "grpc/health/v1/health_v1.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "k8s/daemon_cli.hpp"
 #include "k8s/daemon_setup.hpp"
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // enflame-epp's gRPC server (k8s/epp/wire/server.hpp) on loopback ports the kernel picks:
-// Process streams over plaintext and TLS, the health service on its own port, a cancelled
-// stream, and the drain on shutdown; against a Picker that records what it was asked.
+// Process streams over plaintext and TLS, a request waiting its turn off the server's thread,
+// the health service on both ports, a cancelled stream, and the drain on shutdown; against a
+// Picker that records what it was asked.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>
@@ -11,15 +12,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "envoy/service/ext_proc/v3/external_processor.grpc.pb.h"
 #include "epp/wire/server.hpp"
 #include "epp/wire/tls.hpp"
-#include "grpc/health/v1/health_v1.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace {
 
@@ -28,11 +32,30 @@ using epp::ext_proc::ProcessingResponse;
 using Health = grpc::health::v1::HealthCheckResponse;
 using namespace std::chrono_literals;
 
+// Routes everything to 10.0.0.7:8000, except that a request with x-request-id "wait" waits its
+// turn (try_decide says so) until release().
 struct RecordingPicker : epp::Picker {
-    std::atomic<int> decided{0}, finished_calls{0};
-    epp::Decision decide(const epp::Request&) override {
+    std::atomic<int> decided{0}, finished_calls{0}, waiting{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool released = false;
+    std::optional<epp::Decision> try_decide(const epp::Request& r) override {
+        if (r.id == "wait") return std::nullopt;
+        return decide(r);
+    }
+    epp::Decision decide(const epp::Request& r) override {
+        if (r.id == "wait") {
+            ++waiting;
+            std::unique_lock l(mu);
+            cv.wait(l, [this] { return released; });
+        }
         ++decided;
         return {200, "", {"10.0.0.7:8000"}, {}};
+    }
+    void release() {
+        const std::lock_guard l(mu);
+        released = true;
+        cv.notify_all();
     }
     void served(const epp::Request&, const std::string&) override {}
     void finished(const epp::Request&) override { ++finished_calls; }
@@ -80,11 +103,11 @@ struct Fixture : ::testing::Test {
     }
 };
 
-ProcessingRequest headers(bool end_of_stream) {
+ProcessingRequest headers(bool end_of_stream, const std::string& id = "r-1") {
     ProcessingRequest in;
     auto* h = in.mutable_request_headers()->mutable_headers()->add_headers();
     h->set_key("x-request-id");
-    h->set_raw_value("r-1");
+    h->set_raw_value(id);
     in.mutable_request_headers()->set_end_of_stream(end_of_stream);
     return in;
 }
@@ -125,7 +148,34 @@ TEST_F(Fixture, RoutesAPlaintextStreamAndCountsIt) {
         << metrics();
 }
 
-TEST_F(Fixture, HealthIsOnItsOwnPortAndReadinessFollowsSetReady) {
+TEST_F(Fixture, ARequestWaitingItsTurnHoldsUpNoOtherStream) {
+    start();
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(plaintext(grpc_address()));
+    grpc::ClientContext ctx;
+    auto held = stub->Process(&ctx);
+    held->Write(headers(false, "wait"));
+    held->Write(body());
+    ASSERT_TRUE(eventually([&] { return picker.waiting == 1; }));
+    // The server's thread is free: another stream is routed while the first one waits.
+    EXPECT_EQ(route_once(plaintext(grpc_address())), "10.0.0.7:8000");
+    EXPECT_EQ(picker.decided, 1);
+    picker.release();
+    ProcessingResponse out;
+    ASSERT_TRUE(held->Read(&out));
+    ASSERT_EQ(out.request_headers().response().header_mutation().set_headers_size(), 2);
+    EXPECT_EQ(
+        out.request_headers().response().header_mutation().set_headers(0).header().raw_value(),
+        "10.0.0.7:8000");
+    ASSERT_TRUE(held->Read(&out));  // the body, re-sent
+    EXPECT_TRUE(out.has_request_body());
+    held->WritesDone();
+    EXPECT_FALSE(held->Read(&out));
+    EXPECT_TRUE(held->Finish().ok());
+    EXPECT_EQ(picker.decided, 2);
+    EXPECT_TRUE(eventually([&] { return picker.finished_calls == 2; }));
+}
+
+TEST_F(Fixture, HealthIsOnBothPortsAndReadinessFollowsSetReady) {
     start();
     const int port = server->health_port();
     EXPECT_EQ(health("", port), Health::SERVING);
@@ -135,8 +185,10 @@ TEST_F(Fixture, HealthIsOnItsOwnPortAndReadinessFollowsSetReady) {
     server->set_ready(true);
     EXPECT_EQ(health("readiness", port), Health::SERVING);
     EXPECT_EQ(health(epp::kExtProcService, port), Health::SERVING);
-    // The ext_proc port does not answer health checks.
-    EXPECT_EQ(health("", server->grpc_port()), std::nullopt);
+    // The ext_proc port answers them too: Envoy's ext_proc cluster health check asks there.
+    EXPECT_EQ(health(epp::kExtProcService, server->grpc_port()), Health::SERVING);
+    // A service never set is NOT_FOUND, as the health protocol says.
+    EXPECT_EQ(health("inference-extension", port), std::nullopt);
 }
 
 TEST_F(Fixture, TlsPortTakesATlsClientTrustingItsCertificateAndRefusesPlaintext) {
@@ -151,6 +203,21 @@ TEST_F(Fixture, TlsPortTakesATlsClientTrustingItsCertificateAndRefusesPlaintext)
     EXPECT_EQ(route_once(tls), "10.0.0.7:8000");
     auto plain = plaintext(grpc_address());
     EXPECT_EQ(route_once(plain), "error 14");
+    // The health port is plaintext and shares the server: ext_proc is refused there.
+    auto stub = epp::ext_proc::ExternalProcessor::NewStub(
+        plaintext("127.0.0.1:" + std::to_string(server->health_port())));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    auto stream = stub->Process(&ctx);
+    stream->Write(headers(false));
+    ProcessingResponse out;
+    EXPECT_FALSE(stream->Read(&out));
+    const auto refused = stream->Finish();
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(refused.error_message(), "ext_proc is served over TLS on --grpc-port only");
+    EXPECT_NE(metrics().find("enflame_epp_stream_errors_total{reason=\"plaintext\"} 1"),
+              std::string::npos)
+        << metrics();
 }
 
 TEST_F(Fixture, CancelledStreamFinishesTheRequestOnce) {

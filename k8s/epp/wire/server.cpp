@@ -2,16 +2,20 @@
 #include "epp/wire/server.hpp"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "envoy/service/ext_proc/v3/external_processor.grpc.pb.h"
+#include "epp/wire/completion.hpp"
+#include "epp/wire/health.hpp"
 #include "inject/log.hpp"
 
 namespace epp {
@@ -31,7 +35,8 @@ struct WireMetrics {
                      .Name("enflame_epp_stream_errors_total")
                      .Help("ext_proc streams that ended badly, by reason: protocol (a message "
                            "out of order), write (the gateway went away mid-answer), cancelled "
-                           "(it ended the stream before the request was answered)")
+                           "(it ended the stream before the request was answered), plaintext "
+                           "(ext_proc asked on the health port while TLS is on)")
                      .Register(r)) {}
 
     void request(int status) {
@@ -48,63 +53,188 @@ struct WireMetrics {
     prometheus::Family<prometheus::Counter>& errors;
 };
 
-class ExtProcService final : public ext_proc::ExternalProcessor::Service {
+// Threads that wait in Picker::decide() for a request's turn (fair queuing under saturation),
+// so the queue's thread never blocks; shutdown waits for them.
+class Waiters {
 public:
-    ExtProcService(Picker& picker, StreamOptions options, WireMetrics& metrics)
-        : picker_(picker), options_(options), metrics_(metrics) {}
-
-    grpc::Status Process(grpc::ServerContext* ctx,
-                         grpc::ServerReaderWriter<ext_proc::ProcessingResponse,
-                                                  ext_proc::ProcessingRequest>* io) override {
-        Stream stream(picker_, options_);
-        ext_proc::ProcessingRequest in;
-        std::vector<ext_proc::ProcessingResponse> out;
-        grpc::Status result = grpc::Status::OK;
-        bool read_all = true;
-        while ((read_all = io->Read(&in))) {
-            out.clear();
-            if (auto r = stream.feed(in, out); !r) {
-                inject::log::warn("ext_proc stream from {}: {}", ctx->peer(), r.error().what());
-                metrics_.error("protocol");
-                result = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, r.error().what());
-                break;
-            }
-            bool written = true;
-            for (const auto& o : out)
-                if (!(written = io->Write(o))) break;
-            if (!written) {
-                metrics_.error("write");
-                result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the gateway went away");
-                break;
-            }
+    void run(std::function<void()> f) {
+        {
+            const std::lock_guard l(mu_);
+            ++running_;
         }
-        if (const auto status = stream.status()) {
-            metrics_.request(*status);
-            inject::log::debug("request {} model '{}': {}", stream.request().id,
-                               stream.request().model, *status);
-        } else if (read_all == false && result.ok()) {
-            metrics_.error("cancelled");
-        }
-        stream.close();
-        return result;
+        std::thread([this, f = std::move(f)] {
+            f();
+            const std::lock_guard l(mu_);
+            if (--running_ == 0) idle_.notify_all();
+        }).detach();
+    }
+    void wait_idle() {
+        std::unique_lock l(mu_);
+        idle_.wait(l, [this] { return running_ == 0; });
     }
 
 private:
-    Picker& picker_;
-    StreamOptions options_;
-    WireMetrics& metrics_;
+    std::mutex mu_;
+    std::condition_variable idle_;
+    int running_ = 0;
+};
+
+// What every ext_proc call shares.
+struct Shared {
+    ext_proc::ExternalProcessor::AsyncService service;
+    grpc::ServerCompletionQueue* queue = nullptr;
+    Picker& picker;
+    StreamOptions options;
+    WireMetrics& metrics;
+    bool tls;  ///< ext_proc is TLS: a plaintext stream (the health port) is refused
+    Waiters waiters;
+    std::atomic<bool> draining{false};  ///< the queue is shutting down: start no operation
+};
+
+// One Process stream. Its operations complete on the server's queue thread, one at a time (a
+// read, or the answers' writes one after another, then the next read), so the call is its own
+// tag. Each message is fed to the Stream on that thread; a request that must wait its turn
+// waits on a Waiters thread instead.
+class Call final : public Tag {
+public:
+    explicit Call(Shared& sh) : sh_(sh), stream_(sh.picker, sh.options), io_(&ctx_) {
+        sh_.service.RequestProcess(&ctx_, &io_, sh_.queue, sh_.queue, this);
+    }
+
+    void proceed(bool ok) override {
+        const State was = state_;
+        if (was == State::Finishing || (!ok && was == State::Accepting) || (!ok && sh_.draining)) {
+            if (was != State::Accepting) stream_.close();
+            delete this;
+            return;
+        }
+        switch (was) {
+            case State::Accepting:
+                new Call(sh_);
+                if (sh_.tls && !over_tls()) {
+                    sh_.metrics.error("plaintext");
+                    state_ = State::Finishing;
+                    io_.Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                            "ext_proc is served over TLS on --grpc-port only"),
+                               this);
+                    return;
+                }
+                read();
+                return;
+            case State::Reading:
+                if (ok)
+                    take_message();
+                else  // the gateway half-closed or cancelled the stream
+                    finish(grpc::Status::OK, true);
+                return;
+            case State::Writing:
+                if (ok) {
+                    write_next();
+                } else {
+                    sh_.metrics.error("write");
+                    finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the gateway went away"),
+                           false);
+                }
+                return;
+            case State::Finishing:
+                return;
+        }
+    }
+
+private:
+    enum class State { Accepting, Reading, Writing, Finishing };
+
+    void take_message() {
+        out_.clear();
+        next_ = 0;
+        if (auto r = stream_.feed(in_, out_); !r) {
+            inject::log::warn("ext_proc stream from {}: {}", ctx_.peer(), r.error().what());
+            sh_.metrics.error("protocol");
+            finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, r.error().what()), false);
+            return;
+        }
+        if (!stream_.waiting()) {
+            write_next();
+            return;
+        }
+        // No operation is outstanding while it waits, so nothing else touches the call.
+        sh_.waiters.run([this] {
+            stream_.resume(out_);
+            write_next();
+        });
+    }
+    bool over_tls() const {
+        const auto kind =
+            ctx_.auth_context()->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+        return !kind.empty() && kind.front() != "insecure";
+    }
+    void read() {
+        state_ = State::Reading;
+        io_.Read(&in_, this);
+    }
+    void write_next() {
+        if (next_ < out_.size()) {
+            state_ = State::Writing;
+            io_.Write(out_[next_++], this);
+        } else {
+            read();
+        }
+    }
+    void finish(const grpc::Status& status, bool read_ended) {
+        if (const auto s = stream_.status()) {
+            sh_.metrics.request(*s);
+            inject::log::debug("request {} model '{}': {}", stream_.request().id,
+                               stream_.request().model, *s);
+        } else if (read_ended) {
+            sh_.metrics.error("cancelled");
+        }
+        stream_.close();
+        state_ = State::Finishing;
+        io_.Finish(status, this);
+    }
+
+    Shared& sh_;
+    Stream stream_;
+    grpc::ServerContext ctx_;
+    grpc::ServerAsyncReaderWriter<ext_proc::ProcessingResponse, ext_proc::ProcessingRequest> io_;
+    ext_proc::ProcessingRequest in_;
+    std::vector<ext_proc::ProcessingResponse> out_;
+    std::size_t next_ = 0;
+    State state_ = State::Accepting;
 };
 
 }  // namespace
 
 struct Server::State {
     State(Picker& picker, const ServerOptions& o, prometheus::Registry& r)
-        : metrics(r), service(picker, o.stream, metrics) {}
+        : metrics(r), ext{{}, nullptr, picker, o.stream, metrics, o.tls.has_value(), {}, {}} {}
+    ~State() { stop(std::chrono::milliseconds(0)); }
+
+    // Idempotent, and right for a server that never started: the queue is shut down and
+    // drained either way (grpc requires that before a queue is destroyed).
+    void stop(std::chrono::milliseconds grace) {
+        std::call_once(shut, [this, grace] {
+            if (server) {
+                health->set("readiness", false);
+                health->set(kExtProcService, false);
+                server->Shutdown(std::chrono::system_clock::now() + grace);
+            }
+            ext.waiters.wait_idle();
+            ext.draining = true;
+            queue->Shutdown();
+            if (poller.joinable())
+                poller.join();
+            else
+                serve_queue(*queue);
+        });
+    }
+
     WireMetrics metrics;
-    ExtProcService service;
-    std::unique_ptr<grpc::Server> grpc_server, health_server;
-    std::unique_ptr<grpc::ServerCompletionQueue> health_queue;
-    std::thread health_poller;
+    Shared ext;
+    std::unique_ptr<HealthService> health;
+    std::unique_ptr<grpc::Server> server;
+    std::unique_ptr<grpc::ServerCompletionQueue> queue;
+    std::thread poller;
     int grpc_port = 0, health_port = 0;
     std::once_flag shut;
 };
@@ -136,76 +266,49 @@ inject::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& o, Pi
         ssl.pem_key_cert_pairs.push_back({o.tls->key, o.tls->cert});
         creds = grpc::SslServerCredentials(ssl);
     }
-    // The ext_proc port carries no health service: the default one is enabled only for the
-    // health server built after it (the switch is read when a server is built).
+    // One server on both ports, one completion queue, one thread (docs/epp.md, "Threads"):
+    // every thread that waits on a gRPC queue also reads sockets for the others (grpc 1.51's
+    // epoll engine has one poller set per process), so a second server, or grpc++'s default
+    // health service on its callback threads, kept taking ext_proc's messages and handing
+    // them across threads. Health is then also on the ext_proc port, where Envoy's ext_proc
+    // cluster health check asks; ext_proc on the health port is refused while TLS is on.
     grpc::EnableDefaultHealthCheckService(false);
     grpc::ServerBuilder b;
     // grpc++ binds with SO_REUSEPORT unless told not to: a second EPP on the same port would
     // start and take half the streams instead of failing.
     b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    // One completion queue with 4 threads always polling it (grpc++'s default: a queue per
-    // core, one poller each, a new thread made when a stream takes the last one): in an
-    // interleaved A/B at 500 streams/s (bench/README.md) p99 1.47-1.72 ms against 1.70-1.81,
-    // CPU 0.56-0.60 against 0.62-0.66 ms a request.
-    b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-    b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
-    b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
     b.AddListeningPort(address(o.grpc_port), creds, &s->grpc_port);
-    b.RegisterService(&s->service);
-    s->grpc_server = b.BuildAndStart();
-    if (!s->grpc_server || s->grpc_port == 0)
+    b.AddListeningPort(address(o.health_port), grpc::InsecureServerCredentials(), &s->health_port);
+    b.RegisterService(&s->ext.service);
+    s->health = std::make_unique<HealthService>(b);
+    s->queue = b.AddCompletionQueue();
+    s->ext.queue = s->queue.get();
+    s->server = b.BuildAndStart();
+    if (!s->server || s->grpc_port == 0)
         return inject::fail(Errc::Io, "--grpc-port " + std::to_string(o.grpc_port) +
                                           ": cannot listen on " + address(o.grpc_port));
-
-    grpc::EnableDefaultHealthCheckService(true);
-    grpc::ServerBuilder hb;
-    hb.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    hb.AddListeningPort(address(o.health_port), grpc::InsecureServerCredentials(), &s->health_port);
-    // grpc++ 1.51 adds its health service only as the server starts, after checking that
-    // something polls the server: this queue, drained by a thread of its own, is that.
-    s->health_queue = hb.AddCompletionQueue(true);
-    s->health_server = hb.BuildAndStart();
-    s->health_poller = std::thread([q = s->health_queue.get()] {
-        void* tag = nullptr;
-        bool ok = false;
-        while (q->Next(&tag, &ok)) {
-        }
-    });
-    grpc::EnableDefaultHealthCheckService(false);
-    if (!s->health_server || s->health_port == 0) {
-        s->grpc_server->Shutdown();
-        if (s->health_server) s->health_server->Shutdown();
-        s->health_queue->Shutdown();
-        s->health_poller.join();
+    if (s->health_port == 0)
         return inject::fail(Errc::Io, "--grpc-health-port " + std::to_string(o.health_port) +
                                           ": cannot listen on " + address(o.health_port));
-    }
-    auto* health = s->health_server->GetHealthCheckService();
-    health->SetServingStatus("", true);
-    health->SetServingStatus("liveness", true);
-    health->SetServingStatus("readiness", false);
-    health->SetServingStatus(kExtProcService, false);
+    s->health->set("", true);
+    s->health->set("liveness", true);
+    s->health->set("readiness", false);
+    s->health->set(kExtProcService, false);
+    new Call(s->ext);
+    s->health->start(*s->queue);
+    s->poller = std::thread([&q = *s->queue] { serve_queue(q); });
     inject::log::info("ext_proc on {} ({}), health on {}", address(s->grpc_port),
                       o.tls ? "TLS" : "plaintext", address(s->health_port));
     return std::unique_ptr<Server>(new Server(std::move(s)));
 }
 
 void Server::set_ready(bool ready) {
-    auto* health = s_->health_server->GetHealthCheckService();
-    health->SetServingStatus("readiness", ready);
-    health->SetServingStatus(kExtProcService, ready);
+    s_->health->set("readiness", ready);
+    s_->health->set(kExtProcService, ready);
 }
 
 void Server::shutdown(std::chrono::milliseconds grace) {
-    std::call_once(s_->shut, [this, grace] {
-        auto* health = s_->health_server->GetHealthCheckService();
-        health->SetServingStatus("readiness", false);
-        health->SetServingStatus(kExtProcService, false);
-        s_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
-        s_->health_server->Shutdown(std::chrono::system_clock::now());
-        s_->health_queue->Shutdown();
-        s_->health_poller.join();
-    });
+    s_->stop(grace);
 }
 
 int Server::grpc_port() const {
