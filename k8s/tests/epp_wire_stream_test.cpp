@@ -45,6 +45,46 @@ TEST(EppWireStream, FullDuplexAnswersNothingUntilTheBodyEndsThenRoutesAndResends
     EXPECT_EQ(s.status(), 200);
 }
 
+// A picker whose requests must wait their turn: try_decide says so, decide() answers.
+struct WaitingPicker : RecordingPicker {
+    int tries = 0;
+    std::optional<epp::Decision> try_decide(const epp::Request&) override {
+        ++tries;
+        return std::nullopt;
+    }
+};
+
+TEST(EppWireStream, ARequestThatMustWaitIsAnsweredByResumeWithTheSameAnswers) {
+    for (const auto mode : {ProcessingMode::FULL_DUPLEX_STREAMED, ProcessingMode::BUFFERED}) {
+        WaitingPicker p;
+        epp::Stream s(p, {});
+        const bool buffered = mode == ProcessingMode::BUFFERED;
+        EXPECT_EQ(feed(s, request_headers(post_headers(), false, mode)).size(), buffered ? 1u : 0u);
+        EXPECT_TRUE(feed(s, request_body(kBody, true)).empty());  // nothing yet: it waits
+        EXPECT_TRUE(s.waiting());
+        EXPECT_EQ(p.tries, 1);
+        EXPECT_TRUE(p.decided.empty());
+        // Nothing may come from the gateway meanwhile (the server reads nothing while it waits).
+        std::vector<ProcessingResponse> out;
+        EXPECT_FALSE(s.feed(request_body("x", true), out).has_value());
+        s.resume(out);
+        EXPECT_FALSE(s.waiting());
+        ASSERT_EQ(p.decided.size(), 1u);
+        ASSERT_EQ(out.size(), buffered ? 1u : 2u);
+        const auto& c =
+            buffered ? out[0].request_body().response() : out[0].request_headers().response();
+        EXPECT_EQ(set_header(c, "x-gateway-destination-endpoint"), "10.0.0.7:8000,10.0.0.8:8000");
+        if (!buffered) {
+            const auto& sr = out[1].request_body().response().body_mutation().streamed_response();
+            EXPECT_EQ(sr.body(), kBody);
+            EXPECT_TRUE(sr.end_of_stream());
+        }
+        EXPECT_EQ(s.status(), 200);
+        s.close();
+        EXPECT_EQ(p.finished_calls, 1);
+    }
+}
+
 TEST(EppWireStream, BufferedAnswersTheHeadersAtOnceAndRoutesInTheBodyAnswer) {
     RecordingPicker p;
     epp::Stream s(p, {});
