@@ -264,17 +264,85 @@ yaml.safe_dump(c, open(sys.argv[1], "w"))' "$SCRATCH/epp-config.yaml"
   nothing_forbidden
 }
 
-@test "InferenceObjectives: without their CRD the EPP is ready all the same and says once that priorities come from the config file only" {
-  install "objs[:] = [o for o in objs if o['metadata']['name'] != 'inferenceobjectives.inference.networking.x-k8s.io']"
+# without_crd KIND PLURAL: deployments/inference installed without the CRD of KIND (PLURAL its
+# resource), a pool and a Ready pod; the EPP is ready all the same and says once, after about
+# 5 s, that KIND's objects are not listed.
+without_crd() {
+  install "objs[:] = [o for o in objs if o['metadata']['name'] != '$2.inference.networking.x-k8s.io']"
   pool
   pod a 127.0.0.2 node-a True
   epp_in_pool
   wait_for epp_health readiness
-  wait_secs 8 grep -qF "InferenceObjectives in $NS: not listed (no inferenceobjectives.inference.networking.x-k8s.io CRD" "$EPP_LOG"
+  wait_secs 8 grep -qF "${1}s in $NS: not listed (no $2.inference.networking.x-k8s.io CRD" "$EPP_LOG"
   sleep 2
-  [ "$(grep -c InferenceObjective "$EPP_LOG")" -eq 1 ]
+  [ "$(grep -c "$1" "$EPP_LOG")" -eq 1 ]
   epp_health readiness
   nothing_forbidden
+}
+
+@test "InferenceObjectives: without their CRD the EPP is ready all the same and says once that priorities come from the config file only" {
+  without_crd InferenceObjective inferenceobjectives
+  grep -qF "objective priorities come from the config file only" "$EPP_LOG"
+}
+
+# rewrite_asked [STREAM]: a completion of model a through the gateway (streamed: any STREAM);
+# prints the model the model server was asked for and the one the client got back (each
+# event's, streamed), e.g. "b a".
+rewrite_asked() {
+  local stream=false got
+  [ -z "${1:-}" ] || stream=true
+  got=$(curl -sSf --max-time 5 -H 'Content-Type: application/json' \
+    --data-binary "{\"model\":\"a\",\"prompt\":\"q\",\"max_tokens\":3,\"stream\":$stream}" \
+    "http://127.0.0.1:$GATEWAY_PORT/v1/completions" |
+    if $stream; then sed -n 's/^data: {/{/p' | jq -r .model | sort -u | tr '\n' ' '; else jq -r .model; fi)
+  echo "$(tail -n 1 "$SCRATCH/model-m/requests.jsonl" | jq -r .model) ${got% }"
+}
+
+# rewrites_followed TEXT: the EPP logs the pool's model rewrites as TEXT, then model a is asked
+# for once; what rewrite_asked printed and the time from the mark to it are printed.
+rewrites_followed() {
+  wait_for bash -c "tail -n +$((MARK_LINES + 1)) '$EPP_LOG' | grep -qF 'InferenceModelRewrites of InferencePool $NS/$POOL: $1'"
+  local got
+  got=$(rewrite_asked)
+  echo "$got $(( ($(date +%s%N) - MARK_NS) / 1000000 ))"
+}
+
+@test "InferenceModelRewrites: one sending model a to b makes requests reach the model server as b within a second of its creation while the client sees a; deleted, a again; another pool's is ignored; on the shipped RBAC alone" {
+  install
+  model_start m --port "$TARGET_PORT"
+  pool
+  pod m 127.0.0.1 node-a True
+  epp_in_pool
+  gateway_start
+  wait_for grep -qF "InferenceModelRewrites of InferencePool $NS/$POOL: none" "$EPP_LOG"
+  wait_for epp_health readiness
+  [ "$(rewrite_asked)" = "a a" ]
+  local rewrites=/apis/inference.networking.x-k8s.io/v1alpha2/namespaces/$NS/inferencemodelrewrites
+  local to_b='"rules":[{"matches":[{"model":{"type":"Exact","value":"a"}}],"targets":[{"modelRewrite":"b","weight":100}]}]'
+  mark
+  api POST "$rewrites" "{\"metadata\":{\"name\":\"to-b\"},\"spec\":{\"poolRef\":{\"name\":\"$POOL\"},$to_b}}" > /dev/null
+  read -r server client ms < <(rewrites_followed "to-b (a -> b 100)")
+  echo "# rewrite followed ${ms} ms after the object's creation (server got $server, client saw $client)" >&3
+  [ "$server" = b ]
+  [ "$client" = a ]
+  [ "$ms" -le 1000 ]
+  # streamed: every event names a
+  [ "$(rewrite_asked stream)" = "b a" ]
+  [ "$(epp_metric 'enflame_epp_model_rewrite_decisions_total{model_name="a",model_rewrite_name="to-b",target_model="b"}')" = 2 ]
+  mark
+  api DELETE "$rewrites/to-b" > /dev/null
+  read -r server client ms < <(rewrites_followed "none")
+  [ "$server $client" = "a a" ]
+  # a rewrite of another pool is not this pool's
+  api POST "$rewrites" "{\"metadata\":{\"name\":\"other\"},\"spec\":{\"poolRef\":{\"name\":\"other\"},$to_b}}" > /dev/null
+  sleep 1
+  [ "$(rewrite_asked)" = "a a" ]
+  nothing_forbidden
+}
+
+@test "InferenceModelRewrites: without their CRD the EPP is ready all the same and says once that model rewrites come from the config file only" {
+  without_crd InferenceModelRewrite inferencemodelrewrites
+  grep -qF "model rewrites come from the config file only" "$EPP_LOG"
 }
 
 # without_rule ROLE RESOURCE [ARGS...]: deployments/inference installed with ROLE's rule on

@@ -206,6 +206,41 @@ sse() {
 @test "full-duplex: a streamed (SSE) response arrives whole" { sse full-duplex; }
 @test "buffered: a streamed (SSE) response arrives whole" { sse buffered; }
 
+canary() {
+  printf '%s\n' 'kind: EndpointPickerConfig' 'modelRewrites:' '  - name: canary' '    rules:' \
+    '      - matches: [{model: {type: Exact, value: m}}]' \
+    '        targets: [{modelRewrite: m-stable, weight: 50}, {modelRewrite: m-canary, weight: 50}]' \
+    > "$SCRATCH/canary.yaml"
+  three_servers --config-file "$SCRATCH/canary.yaml"
+  gateway_start --mode "$1"
+  local i
+  for i in $(seq 200); do
+    [ "$(post "{\"model\": \"m\", \"prompt\": \"question $i\", \"max_tokens\": 1}")" = 200 ]
+    # the client is told the model it asked for
+    [ "$(jq -r .model "$SCRATCH/resp.body")" = m ]
+  done
+  # the model servers were asked for the targets, each body's length as its content-length
+  cat "$SCRATCH"/model-?/requests.jsonl > "$SCRATCH/asked.jsonl"
+  jq -e -s 'all(.headers["content-length"] == (.body_len | tostring))' "$SCRATCH/asked.jsonl"
+  local stable canary
+  stable=$(jq -s 'map(select(.model == "m-stable")) | length' "$SCRATCH/asked.jsonl")
+  canary=$(jq -s 'map(select(.model == "m-canary")) | length' "$SCRATCH/asked.jsonl")
+  echo "# $1: 200 requests for m went as m-stable $stable, m-canary $canary" >&3
+  [ "$((stable + canary))" -eq 200 ]
+  # 50/50: a binomial's standard deviation over 200 is 7; 40 either way
+  [ "$stable" -ge 60 ]
+  [ "$stable" -le 140 ]
+  [ "$(epp_metric 'enflame_epp_model_rewrite_decisions_total{model_name="m",model_rewrite_name="canary",target_model="m-canary"}')" = "$canary" ]
+  # a model no rule matches reaches its server byte for byte
+  local other='{"model": "other",   "prompt": "as  typed", "max_tokens": 1}'
+  [ "$(post "$other")" = 200 ]
+  last_request "$(resp_header x-served-by)" | jq -e --arg sum "$(printf '%s' "$other" | sha256sum | cut -d' ' -f1)" \
+    '.model == "other" and .body_sha256 == $sum'
+  jq -e '.model == "other"' "$SCRATCH/resp.body"
+}
+@test "full-duplex: a 50/50 canary of the config file's modelRewrites sends about half the requests as each target model; the client sees its own" { canary full-duplex; }
+@test "buffered: a 50/50 canary of the config file's modelRewrites sends about half the requests as each target model; the client sees its own" { canary buffered; }
+
 @test "gRPC health: SERVING for '', liveness, readiness and the ext_proc service" {
   three_servers
   local s
