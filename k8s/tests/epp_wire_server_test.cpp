@@ -129,10 +129,11 @@ std::string route_once(const std::shared_ptr<grpc::Channel>& channel) {
     stream->Write(body());
     ProcessingResponse out;
     std::string destination;
-    if (stream->Read(&out))
-        for (const auto& o : out.request_headers().response().header_mutation().set_headers())
-            if (o.header().key() == "x-gateway-destination-endpoint")
-                destination = o.header().raw_value();
+    if (!stream->Read(&out))  // refused: the server's status
+        return "error " + std::to_string(stream->Finish().error_code());
+    for (const auto& o : out.request_headers().response().header_mutation().set_headers())
+        if (o.header().key() == "x-gateway-destination-endpoint")
+            destination = o.header().raw_value();
     stream->WritesDone();
     ctx.TryCancel();
     const auto status = stream->Finish();
@@ -267,6 +268,9 @@ TEST_F(Fixture, ShutdownLetsAnOpenStreamFinishWithinTheGraceAndTakesNoNewOne) {
     std::this_thread::sleep_for(200ms);
     auto late = plaintext(grpc_address());
     EXPECT_EQ(route_once(late), "error 14");
+    // Probes still get an answer while the open stream ends.
+    EXPECT_EQ(health("readiness", server->health_port()), Health::NOT_SERVING);
+    EXPECT_EQ(health("liveness", server->health_port()), Health::SERVING);
     ASSERT_TRUE(stream->Write(body()));
     ProcessingResponse out;
     ASSERT_TRUE(stream->Read(&out));

@@ -86,6 +86,12 @@ EOF
     --grpc-health-port 0 --metrics-port "$taken"
   [ "$status" -eq 1 ]
   [[ ${lines[-1]} == "error: --metrics-port $taken: "* ]]
+  # the health port shares the ext_proc server: the line still names the right flag
+  taken=${EPP_HEALTH##*:}
+  run timeout 10 "$EPP" --endpoints "$MODEL_ADDR" --secure-serving=false --grpc-port 0 \
+    --grpc-health-port "$taken" --metrics-port 0
+  [ "$status" -eq 1 ]
+  [[ ${lines[-1]} == "error: --grpc-health-port $taken: cannot listen on "* ]]
 }
 
 @test "TLS by default with a self-signed certificate made at start, routed through" {
@@ -98,6 +104,15 @@ EOF
   [[ $subject == *"issuer=O = Enflame, CN = enflame-epp"* ]]
   EPP_TLS=1 gateway_start
   [ "$(post '{"model":"tiny","prompt":"hi"}')" = 200 ]
+  [ "$(model_requests a)" -eq 1 ]
+  # Envoy's ext_proc cluster health check asks the ext_proc port itself, over TLS.
+  run "$EPP_GATEWAY" --health-check --epp "$EPP_GRPC" --epp-tls \
+    --service envoy.service.ext_proc.v3.ExternalProcessor --timeout 1000
+  [ "$output" = SERVING ]
+  # ext_proc on the plaintext health port is refused while TLS is on.
+  EPP_GRPC=$EPP_HEALTH gateway_start
+  run post '{"model":"tiny","prompt":"hi"}'
+  [ "$output" != 200 ]
   [ "$(model_requests a)" -eq 1 ]
   # A gateway speaking plaintext to it gets no answer from the EPP.
   gateway_start

@@ -4,8 +4,11 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
+#include <netdb.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -88,7 +91,25 @@ struct Shared {
     WireMetrics& metrics;
     bool tls;  ///< ext_proc is TLS: a plaintext stream (the health port) is refused
     Waiters waiters;
+    std::atomic<bool> refusing{false};  ///< shutting down: a new stream is refused at once
     std::atomic<bool> draining{false};  ///< the queue is shutting down: start no operation
+    std::mutex open_mu;
+    std::condition_variable none_open;
+    int open = 0;  ///< streams taken and not yet ended (under open_mu)
+
+    void opened() {
+        const std::lock_guard l(open_mu);
+        ++open;
+    }
+    void closed() {
+        const std::lock_guard l(open_mu);
+        if (--open == 0) none_open.notify_all();
+    }
+    /// Waits until no stream is open, or `grace` passed.
+    void wait_closed(std::chrono::milliseconds grace) {
+        std::unique_lock l(open_mu);
+        none_open.wait_for(l, grace, [this] { return open == 0; });
+    }
 };
 
 // One Process stream. Its operations complete on the server's queue thread, one at a time (a
@@ -99,6 +120,11 @@ class Call final : public Tag {
 public:
     explicit Call(Shared& sh) : sh_(sh), stream_(sh.picker, sh.options), io_(&ctx_) {
         sh_.service.RequestProcess(&ctx_, &io_, sh_.queue, sh_.queue, this);
+    }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    ~Call() {
+        if (counted_) sh_.closed();
     }
 
     void proceed(bool ok) override {
@@ -111,6 +137,13 @@ public:
         switch (was) {
             case State::Accepting:
                 new Call(sh_);
+                if (sh_.refusing) {  // the health service still answers while open ones end
+                    state_ = State::Finishing;
+                    io_.Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down"), this);
+                    return;
+                }
+                counted_ = true;
+                sh_.opened();
                 if (sh_.tls && !over_tls()) {
                     sh_.metrics.error("plaintext");
                     state_ = State::Finishing;
@@ -201,13 +234,33 @@ private:
     std::vector<ext_proc::ProcessingResponse> out_;
     std::size_t next_ = 0;
     State state_ = State::Accepting;
+    bool counted_ = false;  ///< in Shared::open
 };
+
+// Whether a listening socket could be bound to host:port now (SO_REUSEADDR, as grpc binds).
+bool can_bind(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+    bool ok = false;
+    if (const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0); fd >= 0) {
+        const int one = 1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        ok = bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+        close(fd);
+    }
+    freeaddrinfo(found);
+    return ok;
+}
 
 }  // namespace
 
 struct Server::State {
     State(Picker& picker, const ServerOptions& o, prometheus::Registry& r)
-        : metrics(r), ext{{}, nullptr, picker, o.stream, metrics, o.tls.has_value(), {}, {}} {}
+        : metrics(r), ext{{}, nullptr, picker, o.stream, metrics, o.tls.has_value(),
+                          {}, {},      {},     {},       {},      0} {}
     ~State() { stop(std::chrono::milliseconds(0)); }
 
     // Idempotent, and right for a server that never started: the queue is shut down and
@@ -215,12 +268,20 @@ struct Server::State {
     void stop(std::chrono::milliseconds grace) {
         std::call_once(shut, [this, grace] {
             if (server) {
+                // New streams are refused and open ones have `grace` to end while health
+                // answers NOT_SERVING (grpc's Shutdown would take no call at all, probes
+                // included); then the rest are cancelled.
                 health->set("readiness", false);
                 health->set(kExtProcService, false);
-                server->Shutdown(std::chrono::system_clock::now() + grace);
+                ext.refusing = true;
+                ext.wait_closed(grace);
+                server->Shutdown(std::chrono::system_clock::now());
             }
             ext.waiters.wait_idle();
             ext.draining = true;
+            // A server that never started holds nothing on the queue, and grpc destroys the
+            // queue itself (its Shutdown() would complain of the server that never was).
+            if (!server) return;
             queue->Shutdown();
             if (poller.joinable())
                 poller.join();
@@ -284,12 +345,15 @@ inject::Result<std::unique_ptr<Server>> Server::start(const ServerOptions& o, Pi
     s->queue = b.AddCompletionQueue();
     s->ext.queue = s->queue.get();
     s->server = b.BuildAndStart();
-    if (!s->server || s->grpc_port == 0)
-        return inject::fail(Errc::Io, "--grpc-port " + std::to_string(o.grpc_port) +
-                                          ": cannot listen on " + address(o.grpc_port));
-    if (s->health_port == 0)
-        return inject::fail(Errc::Io, "--grpc-health-port " + std::to_string(o.health_port) +
-                                          ": cannot listen on " + address(o.health_port));
+    if (!s->server || s->grpc_port == 0 || s->health_port == 0) {
+        // grpc says only that the server did not start: name the port that cannot be bound.
+        const bool health =
+            (o.grpc_port == 0 || can_bind(o.host, o.grpc_port)) && !can_bind(o.host, o.health_port);
+        const int port = health ? o.health_port : o.grpc_port;
+        return inject::fail(Errc::Io, std::string(health ? "--grpc-health-port " : "--grpc-port ") +
+                                          std::to_string(port) + ": cannot listen on " +
+                                          address(port));
+    }
     s->health->set("", true);
     s->health->set("liveness", true);
     s->health->set("readiness", false);
