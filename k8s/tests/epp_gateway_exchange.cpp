@@ -76,6 +76,14 @@ const char* answer_name(Response::ResponseCase c) {
     return "empty";
 }
 
+Routing failed(Routing out, int status, std::string why) {
+    out.status = status;
+    out.body = std::move(why);
+    return out;
+}
+
+}  // namespace
+
 extproc::ProcessingRequest headers_message(const HttpRequest& r, const StreamOptions& o) {
     extproc::ProcessingRequest m;
     auto* h = m.mutable_request_headers();
@@ -101,13 +109,29 @@ extproc::ProcessingRequest headers_message(const HttpRequest& r, const StreamOpt
     return m;
 }
 
-Routing failed(Routing out, int status, std::string why) {
-    out.status = status;
-    out.body = std::move(why);
+std::vector<extproc::ProcessingRequest> body_messages(const std::string& body,
+                                                      const StreamOptions& o) {
+    const std::size_t chunk = o.mode == Mode::FullDuplex ? o.chunk : body.size();
+    std::vector<extproc::ProcessingRequest> out;
+    for (std::size_t off = 0; off < body.size(); off += chunk) {
+        auto* b = out.emplace_back().mutable_request_body();
+        b->set_body(body.substr(off, chunk));
+        b->set_end_of_stream(off + chunk >= body.size());
+    }
     return out;
 }
 
-}  // namespace
+extproc::ProcessingRequest response_headers_message(int status, const Headers& h,
+                                                    const std::string& served) {
+    extproc::ProcessingRequest m;
+    auto* map = m.mutable_response_headers()->mutable_headers();
+    add_header(map, ":status", std::to_string(status));
+    for (const auto& [k, v] : h) add_header(map, k, v);
+    auto& lb =
+        (*m.mutable_metadata_context()->mutable_filter_metadata())[std::string(kLbNamespace)];
+    (*lb.mutable_fields())[std::string(kServed)].set_string_value(served);
+    return m;
+}
 
 std::optional<std::string> header(const Headers& h, std::string_view name) {
     for (const auto& [k, v] : h)
@@ -161,7 +185,7 @@ std::string apply_mutation(Headers& h, const extproc::HeaderMutation& m) {
 }
 
 Exchange::Exchange(extproc::ExternalProcessor::StubInterface& stub, StreamOptions options)
-    : options_(options) {
+    : options_(options), phase_(options) {
     context_.set_deadline(std::chrono::system_clock::now() + options_.timeout);
     stream_ = stub.Process(&context_);
 }
@@ -187,15 +211,12 @@ bool Exchange::write(const extproc::ProcessingRequest& m) {
 Routing Exchange::route(const HttpRequest& r) {
     Routing out;
     out.upstream = r;
-    started_ = Clock::now();
+    phase_.start();
     return options_.mode == Mode::Buffered ? route_buffered(r, std::move(out))
                                            : route_full_duplex(r, std::move(out));
 }
 
-// One answer of the request phase: its header mutation (on out.upstream.headers, pseudo-headers
-// included), its body, the destination metadata. `done` once the phase is over.
-std::string Exchange::take_request_answer(const Response& m, Routing& out, std::string& body,
-                                          bool& done) {
+std::string RequestPhase::take(const Response& m, Routing& out, std::string& body, bool& done) {
     if (auto d = metadata_string(m.dynamic_metadata(), kLbNamespace, kDestination))
         metadata_destination_ = *d;
     const bool full_duplex = options_.mode == Mode::FullDuplex;
@@ -253,22 +274,18 @@ std::string Exchange::take_request_answer(const Response& m, Routing& out, std::
 Routing Exchange::route_full_duplex(const HttpRequest& r, Routing out) {
     // Envoy streams the headers and every chunk without waiting for an answer.
     bool open = write(headers_message(r, options_));
-    for (std::size_t off = 0; open && off < r.body.size(); off += options_.chunk) {
-        extproc::ProcessingRequest m;
-        m.mutable_request_body()->set_body(r.body.substr(off, options_.chunk));
-        m.mutable_request_body()->set_end_of_stream(off + options_.chunk >= r.body.size());
-        open = write(m);
-    }
+    for (const auto& chunk : body_messages(r.body, options_))
+        if (open) open = write(chunk);
     out.upstream.headers = {{":method", r.method}, {":path", r.path}};
     out.upstream.headers.insert(out.upstream.headers.end(), r.headers.begin(), r.headers.end());
     std::string body;
     Response m;
     for (bool done = false; !done;) {
         if (!stream_->Read(&m)) return stream_failed(std::move(out));
-        if (auto e = take_request_answer(m, out, body, done); !e.empty())
+        if (auto e = phase_.take(m, out, body, done); !e.empty())
             return failed(std::move(out), 502, "the EPP's answer: " + e);
     }
-    return routed(std::move(out), std::move(body));
+    return phase_.routed(std::move(out), std::move(body));
 }
 
 Routing Exchange::route_buffered(const HttpRequest& r, Routing out) {
@@ -280,19 +297,17 @@ Routing Exchange::route_buffered(const HttpRequest& r, Routing out) {
     // The headers alone; the body goes once they are answered.
     if (!write(headers_message(r, options_)) || !stream_->Read(&m))
         return stream_failed(std::move(out));
-    if (auto e = take_request_answer(m, out, body, done); !e.empty())
+    if (auto e = phase_.take(m, out, body, done); !e.empty())
         return failed(std::move(out), 502, "the EPP's answer: " + e);
     if (out.status != 0) return out;
     if (!r.body.empty()) {
-        extproc::ProcessingRequest b;
-        b.mutable_request_body()->set_body(r.body);
-        b.mutable_request_body()->set_end_of_stream(true);
-        if (!write(b) || !stream_->Read(&m)) return stream_failed(std::move(out));
+        if (!write(body_messages(r.body, options_).front()) || !stream_->Read(&m))
+            return stream_failed(std::move(out));
         done = false;
-        if (auto e = take_request_answer(m, out, body, done); !e.empty())
+        if (auto e = phase_.take(m, out, body, done); !e.empty())
             return failed(std::move(out), 502, "the EPP's answer: " + e);
     }
-    return routed(std::move(out), body);
+    return phase_.routed(std::move(out), body);
 }
 
 Routing Exchange::stream_failed(Routing out) {
@@ -311,7 +326,7 @@ Routing Exchange::stream_failed(Routing out) {
 
 // The request phase is over: a routed request must have the destination in the header and
 // the envoy.lb metadata, the same in both, and a Content-Length that matches its body.
-Routing Exchange::routed(Routing out, std::string body) {
+Routing RequestPhase::routed(Routing out, std::string body) const {
     if (out.status != 0) return out;
     auto& hs = out.upstream.headers;
     const auto dest = header(hs, kDestination);
@@ -341,14 +356,7 @@ bool Exchange::respond_headers(int status, const Headers& h, const std::string& 
     sink_ = &sink;
     response_status_ = status;
     response_headers_ = h;
-    extproc::ProcessingRequest m;
-    auto* map = m.mutable_response_headers()->mutable_headers();
-    add_header(map, ":status", std::to_string(status));
-    for (const auto& [k, v] : h) add_header(map, k, v);
-    auto& lb =
-        (*m.mutable_metadata_context()->mutable_filter_metadata())[std::string(kLbNamespace)];
-    (*lb.mutable_fields())[std::string(kServed)].set_string_value(served);
-    if (!write(m)) return false;
+    if (!write(response_headers_message(status, h, served))) return false;
     if (options_.mode == Mode::FullDuplex)
         reader_ = std::thread([this] { reader_error_ = read_response_phase(); });
     return true;

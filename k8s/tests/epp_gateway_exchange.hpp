@@ -96,6 +96,36 @@ public:
     virtual bool body(std::string_view chunk) = 0;
 };
 
+/// The first message of a stream: the request headers, the subset hint, the protocol_config.
+extproc::ProcessingRequest headers_message(const HttpRequest& r, const StreamOptions& o);
+/// The request body as the filter sends it: chunks (FULL_DUPLEX_STREAMED) or one message.
+std::vector<extproc::ProcessingRequest> body_messages(const std::string& body,
+                                                      const StreamOptions& o);
+/// The upstream's status and headers, the endpoint that served as envoy.lb metadata.
+extproc::ProcessingRequest response_headers_message(int status, const Headers& h,
+                                                    const std::string& served);
+
+/// The request phase's checks of the EPP's answers, as Envoy makes them.
+class RequestPhase {
+public:
+    explicit RequestPhase(StreamOptions options) : options_(options) {}
+    /// The first message is being written: the decision latency counts from here.
+    void start() { started_ = std::chrono::steady_clock::now(); }
+    /// One answer: its header mutation (on out.upstream.headers, pseudo-headers included), its
+    /// body, the destination metadata. `done` once the phase is over. "" or what was wrong.
+    std::string take(const extproc::ProcessingResponse& m, Routing& out, std::string& body,
+                     bool& done);
+    /// The phase is over: `out` routed, or failed with 502 and why.
+    Routing routed(Routing out, std::string body) const;
+
+private:
+    StreamOptions options_;
+    std::chrono::steady_clock::time_point started_;
+    bool headers_answered_ = false;
+    bool destination_seen_ = false;
+    std::string metadata_destination_;
+};
+
 /// One Process stream; route() once, then respond_headers(), respond_body()..., finish().
 class Exchange {
 public:
@@ -124,10 +154,7 @@ private:
     std::string answer_response_body(const extproc::ProcessingResponse& m, bool& done);
     Routing route_buffered(const HttpRequest& r, Routing out);
     Routing route_full_duplex(const HttpRequest& r, Routing out);
-    std::string take_request_answer(const extproc::ProcessingResponse& m, Routing& out,
-                                    std::string& body, bool& done);
     Routing stream_failed(Routing out);
-    Routing routed(Routing out, std::string body);
     std::string sink_headers(const extproc::CommonResponse& c);
     std::string finish_buffered();
 
@@ -136,10 +163,7 @@ private:
     std::unique_ptr<
         grpc::ClientReaderWriterInterface<extproc::ProcessingRequest, extproc::ProcessingResponse>>
         stream_;
-    std::chrono::steady_clock::time_point started_;
-    bool headers_answered_ = false;
-    bool destination_seen_ = false;
-    std::string metadata_destination_;
+    RequestPhase phase_;
     bool writes_done_ = false;
 
     // Response phase.
