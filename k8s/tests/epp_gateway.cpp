@@ -38,7 +38,7 @@ struct Flags {
     std::optional<std::string> subset;
     bool tls = false, health = false, no_protocol_config = false;
     std::size_t chunk = 16 * 1024;
-    int timeout_ms = 120'000, threads = 32, drive = 0, workers = 32;
+    int timeout_ms = 120'000, threads = 32, drive = 0;
     double rate = 100;
 };
 
@@ -91,7 +91,7 @@ int run_drive(const Flags& f) {
     }
     std::ostringstream body;
     body << in.rdbuf();
-    DriveConfig d{f.drive, f.rate, body.str(), f.workers, stream_options(f), subset(f)};
+    DriveConfig d{f.drive, f.rate, body.str(), stream_options(f), subset(f)};
     const auto ch = channel(f);
     auto stub = extproc::ExternalProcessor::NewStub(ch);
     std::cout << drive(d, *stub).dump() << "\n";
@@ -159,8 +159,6 @@ int main(int argc, char** argv) try {
     app.add_option("--rate", f.rate, "bench: streams started per second")
         ->check(CLI::PositiveNumber);
     app.add_option("--body", f.body_file, "bench: the request body file");
-    app.add_option("--workers", f.workers, "bench: streams open at once at most")
-        ->check(CLI::Range(1, 4096));
     app.add_flag("--health-check", f.health, "one gRPC health Check of --epp, then exit");
     app.add_option("--service", f.service, "health: the service name asked (default '')");
     app.add_option("--log-level", f.log_level, "debug, info, warn or error");

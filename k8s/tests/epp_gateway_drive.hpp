@@ -4,7 +4,8 @@
 /// \file
 /// epp-gateway --drive: the EPP's own latency, without a model server. Opens Process streams
 /// at a fixed rate (open loop: a stream starts on its schedule whether or not earlier ones
-/// finished) and plays the upstream itself.
+/// finished) and plays the upstream itself; one thread drives every stream from one completion
+/// queue (grpc's async client API).
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,7 +20,6 @@ struct DriveConfig {
     int requests = 0;
     double rate = 0;   ///< streams started per second
     std::string body;  ///< the request body every stream sends
-    int workers = 32;  ///< streams open at once at most
     StreamOptions stream;
     std::optional<std::vector<std::string>> subset;
 };

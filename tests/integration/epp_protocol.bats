@@ -103,6 +103,23 @@ agreed() {
 @test "full-duplex: 20 requests, each with the destination header equal to its envoy.lb metadata" { agreed full-duplex; }
 @test "buffered: 20 requests, each with the destination header equal to its envoy.lb metadata" { agreed buffered; }
 
+# epp-gateway --drive (bench/epp.sh's load): streams straight to the EPP, the upstream played by
+# the driver itself, so no model server sees them.
+drive() {
+  three_servers
+  printf '%s' '{"model": "m", "prompt": "driven"}' > "$SCRATCH/body.json"
+  timeout 60 "$EPP_GATEWAY" --drive 200 --rate 100 --mode "$1" --body "$SCRATCH/body.json" \
+    --epp "$EPP_GRPC" > "$SCRATCH/drive.json"
+  jq -e '.requests == 200' "$SCRATCH/drive.json"
+  jq -e '.status == {"200": 200}' "$SCRATCH/drive.json"
+  jq -e '.decision_ms.count == 200' "$SCRATCH/drive.json"
+  jq -e '.decision_ms.p50 > 0' "$SCRATCH/drive.json"
+  jq -e '.rate == 100 and .achieved_rate > 50 and .seconds > 0 and .late_ms_max >= 0' "$SCRATCH/drive.json"
+  [ "$(model_requests a)$(model_requests b)$(model_requests c)" = 000 ]
+}
+@test "full-duplex: --drive 200 streams at 100/s: all 200, each with a decision latency" { drive full-duplex; }
+@test "buffered: --drive 200 streams at 100/s: all 200, each with a decision latency" { drive buffered; }
+
 no_model() {
   three_servers
   gateway_start --mode "$1"
