@@ -192,6 +192,42 @@ TEST_F(Fixture, HealthIsOnBothPortsAndReadinessFollowsSetReady) {
     EXPECT_EQ(health("inference-extension", port), std::nullopt);
 }
 
+TEST_F(Fixture, HealthWatchSendsTheStatusThenEachChangeUntilTheClientLeaves) {
+    start();
+    auto stub = grpc::health::v1::Health::NewStub(
+        plaintext("127.0.0.1:" + std::to_string(server->health_port())));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service("readiness");
+    auto watch = stub->Watch(&ctx, req);
+    Health got;
+    ASSERT_TRUE(watch->Read(&got));
+    EXPECT_EQ(got.status(), Health::NOT_SERVING);
+    server->set_ready(true);
+    ASSERT_TRUE(watch->Read(&got));
+    EXPECT_EQ(got.status(), Health::SERVING);
+    std::this_thread::sleep_for(100ms);  // that write done on the server's side too
+    server->set_ready(true);             // no change: nothing sent
+    server->set_ready(false);
+    ASSERT_TRUE(watch->Read(&got));
+    EXPECT_EQ(got.status(), Health::NOT_SERVING);
+    // A name never set is SERVICE_UNKNOWN to Watch, as the protocol says.
+    grpc::ClientContext unknown_ctx;
+    unknown_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    req.set_service("inference-extension");
+    auto unknown = stub->Watch(&unknown_ctx, req);
+    ASSERT_TRUE(unknown->Read(&got));
+    EXPECT_EQ(got.status(), Health::SERVICE_UNKNOWN);
+    // The clients leave; the server forgets them (ASan would see a call left behind).
+    ctx.TryCancel();
+    unknown_ctx.TryCancel();
+    (void)watch->Finish();
+    (void)unknown->Finish();
+    server->set_ready(true);
+    EXPECT_EQ(health("readiness", server->health_port()), Health::SERVING);
+}
+
 TEST_F(Fixture, TlsPortTakesATlsClientTrustingItsCertificateAndRefusesPlaintext) {
     auto pem = epp::self_signed_certificate();
     ASSERT_TRUE(pem) << pem.error().what();
