@@ -84,6 +84,9 @@ private:
 
 // What every ext_proc call shares.
 struct Shared {
+    Shared(Picker& p, StreamOptions o, WireMetrics& m, bool over_tls)
+        : picker(p), options(o), metrics(m), tls(over_tls) {}
+
     ext_proc::ExternalProcessor::AsyncService service;
     grpc::ServerCompletionQueue* queue = nullptr;
     Picker& picker;
@@ -259,8 +262,7 @@ bool can_bind(const std::string& host, int port) {
 
 struct Server::State {
     State(Picker& picker, const ServerOptions& o, prometheus::Registry& r)
-        : metrics(r), ext{{}, nullptr, picker, o.stream, metrics, o.tls.has_value(),
-                          {}, {},      {},     {},       {},      0} {}
+        : metrics(r), ext(picker, o.stream, metrics, o.tls.has_value()) {}
     ~State() { stop(std::chrono::milliseconds(0)); }
 
     // Idempotent, and right for a server that never started: the queue is shut down and
